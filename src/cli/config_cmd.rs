@@ -1,0 +1,59 @@
+//! `opentiger config show|schema`.
+
+use clap::Subcommand;
+
+use super::{context::config_path, Cli, CmdResult, Failure};
+use crate::config::{self, AgentRole};
+use crate::model::Role;
+
+#[derive(Subcommand, Debug)]
+pub enum ConfigCommand {
+    /// Print the effective configuration (file values over defaults).
+    Show {
+        /// As JSON instead of YAML.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Print the JSON Schema of `.opentiger.yml` (for editors).
+    Schema,
+}
+
+pub fn run(cli: &Cli, cmd: &ConfigCommand) -> CmdResult {
+    match cmd {
+        ConfigCommand::Schema => {
+            println!("{}", config::schema_json());
+            Ok(())
+        }
+        ConfigCommand::Show { json } => {
+            let path = config_path(cli);
+            let (mut cfg, source) = config::load(&path, cli.config.is_some())?;
+            if let Some(mode) = &cli.mode {
+                cfg.mode = mode.parse().map_err(|e| Failure::usage(format!("--mode: {e}")))?;
+            }
+            // Resolve the inherited and mode-dependent values so what is printed is what runs.
+            let mut effective = serde_json::to_value(&cfg).map_err(|e| Failure::tick(e.to_string()))?;
+            effective["state"]["store"] = serde_json::json!(match cfg.store_kind() {
+                config::StoreKind::Branch => "branch",
+                config::StoreKind::File => "file",
+            });
+            for role in [
+                AgentRole::Planner,
+                AgentRole::Task(Role::Worker),
+                AgentRole::Task(Role::Tester),
+                AgentRole::Task(Role::Docser),
+                AgentRole::Judge,
+            ] {
+                effective["agents"][role.name()] =
+                    serde_json::to_value(cfg.agents.effective(role)).map_err(|e| Failure::tick(e.to_string()))?;
+            }
+            if *json {
+                println!("{}", serde_json::to_string_pretty(&effective).map_err(|e| Failure::tick(e.to_string()))?);
+            } else {
+                println!("# effective configuration from {source}");
+                let yaml = serde_saphyr::to_string(&effective).map_err(|e| Failure::tick(e.to_string()))?;
+                print!("{yaml}");
+            }
+            Ok(())
+        }
+    }
+}

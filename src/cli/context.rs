@@ -1,0 +1,125 @@
+//! What every command needs: the repository, the configuration, the time, who we are, and the
+//! way to the state.
+
+use std::collections::BTreeSet;
+use std::path::{Path, PathBuf};
+
+use super::lock::{process_alive, FileLock};
+use super::{Cli, Failure};
+use crate::config::{self, Config, ConfigSource, StoreKind};
+use crate::engine::{self, Observations, Plan, Snapshot};
+use crate::model::{AgentId, Mode, TickId};
+use crate::store::{self, SnapshotLimits, Store};
+use crate::time::Timestamp;
+
+pub struct Context {
+    pub repo: PathBuf,
+    pub config: Config,
+    pub config_source: ConfigSource,
+    pub now: Timestamp,
+    pub agent_id: AgentId,
+    pub tick_id: TickId,
+}
+
+impl Context {
+    pub fn load(cli: &Cli) -> Result<Context, Failure> {
+        let (config, config_source) = load_config(cli)?;
+        let now = match &cli.now {
+            Some(text) => Timestamp::parse_rfc3339(text).map_err(|e| Failure::usage(format!("--now: {e}")))?,
+            None => Timestamp::now(),
+        };
+        Ok(Context {
+            repo: cli.repo.clone(),
+            config,
+            config_source,
+            now,
+            agent_id: AgentId::detect(|k| std::env::var(k).ok()),
+            tick_id: TickId::fresh(now.0),
+        })
+    }
+
+    /// The state file of `state.store: file`.
+    pub fn state_path(&self) -> Result<PathBuf, Failure> {
+        match self.config.store_kind() {
+            StoreKind::File => Ok(store::file_path(&self.repo, &self.config.state.path)),
+            StoreKind::Branch => Err(Failure::usage(format!(
+                "{}: `state.store: branch` (the default in github mode) is not available in this build yet\n  fix: set `mode: local-git` or `state.store: file` in the configuration",
+                self.config_source
+            ))),
+        }
+    }
+
+    /// Opens the state for writing, holding the lock until the returned guard drops.
+    pub fn open_store(&self) -> Result<(Store, FileLock), Failure> {
+        let path = self.state_path()?;
+        let lock = FileLock::acquire(&path)?;
+        let store = Store::open_file(&path)?;
+        Ok((store, lock))
+    }
+
+    /// Loads the state into memory: nothing on disk changes, whatever is done to it.
+    pub fn read_store(&self) -> Result<Store, Failure> {
+        Ok(Store::load_file_in_memory(&self.state_path()?)?)
+    }
+
+    /// Facts about the world that the engine needs, gathered without the network.
+    pub fn observations(&self, store: &Store) -> Result<Observations, Failure> {
+        let requirement = self.repo.join(&self.config.requirement);
+        let requirement_present = std::fs::read_to_string(&requirement)
+            .map(|t| !t.trim().is_empty())
+            .unwrap_or(false);
+        let dead_agents = dead_local_holders(store)?;
+        Ok(Observations {
+            requirement_present,
+            issue_backlog: 0,
+            open_prs: 0,
+            dead_agents,
+        })
+    }
+
+    /// Snapshot and plan of the state as it is now.
+    pub fn plan(&self, store: &Store) -> Result<(Snapshot, Plan), Failure> {
+        let observations = self.observations(store)?;
+        let limits = SnapshotLimits {
+            runs_per_task: self.config.retry.repeated_signature_threshold.max(6),
+        };
+        let snapshot = store.load_snapshot(self.tick_id.clone(), self.agent_id.clone(), observations, limits)?;
+        let plan = engine::plan(&snapshot, &self.config, self.now);
+        Ok((snapshot, plan))
+    }
+}
+
+fn load_config(cli: &Cli) -> Result<(Config, ConfigSource), Failure> {
+    let (path, required) = match &cli.config {
+        Some(p) => (p.clone(), true),
+        None => (cli.repo.join(".opentiger.yml"), false),
+    };
+    let (mut config, source) = config::load(&path, required)?;
+    if let Some(mode) = &cli.mode {
+        config.mode = mode.parse::<Mode>().map_err(|e| Failure::usage(format!("--mode: {e}")))?;
+    }
+    Ok((config, source))
+}
+
+/// Lease holders on this machine whose process has ended: their leases are reclaimed at once
+/// instead of waiting for expiry.
+fn dead_local_holders(store: &Store) -> Result<BTreeSet<AgentId>, Failure> {
+    let host = AgentId::detect(|k| std::env::var(k).ok());
+    let this_host = host.local_parts().map(|(h, _)| h.to_string());
+    let mut dead = BTreeSet::new();
+    for holder in store.lease_holders()? {
+        if let Some((h, pid)) = holder.local_parts() {
+            if Some(h) == this_host.as_deref() && pid != std::process::id() && !process_alive(pid) {
+                dead.insert(holder.clone());
+            }
+        }
+    }
+    Ok(dead)
+}
+
+/// The configuration file's path as given or defaulted, for `config show`.
+pub fn config_path(cli: &Cli) -> PathBuf {
+    cli.config
+        .clone()
+        .unwrap_or_else(|| Path::new(&cli.repo).join(".opentiger.yml"))
+}

@@ -1,0 +1,142 @@
+//! The command line: argument parsing, the shared context (repo, config, clock, state), exit
+//! codes. Each command lives in its own file and only wires the store, the engine and the report.
+//!
+//! Exit codes (DESIGN §11): 0 ok, 1 tick error, 2 usage/config error, 3 state conflict.
+
+mod config_cmd;
+mod context;
+mod lock;
+mod status;
+mod task;
+mod tick;
+
+use std::path::PathBuf;
+
+use clap::{Parser, Subcommand};
+
+pub use context::Context;
+
+#[derive(Parser, Debug)]
+#[command(name = "opentiger", version, about = "An autonomous coding loop for one repository, one tick at a time.")]
+pub struct Cli {
+    /// Repository to work on.
+    #[arg(long, global = true, default_value = ".", env = "OPENTIGER_REPO")]
+    pub repo: PathBuf,
+    /// Configuration file [default: <repo>/.opentiger.yml].
+    #[arg(long, global = true, env = "OPENTIGER_CONFIG")]
+    pub config: Option<PathBuf>,
+    /// Override `mode` from the configuration.
+    #[arg(long, global = true, value_parser = ["github", "local-git", "direct"])]
+    pub mode: Option<String>,
+    /// Pretend it is this time (RFC 3339), for tests and what-if questions.
+    #[arg(long, global = true, env = "OPENTIGER_NOW")]
+    pub now: Option<String>,
+    /// More log output (-v info, -vv debug).
+    #[arg(short, long, global = true, action = clap::ArgAction::Count)]
+    pub verbose: u8,
+    /// Only errors.
+    #[arg(short, long, global = true)]
+    pub quiet: bool,
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+#[derive(Subcommand, Debug)]
+pub enum Command {
+    /// Advance the loop by one step: recover, decide, claim, run, record.
+    Tick(tick::TickArgs),
+    /// Tasks, what each waits for, recent runs and the last tick.
+    Status(status::StatusArgs),
+    /// The local backlog: add, list, show, retry, cancel tasks.
+    #[command(subcommand)]
+    Task(task::TaskCommand),
+    /// The effective configuration and its JSON Schema.
+    #[command(subcommand)]
+    Config(config_cmd::ConfigCommand),
+}
+
+/// A failure with its exit code and a message for the person who hit it.
+#[derive(Debug)]
+pub struct Failure {
+    pub code: i32,
+    pub message: String,
+}
+
+impl Failure {
+    pub fn usage(message: impl Into<String>) -> Failure {
+        Failure { code: 2, message: message.into() }
+    }
+    pub fn tick(message: impl Into<String>) -> Failure {
+        Failure { code: 1, message: message.into() }
+    }
+}
+
+impl From<crate::config::ConfigError> for Failure {
+    fn from(e: crate::config::ConfigError) -> Self {
+        Failure::usage(e.to_string())
+    }
+}
+
+impl From<crate::store::StoreError> for Failure {
+    fn from(e: crate::store::StoreError) -> Self {
+        Failure {
+            code: if e.is_user_error() { 2 } else { 1 },
+            message: e.to_string(),
+        }
+    }
+}
+
+impl From<std::io::Error> for Failure {
+    fn from(e: std::io::Error) -> Self {
+        Failure::tick(e.to_string())
+    }
+}
+
+pub type CmdResult = Result<(), Failure>;
+
+/// Runs the CLI and returns the process exit code.
+pub fn main() -> i32 {
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(e) => {
+            let _ = e.print();
+            return match e.kind() {
+                clap::error::ErrorKind::DisplayHelp | clap::error::ErrorKind::DisplayVersion => 0,
+                _ => 2,
+            };
+        }
+    };
+    init_logging(cli.verbose, cli.quiet);
+    match run(cli) {
+        Ok(()) => 0,
+        Err(f) => {
+            eprintln!("error: {}", f.message);
+            f.code
+        }
+    }
+}
+
+fn run(cli: Cli) -> CmdResult {
+    match &cli.command {
+        Command::Config(cmd) => config_cmd::run(&cli, cmd),
+        Command::Tick(args) => tick::run(&Context::load(&cli)?, args),
+        Command::Status(args) => status::run(&Context::load(&cli)?, args),
+        Command::Task(cmd) => task::run(&Context::load(&cli)?, cmd),
+    }
+}
+
+fn init_logging(verbose: u8, quiet: bool) {
+    let level = match (quiet, verbose) {
+        (true, _) => "error",
+        (false, 0) => "warn",
+        (false, 1) => "info",
+        (false, _) => "debug",
+    };
+    let filter = tracing_subscriber::EnvFilter::try_from_env("OPENTIGER_LOG")
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(level));
+    let _ = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .with_target(false)
+        .try_init();
+}

@@ -1,0 +1,331 @@
+//! `opentiger task add|list|show|retry|cancel`: the local backlog.
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+
+use clap::{Args, Subcommand};
+use serde::Deserialize;
+
+use super::{CmdResult, Context, Failure};
+use crate::model::{BlockReason, Lane, Risk, Role, Task, TaskId, TaskState, TaskStatus};
+use crate::report;
+use crate::store::{TaskChanges, TaskFilter, Writer};
+
+#[derive(Subcommand, Debug)]
+pub enum TaskCommand {
+    /// Add a task (prints its id), or several from a plan file with --from.
+    Add(AddArgs),
+    /// List tasks (active ones unless --all or --status).
+    List {
+        #[arg(long)]
+        status: Option<TaskStatus>,
+        #[arg(long)]
+        all: bool,
+        #[arg(long)]
+        json: bool,
+    },
+    /// Show one task: state, why, next action, runs and events.
+    Show {
+        id: String,
+        #[arg(long)]
+        json: bool,
+    },
+    /// Send a failed, blocked or cancelled task back to the queue (a person's decision).
+    Retry {
+        id: String,
+        /// Why, for the event log.
+        #[arg(long, default_value = "retried by a person")]
+        reason: String,
+    },
+    /// Cancel a task that is not done.
+    Cancel {
+        id: String,
+        #[arg(long, default_value = "cancelled by a person")]
+        reason: String,
+    },
+}
+
+#[derive(Args, Debug)]
+pub struct AddArgs {
+    #[arg(long, required_unless_present = "from")]
+    pub title: Option<String>,
+    /// What must be true when the task is done (machine-verifiable).
+    #[arg(long, required_unless_present = "from")]
+    pub goal: Option<String>,
+    #[arg(long, default_value = "worker")]
+    pub role: Role,
+    /// Globs the change may touch (repeatable; default: policy.allowed_paths).
+    #[arg(long = "allowed-path")]
+    pub allowed_paths: Vec<String>,
+    /// Verification commands run after the agent (repeatable; argv, no shell).
+    #[arg(long = "command")]
+    pub commands: Vec<String>,
+    /// Tasks that must be done first (repeatable; ids or unique prefixes).
+    #[arg(long = "depends-on")]
+    pub depends_on: Vec<String>,
+    #[arg(long, default_value_t = 0)]
+    pub priority: i64,
+    #[arg(long, default_value = "low")]
+    pub risk: Risk,
+    /// Use this id instead of a generated one (letters, digits, `-`, `_`).
+    #[arg(long)]
+    pub id: Option<String>,
+    #[arg(long, default_value = "")]
+    pub notes: String,
+    /// Add every task of a plan file (the planner's JSON: {"tasks": [{"key", "title", "goal", ...}]}).
+    #[arg(long, conflicts_with_all = ["title", "goal", "id", "depends_on"])]
+    pub from: Option<PathBuf>,
+}
+
+pub fn run(ctx: &Context, cmd: &TaskCommand) -> CmdResult {
+    match cmd {
+        TaskCommand::Add(args) => add(ctx, args),
+        TaskCommand::List { status, all, json } => list(ctx, *status, *all, *json),
+        TaskCommand::Show { id, json } => show(ctx, id, *json),
+        TaskCommand::Retry { id, reason } => retry(ctx, id, reason),
+        TaskCommand::Cancel { id, reason } => cancel(ctx, id, reason),
+    }
+}
+
+fn writer(ctx: &Context) -> Writer<'_> {
+    Writer {
+        tick_id: None,
+        actor: "human",
+        now: ctx.now,
+    }
+}
+
+fn add(ctx: &Context, args: &AddArgs) -> CmdResult {
+    let (mut store, _lock) = ctx.open_store()?;
+    let tasks = match &args.from {
+        Some(path) => tasks_from_plan_file(ctx, path, &store)?,
+        None => {
+            let title = args.title.clone().unwrap_or_default();
+            let goal = args.goal.clone().unwrap_or_default();
+            if title.trim().is_empty() || goal.trim().is_empty() {
+                return Err(Failure::usage("--title and --goal must not be empty"));
+            }
+            let id = match &args.id {
+                Some(id) => valid_id(id)?,
+                None => TaskId::fresh(&title, ctx.now.0),
+            };
+            let mut task = Task::new(id, &title, &goal, ctx.now);
+            task.role = args.role;
+            task.lane = lane_of(args.role);
+            task.priority = args.priority;
+            task.risk = args.risk;
+            task.allowed_paths = args.allowed_paths.clone();
+            task.commands = args.commands.clone();
+            task.notes = args.notes.clone();
+            for dep in &args.depends_on {
+                // A task may not depend on itself: its own id is not in the store yet.
+                if Some(dep) == args.id.as_ref() {
+                    return Err(Failure::usage(format!(
+                        "dependency cycle: {dep} → {dep}\n  fix: a task cannot depend on itself"
+                    )));
+                }
+                task.dependencies.push(store.resolve_task_id(dep)?);
+            }
+            vec![task]
+        }
+    };
+    store.insert_tasks(&tasks, writer(ctx))?;
+    for task in &tasks {
+        println!("{}", task.id);
+    }
+    Ok(())
+}
+
+fn lane_of(role: Role) -> Lane {
+    match role {
+        Role::Docser => Lane::Docser,
+        Role::Worker | Role::Tester => Lane::Feature,
+    }
+}
+
+fn valid_id(id: &str) -> Result<TaskId, Failure> {
+    let ok = !id.is_empty()
+        && id.len() <= 40
+        && id.chars().all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_');
+    if ok {
+        Ok(TaskId(id.to_string()))
+    } else {
+        Err(Failure::usage(format!(
+            "--id `{id}`: use 1 to 40 letters, digits, `-` or `_`"
+        )))
+    }
+}
+
+/// The planner's task list (DESIGN §6), as a file.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct PlanFile {
+    tasks: Vec<PlanTask>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct PlanTask {
+    key: String,
+    title: String,
+    goal: String,
+    #[serde(default = "default_role")]
+    role: Role,
+    #[serde(default)]
+    allowed_paths: Vec<String>,
+    #[serde(default)]
+    commands: Vec<String>,
+    #[serde(default)]
+    depends_on: Vec<String>,
+    #[serde(default)]
+    priority: i64,
+    #[serde(default = "default_risk")]
+    risk: Risk,
+    #[serde(default)]
+    touches: Vec<String>,
+}
+
+fn default_role() -> Role {
+    Role::Worker
+}
+fn default_risk() -> Risk {
+    Risk::Low
+}
+
+fn tasks_from_plan_file(ctx: &Context, path: &PathBuf, store: &crate::store::Store) -> Result<Vec<Task>, Failure> {
+    let text = std::fs::read_to_string(path)
+        .map_err(|e| Failure::usage(format!("{}: cannot read the plan file: {e}", path.display())))?;
+    let plan: PlanFile = serde_json::from_str(&text).map_err(|e| {
+        Failure::usage(format!(
+            "{}:{}: {e}\n  fix: the file must be {{\"tasks\": [{{\"key\", \"title\", \"goal\", ...}}]}}",
+            path.display(),
+            e.line()
+        ))
+    })?;
+    let mut ids: BTreeMap<String, TaskId> = BTreeMap::new();
+    for t in &plan.tasks {
+        let id = TaskId(crate::model::short_hash(&["plan-file", &t.key, &t.title, &ctx.now.0.to_string()]));
+        if ids.insert(t.key.clone(), id).is_some() {
+            return Err(Failure::usage(format!("{}: key `{}` is used twice", path.display(), t.key)));
+        }
+    }
+    let mut tasks = Vec::new();
+    for t in plan.tasks {
+        let mut task = Task::new(ids[&t.key].clone(), &t.title, &t.goal, ctx.now);
+        task.role = t.role;
+        task.lane = lane_of(t.role);
+        task.allowed_paths = t.allowed_paths;
+        task.commands = t.commands;
+        task.priority = t.priority;
+        task.risk = t.risk;
+        task.touches = t.touches;
+        for dep in &t.depends_on {
+            let id = match ids.get(dep) {
+                Some(id) => id.clone(),
+                None => store.resolve_task_id(dep).map_err(|_| {
+                    Failure::usage(format!(
+                        "{}: task `{}` depends on `{dep}`, which is neither a key in the file nor an existing task",
+                        path.display(),
+                        t.key
+                    ))
+                })?,
+            };
+            task.dependencies.push(id);
+        }
+        tasks.push(task);
+    }
+    // Name cycles by key, which is what the person wrote.
+    let key_of: BTreeMap<&TaskId, &String> = ids.iter().map(|(k, v)| (v, k)).collect();
+    let edges = tasks.iter().map(|t| (t.id.clone(), t.dependencies.clone())).collect();
+    if let Some(cycle) = crate::model::graph::find_cycle(&edges) {
+        let names: Vec<String> = cycle
+            .iter()
+            .map(|id| key_of.get(id).map_or_else(|| id.to_string(), |k| k.to_string()))
+            .collect();
+        return Err(Failure::usage(format!(
+            "{}: dependency cycle: {}\n  fix: remove one of these dependencies",
+            path.display(),
+            names.join(" → ")
+        )));
+    }
+    Ok(tasks)
+}
+
+fn list(ctx: &Context, status: Option<TaskStatus>, all: bool, json: bool) -> CmdResult {
+    let store = ctx.read_store()?;
+    let tasks = store.list_tasks(&TaskFilter { status, include_terminal: all })?;
+    if json {
+        let text = serde_json::to_string_pretty(&tasks).map_err(|e| Failure::tick(e.to_string()))?;
+        println!("{text}");
+        return Ok(());
+    }
+    if tasks.is_empty() {
+        println!("No tasks{}.", if all || status.is_some() { "" } else { " (active); --all shows done and cancelled ones" });
+    }
+    for t in &tasks {
+        println!("{:<12} {:<24} {:>4}  {}", t.id.as_str(), t.state().to_string(), t.priority, report::truncate(&t.title, 70));
+    }
+    Ok(())
+}
+
+fn show(ctx: &Context, id: &str, json: bool) -> CmdResult {
+    let store = ctx.read_store()?;
+    let id = store.resolve_task_id(id)?;
+    let task = store.task(&id)?;
+    let (_, plan) = ctx.plan(&store)?;
+    let next = report::next_action(&plan, &task);
+    let runs = store.runs_of(&id, 20)?;
+    let events = store.events_of(&id, 50)?;
+    if json {
+        let value = serde_json::json!({ "task": task, "next_action": next, "runs": runs, "events": events });
+        println!("{}", serde_json::to_string_pretty(&value).map_err(|e| Failure::tick(e.to_string()))?);
+    } else {
+        print!("{}", report::task_text(&task, &next, &runs, &events));
+    }
+    Ok(())
+}
+
+fn retry(ctx: &Context, id: &str, reason: &str) -> CmdResult {
+    let (mut store, _lock) = ctx.open_store()?;
+    let id = store.resolve_task_id(id)?;
+    let task = store.task(&id)?;
+    let allowed = match task.status {
+        TaskStatus::Failed | TaskStatus::Cancelled => true,
+        TaskStatus::Blocked => matches!(
+            task.block_reason,
+            Some(BlockReason::AwaitingHuman | BlockReason::Paused | BlockReason::QuotaWait | BlockReason::NeedsRework)
+        ),
+        TaskStatus::Queued | TaskStatus::Running | TaskStatus::Done => false,
+    };
+    if !allowed {
+        return Err(Failure::usage(format!(
+            "task {id} is {}: only failed, cancelled or blocked (awaiting_human, paused, quota_wait, needs_rework) tasks can be retried",
+            task.state()
+        )));
+    }
+    // A person's retry starts the budgets afresh: they decided the cause is dealt with.
+    let changes = TaskChanges {
+        attempts: Some(Default::default()),
+        next_attempt_at: Some(None),
+    };
+    store.transition_task(&id, TaskState::QUEUED, reason, changes, writer(ctx))?;
+    println!("{id}: {} → queued", task.state());
+    Ok(())
+}
+
+fn cancel(ctx: &Context, id: &str, reason: &str) -> CmdResult {
+    let (mut store, _lock) = ctx.open_store()?;
+    let id = store.resolve_task_id(id)?;
+    let task = store.task(&id)?;
+    if task.status.is_terminal() {
+        return Err(Failure::usage(format!("task {id} is already {}", task.status)));
+    }
+    if task.status == TaskStatus::Running {
+        return Err(Failure::usage(format!(
+            "task {id} is running: cancel it after its run ends, or wait for its lease to expire"
+        )));
+    }
+    store.transition_task(&id, TaskState::CANCELLED, reason, TaskChanges::default(), writer(ctx))?;
+    println!("{id}: {} → cancelled", task.state());
+    Ok(())
+}

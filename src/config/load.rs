@@ -1,0 +1,376 @@
+//! Reading `.opentiger.yml` and saying exactly what is wrong with it.
+//!
+//! Every error names the file, the line, the key path and the fix (exit code 2 in the CLI).
+//! Parsing is typed (serde-saphyr into [`Config`]), so YAML 1.1 surprises such as `on` turning
+//! into a boolean cannot happen.
+
+use std::fmt;
+use std::path::{Path, PathBuf};
+
+use super::{Config, ExecutorKind};
+use crate::config::AgentRole;
+use crate::model::Role;
+
+/// Where the configuration came from, for messages and `config show`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum ConfigSource {
+    File(PathBuf),
+    /// No file: every key has its default.
+    Defaults,
+}
+
+impl fmt::Display for ConfigSource {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            ConfigSource::File(path) => write!(f, "{}", path.display()),
+            ConfigSource::Defaults => f.write_str("(built-in defaults)"),
+        }
+    }
+}
+
+/// A configuration the user must fix.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{file}{}: {}{message}\n  fix: {fix}", line.map(|l| format!(":{l}")).unwrap_or_default(), if key.is_empty() { String::new() } else { format!("`{key}`: ") })]
+pub struct ConfigError {
+    pub file: String,
+    pub line: Option<u64>,
+    /// Dotted key path, e.g. `limits.max_runs_per_tick`; empty for the whole file.
+    pub key: String,
+    pub message: String,
+    pub fix: String,
+}
+
+/// Loads the config file at `path`; a missing file means all defaults unless `required`.
+pub fn load(path: &Path, required: bool) -> Result<(Config, ConfigSource), ConfigError> {
+    match std::fs::read_to_string(path) {
+        Ok(text) => {
+            let config = load_str(&text, &path.display().to_string())?;
+            Ok((config, ConfigSource::File(path.to_path_buf())))
+        }
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound && !required => {
+            Ok((Config::default(), ConfigSource::Defaults))
+        }
+        Err(e) => Err(ConfigError {
+            file: path.display().to_string(),
+            line: None,
+            key: String::new(),
+            message: format!("cannot read the configuration file: {e}"),
+            fix: if e.kind() == std::io::ErrorKind::NotFound {
+                "create it (`opentiger init` writes one) or point --config at an existing file"
+                    .to_string()
+            } else {
+                "make the file readable, or point --config at another file".to_string()
+            },
+        }),
+    }
+}
+
+/// Parses and validates configuration text; `file` names it in errors.
+pub fn load_str(text: &str, file: &str) -> Result<Config, ConfigError> {
+    if text.trim().is_empty() {
+        return Ok(Config::default());
+    }
+    let mut path = String::new();
+    let parsed: Result<Config, serde_saphyr::Error> =
+        serde_saphyr::with_deserializer_from_str(text, |de| {
+            serde_path_to_error::deserialize(de).map_err(|e| {
+                path = e.path().to_string();
+                e.into_inner()
+            })
+        });
+    let config = parsed.map_err(|e| parse_error(&e, &path, file))?;
+    validate(&config, text, file)?;
+    Ok(config)
+}
+
+fn parse_error(err: &serde_saphyr::Error, path: &str, file: &str) -> ConfigError {
+    let line = err.location().map(|l| l.line());
+    let full = err.to_string();
+    // The first line holds the message; the rest is a source snippet we do not need.
+    let first = full.lines().next().unwrap_or_default();
+    let message = first
+        .strip_prefix("error: ")
+        .unwrap_or(first)
+        .split_once(": ")
+        .filter(|(head, _)| head.starts_with("line "))
+        .map_or(first, |(_, rest)| rest)
+        .to_string();
+    let key = if path == "." { String::new() } else { path.to_string() };
+    if let Some((unknown, expected)) = parse_unknown_field(&message) {
+        let parent = key.rsplit_once('.').map_or("", |(p, _)| p);
+        let scope = if parent.is_empty() {
+            "at the top level".to_string()
+        } else {
+            format!("under `{parent}`")
+        };
+        let hint = match did_you_mean(&unknown, &expected) {
+            Some(close) => format!("did you mean `{close}`? "),
+            None => String::new(),
+        };
+        return ConfigError {
+            file: file.to_string(),
+            line,
+            key,
+            message: format!("unknown key `{unknown}`"),
+            fix: format!(
+                "{hint}keys allowed {scope}: {} (full list: `opentiger config schema`)",
+                expected.join(", ")
+            ),
+        };
+    }
+    if let Some((value, expected)) = parse_unknown_variant(&message) {
+        let hint = match did_you_mean(&value, &expected) {
+            Some(close) => format!("did you mean `{close}`? "),
+            None => String::new(),
+        };
+        return ConfigError {
+            file: file.to_string(),
+            line,
+            key,
+            message: format!("`{value}` is not an accepted value"),
+            fix: format!("{hint}use one of: {}", expected.join(", ")),
+        };
+    }
+    let fix = if key.is_empty() {
+        "fix the YAML syntax at that line (indentation, a missing `:` or an unclosed bracket)"
+            .to_string()
+    } else {
+        format!(
+            "give `{key}` a value of the right type (see `opentiger config schema`), or remove it to use the default"
+        )
+    };
+    ConfigError {
+        file: file.to_string(),
+        line,
+        key,
+        message,
+        fix,
+    }
+}
+
+/// `unknown field `x`, expected one of a, b` or `expected `a``: serde's wording.
+fn parse_unknown_field(message: &str) -> Option<(String, Vec<String>)> {
+    let rest = message.strip_prefix("unknown field `")?;
+    let (field, rest) = rest.split_once('`')?;
+    Some((field.to_string(), expected_list(rest)))
+}
+
+fn parse_unknown_variant(message: &str) -> Option<(String, Vec<String>)> {
+    let rest = message.strip_prefix("unknown variant `")?;
+    let (value, rest) = rest.split_once('`')?;
+    Some((value.to_string(), expected_list(rest)))
+}
+
+fn expected_list(rest: &str) -> Vec<String> {
+    let list = rest
+        .split_once("expected one of ")
+        .map(|(_, l)| l)
+        .or_else(|| rest.split_once("expected ").map(|(_, l)| l))
+        .unwrap_or("");
+    list.split(',')
+        .map(|s| s.trim().trim_matches('`').to_string())
+        .filter(|s| !s.is_empty())
+        .collect()
+}
+
+/// The closest candidate within a small edit distance.
+pub fn did_you_mean(word: &str, candidates: &[String]) -> Option<String> {
+    candidates
+        .iter()
+        .map(|c| (edit_distance(&word.to_lowercase(), &c.to_lowercase()), c))
+        .filter(|(d, c)| *d <= (c.len() / 3).max(2))
+        .min_by_key(|(d, _)| *d)
+        .map(|(_, c)| c.clone())
+}
+
+fn edit_distance(a: &str, b: &str) -> usize {
+    let b: Vec<char> = b.chars().collect();
+    let mut prev: Vec<usize> = (0..=b.len()).collect();
+    for (i, ca) in a.chars().enumerate() {
+        let mut cur = vec![i + 1; b.len() + 1];
+        for (j, cb) in b.iter().enumerate() {
+            let cost = usize::from(ca != *cb);
+            cur[j + 1] = (prev[j] + cost).min(prev[j + 1] + 1).min(cur[j] + 1);
+        }
+        prev = cur;
+    }
+    prev[b.len()]
+}
+
+/// Checks that types alone cannot express.
+fn validate(config: &Config, text: &str, file: &str) -> Result<(), ConfigError> {
+    let fail = |key: &str, message: String, fix: &str| ConfigError {
+        file: file.to_string(),
+        line: line_of_key(text, key),
+        key: key.to_string(),
+        message,
+        fix: fix.to_string(),
+    };
+    let roles = [
+        AgentRole::Planner,
+        AgentRole::Task(Role::Worker),
+        AgentRole::Task(Role::Tester),
+        AgentRole::Task(Role::Docser),
+        AgentRole::Judge,
+    ];
+    for role in roles {
+        let agent = config.agents.effective(role);
+        if agent.executor == ExecutorKind::Command
+            && agent.command.as_ref().is_none_or(|c| c.is_empty())
+        {
+            let key = format!("agents.{}.command", role.name());
+            return Err(fail(
+                &key,
+                "`executor: command` needs the program to run".to_string(),
+                "set `command:` to an argv list, e.g. [\"./my-agent.sh\", \"--fast\"]",
+            ));
+        }
+        if agent.timeout_minutes == 0 {
+            let key = format!("agents.{}.timeout_minutes", role.name());
+            return Err(fail(&key, "must be at least 1".to_string(), "give a timeout in minutes, e.g. 30"));
+        }
+    }
+    if config.base_branch.trim().is_empty() {
+        return Err(fail("base_branch", "must not be empty".to_string(), "name the branch work is merged into, e.g. main"));
+    }
+    if config.limits.lease_minutes == 0 {
+        return Err(fail("limits.lease_minutes", "must be at least 1".to_string(), "use e.g. 90 (a little more than the job's timeout)"));
+    }
+    let quota = &config.retry.quota;
+    if !(quota.factor > 1.0 && quota.factor.is_finite()) {
+        return Err(fail("retry.quota.factor", format!("{} must be greater than 1", quota.factor), "use e.g. 2"));
+    }
+    if !(0.0..=1.0).contains(&quota.jitter_ratio) {
+        return Err(fail("retry.quota.jitter_ratio", format!("{} is outside 0..1", quota.jitter_ratio), "use e.g. 0.2"));
+    }
+    if quota.max_seconds < quota.base_seconds {
+        return Err(fail("retry.quota.max_seconds", format!("{} is below base_seconds ({})", quota.max_seconds, quota.base_seconds), "make max_seconds at least base_seconds"));
+    }
+    for (key, value) in [("budget.per_task_usd", config.budget.per_task_usd), ("budget.per_day_usd", config.budget.per_day_usd)] {
+        if !(value >= 0.0 && value.is_finite()) {
+            return Err(fail(key, format!("{value} is not a spend limit"), "give a non-negative amount in USD"));
+        }
+    }
+    for (key, globs) in [("policy.allowed_paths", &config.policy.allowed_paths), ("policy.denied_paths", &config.policy.denied_paths)] {
+        for glob in globs {
+            if glob.starts_with('/') || glob.split('/').any(|seg| seg == "..") {
+                return Err(fail(key, format!("`{glob}` leaves the repository"), "write globs relative to the repository root, without `..`"));
+            }
+        }
+    }
+    Ok(())
+}
+
+/// The line of a dotted key in block-style YAML, found by indentation (best effort).
+pub fn line_of_key(text: &str, dotted: &str) -> Option<u64> {
+    let mut wanted = dotted.split('.').peekable();
+    let mut min_indent = 0usize;
+    let mut current = wanted.next()?;
+    for (i, line) in text.lines().enumerate() {
+        let trimmed = line.trim_start();
+        if trimmed.is_empty() || trimmed.starts_with('#') {
+            continue;
+        }
+        let indent = line.len() - trimmed.len();
+        if indent < min_indent {
+            return None;
+        }
+        let Some((key, _)) = trimmed.split_once(':') else {
+            continue;
+        };
+        if key.trim().trim_matches(|c| c == '"' || c == '\'') == current {
+            match wanted.next() {
+                Some(next) => {
+                    current = next;
+                    min_indent = indent + 1;
+                }
+                None => return Some(i as u64 + 1),
+            }
+        }
+    }
+    None
+}
+
+/// The JSON Schema of the configuration, generated from the same types that parse it.
+pub fn schema_json() -> String {
+    let schema = schemars::schema_for!(Config);
+    serde_json::to_string_pretty(&schema).unwrap_or_else(|_| "{}".to_string())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::Mode;
+
+    #[test]
+    fn empty_or_missing_means_defaults() {
+        assert_eq!(load_str("", "x.yml").unwrap(), Config::default());
+        assert_eq!(load_str("# only a comment\n", "x.yml").unwrap(), Config::default());
+        let missing = Path::new("/nonexistent/.opentiger.yml");
+        let (config, source) = load(missing, false).unwrap();
+        assert_eq!(config, Config::default());
+        assert_eq!(source, ConfigSource::Defaults);
+        let err = load(missing, true).unwrap_err();
+        assert!(err.fix.contains("opentiger init"), "{err}");
+    }
+
+    #[test]
+    fn keys_override_defaults() {
+        let config = load_str(
+            "mode: local-git\nlimits:\n  max_runs_per_tick: 4\nagents:\n  worker:\n    count: 2\n",
+            "c.yml",
+        )
+        .unwrap();
+        assert_eq!(config.mode, Mode::LocalGit);
+        assert_eq!(config.limits.max_runs_per_tick, 4);
+        assert_eq!(config.limits.lease_minutes, 90);
+        assert_eq!(config.role_slots(Role::Worker), 2);
+        assert_eq!(config.role_slots(Role::Tester), 1);
+    }
+
+    #[test]
+    fn bad_input_is_named_precisely() {
+        let cases: &[(&str, Option<u64>, &str, &str, &str)] = &[
+            // text, line, key, message contains, fix contains
+            ("limits:\n  max_run_per_tick: 3\n", Some(2), "limits.max_run_per_tick", "unknown key `max_run_per_tick`", "did you mean `max_runs_per_tick`?"),
+            ("mdoe: github\n", Some(1), "mdoe", "unknown key `mdoe`", "did you mean `mode`?"),
+            ("mode: gihtub\n", Some(1), "mode", "`gihtub` is not an accepted value", "did you mean `github`?"),
+            ("limits:\n  lease_minutes: soon\n", Some(2), "limits.lease_minutes", "", "right type"),
+            ("mode: [\n", Some(1), "mode", "", ""),
+            ("agents:\n  worker:\n    executor: command\n", Some(2), "agents.worker.command", "needs the program", "argv list"),
+            ("retry:\n  quota:\n    factor: 1\n", Some(3), "retry.quota.factor", "greater than 1", "use e.g. 2"),
+            ("policy:\n  allowed_paths: [\"../x\"]\n", Some(2), "policy.allowed_paths", "leaves the repository", "relative"),
+        ];
+        for (text, line, key, message, fix) in cases {
+            let err = load_str(text, ".opentiger.yml").unwrap_err();
+            assert_eq!(err.line, *line, "line for {text:?}: {err}");
+            assert_eq!(err.key, *key, "key for {text:?}: {err}");
+            assert!(err.message.contains(message), "message for {text:?}: {err}");
+            assert!(err.fix.contains(fix), "fix for {text:?}: {err}");
+            assert!(err.to_string().starts_with(".opentiger.yml:"), "{err}");
+        }
+    }
+
+    #[test]
+    fn suggestions_need_closeness() {
+        let keys: Vec<String> = ["mode", "merge", "limits"].map(String::from).to_vec();
+        assert_eq!(did_you_mean("mdoe", &keys), Some("mode".to_string()));
+        assert_eq!(did_you_mean("zzzzzzzz", &keys), None);
+    }
+
+    #[test]
+    fn key_lines_follow_indentation() {
+        let text = "mode: github\nlimits:\n  # comment\n  lease_minutes: 3\nretry:\n  quota:\n    factor: 1\n";
+        assert_eq!(line_of_key(text, "limits.lease_minutes"), Some(4));
+        assert_eq!(line_of_key(text, "retry.quota.factor"), Some(7));
+        assert_eq!(line_of_key(text, "merge.method"), None);
+    }
+
+    #[test]
+    fn schema_lists_every_section() {
+        let schema = schema_json();
+        for key in ["mode", "state", "agents", "policy", "limits", "retry", "budget", "merge"] {
+            assert!(schema.contains(&format!("\"{key}\"")), "{key} missing from schema");
+        }
+    }
+}

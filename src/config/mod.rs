@@ -1,0 +1,464 @@
+//! `.opentiger.yml`: the typed configuration, its defaults and its effective values.
+//!
+//! Every key has a default (DESIGN §13), so an almost empty file works. Unknown keys are errors.
+//! Loading and error reporting live in [`load`]; this file only says what the keys are.
+
+mod load;
+
+use std::collections::BTreeMap;
+
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+use crate::model::{ExecutionMode, FailureCategory, Mode, Role};
+
+pub use load::{load, load_str, schema_json, ConfigError, ConfigSource};
+
+/// The whole configuration file.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields, default)]
+pub struct Config {
+    /// `github` (issues and PRs), `local-git` (branches and local merges) or `direct` (edit in place).
+    pub mode: Mode,
+    /// The branch work is merged into.
+    pub base_branch: String,
+    /// Requirement document the planner turns into tasks (relative to the repository root).
+    pub requirement: String,
+    pub state: StateConfig,
+    pub backlog: BacklogConfig,
+    /// `always-execute`, `ask` (plans and risky tasks wait for approval) or `decide`.
+    pub execution_mode: ExecutionMode,
+    pub agents: AgentsConfig,
+    pub verify: VerifyConfig,
+    pub policy: PolicyConfig,
+    pub limits: LimitsConfig,
+    pub retry: RetryConfig,
+    pub budget: BudgetConfig,
+    pub merge: MergeConfig,
+}
+
+impl Default for Config {
+    fn default() -> Self {
+        Config {
+            mode: Mode::Github,
+            base_branch: "main".to_string(),
+            requirement: "docs/requirement.md".to_string(),
+            state: StateConfig::default(),
+            backlog: BacklogConfig::default(),
+            execution_mode: ExecutionMode::AlwaysExecute,
+            agents: AgentsConfig::default(),
+            verify: VerifyConfig::default(),
+            policy: PolicyConfig::default(),
+            limits: LimitsConfig::default(),
+            retry: RetryConfig::default(),
+            budget: BudgetConfig::default(),
+            merge: MergeConfig::default(),
+        }
+    }
+}
+
+/// Where the state lives.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "kebab-case")]
+pub enum StoreKind {
+    /// A commit on a git ref of the repository (default in github mode).
+    Branch,
+    /// A SQLite file on disk (default in local modes).
+    File,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields, default)]
+pub struct StateConfig {
+    /// `branch` or `file`; unset means `branch` in github mode and `file` otherwise.
+    pub store: Option<StoreKind>,
+    /// Ref holding the state for `store: branch` (a branch name, or a full ref such as
+    /// `refs/opentiger/state`).
+    pub branch: String,
+    /// SQLite file for `store: file`, relative to the repository root.
+    pub path: String,
+    /// History kept on the state ref before it is squashed.
+    pub keep_commits: u32,
+}
+
+impl Default for StateConfig {
+    fn default() -> Self {
+        StateConfig {
+            store: None,
+            branch: "opentiger/state".to_string(),
+            path: ".opentiger/state.sqlite".to_string(),
+            keep_commits: 100,
+        }
+    }
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields, default)]
+pub struct BacklogConfig {
+    /// Issues with any of these labels are tasks.
+    pub labels: Vec<String>,
+    /// Author associations whose labelled issues are trusted.
+    pub trusted_associations: Vec<String>,
+    /// Review open human PRs too.
+    pub import_open_prs: bool,
+}
+
+impl Default for BacklogConfig {
+    fn default() -> Self {
+        BacklogConfig {
+            labels: vec!["opentiger".to_string()],
+            trusted_associations: vec![
+                "OWNER".to_string(),
+                "MEMBER".to_string(),
+                "COLLABORATOR".to_string(),
+            ],
+            import_open_prs: false,
+        }
+    }
+}
+
+/// Which program plays an agent.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "kebab-case")]
+pub enum ExecutorKind {
+    ClaudeCode,
+    Opencode,
+    Codex,
+    Aider,
+    /// Any program, given as `command:` (argv, run without a shell).
+    Command,
+    /// The built-in deterministic agent of the demo and the tests.
+    Scripted,
+}
+
+/// Settings of one agent role. Unset keys are inherited from `agents.default`.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields, default)]
+pub struct AgentConfig {
+    pub executor: Option<ExecutorKind>,
+    pub model: Option<String>,
+    /// argv for `executor: command`, e.g. `["./my-agent.sh", "--fast"]`.
+    pub command: Option<Vec<String>>,
+    pub timeout_minutes: Option<u32>,
+    /// Environment variables passed to the agent (nothing else is, and never the forge token).
+    pub env_passthrough: Option<Vec<String>>,
+    /// How many runs of this role may be in flight at once.
+    pub count: Option<u32>,
+    /// Judge only: ask the judge agent for a review (else checks and policy alone decide).
+    pub review: Option<bool>,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields, default)]
+pub struct AgentsConfig {
+    pub default: AgentConfig,
+    pub planner: AgentConfig,
+    pub worker: AgentConfig,
+    pub tester: AgentConfig,
+    pub docser: AgentConfig,
+    pub judge: AgentConfig,
+}
+
+impl Default for AgentsConfig {
+    fn default() -> Self {
+        AgentsConfig {
+            default: AgentConfig {
+                executor: Some(ExecutorKind::ClaudeCode),
+                model: None,
+                command: None,
+                timeout_minutes: Some(30),
+                env_passthrough: Some(vec!["ANTHROPIC_API_KEY".to_string()]),
+                count: Some(1),
+                review: Some(true),
+            },
+            planner: AgentConfig::default(),
+            worker: AgentConfig::default(),
+            tester: AgentConfig::default(),
+            docser: AgentConfig::default(),
+            judge: AgentConfig::default(),
+        }
+    }
+}
+
+/// The agent roles that can be configured.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub enum AgentRole {
+    Planner,
+    Task(Role),
+    Judge,
+}
+
+impl AgentRole {
+    pub fn name(self) -> &'static str {
+        match self {
+            AgentRole::Planner => "planner",
+            AgentRole::Task(role) => role.as_str(),
+            AgentRole::Judge => "judge",
+        }
+    }
+}
+
+/// An agent role's settings with inheritance applied: every field has a value.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct EffectiveAgent {
+    pub executor: ExecutorKind,
+    pub model: Option<String>,
+    pub command: Option<Vec<String>>,
+    pub timeout_minutes: u32,
+    pub env_passthrough: Vec<String>,
+    pub count: u32,
+    pub review: bool,
+}
+
+impl AgentsConfig {
+    fn entry(&self, role: AgentRole) -> &AgentConfig {
+        match role {
+            AgentRole::Planner => &self.planner,
+            AgentRole::Task(Role::Worker) => &self.worker,
+            AgentRole::Task(Role::Tester) => &self.tester,
+            AgentRole::Task(Role::Docser) => &self.docser,
+            AgentRole::Judge => &self.judge,
+        }
+    }
+
+    /// The role's entry over `default` over the built-in defaults.
+    pub fn effective(&self, role: AgentRole) -> EffectiveAgent {
+        let builtin = AgentsConfig::default().default;
+        let layers = [self.entry(role), &self.default, &builtin];
+        macro_rules! pick {
+            ($field:ident) => {
+                layers.iter().find_map(|l| l.$field.clone())
+            };
+        }
+        EffectiveAgent {
+            executor: pick!(executor).unwrap_or(ExecutorKind::ClaudeCode),
+            model: pick!(model),
+            command: pick!(command),
+            timeout_minutes: pick!(timeout_minutes).unwrap_or(30),
+            env_passthrough: pick!(env_passthrough).unwrap_or_default(),
+            count: pick!(count).unwrap_or(1),
+            review: pick!(review).unwrap_or(true),
+        }
+    }
+}
+
+/// A verification rule that applies when some changed file matches.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields, default)]
+pub struct WhenChanged {
+    /// Globs; the rule applies when any changed file matches one.
+    pub paths: Vec<String>,
+    pub commands: Vec<String>,
+}
+
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields, default)]
+pub struct VerifyConfig {
+    /// Commands (argv strings, no shell) run after the task's own commands.
+    pub commands: Vec<String>,
+    /// Extra commands per role.
+    pub by_role: BTreeMap<Role, Vec<String>>,
+    pub when_changed: Vec<WhenChanged>,
+    /// Commands never run, by program name or prefix (e.g. `sudo`, `rm -rf /`).
+    pub denied_commands: Vec<String>,
+    /// Seconds one verification command may take.
+    pub timeout_seconds: u32,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields, default)]
+pub struct PolicyConfig {
+    pub allowed_paths: Vec<String>,
+    pub denied_paths: Vec<String>,
+    pub max_changed_files: u32,
+    pub max_changed_lines: u32,
+}
+
+impl Default for PolicyConfig {
+    fn default() -> Self {
+        PolicyConfig {
+            allowed_paths: vec!["**".to_string()],
+            denied_paths: [
+                ".github/workflows/**",
+                ".opentiger.yml",
+                ".opentiger/**",
+                ".env*",
+                "**/.env*",
+                "**/*.pem",
+                "**/*.key",
+            ]
+            .map(String::from)
+            .to_vec(),
+            max_changed_files: 50,
+            max_changed_lines: 2000,
+        }
+    }
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields, default)]
+pub struct LimitsConfig {
+    /// Runs one tick starts at most.
+    pub max_runs_per_tick: u32,
+    /// How long a claim holds before another tick may reclaim the task.
+    pub lease_minutes: u32,
+    /// Rework children chained from one task before a person decides.
+    pub max_rework_depth: u32,
+    /// AutoFix children per task before a person decides.
+    pub max_autofix_attempts: u32,
+    /// Merge attempts per approved PR before conflict recovery.
+    pub merge_attempts: u32,
+    /// Conflict-recovery lane slots (spec §2.2: 2).
+    pub conflict_lane_max: u32,
+    /// Docs lane slots (spec §2.2: 1).
+    pub docser_lane_max: u32,
+    /// Feature-lane slots filled before other lanes (spec §2.2: 1).
+    pub feature_lane_min: u32,
+}
+
+impl Default for LimitsConfig {
+    fn default() -> Self {
+        LimitsConfig {
+            max_runs_per_tick: 1,
+            lease_minutes: 90,
+            max_rework_depth: 2,
+            max_autofix_attempts: 3,
+            merge_attempts: 3,
+            conflict_lane_max: 2,
+            docser_lane_max: 1,
+            feature_lane_min: 1,
+        }
+    }
+}
+
+/// Retry budgets and cooldowns (spec §3.4).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields, default)]
+pub struct RetryConfig {
+    /// Wait after a failed run before the task is tried again.
+    pub cooldown_seconds: u32,
+    /// Retries allowed per failure category; categories left out keep the spec's budget.
+    pub budgets: BTreeMap<FailureCategory, u32>,
+    /// This many identical failures in a row stop retries early.
+    pub repeated_signature_threshold: u32,
+    /// Re-reviews after a judge failure (agent down, CI never reported) before a person decides.
+    pub max_judge_retries: u32,
+    /// Requeues after a lost lease before a person decides.
+    pub max_lease_reclaims: u32,
+    pub quota: QuotaConfig,
+}
+
+impl Default for RetryConfig {
+    fn default() -> Self {
+        RetryConfig {
+            cooldown_seconds: 300,
+            budgets: BTreeMap::new(),
+            repeated_signature_threshold: 4,
+            max_judge_retries: 3,
+            max_lease_reclaims: 3,
+            quota: QuotaConfig::default(),
+        }
+    }
+}
+
+/// Quota backoff (spec §3.4).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields, default)]
+pub struct QuotaConfig {
+    pub base_seconds: u32,
+    pub factor: f64,
+    pub max_seconds: u32,
+    pub jitter_ratio: f64,
+    /// Quota waits per task before a person decides.
+    pub max_waits: u32,
+}
+
+impl Default for QuotaConfig {
+    fn default() -> Self {
+        QuotaConfig {
+            base_seconds: 120,
+            factor: 2.0,
+            max_seconds: 1800,
+            jitter_ratio: 0.2,
+            max_waits: 12,
+        }
+    }
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields, default)]
+pub struct BudgetConfig {
+    /// Spend allowed on one task over all its attempts, in USD.
+    pub per_task_usd: f64,
+    /// Spend allowed per UTC day, in USD.
+    pub per_day_usd: f64,
+    /// Spend allowed in one tick, in USD (unset: no per-tick limit).
+    pub per_tick_usd: Option<f64>,
+}
+
+impl Default for BudgetConfig {
+    fn default() -> Self {
+        BudgetConfig {
+            per_task_usd: 5.0,
+            per_day_usd: 50.0,
+            per_tick_usd: None,
+        }
+    }
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "kebab-case")]
+pub enum MergeMethod {
+    Merge,
+    Squash,
+    Rebase,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields, default)]
+pub struct MergeConfig {
+    pub method: MergeMethod,
+    /// Wait for CI checks on the PR head before merging.
+    pub require_checks: bool,
+    pub delete_branch: bool,
+    /// Minutes to wait for pending checks before a person decides.
+    pub checks_timeout_minutes: u32,
+}
+
+impl Default for MergeConfig {
+    fn default() -> Self {
+        MergeConfig {
+            method: MergeMethod::Squash,
+            require_checks: true,
+            delete_branch: true,
+            checks_timeout_minutes: 120,
+        }
+    }
+}
+
+impl Config {
+    /// `state.store` with the mode's default applied.
+    pub fn store_kind(&self) -> StoreKind {
+        self.state.store.unwrap_or(match self.mode {
+            Mode::Github => StoreKind::Branch,
+            Mode::LocalGit | Mode::Direct => StoreKind::File,
+        })
+    }
+
+    /// The retry budget of a failure category: config override, else the spec's default.
+    pub fn category_budget(&self, category: FailureCategory) -> u32 {
+        self.retry
+            .budgets
+            .get(&category)
+            .copied()
+            .unwrap_or_else(|| crate::engine::classify::category_budget(category))
+    }
+
+    /// How many runs of a role may be in flight at once (direct mode: one, spec §4).
+    pub fn role_slots(&self, role: Role) -> u32 {
+        match self.mode {
+            Mode::Direct => 1,
+            Mode::Github | Mode::LocalGit => self.agents.effective(AgentRole::Task(role)).count,
+        }
+    }
+}

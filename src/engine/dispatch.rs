@@ -1,0 +1,237 @@
+//! The dispatcher (spec §2.2 steps 2-5): which queued tasks this tick claims.
+//!
+//! Filters: cooldown (`next_attempt_at`), dependencies (**Better:** only `done` resolves one; a
+//! failed dependency makes its dependents wait), target-area exclusion, role slots, the tick's run
+//! cap and the quota throttle. Order: score (priority × risk + age + short timebox). Lanes: feature
+//! first up to its minimum, caps on conflict recovery and docs, and one forced pick when lane caps
+//! alone would leave every slot idle.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use super::{Action, Working};
+use crate::model::{BlockReason, Lane, Risk, Role, RunId, Task, TaskId, TaskKind, TaskState, TaskStatus};
+use crate::time::{Timestamp, HOUR, MINUTE};
+
+/// spec §2.2 step 3: priority×10 × risk multiplier + min(2×waiting hours, 20) + 5 if timebox ≤ 30.
+pub fn score(task: &Task, now: Timestamp) -> f64 {
+    let risk = match task.risk {
+        Risk::Low => 1.5,
+        Risk::Medium => 1.0,
+        Risk::High => 0.5,
+    };
+    let hours = now.minus(task.created_at).max(0) as f64 / HOUR as f64;
+    let short = if task.timebox_minutes <= 30 { 5.0 } else { 0.0 };
+    task.priority as f64 * 10.0 * risk + (2.0 * hours).min(20.0) + short
+}
+
+/// What is in flight and what this tick has already picked.
+struct Load {
+    per_role: BTreeMap<Role, u32>,
+    per_lane: BTreeMap<Lane, u32>,
+    areas: BTreeMap<String, TaskId>,
+    in_flight: u32,
+    picked: u32,
+}
+
+impl Load {
+    fn add(&mut self, task: &Task) {
+        *self.per_role.entry(task.role).or_default() += 1;
+        *self.per_lane.entry(task.lane).or_default() += 1;
+        if let Some(area) = &task.target_area {
+            self.areas.insert(area.clone(), task.id.clone());
+        }
+        self.in_flight += 1;
+    }
+}
+
+pub(crate) fn dispatch(w: &mut Working<'_>) {
+    let config = w.config;
+    let mut load = Load {
+        per_role: BTreeMap::new(),
+        per_lane: BTreeMap::new(),
+        areas: BTreeMap::new(),
+        in_flight: 0,
+        picked: 0,
+    };
+    for task in w.tasks.values().filter(|t| t.status == TaskStatus::Running) {
+        load.add(task);
+    }
+    let tick_cap = config.limits.max_runs_per_tick;
+    // spec §2.2 step 2: while any task waits on quota, run one thing at a time.
+    let quota_waiting = w
+        .tasks
+        .values()
+        .filter(|t| t.state() == TaskState::blocked(BlockReason::QuotaWait))
+        .count();
+
+    let mut eligible = Vec::new();
+    for id in w.ids_in(TaskState::QUEUED) {
+        let task = &w.tasks[&id];
+        if task.kind == TaskKind::PrReview {
+            continue; // judge-only work (spec §2.2 step 3)
+        }
+        if let Some(at) = task.next_attempt_at.filter(|at| *at > w.now) {
+            w.wait(&id, Some(at), "dispatch.cooldown", format!("queued: retry after {}", at.relative_to(w.now)));
+            continue;
+        }
+        if let Some(why) = unresolved_dependency(w, task) {
+            w.wait(&id, None, "dispatch.dependency", why);
+            continue;
+        }
+        eligible.push(id);
+    }
+    let now = w.now;
+    eligible.sort_by(|a, b| {
+        let (ta, tb) = (&w.tasks[a], &w.tasks[b]);
+        score(tb, now)
+            .total_cmp(&score(ta, now))
+            .then(ta.created_at.cmp(&tb.created_at))
+            .then(ta.id.cmp(&tb.id))
+    });
+
+    let mut picked: BTreeSet<TaskId> = BTreeSet::new();
+    let mut refusals: BTreeMap<TaskId, String> = BTreeMap::new();
+    // Pass 1 fills the feature lane's minimum, pass 2 takes everything in score order.
+    for pass in [Pass::FeatureMinimum, Pass::ScoreOrder] {
+        for id in &eligible {
+            if picked.contains(id) {
+                continue;
+            }
+            let task = &w.tasks[id];
+            if pass == Pass::FeatureMinimum
+                && (task.lane != Lane::Feature
+                    || load.per_lane.get(&Lane::Feature).copied().unwrap_or(0)
+                        >= config.limits.feature_lane_min)
+            {
+                continue;
+            }
+            match refusal(w, task, &load, tick_cap, quota_waiting, true) {
+                Some(why) => {
+                    refusals.insert(id.clone(), why);
+                }
+                None => {
+                    refusals.remove(id);
+                    let task = task.clone();
+                    load.add(&task);
+                    load.picked += 1;
+                    picked.insert(id.clone());
+                    claim(w, &task, "dispatch.claim");
+                }
+            }
+        }
+    }
+    // spec §2.2 step 4: lane caps alone must not leave the tick idle.
+    if picked.is_empty() {
+        if let Some(id) = forced_pick(w, &eligible, &load, tick_cap, quota_waiting) {
+            let task = w.tasks[&id].clone();
+            refusals.remove(&id);
+            claim(w, &task, "dispatch.claim_forced");
+        }
+    }
+    for (id, why) in refusals {
+        w.wait(&id, None, "dispatch.not_picked", why);
+    }
+}
+
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Pass {
+    FeatureMinimum,
+    ScoreOrder,
+}
+
+fn forced_pick(
+    w: &Working<'_>,
+    eligible: &[TaskId],
+    load: &Load,
+    tick_cap: u32,
+    quota_waiting: usize,
+) -> Option<TaskId> {
+    for lane in [Lane::Feature, Lane::Docser, Lane::ConflictRecovery] {
+        for id in eligible {
+            let task = &w.tasks[id];
+            if task.lane == lane && refusal(w, task, load, tick_cap, quota_waiting, false).is_none() {
+                return Some(id.clone());
+            }
+        }
+    }
+    None
+}
+
+/// Why this task cannot be picked now, or `None` if it can.
+fn refusal(
+    w: &Working<'_>,
+    task: &Task,
+    load: &Load,
+    tick_cap: u32,
+    quota_waiting: usize,
+    lane_caps: bool,
+) -> Option<String> {
+    let config = w.config;
+    if load.picked >= tick_cap {
+        return Some(format!(
+            "queued: this tick's run limit is reached (limits.max_runs_per_tick = {tick_cap})"
+        ));
+    }
+    if quota_waiting > 0 && load.in_flight >= 1 {
+        return Some(format!(
+            "queued: {quota_waiting} task(s) wait on quota, so one run at a time (spec quota throttle)"
+        ));
+    }
+    let slots = config.role_slots(task.role);
+    let busy = load.per_role.get(&task.role).copied().unwrap_or(0);
+    if busy >= slots {
+        return Some(format!(
+            "queued: all {} slots busy ({busy}/{slots}, agents.{}.count)",
+            task.role, task.role
+        ));
+    }
+    if let Some(area) = &task.target_area {
+        if let Some(holder) = load.areas.get(area) {
+            return Some(format!("queued: target area `{area}` is busy with {holder}"));
+        }
+    }
+    if lane_caps {
+        let cap = match task.lane {
+            Lane::Feature => None,
+            Lane::ConflictRecovery => Some(config.limits.conflict_lane_max),
+            Lane::Docser => Some(config.limits.docser_lane_max),
+        };
+        if let Some(cap) = cap.filter(|c| *c > 0) {
+            let used = load.per_lane.get(&task.lane).copied().unwrap_or(0);
+            if used >= cap {
+                return Some(format!("queued: lane {} is full ({used}/{cap})", task.lane));
+            }
+        }
+    }
+    None
+}
+
+/// The first dependency that is not `done`, said for people.
+fn unresolved_dependency(w: &Working<'_>, task: &Task) -> Option<String> {
+    task.dependencies.iter().find_map(|dep| match w.tasks.get(dep) {
+        Some(d) if d.status == TaskStatus::Done => None,
+        Some(d) if d.status == TaskStatus::Failed => Some(format!(
+            "queued: waits for {dep}, which failed (a failed dependency is not resolved)"
+        )),
+        Some(d) => Some(format!("queued: waits for {dep} ({})", d.state())),
+        None => Some(format!("queued: waits for unknown task {dep}")),
+    })
+}
+
+fn claim(w: &mut Working<'_>, task: &Task, rule: &'static str) {
+    let run_id = RunId::for_claim(&w.snapshot.tick_id, &task.id);
+    let expires_at = w.now.plus(i64::from(w.config.limits.lease_minutes) * MINUTE);
+    let reason = format!(
+        "score {:.1} (priority {}, risk {}, lane {}), as {}; lease until {expires_at}",
+        score(task, w.now),
+        task.priority,
+        task.risk,
+        task.lane,
+        task.role
+    );
+    if let Some(t) = w.tasks.get_mut(&task.id) {
+        t.status = TaskStatus::Running;
+        t.block_reason = None;
+    }
+    w.decide(Some(&task.id), rule, Action::Claim { run_id, expires_at }, reason);
+}

@@ -1,0 +1,324 @@
+//! The pure decision engine: `plan(snapshot, config, now) -> Plan`.
+//!
+//! Everything the tick decides is decided here, from plain values: the state snapshot, what was
+//! observed of the outside world, the configuration and the time. No I/O, no clock, no randomness
+//! (jitter is a hash). The shell applies the plan; `tick --dry-run` prints it.
+//!
+//! Order of a plan (DESIGN §3 step 3): recovery (leases, failed and blocked tasks), preflight
+//! (R/I/P/L gates), judge work, dispatch. Every non-terminal task gets at least one decision, so
+//! the plan doubles as the "next action" of each task in `status`.
+
+pub mod backoff;
+pub mod classify;
+mod dispatch;
+mod preflight;
+mod recovery;
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use serde::Serialize;
+
+use crate::config::Config;
+use crate::model::{
+    AgentId, Attempts, Lease, Run, RunId, RunStatus, Task, TaskId, TaskState, TaskStatus, TickId,
+};
+use crate::time::Timestamp;
+
+pub use preflight::{preflight, Preflight, PreflightInputs};
+
+/// What the engine sees: the state plus observations of the world.
+#[derive(Clone, Debug, Default)]
+pub struct Snapshot {
+    pub tick_id: TickId,
+    pub agent_id: AgentId,
+    /// Every non-terminal task, plus terminal tasks that active ones refer to.
+    pub tasks: Vec<Task>,
+    /// Recent runs of those tasks (at least the latest few per task and every running run).
+    pub runs: Vec<Run>,
+    pub leases: Vec<Lease>,
+    pub observations: Observations,
+}
+
+/// Facts about the outside world, gathered by the shell before planning.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Observations {
+    /// The requirement document exists and is not empty (preflight `R`).
+    pub requirement_present: bool,
+    /// Open backlog issues not yet turned into tasks (preflight `I`).
+    pub issue_backlog: u32,
+    /// Open PRs the judge should look at (part of preflight `P`).
+    pub open_prs: u32,
+    /// Lease holders known to have ended (a finished workflow run, a dead local process).
+    pub dead_agents: BTreeSet<AgentId>,
+}
+
+/// Everything the next tick would do, in order.
+#[derive(Clone, Debug, Serialize)]
+pub struct Plan {
+    pub now: Timestamp,
+    pub preflight: Preflight,
+    pub decisions: Vec<Decision>,
+}
+
+/// One decision: what happens to what, and why.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Decision {
+    pub task_id: Option<TaskId>,
+    /// The rule that decided, e.g. `recovery.lease_expired`, `dispatch.claim`.
+    pub rule: &'static str,
+    pub action: Action,
+    /// For people: why, with the numbers that mattered.
+    pub reason: String,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum Action {
+    /// Move the task to another state, optionally updating its counters and cooldown.
+    Transition {
+        #[serde(serialize_with = "ser_state")]
+        from: TaskState,
+        #[serde(serialize_with = "ser_state")]
+        to: TaskState,
+        attempts: Option<Attempts>,
+        /// `Some(None)` clears the cooldown.
+        next_attempt_at: Option<Option<Timestamp>>,
+    },
+    /// Drop a lease (expired, holder gone, or task no longer running).
+    ReleaseLease { run_id: RunId },
+    /// Mark a run that nobody is executing any more as cancelled.
+    CancelRun { run_id: RunId },
+    /// Insert a new task (a rework child); its id is derived from its parent, so re-deciding
+    /// creates nothing twice.
+    CreateTask { task: Box<Task> },
+    /// Lease the task to this tick and start a run.
+    Claim { run_id: RunId, expires_at: Timestamp },
+    /// Review a successful run.
+    Judge { run_id: RunId },
+    /// Turn the requirement into tasks.
+    StartPlanner,
+    /// Nothing changes now; the reason says what the task waits for.
+    Wait { until: Option<Timestamp> },
+}
+
+fn ser_state<S: serde::Serializer>(state: &TaskState, s: S) -> Result<S::Ok, S::Error> {
+    s.serialize_str(&state.to_string())
+}
+
+impl Decision {
+    /// Does applying this decision change the state?
+    pub fn writes(&self) -> bool {
+        match self.action {
+            Action::Wait { .. } => false,
+            Action::Transition { .. }
+            | Action::ReleaseLease { .. }
+            | Action::CancelRun { .. }
+            | Action::CreateTask { .. }
+            | Action::Claim { .. }
+            | Action::Judge { .. }
+            | Action::StartPlanner => true,
+        }
+    }
+}
+
+impl Plan {
+    /// The decisions about one task, in order.
+    pub fn for_task<'a>(&'a self, id: &'a TaskId) -> impl Iterator<Item = &'a Decision> + 'a {
+        self.decisions
+            .iter()
+            .filter(move |d| d.task_id.as_ref() == Some(id))
+    }
+
+    pub fn claims(&self) -> impl Iterator<Item = &Decision> {
+        self.decisions
+            .iter()
+            .filter(|d| matches!(d.action, Action::Claim { .. }))
+    }
+}
+
+/// The working view the rules read and update as they decide, so a later rule sees the effect
+/// of an earlier one (a reclaimed task can be dispatched in the same plan).
+pub(crate) struct Working<'a> {
+    pub snapshot: &'a Snapshot,
+    pub config: &'a Config,
+    pub now: Timestamp,
+    pub tasks: BTreeMap<TaskId, Task>,
+    /// Runs per task, newest first.
+    pub runs: BTreeMap<TaskId, Vec<&'a Run>>,
+    pub leases: BTreeMap<TaskId, &'a Lease>,
+    pub decisions: Vec<Decision>,
+}
+
+impl<'a> Working<'a> {
+    fn new(snapshot: &'a Snapshot, config: &'a Config, now: Timestamp) -> Self {
+        let tasks = snapshot
+            .tasks
+            .iter()
+            .map(|t| (t.id.clone(), t.clone()))
+            .collect();
+        let mut runs: BTreeMap<TaskId, Vec<&Run>> = BTreeMap::new();
+        for run in &snapshot.runs {
+            runs.entry(run.task_id.clone()).or_default().push(run);
+        }
+        for list in runs.values_mut() {
+            list.sort_by(|a, b| b.started_at.cmp(&a.started_at).then(b.id.cmp(&a.id)));
+        }
+        let leases = snapshot
+            .leases
+            .iter()
+            .map(|l| (l.task_id.clone(), l))
+            .collect();
+        Working {
+            snapshot,
+            config,
+            now,
+            tasks,
+            runs,
+            leases,
+            decisions: Vec::new(),
+        }
+    }
+
+    pub fn task_runs(&self, id: &TaskId) -> &[&'a Run] {
+        self.runs.get(id).map_or(&[], Vec::as_slice)
+    }
+
+    /// The newest run that ended in failure or cancellation.
+    pub fn last_failed_run(&self, id: &TaskId) -> Option<&'a Run> {
+        self.task_runs(id)
+            .iter()
+            .copied()
+            .find(|r| matches!(r.status, RunStatus::Failed | RunStatus::Cancelled))
+    }
+
+    pub fn ids_in(&self, state: TaskState) -> Vec<TaskId> {
+        self.tasks
+            .values()
+            .filter(|t| t.state() == state)
+            .map(|t| t.id.clone())
+            .collect()
+    }
+
+    pub fn ids_with_status(&self, status: TaskStatus) -> Vec<TaskId> {
+        self.tasks
+            .values()
+            .filter(|t| t.status == status)
+            .map(|t| t.id.clone())
+            .collect()
+    }
+
+    fn push(&mut self, task_id: Option<&TaskId>, rule: &'static str, action: Action, reason: String) {
+        self.decisions.push(Decision {
+            task_id: task_id.cloned(),
+            rule,
+            action,
+            reason,
+        });
+    }
+
+    /// Records a transition and applies it to the working view.
+    pub fn transition(
+        &mut self,
+        id: &TaskId,
+        to: TaskState,
+        attempts: Option<Attempts>,
+        next_attempt_at: Option<Option<Timestamp>>,
+        rule: &'static str,
+        reason: String,
+    ) {
+        let Some(task) = self.tasks.get_mut(id) else {
+            return;
+        };
+        let from = task.state();
+        task.status = to.status;
+        task.block_reason = to.reason;
+        task.status_reason = Some(reason.clone());
+        if let Some(a) = &attempts {
+            task.attempts = a.clone();
+        }
+        if let Some(n) = next_attempt_at {
+            task.next_attempt_at = n;
+        }
+        self.push(
+            Some(id),
+            rule,
+            Action::Transition {
+                from,
+                to,
+                attempts,
+                next_attempt_at,
+            },
+            reason,
+        );
+    }
+
+    pub fn wait(&mut self, id: &TaskId, until: Option<Timestamp>, rule: &'static str, reason: String) {
+        self.push(Some(id), rule, Action::Wait { until }, reason);
+    }
+
+    pub fn decide(&mut self, id: Option<&TaskId>, rule: &'static str, action: Action, reason: String) {
+        if let Action::CreateTask { task } = &action {
+            self.tasks.insert(task.id.clone(), (**task).clone());
+        }
+        self.push(id, rule, action, reason);
+    }
+
+    fn has_decision(&self, id: &TaskId) -> bool {
+        self.decisions.iter().any(|d| d.task_id.as_ref() == Some(id))
+    }
+}
+
+/// Decides the next tick.
+pub fn plan(snapshot: &Snapshot, config: &Config, now: Timestamp) -> Plan {
+    let mut w = Working::new(snapshot, config, now);
+    let inputs = PreflightInputs::from_tasks(w.tasks.values(), &snapshot.observations);
+    let gates = preflight(&inputs);
+
+    if gates.start_cycle_manager || gates.start_judge || gates.start_execution_agents {
+        recovery::recover(&mut w);
+    }
+    if gates.start_judge {
+        recovery::judge_work(&mut w);
+    }
+    if gates.start_planner {
+        w.decide(
+            None,
+            "preflight.start_planner",
+            Action::StartPlanner,
+            format!(
+                "requirement present and no backlog ({}): plan new tasks",
+                inputs.flags()
+            ),
+        );
+    }
+    if gates.start_dispatcher {
+        dispatch::dispatch(&mut w);
+    }
+    explain_remaining(&mut w, &gates);
+    Plan {
+        now,
+        preflight: gates,
+        decisions: w.decisions,
+    }
+}
+
+/// Gives every non-terminal task without a decision a `Wait` that says what it waits for.
+fn explain_remaining(w: &mut Working<'_>, gates: &Preflight) {
+    let ids: Vec<TaskId> = w
+        .tasks
+        .values()
+        .filter(|t| !t.status.is_terminal())
+        .map(|t| t.id.clone())
+        .collect();
+    for id in ids {
+        if w.has_decision(&id) {
+            continue;
+        }
+        let task = &w.tasks[&id];
+        let (until, reason) = recovery::waiting_reason(w, task, gates);
+        w.wait(&id, until, "explain.wait", reason);
+    }
+}
+
+#[cfg(test)]
+pub(crate) mod testkit;

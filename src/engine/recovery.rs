@@ -1,0 +1,535 @@
+//! The cycle manager's rules (spec §2.5, with the DESIGN §4 "Better" rules): reclaim what a killed
+//! tick left behind, retry failures within per-category budgets, recover blocked tasks by reason,
+//! and hand every exhausted bound to a person (`blocked(awaiting_human)`) instead of looping.
+
+use super::classify::{classify, failure_signature, Classification};
+use super::{Action, Preflight, Working};
+use crate::model::{
+    AttemptKey, BlockReason, FailureCategory, Lease, Mode, RunStatus, Task, TaskId, TaskKind,
+    TaskState, TaskStatus,
+};
+use crate::time::{Timestamp, SECOND};
+
+/// Runs every recovery rule once, in a fixed order.
+pub(crate) fn recover(w: &mut Working<'_>) {
+    reclaim_leases(w);
+    cancel_orphaned_runs(w);
+    for id in w.ids_with_status(TaskStatus::Failed) {
+        recover_failed(w, &id);
+    }
+    for id in w.ids_with_status(TaskStatus::Blocked) {
+        recover_blocked(w, &id);
+    }
+    for id in w.ids_in(TaskState::QUEUED) {
+        check_dependencies_exist(w, &id);
+    }
+}
+
+/// Leases that expired, whose holder ended, or that point at a task no longer running.
+fn reclaim_leases(w: &mut Working<'_>) {
+    let leases: Vec<&Lease> = w.leases.values().copied().collect();
+    for lease in leases {
+        let task_state = w.tasks.get(&lease.task_id).map(Task::state);
+        match task_state {
+            Some(state) if state == TaskState::RUNNING => {}
+            Some(state) => {
+                w.decide(
+                    Some(&lease.task_id),
+                    "recovery.dangling_lease",
+                    Action::ReleaseLease { run_id: lease.run_id.clone() },
+                    format!("lease held by {} on a task that is {state}: released", lease.agent_id),
+                );
+                continue;
+            }
+            None => {
+                w.decide(
+                    None,
+                    "recovery.dangling_lease",
+                    Action::ReleaseLease { run_id: lease.run_id.clone() },
+                    format!("lease on unknown task {}: released", lease.task_id),
+                );
+                continue;
+            }
+        }
+        let why = if w.snapshot.observations.dead_agents.contains(&lease.agent_id) {
+            format!("holder {} has ended", lease.agent_id)
+        } else if lease.expires_at <= w.now {
+            format!("lease of {} expired at {}", lease.agent_id, lease.expires_at)
+        } else {
+            w.wait(
+                &lease.task_id,
+                Some(lease.expires_at),
+                "recovery.lease_held",
+                format!("running: held by {} until {}", lease.agent_id, lease.expires_at),
+            );
+            continue;
+        };
+        w.decide(
+            Some(&lease.task_id),
+            "recovery.lease_reclaimed",
+            Action::ReleaseLease { run_id: lease.run_id.clone() },
+            why.clone(),
+        );
+        requeue_lost_task(w, &lease.task_id, &why);
+    }
+    // Running tasks that have no lease at all (the spec's orphaned running tasks).
+    for id in w.ids_in(TaskState::RUNNING) {
+        if !w.leases.contains_key(&id) {
+            requeue_lost_task(w, &id, "running without a lease");
+        }
+    }
+}
+
+/// A task whose run was lost goes back to the queue, at most `max_lease_reclaims` times.
+fn requeue_lost_task(w: &mut Working<'_>, id: &TaskId, why: &str) {
+    for run in w.task_runs(id).to_vec() {
+        if run.status == RunStatus::Running {
+            w.decide(
+                Some(id),
+                "recovery.run_lost",
+                Action::CancelRun { run_id: run.id.clone() },
+                format!("run {} cancelled: {why}", run.id),
+            );
+        }
+    }
+    let task = &w.tasks[id];
+    let used = task.attempts.get(AttemptKey::Lease);
+    let limit = w.config.retry.max_lease_reclaims;
+    let attempts = task.attempts.bumped(AttemptKey::Lease);
+    if used >= limit {
+        w.transition(
+            id,
+            TaskState::blocked(BlockReason::AwaitingHuman),
+            Some(attempts),
+            None,
+            "recovery.lease_budget_exhausted",
+            format!(
+                "{why}; runs were lost {} times (limit {limit}): the agent may hang or outlive the job. Decide: `opentiger task retry {id}` or `opentiger task cancel {id}`",
+                used + 1
+            ),
+        );
+    } else {
+        w.transition(
+            id,
+            TaskState::QUEUED,
+            Some(attempts),
+            Some(None),
+            "recovery.requeue_lost",
+            format!("{why}: requeued (lost run {}/{limit})", used + 1),
+        );
+    }
+}
+
+/// Runs still marked running whose task is not running under that run's lease.
+fn cancel_orphaned_runs(w: &mut Working<'_>) {
+    let already: Vec<_> = w
+        .decisions
+        .iter()
+        .filter_map(|d| match &d.action {
+            Action::CancelRun { run_id } => Some(run_id.clone()),
+            _ => None,
+        })
+        .collect();
+    let orphans: Vec<_> = w
+        .snapshot
+        .runs
+        .iter()
+        .filter(|r| r.status == RunStatus::Running && !already.contains(&r.id))
+        .filter(|r| {
+            let leased = w.leases.get(&r.task_id).is_some_and(|l| l.run_id == r.id);
+            let running = w.tasks.get(&r.task_id).is_some_and(|t| t.status == TaskStatus::Running);
+            !(leased && running)
+        })
+        .map(|r| (r.task_id.clone(), r.id.clone()))
+        .collect();
+    for (task_id, run_id) in orphans {
+        w.decide(
+            Some(&task_id),
+            "recovery.orphaned_run",
+            Action::CancelRun { run_id: run_id.clone() },
+            format!("run {run_id} is marked running but holds no lease: cancelled"),
+        );
+    }
+}
+
+/// spec §2.5 step 5, with per-category budgets and `next_attempt_at` instead of `updated_at`
+/// arithmetic.
+fn recover_failed(w: &mut Working<'_>, id: &TaskId) {
+    let run = w.last_failed_run(id);
+    let message = run.and_then(|r| r.error.clone()).unwrap_or_default();
+    let code = run.and_then(|r| r.failure_code);
+    let class = classify(&message, code);
+    let task = &w.tasks[id];
+    let key = AttemptKey::from(class.category);
+    let used = task.attempts.get(key);
+    let budget = w.config.category_budget(class.category);
+    let threshold = w.config.retry.repeated_signature_threshold.max(2) as usize;
+    let repeated = repeated_failure(w, id, threshold);
+    if class.retryable && used < budget && !repeated {
+        let next = w.now.plus(i64::from(w.config.retry.cooldown_seconds) * SECOND);
+        let attempts = task.attempts.bumped(key);
+        w.transition(
+            id,
+            TaskState::QUEUED,
+            Some(attempts),
+            Some(Some(next)),
+            "recovery.retry_failed",
+            format!(
+                "{} failure ({}): retry {}/{budget} after {}",
+                class.category,
+                class.reason,
+                used + 1,
+                next.clock()
+            ),
+        );
+        return;
+    }
+    let why = if !class.retryable {
+        format!("{} is not retried", class.reason)
+    } else if repeated {
+        format!("the same failure {threshold} times in a row ({})", class.reason)
+    } else {
+        format!("{} retry budget used ({used}/{budget}): {}", class.category, class.reason)
+    };
+    escalate(w, id, &why, &class);
+}
+
+fn repeated_failure(w: &Working<'_>, id: &TaskId, threshold: usize) -> bool {
+    let failed: Vec<String> = w
+        .task_runs(id)
+        .iter()
+        .filter(|r| matches!(r.status, RunStatus::Failed | RunStatus::Cancelled))
+        .take(threshold)
+        .map(|r| failure_signature(r.error.as_deref().unwrap_or(""), r.failure_code))
+        .collect();
+    failed.len() >= threshold && failed.iter().all(|s| s == &failed[0])
+}
+
+/// Out of retries: a rework child with the failure in its notes, or a person.
+fn escalate(w: &mut Working<'_>, id: &TaskId, why: &str, class: &Classification) {
+    let task = w.tasks[id].clone();
+    let max_depth = w.config.limits.max_rework_depth;
+    let needs_person = match class.category {
+        // A permission prompt or a broken environment is not fixed by another agent run.
+        FailureCategory::Permission | FailureCategory::Env => true,
+        FailureCategory::Setup
+        | FailureCategory::Noop
+        | FailureCategory::Policy
+        | FailureCategory::Test
+        | FailureCategory::Flaky
+        | FailureCategory::Model
+        | FailureCategory::ModelLoop => false,
+    };
+    if needs_person || task.rework_depth >= max_depth || task.kind == TaskKind::PrReview {
+        let depth_note = if task.rework_depth >= max_depth {
+            format!("; rework depth {}/{max_depth} reached", task.rework_depth)
+        } else {
+            String::new()
+        };
+        w.transition(
+            id,
+            TaskState::blocked(BlockReason::AwaitingHuman),
+            None,
+            None,
+            "recovery.escalate_to_human",
+            format!(
+                "{why}{depth_note}. Decide: `opentiger task retry {id}` (after fixing the cause) or `opentiger task cancel {id}`"
+            ),
+        );
+        return;
+    }
+    let child = rework_child(&task, why, w.now);
+    let child_id = child.id.clone();
+    if !w.tasks.contains_key(&child_id) {
+        w.decide(
+            Some(&child_id),
+            "recovery.rework_child",
+            Action::CreateTask { task: Box::new(child) },
+            format!("rework of {id} (depth {}/{max_depth}): {why}", task.rework_depth + 1),
+        );
+    }
+    w.transition(
+        id,
+        TaskState::blocked(BlockReason::NeedsRework),
+        None,
+        None,
+        "recovery.follow_rework",
+        format!("follows rework task {child_id}: {why}"),
+    );
+}
+
+/// The rework child of spec §2.5 ("split"), tied to its parent by a column, not a title marker.
+fn rework_child(parent: &Task, why: &str, now: Timestamp) -> Task {
+    let depth = parent.rework_depth + 1;
+    let id = TaskId(crate::model::short_hash(&["rework", parent.id.as_str(), &depth.to_string()]));
+    let mut child = parent.clone();
+    child.id = id;
+    child.kind = TaskKind::Rework;
+    child.title = if parent.kind == TaskKind::Rework {
+        parent.title.clone()
+    } else {
+        format!("Rework: {}", parent.title)
+    };
+    child.status = TaskStatus::Queued;
+    child.block_reason = None;
+    child.status_reason = Some(format!("created to rework {}", parent.id));
+    child.parent_task_id = Some(parent.id.clone());
+    child.rework_depth = depth;
+    child.attempts = Default::default();
+    child.next_attempt_at = None;
+    child.priority = parent.priority + 5;
+    child.timebox_minutes = ((f64::from(parent.timebox_minutes) * 0.8) as u32).max(30);
+    let mut notes = parent.notes.trim_end().to_string();
+    if !notes.is_empty() {
+        notes.push_str("\n\n");
+    }
+    notes.push_str(&format!(
+        "Earlier attempts at this task failed ({why}). Fix the cause of that failure first."
+    ));
+    child.notes = notes;
+    child.created_at = now;
+    child.updated_at = now;
+    child
+}
+
+fn recover_blocked(w: &mut Working<'_>, id: &TaskId) {
+    let task = &w.tasks[id];
+    let reason = task.block_reason.unwrap_or(BlockReason::AwaitingHuman);
+    match reason {
+        BlockReason::QuotaWait => recover_quota_wait(w, id),
+        BlockReason::NeedsRework => follow_child(w, id),
+        BlockReason::AwaitingJudge => recover_awaiting_judge(w, id),
+        BlockReason::IssueLinking => {
+            if w.config.mode != Mode::Github || task.issue_number.is_some() {
+                w.transition(
+                    id,
+                    TaskState::QUEUED,
+                    None,
+                    None,
+                    "recovery.issue_linked",
+                    match task.issue_number {
+                        Some(n) => format!("issue #{n} linked: queued"),
+                        None => "no issues in this mode: queued".to_string(),
+                    },
+                );
+            } else {
+                w.wait(id, None, "recovery.issue_linking", "waits for its GitHub issue to be created".to_string());
+            }
+        }
+        BlockReason::AwaitingHuman => {
+            let why = task.status_reason.clone().unwrap_or_else(|| "no reason recorded".to_string());
+            w.wait(id, None, "recovery.awaiting_human", format!("waits on a person: {why}"));
+        }
+        BlockReason::Paused => {
+            let why = task.status_reason.clone().unwrap_or_else(|| "paused".to_string());
+            w.wait(
+                id,
+                None,
+                "recovery.paused",
+                format!("paused: {why}. Resume: `opentiger task retry {id}`"),
+            );
+        }
+    }
+}
+
+/// spec §2.5 step 6 for `quota_wait`: requeue once the backoff has passed; bounded by
+/// `retry.quota.max_waits` (the spec waits forever).
+fn recover_quota_wait(w: &mut Working<'_>, id: &TaskId) {
+    let task = &w.tasks[id];
+    let waits = task.attempts.get(AttemptKey::Quota);
+    let max = w.config.retry.quota.max_waits;
+    if waits > max {
+        w.transition(
+            id,
+            TaskState::blocked(BlockReason::AwaitingHuman),
+            None,
+            None,
+            "recovery.quota_budget_exhausted",
+            format!(
+                "quota hit {waits} times (limit {max}): check the agent's plan or key, then `opentiger task retry {id}`"
+            ),
+        );
+        return;
+    }
+    match task.next_attempt_at {
+        Some(at) if at > w.now => w.wait(
+            id,
+            Some(at),
+            "recovery.quota_wait",
+            format!("quota_wait: retry after {at} (wait {waits}/{max})"),
+        ),
+        _ => w.transition(
+            id,
+            TaskState::QUEUED,
+            None,
+            Some(None),
+            "recovery.quota_wait_retry",
+            format!("quota backoff over (wait {waits}/{max}): queued"),
+        ),
+    }
+}
+
+/// DESIGN §4: the source of a rework/AutoFix child stays blocked until the child ends, then
+/// follows it.
+fn follow_child(w: &mut Working<'_>, id: &TaskId) {
+    let child = w
+        .tasks
+        .values()
+        .filter(|t| t.parent_task_id.as_ref() == Some(id))
+        .max_by(|a, b| a.created_at.cmp(&b.created_at).then(a.rework_depth.cmp(&b.rework_depth)))
+        .cloned();
+    let Some(child) = child else {
+        let class = Classification {
+            category: FailureCategory::Model,
+            retryable: true,
+            reason: "needs_rework",
+        };
+        escalate(w, id, "needs rework but no rework task exists", &class);
+        return;
+    };
+    match child.state() {
+        s if s == TaskState::DONE => w.transition(
+            id,
+            TaskState::DONE,
+            None,
+            Some(None),
+            "recovery.child_done",
+            format!("done through {} ({})", child.id, child.kind),
+        ),
+        s if s == TaskState::CANCELLED => w.transition(
+            id,
+            TaskState::blocked(BlockReason::AwaitingHuman),
+            None,
+            None,
+            "recovery.child_cancelled",
+            format!(
+                "its fix {} was cancelled. Decide: `opentiger task retry {id}` or `opentiger task cancel {id}`",
+                child.id
+            ),
+        ),
+        state => w.wait(
+            id,
+            None,
+            "recovery.follow_child",
+            format!("follows {} {} ({state})", child.kind, child.id),
+        ),
+    }
+}
+
+/// `awaiting_judge` without a reviewable run (its run was lost or never recorded): retried a
+/// bounded number of times, then a person decides.
+fn recover_awaiting_judge(w: &mut Working<'_>, id: &TaskId) {
+    let reviewable = w
+        .task_runs(id)
+        .iter()
+        .any(|r| r.status == RunStatus::Success && r.judged_at.is_none());
+    if reviewable {
+        return; // judge_work picks it up.
+    }
+    let task = &w.tasks[id];
+    let due = task.updated_at.plus(i64::from(w.config.retry.cooldown_seconds) * SECOND);
+    if due > w.now {
+        w.wait(
+            id,
+            Some(due),
+            "recovery.awaiting_judge",
+            format!("awaiting_judge without a reviewable run: requeued after {due} unless one appears"),
+        );
+        return;
+    }
+    let used = task.attempts.get(AttemptKey::Judge);
+    let limit = w.config.retry.max_judge_retries;
+    if used >= limit {
+        w.transition(
+            id,
+            TaskState::blocked(BlockReason::AwaitingHuman),
+            None,
+            None,
+            "recovery.judge_budget_exhausted",
+            format!("no reviewable run after {used} judge retries (limit {limit}). Decide: `opentiger task retry {id}` or `opentiger task cancel {id}`"),
+        );
+    } else {
+        let attempts = task.attempts.bumped(AttemptKey::Judge);
+        w.transition(
+            id,
+            TaskState::QUEUED,
+            Some(attempts),
+            Some(None),
+            "recovery.awaiting_judge_retry",
+            format!("no reviewable run: run it again (judge retry {}/{limit})", used + 1),
+        );
+    }
+}
+
+/// A queued task whose dependency is cancelled or unknown can never start: a person decides.
+fn check_dependencies_exist(w: &mut Working<'_>, id: &TaskId) {
+    let task = &w.tasks[id];
+    let broken = task.dependencies.iter().find_map(|dep| match w.tasks.get(dep) {
+        None => Some(format!("depends on {dep}, which does not exist")),
+        Some(d) if d.status == TaskStatus::Cancelled => {
+            Some(format!("depends on {dep}, which was cancelled"))
+        }
+        Some(_) => None,
+    });
+    if let Some(why) = broken {
+        w.transition(
+            id,
+            TaskState::blocked(BlockReason::AwaitingHuman),
+            None,
+            None,
+            "recovery.broken_dependency",
+            format!("{why}. Decide: `opentiger task cancel {id}`, or retry the dependency"),
+        );
+    }
+}
+
+/// Emits the judge's work: one review per task with an unjudged successful run (spec §2.4 step 3:
+/// newest run per task). In direct mode there is no judge: such tasks are done (spec §2.4).
+pub(crate) fn judge_work(w: &mut Working<'_>) {
+    for id in w.ids_in(TaskState::blocked(BlockReason::AwaitingJudge)) {
+        let run = w
+            .task_runs(&id)
+            .iter()
+            .find(|r| r.status == RunStatus::Success && r.judged_at.is_none())
+            .map(|r| r.id.clone());
+        let Some(run_id) = run else { continue };
+        if w.config.mode == Mode::Direct {
+            w.transition(
+                &id,
+                TaskState::DONE,
+                None,
+                None,
+                "judge.direct_mode",
+                format!("direct mode has no review: run {run_id} accepted"),
+            );
+        } else {
+            w.decide(
+                Some(&id),
+                "judge.review",
+                Action::Judge { run_id: run_id.clone() },
+                format!("run {run_id} succeeded and is not judged yet"),
+            );
+        }
+    }
+}
+
+/// What a task without any other decision waits for.
+pub(crate) fn waiting_reason(
+    w: &Working<'_>,
+    task: &Task,
+    gates: &Preflight,
+) -> (Option<Timestamp>, String) {
+    let _ = w;
+    let state = task.state();
+    let why = task.status_reason.clone().unwrap_or_default();
+    match task.status {
+        TaskStatus::Queued => (
+            task.next_attempt_at,
+            format!("queued: not dispatched this tick ({}: {})", gates.class, gates.summary),
+        ),
+        TaskStatus::Failed => (None, format!("failed: recovery runs next tick ({why})")),
+        TaskStatus::Running => (None, "running".to_string()),
+        TaskStatus::Blocked => (task.next_attempt_at, format!("{state}: {why}")),
+        TaskStatus::Done | TaskStatus::Cancelled => (None, state.to_string()),
+    }
+}

@@ -1,0 +1,280 @@
+//! What people read: the dry-run plan, `status`, `task show`. Rendering only; no decisions.
+
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+
+use serde::Serialize;
+
+use crate::engine::{Action, Decision, Plan};
+use crate::model::{Event, Run, Task, TaskId};
+use crate::store::TickRecord;
+use crate::time::{human_span, Timestamp};
+
+/// One task as `status --json` shows it (DESIGN §13).
+#[derive(Clone, Debug, Serialize)]
+pub struct TaskStatusView {
+    pub id: String,
+    pub title: String,
+    pub status: String,
+    pub block_reason: Option<String>,
+    pub kind: String,
+    pub role: String,
+    pub priority: i64,
+    pub attempts: BTreeMap<String, u32>,
+    pub pr: Option<u64>,
+    pub issue: Option<u64>,
+    pub dependencies: Vec<String>,
+    pub parent: Option<String>,
+    /// Why the task is where it is.
+    pub reason: Option<String>,
+    /// What happens next, e.g. `quota_wait: retry after 12:40:00Z`.
+    pub next_action: String,
+    pub next_attempt_at: Option<Timestamp>,
+    pub updated_at: Timestamp,
+}
+
+#[derive(Clone, Debug, Serialize)]
+pub struct RunView {
+    pub id: String,
+    pub task_id: String,
+    pub status: String,
+    pub agent_id: String,
+    pub started_at: Timestamp,
+    pub finished_at: Option<Timestamp>,
+    pub failure_code: Option<String>,
+    pub error: Option<String>,
+    pub cost_usd: f64,
+}
+
+#[derive(Clone, Debug, Serialize)]
+pub struct StatusView {
+    pub now: Timestamp,
+    pub counts: BTreeMap<String, i64>,
+    pub preflight: String,
+    pub tasks: Vec<TaskStatusView>,
+    pub runs: Vec<RunView>,
+    pub last_tick: Option<TickRecord>,
+}
+
+impl RunView {
+    pub fn of(run: &Run) -> RunView {
+        RunView {
+            id: run.id.to_string(),
+            task_id: run.task_id.to_string(),
+            status: run.status.to_string(),
+            agent_id: run.agent_id.to_string(),
+            started_at: run.started_at,
+            finished_at: run.finished_at,
+            failure_code: run.failure_code.map(|c| c.to_string()),
+            error: run.error.clone(),
+            cost_usd: run.cost_usd,
+        }
+    }
+}
+
+/// The next action of a task, read off the plan: the first decision that changes something,
+/// else what it waits for.
+pub fn next_action(plan: &Plan, task: &Task) -> String {
+    let decisions: Vec<&Decision> = plan.for_task(&task.id).collect();
+    if let Some(d) = decisions.iter().find(|d| d.writes()) {
+        return format!("next tick: {}", describe_action(d));
+    }
+    match decisions.first() {
+        Some(d) => d.reason.clone(),
+        None if task.status.is_terminal() => task.state().to_string(),
+        None => "no decision".to_string(),
+    }
+}
+
+/// `claim (run abc, lease until …)`, `→ queued`, ... with the reason.
+pub fn describe_action(d: &Decision) -> String {
+    let what = match &d.action {
+        Action::Transition { from, to, .. } => format!("{from} → {to}"),
+        Action::ReleaseLease { run_id } => format!("release the lease of run {run_id}"),
+        Action::CancelRun { run_id } => format!("cancel run {run_id}"),
+        Action::CreateTask { task } => format!("create {} task {} \"{}\"", task.kind, task.id, task.title),
+        Action::Claim { run_id, .. } => format!("claim and run (run {run_id})"),
+        Action::Judge { run_id } => format!("judge run {run_id}"),
+        Action::StartPlanner => "run the planner".to_string(),
+        Action::Wait { .. } => "wait".to_string(),
+    };
+    format!("{what}: {}", d.reason)
+}
+
+pub fn task_view(task: &Task, plan: &Plan) -> TaskStatusView {
+    TaskStatusView {
+        id: task.id.to_string(),
+        title: task.title.clone(),
+        status: task.status.to_string(),
+        block_reason: task.block_reason.map(|r| r.to_string()),
+        kind: task.kind.to_string(),
+        role: task.role.to_string(),
+        priority: task.priority,
+        attempts: task.attempts.0.iter().map(|(k, v)| (k.to_string(), *v)).collect(),
+        pr: task.source_pr,
+        issue: task.issue_number,
+        dependencies: task.dependencies.iter().map(|d| d.to_string()).collect(),
+        parent: task.parent_task_id.as_ref().map(|p| p.to_string()),
+        reason: task.status_reason.clone(),
+        next_action: next_action(plan, task),
+        next_attempt_at: task.next_attempt_at,
+        updated_at: task.updated_at,
+    }
+}
+
+/// The dry-run printout: gates, then every decision grouped by what it does.
+pub fn plan_text(plan: &Plan, tasks: &BTreeMap<TaskId, Task>) -> String {
+    let mut out = String::new();
+    let p = &plan.preflight;
+    let _ = writeln!(out, "Plan for {} (dry run: nothing is written)", plan.now);
+    let _ = writeln!(out, "Preflight {} [{}]: {}", p.class, p.inputs.flags(), p.summary);
+    let on = |b: bool| if b { "yes" } else { "no" };
+    let _ = writeln!(
+        out,
+        "  planner: {}  dispatcher: {}  judge: {}  recovery: {}",
+        on(p.start_planner),
+        on(p.start_dispatcher),
+        on(p.start_judge),
+        on(p.start_cycle_manager)
+    );
+    let title = |id: &Option<TaskId>| -> String {
+        match id {
+            Some(id) => match tasks.get(id) {
+                Some(t) => format!("{} {:?} ({})", id.short(), truncate(&t.title, 40), t.state()),
+                None => id.short().to_string(),
+            },
+            None => "-".to_string(),
+        }
+    };
+    let (changes, waits): (Vec<&Decision>, Vec<&Decision>) = plan.decisions.iter().partition(|d| d.writes());
+    let _ = writeln!(out, "\nDecisions ({}):", changes.len());
+    if changes.is_empty() {
+        let _ = writeln!(out, "  none: nothing changes this tick");
+    }
+    for d in &changes {
+        let _ = writeln!(out, "  [{}] {}\n      {}", d.rule, title(&d.task_id), describe_action(d));
+    }
+    let _ = writeln!(out, "\nWaiting ({}):", waits.len());
+    for d in &waits {
+        let until = match &d.action {
+            Action::Wait { until: Some(t) } => format!(" (in {})", human_span(t.minus(plan.now))),
+            _ => String::new(),
+        };
+        let _ = writeln!(out, "  [{}] {}\n      {}{until}", d.rule, title(&d.task_id), d.reason);
+    }
+    out
+}
+
+pub fn status_text(view: &StatusView) -> String {
+    let mut out = String::new();
+    let counts: Vec<String> = view.counts.iter().map(|(k, v)| format!("{k} {v}")).collect();
+    let _ = writeln!(out, "opentiger status at {}", view.now);
+    let _ = writeln!(out, "Tasks: {}", if counts.is_empty() { "none".to_string() } else { counts.join(", ") });
+    let _ = writeln!(out, "Preflight: {}", view.preflight);
+    match &view.last_tick {
+        Some(t) => {
+            let _ = writeln!(
+                out,
+                "Last tick: {} by {} ({})",
+                t.started_at,
+                t.agent_id,
+                t.outcome.as_deref().unwrap_or("unfinished")
+            );
+        }
+        None => {
+            let _ = writeln!(out, "Last tick: never");
+        }
+    }
+    if view.tasks.is_empty() {
+        let _ = writeln!(out, "\nNo active tasks.");
+    } else {
+        let _ = writeln!(out);
+        for t in &view.tasks {
+            let state = match &t.block_reason {
+                Some(r) => format!("{}({r})", t.status),
+                None => t.status.clone(),
+            };
+            let _ = writeln!(out, "{:<12} {:<24} {}", short(&t.id), state, truncate(&t.title, 60));
+            if let Some(reason) = t.reason.as_deref().filter(|r| !r.is_empty()) {
+                let _ = writeln!(out, "{:<12} why:  {}", "", reason);
+            }
+            let _ = writeln!(out, "{:<12} next: {}", "", t.next_action);
+        }
+    }
+    if !view.runs.is_empty() {
+        let _ = writeln!(out, "\nRecent runs:");
+        for r in &view.runs {
+            let _ = writeln!(
+                out,
+                "  {} task {} {:<9} {}{}",
+                r.id,
+                short(&r.task_id),
+                r.status,
+                r.started_at,
+                r.failure_code.as_deref().map(|c| format!(" {c}")).unwrap_or_default()
+            );
+        }
+    }
+    out
+}
+
+pub fn task_text(task: &Task, next: &str, runs: &[Run], events: &[Event]) -> String {
+    let mut out = String::new();
+    let _ = writeln!(out, "Task {}: {}", task.id, task.title);
+    let _ = writeln!(out, "  state:    {}", task.state());
+    if let Some(r) = &task.status_reason {
+        let _ = writeln!(out, "  why:      {r}");
+    }
+    let _ = writeln!(out, "  next:     {next}");
+    let _ = writeln!(out, "  kind:     {}   role: {}   lane: {}   priority: {}   risk: {}", task.kind, task.role, task.lane, task.priority, task.risk);
+    let _ = writeln!(out, "  goal:     {}", task.goal);
+    let list = |v: &[String]| if v.is_empty() { "-".to_string() } else { v.join(", ") };
+    let _ = writeln!(out, "  paths:    {}", list(&task.allowed_paths));
+    let _ = writeln!(out, "  commands: {}", list(&task.commands));
+    let deps: Vec<String> = task.dependencies.iter().map(|d| d.to_string()).collect();
+    let _ = writeln!(out, "  depends:  {}", list(&deps));
+    if let Some(p) = &task.parent_task_id {
+        let _ = writeln!(out, "  parent:   {p} (rework depth {})", task.rework_depth);
+    }
+    let _ = writeln!(out, "  attempts: {}", task.attempts.summary());
+    if let Some(at) = task.next_attempt_at {
+        let _ = writeln!(out, "  not before: {at}");
+    }
+    if !task.notes.is_empty() {
+        let _ = writeln!(out, "  notes:    {}", task.notes.replace('\n', "\n            "));
+    }
+    let _ = writeln!(out, "  created:  {}   updated: {}", task.created_at, task.updated_at);
+    if !runs.is_empty() {
+        let _ = writeln!(out, "Runs (newest first):");
+        for r in runs {
+            let _ = writeln!(out, "  {} {:<9} by {} at {}{}", r.id, r.status, r.agent_id, r.started_at, r.error.as_deref().map(|e| format!(": {}", truncate(e, 100))).unwrap_or_default());
+        }
+    }
+    if !events.is_empty() {
+        let _ = writeln!(out, "Events:");
+        for e in events {
+            let moved = match (&e.from_state, &e.to_state) {
+                (Some(f), Some(t)) => format!("{f} → {t}: "),
+                (None, Some(t)) => format!("→ {t}: "),
+                _ => String::new(),
+            };
+            let _ = writeln!(out, "  {} {:<16} {}{} [{}]", e.at, e.kind, moved, e.reason, e.actor);
+        }
+    }
+    out
+}
+
+fn short(id: &str) -> &str {
+    let end = id.char_indices().nth(12).map_or(id.len(), |(i, _)| i);
+    &id[..end]
+}
+
+/// At most `max` characters, with an ellipsis when cut.
+pub fn truncate(text: &str, max: usize) -> String {
+    let line = text.lines().next().unwrap_or("");
+    if line.chars().count() <= max && !text.contains('\n') {
+        return line.to_string();
+    }
+    let cut: String = line.chars().take(max.saturating_sub(1)).collect();
+    format!("{cut}…")
+}

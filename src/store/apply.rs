@@ -1,0 +1,143 @@
+//! Applying a plan: every decision that writes, in one SQL transaction, each with its event.
+//! Either the whole plan lands or none of it does.
+
+use rusqlite::{params, OptionalExtension};
+
+use super::tasks::{insert_task_row, record_event, write_transition, TaskChanges, Writer};
+use super::{Store, StoreError};
+use crate::engine::{Action, Plan};
+use crate::model::{Run, RunId, RunStatus, TaskId, TaskState};
+
+/// What applying a plan did, and the slow work it leaves for the act phase.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct ApplyReport {
+    pub transitions: usize,
+    pub created: Vec<TaskId>,
+    /// Tasks leased to this tick, with their run.
+    pub claims: Vec<(TaskId, RunId)>,
+    /// Runs to review.
+    pub judge: Vec<(TaskId, RunId)>,
+    pub start_planner: bool,
+}
+
+impl Store {
+    pub fn apply_plan(&mut self, plan: &Plan, writer: Writer<'_>) -> Result<ApplyReport, StoreError> {
+        let tx = self.conn.transaction()?;
+        let mut report = ApplyReport::default();
+        for decision in &plan.decisions {
+            let task_id = decision.task_id.as_ref();
+            match &decision.action {
+                Action::Transition { from, to, attempts, next_attempt_at } => {
+                    let id = task_id.ok_or_else(|| StoreError::Invalid("transition without a task".into()))?;
+                    let changes = TaskChanges {
+                        attempts: attempts.clone(),
+                        next_attempt_at: *next_attempt_at,
+                    };
+                    write_transition(&tx, id, Some(*from), *to, &decision.reason, &changes, writer)?;
+                    report.transitions += 1;
+                }
+                Action::ReleaseLease { run_id } => {
+                    tx.execute("DELETE FROM leases WHERE run_id = ?1", [run_id.as_str()])?;
+                    record_event(&tx, writer, "lease.released", task_id, Some(run_id), None, None, &decision.reason, serde_json::json!({}))?;
+                }
+                Action::CancelRun { run_id } => {
+                    let changed = tx.execute(
+                        "UPDATE runs SET status = 'cancelled', finished_at = ?2, error = coalesce(error, ?3) \
+                         WHERE id = ?1 AND status = 'running'",
+                        params![run_id.as_str(), writer.now.0, decision.reason],
+                    )?;
+                    if changed > 0 {
+                        record_event(&tx, writer, "run.cancelled", task_id, Some(run_id), None, None, &decision.reason, serde_json::json!({}))?;
+                    }
+                }
+                Action::CreateTask { task } => {
+                    let exists = tx
+                        .query_row("SELECT 1 FROM tasks WHERE id = ?1", [task.id.as_str()], |_| Ok(()))
+                        .optional()?
+                        .is_some();
+                    if !exists {
+                        insert_task_row(&tx, task)?;
+                        for dep in &task.dependencies {
+                            tx.execute(
+                                "INSERT OR IGNORE INTO task_dependencies (task_id, depends_on) VALUES (?1, ?2)",
+                                params![task.id.as_str(), dep.as_str()],
+                            )?;
+                        }
+                        record_event(
+                            &tx,
+                            writer,
+                            "task.created",
+                            Some(&task.id),
+                            None,
+                            None,
+                            Some(task.state()),
+                            &decision.reason,
+                            serde_json::json!({ "kind": task.kind, "parent": task.parent_task_id }),
+                        )?;
+                        report.created.push(task.id.clone());
+                    }
+                }
+                Action::Claim { run_id, expires_at } => {
+                    let id = task_id.ok_or_else(|| StoreError::Invalid("claim without a task".into()))?;
+                    write_transition(&tx, id, Some(TaskState::QUEUED), TaskState::RUNNING, &decision.reason, &TaskChanges::default(), writer)?;
+                    let role: String = tx.query_row("SELECT role FROM tasks WHERE id = ?1", [id.as_str()], |r| r.get(0))?;
+                    let agent = writer.actor;
+                    let tick = writer.tick_id.map(|t| t.as_str()).unwrap_or("");
+                    tx.execute(
+                        "INSERT INTO runs (id, task_id, agent_id, tick_id, role, status, started_at) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
+                        params![run_id.as_str(), id.as_str(), agent, tick, role, RunStatus::Running.as_str(), writer.now.0],
+                    )?;
+                    tx.execute(
+                        "INSERT INTO leases (task_id, run_id, agent_id, tick_id, acquired_at, expires_at) VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+                        params![id.as_str(), run_id.as_str(), agent, tick, writer.now.0, expires_at.0],
+                    )?;
+                    record_event(&tx, writer, "lease.acquired", Some(id), Some(run_id), None, None, &decision.reason, serde_json::json!({ "expires_at": expires_at }))?;
+                    report.claims.push((id.clone(), run_id.clone()));
+                }
+                Action::Judge { run_id } => {
+                    if let Some(id) = task_id {
+                        report.judge.push((id.clone(), run_id.clone()));
+                    }
+                }
+                Action::StartPlanner => report.start_planner = true,
+                Action::Wait { .. } => {}
+            }
+        }
+        tx.commit()?;
+        Ok(report)
+    }
+
+    /// Inserts a run row as is (used by tests and by recording outcomes).
+    pub fn insert_run(&mut self, run: &Run) -> Result<(), StoreError> {
+        self.conn.execute(
+            "INSERT INTO runs (id, task_id, agent_id, tick_id, role, executor, status, started_at, finished_at, \
+             failure_code, error, cost_usd, input_tokens, output_tokens, session_id, branch, head_sha, pr_number, \
+             summary, judged_at, judgement_version) \
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20, ?21)",
+            params![
+                run.id.as_str(),
+                run.task_id.as_str(),
+                run.agent_id.as_str(),
+                run.tick_id.as_str(),
+                run.role.as_str(),
+                run.executor,
+                run.status.as_str(),
+                run.started_at.0,
+                run.finished_at.map(|t| t.0),
+                run.failure_code.map(|c| c.as_str()),
+                run.error,
+                run.cost_usd,
+                run.input_tokens,
+                run.output_tokens,
+                run.session_id,
+                run.branch,
+                run.head_sha,
+                super::rows::opt_i64(run.pr_number),
+                run.summary,
+                run.judged_at.map(|t| t.0),
+                run.judgement_version,
+            ],
+        )?;
+        Ok(())
+    }
+}

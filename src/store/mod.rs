@@ -1,0 +1,194 @@
+//! The SQLite state store: opening, migrating, and every read and write of state.
+//!
+//! One file holds the whole state (DESIGN §4). It is opened straight from disk (`state.store:
+//! file`) or from bytes (a git blob for `state.store: branch`, and every dry run, which must leave
+//! the file byte-identical). Every status move goes through [`crate::model::check_transition`] and
+//! writes an event in the same SQL transaction.
+
+mod apply;
+mod rows;
+mod schema;
+mod snapshot;
+mod tasks;
+
+use std::path::{Path, PathBuf};
+
+use rusqlite::{Connection, OpenFlags};
+
+pub use apply::ApplyReport;
+pub use schema::LATEST as SCHEMA_VERSION;
+pub use snapshot::SnapshotLimits;
+pub use tasks::{NewTask, TaskChanges, TaskFilter, TickRecord, Writer};
+
+/// What can go wrong with the state file.
+#[derive(Debug, thiserror::Error)]
+pub enum StoreError {
+    #[error("{path}: the state file was written by a newer opentiger (schema {found}, this build knows up to {known})\n  fix: upgrade opentiger; the file was left untouched")]
+    NewerSchema {
+        path: String,
+        found: i64,
+        known: i64,
+    },
+    #[error("{path}: not a readable opentiger state file ({detail})\n  fix: restore it from git history (`git log -- {path}`), or move it away to start with an empty state")]
+    Corrupt { path: String, detail: String },
+    #[error("{0}")]
+    Invalid(String),
+    #[error("task {0} not found\n  fix: `opentiger task list` shows the ids")]
+    NoSuchTask(String),
+    #[error("task id prefix `{prefix}` is ambiguous: {}\n  fix: give more characters of the id", matches.join(", "))]
+    Ambiguous { prefix: String, matches: Vec<String> },
+    #[error(transparent)]
+    Transition(#[from] crate::model::IllegalTransition),
+    #[error("state store: {0}")]
+    Sqlite(#[from] rusqlite::Error),
+    #[error("state store: {0}")]
+    Io(#[from] std::io::Error),
+}
+
+impl StoreError {
+    /// Errors the user can fix (exit code 2) versus failures of the tick itself.
+    pub fn is_user_error(&self) -> bool {
+        match self {
+            StoreError::NewerSchema { .. }
+            | StoreError::Corrupt { .. }
+            | StoreError::Invalid(_)
+            | StoreError::NoSuchTask(_)
+            | StoreError::Ambiguous { .. }
+            | StoreError::Transition(_) => true,
+            StoreError::Sqlite(_) | StoreError::Io(_) => false,
+        }
+    }
+}
+
+/// An open state database.
+pub struct Store {
+    conn: Connection,
+    /// Where it came from, for messages.
+    origin: String,
+}
+
+impl Store {
+    /// Opens (creating when missing) the state file at `path` for reading and writing.
+    pub fn open_file(path: &Path) -> Result<Store, StoreError> {
+        if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+            std::fs::create_dir_all(dir)?;
+        }
+        let origin = path.display().to_string();
+        let conn = Connection::open_with_flags(
+            path,
+            OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_CREATE | OpenFlags::SQLITE_OPEN_NO_MUTEX,
+        )
+        .map_err(|e| corrupt(&origin, &e))?;
+        Store::ready(conn, origin)
+    }
+
+    /// Loads a state file into memory without touching it; changes stay in memory.
+    /// A missing file gives an empty state.
+    pub fn load_file_in_memory(path: &Path) -> Result<Store, StoreError> {
+        let origin = path.display().to_string();
+        match std::fs::read(path) {
+            Ok(bytes) => Store::from_bytes(&bytes, &origin),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Store::in_memory(&origin),
+            Err(e) => Err(e.into()),
+        }
+    }
+
+    /// A state database from bytes (a git blob or a file read whole), in memory.
+    pub fn from_bytes(bytes: &[u8], origin: &str) -> Result<Store, StoreError> {
+        if bytes.is_empty() {
+            return Store::in_memory(origin);
+        }
+        let mut conn = Connection::open_in_memory()?;
+        conn.deserialize_read_exact(rusqlite::MAIN_DB, bytes, bytes.len(), false)
+            .map_err(|e| corrupt(origin, &e))?;
+        Store::ready(conn, origin.to_string())
+    }
+
+    /// An empty state in memory.
+    pub fn in_memory(origin: &str) -> Result<Store, StoreError> {
+        Store::ready(Connection::open_in_memory()?, origin.to_string())
+    }
+
+    /// The whole database as bytes (for the state branch).
+    pub fn to_bytes(&mut self) -> Result<Vec<u8>, StoreError> {
+        Ok(self.conn.serialize(rusqlite::MAIN_DB)?.to_vec())
+    }
+
+    pub fn origin(&self) -> &str {
+        &self.origin
+    }
+
+    fn ready(conn: Connection, origin: String) -> Result<Store, StoreError> {
+        conn.busy_timeout(std::time::Duration::from_secs(10))?;
+        conn.pragma_update(None, "foreign_keys", "ON")
+            .map_err(|e| corrupt(&origin, &e))?;
+        let mut store = Store { conn, origin };
+        store.migrate()?;
+        Ok(store)
+    }
+
+    /// Brings the schema forward; refuses files from a newer build.
+    fn migrate(&mut self) -> Result<(), StoreError> {
+        let version: i64 = self
+            .conn
+            .query_row("PRAGMA user_version", [], |r| r.get(0))
+            .map_err(|e| corrupt(&self.origin, &e))?;
+        if version > schema::LATEST {
+            return Err(StoreError::NewerSchema {
+                path: self.origin.clone(),
+                found: version,
+                known: schema::LATEST,
+            });
+        }
+        if version < 0 {
+            return Err(StoreError::Corrupt {
+                path: self.origin.clone(),
+                detail: format!("negative schema version {version}"),
+            });
+        }
+        if version == 0 {
+            // A version-0 file must be empty: anything else is not ours.
+            let tables: i64 = self
+                .conn
+                .query_row("SELECT count(*) FROM sqlite_schema", [], |r| r.get(0))
+                .map_err(|e| corrupt(&self.origin, &e))?;
+            if tables > 0 {
+                return Err(StoreError::Corrupt {
+                    path: self.origin.clone(),
+                    detail: "a SQLite database, but not an opentiger state (no schema version)".to_string(),
+                });
+            }
+        }
+        let tx = self.conn.transaction()?;
+        for (index, sql) in schema::MIGRATIONS.iter().enumerate().skip(version as usize) {
+            tx.execute_batch(sql)?;
+            tx.pragma_update(None, "user_version", index as i64 + 1)?;
+        }
+        tx.commit()?;
+        Ok(())
+    }
+
+    pub fn schema_version(&self) -> Result<i64, StoreError> {
+        Ok(self.conn.query_row("PRAGMA user_version", [], |r| r.get(0))?)
+    }
+}
+
+fn corrupt(origin: &str, err: &rusqlite::Error) -> StoreError {
+    StoreError::Corrupt {
+        path: origin.to_string(),
+        detail: err.to_string(),
+    }
+}
+
+/// The path of the state file for `store: file`, relative paths taken from the repository root.
+pub fn file_path(repo: &Path, configured: &str) -> PathBuf {
+    let p = Path::new(configured);
+    if p.is_absolute() {
+        p.to_path_buf()
+    } else {
+        repo.join(p)
+    }
+}
+
+#[cfg(test)]
+mod tests;

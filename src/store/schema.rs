@@ -1,0 +1,159 @@
+//! The SQLite schema (DESIGN §4) and its forward migrations, keyed by `PRAGMA user_version`.
+//!
+//! A migration is appended, never edited: version N's SQL turns a version N-1 file into version N.
+
+/// Each entry migrates from version `index` to version `index + 1`.
+pub const MIGRATIONS: &[&str] = &[V1];
+
+pub const LATEST: i64 = MIGRATIONS.len() as i64;
+
+const V1: &str = r#"
+CREATE TABLE tasks (
+    id              TEXT PRIMARY KEY,
+    title           TEXT NOT NULL,
+    goal            TEXT NOT NULL,
+    kind            TEXT NOT NULL,
+    role            TEXT NOT NULL,
+    lane            TEXT NOT NULL,
+    status          TEXT NOT NULL,
+    block_reason    TEXT,
+    status_reason   TEXT,
+    priority        INTEGER NOT NULL DEFAULT 0,
+    risk            TEXT NOT NULL DEFAULT 'low',
+    target_area     TEXT,
+    touches         TEXT NOT NULL DEFAULT '[]',
+    allowed_paths   TEXT NOT NULL DEFAULT '[]',
+    commands        TEXT NOT NULL DEFAULT '[]',
+    parent_task_id  TEXT REFERENCES tasks(id),
+    source_pr       INTEGER,
+    issue_number    INTEGER,
+    rework_depth    INTEGER NOT NULL DEFAULT 0,
+    attempts        TEXT NOT NULL DEFAULT '{}',
+    next_attempt_at INTEGER,
+    timebox_minutes INTEGER NOT NULL DEFAULT 60,
+    notes           TEXT NOT NULL DEFAULT '',
+    created_at      INTEGER NOT NULL,
+    updated_at      INTEGER NOT NULL,
+    CHECK ((status = 'blocked') = (block_reason IS NOT NULL))
+) STRICT;
+CREATE INDEX tasks_by_status ON tasks(status);
+CREATE INDEX tasks_by_parent ON tasks(parent_task_id) WHERE parent_task_id IS NOT NULL;
+
+CREATE TABLE task_dependencies (
+    task_id    TEXT NOT NULL REFERENCES tasks(id),
+    depends_on TEXT NOT NULL REFERENCES tasks(id),
+    PRIMARY KEY (task_id, depends_on),
+    CHECK (task_id <> depends_on)
+) STRICT, WITHOUT ROWID;
+CREATE INDEX task_dependencies_reverse ON task_dependencies(depends_on);
+
+CREATE TABLE runs (
+    id                TEXT PRIMARY KEY,
+    task_id           TEXT NOT NULL REFERENCES tasks(id),
+    agent_id          TEXT NOT NULL,
+    tick_id           TEXT NOT NULL,
+    role              TEXT NOT NULL,
+    executor          TEXT,
+    status            TEXT NOT NULL,
+    started_at        INTEGER NOT NULL,
+    finished_at       INTEGER,
+    failure_code      TEXT,
+    error             TEXT,
+    cost_usd          REAL NOT NULL DEFAULT 0,
+    input_tokens      INTEGER NOT NULL DEFAULT 0,
+    output_tokens     INTEGER NOT NULL DEFAULT 0,
+    session_id        TEXT,
+    branch            TEXT,
+    head_sha          TEXT,
+    pr_number         INTEGER,
+    summary           TEXT,
+    judged_at         INTEGER,
+    judgement_version INTEGER NOT NULL DEFAULT 0
+) STRICT;
+CREATE INDEX runs_by_task ON runs(task_id, started_at);
+CREATE INDEX runs_running ON runs(task_id) WHERE status = 'running';
+
+CREATE TABLE leases (
+    task_id     TEXT PRIMARY KEY REFERENCES tasks(id),
+    run_id      TEXT NOT NULL REFERENCES runs(id),
+    agent_id    TEXT NOT NULL,
+    tick_id     TEXT NOT NULL,
+    acquired_at INTEGER NOT NULL,
+    expires_at  INTEGER NOT NULL
+) STRICT;
+
+CREATE TABLE judgements (
+    id             INTEGER PRIMARY KEY,
+    run_id         TEXT NOT NULL REFERENCES runs(id),
+    task_id        TEXT NOT NULL REFERENCES tasks(id),
+    head_sha       TEXT NOT NULL,
+    verdict        TEXT NOT NULL,
+    summary        TEXT NOT NULL,
+    findings       TEXT NOT NULL DEFAULT '[]',
+    created_at     INTEGER NOT NULL,
+    invalidated_at INTEGER
+) STRICT;
+CREATE INDEX judgements_by_run ON judgements(run_id);
+
+CREATE TABLE merge_queue (
+    id              INTEGER PRIMARY KEY,
+    task_id         TEXT NOT NULL REFERENCES tasks(id),
+    run_id          TEXT NOT NULL REFERENCES runs(id),
+    pr_number       INTEGER,
+    head_sha        TEXT NOT NULL,
+    status          TEXT NOT NULL,
+    attempt_count   INTEGER NOT NULL DEFAULT 0,
+    max_attempts    INTEGER NOT NULL,
+    next_attempt_at INTEGER NOT NULL,
+    last_error      TEXT,
+    created_at      INTEGER NOT NULL,
+    updated_at      INTEGER NOT NULL,
+    UNIQUE (task_id, run_id)
+) STRICT;
+
+CREATE TABLE events (
+    id         INTEGER PRIMARY KEY AUTOINCREMENT,
+    at         INTEGER NOT NULL,
+    tick_id    TEXT,
+    actor      TEXT NOT NULL,
+    kind       TEXT NOT NULL,
+    task_id    TEXT,
+    run_id     TEXT,
+    from_state TEXT,
+    to_state   TEXT,
+    reason     TEXT NOT NULL,
+    payload    TEXT NOT NULL DEFAULT '{}'
+) STRICT;
+CREATE INDEX events_by_task ON events(task_id) WHERE task_id IS NOT NULL;
+CREATE TRIGGER events_are_append_only BEFORE UPDATE ON events
+BEGIN
+    SELECT RAISE(ABORT, 'events are append-only');
+END;
+
+CREATE TABLE forge_cursors (
+    key        TEXT PRIMARY KEY,
+    etag       TEXT,
+    since      TEXT,
+    updated_at INTEGER NOT NULL
+) STRICT;
+
+CREATE TABLE ticks (
+    id          TEXT PRIMARY KEY,
+    agent_id    TEXT NOT NULL,
+    started_at  INTEGER NOT NULL,
+    finished_at INTEGER,
+    outcome     TEXT,
+    summary     TEXT NOT NULL DEFAULT '{}'
+) STRICT;
+CREATE INDEX ticks_by_start ON ticks(started_at);
+
+CREATE TABLE budgets (
+    scope         TEXT NOT NULL,
+    key           TEXT NOT NULL,
+    spent_usd     REAL NOT NULL DEFAULT 0,
+    input_tokens  INTEGER NOT NULL DEFAULT 0,
+    output_tokens INTEGER NOT NULL DEFAULT 0,
+    runs          INTEGER NOT NULL DEFAULT 0,
+    PRIMARY KEY (scope, key)
+) STRICT, WITHOUT ROWID;
+"#;
