@@ -32,7 +32,9 @@ impl Timestamp {
     pub fn parse_rfc3339(text: &str) -> Result<Self, String> {
         DateTime::parse_from_rfc3339(text.trim())
             .map(|t| Timestamp(t.timestamp_millis()))
-            .map_err(|e| format!("`{text}` is not an RFC 3339 time ({e}); write e.g. 2026-11-21T12:40:00Z"))
+            .map_err(|e| {
+                format!("`{text}` is not an RFC 3339 time ({e}); write e.g. 2026-11-21T12:40:00Z")
+            })
     }
 
     pub fn plus(self, span: Millis) -> Self {
@@ -81,7 +83,11 @@ impl Timestamp {
 
 impl fmt::Display for Timestamp {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(&self.to_datetime().to_rfc3339_opts(SecondsFormat::Secs, true))
+        f.write_str(
+            &self
+                .to_datetime()
+                .to_rfc3339_opts(SecondsFormat::Secs, true),
+        )
     }
 }
 

@@ -28,10 +28,13 @@ pub fn run(cli: &Cli, cmd: &ConfigCommand) -> CmdResult {
             let path = config_path(cli);
             let (mut cfg, source) = config::load(&path, cli.config.is_some())?;
             if let Some(mode) = &cli.mode {
-                cfg.mode = mode.parse().map_err(|e| Failure::usage(format!("--mode: {e}")))?;
+                cfg.mode = mode
+                    .parse()
+                    .map_err(|e| Failure::usage(format!("--mode: {e}")))?;
             }
             // Resolve the inherited and mode-dependent values so what is printed is what runs.
-            let mut effective = serde_json::to_value(&cfg).map_err(|e| Failure::tick(e.to_string()))?;
+            let mut effective =
+                serde_json::to_value(&cfg).map_err(|e| Failure::tick(e.to_string()))?;
             effective["state"]["store"] = serde_json::json!(match cfg.store_kind() {
                 config::StoreKind::Branch => "branch",
                 config::StoreKind::File => "file",
@@ -43,14 +46,19 @@ pub fn run(cli: &Cli, cmd: &ConfigCommand) -> CmdResult {
                 AgentRole::Task(Role::Docser),
                 AgentRole::Judge,
             ] {
-                effective["agents"][role.name()] =
-                    serde_json::to_value(cfg.agents.effective(role)).map_err(|e| Failure::tick(e.to_string()))?;
+                effective["agents"][role.name()] = serde_json::to_value(cfg.agents.effective(role))
+                    .map_err(|e| Failure::tick(e.to_string()))?;
             }
             if *json {
-                println!("{}", serde_json::to_string_pretty(&effective).map_err(|e| Failure::tick(e.to_string()))?);
+                println!(
+                    "{}",
+                    serde_json::to_string_pretty(&effective)
+                        .map_err(|e| Failure::tick(e.to_string()))?
+                );
             } else {
                 println!("# effective configuration from {source}");
-                let yaml = serde_saphyr::to_string(&effective).map_err(|e| Failure::tick(e.to_string()))?;
+                let yaml = serde_saphyr::to_string(&effective)
+                    .map_err(|e| Failure::tick(e.to_string()))?;
                 print!("{yaml}");
             }
             Ok(())

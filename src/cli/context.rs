@@ -25,7 +25,9 @@ impl Context {
     pub fn load(cli: &Cli) -> Result<Context, Failure> {
         let (config, config_source) = load_config(cli)?;
         let now = match &cli.now {
-            Some(text) => Timestamp::parse_rfc3339(text).map_err(|e| Failure::usage(format!("--now: {e}")))?,
+            Some(text) => {
+                Timestamp::parse_rfc3339(text).map_err(|e| Failure::usage(format!("--now: {e}")))?
+            }
             None => Timestamp::now(),
         };
         Ok(Context {
@@ -83,7 +85,12 @@ impl Context {
         let limits = SnapshotLimits {
             runs_per_task: self.config.retry.repeated_signature_threshold.max(6),
         };
-        let snapshot = store.load_snapshot(self.tick_id.clone(), self.agent_id.clone(), observations, limits)?;
+        let snapshot = store.load_snapshot(
+            self.tick_id.clone(),
+            self.agent_id.clone(),
+            observations,
+            limits,
+        )?;
         let plan = engine::plan(&snapshot, &self.config, self.now);
         Ok((snapshot, plan))
     }
@@ -96,7 +103,9 @@ fn load_config(cli: &Cli) -> Result<(Config, ConfigSource), Failure> {
     };
     let (mut config, source) = config::load(&path, required)?;
     if let Some(mode) = &cli.mode {
-        config.mode = mode.parse::<Mode>().map_err(|e| Failure::usage(format!("--mode: {e}")))?;
+        config.mode = mode
+            .parse::<Mode>()
+            .map_err(|e| Failure::usage(format!("--mode: {e}")))?;
     }
     Ok((config, source))
 }

@@ -43,7 +43,10 @@ impl FileLock {
                 Err(e) => return Err(e.into()),
             }
         }
-        Err(Failure::tick(format!("could not take the lock {}", path.display())))
+        Err(Failure::tick(format!(
+            "could not take the lock {}",
+            path.display()
+        )))
     }
 }
 

@@ -17,7 +17,11 @@ use clap::{Parser, Subcommand};
 pub use context::Context;
 
 #[derive(Parser, Debug)]
-#[command(name = "opentiger", version, about = "An autonomous coding loop for one repository, one tick at a time.")]
+#[command(
+    name = "opentiger",
+    version,
+    about = "An autonomous coding loop for one repository, one tick at a time."
+)]
 pub struct Cli {
     /// Repository to work on.
     #[arg(long, global = true, default_value = ".", env = "OPENTIGER_REPO")]
@@ -64,10 +68,16 @@ pub struct Failure {
 
 impl Failure {
     pub fn usage(message: impl Into<String>) -> Failure {
-        Failure { code: 2, message: message.into() }
+        Failure {
+            code: 2,
+            message: message.into(),
+        }
     }
     pub fn tick(message: impl Into<String>) -> Failure {
-        Failure { code: 1, message: message.into() }
+        Failure {
+            code: 1,
+            message: message.into(),
+        }
     }
 }
 

@@ -27,11 +27,13 @@ pub fn run(ctx: &Context, args: &StatusArgs) -> CmdResult {
     let view = StatusView {
         now: ctx.now,
         counts: store.status_counts()?,
-        preflight: format!("{} [{}]: {}", plan.preflight.class, plan.preflight.inputs.flags(), plan.preflight.summary),
-        tasks: tasks
-            .iter()
-            .map(|t| report::task_view(t, &plan))
-            .collect(),
+        preflight: format!(
+            "{} [{}]: {}",
+            plan.preflight.class,
+            plan.preflight.inputs.flags(),
+            plan.preflight.summary
+        ),
+        tasks: tasks.iter().map(|t| report::task_view(t, &plan)).collect(),
         runs: store.recent_runs(10)?.iter().map(RunView::of).collect(),
         last_tick: store.last_tick()?,
     };

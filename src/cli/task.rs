@@ -146,7 +146,9 @@ fn lane_of(role: Role) -> Lane {
 fn valid_id(id: &str) -> Result<TaskId, Failure> {
     let ok = !id.is_empty()
         && id.len() <= 40
-        && id.chars().all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_');
+        && id
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_');
     if ok {
         Ok(TaskId(id.to_string()))
     } else {
@@ -192,9 +194,17 @@ fn default_risk() -> Risk {
     Risk::Low
 }
 
-fn tasks_from_plan_file(ctx: &Context, path: &PathBuf, store: &crate::store::Store) -> Result<Vec<Task>, Failure> {
-    let text = std::fs::read_to_string(path)
-        .map_err(|e| Failure::usage(format!("{}: cannot read the plan file: {e}", path.display())))?;
+fn tasks_from_plan_file(
+    ctx: &Context,
+    path: &PathBuf,
+    store: &crate::store::Store,
+) -> Result<Vec<Task>, Failure> {
+    let text = std::fs::read_to_string(path).map_err(|e| {
+        Failure::usage(format!(
+            "{}: cannot read the plan file: {e}",
+            path.display()
+        ))
+    })?;
     let plan: PlanFile = serde_json::from_str(&text).map_err(|e| {
         Failure::usage(format!(
             "{}:{}: {e}\n  fix: the file must be {{\"tasks\": [{{\"key\", \"title\", \"goal\", ...}}]}}",
@@ -204,9 +214,18 @@ fn tasks_from_plan_file(ctx: &Context, path: &PathBuf, store: &crate::store::Sto
     })?;
     let mut ids: BTreeMap<String, TaskId> = BTreeMap::new();
     for t in &plan.tasks {
-        let id = TaskId(crate::model::short_hash(&["plan-file", &t.key, &t.title, &ctx.now.0.to_string()]));
+        let id = TaskId(crate::model::short_hash(&[
+            "plan-file",
+            &t.key,
+            &t.title,
+            &ctx.now.0.to_string(),
+        ]));
         if ids.insert(t.key.clone(), id).is_some() {
-            return Err(Failure::usage(format!("{}: key `{}` is used twice", path.display(), t.key)));
+            return Err(Failure::usage(format!(
+                "{}: key `{}` is used twice",
+                path.display(),
+                t.key
+            )));
         }
     }
     let mut tasks = Vec::new();
@@ -236,11 +255,18 @@ fn tasks_from_plan_file(ctx: &Context, path: &PathBuf, store: &crate::store::Sto
     }
     // Name cycles by key, which is what the person wrote.
     let key_of: BTreeMap<&TaskId, &String> = ids.iter().map(|(k, v)| (v, k)).collect();
-    let edges = tasks.iter().map(|t| (t.id.clone(), t.dependencies.clone())).collect();
+    let edges = tasks
+        .iter()
+        .map(|t| (t.id.clone(), t.dependencies.clone()))
+        .collect();
     if let Some(cycle) = crate::model::graph::find_cycle(&edges) {
         let names: Vec<String> = cycle
             .iter()
-            .map(|id| key_of.get(id).map_or_else(|| id.to_string(), |k| k.to_string()))
+            .map(|id| {
+                key_of
+                    .get(id)
+                    .map_or_else(|| id.to_string(), |k| k.to_string())
+            })
             .collect();
         return Err(Failure::usage(format!(
             "{}: dependency cycle: {}\n  fix: remove one of these dependencies",
@@ -253,17 +279,34 @@ fn tasks_from_plan_file(ctx: &Context, path: &PathBuf, store: &crate::store::Sto
 
 fn list(ctx: &Context, status: Option<TaskStatus>, all: bool, json: bool) -> CmdResult {
     let store = ctx.read_store()?;
-    let tasks = store.list_tasks(&TaskFilter { status, include_terminal: all })?;
+    let tasks = store.list_tasks(&TaskFilter {
+        status,
+        include_terminal: all,
+    })?;
     if json {
-        let text = serde_json::to_string_pretty(&tasks).map_err(|e| Failure::tick(e.to_string()))?;
+        let text =
+            serde_json::to_string_pretty(&tasks).map_err(|e| Failure::tick(e.to_string()))?;
         println!("{text}");
         return Ok(());
     }
     if tasks.is_empty() {
-        println!("No tasks{}.", if all || status.is_some() { "" } else { " (active); --all shows done and cancelled ones" });
+        println!(
+            "No tasks{}.",
+            if all || status.is_some() {
+                ""
+            } else {
+                " (active); --all shows done and cancelled ones"
+            }
+        );
     }
     for t in &tasks {
-        println!("{:<12} {:<24} {:>4}  {}", t.id.as_str(), t.state().to_string(), t.priority, report::truncate(&t.title, 70));
+        println!(
+            "{:<12} {:<24} {:>4}  {}",
+            t.id.as_str(),
+            t.state().to_string(),
+            t.priority,
+            report::truncate(&t.title, 70)
+        );
     }
     Ok(())
 }
@@ -278,7 +321,10 @@ fn show(ctx: &Context, id: &str, json: bool) -> CmdResult {
     let events = store.events_of(&id, 50)?;
     if json {
         let value = serde_json::json!({ "task": task, "next_action": next, "runs": runs, "events": events });
-        println!("{}", serde_json::to_string_pretty(&value).map_err(|e| Failure::tick(e.to_string()))?);
+        println!(
+            "{}",
+            serde_json::to_string_pretty(&value).map_err(|e| Failure::tick(e.to_string()))?
+        );
     } else {
         print!("{}", report::task_text(&task, &next, &runs, &events));
     }
@@ -293,7 +339,12 @@ fn retry(ctx: &Context, id: &str, reason: &str) -> CmdResult {
         TaskStatus::Failed | TaskStatus::Cancelled => true,
         TaskStatus::Blocked => matches!(
             task.block_reason,
-            Some(BlockReason::AwaitingHuman | BlockReason::Paused | BlockReason::QuotaWait | BlockReason::NeedsRework)
+            Some(
+                BlockReason::AwaitingHuman
+                    | BlockReason::Paused
+                    | BlockReason::QuotaWait
+                    | BlockReason::NeedsRework
+            )
         ),
         TaskStatus::Queued | TaskStatus::Running | TaskStatus::Done => false,
     };
@@ -318,14 +369,23 @@ fn cancel(ctx: &Context, id: &str, reason: &str) -> CmdResult {
     let id = store.resolve_task_id(id)?;
     let task = store.task(&id)?;
     if task.status.is_terminal() {
-        return Err(Failure::usage(format!("task {id} is already {}", task.status)));
+        return Err(Failure::usage(format!(
+            "task {id} is already {}",
+            task.status
+        )));
     }
     if task.status == TaskStatus::Running {
         return Err(Failure::usage(format!(
             "task {id} is running: cancel it after its run ends, or wait for its lease to expire"
         )));
     }
-    store.transition_task(&id, TaskState::CANCELLED, reason, TaskChanges::default(), writer(ctx))?;
+    store.transition_task(
+        &id,
+        TaskState::CANCELLED,
+        reason,
+        TaskChanges::default(),
+        writer(ctx),
+    )?;
     println!("{id}: {} → cancelled", task.state());
     Ok(())
 }

@@ -45,7 +45,11 @@ pub fn run(ctx: &Context, args: &TickArgs) -> CmdResult {
         let text = serde_json::to_string_pretty(&plan).map_err(|e| Failure::tick(e.to_string()))?;
         println!("{text}");
     } else {
-        let tasks: BTreeMap<_, _> = snapshot.tasks.iter().map(|t| (t.id.clone(), t.clone())).collect();
+        let tasks: BTreeMap<_, _> = snapshot
+            .tasks
+            .iter()
+            .map(|t| (t.id.clone(), t.clone()))
+            .collect();
         print!("{}", report::plan_text(&plan, &tasks));
     }
     Ok(())

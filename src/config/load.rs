@@ -95,7 +95,11 @@ fn parse_error(err: &serde_saphyr::Error, path: &str, file: &str) -> ConfigError
         .filter(|(head, _)| head.starts_with("line "))
         .map_or(first, |(_, rest)| rest)
         .to_string();
-    let key = if path == "." { String::new() } else { path.to_string() };
+    let key = if path == "." {
+        String::new()
+    } else {
+        path.to_string()
+    };
     if let Some((unknown, expected)) = parse_unknown_field(&message) {
         let parent = key.rsplit_once('.').map_or("", |(p, _)| p);
         let scope = if parent.is_empty() {
@@ -227,45 +231,88 @@ fn validate(config: &Config, text: &str, file: &str) -> Result<(), ConfigError> 
         }
         if agent.timeout_minutes == 0 {
             let key = format!("agents.{}.timeout_minutes", role.name());
-            return Err(fail(&key, "must be at least 1".to_string(), "give a timeout in minutes, e.g. 30"));
+            return Err(fail(
+                &key,
+                "must be at least 1".to_string(),
+                "give a timeout in minutes, e.g. 30",
+            ));
         }
     }
     if config.base_branch.trim().is_empty() {
-        return Err(fail("base_branch", "must not be empty".to_string(), "name the branch work is merged into, e.g. main"));
+        return Err(fail(
+            "base_branch",
+            "must not be empty".to_string(),
+            "name the branch work is merged into, e.g. main",
+        ));
     }
     if config.limits.lease_minutes == 0 {
-        return Err(fail("limits.lease_minutes", "must be at least 1".to_string(), "use e.g. 90 (a little more than the job's timeout)"));
+        return Err(fail(
+            "limits.lease_minutes",
+            "must be at least 1".to_string(),
+            "use e.g. 90 (a little more than the job's timeout)",
+        ));
     }
     let quota = &config.retry.quota;
     if !(quota.factor > 1.0 && quota.factor.is_finite()) {
-        return Err(fail("retry.quota.factor", format!("{} must be greater than 1", quota.factor), "use e.g. 2"));
+        return Err(fail(
+            "retry.quota.factor",
+            format!("{} must be greater than 1", quota.factor),
+            "use e.g. 2",
+        ));
     }
     if !(0.0..=1.0).contains(&quota.jitter_ratio) {
-        return Err(fail("retry.quota.jitter_ratio", format!("{} is outside 0..1", quota.jitter_ratio), "use e.g. 0.2"));
+        return Err(fail(
+            "retry.quota.jitter_ratio",
+            format!("{} is outside 0..1", quota.jitter_ratio),
+            "use e.g. 0.2",
+        ));
     }
     if quota.max_seconds < quota.base_seconds {
-        return Err(fail("retry.quota.max_seconds", format!("{} is below base_seconds ({})", quota.max_seconds, quota.base_seconds), "make max_seconds at least base_seconds"));
+        return Err(fail(
+            "retry.quota.max_seconds",
+            format!(
+                "{} is below base_seconds ({})",
+                quota.max_seconds, quota.base_seconds
+            ),
+            "make max_seconds at least base_seconds",
+        ));
     }
-    for (key, value) in [("budget.per_task_usd", config.budget.per_task_usd), ("budget.per_day_usd", config.budget.per_day_usd)] {
+    for (key, value) in [
+        ("budget.per_task_usd", config.budget.per_task_usd),
+        ("budget.per_day_usd", config.budget.per_day_usd),
+    ] {
         if !(value >= 0.0 && value.is_finite()) {
-            return Err(fail(key, format!("{value} is not a spend limit"), "give a non-negative amount in USD"));
+            return Err(fail(
+                key,
+                format!("{value} is not a spend limit"),
+                "give a non-negative amount in USD",
+            ));
         }
     }
-    for (key, globs) in [("policy.allowed_paths", &config.policy.allowed_paths), ("policy.denied_paths", &config.policy.denied_paths)] {
+    for (key, globs) in [
+        ("policy.allowed_paths", &config.policy.allowed_paths),
+        ("policy.denied_paths", &config.policy.denied_paths),
+    ] {
         for glob in globs {
             if glob.starts_with('/') || glob.split('/').any(|seg| seg == "..") {
-                return Err(fail(key, format!("`{glob}` leaves the repository"), "write globs relative to the repository root, without `..`"));
+                return Err(fail(
+                    key,
+                    format!("`{glob}` leaves the repository"),
+                    "write globs relative to the repository root, without `..`",
+                ));
             }
         }
     }
     Ok(())
 }
 
-/// The line of a dotted key in block-style YAML, found by indentation (best effort).
+/// The line of a dotted key in block-style YAML, found by indentation (best effort). When the
+/// key itself is absent (a required value is missing), the line of its deepest present parent.
 pub fn line_of_key(text: &str, dotted: &str) -> Option<u64> {
     let mut wanted = dotted.split('.').peekable();
     let mut min_indent = 0usize;
     let mut current = wanted.next()?;
+    let mut parent_line = None;
     for (i, line) in text.lines().enumerate() {
         let trimmed = line.trim_start();
         if trimmed.is_empty() || trimmed.starts_with('#') {
@@ -273,7 +320,7 @@ pub fn line_of_key(text: &str, dotted: &str) -> Option<u64> {
         }
         let indent = line.len() - trimmed.len();
         if indent < min_indent {
-            return None;
+            return parent_line;
         }
         let Some((key, _)) = trimmed.split_once(':') else {
             continue;
@@ -283,12 +330,13 @@ pub fn line_of_key(text: &str, dotted: &str) -> Option<u64> {
                 Some(next) => {
                     current = next;
                     min_indent = indent + 1;
+                    parent_line = Some(i as u64 + 1);
                 }
                 None => return Some(i as u64 + 1),
             }
         }
     }
-    None
+    parent_line
 }
 
 /// The JSON Schema of the configuration, generated from the same types that parse it.
@@ -305,7 +353,10 @@ mod tests {
     #[test]
     fn empty_or_missing_means_defaults() {
         assert_eq!(load_str("", "x.yml").unwrap(), Config::default());
-        assert_eq!(load_str("# only a comment\n", "x.yml").unwrap(), Config::default());
+        assert_eq!(
+            load_str("# only a comment\n", "x.yml").unwrap(),
+            Config::default()
+        );
         let missing = Path::new("/nonexistent/.opentiger.yml");
         let (config, source) = load(missing, false).unwrap();
         assert_eq!(config, Config::default());
@@ -332,14 +383,56 @@ mod tests {
     fn bad_input_is_named_precisely() {
         let cases: &[(&str, Option<u64>, &str, &str, &str)] = &[
             // text, line, key, message contains, fix contains
-            ("limits:\n  max_run_per_tick: 3\n", Some(2), "limits.max_run_per_tick", "unknown key `max_run_per_tick`", "did you mean `max_runs_per_tick`?"),
-            ("mdoe: github\n", Some(1), "mdoe", "unknown key `mdoe`", "did you mean `mode`?"),
-            ("mode: gihtub\n", Some(1), "mode", "`gihtub` is not an accepted value", "did you mean `github`?"),
-            ("limits:\n  lease_minutes: soon\n", Some(2), "limits.lease_minutes", "", "right type"),
+            (
+                "limits:\n  max_run_per_tick: 3\n",
+                Some(2),
+                "limits.max_run_per_tick",
+                "unknown key `max_run_per_tick`",
+                "did you mean `max_runs_per_tick`?",
+            ),
+            (
+                "mdoe: github\n",
+                Some(1),
+                "mdoe",
+                "unknown key `mdoe`",
+                "did you mean `mode`?",
+            ),
+            (
+                "mode: gihtub\n",
+                Some(1),
+                "mode",
+                "`gihtub` is not an accepted value",
+                "did you mean `github`?",
+            ),
+            (
+                "limits:\n  lease_minutes: soon\n",
+                Some(2),
+                "limits.lease_minutes",
+                "",
+                "right type",
+            ),
             ("mode: [\n", Some(1), "mode", "", ""),
-            ("agents:\n  worker:\n    executor: command\n", Some(2), "agents.worker.command", "needs the program", "argv list"),
-            ("retry:\n  quota:\n    factor: 1\n", Some(3), "retry.quota.factor", "greater than 1", "use e.g. 2"),
-            ("policy:\n  allowed_paths: [\"../x\"]\n", Some(2), "policy.allowed_paths", "leaves the repository", "relative"),
+            (
+                "agents:\n  worker:\n    executor: command\n",
+                Some(2),
+                "agents.worker.command",
+                "needs the program",
+                "argv list",
+            ),
+            (
+                "retry:\n  quota:\n    factor: 1\n",
+                Some(3),
+                "retry.quota.factor",
+                "greater than 1",
+                "use e.g. 2",
+            ),
+            (
+                "policy:\n  allowed_paths: [\"../x\"]\n",
+                Some(2),
+                "policy.allowed_paths",
+                "leaves the repository",
+                "relative",
+            ),
         ];
         for (text, line, key, message, fix) in cases {
             let err = load_str(text, ".opentiger.yml").unwrap_err();
@@ -364,13 +457,19 @@ mod tests {
         assert_eq!(line_of_key(text, "limits.lease_minutes"), Some(4));
         assert_eq!(line_of_key(text, "retry.quota.factor"), Some(7));
         assert_eq!(line_of_key(text, "merge.method"), None);
+        assert_eq!(line_of_key(text, "limits.max_runs_per_tick"), Some(2));
     }
 
     #[test]
     fn schema_lists_every_section() {
         let schema = schema_json();
-        for key in ["mode", "state", "agents", "policy", "limits", "retry", "budget", "merge"] {
-            assert!(schema.contains(&format!("\"{key}\"")), "{key} missing from schema");
+        for key in [
+            "mode", "state", "agents", "policy", "limits", "retry", "budget", "merge",
+        ] {
+            assert!(
+                schema.contains(&format!("\"{key}\"")),
+                "{key} missing from schema"
+            );
         }
     }
 }

@@ -9,7 +9,9 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use super::{Action, Working};
-use crate::model::{BlockReason, Lane, Risk, Role, RunId, Task, TaskId, TaskKind, TaskState, TaskStatus};
+use crate::model::{
+    BlockReason, Lane, Risk, Role, RunId, Task, TaskId, TaskKind, TaskState, TaskStatus,
+};
 use crate::time::{Timestamp, HOUR, MINUTE};
 
 /// spec §2.2 step 3: priority×10 × risk multiplier + min(2×waiting hours, 20) + 5 if timebox ≤ 30.
@@ -71,7 +73,12 @@ pub(crate) fn dispatch(w: &mut Working<'_>) {
             continue; // judge-only work (spec §2.2 step 3)
         }
         if let Some(at) = task.next_attempt_at.filter(|at| *at > w.now) {
-            w.wait(&id, Some(at), "dispatch.cooldown", format!("queued: retry after {}", at.relative_to(w.now)));
+            w.wait(
+                &id,
+                Some(at),
+                "dispatch.cooldown",
+                format!("queued: retry after {}", at.relative_to(w.now)),
+            );
             continue;
         }
         if let Some(why) = unresolved_dependency(w, task) {
@@ -149,7 +156,8 @@ fn forced_pick(
     for lane in [Lane::Feature, Lane::Docser, Lane::ConflictRecovery] {
         for id in eligible {
             let task = &w.tasks[id];
-            if task.lane == lane && refusal(w, task, load, tick_cap, quota_waiting, false).is_none() {
+            if task.lane == lane && refusal(w, task, load, tick_cap, quota_waiting, false).is_none()
+            {
                 return Some(id.clone());
             }
         }
@@ -187,7 +195,9 @@ fn refusal(
     }
     if let Some(area) = &task.target_area {
         if let Some(holder) = load.areas.get(area) {
-            return Some(format!("queued: target area `{area}` is busy with {holder}"));
+            return Some(format!(
+                "queued: target area `{area}` is busy with {holder}"
+            ));
         }
     }
     if lane_caps {
@@ -208,19 +218,23 @@ fn refusal(
 
 /// The first dependency that is not `done`, said for people.
 fn unresolved_dependency(w: &Working<'_>, task: &Task) -> Option<String> {
-    task.dependencies.iter().find_map(|dep| match w.tasks.get(dep) {
-        Some(d) if d.status == TaskStatus::Done => None,
-        Some(d) if d.status == TaskStatus::Failed => Some(format!(
-            "queued: waits for {dep}, which failed (a failed dependency is not resolved)"
-        )),
-        Some(d) => Some(format!("queued: waits for {dep} ({})", d.state())),
-        None => Some(format!("queued: waits for unknown task {dep}")),
-    })
+    task.dependencies
+        .iter()
+        .find_map(|dep| match w.tasks.get(dep) {
+            Some(d) if d.status == TaskStatus::Done => None,
+            Some(d) if d.status == TaskStatus::Failed => Some(format!(
+                "queued: waits for {dep}, which failed (a failed dependency is not resolved)"
+            )),
+            Some(d) => Some(format!("queued: waits for {dep} ({})", d.state())),
+            None => Some(format!("queued: waits for unknown task {dep}")),
+        })
 }
 
 fn claim(w: &mut Working<'_>, task: &Task, rule: &'static str) {
     let run_id = RunId::for_claim(&w.snapshot.tick_id, &task.id);
-    let expires_at = w.now.plus(i64::from(w.config.limits.lease_minutes) * MINUTE);
+    let expires_at = w
+        .now
+        .plus(i64::from(w.config.limits.lease_minutes) * MINUTE);
     let reason = format!(
         "score {:.1} (priority {}, risk {}, lane {}), as {}; lease until {expires_at}",
         score(task, w.now),
@@ -233,5 +247,10 @@ fn claim(w: &mut Working<'_>, task: &Task, rule: &'static str) {
         t.status = TaskStatus::Running;
         t.block_reason = None;
     }
-    w.decide(Some(&task.id), rule, Action::Claim { run_id, expires_at }, reason);
+    w.decide(
+        Some(&task.id),
+        rule,
+        Action::Claim { run_id, expires_at },
+        reason,
+    );
 }

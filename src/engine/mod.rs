@@ -92,7 +92,10 @@ pub enum Action {
     /// creates nothing twice.
     CreateTask { task: Box<Task> },
     /// Lease the task to this tick and start a run.
-    Claim { run_id: RunId, expires_at: Timestamp },
+    Claim {
+        run_id: RunId,
+        expires_at: Timestamp,
+    },
     /// Review a successful run.
     Judge { run_id: RunId },
     /// Turn the requirement into tasks.
@@ -207,7 +210,13 @@ impl<'a> Working<'a> {
             .collect()
     }
 
-    fn push(&mut self, task_id: Option<&TaskId>, rule: &'static str, action: Action, reason: String) {
+    fn push(
+        &mut self,
+        task_id: Option<&TaskId>,
+        rule: &'static str,
+        action: Action,
+        reason: String,
+    ) {
         self.decisions.push(Decision {
             task_id: task_id.cloned(),
             rule,
@@ -252,11 +261,23 @@ impl<'a> Working<'a> {
         );
     }
 
-    pub fn wait(&mut self, id: &TaskId, until: Option<Timestamp>, rule: &'static str, reason: String) {
+    pub fn wait(
+        &mut self,
+        id: &TaskId,
+        until: Option<Timestamp>,
+        rule: &'static str,
+        reason: String,
+    ) {
         self.push(Some(id), rule, Action::Wait { until }, reason);
     }
 
-    pub fn decide(&mut self, id: Option<&TaskId>, rule: &'static str, action: Action, reason: String) {
+    pub fn decide(
+        &mut self,
+        id: Option<&TaskId>,
+        rule: &'static str,
+        action: Action,
+        reason: String,
+    ) {
         if let Action::CreateTask { task } = &action {
             self.tasks.insert(task.id.clone(), (**task).clone());
         }
@@ -264,7 +285,9 @@ impl<'a> Working<'a> {
     }
 
     fn has_decision(&self, id: &TaskId) -> bool {
-        self.decisions.iter().any(|d| d.task_id.as_ref() == Some(id))
+        self.decisions
+            .iter()
+            .any(|d| d.task_id.as_ref() == Some(id))
     }
 }
 
@@ -274,9 +297,10 @@ pub fn plan(snapshot: &Snapshot, config: &Config, now: Timestamp) -> Plan {
     let inputs = PreflightInputs::from_tasks(w.tasks.values(), &snapshot.observations);
     let gates = preflight(&inputs);
 
-    if gates.start_cycle_manager || gates.start_judge || gates.start_execution_agents {
-        recovery::recover(&mut w);
-    }
+    // Recovery always runs: it only acts on what exists, and a stray lease or run must be cleaned
+    // up even when the gates say there is nothing to do (`start_cycle_manager` is reported, not
+    // needed as a switch: a tick has no process to start).
+    recovery::recover(&mut w);
     if gates.start_judge {
         recovery::judge_work(&mut w);
     }
@@ -320,5 +344,9 @@ fn explain_remaining(w: &mut Working<'_>, gates: &Preflight) {
     }
 }
 
+#[cfg(test)]
+mod dispatch_tests;
+#[cfg(test)]
+mod recovery_tests;
 #[cfg(test)]
 pub(crate) mod testkit;

@@ -117,9 +117,15 @@ pub fn preflight(inputs: &PreflightInputs) -> Preflight {
     let summary = match class {
         "S0" => "Requirements empty and no issue/PR backlog found: nothing to do".to_string(),
         "S1" => "requirement present, no backlog: the planner creates tasks".to_string(),
-        "S2" => format!("issue backlog ({}) first: planner skipped", inputs.issue_backlog),
+        "S2" => format!(
+            "issue backlog ({}) first: planner skipped",
+            inputs.issue_backlog
+        ),
         "S3" => "judge backlog only: review and merge, no new work".to_string(),
-        "S4" => format!("local backlog ({} tasks): execute existing tasks first", inputs.local_backlog),
+        "S4" => format!(
+            "local backlog ({} tasks): execute existing tasks first",
+            inputs.local_backlog
+        ),
         _ => format!(
             "local backlog ({}) and judge backlog ({} PRs, {} awaiting judge)",
             inputs.local_backlog, inputs.open_prs, inputs.pending_judge

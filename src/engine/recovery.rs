@@ -36,8 +36,13 @@ fn reclaim_leases(w: &mut Working<'_>) {
                 w.decide(
                     Some(&lease.task_id),
                     "recovery.dangling_lease",
-                    Action::ReleaseLease { run_id: lease.run_id.clone() },
-                    format!("lease held by {} on a task that is {state}: released", lease.agent_id),
+                    Action::ReleaseLease {
+                        run_id: lease.run_id.clone(),
+                    },
+                    format!(
+                        "lease held by {} on a task that is {state}: released",
+                        lease.agent_id
+                    ),
                 );
                 continue;
             }
@@ -45,29 +50,44 @@ fn reclaim_leases(w: &mut Working<'_>) {
                 w.decide(
                     None,
                     "recovery.dangling_lease",
-                    Action::ReleaseLease { run_id: lease.run_id.clone() },
+                    Action::ReleaseLease {
+                        run_id: lease.run_id.clone(),
+                    },
                     format!("lease on unknown task {}: released", lease.task_id),
                 );
                 continue;
             }
         }
-        let why = if w.snapshot.observations.dead_agents.contains(&lease.agent_id) {
+        let why = if w
+            .snapshot
+            .observations
+            .dead_agents
+            .contains(&lease.agent_id)
+        {
             format!("holder {} has ended", lease.agent_id)
         } else if lease.expires_at <= w.now {
-            format!("lease of {} expired at {}", lease.agent_id, lease.expires_at)
+            format!(
+                "lease of {} expired at {}",
+                lease.agent_id, lease.expires_at
+            )
         } else {
             w.wait(
                 &lease.task_id,
                 Some(lease.expires_at),
                 "recovery.lease_held",
-                format!("running: held by {} until {}", lease.agent_id, lease.expires_at),
+                format!(
+                    "running: held by {} until {}",
+                    lease.agent_id, lease.expires_at
+                ),
             );
             continue;
         };
         w.decide(
             Some(&lease.task_id),
             "recovery.lease_reclaimed",
-            Action::ReleaseLease { run_id: lease.run_id.clone() },
+            Action::ReleaseLease {
+                run_id: lease.run_id.clone(),
+            },
             why.clone(),
         );
         requeue_lost_task(w, &lease.task_id, &why);
@@ -87,7 +107,9 @@ fn requeue_lost_task(w: &mut Working<'_>, id: &TaskId, why: &str) {
             w.decide(
                 Some(id),
                 "recovery.run_lost",
-                Action::CancelRun { run_id: run.id.clone() },
+                Action::CancelRun {
+                    run_id: run.id.clone(),
+                },
                 format!("run {} cancelled: {why}", run.id),
             );
         }
@@ -137,7 +159,10 @@ fn cancel_orphaned_runs(w: &mut Working<'_>) {
         .filter(|r| r.status == RunStatus::Running && !already.contains(&r.id))
         .filter(|r| {
             let leased = w.leases.get(&r.task_id).is_some_and(|l| l.run_id == r.id);
-            let running = w.tasks.get(&r.task_id).is_some_and(|t| t.status == TaskStatus::Running);
+            let running = w
+                .tasks
+                .get(&r.task_id)
+                .is_some_and(|t| t.status == TaskStatus::Running);
             !(leased && running)
         })
         .map(|r| (r.task_id.clone(), r.id.clone()))
@@ -146,7 +171,9 @@ fn cancel_orphaned_runs(w: &mut Working<'_>) {
         w.decide(
             Some(&task_id),
             "recovery.orphaned_run",
-            Action::CancelRun { run_id: run_id.clone() },
+            Action::CancelRun {
+                run_id: run_id.clone(),
+            },
             format!("run {run_id} is marked running but holds no lease: cancelled"),
         );
     }
@@ -166,7 +193,9 @@ fn recover_failed(w: &mut Working<'_>, id: &TaskId) {
     let threshold = w.config.retry.repeated_signature_threshold.max(2) as usize;
     let repeated = repeated_failure(w, id, threshold);
     if class.retryable && used < budget && !repeated {
-        let next = w.now.plus(i64::from(w.config.retry.cooldown_seconds) * SECOND);
+        let next = w
+            .now
+            .plus(i64::from(w.config.retry.cooldown_seconds) * SECOND);
         let attempts = task.attempts.bumped(key);
         w.transition(
             id,
@@ -187,9 +216,15 @@ fn recover_failed(w: &mut Working<'_>, id: &TaskId) {
     let why = if !class.retryable {
         format!("{} is not retried", class.reason)
     } else if repeated {
-        format!("the same failure {threshold} times in a row ({})", class.reason)
+        format!(
+            "the same failure {threshold} times in a row ({})",
+            class.reason
+        )
     } else {
-        format!("{} retry budget used ({used}/{budget}): {}", class.category, class.reason)
+        format!(
+            "{} retry budget used ({used}/{budget}): {}",
+            class.category, class.reason
+        )
     };
     escalate(w, id, &why, &class);
 }
@@ -244,8 +279,13 @@ fn escalate(w: &mut Working<'_>, id: &TaskId, why: &str, class: &Classification)
         w.decide(
             Some(&child_id),
             "recovery.rework_child",
-            Action::CreateTask { task: Box::new(child) },
-            format!("rework of {id} (depth {}/{max_depth}): {why}", task.rework_depth + 1),
+            Action::CreateTask {
+                task: Box::new(child),
+            },
+            format!(
+                "rework of {id} (depth {}/{max_depth}): {why}",
+                task.rework_depth + 1
+            ),
         );
     }
     w.transition(
@@ -261,7 +301,11 @@ fn escalate(w: &mut Working<'_>, id: &TaskId, why: &str, class: &Classification)
 /// The rework child of spec §2.5 ("split"), tied to its parent by a column, not a title marker.
 fn rework_child(parent: &Task, why: &str, now: Timestamp) -> Task {
     let depth = parent.rework_depth + 1;
-    let id = TaskId(crate::model::short_hash(&["rework", parent.id.as_str(), &depth.to_string()]));
+    let id = TaskId(crate::model::short_hash(&[
+        "rework",
+        parent.id.as_str(),
+        &depth.to_string(),
+    ]));
     let mut child = parent.clone();
     child.id = id;
     child.kind = TaskKind::Rework;
@@ -313,22 +357,36 @@ fn recover_blocked(w: &mut Working<'_>, id: &TaskId) {
                     },
                 );
             } else {
-                w.wait(id, None, "recovery.issue_linking", "waits for its GitHub issue to be created".to_string());
+                w.wait(
+                    id,
+                    None,
+                    "recovery.issue_linking",
+                    "waits for its GitHub issue to be created".to_string(),
+                );
             }
         }
         BlockReason::AwaitingHuman => {
-            let why = task.status_reason.clone().unwrap_or_else(|| "no reason recorded".to_string());
-            w.wait(id, None, "recovery.awaiting_human", format!("waits on a person: {why}"));
+            let text = human_wait(task);
+            w.wait(id, None, "recovery.awaiting_human", text);
         }
         BlockReason::Paused => {
-            let why = task.status_reason.clone().unwrap_or_else(|| "paused".to_string());
-            w.wait(
-                id,
-                None,
-                "recovery.paused",
-                format!("paused: {why}. Resume: `opentiger task retry {id}`"),
-            );
+            let text = human_wait(task);
+            w.wait(id, None, "recovery.paused", text);
         }
+    }
+}
+
+/// What a task parked on a person waits for, and how to move it on.
+fn human_wait(task: &Task) -> String {
+    let why = task
+        .status_reason
+        .as_deref()
+        .unwrap_or("no reason recorded");
+    match task.block_reason {
+        Some(BlockReason::Paused) => {
+            format!("paused: {why}. Resume: `opentiger task retry {}`", task.id)
+        }
+        _ => format!("waits on a person: {why}"),
     }
 }
 
@@ -376,7 +434,11 @@ fn follow_child(w: &mut Working<'_>, id: &TaskId) {
         .tasks
         .values()
         .filter(|t| t.parent_task_id.as_ref() == Some(id))
-        .max_by(|a, b| a.created_at.cmp(&b.created_at).then(a.rework_depth.cmp(&b.rework_depth)))
+        .max_by(|a, b| {
+            a.created_at
+                .cmp(&b.created_at)
+                .then(a.rework_depth.cmp(&b.rework_depth))
+        })
         .cloned();
     let Some(child) = child else {
         let class = Classification {
@@ -427,13 +489,17 @@ fn recover_awaiting_judge(w: &mut Working<'_>, id: &TaskId) {
         return; // judge_work picks it up.
     }
     let task = &w.tasks[id];
-    let due = task.updated_at.plus(i64::from(w.config.retry.cooldown_seconds) * SECOND);
+    let due = task
+        .updated_at
+        .plus(i64::from(w.config.retry.cooldown_seconds) * SECOND);
     if due > w.now {
         w.wait(
             id,
             Some(due),
             "recovery.awaiting_judge",
-            format!("awaiting_judge without a reviewable run: requeued after {due} unless one appears"),
+            format!(
+                "awaiting_judge without a reviewable run: requeued after {due} unless one appears"
+            ),
         );
         return;
     }
@@ -456,7 +522,10 @@ fn recover_awaiting_judge(w: &mut Working<'_>, id: &TaskId) {
             Some(attempts),
             Some(None),
             "recovery.awaiting_judge_retry",
-            format!("no reviewable run: run it again (judge retry {}/{limit})", used + 1),
+            format!(
+                "no reviewable run: run it again (judge retry {}/{limit})",
+                used + 1
+            ),
         );
     }
 }
@@ -464,13 +533,16 @@ fn recover_awaiting_judge(w: &mut Working<'_>, id: &TaskId) {
 /// A queued task whose dependency is cancelled or unknown can never start: a person decides.
 fn check_dependencies_exist(w: &mut Working<'_>, id: &TaskId) {
     let task = &w.tasks[id];
-    let broken = task.dependencies.iter().find_map(|dep| match w.tasks.get(dep) {
-        None => Some(format!("depends on {dep}, which does not exist")),
-        Some(d) if d.status == TaskStatus::Cancelled => {
-            Some(format!("depends on {dep}, which was cancelled"))
-        }
-        Some(_) => None,
-    });
+    let broken = task
+        .dependencies
+        .iter()
+        .find_map(|dep| match w.tasks.get(dep) {
+            None => Some(format!("depends on {dep}, which does not exist")),
+            Some(d) if d.status == TaskStatus::Cancelled => {
+                Some(format!("depends on {dep}, which was cancelled"))
+            }
+            Some(_) => None,
+        });
     if let Some(why) = broken {
         w.transition(
             id,
@@ -506,7 +578,9 @@ pub(crate) fn judge_work(w: &mut Working<'_>) {
             w.decide(
                 Some(&id),
                 "judge.review",
-                Action::Judge { run_id: run_id.clone() },
+                Action::Judge {
+                    run_id: run_id.clone(),
+                },
                 format!("run {run_id} succeeded and is not judged yet"),
             );
         }
@@ -525,11 +599,17 @@ pub(crate) fn waiting_reason(
     match task.status {
         TaskStatus::Queued => (
             task.next_attempt_at,
-            format!("queued: not dispatched this tick ({}: {})", gates.class, gates.summary),
+            format!(
+                "queued: not dispatched this tick ({}: {})",
+                gates.class, gates.summary
+            ),
         ),
         TaskStatus::Failed => (None, format!("failed: recovery runs next tick ({why})")),
         TaskStatus::Running => (None, "running".to_string()),
-        TaskStatus::Blocked => (task.next_attempt_at, format!("{state}: {why}")),
+        TaskStatus::Blocked => match task.block_reason {
+            Some(BlockReason::AwaitingHuman | BlockReason::Paused) => (None, human_wait(task)),
+            _ => (task.next_attempt_at, format!("{state}: {why}")),
+        },
         TaskStatus::Done | TaskStatus::Cancelled => (None, state.to_string()),
     }
 }

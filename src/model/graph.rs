@@ -79,18 +79,30 @@ mod tests {
     fn graph(edges: &[(&str, &[&str])]) -> BTreeMap<TaskId, Vec<TaskId>> {
         edges
             .iter()
-            .map(|(k, deps)| (TaskId::from(*k), deps.iter().map(|d| TaskId::from(*d)).collect()))
+            .map(|(k, deps)| {
+                (
+                    TaskId::from(*k),
+                    deps.iter().map(|d| TaskId::from(*d)).collect(),
+                )
+            })
             .collect()
     }
 
     #[test]
     fn cycles_are_found_and_named() {
-        let cases: &[(&[(&str, &[&str])], Option<&str>)] = &[
+        type Edges<'a> = &'a [(&'a str, &'a [&'a str])];
+        let cases: &[(Edges, Option<&str>)] = &[
             (&[("a", &["b"]), ("b", &["c"]), ("c", &[])], None),
             (&[("a", &["a"])], Some("a → a")),
             (&[("a", &["b"]), ("b", &["a"])], Some("a → b → a")),
-            (&[("x", &["a"]), ("a", &["b"]), ("b", &["c"]), ("c", &["a"])], Some("a → b → c → a")),
-            (&[("a", &["b", "c"]), ("b", &["d"]), ("c", &["d"]), ("d", &[])], None),
+            (
+                &[("x", &["a"]), ("a", &["b"]), ("b", &["c"]), ("c", &["a"])],
+                Some("a → b → c → a"),
+            ),
+            (
+                &[("a", &["b", "c"]), ("b", &["d"]), ("c", &["d"]), ("d", &[])],
+                None,
+            ),
         ];
         for (edges, expected) in cases {
             let found = find_cycle(&graph(edges)).map(|c| describe_cycle(&c));

@@ -75,7 +75,11 @@ impl TaskId {
 
     /// The first 8 characters, for branch names and tables.
     pub fn short(&self) -> &str {
-        let end = self.0.char_indices().nth(8).map_or(self.0.len(), |(i, _)| i);
+        let end = self
+            .0
+            .char_indices()
+            .nth(8)
+            .map_or(self.0.len(), |(i, _)| i);
         &self.0[..end]
     }
 }
@@ -119,10 +123,12 @@ impl AgentId {
 /// Process-unique randomness without a dependency: std's randomly keyed hasher.
 fn nonce() -> String {
     let mut h = std::collections::hash_map::RandomState::new().build_hasher();
-    h.write_u128(std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.as_nanos())
-        .unwrap_or(0));
+    h.write_u128(
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| d.as_nanos())
+            .unwrap_or(0),
+    );
     format!("{:016x}", h.finish())
 }
 
@@ -137,7 +143,10 @@ mod tests {
         assert_eq!(short_hash(&["x"]).len(), 12);
         let tick = TickId::from("t1");
         let task = TaskId::from("abc");
-        assert_eq!(RunId::for_claim(&tick, &task), RunId::for_claim(&tick, &task));
+        assert_eq!(
+            RunId::for_claim(&tick, &task),
+            RunId::for_claim(&tick, &task)
+        );
     }
 
     #[test]

@@ -76,7 +76,8 @@ pub struct IllegalTransition {
 /// - `running` → `queued` (lease reclaimed), `done`, `failed`, any `blocked` but `issue_linking`,
 ///   `cancelled`.
 /// - `failed` → `queued` (retry), `blocked` (rework, human, judge), `cancelled`.
-/// - `blocked(r)` → `queued`, another `blocked`, `done` (its fix merged), `failed`, `cancelled`.
+/// - `blocked(r)` → `queued`, another `blocked`, `failed`, `cancelled`; `done` only from
+///   `awaiting_judge` (merged) or `needs_rework` (its fix finished).
 /// - `cancelled` → `queued`: only a person retrying it.
 /// - `done` is final.
 pub fn check_transition(from: TaskState, to: TaskState) -> Result<(), IllegalTransition> {
@@ -90,7 +91,12 @@ pub fn check_transition(from: TaskState, to: TaskState) -> Result<(), IllegalTra
         (S::Running, S::Queued | S::Done | S::Failed | S::Cancelled) => true,
         (S::Running, S::Blocked) => to.reason != Some(BlockReason::IssueLinking),
         (S::Failed, S::Queued | S::Blocked | S::Cancelled) => true,
-        (S::Blocked, S::Queued | S::Done | S::Failed | S::Cancelled) => true,
+        (S::Blocked, S::Queued | S::Failed | S::Cancelled) => true,
+        // Only merged work or a finished fix completes a blocked task.
+        (S::Blocked, S::Done) => matches!(
+            from.reason,
+            Some(BlockReason::AwaitingJudge | BlockReason::NeedsRework)
+        ),
         (S::Blocked, S::Blocked) => from.reason != to.reason,
         (S::Cancelled, S::Queued) => true,
         (S::Queued, S::Queued | S::Done | S::Failed)
@@ -158,17 +164,28 @@ mod tests {
             (b(R::QuotaWait), TaskState::RUNNING),
             (b(R::QuotaWait), b(R::QuotaWait)),
             (TaskState::CANCELLED, TaskState::DONE),
+            (b(R::AwaitingHuman), TaskState::DONE),
+            (b(R::QuotaWait), TaskState::DONE),
         ];
         for (from, to) in illegal {
             let err = check_transition(from, to).unwrap_err();
-            assert_eq!(err.to_string(), format!("a task cannot move from {from} to {to}"));
+            assert_eq!(
+                err.to_string(),
+                format!("a task cannot move from {from} to {to}")
+            );
         }
     }
 
     #[test]
     fn reasons_live_only_on_blocked() {
-        assert_eq!(TaskState::new(TaskStatus::Queued, Some(R::QuotaWait)), TaskState::QUEUED);
-        assert_eq!(TaskState::new(TaskStatus::Blocked, None), b(R::AwaitingHuman));
+        assert_eq!(
+            TaskState::new(TaskStatus::Queued, Some(R::QuotaWait)),
+            TaskState::QUEUED
+        );
+        assert_eq!(
+            TaskState::new(TaskStatus::Blocked, None),
+            b(R::AwaitingHuman)
+        );
         assert_eq!(b(R::QuotaWait).to_string(), "blocked(quota_wait)");
     }
 }

@@ -306,7 +306,10 @@ mod tests {
     fn unknown_words_say_what_was_expected() {
         let err = "needs_human".parse::<BlockReason>().unwrap_err();
         let text = err.to_string();
-        assert!(text.contains("`needs_human` is not a known BlockReason"), "{text}");
+        assert!(
+            text.contains("`needs_human` is not a known BlockReason"),
+            "{text}"
+        );
         assert!(text.contains("awaiting_judge"), "{text}");
     }
 }

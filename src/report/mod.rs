@@ -92,7 +92,9 @@ pub fn describe_action(d: &Decision) -> String {
         Action::Transition { from, to, .. } => format!("{from} → {to}"),
         Action::ReleaseLease { run_id } => format!("release the lease of run {run_id}"),
         Action::CancelRun { run_id } => format!("cancel run {run_id}"),
-        Action::CreateTask { task } => format!("create {} task {} \"{}\"", task.kind, task.id, task.title),
+        Action::CreateTask { task } => {
+            format!("create {} task {} \"{}\"", task.kind, task.id, task.title)
+        }
         Action::Claim { run_id, .. } => format!("claim and run (run {run_id})"),
         Action::Judge { run_id } => format!("judge run {run_id}"),
         Action::StartPlanner => "run the planner".to_string(),
@@ -110,7 +112,12 @@ pub fn task_view(task: &Task, plan: &Plan) -> TaskStatusView {
         kind: task.kind.to_string(),
         role: task.role.to_string(),
         priority: task.priority,
-        attempts: task.attempts.0.iter().map(|(k, v)| (k.to_string(), *v)).collect(),
+        attempts: task
+            .attempts
+            .0
+            .iter()
+            .map(|(k, v)| (k.to_string(), *v))
+            .collect(),
         pr: task.source_pr,
         issue: task.issue_number,
         dependencies: task.dependencies.iter().map(|d| d.to_string()).collect(),
@@ -127,7 +134,13 @@ pub fn plan_text(plan: &Plan, tasks: &BTreeMap<TaskId, Task>) -> String {
     let mut out = String::new();
     let p = &plan.preflight;
     let _ = writeln!(out, "Plan for {} (dry run: nothing is written)", plan.now);
-    let _ = writeln!(out, "Preflight {} [{}]: {}", p.class, p.inputs.flags(), p.summary);
+    let _ = writeln!(
+        out,
+        "Preflight {} [{}]: {}",
+        p.class,
+        p.inputs.flags(),
+        p.summary
+    );
     let on = |b: bool| if b { "yes" } else { "no" };
     let _ = writeln!(
         out,
@@ -140,19 +153,31 @@ pub fn plan_text(plan: &Plan, tasks: &BTreeMap<TaskId, Task>) -> String {
     let title = |id: &Option<TaskId>| -> String {
         match id {
             Some(id) => match tasks.get(id) {
-                Some(t) => format!("{} {:?} ({})", id.short(), truncate(&t.title, 40), t.state()),
+                Some(t) => format!(
+                    "{} {:?} ({})",
+                    id.short(),
+                    truncate(&t.title, 40),
+                    t.state()
+                ),
                 None => id.short().to_string(),
             },
             None => "-".to_string(),
         }
     };
-    let (changes, waits): (Vec<&Decision>, Vec<&Decision>) = plan.decisions.iter().partition(|d| d.writes());
+    let (changes, waits): (Vec<&Decision>, Vec<&Decision>) =
+        plan.decisions.iter().partition(|d| d.writes());
     let _ = writeln!(out, "\nDecisions ({}):", changes.len());
     if changes.is_empty() {
         let _ = writeln!(out, "  none: nothing changes this tick");
     }
     for d in &changes {
-        let _ = writeln!(out, "  [{}] {}\n      {}", d.rule, title(&d.task_id), describe_action(d));
+        let _ = writeln!(
+            out,
+            "  [{}] {}\n      {}",
+            d.rule,
+            title(&d.task_id),
+            describe_action(d)
+        );
     }
     let _ = writeln!(out, "\nWaiting ({}):", waits.len());
     for d in &waits {
@@ -160,16 +185,34 @@ pub fn plan_text(plan: &Plan, tasks: &BTreeMap<TaskId, Task>) -> String {
             Action::Wait { until: Some(t) } => format!(" (in {})", human_span(t.minus(plan.now))),
             _ => String::new(),
         };
-        let _ = writeln!(out, "  [{}] {}\n      {}{until}", d.rule, title(&d.task_id), d.reason);
+        let _ = writeln!(
+            out,
+            "  [{}] {}\n      {}{until}",
+            d.rule,
+            title(&d.task_id),
+            d.reason
+        );
     }
     out
 }
 
 pub fn status_text(view: &StatusView) -> String {
     let mut out = String::new();
-    let counts: Vec<String> = view.counts.iter().map(|(k, v)| format!("{k} {v}")).collect();
+    let counts: Vec<String> = view
+        .counts
+        .iter()
+        .map(|(k, v)| format!("{k} {v}"))
+        .collect();
     let _ = writeln!(out, "opentiger status at {}", view.now);
-    let _ = writeln!(out, "Tasks: {}", if counts.is_empty() { "none".to_string() } else { counts.join(", ") });
+    let _ = writeln!(
+        out,
+        "Tasks: {}",
+        if counts.is_empty() {
+            "none".to_string()
+        } else {
+            counts.join(", ")
+        }
+    );
     let _ = writeln!(out, "Preflight: {}", view.preflight);
     match &view.last_tick {
         Some(t) => {
@@ -194,7 +237,13 @@ pub fn status_text(view: &StatusView) -> String {
                 Some(r) => format!("{}({r})", t.status),
                 None => t.status.clone(),
             };
-            let _ = writeln!(out, "{:<12} {:<24} {}", short(&t.id), state, truncate(&t.title, 60));
+            let _ = writeln!(
+                out,
+                "{:<12} {:<24} {}",
+                short(&t.id),
+                state,
+                truncate(&t.title, 60)
+            );
             if let Some(reason) = t.reason.as_deref().filter(|r| !r.is_empty()) {
                 let _ = writeln!(out, "{:<12} why:  {}", "", reason);
             }
@@ -211,7 +260,10 @@ pub fn status_text(view: &StatusView) -> String {
                 short(&r.task_id),
                 r.status,
                 r.started_at,
-                r.failure_code.as_deref().map(|c| format!(" {c}")).unwrap_or_default()
+                r.failure_code
+                    .as_deref()
+                    .map(|c| format!(" {c}"))
+                    .unwrap_or_default()
             );
         }
     }
@@ -226,9 +278,19 @@ pub fn task_text(task: &Task, next: &str, runs: &[Run], events: &[Event]) -> Str
         let _ = writeln!(out, "  why:      {r}");
     }
     let _ = writeln!(out, "  next:     {next}");
-    let _ = writeln!(out, "  kind:     {}   role: {}   lane: {}   priority: {}   risk: {}", task.kind, task.role, task.lane, task.priority, task.risk);
+    let _ = writeln!(
+        out,
+        "  kind:     {}   role: {}   lane: {}   priority: {}   risk: {}",
+        task.kind, task.role, task.lane, task.priority, task.risk
+    );
     let _ = writeln!(out, "  goal:     {}", task.goal);
-    let list = |v: &[String]| if v.is_empty() { "-".to_string() } else { v.join(", ") };
+    let list = |v: &[String]| {
+        if v.is_empty() {
+            "-".to_string()
+        } else {
+            v.join(", ")
+        }
+    };
     let _ = writeln!(out, "  paths:    {}", list(&task.allowed_paths));
     let _ = writeln!(out, "  commands: {}", list(&task.commands));
     let deps: Vec<String> = task.dependencies.iter().map(|d| d.to_string()).collect();
@@ -241,13 +303,32 @@ pub fn task_text(task: &Task, next: &str, runs: &[Run], events: &[Event]) -> Str
         let _ = writeln!(out, "  not before: {at}");
     }
     if !task.notes.is_empty() {
-        let _ = writeln!(out, "  notes:    {}", task.notes.replace('\n', "\n            "));
+        let _ = writeln!(
+            out,
+            "  notes:    {}",
+            task.notes.replace('\n', "\n            ")
+        );
     }
-    let _ = writeln!(out, "  created:  {}   updated: {}", task.created_at, task.updated_at);
+    let _ = writeln!(
+        out,
+        "  created:  {}   updated: {}",
+        task.created_at, task.updated_at
+    );
     if !runs.is_empty() {
         let _ = writeln!(out, "Runs (newest first):");
         for r in runs {
-            let _ = writeln!(out, "  {} {:<9} by {} at {}{}", r.id, r.status, r.agent_id, r.started_at, r.error.as_deref().map(|e| format!(": {}", truncate(e, 100))).unwrap_or_default());
+            let _ = writeln!(
+                out,
+                "  {} {:<9} by {} at {}{}",
+                r.id,
+                r.status,
+                r.agent_id,
+                r.started_at,
+                r.error
+                    .as_deref()
+                    .map(|e| format!(": {}", truncate(e, 100)))
+                    .unwrap_or_default()
+            );
         }
     }
     if !events.is_empty() {
@@ -258,7 +339,11 @@ pub fn task_text(task: &Task, next: &str, runs: &[Run], events: &[Event]) -> Str
                 (None, Some(t)) => format!("→ {t}: "),
                 _ => String::new(),
             };
-            let _ = writeln!(out, "  {} {:<16} {}{} [{}]", e.at, e.kind, moved, e.reason, e.actor);
+            let _ = writeln!(
+                out,
+                "  {} {:<16} {}{} [{}]",
+                e.at, e.kind, moved, e.reason, e.actor
+            );
         }
     }
     out

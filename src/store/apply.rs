@@ -21,24 +21,52 @@ pub struct ApplyReport {
 }
 
 impl Store {
-    pub fn apply_plan(&mut self, plan: &Plan, writer: Writer<'_>) -> Result<ApplyReport, StoreError> {
+    pub fn apply_plan(
+        &mut self,
+        plan: &Plan,
+        writer: Writer<'_>,
+    ) -> Result<ApplyReport, StoreError> {
         let tx = self.conn.transaction()?;
         let mut report = ApplyReport::default();
         for decision in &plan.decisions {
             let task_id = decision.task_id.as_ref();
             match &decision.action {
-                Action::Transition { from, to, attempts, next_attempt_at } => {
-                    let id = task_id.ok_or_else(|| StoreError::Invalid("transition without a task".into()))?;
+                Action::Transition {
+                    from,
+                    to,
+                    attempts,
+                    next_attempt_at,
+                } => {
+                    let id = task_id
+                        .ok_or_else(|| StoreError::Invalid("transition without a task".into()))?;
                     let changes = TaskChanges {
                         attempts: attempts.clone(),
                         next_attempt_at: *next_attempt_at,
                     };
-                    write_transition(&tx, id, Some(*from), *to, &decision.reason, &changes, writer)?;
+                    write_transition(
+                        &tx,
+                        id,
+                        Some(*from),
+                        *to,
+                        &decision.reason,
+                        &changes,
+                        writer,
+                    )?;
                     report.transitions += 1;
                 }
                 Action::ReleaseLease { run_id } => {
                     tx.execute("DELETE FROM leases WHERE run_id = ?1", [run_id.as_str()])?;
-                    record_event(&tx, writer, "lease.released", task_id, Some(run_id), None, None, &decision.reason, serde_json::json!({}))?;
+                    record_event(
+                        &tx,
+                        writer,
+                        "lease.released",
+                        task_id,
+                        Some(run_id),
+                        None,
+                        None,
+                        &decision.reason,
+                        serde_json::json!({}),
+                    )?;
                 }
                 Action::CancelRun { run_id } => {
                     let changed = tx.execute(
@@ -47,12 +75,26 @@ impl Store {
                         params![run_id.as_str(), writer.now.0, decision.reason],
                     )?;
                     if changed > 0 {
-                        record_event(&tx, writer, "run.cancelled", task_id, Some(run_id), None, None, &decision.reason, serde_json::json!({}))?;
+                        record_event(
+                            &tx,
+                            writer,
+                            "run.cancelled",
+                            task_id,
+                            Some(run_id),
+                            None,
+                            None,
+                            &decision.reason,
+                            serde_json::json!({}),
+                        )?;
                     }
                 }
                 Action::CreateTask { task } => {
                     let exists = tx
-                        .query_row("SELECT 1 FROM tasks WHERE id = ?1", [task.id.as_str()], |_| Ok(()))
+                        .query_row(
+                            "SELECT 1 FROM tasks WHERE id = ?1",
+                            [task.id.as_str()],
+                            |_| Ok(()),
+                        )
                         .optional()?
                         .is_some();
                     if !exists {
@@ -78,9 +120,21 @@ impl Store {
                     }
                 }
                 Action::Claim { run_id, expires_at } => {
-                    let id = task_id.ok_or_else(|| StoreError::Invalid("claim without a task".into()))?;
-                    write_transition(&tx, id, Some(TaskState::QUEUED), TaskState::RUNNING, &decision.reason, &TaskChanges::default(), writer)?;
-                    let role: String = tx.query_row("SELECT role FROM tasks WHERE id = ?1", [id.as_str()], |r| r.get(0))?;
+                    let id = task_id
+                        .ok_or_else(|| StoreError::Invalid("claim without a task".into()))?;
+                    write_transition(
+                        &tx,
+                        id,
+                        Some(TaskState::QUEUED),
+                        TaskState::RUNNING,
+                        &decision.reason,
+                        &TaskChanges::default(),
+                        writer,
+                    )?;
+                    let role: String =
+                        tx.query_row("SELECT role FROM tasks WHERE id = ?1", [id.as_str()], |r| {
+                            r.get(0)
+                        })?;
                     let agent = writer.actor;
                     let tick = writer.tick_id.map(|t| t.as_str()).unwrap_or("");
                     tx.execute(
@@ -91,7 +145,17 @@ impl Store {
                         "INSERT INTO leases (task_id, run_id, agent_id, tick_id, acquired_at, expires_at) VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
                         params![id.as_str(), run_id.as_str(), agent, tick, writer.now.0, expires_at.0],
                     )?;
-                    record_event(&tx, writer, "lease.acquired", Some(id), Some(run_id), None, None, &decision.reason, serde_json::json!({ "expires_at": expires_at }))?;
+                    record_event(
+                        &tx,
+                        writer,
+                        "lease.acquired",
+                        Some(id),
+                        Some(run_id),
+                        None,
+                        None,
+                        &decision.reason,
+                        serde_json::json!({ "expires_at": expires_at }),
+                    )?;
                     report.claims.push((id.clone(), run_id.clone()));
                 }
                 Action::Judge { run_id } => {

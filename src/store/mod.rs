@@ -36,7 +36,10 @@ pub enum StoreError {
     #[error("task {0} not found\n  fix: `opentiger task list` shows the ids")]
     NoSuchTask(String),
     #[error("task id prefix `{prefix}` is ambiguous: {}\n  fix: give more characters of the id", matches.join(", "))]
-    Ambiguous { prefix: String, matches: Vec<String> },
+    Ambiguous {
+        prefix: String,
+        matches: Vec<String>,
+    },
     #[error(transparent)]
     Transition(#[from] crate::model::IllegalTransition),
     #[error("state store: {0}")]
@@ -76,7 +79,9 @@ impl Store {
         let origin = path.display().to_string();
         let conn = Connection::open_with_flags(
             path,
-            OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_CREATE | OpenFlags::SQLITE_OPEN_NO_MUTEX,
+            OpenFlags::SQLITE_OPEN_READ_WRITE
+                | OpenFlags::SQLITE_OPEN_CREATE
+                | OpenFlags::SQLITE_OPEN_NO_MUTEX,
         )
         .map_err(|e| corrupt(&origin, &e))?;
         Store::ready(conn, origin)
@@ -155,7 +160,8 @@ impl Store {
             if tables > 0 {
                 return Err(StoreError::Corrupt {
                     path: self.origin.clone(),
-                    detail: "a SQLite database, but not an opentiger state (no schema version)".to_string(),
+                    detail: "a SQLite database, but not an opentiger state (no schema version)"
+                        .to_string(),
                 });
             }
         }
@@ -169,7 +175,9 @@ impl Store {
     }
 
     pub fn schema_version(&self) -> Result<i64, StoreError> {
-        Ok(self.conn.query_row("PRAGMA user_version", [], |r| r.get(0))?)
+        Ok(self
+            .conn
+            .query_row("PRAGMA user_version", [], |r| r.get(0))?)
     }
 }
 

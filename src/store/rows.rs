@@ -11,7 +11,8 @@ pub const TASK_COLUMNS: &str = "id, title, goal, kind, role, lane, status, block
     priority, risk, target_area, touches, allowed_paths, commands, parent_task_id, source_pr, \
     issue_number, rework_depth, attempts, next_attempt_at, timebox_minutes, notes, created_at, updated_at";
 
-pub const RUN_COLUMNS: &str = "id, task_id, agent_id, tick_id, role, executor, status, started_at, \
+pub const RUN_COLUMNS: &str =
+    "id, task_id, agent_id, tick_id, role, executor, status, started_at, \
     finished_at, failure_code, error, cost_usd, input_tokens, output_tokens, session_id, branch, \
     head_sha, pr_number, summary, judged_at, judgement_version";
 

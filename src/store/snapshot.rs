@@ -71,7 +71,9 @@ impl Store {
 
         let leases = self
             .conn
-            .prepare(&format!("SELECT {LEASE_COLUMNS} FROM leases ORDER BY task_id"))?
+            .prepare(&format!(
+                "SELECT {LEASE_COLUMNS} FROM leases ORDER BY task_id"
+            ))?
             .query_map([], rows::lease)?
             .collect::<Result<_, _>>()?;
         Ok(Snapshot {

@@ -138,7 +138,10 @@ impl Store {
             .query_row(&sql, [id.as_str()], rows::task)
             .optional()?
             .ok_or_else(|| StoreError::NoSuchTask(id.to_string()))?;
-        task.dependencies = self.dependencies_of(&[&task.id])?.remove(&task.id).unwrap_or_default();
+        task.dependencies = self
+            .dependencies_of(&[&task.id])?
+            .remove(&task.id)
+            .unwrap_or_default();
         Ok(task)
     }
 
@@ -168,7 +171,10 @@ impl Store {
         Ok(())
     }
 
-    fn dependencies_of(&self, ids: &[&TaskId]) -> Result<BTreeMap<TaskId, Vec<TaskId>>, StoreError> {
+    fn dependencies_of(
+        &self,
+        ids: &[&TaskId],
+    ) -> Result<BTreeMap<TaskId, Vec<TaskId>>, StoreError> {
         let mut out: BTreeMap<TaskId, Vec<TaskId>> = BTreeMap::new();
         if ids.is_empty() {
             return Ok(out);
@@ -186,7 +192,9 @@ impl Store {
             ),
         };
         let mut stmt = self.conn.prepare_cached(sql)?;
-        let rows = stmt.query_map([arg], |r| Ok((r.get::<_, String>(0)?, r.get::<_, String>(1)?)))?;
+        let rows = stmt.query_map([arg], |r| {
+            Ok((r.get::<_, String>(0)?, r.get::<_, String>(1)?))
+        })?;
         for row in rows {
             let (task, dep) = row?;
             if wanted.contains(task.as_str()) {
@@ -226,7 +234,8 @@ impl Store {
 
     /// The newest runs of all tasks, newest first.
     pub fn recent_runs(&self, limit: usize) -> Result<Vec<Run>, StoreError> {
-        let sql = format!("SELECT {RUN_COLUMNS} FROM runs ORDER BY started_at DESC, id DESC LIMIT ?1");
+        let sql =
+            format!("SELECT {RUN_COLUMNS} FROM runs ORDER BY started_at DESC, id DESC LIMIT ?1");
         let runs = self
             .conn
             .prepare(&sql)?
@@ -237,7 +246,10 @@ impl Store {
 
     pub fn run(&self, id: &RunId) -> Result<Option<Run>, StoreError> {
         let sql = format!("SELECT {RUN_COLUMNS} FROM runs WHERE id = ?1");
-        Ok(self.conn.query_row(&sql, [id.as_str()], rows::run).optional()?)
+        Ok(self
+            .conn
+            .query_row(&sql, [id.as_str()], rows::run)
+            .optional()?)
     }
 
     /// The newest events about a task, oldest first.
@@ -269,12 +281,16 @@ impl Store {
     }
 
     pub fn event_count(&self) -> Result<i64, StoreError> {
-        Ok(self.conn.query_row("SELECT count(*) FROM events", [], |r| r.get(0))?)
+        Ok(self
+            .conn
+            .query_row("SELECT count(*) FROM events", [], |r| r.get(0))?)
     }
 
     /// Task counts per status word (`blocked(quota_wait)` counted under `blocked`).
     pub fn status_counts(&self) -> Result<BTreeMap<String, i64>, StoreError> {
-        let mut stmt = self.conn.prepare("SELECT status, count(*) FROM tasks GROUP BY status")?;
+        let mut stmt = self
+            .conn
+            .prepare("SELECT status, count(*) FROM tasks GROUP BY status")?;
         let counts = stmt
             .query_map([], |r| Ok((r.get::<_, String>(0)?, r.get::<_, i64>(1)?)))?
             .collect::<Result<_, _>>()?;
@@ -330,7 +346,9 @@ pub struct TaskChanges {
 
 fn task_exists(tx: &Transaction<'_>, id: &TaskId) -> Result<bool, StoreError> {
     Ok(tx
-        .query_row("SELECT 1 FROM tasks WHERE id = ?1", [id.as_str()], |_| Ok(()))
+        .query_row("SELECT 1 FROM tasks WHERE id = ?1", [id.as_str()], |_| {
+            Ok(())
+        })
         .optional()?
         .is_some())
 }
@@ -389,7 +407,9 @@ pub(crate) fn write_transition(
         .optional()?;
     let (status, block) = current.ok_or_else(|| StoreError::NoSuchTask(id.to_string()))?;
     let from = TaskState::new(
-        status.parse().map_err(|e| StoreError::Invalid(format!("task {id}: {e}")))?,
+        status
+            .parse()
+            .map_err(|e| StoreError::Invalid(format!("task {id}: {e}")))?,
         block
             .map(|b| b.parse())
             .transpose()

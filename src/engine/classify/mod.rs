@@ -1,0 +1,415 @@
+//! Failure classification: what kind of failure a run ended with, and whether it is worth retrying.
+//!
+//! Pure text rules over the run's failure code and its (already redacted) error excerpt: the
+//! cycle manager's `classifyFailure` (spec §3.2), the worker's mapping of a failed verification
+//! command to a failure code (spec §3.2, last paragraph), the worker's quota detection (spec §2.3)
+//! and the normalized failure signature used for repeated-failure escalation (spec §3.4).
+//!
+//! Not for: deciding what to do with a classification (retry budgets are applied by recovery),
+//! computing cooldowns (see `backoff`), or reading logs. Matching is plain substring search plus
+//! small hand-written scanners; every phrase is matched against lower-cased text.
+
+mod quota;
+mod signature;
+mod verification;
+
+use crate::model::{FailureCategory, FailureCode};
+
+pub use quota::is_quota_message;
+pub use signature::failure_signature;
+pub use verification::verification_failure_code;
+
+/// How the engine treats one failure (spec §3.2).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Classification {
+    pub category: FailureCategory,
+    pub retryable: bool,
+    /// The spec's reason word, e.g. `test_failure` or `verification_command_missing_script`.
+    pub reason: &'static str,
+}
+
+/// Classifies a failure: the structured code first, then the message rules (spec §3.2).
+///
+/// `execution_failed` and a missing code say nothing about the cause, so they fall back to the
+/// message rules, like an unknown code does in the spec.
+pub fn classify(message: &str, code: Option<FailureCode>) -> Classification {
+    if let Some(classification) = code.and_then(classify_code) {
+        return classification;
+    }
+    classify_code(code_from_message(message)).unwrap_or(MODEL_OR_UNKNOWN)
+}
+
+/// The default classification; also what the message rules end with.
+const MODEL_OR_UNKNOWN: Classification = Classification {
+    category: FailureCategory::Model,
+    retryable: true,
+    reason: "model_or_unknown_failure",
+};
+
+/// spec §3.2: the structured-code table. `None` means "fall back to the message rules".
+fn classify_code(code: FailureCode) -> Option<Classification> {
+    use FailureCategory as C;
+    let (category, retryable, reason) = match code {
+        FailureCode::ExternalDirectoryPermissionPrompt => (C::Permission, false, code),
+        FailureCode::NoActionableChanges => (C::Noop, false, code),
+        FailureCode::PolicyViolation => (C::Policy, true, code),
+        FailureCode::VerificationCommandMissingScript
+        | FailureCode::VerificationCommandNoTestFiles
+        | FailureCode::VerificationCommandMissingMakeTarget
+        | FailureCode::VerificationCommandUnsupportedFormat
+        | FailureCode::VerificationCommandSequenceIssue => (C::Setup, false, code),
+        FailureCode::SetupOrBootstrapIssue => (C::Setup, true, code),
+        FailureCode::EnvironmentIssue | FailureCode::QuotaFailure => {
+            (C::Env, true, FailureCode::EnvironmentIssue)
+        }
+        FailureCode::BranchDivergedRequiresRecreate => (C::Setup, false, code),
+        FailureCode::VerificationCommandFailed | FailureCode::TestFailure => {
+            (C::Test, true, FailureCode::TestFailure)
+        }
+        FailureCode::TransientOrFlakyFailure => (C::Flaky, true, code),
+        FailureCode::ModelDoomLoop => (C::ModelLoop, true, code),
+        FailureCode::ModelOrUnknownFailure => (C::Model, true, code),
+        FailureCode::ExecutionFailed => return None,
+    };
+    Some(Classification {
+        category,
+        retryable,
+        reason: reason.as_str(),
+    })
+}
+
+/// What a message rule looks for in the lower-cased message.
+enum Pattern {
+    /// Any of these substrings.
+    Phrases(&'static [&'static str]),
+    /// A rule a substring list cannot say.
+    Check(fn(&str) -> bool),
+}
+
+/// spec §3.2: the message rules, in order; the first match wins. Each rule names the code whose
+/// row of the structured table gives its category, retryability and reason.
+#[rustfmt::skip]
+const MESSAGE_RULES: &[(Pattern, FailureCode)] = &[
+    (Pattern::Check(is_external_directory_prompt), FailureCode::ExternalDirectoryPermissionPrompt),
+    (Pattern::Phrases(&["no changes were made", "no relevant changes were made",
+        "no commits between"]), FailureCode::NoActionableChanges),
+    (Pattern::Phrases(&["policy violation", "denied command", "outside allowed paths",
+        "change to denied path"]), FailureCode::PolicyViolation),
+    (Pattern::Phrases(NO_TEST_FILES), FailureCode::VerificationCommandNoTestFiles),
+    // spec §3.2: a missing make target is reported as missing_script by the classifier.
+    (Pattern::Check(is_missing_script_message), FailureCode::VerificationCommandMissingScript),
+    (Pattern::Check(is_unsupported_format_message),
+        FailureCode::VerificationCommandUnsupportedFormat),
+    (Pattern::Check(is_artifact_check_after_clean), FailureCode::VerificationCommandSequenceIssue),
+    (Pattern::Phrases(&["package.json", "pnpm-workspace.yaml", "cannot find module", "enoent",
+        "command not found", "repository not found", "authentication failed", "permission denied",
+        "no commits between", "no history in common"]), FailureCode::SetupOrBootstrapIssue),
+    // spec §3.2: plain `env` as a substring, as in the original (it also hits "environment").
+    (Pattern::Phrases(&["database_url", "redis_url", "connection refused", "dns", "env"]),
+        FailureCode::EnvironmentIssue),
+    (Pattern::Phrases(&["branch_diverged_requires_recreate", "non-fast-forward",
+        "failed to push some refs"]), FailureCode::BranchDivergedRequiresRecreate),
+    (Pattern::Phrases(&["vitest", "playwright", "assert", "expected", "test failed",
+        "verification commands failed"]), FailureCode::TestFailure),
+    (Pattern::Phrases(&["rate limit", "429", "503", "502", "timeout", "timed out", "econnreset",
+        "eai_again", "temporarily unavailable"]), FailureCode::TransientOrFlakyFailure),
+    (Pattern::Phrases(&["doom loop detected", "excessive planning chatter detected",
+        "unsupported pseudo tool call detected: todo"]), FailureCode::ModelDoomLoop),
+];
+
+/// Test runners saying there was nothing to run.
+const NO_TEST_FILES: &[&str] = &[
+    "no test files found",
+    "no tests found",
+    "no files found matching",
+];
+
+fn code_from_message(message: &str) -> FailureCode {
+    let lower = message.to_lowercase();
+    MESSAGE_RULES
+        .iter()
+        .find(|(pattern, _)| match pattern {
+            Pattern::Phrases(phrases) => contains_any(&lower, phrases),
+            Pattern::Check(check) => check(&lower),
+        })
+        .map_or(FailureCode::ModelOrUnknownFailure, |(_, code)| *code)
+}
+
+fn is_external_directory_prompt(lower: &str) -> bool {
+    if lower.contains("external_directory permission prompt") {
+        return true;
+    }
+    lower.match_indices("permission required:").any(|(at, m)| {
+        lower[at + m.len()..]
+            .trim_start()
+            .starts_with("external_directory")
+    })
+}
+
+fn is_missing_script_message(lower: &str) -> bool {
+    #[rustfmt::skip]
+    const PHRASES: &[&str] = &[
+        "err_pnpm_no_script", "missing script", "could not read package.json",
+        "no rule to make target",
+    ];
+    contains_any(lower, PHRASES)
+        || lower.lines().any(|line| {
+            // `enoent.*package\.json`: both on one line, in that order.
+            line.find("enoent")
+                .is_some_and(|at| line[at..].contains("package.json"))
+        })
+}
+
+fn is_unsupported_format_message(lower: &str) -> bool {
+    const PHRASES: &[&str] = &[
+        "unsupported command format",
+        "shell operators are not allowed",
+    ];
+    if contains_any(lower, PHRASES) {
+        return true;
+    }
+    // `verification failed at …$(…)…[explicit]: stderr unavailable`, on one line.
+    lower.lines().any(|line| {
+        let Some(rest) = after(line, "verification failed at ") else {
+            return false;
+        };
+        let Some(rest) = after(rest, "$(") else {
+            return false;
+        };
+        // `.+?\)`: at least one character inside the parentheses.
+        let Some(first) = rest.chars().next() else {
+            return false;
+        };
+        let inside = first.len_utf8();
+        let Some(close) = rest[inside..].find(')') else {
+            return false;
+        };
+        ends_with_explicit_stderr_unavailable(&rest[inside + close + 1..])
+    })
+}
+
+/// `verification failed at test -f|-s <path> [explicit]: stderr unavailable` where the path runs
+/// through a build-output directory: the check ran before anything produced the file.
+fn is_artifact_check_after_clean(lower: &str) -> bool {
+    lower.lines().any(|line| {
+        line.match_indices("verification failed at").any(|(at, m)| {
+            let rest = line[at + m.len()..].trim_start();
+            let Some(rest) = rest.strip_prefix("test") else {
+                return false;
+            };
+            if !rest.starts_with(char::is_whitespace) {
+                return false;
+            }
+            let rest = rest.trim_start();
+            let Some(rest) = rest.strip_prefix("-f").or_else(|| rest.strip_prefix("-s")) else {
+                return false;
+            };
+            if !rest.starts_with(char::is_whitespace) {
+                return false;
+            }
+            let Some(end) = rest.find(" [explicit]:") else {
+                return false;
+            };
+            let path = rest[..end].trim();
+            !path.is_empty()
+                && verification::names_generated_dir(path)
+                && ends_with_explicit_stderr_unavailable(&rest[end + 1..])
+        })
+    })
+}
+
+/// `\[explicit\]:\s*stderr unavailable` somewhere in `text`.
+fn ends_with_explicit_stderr_unavailable(text: &str) -> bool {
+    text.match_indices("[explicit]:").any(|(at, m)| {
+        text[at + m.len()..]
+            .trim_start()
+            .starts_with("stderr unavailable")
+    })
+}
+
+/// spec §3.4: default retry budget per failure category.
+pub fn category_budget(category: FailureCategory) -> u32 {
+    match category {
+        FailureCategory::Env => 5,
+        FailureCategory::Setup => 3,
+        FailureCategory::Permission => 0,
+        FailureCategory::Noop => 0,
+        FailureCategory::Policy => 3,
+        FailureCategory::Test => 3,
+        FailureCategory::Flaky => 6,
+        FailureCategory::Model => 3,
+        FailureCategory::ModelLoop => 1,
+    }
+}
+
+// ---- small text helpers (ASCII word boundaries, as JavaScript's `\b`) ----
+
+fn is_word_byte(b: u8) -> bool {
+    b.is_ascii_alphanumeric() || b == b'_'
+}
+
+fn starts_word(bytes: &[u8], at: usize) -> bool {
+    at == 0 || !is_word_byte(bytes[at - 1])
+}
+
+fn ends_word(bytes: &[u8], end: usize) -> bool {
+    bytes.get(end).is_none_or(|b| !is_word_byte(*b))
+}
+
+fn contains_any(text: &str, needles: &[&str]) -> bool {
+    needles.iter().any(|n| text.contains(n))
+}
+
+fn contains_all(text: &str, needles: &[&str]) -> bool {
+    needles.iter().all(|n| text.contains(n))
+}
+
+/// `text` after the first `needle`.
+fn after<'a>(text: &'a str, needle: &str) -> Option<&'a str> {
+    text.find(needle).map(|at| &text[at + needle.len()..])
+}
+
+/// `\b<word>\b` somewhere in `text`.
+fn has_word(text: &str, word: &str) -> bool {
+    let bytes = text.as_bytes();
+    text.match_indices(word)
+        .any(|(at, m)| starts_word(bytes, at) && ends_word(bytes, at + m.len()))
+}
+
+fn any_word(text: &str, words: &[&str]) -> bool {
+    words.iter().any(|w| has_word(text, w))
+}
+
+/// Any word built by [`combine`] from one of `forms`.
+fn any_word_form(text: &str, forms: &[&[&[&str]]]) -> bool {
+    forms
+        .iter()
+        .any(|parts| combine(parts).iter().any(|w| has_word(text, w)))
+}
+
+/// `\b<prefix>` somewhere in `text`.
+fn has_word_prefix(text: &str, prefix: &str) -> bool {
+    let bytes = text.as_bytes();
+    text.match_indices(prefix)
+        .any(|(at, _)| starts_word(bytes, at))
+}
+
+/// Every concatenation of one choice per part: `[["a"], ["", "-"], ["b"]]` → `["ab", "a-b"]`.
+fn combine(parts: &[&[&str]]) -> Vec<String> {
+    parts.iter().fold(vec![String::new()], |acc, choices| {
+        acc.iter()
+            .flat_map(|head| choices.iter().map(move |c| format!("{head}{c}")))
+            .collect()
+    })
+}
+
+/// Runs of whitespace become one space.
+fn squash_whitespace(text: &str) -> String {
+    text.split_whitespace().collect::<Vec<_>>().join(" ")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use FailureCategory as C;
+    use FailureCode as F;
+
+    #[test]
+    fn structured_codes_follow_the_table() {
+        #[rustfmt::skip]
+        let cases: &[(F, C, bool, &str)] = &[
+            (F::ExternalDirectoryPermissionPrompt, C::Permission, false, "external_directory_permission_prompt"),
+            (F::NoActionableChanges, C::Noop, false, "no_actionable_changes"),
+            (F::PolicyViolation, C::Policy, true, "policy_violation"),
+            (F::VerificationCommandMissingScript, C::Setup, false, "verification_command_missing_script"),
+            (F::VerificationCommandNoTestFiles, C::Setup, false, "verification_command_no_test_files"),
+            (F::VerificationCommandMissingMakeTarget, C::Setup, false, "verification_command_missing_make_target"),
+            (F::VerificationCommandUnsupportedFormat, C::Setup, false, "verification_command_unsupported_format"),
+            (F::VerificationCommandSequenceIssue, C::Setup, false, "verification_command_sequence_issue"),
+            (F::SetupOrBootstrapIssue, C::Setup, true, "setup_or_bootstrap_issue"),
+            (F::EnvironmentIssue, C::Env, true, "environment_issue"),
+            (F::QuotaFailure, C::Env, true, "environment_issue"),
+            (F::BranchDivergedRequiresRecreate, C::Setup, false, "branch_diverged_requires_recreate"),
+            (F::VerificationCommandFailed, C::Test, true, "test_failure"),
+            (F::TestFailure, C::Test, true, "test_failure"),
+            (F::TransientOrFlakyFailure, C::Flaky, true, "transient_or_flaky_failure"),
+            (F::ModelDoomLoop, C::ModelLoop, true, "model_doom_loop"),
+            (F::ModelOrUnknownFailure, C::Model, true, "model_or_unknown_failure"),
+        ];
+        for (code, category, retryable, reason) in cases {
+            // The message would say otherwise: the code wins.
+            let got = classify("vitest: assert failed", Some(*code));
+            let expected = Classification {
+                category: *category,
+                retryable: *retryable,
+                reason,
+            };
+            assert_eq!(got, expected, "{code}");
+        }
+        // Every code but execution_failed is in the table.
+        assert_eq!(cases.len() + 1, F::ALL.len());
+    }
+
+    #[test]
+    fn messages_follow_the_rules_in_order() {
+        #[rustfmt::skip]
+        let cases: &[(&str, Option<F>, C, bool, &str)] = &[
+            ("Permission required: external_directory (/etc)", None, C::Permission, false, "external_directory_permission_prompt"),
+            ("opencode hit an External_Directory permission prompt", None, C::Permission, false, "external_directory_permission_prompt"),
+            ("No changes were made to the repository", None, C::Noop, false, "no_actionable_changes"),
+            ("GraphQL: No commits between main and agent/x", None, C::Noop, false, "no_actionable_changes"),
+            ("Policy violation: change outside allowed paths: a.txt", None, C::Policy, true, "policy_violation"),
+            ("denied command: sudo rm", Some(F::ExecutionFailed), C::Policy, true, "policy_violation"),
+            ("vitest: No test files found, exiting with code 1", None, C::Setup, false, "verification_command_no_test_files"),
+            ("ERR_PNPM_NO_SCRIPT Missing script: lint", None, C::Setup, false, "verification_command_missing_script"),
+            ("make: *** No rule to make target 'check'.  Stop.", None, C::Setup, false, "verification_command_missing_script"),
+            ("Error: ENOENT: no such file, open '/w/package.json'", None, C::Setup, false, "verification_command_missing_script"),
+            ("Unsupported command format: a && b", None, C::Setup, false, "verification_command_unsupported_format"),
+            ("Verification failed at test -n \"$(ls dist)\" [explicit]: stderr unavailable", None, C::Setup, false, "verification_command_unsupported_format"),
+            ("Verification failed at test -f build/app.bin [explicit]: stderr unavailable", None, C::Setup, false, "verification_command_sequence_issue"),
+            ("Verification failed at test -s ./target/release/x [explicit]:  stderr unavailable", None, C::Setup, false, "verification_command_sequence_issue"),
+            // Not a build-output directory, and "verification failed" is not "verification
+            // commands failed": nothing else matches.
+            ("Verification failed at test -f src/lib.rs [explicit]: stderr unavailable", None, C::Model, true, "model_or_unknown_failure"),
+            ("Error: Cannot find module 'zod'", None, C::Setup, true, "setup_or_bootstrap_issue"),
+            ("bash: cargo: command not found", None, C::Setup, true, "setup_or_bootstrap_issue"),
+            ("remote: Repository not found.", None, C::Setup, true, "setup_or_bootstrap_issue"),
+            ("connect ECONNREFUSED: connection refused 127.0.0.1:5432", None, C::Env, true, "environment_issue"),
+            ("DATABASE_URL is not set", None, C::Env, true, "environment_issue"),
+            ("! [rejected] main -> main (non-fast-forward)", None, C::Setup, false, "branch_diverged_requires_recreate"),
+            ("branch_diverged_requires_recreate:both_diverged:abc:def", None, C::Setup, false, "branch_diverged_requires_recreate"),
+            ("AssertionError: expected 2 to equal 3", None, C::Test, true, "test_failure"),
+            ("Verification commands failed", Some(F::ExecutionFailed), C::Test, true, "test_failure"),
+            ("HTTP 503 from upstream", None, C::Flaky, true, "transient_or_flaky_failure"),
+            ("request timed out after 30s", None, C::Flaky, true, "transient_or_flaky_failure"),
+            ("Doom loop detected in tool calls", None, C::ModelLoop, true, "model_doom_loop"),
+            ("Unsupported pseudo tool call detected: todowrite", None, C::ModelLoop, true, "model_doom_loop"),
+            ("the agent gave up", None, C::Model, true, "model_or_unknown_failure"),
+            ("", None, C::Model, true, "model_or_unknown_failure"),
+            // Earlier rules win over later ones.
+            ("no changes were made; test failed", None, C::Noop, false, "no_actionable_changes"),
+            ("command not found: vitest", None, C::Setup, true, "setup_or_bootstrap_issue"),
+        ];
+        for (message, code, category, retryable, reason) in cases {
+            let expected = Classification {
+                category: *category,
+                retryable: *retryable,
+                reason,
+            };
+            assert_eq!(classify(message, *code), expected, "{message:?}");
+        }
+    }
+
+    #[test]
+    fn budgets_match_the_spec_defaults() {
+        #[rustfmt::skip]
+        let cases: &[(C, u32)] = &[
+            (C::Env, 5), (C::Setup, 3), (C::Permission, 0), (C::Noop, 0), (C::Policy, 3),
+            (C::Test, 3), (C::Flaky, 6), (C::Model, 3), (C::ModelLoop, 1),
+        ];
+        for (category, budget) in cases {
+            assert_eq!(category_budget(*category), *budget, "{category}");
+        }
+        assert_eq!(cases.len(), C::ALL.len());
+    }
+}

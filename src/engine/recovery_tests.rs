@@ -1,0 +1,577 @@
+//! Table tests of the recovery rules: each case is a snapshot and the decisions that must follow.
+
+use super::testkit::*;
+use crate::config::Config;
+use crate::model::{
+    AttemptKey, BlockReason, FailureCode, Mode, RunStatus, TaskId, TaskKind, TaskStatus,
+};
+
+struct Case {
+    name: &'static str,
+    snapshot: super::Snapshot,
+    config: Config,
+    /// Writing decisions, as `rule task action`.
+    expect: &'static [&'static str],
+    /// Substrings the reasons about the first task must contain.
+    reason_has: &'static [&'static str],
+}
+
+fn case(name: &'static str, snapshot: super::Snapshot, expect: &'static [&'static str]) -> Case {
+    Case {
+        name,
+        snapshot,
+        config: Config::default(),
+        expect,
+        reason_has: &[],
+    }
+}
+
+fn check(cases: Vec<Case>) {
+    for c in cases {
+        let plan = plan_with(&c.snapshot, &c.config);
+        assert_eq!(
+            writes(&plan),
+            c.expect,
+            "case `{}`: {:#?}",
+            c.name,
+            plan.decisions
+        );
+        if let Some(first) = c.snapshot.tasks.first() {
+            let all = reasons(&plan, first.id.as_str()).join(" | ");
+            for needle in c.reason_has {
+                assert!(
+                    all.contains(needle),
+                    "case `{}`: `{needle}` not in {all}",
+                    c.name
+                );
+            }
+        }
+    }
+}
+
+#[test]
+fn leases_and_lost_runs() {
+    let running = || task("a").status(TaskStatus::Running);
+    check(vec![
+        Case {
+            reason_has: &["held by local:box:1 until"],
+            ..case(
+                "a valid lease is left alone",
+                snapshot(
+                    vec![running()],
+                    vec![run("r1", "a", RunStatus::Running, at(-5))],
+                    vec![lease("a", "r1", "local:box:1", at(30))],
+                ),
+                &[],
+            )
+        },
+        Case {
+            reason_has: &["expired", "lost run 1/3"],
+            ..case(
+                "an expired lease is reclaimed and the task requeued",
+                snapshot(
+                    vec![running()],
+                    vec![run("r1", "a", RunStatus::Running, at(-100))],
+                    vec![lease("a", "r1", "local:box:1", at(-1))],
+                ),
+                &[
+                    "recovery.lease_reclaimed a release r1",
+                    "recovery.run_lost a cancel r1",
+                    "recovery.requeue_lost a -> queued",
+                    "dispatch.claim a claim",
+                ],
+            )
+        },
+        {
+            let mut snap = snapshot(
+                vec![running()],
+                vec![run("r1", "a", RunStatus::Running, at(-5))],
+                vec![lease("a", "r1", "gha:9:1:tick", at(60))],
+            );
+            snap.observations
+                .dead_agents
+                .insert(crate::model::AgentId::from("gha:9:1:tick"));
+            Case {
+                reason_has: &["holder gha:9:1:tick has ended"],
+                ..case(
+                    "a lease whose holder ended is reclaimed before expiry",
+                    snap,
+                    &[
+                        "recovery.lease_reclaimed a release r1",
+                        "recovery.run_lost a cancel r1",
+                        "recovery.requeue_lost a -> queued",
+                        "dispatch.claim a claim",
+                    ],
+                )
+            }
+        },
+        Case {
+            reason_has: &["lost 4 times (limit 3)", "opentiger task retry a"],
+            ..case(
+                "runs lost too often wait on a person",
+                snapshot(
+                    vec![running().attempts(AttemptKey::Lease, 3)],
+                    vec![run("r1", "a", RunStatus::Running, at(-100))],
+                    vec![lease("a", "r1", "local:box:1", at(-1))],
+                ),
+                &[
+                    "recovery.lease_reclaimed a release r1",
+                    "recovery.run_lost a cancel r1",
+                    "recovery.lease_budget_exhausted a -> blocked(awaiting_human)",
+                ],
+            )
+        },
+        case(
+            "a running task without a lease is requeued",
+            snapshot(
+                vec![running()],
+                vec![run("r1", "a", RunStatus::Running, at(-5))],
+                vec![],
+            ),
+            &[
+                "recovery.run_lost a cancel r1",
+                "recovery.requeue_lost a -> queued",
+                "dispatch.claim a claim",
+            ],
+        ),
+        case(
+            "a running run of a finished task is cancelled",
+            snapshot(
+                vec![task("a").status(TaskStatus::Done)],
+                vec![run("r1", "a", RunStatus::Running, at(-5))],
+                vec![],
+            ),
+            &["recovery.orphaned_run a cancel r1"],
+        ),
+        case(
+            "a lease on a task that is not running is dropped",
+            snapshot(
+                vec![task("a").blocked(BlockReason::AwaitingHuman)],
+                vec![],
+                vec![lease("a", "r1", "local:box:1", at(30))],
+            ),
+            &["recovery.dangling_lease a release r1"],
+        ),
+    ]);
+}
+
+#[test]
+fn failed_tasks_retry_within_their_category_budget() {
+    let failed = || task("a").status(TaskStatus::Failed);
+    let test_fail = |id: &str, minutes: i64| {
+        failed_run(
+            id,
+            "a",
+            Some(FailureCode::VerificationCommandFailed),
+            &format!("assertion failed at line {minutes}"),
+            at(minutes),
+        )
+    };
+    check(vec![
+        Case {
+            reason_has: &["test failure (test_failure): retry 1/3 after 12:05:00Z"],
+            ..case(
+                "a test failure with budget left is retried after the cooldown",
+                snapshot(vec![failed()], vec![test_fail("r1", -10)], vec![]),
+                &["recovery.retry_failed a -> queued"],
+            )
+        },
+        Case {
+            reason_has: &["test retry budget used (3/3)", "follows rework task"],
+            ..case(
+                "an exhausted budget creates one rework child and the source follows it",
+                snapshot(
+                    vec![failed().attempts(AttemptKey::Test, 3)],
+                    vec![test_fail("r1", -10)],
+                    vec![],
+                ),
+                &[
+                    "recovery.rework_child 760d02aa0247 create rework Rework: task a",
+                    "recovery.follow_rework a -> blocked(needs_rework)",
+                    "dispatch.claim 760d02aa0247 claim",
+                ],
+            )
+        },
+        Case {
+            reason_has: &["rework depth 2/2 reached", "opentiger task cancel a"],
+            ..case(
+                "past the rework depth a person decides",
+                snapshot(
+                    vec![failed()
+                        .attempts(AttemptKey::Test, 3)
+                        .with(|t| t.rework_depth = 2)],
+                    vec![test_fail("r1", -10)],
+                    vec![],
+                ),
+                &["recovery.escalate_to_human a -> blocked(awaiting_human)"],
+            )
+        },
+        Case {
+            reason_has: &["external_directory_permission_prompt is not retried"],
+            ..case(
+                "a permission prompt is never retried",
+                snapshot(
+                    vec![failed()],
+                    vec![failed_run(
+                        "r1",
+                        "a",
+                        Some(FailureCode::ExternalDirectoryPermissionPrompt),
+                        "asked for permission",
+                        at(-10),
+                    )],
+                    vec![],
+                ),
+                &["recovery.escalate_to_human a -> blocked(awaiting_human)"],
+            )
+        },
+        Case {
+            reason_has: &["the same failure 4 times in a row"],
+            ..case(
+                "the same failure four times stops retries early",
+                snapshot(
+                    vec![failed().attempts(AttemptKey::Flaky, 2)],
+                    (1..=4)
+                        .map(|i| {
+                            failed_run(
+                                &format!("r{i}"),
+                                "a",
+                                None,
+                                "connection timed out after 30s",
+                                at(-10 * i),
+                            )
+                        })
+                        .collect(),
+                    vec![],
+                ),
+                &[
+                    "recovery.rework_child 760d02aa0247 create rework Rework: task a",
+                    "recovery.follow_rework a -> blocked(needs_rework)",
+                    "dispatch.claim 760d02aa0247 claim",
+                ],
+            )
+        },
+        Case {
+            reason_has: &["flaky failure"],
+            ..case(
+                "different failures are not a repeated signature",
+                snapshot(
+                    vec![failed()],
+                    (1..=4)
+                        .map(|i| {
+                            failed_run(
+                                &format!("r{i}"),
+                                "a",
+                                None,
+                                &format!(
+                                    "timed out in step {}",
+                                    ["build", "lint", "test", "docs"][i as usize - 1]
+                                ),
+                                at(-10 * i),
+                            )
+                        })
+                        .collect(),
+                    vec![],
+                ),
+                &["recovery.retry_failed a -> queued"],
+            )
+        },
+    ]);
+}
+
+#[test]
+fn rework_children_are_created_once() {
+    // The child already exists (a replayed decision): the source only follows it.
+    let child_id = crate::model::short_hash(&["rework", "a", "1"]);
+    let child = task(&child_id).with(|t| {
+        t.parent_task_id = Some(TaskId::from("a"));
+        t.kind = TaskKind::Rework;
+        t.rework_depth = 1;
+    });
+    let snap = snapshot(
+        vec![
+            task("a")
+                .status(TaskStatus::Failed)
+                .attempts(AttemptKey::Test, 3),
+            child,
+        ],
+        vec![failed_run(
+            "r1",
+            "a",
+            Some(FailureCode::TestFailure),
+            "assert",
+            at(-10),
+        )],
+        vec![],
+    );
+    let plan = plan_with(&snap, &Config::default());
+    assert_eq!(
+        writes(&plan),
+        [
+            "recovery.follow_rework a -> blocked(needs_rework)",
+            &format!("dispatch.claim {child_id} claim")
+        ]
+    );
+}
+
+#[test]
+fn blocked_tasks_recover_by_reason() {
+    let child = |status: TaskStatus| {
+        task("c").status(status).with(|t| {
+            t.parent_task_id = Some(TaskId::from("a"));
+            t.kind = TaskKind::Autofix;
+        })
+    };
+    let local = Config {
+        mode: Mode::LocalGit,
+        ..Config::default()
+    };
+    check(vec![
+        Case {
+            reason_has: &["quota_wait: retry after 2026-11-21T12:10:00Z (wait 1/12)"],
+            ..case(
+                "quota wait before its time",
+                snapshot(
+                    vec![task("a")
+                        .blocked(BlockReason::QuotaWait)
+                        .attempts(AttemptKey::Quota, 1)
+                        .next_at(at(10))],
+                    vec![],
+                    vec![],
+                ),
+                &[],
+            )
+        },
+        case(
+            "quota wait after its time is queued (and claimed)",
+            snapshot(
+                vec![task("a")
+                    .blocked(BlockReason::QuotaWait)
+                    .attempts(AttemptKey::Quota, 1)
+                    .next_at(at(-1))],
+                vec![],
+                vec![],
+            ),
+            &[
+                "recovery.quota_wait_retry a -> queued",
+                "dispatch.claim a claim",
+            ],
+        ),
+        Case {
+            reason_has: &["quota hit 13 times (limit 12)"],
+            ..case(
+                "too many quota waits go to a person",
+                snapshot(
+                    vec![task("a")
+                        .blocked(BlockReason::QuotaWait)
+                        .attempts(AttemptKey::Quota, 13)
+                        .next_at(at(-1))],
+                    vec![],
+                    vec![],
+                ),
+                &["recovery.quota_budget_exhausted a -> blocked(awaiting_human)"],
+            )
+        },
+        Case {
+            reason_has: &["follows autofix c (running)"],
+            ..case(
+                "the source waits while its fix runs",
+                snapshot(
+                    vec![
+                        task("a").blocked(BlockReason::NeedsRework),
+                        child(TaskStatus::Running),
+                    ],
+                    vec![],
+                    vec![lease("c", "rc", "local:box:1", at(30))],
+                ),
+                &[],
+            )
+        },
+        Case {
+            reason_has: &["done through c (autofix)"],
+            ..case(
+                "the source is done when its fix is done",
+                snapshot(
+                    vec![
+                        task("a").blocked(BlockReason::NeedsRework),
+                        child(TaskStatus::Done),
+                    ],
+                    vec![],
+                    vec![],
+                ),
+                &["recovery.child_done a -> done"],
+            )
+        },
+        Case {
+            reason_has: &["its fix c was cancelled"],
+            ..case(
+                "a cancelled fix hands the source to a person",
+                snapshot(
+                    vec![
+                        task("a").blocked(BlockReason::NeedsRework),
+                        child(TaskStatus::Cancelled),
+                    ],
+                    vec![],
+                    vec![],
+                ),
+                &["recovery.child_cancelled a -> blocked(awaiting_human)"],
+            )
+        },
+        case(
+            "needs_rework without a child gets one",
+            snapshot(
+                vec![task("a").blocked(BlockReason::NeedsRework)],
+                vec![],
+                vec![],
+            ),
+            &[
+                "recovery.rework_child 760d02aa0247 create rework Rework: task a",
+                "recovery.follow_rework a -> blocked(needs_rework)",
+                "dispatch.claim 760d02aa0247 claim",
+            ],
+        ),
+        case(
+            "an unjudged successful run is judged",
+            snapshot(
+                vec![task("a").blocked(BlockReason::AwaitingJudge)],
+                vec![run("r1", "a", RunStatus::Success, at(-10))],
+                vec![],
+            ),
+            &["judge.review a judge r1"],
+        ),
+        case(
+            "awaiting_judge without a run is retried after the cooldown",
+            snapshot(
+                vec![task("a")
+                    .blocked(BlockReason::AwaitingJudge)
+                    .with(|t| t.updated_at = at(-10))],
+                vec![],
+                vec![],
+            ),
+            &[
+                "recovery.awaiting_judge_retry a -> queued",
+                "dispatch.claim a claim",
+            ],
+        ),
+        Case {
+            reason_has: &["no reviewable run after 3 judge retries"],
+            ..case(
+                "judge retries are bounded",
+                snapshot(
+                    vec![task("a")
+                        .blocked(BlockReason::AwaitingJudge)
+                        .attempts(AttemptKey::Judge, 3)
+                        .with(|t| t.updated_at = at(-10))],
+                    vec![],
+                    vec![],
+                ),
+                &["recovery.judge_budget_exhausted a -> blocked(awaiting_human)"],
+            )
+        },
+        Case {
+            config: local,
+            ..case(
+                "issue linking does not apply without GitHub",
+                snapshot(
+                    vec![task("a").blocked(BlockReason::IssueLinking)],
+                    vec![],
+                    vec![],
+                ),
+                &[
+                    "recovery.issue_linked a -> queued",
+                    "dispatch.claim a claim",
+                ],
+            )
+        },
+        Case {
+            reason_has: &["waits for its GitHub issue"],
+            ..case(
+                "issue linking waits in github mode",
+                snapshot(
+                    vec![task("a").blocked(BlockReason::IssueLinking)],
+                    vec![],
+                    vec![],
+                ),
+                &[],
+            )
+        },
+        Case {
+            reason_has: &["waits on a person: budget"],
+            ..case(
+                "awaiting_human waits",
+                snapshot(
+                    vec![task("a")
+                        .blocked(BlockReason::AwaitingHuman)
+                        .with(|t| t.status_reason = Some("budget".into()))],
+                    vec![],
+                    vec![],
+                ),
+                &[],
+            )
+        },
+        Case {
+            reason_has: &["depends on d, which was cancelled"],
+            ..case(
+                "a cancelled dependency hands the task to a person",
+                snapshot(
+                    vec![
+                        task("a").deps(&["d"]),
+                        task("d").status(TaskStatus::Cancelled),
+                    ],
+                    vec![],
+                    vec![],
+                ),
+                &["recovery.broken_dependency a -> blocked(awaiting_human)"],
+            )
+        },
+    ]);
+}
+
+#[test]
+fn planning_is_deterministic() {
+    let snap = snapshot(
+        vec![
+            task("a")
+                .status(TaskStatus::Failed)
+                .attempts(AttemptKey::Test, 3),
+            task("b"),
+            task("c").blocked(BlockReason::QuotaWait).next_at(at(-1)),
+        ],
+        vec![failed_run(
+            "r1",
+            "a",
+            Some(FailureCode::TestFailure),
+            "assert",
+            at(-10),
+        )],
+        vec![],
+    );
+    let config = Config::default();
+    let first = plan_with(&snap, &config);
+    let second = plan_with(&snap, &config);
+    assert_eq!(first.decisions, second.decisions);
+}
+
+#[test]
+fn every_active_task_gets_a_decision() {
+    let snap = snapshot(
+        vec![
+            task("q"),
+            task("r").status(TaskStatus::Running),
+            task("f").status(TaskStatus::Failed),
+            task("b1").blocked(BlockReason::AwaitingHuman),
+            task("b2").blocked(BlockReason::Paused),
+            task("b3").blocked(BlockReason::AwaitingJudge),
+            task("d").status(TaskStatus::Done),
+        ],
+        vec![run("rr", "r", RunStatus::Running, at(-1))],
+        vec![lease("r", "rr", "local:box:1", at(60))],
+    );
+    let plan = plan_with(&snap, &Config::default());
+    for id in ["q", "r", "f", "b1", "b2", "b3"] {
+        assert!(
+            plan.for_task(&TaskId::from(id)).next().is_some(),
+            "no decision for {id}"
+        );
+    }
+    assert!(plan.for_task(&TaskId::from("d")).next().is_none());
+}

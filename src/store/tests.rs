@@ -1,0 +1,284 @@
+//! Store round trips and refusals, on temp files and in memory.
+
+use super::*;
+use crate::config::Config;
+use crate::engine::{self, Observations};
+use crate::model::{
+    AgentId, AttemptKey, BlockReason, Risk, Role, RunStatus, Task, TaskId, TaskState, TaskStatus,
+    TickId,
+};
+use crate::time::Timestamp;
+
+const T0: Timestamp = Timestamp(1_795_262_400_000);
+
+fn writer() -> Writer<'static> {
+    Writer {
+        tick_id: None,
+        actor: "test",
+        now: T0,
+    }
+}
+
+fn task(id: &str, deps: &[&str]) -> Task {
+    let mut t = Task::new(TaskId::from(id), &format!("title {id}"), "goal", T0);
+    t.dependencies = deps.iter().map(|d| TaskId::from(*d)).collect();
+    t
+}
+
+fn snapshot(store: &Store) -> engine::Snapshot {
+    store
+        .load_snapshot(
+            TickId::from("t"),
+            AgentId::from("a"),
+            Observations::default(),
+            SnapshotLimits::default(),
+        )
+        .unwrap()
+}
+
+#[test]
+fn tasks_round_trip_with_every_field() {
+    let mut store = Store::in_memory("mem").unwrap();
+    let mut full = task("full", &["base"]);
+    full.role = Role::Tester;
+    full.risk = Risk::High;
+    full.priority = 7;
+    full.target_area = Some("path:src".into());
+    full.touches = vec!["src/a.rs".into()];
+    full.allowed_paths = vec!["src/**".into()];
+    full.commands = vec!["cargo test".into()];
+    full.attempts = full.attempts.bumped(AttemptKey::Test);
+    full.next_attempt_at = Some(T0.plus(5));
+    full.issue_number = Some(12);
+    full.notes = "multi\nline".into();
+    store
+        .insert_tasks(&[task("base", &[]), full.clone()], writer())
+        .unwrap();
+    assert_eq!(store.task(&TaskId::from("full")).unwrap(), full);
+    let snap = snapshot(&store);
+    assert_eq!(snap.tasks.len(), 2);
+    assert_eq!(
+        snap.tasks.iter().find(|t| t.id.as_str() == "full").unwrap(),
+        &full
+    );
+    // Bytes out and back in: the same state.
+    let bytes = store.to_bytes().unwrap();
+    let again = Store::from_bytes(&bytes, "copy").unwrap();
+    assert_eq!(again.task(&TaskId::from("full")).unwrap(), full);
+    assert_eq!(again.event_count().unwrap(), 2);
+}
+
+#[test]
+fn bad_dependencies_write_nothing() {
+    let mut store = Store::in_memory("mem").unwrap();
+    store.insert_tasks(&[task("a", &[])], writer()).unwrap();
+    let cases: &[(&[Task], &str)] = &[
+        (
+            &[task("b", &["nope"])],
+            "depends on nope, which does not exist",
+        ),
+        (
+            &[task("b", &["c"]), task("c", &["b"])],
+            "dependency cycle: b → c → b",
+        ),
+        (&[task("a", &[])], "a task with id a already exists"),
+    ];
+    for (tasks, message) in cases {
+        let err = store.insert_tasks(tasks, writer()).unwrap_err();
+        assert!(err.to_string().contains(message), "{err}");
+        assert!(err.is_user_error());
+    }
+    assert_eq!(store.list_tasks(&TaskFilter::default()).unwrap().len(), 1);
+    assert_eq!(store.event_count().unwrap(), 1);
+}
+
+#[test]
+fn transitions_are_checked_and_logged() {
+    let mut store = Store::in_memory("mem").unwrap();
+    store.insert_tasks(&[task("a", &[])], writer()).unwrap();
+    let id = TaskId::from("a");
+    store
+        .transition_task(
+            &id,
+            TaskState::blocked(BlockReason::AwaitingHuman),
+            "approval needed",
+            TaskChanges::default(),
+            writer(),
+        )
+        .unwrap();
+    let err = store
+        .transition_task(
+            &id,
+            TaskState::DONE,
+            "skip ahead",
+            TaskChanges::default(),
+            writer(),
+        )
+        .unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        "a task cannot move from blocked(awaiting_human) to done"
+    );
+    let events = store.events_of(&id, 10).unwrap();
+    let lines: Vec<String> = events
+        .iter()
+        .map(|e| {
+            format!(
+                "{} {:?}->{:?} {}",
+                e.kind, e.from_state, e.to_state, e.reason
+            )
+        })
+        .collect();
+    assert_eq!(
+        lines,
+        [
+            "task.created None->Some(\"queued\") created feature task: title a",
+            "task.transition Some(\"queued\")->Some(\"blocked(awaiting_human)\") approval needed",
+        ]
+    );
+}
+
+#[test]
+fn events_cannot_be_rewritten() {
+    let mut store = Store::in_memory("mem").unwrap();
+    store.insert_tasks(&[task("a", &[])], writer()).unwrap();
+    let err = store
+        .conn
+        .execute("UPDATE events SET reason = 'x'", [])
+        .unwrap_err();
+    assert!(err.to_string().contains("append-only"), "{err}");
+}
+
+#[test]
+fn applying_a_plan_claims_and_logs() {
+    let mut store = Store::in_memory("mem").unwrap();
+    store
+        .insert_tasks(&[task("a", &[]), task("b", &["a"])], writer())
+        .unwrap();
+    let snap = snapshot(&store);
+    let plan = engine::plan(&snap, &Config::default(), T0);
+    let tick = TickId::from("t");
+    let report = store
+        .apply_plan(
+            &plan,
+            Writer {
+                tick_id: Some(&tick),
+                actor: "local:box:1",
+                now: T0,
+            },
+        )
+        .unwrap();
+    assert_eq!(report.claims.len(), 1);
+    let (task_id, run_id) = &report.claims[0];
+    assert_eq!(task_id.as_str(), "a");
+    assert_eq!(store.task(task_id).unwrap().status, TaskStatus::Running);
+    let run = store.run(run_id).unwrap().unwrap();
+    assert_eq!(
+        (run.status, run.agent_id.as_str()),
+        (RunStatus::Running, "local:box:1")
+    );
+    let snap = snapshot(&store);
+    assert_eq!(snap.leases.len(), 1);
+    // Applying the same plan again is refused as stale: the task has moved on.
+    assert!(store.apply_plan(&plan, writer()).is_err());
+    assert_eq!(snapshot(&store).leases.len(), 1);
+}
+
+#[test]
+fn files_from_elsewhere_are_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    // Garbage.
+    let garbage = dir.path().join("garbage.sqlite");
+    std::fs::write(
+        &garbage,
+        b"definitely not sqlite, just text that is long enough to look like a header",
+    )
+    .unwrap();
+    let err = Store::open_file(&garbage).err().expect("garbage refused");
+    assert!(matches!(err, StoreError::Corrupt { .. }), "{err}");
+    assert!(Store::load_file_in_memory(&garbage).is_err());
+    // Another program's database.
+    let foreign = dir.path().join("foreign.sqlite");
+    rusqlite::Connection::open(&foreign)
+        .unwrap()
+        .execute_batch("CREATE TABLE x (y)")
+        .unwrap();
+    let err = Store::open_file(&foreign).err().expect("foreign refused");
+    assert!(err.to_string().contains("not an opentiger state"), "{err}");
+    // A newer schema.
+    let newer = dir.path().join("newer.sqlite");
+    drop(Store::open_file(&newer).unwrap());
+    rusqlite::Connection::open(&newer)
+        .unwrap()
+        .pragma_update(None, "user_version", 99)
+        .unwrap();
+    let before = std::fs::read(&newer).unwrap();
+    let err = Store::open_file(&newer).err().expect("newer refused");
+    assert!(
+        matches!(err, StoreError::NewerSchema { found: 99, .. }),
+        "{err}"
+    );
+    assert!(err.to_string().contains("upgrade opentiger"));
+    assert_eq!(
+        std::fs::read(&newer).unwrap(),
+        before,
+        "a refused file is not touched"
+    );
+}
+
+#[test]
+fn in_memory_loads_leave_the_file_alone() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("state.sqlite");
+    let mut store = Store::open_file(&path).unwrap();
+    store.insert_tasks(&[task("a", &[])], writer()).unwrap();
+    drop(store);
+    let before = std::fs::read(&path).unwrap();
+    let mut copy = Store::load_file_in_memory(&path).unwrap();
+    copy.insert_tasks(&[task("b", &[])], writer()).unwrap();
+    assert_eq!(std::fs::read(&path).unwrap(), before);
+    assert_eq!(
+        Store::load_file_in_memory(&dir.path().join("missing.sqlite"))
+            .unwrap()
+            .schema_version()
+            .unwrap(),
+        SCHEMA_VERSION
+    );
+}
+
+#[test]
+fn snapshots_carry_what_the_engine_needs_and_no_more() {
+    let mut store = Store::in_memory("mem").unwrap();
+    let mut done = task("done-dep", &[]);
+    done.status = TaskStatus::Done;
+    let mut old = task("old-done", &[]);
+    old.status = TaskStatus::Done;
+    store
+        .insert_tasks(&[done, old, task("a", &["done-dep"])], writer())
+        .unwrap();
+    for i in 0..10 {
+        let mut run = crate::model::Run::started(
+            crate::model::RunId(format!("r{i}")),
+            &task("a", &[]),
+            AgentId::from("x"),
+            TickId::from("t"),
+            T0.plus(i),
+        );
+        run.status = RunStatus::Failed;
+        store.insert_run(&run).unwrap();
+    }
+    let snap = snapshot(&store);
+    let mut ids: Vec<&str> = snap.tasks.iter().map(|t| t.id.as_str()).collect();
+    ids.sort();
+    assert_eq!(
+        ids,
+        ["a", "done-dep"],
+        "unrelated finished tasks are not loaded"
+    );
+    let runs: Vec<&str> = snap.runs.iter().map(|r| r.id.as_str()).collect();
+    assert_eq!(runs.len(), SnapshotLimits::default().runs_per_task as usize);
+    assert!(
+        runs.contains(&"r9") && !runs.contains(&"r0"),
+        "newest runs first: {runs:?}"
+    );
+}
