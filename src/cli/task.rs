@@ -253,25 +253,26 @@ fn tasks_from_plan_file(
         }
         tasks.push(task);
     }
-    // Name cycles by key, which is what the person wrote.
-    let key_of: BTreeMap<&TaskId, &String> = ids.iter().map(|(k, v)| (v, k)).collect();
-    let edges = tasks
+    // Check cycles on the keys, which are what the person wrote.
+    let id_to_key: BTreeMap<&TaskId, &String> = ids.iter().map(|(k, v)| (v, k)).collect();
+    let key_edges = tasks
         .iter()
-        .map(|t| (t.id.clone(), t.dependencies.clone()))
+        .map(|t| {
+            let key = |id: &TaskId| {
+                TaskId(
+                    id_to_key
+                        .get(id)
+                        .map_or_else(|| id.to_string(), |k| k.to_string()),
+                )
+            };
+            (key(&t.id), t.dependencies.iter().map(key).collect())
+        })
         .collect();
-    if let Some(cycle) = crate::model::graph::find_cycle(&edges) {
-        let names: Vec<String> = cycle
-            .iter()
-            .map(|id| {
-                key_of
-                    .get(id)
-                    .map_or_else(|| id.to_string(), |k| k.to_string())
-            })
-            .collect();
+    if let Some(cycle) = crate::model::graph::find_cycle(&key_edges) {
         return Err(Failure::usage(format!(
             "{}: dependency cycle: {}\n  fix: remove one of these dependencies",
             path.display(),
-            names.join(" → ")
+            crate::model::graph::describe_cycle(&cycle)
         )));
     }
     Ok(tasks)
