@@ -5,8 +5,18 @@
 
 pub mod cli;
 pub mod config;
+pub mod demo;
 pub mod engine;
+pub mod executor;
+pub mod git;
 pub mod model;
+pub mod policy;
+pub mod process;
+pub mod prompt;
+pub mod redact;
 pub mod report;
+pub mod runner;
 pub mod store;
 pub mod time;
+pub mod verify;
+pub mod workspace;

@@ -507,39 +507,3 @@ fn bad_flags_are_usage_errors() {
     assert_eq!(missing.code, 2);
     assert!(missing.stderr.contains("nope.yml"), "{}", missing.stderr);
 }
-
-#[test]
-fn readme_first_command_runs_the_sample() {
-    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
-    let readme = std::fs::read_to_string(root.join("README.md")).unwrap();
-    assert!(
-        readme.contains("cargo run -q -- --repo examples/sample tick --dry-run"),
-        "README's first command changed: update this test"
-    );
-    let state = root.join("examples/sample/state.sqlite");
-    let before = std::fs::read(&state).unwrap();
-    let out = std::process::Command::new(env!("CARGO_BIN_EXE_opentiger"))
-        .args([
-            "--repo",
-            "examples/sample",
-            "--now",
-            "2026-11-21T12:00:00Z",
-            "tick",
-            "--dry-run",
-        ])
-        .current_dir(root)
-        .output()
-        .unwrap();
-    let text = String::from_utf8_lossy(&out.stdout);
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    assert!(
-        text.contains("[dispatch.claim]") && text.contains("Parse the input format"),
-        "{text}"
-    );
-    assert!(text.contains("which was cancelled"), "{text}");
-    assert_eq!(std::fs::read(&state).unwrap(), before);
-}

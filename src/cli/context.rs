@@ -12,6 +12,7 @@ use crate::model::{AgentId, Mode, TickId};
 use crate::store::{self, SnapshotLimits, Store};
 use crate::time::Timestamp;
 
+#[derive(Clone)]
 pub struct Context {
     pub repo: PathBuf,
     pub config: Config,

@@ -15,6 +15,7 @@ use std::path::PathBuf;
 use clap::{Parser, Subcommand};
 
 pub use context::Context;
+pub use tick::{tick as tick_once, TickSummary};
 
 #[derive(Parser, Debug)]
 #[command(
@@ -57,10 +58,19 @@ pub enum Command {
     /// The effective configuration and its JSON Schema.
     #[command(subcommand)]
     Config(config_cmd::ConfigCommand),
+    /// Run the whole loop on a built-in sample repository with the built-in scripted agent.
+    Demo(DemoArgs),
+}
+
+#[derive(clap::Args, Debug)]
+pub struct DemoArgs {
+    /// Build the sample in this (new or empty) folder and keep it, instead of a temp folder.
+    #[arg(long)]
+    pub keep: Option<PathBuf>,
 }
 
 /// A failure with its exit code and a message for the person who hit it.
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 pub struct Failure {
     pub code: i32,
     pub message: String,
@@ -132,6 +142,17 @@ fn run(cli: Cli) -> CmdResult {
         Command::Tick(args) => tick::run(&Context::load(&cli)?, args),
         Command::Status(args) => status::run(&Context::load(&cli)?, args),
         Command::Task(cmd) => task::run(&Context::load(&cli)?, cmd),
+        Command::Demo(args) => {
+            let report = crate::demo::run(&Context::load(&cli)?, args.keep.as_deref())?;
+            print!("{}", report.text);
+            if report.converged {
+                Ok(())
+            } else {
+                Err(Failure::tick(
+                    "the demo did not converge: see the report above",
+                ))
+            }
+        }
     }
 }
 

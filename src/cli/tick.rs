@@ -1,19 +1,40 @@
-//! `opentiger tick`: one step of the loop. With `--dry-run`, load, plan and print every decision
-//! with its reason, writing nothing (the state file stays byte-identical).
+//! `opentiger tick`: one step of the loop, in three phases (DESIGN §3):
+//!
+//! 1. **claim** — under the state lock: load, plan, apply (leases, transitions); lock released
+//!    before anything slow, so other commands are not held up by agents;
+//! 2. **act** — run the claimed work and reviews (`runner`);
+//! 3. **record** — under the lock again: re-read each task and apply its outcome, only where this
+//!    tick still holds the lease.
+//!
+//! With `--dry-run`: load, plan and print every decision with its reason; nothing is written (the
+//! state file stays byte-identical).
 
 use std::collections::BTreeMap;
 
 use clap::Args;
 
 use super::{CmdResult, Context, Failure};
+use crate::config::{AgentRole, Config};
+use crate::engine::outcome::decide_outcome;
+use crate::engine::verdict::decide_verdict;
+use crate::executor;
+use crate::git::Git;
+use crate::model::{Mode, Role, Run, RunId, Task, TaskKind};
+use crate::prompt::Templates;
+use crate::redact::Redactor;
 use crate::report;
+use crate::runner::judge::{judge_run, JudgeResult};
+use crate::runner::work::{run_task, WorkResult};
+use crate::runner::Act;
+use crate::store::{Recorded, Store, TickRecord, Writer};
+use crate::workspace::{remove_leftovers, task_branch, worktree_root};
 
 #[derive(Args, Debug)]
 pub struct TickArgs {
     /// Print what the tick would do and change nothing.
     #[arg(long)]
     pub dry_run: bool,
-    /// Print the plan as JSON.
+    /// Print the plan (with --dry-run) or the tick's summary as JSON.
     #[arg(long)]
     pub json: bool,
     /// Start at most this many runs (overrides limits.max_runs_per_tick).
@@ -22,26 +43,34 @@ pub struct TickArgs {
 }
 
 pub fn run(ctx: &Context, args: &TickArgs) -> CmdResult {
-    if !args.dry_run {
-        return Err(Failure::usage(
-            "`opentiger tick` without --dry-run needs an executor loop this build does not have yet\n  fix: use `opentiger tick --dry-run` to see the decisions",
-        ));
-    }
-    let mut ctx_config = ctx.config.clone();
+    let mut config = ctx.config.clone();
     if let Some(n) = args.max_runs {
-        ctx_config.limits.max_runs_per_tick = n;
+        config.limits.max_runs_per_tick = n;
     }
-    let store = ctx.read_store()?;
     let ctx = Context {
-        repo: ctx.repo.clone(),
-        config: ctx_config,
-        config_source: ctx.config_source.clone(),
-        now: ctx.now,
-        agent_id: ctx.agent_id.clone(),
-        tick_id: ctx.tick_id.clone(),
+        config,
+        ..ctx.clone()
     };
-    let (snapshot, plan) = ctx.plan(&store)?;
+    if args.dry_run {
+        return dry_run(&ctx, args.json);
+    }
+    let summary = tick(&ctx)?;
     if args.json {
+        println!(
+            "{}",
+            serde_json::to_string_pretty(&summary.to_json())
+                .map_err(|e| Failure::tick(e.to_string()))?
+        );
+    } else {
+        print!("{}", summary.text());
+    }
+    Ok(())
+}
+
+fn dry_run(ctx: &Context, json: bool) -> CmdResult {
+    let store = ctx.read_store()?;
+    let (snapshot, plan) = ctx.plan(&store)?;
+    if json {
         let text = serde_json::to_string_pretty(&plan).map_err(|e| Failure::tick(e.to_string()))?;
         println!("{text}");
     } else {
@@ -53,4 +82,350 @@ pub fn run(ctx: &Context, args: &TickArgs) -> CmdResult {
         print!("{}", report::plan_text(&plan, &tasks));
     }
     Ok(())
+}
+
+/// What one tick did.
+#[derive(Default)]
+pub struct TickSummary {
+    pub tick_id: String,
+    pub decisions: usize,
+    pub lines: Vec<String>,
+    pub claimed: usize,
+    pub judged: usize,
+    pub stray: usize,
+}
+
+impl TickSummary {
+    fn text(&self) -> String {
+        let mut out = format!(
+            "tick {}: {} decision(s), {} run(s), {} review(s)\n",
+            self.tick_id, self.decisions, self.claimed, self.judged
+        );
+        for line in &self.lines {
+            out.push_str(&format!("  {line}\n"));
+        }
+        out
+    }
+
+    fn to_json(&self) -> serde_json::Value {
+        serde_json::json!({
+            "tick_id": self.tick_id, "decisions": self.decisions, "runs": self.claimed,
+            "reviews": self.judged, "stray_outcomes": self.stray, "lines": self.lines,
+        })
+    }
+}
+
+/// Checks that must hold before anything is claimed: a claim that cannot run only burns the
+/// task's retry budget.
+fn preflight_checks(ctx: &Context) -> Result<(), Failure> {
+    let config = &ctx.config;
+    match config.mode {
+        Mode::Github => {
+            return Err(Failure::usage(format!(
+                "{}: `mode: github` needs the GitHub forge, which is not in this build yet\n  fix: use `mode: local-git` (or `--mode local-git`) to run the loop on local branches",
+                ctx.config_source
+            )))
+        }
+        Mode::LocalGit | Mode::Direct => {}
+    }
+    if !Git::is_repository(&ctx.repo) {
+        return Err(Failure::usage(format!(
+            "{} is not a git repository\n  fix: run `git init` and commit, or point --repo at a repository",
+            ctx.repo.display()
+        )));
+    }
+    let git = Git::new(&ctx.repo);
+    if git
+        .resolve(&format!("refs/heads/{}", config.base_branch))
+        .map_err(|e| Failure::tick(e.to_string()))?
+        .is_none()
+    {
+        return Err(Failure::usage(format!(
+            "{}: base branch `{}` does not exist in {}\n  fix: set `base_branch` to an existing branch (and make sure it has a commit)",
+            ctx.config_source,
+            config.base_branch,
+            ctx.repo.display()
+        )));
+    }
+    let mut roles = vec![
+        AgentRole::Task(Role::Worker),
+        AgentRole::Task(Role::Tester),
+        AgentRole::Task(Role::Docser),
+    ];
+    if config.mode == Mode::LocalGit && config.agents.effective(AgentRole::Judge).review {
+        roles.push(AgentRole::Judge);
+    }
+    for role in roles {
+        let agent = config.agents.effective(role);
+        executor::for_role(&agent, role, &ctx.repo)
+            .map_err(|e| Failure::usage(format!("{}: {e}", ctx.config_source)))?;
+        if let Some(argv) = &agent.command {
+            check_program(ctx, role, argv)?;
+        }
+    }
+    Ok(())
+}
+
+/// A missing agent program is the user's to fix: say so before claiming anything.
+fn check_program(ctx: &Context, role: AgentRole, argv: &[String]) -> Result<(), Failure> {
+    let agent = ctx.config.agents.effective(role);
+    if agent.executor != crate::config::ExecutorKind::Command {
+        return Ok(());
+    }
+    let Some(program) = argv.first() else {
+        return Ok(());
+    };
+    let found = if program.contains('/') {
+        let p = std::path::Path::new(program);
+        if p.is_absolute() {
+            p.exists()
+        } else {
+            ctx.repo.join(p).exists()
+        }
+    } else {
+        std::env::var("PATH")
+            .unwrap_or_default()
+            .split(':')
+            .any(|dir| std::path::Path::new(dir).join(program).is_file())
+    };
+    if found {
+        Ok(())
+    } else {
+        Err(Failure::usage(format!(
+            "{}: agents.{}.command: `{program}` was not found (looked on PATH, or relative to {})\n  fix: install it, or correct `command:`",
+            ctx.config_source,
+            role.name(),
+            ctx.repo.display()
+        )))
+    }
+}
+
+/// A claimed piece of work, with what the act phase needs to know about it.
+enum Work {
+    Run {
+        task: Task,
+        run_id: RunId,
+        history: Vec<Run>,
+    },
+    Review {
+        task: Task,
+        run: Box<Run>,
+        reviews: u32,
+    },
+}
+
+pub fn tick(ctx: &Context) -> Result<TickSummary, Failure> {
+    preflight_checks(ctx)?;
+    let span = tracing::info_span!("tick", id = %ctx.tick_id);
+    let _enter = span.enter();
+    let writer = Writer {
+        tick_id: Some(&ctx.tick_id),
+        actor: ctx.agent_id.as_str(),
+        now: ctx.now,
+    };
+    let mut summary = TickSummary {
+        tick_id: ctx.tick_id.to_string(),
+        ..TickSummary::default()
+    };
+
+    // Phase 1: claim.
+    let (work, in_use) = {
+        let (mut store, _lock) = ctx.open_store()?;
+        store.record_tick(&TickRecord {
+            id: ctx.tick_id.to_string(),
+            agent_id: ctx.agent_id.to_string(),
+            started_at: ctx.now,
+            finished_at: None,
+            outcome: Some("started".to_string()),
+            summary: serde_json::json!({}),
+        })?;
+        let (_, plan) = ctx.plan(&store)?;
+        summary.decisions = plan.decisions.iter().filter(|d| d.writes()).count();
+        for d in plan.decisions.iter().filter(|d| d.writes()) {
+            summary
+                .lines
+                .push(format!("[{}] {}", d.rule, report::describe_action(d)));
+        }
+        let applied = store.apply_plan(&plan, writer)?;
+        let mut work = Vec::new();
+        for (task_id, run_id) in &applied.claims {
+            let task = store.task(task_id)?;
+            let history = store
+                .runs_of(task_id, 10)?
+                .into_iter()
+                .filter(|r| &r.id != run_id)
+                .collect();
+            work.push(Work::Run {
+                task,
+                run_id: run_id.clone(),
+                history,
+            });
+        }
+        for (task_id, run_id) in &applied.judge {
+            let task = store.task(task_id)?;
+            let Some(run) = store.run(run_id)? else {
+                continue;
+            };
+            let root = match (task.kind, &task.parent_task_id) {
+                (TaskKind::Autofix | TaskKind::AutofixConflict, Some(parent)) => parent.clone(),
+                _ => task.id.clone(),
+            };
+            let reviews = store.reviews_of_lineage(&root)?;
+            work.push(Work::Review {
+                task,
+                run: Box::new(run),
+                reviews,
+            });
+        }
+        (work, worktrees_in_use(ctx, &store)?)
+    };
+    summary.claimed = work
+        .iter()
+        .filter(|w| matches!(w, Work::Run { .. }))
+        .count();
+    summary.judged = work.len() - summary.claimed;
+
+    // Phase 2: act.
+    let git = Git::new(&ctx.repo);
+    if ctx.config.mode == Mode::LocalGit {
+        match remove_leftovers(&git, &in_use) {
+            Ok(removed) if !removed.is_empty() => summary.lines.push(format!(
+                "removed {} leftover worktree(s) of killed ticks",
+                removed.len()
+            )),
+            Ok(_) => {}
+            Err(e) => tracing::warn!("could not clean up worktrees: {e}"),
+        }
+    }
+    let templates = Templates::load(&ctx.repo).map_err(|e| Failure::usage(e.to_string()))?;
+    let redactor = redactor_for(&ctx.config);
+    let act = Act {
+        repo: &ctx.repo,
+        config: &ctx.config,
+        redactor: &redactor,
+        templates: &templates,
+        state_file: ctx.state_path().ok(),
+    };
+    let mut results = Vec::new();
+    for item in work {
+        match item {
+            Work::Run {
+                task,
+                run_id,
+                history,
+            } => {
+                let _span = tracing::info_span!("run", task = %task.id, run = %run_id).entered();
+                let result = run_task(&act, &task, &run_id, &history);
+                results.push((task.id.clone(), run_id, Done::Work(result)));
+            }
+            Work::Review { task, run, reviews } => {
+                let _span = tracing::info_span!("review", task = %task.id, run = %run.id).entered();
+                let result = judge_run(&act, &task, &run, reviews);
+                results.push((task.id.clone(), run.id.clone(), Done::Review(result)));
+            }
+        }
+    }
+
+    // Phase 3: record.
+    let record_ctx = Context {
+        now: ctx.now,
+        ..ctx.clone()
+    };
+    let (mut store, _lock) = record_ctx.open_store()?;
+    for (task_id, run_id, done) in results {
+        let task = store.task(&task_id)?;
+        let recorded = match done {
+            Done::Work(WorkResult { outcome, record }) => {
+                let decision = decide_outcome(&task, &outcome, &ctx.config, ctx.now);
+                summary.lines.push(format!(
+                    "{} {:?}: {} → {}",
+                    task.id,
+                    truncate(&task.title),
+                    task.state(),
+                    decision.to
+                ));
+                if !outcome.success {
+                    summary
+                        .lines
+                        .push(format!("    {}", first_line(&outcome.message)));
+                }
+                store.record_run(&task_id, &run_id, &record, &decision, writer)?
+            }
+            Done::Review(JudgeResult {
+                conclusion,
+                judgement,
+            }) => {
+                let children = store.count_children(&task_id, TaskKind::Autofix)?;
+                let decision = decide_verdict(&task, &conclusion, children, &ctx.config, ctx.now);
+                summary.lines.push(format!(
+                    "{} {:?}: review: {}",
+                    task.id,
+                    truncate(&task.title),
+                    decision.reason
+                ));
+                store.record_judgement(&task_id, &run_id, judgement.as_ref(), &decision, writer)?
+            }
+        };
+        if let Recorded::Stray { holder } = recorded {
+            summary.stray += 1;
+            summary.lines.push(format!(
+                "{task_id}: outcome not applied, the lease is now {}",
+                holder.as_deref().unwrap_or("gone")
+            ));
+        }
+    }
+    store.record_tick(&TickRecord {
+        id: ctx.tick_id.to_string(),
+        agent_id: ctx.agent_id.to_string(),
+        started_at: ctx.now,
+        finished_at: Some(ctx.now),
+        outcome: Some("ok".to_string()),
+        summary: summary.to_json(),
+    })?;
+    Ok(summary)
+}
+
+enum Done {
+    Work(WorkResult),
+    Review(JudgeResult),
+}
+
+/// Worktrees that leased tasks (of any tick) may be using right now.
+fn worktrees_in_use(ctx: &Context, store: &Store) -> Result<Vec<std::path::PathBuf>, Failure> {
+    let Ok(root) = worktree_root(&Git::new(&ctx.repo)) else {
+        return Ok(Vec::new());
+    };
+    let mut paths = Vec::new();
+    for (task_id, _) in store.leased_tasks()? {
+        let task = store.task(&task_id)?;
+        let name = task_branch(&task).replace('/', "__");
+        paths.push(root.join(&name));
+        paths.push(root.join(format!("review__{name}")));
+    }
+    Ok(paths)
+}
+
+fn redactor_for(config: &Config) -> Redactor {
+    let mut names: Vec<String> = Vec::new();
+    for role in [
+        AgentRole::Planner,
+        AgentRole::Task(Role::Worker),
+        AgentRole::Task(Role::Tester),
+        AgentRole::Task(Role::Docser),
+        AgentRole::Judge,
+    ] {
+        names.extend(config.agents.effective(role).env_passthrough);
+    }
+    Redactor::from_env(&names, |k| std::env::var(k).ok())
+}
+
+fn truncate(text: &str) -> String {
+    report::truncate(text, 50)
+}
+
+fn first_line(text: &str) -> String {
+    report::truncate(
+        text.lines().find(|l| !l.trim().is_empty()).unwrap_or(""),
+        160,
+    )
 }

@@ -95,11 +95,22 @@ fn parse_error(err: &serde_saphyr::Error, path: &str, file: &str) -> ConfigError
         .filter(|(head, _)| head.starts_with("line "))
         .map_or(first, |(_, rest)| rest)
         .to_string();
-    let key = if path == "." {
+    // serde_path_to_error says `?` or `.` when it has no path (a syntax error before any key).
+    let key = if path == "." || path == "?" || path.is_empty() {
         String::new()
     } else {
         path.to_string()
     };
+    if let Some(dup) = message.strip_prefix("duplicate mapping key: ") {
+        let dup = dup.split(',').next().unwrap_or(dup).trim().to_string();
+        return ConfigError {
+            file: file.to_string(),
+            line,
+            key: dup.clone(),
+            message: format!("`{dup}` appears twice"),
+            fix: format!("merge the two `{dup}` sections into one"),
+        };
+    }
     if let Some((unknown, expected)) = parse_unknown_field(&message) {
         let parent = key.rsplit_once('.').map_or("", |(p, _)| p);
         let scope = if parent.is_empty() {
@@ -229,12 +240,12 @@ fn validate(config: &Config, text: &str, file: &str) -> Result<(), ConfigError> 
                 "set `command:` to an argv list, e.g. [\"./my-agent.sh\", \"--fast\"]",
             ));
         }
-        if agent.timeout_minutes == 0 {
+        if !(agent.timeout_minutes > 0.0 && agent.timeout_minutes.is_finite()) {
             let key = format!("agents.{}.timeout_minutes", role.name());
             return Err(fail(
                 &key,
-                "must be at least 1".to_string(),
-                "give a timeout in minutes, e.g. 30",
+                format!("{} is not a time limit", agent.timeout_minutes),
+                "give a timeout in minutes, e.g. 30 (fractions allowed)",
             ));
         }
     }
@@ -432,6 +443,13 @@ mod tests {
                 "policy.allowed_paths",
                 "leaves the repository",
                 "relative",
+            ),
+            (
+                "mode: direct\nlimits: {}\nmode: github\n",
+                Some(3),
+                "mode",
+                "`mode` appears twice",
+                "merge the two `mode` sections",
             ),
         ];
         for (text, line, key, message, fix) in cases {

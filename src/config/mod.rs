@@ -139,13 +139,16 @@ pub struct AgentConfig {
     pub model: Option<String>,
     /// argv for `executor: command`, e.g. `["./my-agent.sh", "--fast"]`.
     pub command: Option<Vec<String>>,
-    pub timeout_minutes: Option<u32>,
+    /// Minutes an agent run may take before its whole process group is killed (fractions allowed).
+    pub timeout_minutes: Option<f64>,
     /// Environment variables passed to the agent (nothing else is, and never the forge token).
     pub env_passthrough: Option<Vec<String>>,
     /// How many runs of this role may be in flight at once.
     pub count: Option<u32>,
     /// Judge only: ask the judge agent for a review (else checks and policy alone decide).
     pub review: Option<bool>,
+    /// `executor: scripted` only: a JSON script of what the agent does (see `opentiger demo`).
+    pub script: Option<String>,
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
@@ -166,10 +169,11 @@ impl Default for AgentsConfig {
                 executor: Some(ExecutorKind::ClaudeCode),
                 model: None,
                 command: None,
-                timeout_minutes: Some(30),
+                timeout_minutes: Some(30.0),
                 env_passthrough: Some(vec!["ANTHROPIC_API_KEY".to_string()]),
                 count: Some(1),
                 review: Some(true),
+                script: None,
             },
             planner: AgentConfig::default(),
             worker: AgentConfig::default(),
@@ -204,10 +208,20 @@ pub struct EffectiveAgent {
     pub executor: ExecutorKind,
     pub model: Option<String>,
     pub command: Option<Vec<String>>,
-    pub timeout_minutes: u32,
+    pub timeout_minutes: f64,
     pub env_passthrough: Vec<String>,
     pub count: u32,
     pub review: bool,
+    pub script: Option<String>,
+}
+
+impl EffectiveAgent {
+    /// The run's time limit.
+    pub fn timeout(&self) -> std::time::Duration {
+        std::time::Duration::from_secs_f64(
+            (self.timeout_minutes * 60.0).clamp(1.0, 7.0 * 24.0 * 3600.0),
+        )
+    }
 }
 
 impl AgentsConfig {
@@ -234,10 +248,11 @@ impl AgentsConfig {
             executor: pick!(executor).unwrap_or(ExecutorKind::ClaudeCode),
             model: pick!(model),
             command: pick!(command),
-            timeout_minutes: pick!(timeout_minutes).unwrap_or(30),
+            timeout_minutes: pick!(timeout_minutes).unwrap_or(30.0),
             env_passthrough: pick!(env_passthrough).unwrap_or_default(),
             count: pick!(count).unwrap_or(1),
             review: pick!(review).unwrap_or(true),
+            script: pick!(script),
         }
     }
 }
@@ -251,7 +266,7 @@ pub struct WhenChanged {
     pub commands: Vec<String>,
 }
 
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields, default)]
 pub struct VerifyConfig {
     /// Commands (argv strings, no shell) run after the task's own commands.
@@ -263,6 +278,18 @@ pub struct VerifyConfig {
     pub denied_commands: Vec<String>,
     /// Seconds one verification command may take.
     pub timeout_seconds: u32,
+}
+
+impl Default for VerifyConfig {
+    fn default() -> Self {
+        VerifyConfig {
+            commands: Vec::new(),
+            by_role: BTreeMap::new(),
+            when_changed: Vec::new(),
+            denied_commands: Vec::new(),
+            timeout_seconds: 600,
+        }
+    }
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]

@@ -14,6 +14,7 @@ mod dispatch;
 pub mod outcome;
 mod preflight;
 mod recovery;
+pub mod verdict;
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -97,8 +98,13 @@ pub enum Action {
         run_id: RunId,
         expires_at: Timestamp,
     },
-    /// Review a successful run.
-    Judge { run_id: RunId },
+    /// Claim a successful run for review (CAS on its judgement version) and lease its task.
+    Judge {
+        run_id: RunId,
+        expires_at: Timestamp,
+    },
+    /// A review was claimed but never concluded (its tick died): make the run reviewable again.
+    ResetJudgeClaim { run_id: RunId },
     /// Turn the requirement into tasks.
     StartPlanner,
     /// Nothing changes now; the reason says what the task waits for.
@@ -120,6 +126,7 @@ impl Decision {
             | Action::CreateTask { .. }
             | Action::Claim { .. }
             | Action::Judge { .. }
+            | Action::ResetJudgeClaim { .. }
             | Action::StartPlanner => true,
         }
     }
@@ -151,6 +158,8 @@ pub(crate) struct Working<'a> {
     pub runs: BTreeMap<TaskId, Vec<&'a Run>>,
     pub leases: BTreeMap<TaskId, &'a Lease>,
     pub decisions: Vec<Decision>,
+    /// Tasks whose judge lease recovery released in this plan.
+    pub released_judge_leases: Vec<TaskId>,
 }
 
 impl<'a> Working<'a> {
@@ -180,6 +189,7 @@ impl<'a> Working<'a> {
             runs,
             leases,
             decisions: Vec::new(),
+            released_judge_leases: Vec::new(),
         }
     }
 

@@ -20,6 +20,8 @@ pub struct RunOutcome {
     pub failure_code: Option<FailureCode>,
     /// Redacted, short excerpt of what went wrong (or the agent's summary on success).
     pub message: String,
+    /// Succeeded without changing anything (a tester or docs task confirmed by verification).
+    pub no_changes: bool,
 }
 
 /// The transition the outcome causes.
@@ -52,6 +54,16 @@ pub fn decide_outcome(
     config: &Config,
     now: Timestamp,
 ) -> OutcomeDecision {
+    if outcome.success && outcome.no_changes {
+        return OutcomeDecision {
+            run_status: RunStatus::Success,
+            failure_code: None,
+            to: TaskState::DONE,
+            attempts: None,
+            next_attempt_at: Some(None),
+            reason: format!("done without changes: {}", outcome.message),
+        };
+    }
     if outcome.success {
         let (to, reason) = match config.mode {
             Mode::Direct => (
@@ -138,6 +150,7 @@ mod tests {
             success,
             failure_code: code,
             message: message.to_string(),
+            no_changes: false,
         }
     }
 

@@ -5,8 +5,8 @@
 use super::classify::{classify, failure_signature, Classification};
 use super::{Action, Preflight, Working};
 use crate::model::{
-    AttemptKey, BlockReason, FailureCategory, Lease, Mode, RunStatus, Task, TaskId, TaskKind,
-    TaskState, TaskStatus,
+    AttemptKey, BlockReason, FailureCategory, Lease, Mode, RunId, RunStatus, Task, TaskId,
+    TaskKind, TaskState, TaskStatus,
 };
 use crate::time::{Timestamp, SECOND};
 
@@ -32,6 +32,10 @@ fn reclaim_leases(w: &mut Working<'_>) {
         let task_state = w.tasks.get(&lease.task_id).map(Task::state);
         match task_state {
             Some(state) if state == TaskState::RUNNING => {}
+            Some(state) if state == TaskState::blocked(BlockReason::AwaitingJudge) => {
+                judge_lease(w, lease);
+                continue;
+            }
             Some(state) => {
                 w.decide(
                     Some(&lease.task_id),
@@ -98,6 +102,53 @@ fn reclaim_leases(w: &mut Working<'_>) {
             requeue_lost_task(w, &id, "running without a lease");
         }
     }
+}
+
+/// A judge's lease on the task it reviews: kept while valid; when it expired or its holder ended,
+/// the review was never concluded, so the run becomes reviewable again.
+fn judge_lease(w: &mut Working<'_>, lease: &Lease) {
+    let dead = w
+        .snapshot
+        .observations
+        .dead_agents
+        .contains(&lease.agent_id);
+    if !dead && lease.expires_at > w.now {
+        w.wait(
+            &lease.task_id,
+            Some(lease.expires_at),
+            "recovery.judge_lease_held",
+            format!(
+                "being judged by {} (run {}) until {}",
+                lease.agent_id, lease.run_id, lease.expires_at
+            ),
+        );
+        return;
+    }
+    let why = if dead {
+        format!("judge {} has ended", lease.agent_id)
+    } else {
+        format!(
+            "judge lease of {} expired at {}",
+            lease.agent_id, lease.expires_at
+        )
+    };
+    w.decide(
+        Some(&lease.task_id),
+        "recovery.judge_lease_reclaimed",
+        Action::ReleaseLease {
+            run_id: lease.run_id.clone(),
+        },
+        why.clone(),
+    );
+    w.decide(
+        Some(&lease.task_id),
+        "recovery.judge_claim_reset",
+        Action::ResetJudgeClaim {
+            run_id: lease.run_id.clone(),
+        },
+        format!("{why}: run {} will be reviewed again", lease.run_id),
+    );
+    w.released_judge_leases.push(lease.task_id.clone());
 }
 
 /// A task whose run was lost goes back to the queue, at most `max_lease_reclaims` times.
@@ -485,8 +536,9 @@ fn recover_awaiting_judge(w: &mut Working<'_>, id: &TaskId) {
         .task_runs(id)
         .iter()
         .any(|r| r.status == RunStatus::Success && r.judged_at.is_none());
-    if reviewable {
-        return; // judge_work picks it up.
+    let being_judged = w.leases.contains_key(id);
+    if reviewable || being_judged {
+        return; // judge_work, or the judge holding the lease, takes care of it.
     }
     let task = &w.tasks[id];
     let due = task
@@ -559,12 +611,36 @@ fn check_dependencies_exist(w: &mut Working<'_>, id: &TaskId) {
 /// newest run per task). In direct mode there is no judge: such tasks are done (spec §2.4).
 pub(crate) fn judge_work(w: &mut Working<'_>) {
     for id in w.ids_in(TaskState::blocked(BlockReason::AwaitingJudge)) {
+        let leased = w.leases.contains_key(&id) && !w.released_judge_leases.contains(&id);
+        if leased {
+            continue;
+        }
+        let reset: Vec<RunId> = w
+            .decisions
+            .iter()
+            .filter(|d| d.task_id.as_ref() == Some(&id))
+            .filter_map(|d| match &d.action {
+                Action::ResetJudgeClaim { run_id } => Some(run_id.clone()),
+                _ => None,
+            })
+            .collect();
         let run = w
             .task_runs(&id)
             .iter()
-            .find(|r| r.status == RunStatus::Success && r.judged_at.is_none())
+            .find(|r| {
+                r.status == RunStatus::Success && (r.judged_at.is_none() || reset.contains(&r.id))
+            })
             .map(|r| r.id.clone());
         let Some(run_id) = run else { continue };
+        if let Some(at) = w.tasks[&id].next_attempt_at.filter(|at| *at > w.now) {
+            w.wait(
+                &id,
+                Some(at),
+                "judge.backoff",
+                format!("reviewed again after {at} (the last review failed)"),
+            );
+            continue;
+        }
         if w.config.mode == Mode::Direct {
             w.transition(
                 &id,
@@ -575,11 +651,15 @@ pub(crate) fn judge_work(w: &mut Working<'_>) {
                 format!("direct mode has no review: run {run_id} accepted"),
             );
         } else {
+            let expires_at = w
+                .now
+                .plus(i64::from(w.config.limits.lease_minutes) * crate::time::MINUTE);
             w.decide(
                 Some(&id),
                 "judge.review",
                 Action::Judge {
                     run_id: run_id.clone(),
+                    expires_at,
                 },
                 format!("run {run_id} succeeded and is not judged yet"),
             );

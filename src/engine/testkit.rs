@@ -130,7 +130,8 @@ pub fn line(d: &Decision) -> String {
         Action::CancelRun { run_id } => format!("cancel {run_id}"),
         Action::CreateTask { task } => format!("create {} {}", task.kind, task.title),
         Action::Claim { .. } => "claim".to_string(),
-        Action::Judge { run_id } => format!("judge {run_id}"),
+        Action::Judge { run_id, .. } => format!("judge {run_id}"),
+        Action::ResetJudgeClaim { run_id } => format!("unjudge {run_id}"),
         Action::StartPlanner => "plan".to_string(),
         Action::Wait { .. } => "wait".to_string(),
     };

@@ -96,7 +96,8 @@ pub fn describe_action(d: &Decision) -> String {
             format!("create {} task {} \"{}\"", task.kind, task.id, task.title)
         }
         Action::Claim { run_id, .. } => format!("claim and run (run {run_id})"),
-        Action::Judge { run_id } => format!("judge run {run_id}"),
+        Action::Judge { run_id, .. } => format!("judge run {run_id}"),
+        Action::ResetJudgeClaim { run_id } => format!("make run {run_id} reviewable again"),
         Action::StartPlanner => "run the planner".to_string(),
         Action::Wait { .. } => "wait".to_string(),
     };

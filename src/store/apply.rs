@@ -158,10 +158,64 @@ impl Store {
                     )?;
                     report.claims.push((id.clone(), run_id.clone()));
                 }
-                Action::Judge { run_id } => {
-                    if let Some(id) = task_id {
+                Action::Judge { run_id, expires_at } => {
+                    let id = task_id
+                        .ok_or_else(|| StoreError::Invalid("judge claim without a task".into()))?;
+                    // CAS: only a successful run nobody has claimed for review yet.
+                    let claimed = tx.execute(
+                        "UPDATE runs SET judged_at = ?2, judgement_version = judgement_version + 1 \
+                         WHERE id = ?1 AND status = 'success' AND judged_at IS NULL",
+                        params![run_id.as_str(), writer.now.0],
+                    )?;
+                    if claimed == 1 {
+                        let tick = writer.tick_id.map(|t| t.as_str()).unwrap_or("");
+                        tx.execute(
+                            "INSERT INTO leases (task_id, run_id, agent_id, tick_id, acquired_at, expires_at) VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+                            params![id.as_str(), run_id.as_str(), writer.actor, tick, writer.now.0, expires_at.0],
+                        )?;
+                        record_event(
+                            &tx,
+                            writer,
+                            "judge.claimed",
+                            Some(id),
+                            Some(run_id),
+                            None,
+                            None,
+                            &decision.reason,
+                            serde_json::json!({ "expires_at": expires_at }),
+                        )?;
                         report.judge.push((id.clone(), run_id.clone()));
+                    } else {
+                        record_event(
+                            &tx,
+                            writer,
+                            "judge.claim_lost",
+                            Some(id),
+                            Some(run_id),
+                            None,
+                            None,
+                            "run already claimed for review",
+                            serde_json::json!({}),
+                        )?;
                     }
+                }
+                Action::ResetJudgeClaim { run_id } => {
+                    tx.execute(
+                        "UPDATE runs SET judged_at = NULL WHERE id = ?1 \
+                         AND NOT EXISTS (SELECT 1 FROM judgements j WHERE j.run_id = ?1)",
+                        [run_id.as_str()],
+                    )?;
+                    record_event(
+                        &tx,
+                        writer,
+                        "judge.claim_reset",
+                        task_id,
+                        Some(run_id),
+                        None,
+                        None,
+                        &decision.reason,
+                        serde_json::json!({}),
+                    )?;
                 }
                 Action::StartPlanner => report.start_planner = true,
                 Action::Wait { .. } => {}

@@ -6,6 +6,7 @@
 //! writes an event in the same SQL transaction.
 
 mod apply;
+mod record;
 mod rows;
 mod schema;
 mod snapshot;
@@ -16,6 +17,7 @@ use std::path::{Path, PathBuf};
 use rusqlite::{Connection, OpenFlags};
 
 pub use apply::ApplyReport;
+pub use record::{JudgementRow, Recorded, RunRecord};
 pub use schema::LATEST as SCHEMA_VERSION;
 pub use snapshot::SnapshotLimits;
 pub use tasks::{NewTask, TaskChanges, TaskFilter, TickRecord, Writer};

@@ -494,3 +494,15 @@ impl Store {
         Ok(holders)
     }
 }
+
+impl Store {
+    /// Tasks that hold a lease, with the leased run.
+    pub fn leased_tasks(&self) -> Result<Vec<(TaskId, RunId)>, StoreError> {
+        let rows = self
+            .conn
+            .prepare("SELECT task_id, run_id FROM leases ORDER BY task_id")?
+            .query_map([], |r| Ok((TaskId(r.get(0)?), RunId(r.get(1)?))))?
+            .collect::<Result<_, _>>()?;
+        Ok(rows)
+    }
+}

@@ -94,3 +94,158 @@ impl TestRepo {
         self.run(&all).ok().stdout.trim().to_string()
     }
 }
+
+/// A git repository with one commit on `main`, a folder for agent scripts outside it, and a
+/// config that runs `agent.sh` as every task agent and `judge.sh` as the judge.
+pub struct GitRepo {
+    pub repo: TestRepo,
+    pub tools: tempfile::TempDir,
+}
+
+pub fn git(dir: &Path, args: &[&str]) -> String {
+    let out = Command::new("git")
+        .current_dir(dir)
+        .args([
+            "-c",
+            "user.name=t",
+            "-c",
+            "user.email=t@t",
+            "-c",
+            "commit.gpgsign=false",
+        ])
+        .args(args)
+        .output()
+        .expect("git");
+    assert!(
+        out.status.success(),
+        "git {args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout).trim().to_string()
+}
+
+/// Pieces of the test configuration (YAML lines, already indented for their place).
+pub struct Setup {
+    pub mode: &'static str,
+    /// Lines under `agents.default` (4 spaces).
+    pub default_agent: &'static str,
+    /// Lines under `agents.worker` (4 spaces).
+    pub worker: &'static str,
+    /// Top-level lines.
+    pub extra: &'static str,
+}
+
+impl Default for Setup {
+    fn default() -> Self {
+        Setup {
+            mode: "local-git",
+            default_agent: "",
+            worker: "",
+            extra: "",
+        }
+    }
+}
+
+impl GitRepo {
+    pub fn with(setup: Setup) -> GitRepo {
+        let repo = TestRepo::bare();
+        let tools = tempfile::tempdir().expect("tools dir");
+        repo.file("README.md", "# sample\n");
+        repo.file(".gitignore", "/.opentiger/state.sqlite*\n");
+        git(repo.path(), &["init", "-q", "-b", "main"]);
+        git(repo.path(), &["add", "-A"]);
+        git(repo.path(), &["commit", "-q", "-m", "initial"]);
+        let g = GitRepo { repo, tools };
+        g.judge("#!/bin/sh\necho '{\"verdict\": \"approve\", \"summary\": \"fine\"}' > \"$OPENTIGER_RESULT_FILE\"\n");
+        let config = format!(
+            "mode: {mode}\nagents:\n  default:\n    executor: command\n    command: [\"{agent}\"]\n    timeout_minutes: 1\n{default}  worker:\n    count: 1\n{worker}  judge:\n    command: [\"{judge}\"]\nretry:\n  cooldown_seconds: 60\n{extra}",
+            mode = setup.mode,
+            agent = g.tools.path().join("agent.sh").display(),
+            judge = g.tools.path().join("judge.sh").display(),
+            default = setup.default_agent,
+            worker = setup.worker,
+            extra = setup.extra,
+        );
+        g.repo.file(".opentiger.yml", &config);
+        g
+    }
+
+    /// Writes the task agent script.
+    pub fn agent(&self, script: &str) -> &GitRepo {
+        self.tool("agent.sh", script);
+        self
+    }
+
+    pub fn judge(&self, script: &str) -> &GitRepo {
+        self.tool("judge.sh", script);
+        self
+    }
+
+    fn tool(&self, name: &str, script: &str) {
+        use std::os::unix::fs::PermissionsExt;
+        let path = self.tools.path().join(name);
+        std::fs::write(&path, script).expect("write script");
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).expect("chmod");
+    }
+
+    pub fn tools_path(&self) -> &Path {
+        self.tools.path()
+    }
+
+    pub fn path(&self) -> &Path {
+        self.repo.path()
+    }
+
+    pub fn main_log(&self) -> String {
+        git(self.path(), &["log", "--format=%s", "main"])
+    }
+
+    pub fn file_on_main(&self, path: &str) -> Option<String> {
+        let out = Command::new("git")
+            .current_dir(self.path())
+            .args(["show", &format!("main:{path}")])
+            .output()
+            .ok()?;
+        out.status
+            .success()
+            .then(|| String::from_utf8_lossy(&out.stdout).into_owned())
+    }
+
+    /// A `tick` at `now`.
+    pub fn tick(&self, now: &str) -> Out {
+        self.repo.run_at(now, &["tick"])
+    }
+
+    /// The task's status as `status --json` shows it.
+    pub fn task_json(&self, id: &str) -> serde_json::Value {
+        let all = self.repo.run(&["status", "--json", "--all"]).ok().json();
+        all["tasks"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|t| t["id"] == id)
+            .cloned()
+            .unwrap_or_else(|| panic!("no task {id} in {all}"))
+    }
+
+    /// Ticks every `step_minutes` from `start` until no task is active, at most `max` ticks.
+    pub fn run_until_quiet(&self, start_minute: u32, step_minutes: u32, max: u32) -> Vec<Out> {
+        let mut outs = Vec::new();
+        for i in 0..max {
+            let now = minute(start_minute + i * step_minutes);
+            let out = self.tick(&now);
+            assert_eq!(out.code, 0, "tick at {now}: {}\n{}", out.stdout, out.stderr);
+            outs.push(out);
+            let status = self.repo.run_at(&now, &["status", "--json"]).ok().json();
+            if status["tasks"].as_array().unwrap().is_empty() {
+                break;
+            }
+        }
+        outs
+    }
+}
+
+/// `2026-11-21T12:MM:00Z` plus hours as needed.
+pub fn minute(m: u32) -> String {
+    format!("2026-11-21T{:02}:{:02}:00Z", 12 + m / 60, m % 60)
+}

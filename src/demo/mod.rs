@@ -1,0 +1,261 @@
+//! `opentiger demo`: the whole loop on a built-in sample repository with the built-in scripted
+//! agent — no network, no API key, nothing installed beyond the Rust toolchain that built us.
+//!
+//! The sample is a tiny Rust crate and three tasks (one depends on another). The script makes the
+//! first task fail verification once and then fix it, and has the judge request changes once on the
+//! second, so the demo shows retries with the failure fed back, an AutoFix child, and merges.
+
+use std::path::{Path, PathBuf};
+use std::time::Instant;
+
+use crate::cli::{tick_once, Context, Failure};
+use crate::git::Git;
+use crate::model::{Lane, Role, Task, TaskId};
+use crate::store::{Store, TaskFilter, Writer};
+use crate::time::{Timestamp, MINUTE};
+
+const LIB_RS: &str = include_str!("sample/lib.rs.txt");
+const CARGO_TOML: &str = include_str!("sample/Cargo.toml.txt");
+const CARGO_LOCK: &str = include_str!("sample/Cargo.lock.txt");
+const README: &str = include_str!("sample/README.md.txt");
+const GITIGNORE: &str = include_str!("sample/gitignore.txt");
+const SCRIPT: &str = include_str!("sample/script.json");
+
+/// Ticks the demo runs at most before it gives up (it converges in about ten).
+const MAX_TICKS: u32 = 30;
+
+/// What the demo did, for its report and its tests.
+pub struct DemoReport {
+    pub dir: PathBuf,
+    pub ticks: u32,
+    pub converged: bool,
+    pub text: String,
+}
+
+fn io(what: &str, e: impl std::fmt::Display) -> Failure {
+    Failure::tick(format!("demo: could not {what}: {e}"))
+}
+
+/// Builds the sample repository in `root` (which must be empty or missing).
+pub fn create_sample(root: &Path) -> Result<PathBuf, Failure> {
+    let repo = root.join("calc");
+    std::fs::create_dir_all(repo.join("src")).map_err(|e| io("create the sample", e))?;
+    for (path, text) in [
+        ("Cargo.toml", CARGO_TOML),
+        ("Cargo.lock", CARGO_LOCK),
+        ("src/lib.rs", LIB_RS),
+        ("README.md", README),
+        (".gitignore", GITIGNORE),
+    ] {
+        std::fs::write(repo.join(path), text).map_err(|e| io("write the sample", e))?;
+    }
+    std::fs::write(root.join("script.json"), SCRIPT).map_err(|e| io("write the script", e))?;
+    let target = root.join("target");
+    let test = format!(
+        "CARGO_TARGET_DIR={} cargo test --offline --quiet",
+        target.display()
+    );
+    let config = format!(
+        "# opentiger demo: local branches, the built-in scripted agent.\n\
+         mode: local-git\n\
+         agents:\n  default:\n    executor: scripted\n    script: {script}\n\
+         limits:\n  max_runs_per_tick: 2\n\
+         retry:\n  cooldown_seconds: 60\n\
+         verify:\n  commands: [\"{test}\"]\n",
+        script = root.join("script.json").display(),
+    );
+    std::fs::write(repo.join(".opentiger.yml"), config)
+        .map_err(|e| io("write the configuration", e))?;
+    let git = Git::new(&repo);
+    git.run(&["init", "-q", "-b", "main"])
+        .map_err(|e| io("init the sample", e))?;
+    git.run(&["add", "-A"])
+        .map_err(|e| io("stage the sample", e))?;
+    git.run(&["commit", "-q", "-m", "calc: add"])
+        .map_err(|e| io("commit the sample", e))?;
+    Ok(repo)
+}
+
+/// The demo's three tasks.
+fn sample_tasks(now: Timestamp) -> Vec<Task> {
+    let mut sub = Task::new(
+        TaskId::from("demo-sub"),
+        "Add subtraction",
+        "calc has `sub(a, b)` returning a − b, with a test",
+        now,
+    );
+    sub.priority = 30;
+    sub.allowed_paths = vec!["src/**".into()];
+    let mut mul = Task::new(
+        TaskId::from("demo-mul"),
+        "Add multiplication",
+        "calc has `mul(a, b)` returning a × b, with tests",
+        now,
+    );
+    mul.priority = 20;
+    mul.allowed_paths = vec!["src/**".into()];
+    mul.dependencies = vec![sub.id.clone()];
+    let mut docs = Task::new(
+        TaskId::from("demo-docs"),
+        "Document the calculator",
+        "README lists every function",
+        now,
+    );
+    docs.role = Role::Docser;
+    docs.lane = Lane::Docser;
+    docs.priority = 10;
+    docs.dependencies = vec![sub.id.clone(), mul.id.clone()];
+    vec![sub, mul, docs]
+}
+
+pub fn run(base: &Context, keep: Option<&Path>) -> Result<DemoReport, Failure> {
+    let started = Instant::now();
+    let temp;
+    let root = match keep {
+        Some(dir) => dir.to_path_buf(),
+        None => {
+            temp = tempfile::Builder::new()
+                .prefix("opentiger-demo-")
+                .tempdir()
+                .map_err(|e| io("make a temp dir", e))?;
+            temp.path().to_path_buf()
+        }
+    };
+    let repo = create_sample(&root)?;
+    let (config, source) = crate::config::load(&repo.join(".opentiger.yml"), true)?;
+    let mut ctx = Context {
+        repo: repo.clone(),
+        config,
+        config_source: source,
+        ..base.clone()
+    };
+    {
+        let (mut store, _lock) = ctx.open_store()?;
+        let writer = Writer {
+            tick_id: None,
+            actor: "demo",
+            now: ctx.now,
+        };
+        store.insert_tasks(&sample_tasks(ctx.now), writer)?;
+    }
+    let mut out = format!("opentiger demo in {}\n\nThe sample: a tiny Rust crate and three tasks (\"Add multiplication\" depends on \"Add subtraction\"; the docs task on both).\n", repo.display());
+    let mut ticks = 0;
+    let mut converged = false;
+    let mut idle = 0;
+    while ticks < MAX_TICKS {
+        ticks += 1;
+        ctx.tick_id = crate::model::TickId::fresh(ctx.now.0 + i64::from(ticks));
+        let summary = tick_once(&ctx)?;
+        out.push_str(&format!("\n── tick {ticks} at {} ──\n", ctx.now.clock()));
+        if summary.lines.is_empty() {
+            out.push_str("  (nothing to do: waiting for a cooldown)\n");
+        }
+        for line in &summary.lines {
+            out.push_str(&format!("  {line}\n"));
+        }
+        idle = if summary.lines.is_empty() {
+            idle + 1
+        } else {
+            0
+        };
+        let store = ctx.read_store()?;
+        let active = store.list_tasks(&TaskFilter::default())?;
+        if active.is_empty() {
+            converged = true;
+            break;
+        }
+        // Cooldowns are a minute and the clock moves two per tick: idle ticks mean it is stuck.
+        if idle >= 3 {
+            break;
+        }
+        ctx.now = ctx.now.plus(2 * MINUTE);
+    }
+    out.push_str(&final_report(
+        &ctx,
+        &repo,
+        ticks,
+        converged,
+        started,
+        keep.is_some(),
+    )?);
+    Ok(DemoReport {
+        dir: root,
+        ticks,
+        converged,
+        text: out,
+    })
+}
+
+fn final_report(
+    ctx: &Context,
+    repo: &Path,
+    ticks: u32,
+    converged: bool,
+    started: Instant,
+    kept: bool,
+) -> Result<String, Failure> {
+    let store: Store = ctx.read_store()?;
+    let tasks = store.list_tasks(&TaskFilter {
+        status: None,
+        include_terminal: true,
+    })?;
+    let mut out = String::from("\n══ Result ══\n\nTasks:\n");
+    for t in &tasks {
+        let parent = t
+            .parent_task_id
+            .as_ref()
+            .map(|p| format!(" (fixes {p})"))
+            .unwrap_or_default();
+        out.push_str(&format!(
+            "  {:<14} {:<10} {}{parent}\n",
+            t.id.short(),
+            t.state().to_string(),
+            t.title
+        ));
+    }
+    let runs = store.recent_runs(100)?;
+    let failed = runs
+        .iter()
+        .filter(|r| r.status == crate::model::RunStatus::Failed)
+        .count();
+    let cost: f64 = runs.iter().map(|r| r.cost_usd).sum();
+    out.push_str(&format!(
+        "\nRuns: {} ({} failed, then retried with the failure in the prompt); spend ${cost:.2}\n",
+        runs.len(),
+        failed
+    ));
+    for r in runs.iter().rev() {
+        let what = r.error.as_deref().or(r.summary.as_deref()).unwrap_or("");
+        out.push_str(&format!(
+            "  {} {:<9} {}\n",
+            r.task_id.short(),
+            r.status.as_str(),
+            crate::report::truncate(what, 90)
+        ));
+    }
+    let log = Git::new(repo)
+        .run(&["log", "--oneline", "main"])
+        .map_err(|e| io("read the log", e))?;
+    out.push_str(&format!(
+        "\nmain after the demo:\n{}\n",
+        log.lines()
+            .map(|l| format!("  {l}"))
+            .collect::<Vec<_>>()
+            .join("\n")
+    ));
+    out.push_str(&format!(
+        "\n{} after {ticks} ticks in {:.1}s. To look around: {}\n",
+        if converged {
+            "Every task is done"
+        } else {
+            "Not every task finished"
+        },
+        started.elapsed().as_secs_f64(),
+        if kept {
+            format!("opentiger --repo {} status", repo.display())
+        } else {
+            "run it with `--keep DIR` to keep the repository".to_string()
+        }
+    ));
+    Ok(out)
+}

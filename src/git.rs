@@ -1,0 +1,262 @@
+//! The `git` command line behind one wrapper. Every failure says which directory and which
+//! arguments failed, with git's own output attached.
+//!
+//! Why the CLI and not libgit2: it honours the credentials CI checkouts configure, sends thin
+//! packs, has `--force-with-lease`, and keeps the build free of a C library (DESIGN §14).
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+
+/// A failed git invocation.
+#[derive(Debug, Clone, thiserror::Error)]
+#[error("git {args} (in {dir}) failed{}: {detail}", code.map(|c| format!(" with exit code {c}")).unwrap_or_default())]
+pub struct GitError {
+    pub dir: String,
+    pub args: String,
+    pub code: Option<i32>,
+    pub detail: String,
+}
+
+/// A repository or worktree directory.
+#[derive(Clone, Debug)]
+pub struct Git {
+    dir: PathBuf,
+    env: Vec<(String, String)>,
+}
+
+/// Identity for commits the runner makes.
+pub const AUTHOR_NAME: &str = "opentiger";
+pub const AUTHOR_EMAIL: &str = "opentiger@users.noreply.github.com";
+
+impl Git {
+    pub fn new(dir: impl Into<PathBuf>) -> Git {
+        Git {
+            dir: dir.into(),
+            env: Vec::new(),
+        }
+    }
+
+    /// The same repository with extra environment for every call (e.g. `GIT_INDEX_FILE`).
+    pub fn with_env(&self, key: &str, value: &str) -> Git {
+        let mut g = self.clone();
+        g.env.push((key.to_string(), value.to_string()));
+        g
+    }
+
+    pub fn dir(&self) -> &Path {
+        &self.dir
+    }
+
+    fn command(&self, args: &[&str]) -> Command {
+        let mut cmd = Command::new("git");
+        cmd.current_dir(&self.dir)
+            .args([
+                "-c",
+                &format!("user.name={AUTHOR_NAME}"),
+                "-c",
+                &format!("user.email={AUTHOR_EMAIL}"),
+            ])
+            .args([
+                "-c",
+                "commit.gpgsign=false",
+                "-c",
+                "core.hooksPath=/dev/null",
+            ])
+            .args(args)
+            .env("GIT_TERMINAL_PROMPT", "0")
+            .env("LC_ALL", "C")
+            .stdin(Stdio::null());
+        for (k, v) in &self.env {
+            cmd.env(k, v);
+        }
+        cmd
+    }
+
+    fn error(&self, args: &[&str], code: Option<i32>, detail: String) -> GitError {
+        GitError {
+            dir: self.dir.display().to_string(),
+            args: args.join(" "),
+            code,
+            detail,
+        }
+    }
+
+    /// Runs git and returns trimmed stdout; a non-zero exit is an error with stderr attached.
+    pub fn run(&self, args: &[&str]) -> Result<String, GitError> {
+        let out = self
+            .command(args)
+            .output()
+            .map_err(|e| self.error(args, None, format!("could not start git: {e}")))?;
+        if out.status.success() {
+            Ok(String::from_utf8_lossy(&out.stdout).trim_end().to_string())
+        } else {
+            let mut detail = String::from_utf8_lossy(&out.stderr).trim().to_string();
+            let stdout = String::from_utf8_lossy(&out.stdout).trim().to_string();
+            if !stdout.is_empty() {
+                detail = format!("{detail}\n{stdout}");
+            }
+            Err(self.error(args, out.status.code(), tail(&detail, 2000)))
+        }
+    }
+
+    /// Runs git; `Ok(None)` when it exits non-zero (for questions like "is this an ancestor?").
+    pub fn try_run(&self, args: &[&str]) -> Result<Option<String>, GitError> {
+        let out = self
+            .command(args)
+            .output()
+            .map_err(|e| self.error(args, None, format!("could not start git: {e}")))?;
+        Ok(out
+            .status
+            .success()
+            .then(|| String::from_utf8_lossy(&out.stdout).trim_end().to_string()))
+    }
+
+    /// Runs git with `input` on stdin.
+    pub fn run_with_input(&self, args: &[&str], input: &[u8]) -> Result<String, GitError> {
+        use std::io::Write;
+        let mut child = self
+            .command(args)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .map_err(|e| self.error(args, None, format!("could not start git: {e}")))?;
+        if let Some(mut stdin) = child.stdin.take() {
+            stdin
+                .write_all(input)
+                .map_err(|e| self.error(args, None, format!("could not write to git: {e}")))?;
+        }
+        let out = child
+            .wait_with_output()
+            .map_err(|e| self.error(args, None, format!("git did not finish: {e}")))?;
+        if out.status.success() {
+            Ok(String::from_utf8_lossy(&out.stdout).trim_end().to_string())
+        } else {
+            Err(self.error(
+                args,
+                out.status.code(),
+                tail(&String::from_utf8_lossy(&out.stderr), 2000),
+            ))
+        }
+    }
+
+    /// The commit a revision names, or `None` if it does not exist.
+    pub fn resolve(&self, rev: &str) -> Result<Option<String>, GitError> {
+        self.try_run(&[
+            "rev-parse",
+            "--verify",
+            "--quiet",
+            &format!("{rev}^{{commit}}"),
+        ])
+    }
+
+    pub fn branch_exists(&self, branch: &str) -> Result<bool, GitError> {
+        Ok(self.resolve(&format!("refs/heads/{branch}"))?.is_some())
+    }
+
+    /// `.git` of the main repository, shared by all worktrees.
+    pub fn common_dir(&self) -> Result<PathBuf, GitError> {
+        let dir = self.run(&["rev-parse", "--git-common-dir"])?;
+        let path = PathBuf::from(dir);
+        Ok(if path.is_absolute() {
+            path
+        } else {
+            self.dir.join(path)
+        })
+    }
+
+    pub fn is_repository(dir: &Path) -> bool {
+        Git::new(dir)
+            .try_run(&["rev-parse", "--git-dir"])
+            .ok()
+            .flatten()
+            .is_some()
+    }
+}
+
+/// The last `max` characters of `text`.
+fn tail(text: &str, max: usize) -> String {
+    let count = text.chars().count();
+    if count <= max {
+        return text.to_string();
+    }
+    let cut: String = text.chars().skip(count - max).collect();
+    format!("…{cut}")
+}
+
+/// One changed file of a diff with its line counts (binary files count as one line).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct NumstatEntry {
+    pub path: String,
+    pub added: u32,
+    pub removed: u32,
+}
+
+/// Parses `git diff --numstat -z` output.
+pub fn parse_numstat_z(out: &str) -> Vec<NumstatEntry> {
+    let mut entries = Vec::new();
+    let mut fields = out.split('\0').peekable();
+    while let Some(record) = fields.next() {
+        let record = record.trim_start_matches('\n');
+        if record.is_empty() {
+            continue;
+        }
+        let mut parts = record.splitn(3, '\t');
+        let added = parts.next().unwrap_or("0");
+        let removed = parts.next().unwrap_or("0");
+        let mut path = parts.next().unwrap_or("").to_string();
+        if path.is_empty() {
+            // A rename: the old and new paths follow as separate fields.
+            let _old = fields.next();
+            path = fields.next().unwrap_or("").to_string();
+        }
+        let count = |s: &str| s.parse::<u32>().unwrap_or(1);
+        entries.push(NumstatEntry {
+            path,
+            added: count(added),
+            removed: count(removed),
+        });
+    }
+    entries
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn numstat_parses_plain_binary_and_renames() {
+        let out = "3\t1\tsrc/a.rs\0-\t-\timg.png\0\
+                   0\t0\t\0old.txt\0new.txt\0";
+        let entries = parse_numstat_z(out);
+        assert_eq!(
+            entries,
+            vec![
+                NumstatEntry {
+                    path: "src/a.rs".into(),
+                    added: 3,
+                    removed: 1
+                },
+                NumstatEntry {
+                    path: "img.png".into(),
+                    added: 1,
+                    removed: 1
+                },
+                NumstatEntry {
+                    path: "new.txt".into(),
+                    added: 0,
+                    removed: 0
+                },
+            ]
+        );
+    }
+
+    #[test]
+    fn errors_name_directory_and_arguments() {
+        let dir = tempfile::tempdir().unwrap();
+        let err = Git::new(dir.path()).run(&["log", "-1"]).unwrap_err();
+        let text = err.to_string();
+        assert!(text.starts_with("git log -1 (in "), "{text}");
+        assert!(text.contains("not a git repository"), "{text}");
+    }
+}

@@ -1,0 +1,654 @@
+//! Running one program without a shell: bounded in time and in memory, and killable as a whole.
+//!
+//! This is the one place where opentiger starts another program (agent CLIs, verification
+//! commands). [`run`] takes a [`ProcessSpec`] and returns a [`ProcessOutput`]:
+//!
+//! - No shell: `program` is resolved and executed directly with `args` as argv.
+//! - The environment is cleared and only `spec.env` is set. The caller decides what the child
+//!   sees, so `PATH`, `HOME` and anything else the program needs must be passed explicitly
+//!   (DESIGN §6: the forge token is never passed). A bare program name is looked up on the `PATH`
+//!   given in `spec.env`, never on our own.
+//! - The child leads its own process group. On timeout, or if reading its output fails, the whole
+//!   group gets `SIGKILL`, so grandchildren die too. When the program exits by itself, whatever
+//!   it left running in its group is killed as well: nothing it started outlives the run.
+//! - stdin is written from a thread and then closed, so a child that never reads it cannot
+//!   deadlock us. stdout and stderr are read concurrently; only the last `tail_bytes` of each are
+//!   kept (an agent can print gigabytes), plus the total byte counts.
+//!
+//! Not here: deciding what a failure means (the engine's `classify`), and redacting the output
+//! (the caller passes the tails through `redact::Redactor` before storing or showing them).
+
+use std::collections::VecDeque;
+use std::fs;
+use std::io::{self, Read, Write};
+use std::os::unix::fs::PermissionsExt;
+use std::os::unix::process::{CommandExt, ExitStatusExt};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::thread;
+use std::time::{Duration, Instant};
+
+/// How often the exit of the child is checked for.
+const POLL_INTERVAL: Duration = Duration::from_millis(20);
+/// How long, after the process group is gone, we still wait for its output pipes to close. Only a
+/// process that left the group (`setsid`) while holding a pipe can make this wait run out.
+const DRAIN_GRACE: Duration = Duration::from_secs(1);
+
+/// What to run, where, with what, and for how long.
+#[derive(Clone, Debug)]
+pub struct ProcessSpec {
+    /// A bare name (looked up on the `PATH` in `env`), or a path containing `/` (a relative one
+    /// is relative to `cwd`).
+    pub program: String,
+    pub args: Vec<String>,
+    pub cwd: PathBuf,
+    /// The complete environment of the child: nothing else is inherited. Pass `PATH` and `HOME`.
+    pub env: Vec<(String, String)>,
+    /// Bytes written to the child's stdin, which is then closed. `None`: stdin is `/dev/null`.
+    pub stdin: Option<Vec<u8>>,
+    pub timeout: Duration,
+    /// How many bytes of the end of stdout, and of stderr, are kept.
+    pub tail_bytes: usize,
+}
+
+/// How the program ended.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ExitStatusKind {
+    /// It exited with this code.
+    Code(i32),
+    /// A signal killed it (not ours: a timeout is [`ExitStatusKind::TimedOut`]).
+    Signal(i32),
+    /// It ran past `spec.timeout` and its process group was killed.
+    TimedOut,
+}
+
+/// The end of what the program printed, and how it ended.
+#[derive(Clone, Debug)]
+pub struct ProcessOutput {
+    pub status: ExitStatusKind,
+    /// Both tails: stdout then stderr, each under a `[stdout]` / `[stderr]` label when both are
+    /// non-empty; otherwise just the non-empty one. Lossy UTF-8.
+    pub output_tail: String,
+    pub stdout_tail: String,
+    pub stderr_tail: String,
+    /// Total bytes read from stdout / stderr, of which the tails are the last `tail_bytes`.
+    pub stdout_bytes: u64,
+    pub stderr_bytes: u64,
+    pub duration: Duration,
+    pub timed_out: bool,
+}
+
+impl ProcessOutput {
+    /// Exit code 0.
+    pub fn success(&self) -> bool {
+        self.status == ExitStatusKind::Code(0)
+    }
+}
+
+/// Why the program could not be run.
+#[derive(Debug, thiserror::Error)]
+pub enum ProcessError {
+    #[error("{}", not_found_text(program, path_var.as_deref(), cwd))]
+    NotFound {
+        program: String,
+        /// The `PATH` that was searched (from `spec.env`), if the name was bare.
+        path_var: Option<String>,
+        cwd: PathBuf,
+    },
+    #[error(
+        "`{program}` was found at {} but is not an executable file; \
+         check its permissions (`chmod +x`) or give the path of the real program",
+        path.display()
+    )]
+    NotExecutable { program: String, path: PathBuf },
+    #[error("could not run `{program}`: {source}")]
+    Spawn {
+        program: String,
+        #[source]
+        source: io::Error,
+    },
+}
+
+fn not_found_text(program: &str, path_var: Option<&str>, cwd: &Path) -> String {
+    if program.contains('/') {
+        return format!(
+            "`{program}` was not found (relative paths are taken from the working directory {}); \
+             check the path",
+            cwd.display()
+        );
+    }
+    match path_var {
+        Some(path) => format!(
+            "`{program}` was not found on PATH ({path}, the PATH given to the process); \
+             install it, or give its full path"
+        ),
+        None => format!(
+            "`{program}` was not found: no PATH was given to the process, so a bare name cannot \
+             be looked up; pass PATH in its environment, or give the program's full path"
+        ),
+    }
+}
+
+/// Runs `spec` to completion or timeout. See the module documentation for the guarantees.
+///
+/// A program that runs but fails is an `Ok` with its status; `Err` means it never started.
+#[tracing::instrument(skip_all, fields(program = %spec.program))]
+pub fn run(spec: &ProcessSpec) -> Result<ProcessOutput, ProcessError> {
+    let executable = resolve(spec)?;
+    let stdin = if spec.stdin.is_some() {
+        Stdio::piped()
+    } else {
+        Stdio::null()
+    };
+    let mut command = Command::new(&executable);
+    command
+        .arg0(&spec.program)
+        .args(&spec.args)
+        .current_dir(&spec.cwd)
+        .env_clear()
+        .envs(spec.env.iter().map(|(k, v)| (k, v)))
+        .stdin(stdin)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .process_group(0);
+
+    let started = Instant::now();
+    let mut child = command.spawn().map_err(|source| match source.kind() {
+        io::ErrorKind::PermissionDenied => not_executable(spec, executable),
+        _ => spawn_failed(spec, source),
+    })?;
+    let pid = child.id();
+    tracing::debug!(pid, "started");
+    let (stdout, stderr) = match start_threads(&mut child, spec) {
+        Ok(captures) => captures,
+        Err(source) => {
+            kill_group(pid);
+            let _ = child.wait();
+            return Err(spawn_failed(spec, source));
+        }
+    };
+
+    let timed_out = watch(pid, started + spec.timeout, [&stdout, &stderr]);
+    // The leader is a zombie now (or dying of our SIGKILL), which keeps its pid, and so the group
+    // id, from being reused: killing the group here can only hit what the program left behind.
+    kill_group(pid);
+    let status = child.wait().map_err(|e| {
+        let message = format!("lost track of it while waiting for it to exit: {e}");
+        spawn_failed(spec, io::Error::new(e.kind(), message))
+    })?;
+    let drain_until = Instant::now() + DRAIN_GRACE;
+    while !(stdout.lock().finished && stderr.lock().finished) {
+        if Instant::now() >= drain_until {
+            tracing::warn!(pid, "output still open after its group ended; not waiting");
+            break;
+        }
+        thread::sleep(POLL_INTERVAL);
+    }
+    let duration = started.elapsed();
+
+    let (stdout_tail, stdout_bytes) = stdout.snapshot();
+    let (stderr_tail, stderr_bytes) = stderr.snapshot();
+    let status = match (timed_out, status.code(), status.signal()) {
+        (true, _, _) => ExitStatusKind::TimedOut,
+        (false, Some(code), _) => ExitStatusKind::Code(code),
+        (false, None, Some(signal)) => ExitStatusKind::Signal(signal),
+        (false, None, None) => ExitStatusKind::Code(-1), // not on Unix: one of the two is set
+    };
+    tracing::debug!(?status, ?duration, stdout_bytes, stderr_bytes, "finished");
+    Ok(ProcessOutput {
+        status,
+        output_tail: combine(&stdout_tail, &stderr_tail),
+        stdout_tail,
+        stderr_tail,
+        stdout_bytes,
+        stderr_bytes,
+        duration,
+        timed_out,
+    })
+}
+
+/// Finds the file to execute: `program` with a `/` as a path (relative to `cwd`), a bare name on
+/// the `PATH` of `spec.env`.
+fn resolve(spec: &ProcessSpec) -> Result<PathBuf, ProcessError> {
+    if !spec.cwd.is_dir() {
+        let message = format!(
+            "the working directory {} does not exist",
+            spec.cwd.display()
+        );
+        return Err(spawn_failed(
+            spec,
+            io::Error::new(io::ErrorKind::NotFound, message),
+        ));
+    }
+    let not_found = |path_var: Option<&str>| ProcessError::NotFound {
+        program: spec.program.clone(),
+        path_var: path_var.map(str::to_string),
+        cwd: spec.cwd.clone(),
+    };
+    if spec.program.contains('/') {
+        let path = spec.cwd.join(&spec.program);
+        return match fs::metadata(&path) {
+            Ok(meta) if is_executable(&meta) => Ok(path),
+            Ok(_) => Err(not_executable(spec, path)),
+            Err(_) => Err(not_found(None)),
+        };
+    }
+    let path_var = spec
+        .env
+        .iter()
+        .rev()
+        .find(|(k, _)| k == "PATH")
+        .map(|(_, v)| v.as_str());
+    let (Some(path_var), false) = (path_var, spec.program.is_empty()) else {
+        return Err(not_found(None));
+    };
+    let mut found_file = None;
+    for dir in path_var.split(':') {
+        // POSIX: an empty PATH entry means the current directory, here the child's.
+        let candidate = spec.cwd.join(dir).join(&spec.program);
+        match fs::metadata(&candidate) {
+            Ok(meta) if is_executable(&meta) => return Ok(candidate),
+            Ok(meta) if meta.is_file() => found_file = found_file.or(Some(candidate)),
+            _ => {}
+        }
+    }
+    Err(match found_file {
+        Some(path) => not_executable(spec, path),
+        None => not_found(Some(path_var)),
+    })
+}
+
+fn not_executable(spec: &ProcessSpec, path: PathBuf) -> ProcessError {
+    ProcessError::NotExecutable {
+        program: spec.program.clone(),
+        path,
+    }
+}
+
+fn spawn_failed(spec: &ProcessSpec, source: io::Error) -> ProcessError {
+    ProcessError::Spawn {
+        program: spec.program.clone(),
+        source,
+    }
+}
+
+fn is_executable(meta: &fs::Metadata) -> bool {
+    meta.is_file() && meta.permissions().mode() & 0o111 != 0
+}
+
+/// What a reader thread has captured of one stream so far, shared with `run`.
+#[derive(Clone)]
+struct Capture(Arc<Mutex<Tail>>);
+
+impl Capture {
+    fn new(capacity: usize) -> Self {
+        Capture(Arc::new(Mutex::new(Tail::new(capacity))))
+    }
+
+    /// A panicking reader leaves a consistent buffer behind: poisoning is ignored.
+    fn lock(&self) -> MutexGuard<'_, Tail> {
+        self.0.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    fn snapshot(&self) -> (String, u64) {
+        let tail = self.lock();
+        (tail.text(), tail.total)
+    }
+}
+
+/// Starts the stdin writer and the two readers; returns the stdout and stderr captures.
+fn start_threads(child: &mut Child, spec: &ProcessSpec) -> io::Result<(Capture, Capture)> {
+    if let (Some(mut stdin), Some(bytes)) = (child.stdin.take(), spec.stdin.clone()) {
+        // Not joined: if the child never reads, the write ends with a broken pipe once it exits.
+        // Dropping `stdin` at the end closes it, so the child sees end of file.
+        thread::Builder::new()
+            .name("process-stdin".into())
+            .spawn(move || {
+                match stdin.write_all(&bytes) {
+                    Ok(()) => {}
+                    // The child exited or closed stdin without reading it all: its business.
+                    Err(e) if e.kind() == io::ErrorKind::BrokenPipe => {}
+                    Err(e) => tracing::debug!(error = %e, "writing stdin failed"),
+                }
+            })?;
+    }
+    let (stdout, stderr) = (Capture::new(spec.tail_bytes), Capture::new(spec.tail_bytes));
+    start_reader("process-stdout", child.stdout.take(), &stdout)?;
+    start_reader("process-stderr", child.stderr.take(), &stderr)?;
+    Ok((stdout, stderr))
+}
+
+fn start_reader(
+    name: &str,
+    source: Option<impl Read + Send + 'static>,
+    capture: &Capture,
+) -> io::Result<()> {
+    let capture = capture.clone();
+    let Some(mut source) = source else {
+        capture.lock().finished = true;
+        return Ok(());
+    };
+    thread::Builder::new().name(name.into()).spawn(move || {
+        let mut buf = vec![0u8; 64 * 1024];
+        loop {
+            match source.read(&mut buf) {
+                Ok(0) => break,
+                Ok(n) => capture.lock().push(&buf[..n]),
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(e) => {
+                    capture.lock().error = Some(e);
+                    break;
+                }
+            }
+        }
+        capture.lock().finished = true;
+    })?;
+    Ok(())
+}
+
+/// Waits until the leader exits (left unreaped) or `deadline` passes (then kills the group and
+/// returns true). Kills the group early if reading its output fails.
+fn watch(pid: u32, deadline: Instant, captures: [&Capture; 2]) -> bool {
+    let mut killed = false;
+    while !has_exited(pid) {
+        let now = Instant::now();
+        if now >= deadline {
+            tracing::warn!(pid, "timed out; killing its process group");
+            kill_group(pid);
+            return true;
+        }
+        for capture in captures {
+            if let (Some(e), false) = (&capture.lock().error, killed) {
+                tracing::warn!(pid, error = %e, "reading its output failed; killing it");
+                kill_group(pid);
+                killed = true;
+            }
+        }
+        thread::sleep(POLL_INTERVAL.min(deadline - now));
+    }
+    false
+}
+
+/// Whether `pid` (our child) has exited, without reaping it (`WNOWAIT`).
+fn has_exited(pid: u32) -> bool {
+    loop {
+        // SAFETY: `info` is a plain C struct that waitid fills in; zeroed is a valid value.
+        let mut info: libc::siginfo_t = unsafe { std::mem::zeroed() };
+        let options = libc::WEXITED | libc::WNOHANG | libc::WNOWAIT;
+        // SAFETY: waitid only writes into `info`, which lives for the whole call.
+        let rc = unsafe { libc::waitid(libc::P_PID, libc::id_t::from(pid), &mut info, options) };
+        if rc == 0 {
+            // POSIX: with WNOHANG and no child ready, si_signo (and si_pid) are left zero.
+            return info.si_signo != 0;
+        }
+        if io::Error::last_os_error().kind() != io::ErrorKind::Interrupted {
+            // ECHILD: nothing left to wait for; `Child::wait` reports the real problem, if any.
+            return true;
+        }
+    }
+}
+
+/// SIGKILL to every process in the group that `pid` leads. Errors (no such group) are ignored.
+fn kill_group(pid: u32) {
+    // Never signal "every process" (-1) or our own group (0).
+    if let Ok(pgid @ 2..) = libc::pid_t::try_from(pid) {
+        // SAFETY: kill has no memory effects; a negative pid addresses the process group.
+        unsafe { libc::kill(-pgid, libc::SIGKILL) };
+    }
+}
+
+fn combine(stdout: &str, stderr: &str) -> String {
+    match (stdout.is_empty(), stderr.is_empty()) {
+        (false, false) => {
+            let sep = if stdout.ends_with('\n') { "" } else { "\n" };
+            format!("[stdout]\n{stdout}{sep}[stderr]\n{stderr}")
+        }
+        (false, true) => stdout.to_string(),
+        (true, _) => stderr.to_string(),
+    }
+}
+
+/// The last `capacity` bytes of a stream (a ring buffer), how many bytes passed through, and
+/// whether the stream has ended (`finished`) or failed (`error`).
+struct Tail {
+    buf: VecDeque<u8>,
+    capacity: usize,
+    total: u64,
+    finished: bool,
+    error: Option<io::Error>,
+}
+
+impl Tail {
+    fn new(capacity: usize) -> Self {
+        let buf = VecDeque::with_capacity(capacity.min(1 << 20));
+        Tail {
+            buf,
+            capacity,
+            total: 0,
+            finished: false,
+            error: None,
+        }
+    }
+
+    fn push(&mut self, bytes: &[u8]) {
+        self.total += bytes.len() as u64;
+        if bytes.len() >= self.capacity {
+            self.buf.clear();
+            self.buf.extend(&bytes[bytes.len() - self.capacity..]);
+            return;
+        }
+        let overflow = (self.buf.len() + bytes.len()).saturating_sub(self.capacity);
+        self.buf.drain(..overflow);
+        self.buf.extend(bytes);
+    }
+
+    /// Lossy UTF-8; when the start was cut off, a partial character there is dropped.
+    fn text(&self) -> String {
+        let (a, b) = self.buf.as_slices();
+        let mut bytes = Vec::with_capacity(self.buf.len());
+        bytes.extend_from_slice(a);
+        bytes.extend_from_slice(b);
+        let cut = self.total > bytes.len() as u64;
+        let continuation = |b: &&u8| *b & 0b1100_0000 == 0b1000_0000;
+        let skip = if cut {
+            bytes.iter().take(3).take_while(continuation).count()
+        } else {
+            0
+        };
+        String::from_utf8_lossy(&bytes[skip..]).into_owned()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn sh(script: &str, timeout_ms: u64) -> ProcessSpec {
+        ProcessSpec {
+            program: "sh".into(),
+            args: vec!["-c".into(), script.into()],
+            cwd: std::env::temp_dir(),
+            env: vec![("PATH".into(), std::env::var("PATH").unwrap_or_default())],
+            stdin: None,
+            timeout: Duration::from_millis(timeout_ms),
+            tail_bytes: 4096,
+        }
+    }
+
+    /// Runs `script`, which starts `sleep 60 &` and writes its pid to a file, and checks that the
+    /// sleep is dead (or a zombie nobody reaped: in a container, pid 1 may never reap) afterwards.
+    fn run_leaving_a_grandchild(script: &str, timeout_ms: u64) -> ProcessOutput {
+        let dir = tempfile::tempdir().unwrap();
+        let mut spec = sh(script, timeout_ms);
+        spec.cwd = dir.path().to_path_buf();
+        let out = run(&spec).unwrap();
+        assert!(out.duration < Duration::from_secs(2), "{:?}", out.duration);
+        let pid = fs::read_to_string(dir.path().join("grandchild.pid")).unwrap();
+        let pid: libc::pid_t = pid.trim().parse().unwrap();
+        let dead = (0..100).any(|_| {
+            thread::sleep(Duration::from_millis(10));
+            // SAFETY: signal 0 only checks that the process exists.
+            let gone = unsafe { libc::kill(pid, 0) } != 0;
+            let stat = fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+            gone || stat.rsplit(") ").next().unwrap_or("").starts_with('Z')
+        });
+        assert!(dead, "grandchild {pid} survived");
+        out
+    }
+
+    #[test]
+    fn exit_codes_and_signals() {
+        let cases = [
+            ("exit 0", ExitStatusKind::Code(0)),
+            ("exit 3", ExitStatusKind::Code(3)),
+            ("kill -TERM $$", ExitStatusKind::Signal(libc::SIGTERM)),
+        ];
+        for (script, expected) in cases {
+            let out = run(&sh(script, 5_000)).unwrap();
+            assert_eq!((out.status, out.timed_out), (expected, false), "{script}");
+        }
+    }
+
+    #[test]
+    fn stdin_is_delivered_then_closed_and_need_not_be_read() {
+        let mut spec = sh("cat; echo '<eof>'", 5_000);
+        spec.stdin = Some(b"the prompt\n".to_vec());
+        let out = run(&spec).unwrap();
+        assert_eq!(out.stdout_tail, "the prompt\n<eof>\n");
+        assert_eq!(out.output_tail, out.stdout_tail);
+
+        // Far more than a pipe buffer, to a child that never reads it.
+        let mut spec = sh("echo ignored", 5_000);
+        spec.stdin = Some(vec![b'x'; 4 * 1024 * 1024]);
+        let out = run(&spec).unwrap();
+        assert_eq!(
+            (out.status, out.stdout_tail.as_str()),
+            (ExitStatusKind::Code(0), "ignored\n")
+        );
+    }
+
+    #[test]
+    fn environment_is_only_what_the_spec_gives() {
+        let mut spec = sh("env", 5_000);
+        spec.env.push(("OT_GIVEN".into(), "yes".into()));
+        let out = run(&spec).unwrap();
+        assert!(
+            out.stdout_tail.contains("OT_GIVEN=yes\n"),
+            "{}",
+            out.stdout_tail
+        );
+        // What the test process has (HOME, CARGO_*, ...) must not show up; only what we passed
+        // and what the shell sets for itself.
+        let allowed = ["PATH", "OT_GIVEN", "PWD", "OLDPWD", "SHLVL", "_"];
+        for line in out.stdout_tail.lines() {
+            let key = line.split('=').next().unwrap_or("");
+            assert!(allowed.contains(&key), "inherited variable leaked: {line}");
+        }
+        assert!(std::env::vars().any(|(k, _)| !allowed.contains(&k.as_str())));
+    }
+
+    #[test]
+    fn only_the_tail_of_a_huge_output_is_kept() {
+        let script = "head -c 5000000 /dev/zero | tr '\\0' a; printf END; echo oops >&2";
+        let mut spec = sh(script, 10_000);
+        spec.tail_bytes = 1000;
+        let out = run(&spec).unwrap();
+        assert_eq!((out.stdout_bytes, out.stdout_tail.len()), (5_000_003, 1000));
+        assert!(out.stdout_tail.ends_with("aaaEND"));
+        assert_eq!((out.stderr_tail.as_str(), out.stderr_bytes), ("oops\n", 5));
+        assert!(out.output_tail.starts_with("[stdout]\naaa"));
+        assert!(out.output_tail.ends_with("END\n[stderr]\noops\n"));
+    }
+
+    #[test]
+    fn ring_buffer_keeps_the_end_and_drops_a_cut_character() {
+        let mut tail = Tail::new(5);
+        tail.push(b"abc");
+        tail.push(b"def");
+        assert_eq!(tail.text(), "bcdef");
+        tail.push("xé".as_bytes()); // "efx" + the 2 bytes of é
+        assert_eq!(tail.text(), "efxé");
+        tail.push("éé".as_bytes()); // the first é loses its first byte
+        assert_eq!(tail.text(), "éé");
+        tail.push(&[b'z'; 12]);
+        assert_eq!((tail.text().as_str(), tail.total), ("zzzzz", 25));
+        let mut nothing = Tail::new(0);
+        nothing.push(b"abc");
+        assert_eq!((nothing.text().as_str(), nothing.total), ("", 3));
+    }
+
+    #[test]
+    fn timeout_kills_the_whole_process_group() {
+        let script = "sleep 60 & echo $! > grandchild.pid; echo started; wait";
+        let out = run_leaving_a_grandchild(script, 300);
+        assert_eq!(
+            (out.status, out.timed_out),
+            (ExitStatusKind::TimedOut, true)
+        );
+        assert_eq!(out.stdout_tail, "started\n");
+    }
+
+    #[test]
+    fn what_the_program_leaves_running_is_killed_when_it_exits() {
+        // The background sleep holds stdout open: without the group kill we would wait 60 s.
+        let out = run_leaving_a_grandchild("sleep 60 & echo $! > grandchild.pid", 5_000);
+        assert_eq!(
+            (out.status, out.timed_out),
+            (ExitStatusKind::Code(0), false)
+        );
+    }
+
+    #[test]
+    fn bare_names_are_looked_up_on_the_given_path_only() {
+        let dir = tempfile::tempdir().unwrap();
+        // A symlink, not a written script: exec of a just-written file can fail with ETXTBSY
+        // while other test threads fork.
+        std::os::unix::fs::symlink("/bin/sh", dir.path().join("my-agent")).unwrap();
+        let mut spec = sh("echo found", 5_000);
+        spec.program = "my-agent".into();
+        spec.env = vec![("PATH".into(), dir.path().display().to_string())];
+        assert_eq!(run(&spec).unwrap().stdout_tail, "found\n");
+
+        spec.program = "./my-agent".into();
+        spec.cwd = dir.path().to_path_buf();
+        assert_eq!(run(&spec).unwrap().stdout_tail, "found\n");
+    }
+
+    #[test]
+    fn errors_say_what_is_missing() {
+        let mut spec = sh("", 1_000);
+        spec.program = "claude".into();
+        spec.env = vec![("PATH".into(), "/nonexistent/bin:/also/not".into())];
+        let err = run(&spec).unwrap_err();
+        assert!(matches!(err, ProcessError::NotFound { .. }));
+        let expected = "`claude` was not found on PATH (/nonexistent/bin:/also/not, the PATH \
+                        given to the process); install it, or give its full path";
+        assert_eq!(err.to_string(), expected);
+
+        spec.env.clear();
+        assert!(run(&spec)
+            .unwrap_err()
+            .to_string()
+            .contains("no PATH was given"));
+
+        let dir = tempfile::tempdir().unwrap();
+        spec.cwd = dir.path().to_path_buf();
+        spec.program = "./agent.sh".into();
+        let err = run(&spec).unwrap_err().to_string();
+        assert!(err.contains("`./agent.sh` was not found"), "{err}");
+
+        fs::write(dir.path().join("agent.sh"), "#!/bin/sh\n").unwrap();
+        let err = run(&spec).unwrap_err();
+        assert!(matches!(err, ProcessError::NotExecutable { .. }), "{err}");
+        assert!(err.to_string().contains("chmod +x"));
+
+        spec.program = "/bin/sh".into();
+        spec.cwd = dir.path().join("gone");
+        let err = run(&spec).unwrap_err().to_string();
+        assert!(
+            err.contains("working directory") && err.contains("does not exist"),
+            "{err}"
+        );
+    }
+}

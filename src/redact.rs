@@ -1,0 +1,538 @@
+//! Secrets never reach logs, prompts, PR bodies or the state (DESIGN §6, §10).
+//!
+//! A [`Redactor`] replaces with `[REDACTED]`:
+//!
+//! - every occurrence of a known secret value: the values of the environment variables an agent
+//!   was given, and the forge tokens (values shorter than 8 characters are ignored: they would
+//!   match ordinary words);
+//! - well-known token shapes, known or not: GitHub tokens (`ghp_`, `gho_`, `ghu_`, `ghs_`, `ghr_`,
+//!   `github_pat_` + at least 20 of `[A-Za-z0-9_]`), `sk-…` keys (Anthropic `sk-ant-…`, OpenAI
+//!   `sk-…`/`sk-proj-…`), AWS access key ids (`AKIA`/`ASIA` + 16 of `[0-9A-Z]`), `Bearer <token>`,
+//!   `Authorization: <value>` headers, and `-----BEGIN … PRIVATE KEY-----` blocks;
+//! - the value (not the key) of `KEY=value`, `key: value` and `"key": "value"` when the key name
+//!   contains TOKEN, SECRET, PASSWORD, PASSWD, API_KEY, APIKEY, PRIVATE_KEY or CREDENTIAL
+//!   (case-insensitive, `-` read as `_`). Numbers, booleans and empty values are kept, so `max_tokens=4096` stays readable.
+//!
+//! The scanners are hand-written (no regex crate). Each finds byte ranges; overlapping ranges are
+//! merged, then replaced. Shapes that could be ordinary words (`sk-…`, `Bearer …`) must also look
+//! random: contain a digit, or both upper- and lower-case letters.
+//!
+//! Not here: deciding which variables are secret (the caller names them), and redacting anything
+//! but text.
+
+use std::fmt;
+use std::ops::Range;
+
+const MARK: &str = "[REDACTED]";
+/// Known secret values shorter than this are ignored.
+const MIN_SECRET_LEN: usize = 8;
+/// Forge tokens, always collected by [`Redactor::from_env`].
+const TOKEN_VARS: [&str; 3] = ["GITHUB_TOKEN", "OPENTIGER_GITHUB_TOKEN", "GH_TOKEN"];
+const GITHUB_PREFIXES: [&str; 6] = ["ghp_", "gho_", "ghu_", "ghs_", "ghr_", "github_pat_"];
+const SECRET_KEY_WORDS: [&str; 8] = [
+    "TOKEN",
+    "SECRET",
+    "PASSWORD",
+    "PASSWD",
+    "API_KEY",
+    "APIKEY",
+    "PRIVATE_KEY",
+    "CREDENTIAL",
+];
+
+/// Replaces secrets in text with `[REDACTED]`. Cheap to clone; its `Debug` shows no secret.
+#[derive(Clone, Default)]
+pub struct Redactor {
+    /// Longest first, deduplicated.
+    secrets: Vec<String>,
+}
+
+impl fmt::Debug for Redactor {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "Redactor {{ {} known secrets }}", self.secrets.len())
+    }
+}
+
+impl Redactor {
+    /// A redactor for these secret values (surrounding whitespace trimmed; values shorter than 8
+    /// characters ignored), on top of the built-in token shapes.
+    pub fn new(secret_values: impl IntoIterator<Item = String>) -> Redactor {
+        let mut secrets: Vec<String> = secret_values
+            .into_iter()
+            .map(|s| s.trim().to_string())
+            .filter(|s| s.chars().count() >= MIN_SECRET_LEN)
+            .collect();
+        secrets.sort_by(|a, b| b.len().cmp(&a.len()).then_with(|| a.cmp(b)));
+        secrets.dedup();
+        Redactor { secrets }
+    }
+
+    /// A redactor for the values of the variables `names` (e.g. an agent's `env_passthrough`)
+    /// plus `GITHUB_TOKEN`, `OPENTIGER_GITHUB_TOKEN` and `GH_TOKEN`, read through `lookup`
+    /// (`|n| std::env::var(n).ok()` in the shell, a map in tests).
+    pub fn from_env(names: &[String], lookup: impl Fn(&str) -> Option<String>) -> Redactor {
+        let names = names.iter().map(String::as_str).chain(TOKEN_VARS);
+        Redactor::new(names.filter_map(lookup))
+    }
+
+    /// `text` with every known secret and every recognised token shape replaced by `[REDACTED]`.
+    pub fn redact(&self, text: &str) -> String {
+        let mut ranges = Vec::new();
+        for secret in &self.secrets {
+            ranges.extend(
+                text.match_indices(secret.as_str())
+                    .map(|(i, s)| i..i + s.len()),
+            );
+        }
+        let bytes = text.as_bytes();
+        scan_prefixed_tokens(bytes, &mut ranges);
+        scan_aws_key_ids(bytes, &mut ranges);
+        scan_bearer(bytes, &mut ranges);
+        scan_authorization(bytes, &mut ranges);
+        scan_private_keys(bytes, &mut ranges);
+        scan_key_values(bytes, &mut ranges);
+        replace(text, ranges)
+    }
+
+    /// A short excerpt for the state (e.g. a failure's output): redacted first, trailing
+    /// whitespace trimmed, then the last `max_chars` characters, prefixed with `…` when cut.
+    pub fn excerpt(&self, text: &str, max_chars: usize) -> String {
+        let redacted = self.redact(text);
+        let trimmed = redacted.trim_end();
+        let count = trimmed.chars().count();
+        if count <= max_chars {
+            return trimmed.to_string();
+        }
+        let start = trimmed
+            .char_indices()
+            .nth(count - max_chars)
+            .map_or(trimmed.len(), |(i, _)| i);
+        format!("…{}", &trimmed[start..])
+    }
+}
+
+/// Replaces the merged `ranges` of `text` with the mark. Ranges fall on char boundaries: every
+/// scanner starts and stops on ASCII bytes or at the ends of a `str` match.
+fn replace(text: &str, mut ranges: Vec<Range<usize>>) -> String {
+    ranges.sort_by_key(|r| (r.start, r.end));
+    let mut out = String::with_capacity(text.len());
+    let mut done = 0;
+    let mut current: Option<Range<usize>> = None;
+    for r in ranges.into_iter().filter(|r| !r.is_empty()) {
+        match current.as_mut() {
+            Some(c) if r.start <= c.end => c.end = c.end.max(r.end),
+            _ => {
+                if let Some(c) = current.replace(r) {
+                    out.push_str(text.get(done..c.start).unwrap_or(""));
+                    out.push_str(MARK);
+                    done = c.end;
+                }
+            }
+        }
+    }
+    if let Some(c) = current {
+        out.push_str(text.get(done..c.start).unwrap_or(""));
+        out.push_str(MARK);
+        done = c.end;
+    }
+    out.push_str(text.get(done..).unwrap_or(""));
+    out
+}
+
+fn is_word(b: u8) -> bool {
+    b.is_ascii_alphanumeric() || b == b'_'
+}
+
+/// A word starts at `i`: the byte before (if any) is not a letter, digit or `_`.
+fn word_starts_at(bytes: &[u8], i: usize) -> bool {
+    i == 0 || !is_word(bytes[i - 1])
+}
+
+/// Length of the run starting at `i` of bytes for which `pred` holds.
+fn run_len(bytes: &[u8], i: usize, pred: impl Fn(u8) -> bool) -> usize {
+    bytes
+        .get(i..)
+        .map_or(0, |rest| rest.iter().take_while(|&&b| pred(b)).count())
+}
+
+/// Random-looking: a digit, or both upper- and lower-case letters. Keeps words like
+/// `sk-learn-based-model` or `Bearer authentication`.
+fn looks_random(token: &[u8]) -> bool {
+    token.iter().any(u8::is_ascii_digit)
+        || (token.iter().any(u8::is_ascii_uppercase) && token.iter().any(u8::is_ascii_lowercase))
+}
+
+/// Start offsets of `needle` in `bytes`.
+fn find_all<'a>(bytes: &'a [u8], needle: &'a [u8]) -> impl Iterator<Item = usize> + 'a {
+    bytes
+        .windows(needle.len())
+        .enumerate()
+        .filter(move |(_, w)| *w == needle)
+        .map(|(i, _)| i)
+}
+
+/// Start offsets of `needle` in `bytes`, ASCII case-insensitively.
+fn find_all_ci<'a>(bytes: &'a [u8], needle: &'a [u8]) -> impl Iterator<Item = usize> + 'a {
+    let n = needle.len();
+    bytes
+        .windows(n)
+        .enumerate()
+        .filter(move |(_, w)| w.eq_ignore_ascii_case(needle))
+        .map(|(i, _)| i)
+}
+
+/// GitHub tokens (prefix + ≥ 20 word bytes) and `sk-` keys (≥ 20 of `[A-Za-z0-9_-]`).
+fn scan_prefixed_tokens(bytes: &[u8], out: &mut Vec<Range<usize>>) {
+    for prefix in GITHUB_PREFIXES {
+        for i in find_all(bytes, prefix.as_bytes()) {
+            let n = run_len(bytes, i + prefix.len(), is_word);
+            if n >= 20 {
+                out.push(i..i + prefix.len() + n);
+            }
+        }
+    }
+    for i in find_all(bytes, b"sk-") {
+        if !word_starts_at(bytes, i) {
+            continue; // "task-…", "risk-…"
+        }
+        let n = run_len(bytes, i + 3, |b| is_word(b) || b == b'-');
+        if n >= 20 && looks_random(&bytes[i + 3..i + 3 + n]) {
+            out.push(i..i + 3 + n);
+        }
+    }
+}
+
+/// AWS access key ids: `AKIA` (long-term) or `ASIA` (temporary) + exactly 16 of `[0-9A-Z]`.
+fn scan_aws_key_ids(bytes: &[u8], out: &mut Vec<Range<usize>>) {
+    let upper_digit = |b: u8| b.is_ascii_uppercase() || b.is_ascii_digit();
+    for prefix in [b"AKIA", b"ASIA"] {
+        for i in find_all(bytes, prefix) {
+            if word_starts_at(bytes, i)
+                && run_len(bytes, i + 4, upper_digit) == 16
+                && !bytes.get(i + 20).is_some_and(|&b| is_word(b))
+            {
+                out.push(i..i + 20);
+            }
+        }
+    }
+}
+
+/// `Bearer <token>`: the token (RFC 6750 characters, ≥ 8, random-looking), not the word.
+fn scan_bearer(bytes: &[u8], out: &mut Vec<Range<usize>>) {
+    let token_byte = |b: u8| b.is_ascii_alphanumeric() || b"-._~+/=".contains(&b);
+    for i in find_all_ci(bytes, b"bearer") {
+        if !word_starts_at(bytes, i) {
+            continue;
+        }
+        let start = i + 6 + run_len(bytes, i + 6, |b| b == b' ' || b == b'\t');
+        let n = run_len(bytes, start, token_byte);
+        if start > i + 6 && n >= 8 && looks_random(&bytes[start..start + n]) {
+            out.push(start..start + n);
+        }
+    }
+}
+
+/// `Authorization: <value>` (also `"Authorization": "<value>"`): the value, up to its closing
+/// quote or the end of the line.
+fn scan_authorization(bytes: &[u8], out: &mut Vec<Range<usize>>) {
+    for i in find_all_ci(bytes, b"authorization") {
+        if !word_starts_at(bytes, i) {
+            continue;
+        }
+        let mut j = i + b"authorization".len();
+        j += run_len(bytes, j, |b| b == b'"' || b == b'\'');
+        j += run_len(bytes, j, |b| b == b' ' || b == b'\t');
+        if bytes.get(j) != Some(&b':') && bytes.get(j) != Some(&b'=') {
+            continue;
+        }
+        j += 1;
+        j += run_len(bytes, j, |b| b == b' ' || b == b'\t');
+        let quote = bytes.get(j).copied().filter(|&b| b == b'"' || b == b'\'');
+        if quote.is_some() {
+            j += 1;
+        }
+        let n = run_len(bytes, j, |b| match quote {
+            Some(q) => b != q && b != b'\n',
+            None => b != b'\n' && b != b'\r' && b != b'"' && b != b'\'',
+        });
+        let value = &bytes[j..j + n];
+        if !value.iter().all(u8::is_ascii_whitespace) {
+            out.push(j..j + n);
+        }
+    }
+}
+
+/// `-----BEGIN … PRIVATE KEY-----` through the matching `-----END … PRIVATE KEY-----`, or to the
+/// end of the text when the end was cut off.
+fn scan_private_keys(bytes: &[u8], out: &mut Vec<Range<usize>>) {
+    const BEGIN: &[u8] = b"-----BEGIN ";
+    const TAIL: &[u8] = b"PRIVATE KEY-----";
+    let mut from = 0;
+    while let Some(i) = find_all(&bytes[from..], BEGIN).next().map(|i| i + from) {
+        let line_end = i + run_len(bytes, i, |b| b != b'\n');
+        let header = &bytes[i..line_end];
+        if !header.windows(TAIL.len()).any(|w| w == TAIL) {
+            from = i + BEGIN.len();
+            continue;
+        }
+        let end = find_all(&bytes[line_end..], b"-----END ")
+            .map(|k| k + line_end)
+            .find_map(|k| {
+                let close = k + run_len(bytes, k, |b| b != b'\n');
+                bytes[k..close]
+                    .windows(TAIL.len())
+                    .position(|w| w == TAIL)
+                    .map(|p| k + p + TAIL.len())
+            })
+            .unwrap_or(bytes.len());
+        out.push(i..end);
+        from = end;
+    }
+}
+
+/// `KEY=value`, `key: value`, `"key": "value"` where the key names a secret: the value only.
+fn scan_key_values(bytes: &[u8], out: &mut Vec<Range<usize>>) {
+    let key_byte = |b: u8| is_word(b) || b == b'-' || b == b'.';
+    for (sep, &c) in bytes.iter().enumerate() {
+        if c != b'=' && c != b':' {
+            continue;
+        }
+        // Comparisons (`==`, `!=`, `<=`) and `::` paths are not assignments.
+        let prev = sep.checked_sub(1).map(|p| bytes[p]);
+        let next = bytes.get(sep + 1).copied();
+        if next == Some(b'=')
+            || next == Some(b':')
+            || matches!(prev, Some(b'=' | b'!' | b'<' | b'>' | b':'))
+        {
+            continue;
+        }
+        // The key: left of optional blanks and an optional closing quote.
+        let mut k = sep;
+        while k > 0 && (bytes[k - 1] == b' ' || bytes[k - 1] == b'\t') {
+            k -= 1;
+        }
+        if k > 0 && (bytes[k - 1] == b'"' || bytes[k - 1] == b'\'') {
+            k -= 1;
+        }
+        let key_end = k;
+        while k > 0 && key_byte(bytes[k - 1]) {
+            k -= 1;
+        }
+        if k == key_end || !names_a_secret(&bytes[k..key_end]) {
+            continue;
+        }
+        if let Some(value) = value_after(bytes, sep + 1) {
+            out.push(value);
+        }
+    }
+}
+
+fn names_a_secret(key: &[u8]) -> bool {
+    let key: String = key
+        .iter()
+        .map(|&b| {
+            if b == b'-' {
+                '_'
+            } else {
+                char::from(b.to_ascii_uppercase())
+            }
+        })
+        .collect();
+    SECRET_KEY_WORDS.iter().any(|w| key.contains(w))
+}
+
+/// Length of a quoted string's content starting at `i`, up to the unescaped `quote` or the end
+/// of the line.
+fn quoted_len(bytes: &[u8], i: usize, quote: u8) -> usize {
+    let mut j = i;
+    while let Some(&b) = bytes.get(j) {
+        match b {
+            b'\\' if bytes.get(j + 1).is_some_and(|&next| next != b'\n') => j += 2,
+            b'\n' => break,
+            _ if b == quote => break,
+            _ => j += 1,
+        }
+    }
+    j.min(bytes.len()) - i
+}
+
+/// The value starting after blanks at `i`: a quoted string (same line) or a bare word. `None`
+/// when there is nothing secret-like there: empty, a number, a boolean, or a `{`/`[` structure.
+fn value_after(bytes: &[u8], i: usize) -> Option<Range<usize>> {
+    let start = i + run_len(bytes, i, |b| b == b' ' || b == b'\t');
+    let (start, n) = match bytes.get(start) {
+        Some(&q) if q == b'"' || q == b'\'' => (start + 1, quoted_len(bytes, start + 1, q)),
+        Some(b'{' | b'[') | None => return None,
+        Some(_) => {
+            let stop = b" \t\r\n\"',;&)]}<>";
+            (start, run_len(bytes, start, |b| !stop.contains(&b)))
+        }
+    };
+    let value = &bytes[start..start + n];
+    let plain = value
+        .iter()
+        .all(|b| b.is_ascii_digit() || b"+-.".contains(b))
+        || [&b"true"[..], b"false", b"null", b"none"]
+            .iter()
+            .any(|w| value.eq_ignore_ascii_case(w));
+    (!plain).then_some(start..start + n)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const GHP: &str = "ghp_16C7e42F292c6912E7710c838347Ae178B4a";
+    const SK_ANT: &str = "sk-ant-api03-AbCdEf0123456789_xyz-QRSTuvwx";
+
+    fn redact(text: &str) -> String {
+        Redactor::new(["my-known-secret-value".to_string()]).redact(text)
+    }
+
+    #[test]
+    fn token_shapes_are_redacted() {
+        let pem = "-----BEGIN OPENSSH PRIVATE KEY-----\nb3BlbnNzaC1rZXk\n-----END OPENSSH PRIVATE KEY-----";
+        let cases = [
+            (
+                format!("token {GHP} leaked"),
+                "token [REDACTED] leaked".to_string(),
+            ),
+            (
+                "x ghs_abcdefghijABCDEFGHIJ0123 y".into(),
+                "x [REDACTED] y".into(),
+            ),
+            (
+                "github_pat_11ABCDEFG0123456789_abcdefXYZ".into(),
+                MARK.into(),
+            ),
+            (format!("key={SK_ANT}"), "key=[REDACTED]".into()),
+            (
+                "OPENAI sk-proj-Ab3dEfGh1jKlMnOpQrStUv.".into(),
+                "OPENAI [REDACTED].".into(),
+            ),
+            ("sk-0123456789abcdefghijABCD".into(), MARK.into()),
+            (
+                "aws AKIAIOSFODNN7EXAMPLE ok".into(),
+                "aws [REDACTED] ok".into(),
+            ),
+            (
+                "-H 'Bearer eyJhbGciOi.J9.abc'".into(),
+                "-H 'Bearer [REDACTED]'".into(),
+            ),
+            (
+                "curl -H \"Authorization: token abc\" x".into(),
+                "curl -H \"Authorization: [REDACTED]\" x".into(),
+            ),
+            (
+                "{\"authorization\": \"Basic dXNlcjpw\"}".into(),
+                "{\"authorization\": \"[REDACTED]\"}".into(),
+            ),
+            (format!("a\n{pem}\nb"), "a\n[REDACTED]\nb".into()),
+            (
+                "-----BEGIN RSA PRIVATE KEY-----\nMIIE…cut".into(),
+                MARK.into(),
+            ),
+            (
+                "ANTHROPIC_API_KEY=abc123xyz run".into(),
+                "ANTHROPIC_API_KEY=[REDACTED] run".into(),
+            ),
+            (
+                "export DB_PASSWORD='hunter two'".into(),
+                "export DB_PASSWORD='[REDACTED]'".into(),
+            ),
+            (
+                "{\"client_secret\": \"s3cr3t\", \"n\": 1}".into(),
+                "{\"client_secret\": \"[REDACTED]\", \"n\": 1}".into(),
+            ),
+            (
+                "agent --api-key=abcdef go".into(),
+                "agent --api-key=[REDACTED] go".into(),
+            ),
+            ("password: hunter2".into(), "password: [REDACTED]".into()),
+            (
+                r#"{"token": "ab\"cd", "x": 1}"#.into(),
+                r#"{"token": "[REDACTED]", "x": 1}"#.into(),
+            ),
+            (
+                "?access_token=xyz&page=2".into(),
+                "?access_token=[REDACTED]&page=2".into(),
+            ),
+            (
+                "known my-known-secret-value!".into(),
+                "known [REDACTED]!".into(),
+            ),
+        ];
+        for (input, expected) in cases {
+            assert_eq!(redact(&input), expected, "input: {input}");
+        }
+    }
+
+    #[test]
+    fn near_misses_stay() {
+        let cases = [
+            "the task-runner-with-a-very-long-name-here failed",
+            "uses sk-learn-based-classification-models",
+            "commit 3f786850e387550fdab836ed7e6dc881de23001b",
+            "tokens: 1234",
+            "input_tokens=1234 output_tokens=56",
+            "{\"input_tokens\": 12, \"cost_usd\": 0.12}",
+            "ghp_short and sk-short and AKIA1234",
+            "AKIAIOSFODNN7EXAMPLEXYZ is too long for a key id",
+            "Bearer authentication is used",
+            "the secret is out; if token == expected",
+            "NEEDS_PASSWORD=true SECRET_COUNT=0 API_KEY=",
+            "use std::token::Token;",
+            "https://github.com/org/repo/pull/12",
+            "-----BEGIN PUBLIC KEY-----\nMIIB\n-----END PUBLIC KEY-----",
+            "Authorization:",
+        ];
+        for text in cases {
+            assert_eq!(redact(text), text);
+        }
+    }
+
+    #[test]
+    fn known_secrets_short_values_and_overlaps() {
+        let r = Redactor::new(["short".into(), "  abcdefgh\n".into(), "abcdefghij".into()]);
+        assert_eq!(
+            r.redact("short abcdefghij abcdefgh"),
+            "short [REDACTED] [REDACTED]"
+        );
+        // A known secret inside a token shape merges into one mark.
+        let r = Redactor::new([GHP[4..20].to_string()]);
+        assert_eq!(r.redact(&format!("{GHP}x")), MARK);
+        assert_eq!(format!("{r:?}"), "Redactor { 1 known secrets }");
+        assert_eq!(r.redact("ünïcödé ✓"), "ünïcödé ✓");
+        assert_eq!(r.redact(""), "");
+    }
+
+    #[test]
+    fn from_env_collects_named_variables_and_forge_tokens() {
+        let lookup = |name: &str| match name {
+            "ANTHROPIC_API_KEY" => Some("anthropic-value-1".to_string()),
+            "GH_TOKEN" => Some("gh-token-value-2".to_string()),
+            "OTHER" => Some("other-value-3".to_string()),
+            _ => None,
+        };
+        let r = Redactor::from_env(&["ANTHROPIC_API_KEY".into(), "MISSING".into()], lookup);
+        let text = "anthropic-value-1 gh-token-value-2 other-value-3";
+        assert_eq!(r.redact(text), "[REDACTED] [REDACTED] other-value-3");
+    }
+
+    #[test]
+    fn excerpt_redacts_then_keeps_the_end() {
+        let r = Redactor::default();
+        let cases = [
+            ("short\n\n", 10, "short"),
+            ("0123456789", 10, "0123456789"),
+            ("0123456789abc", 3, "…abc"),
+            ("ééééé", 2, "…éé"),
+            ("x", 0, "…"),
+        ];
+        for (text, max, expected) in cases {
+            assert_eq!(r.excerpt(text, max), expected, "{text:?} {max}");
+        }
+        let text = format!("error: bad credentials {GHP}\n");
+        assert_eq!(r.excerpt(&text, 14), "…als [REDACTED]");
+    }
+}

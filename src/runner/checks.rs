@@ -1,0 +1,170 @@
+//! The checks the runner applies to a change, shared by the worker and the judge: the path
+//! policy and the verification commands. Same matcher, same commands, both places (spec §8.14).
+
+use std::path::Path;
+use std::time::Duration;
+
+use crate::config::Config;
+use crate::engine::classify::verification_failure_code;
+use crate::git::NumstatEntry;
+use crate::model::{FailureCode, Role, Task};
+use crate::policy::{self, ChangedFile, PathPolicy};
+use crate::process::{self, ProcessSpec};
+use crate::redact::Redactor;
+use crate::verify::{self, PlanError};
+
+/// A check that did not pass, with the failure code and a message for the next prompt.
+#[derive(Clone, Debug, PartialEq)]
+pub struct CheckFailure {
+    pub code: FailureCode,
+    pub message: String,
+}
+
+/// The allowed paths of a task: its own, else the docs defaults for docser, else the config's.
+pub fn allowed_paths(task: &Task, config: &Config) -> Vec<String> {
+    if !task.allowed_paths.is_empty() {
+        return task.allowed_paths.clone();
+    }
+    match task.role {
+        // spec §2.3.3: the docs agent edits documentation only.
+        Role::Docser => ["docs/**", "*.md", "**/*.md"].map(String::from).to_vec(),
+        Role::Worker | Role::Tester => config.policy.allowed_paths.clone(),
+    }
+}
+
+/// Checks changed files against the policy (allowed/denied paths, size limits).
+pub fn check_policy(
+    task: &Task,
+    config: &Config,
+    changes: &[NumstatEntry],
+) -> Result<(), CheckFailure> {
+    let policy = PathPolicy::new(
+        &allowed_paths(task, config),
+        &config.policy.denied_paths,
+        config.policy.max_changed_files,
+        config.policy.max_changed_lines,
+    )
+    .map_err(|e| CheckFailure {
+        code: FailureCode::PolicyViolation,
+        message: format!("the path policy is invalid: {e}"),
+    })?;
+    let files: Vec<ChangedFile> = changes
+        .iter()
+        .map(|c| ChangedFile {
+            path: c.path.clone(),
+            added: c.added,
+            removed: c.removed,
+        })
+        .collect();
+    let violations = policy.check(&files);
+    if violations.is_empty() {
+        Ok(())
+    } else {
+        Err(CheckFailure {
+            code: FailureCode::PolicyViolation,
+            message: format!(
+                "Policy violation: {}",
+                policy::summary(&violations).replace('\n', "; ")
+            ),
+        })
+    }
+}
+
+/// The verification commands that passed (all of them), or the first failure.
+pub fn run_verification(
+    task: &Task,
+    config: &Config,
+    cwd: &Path,
+    changes: &[NumstatEntry],
+    redactor: &Redactor,
+) -> Result<Vec<String>, CheckFailure> {
+    let changed: Vec<String> = changes.iter().map(|c| c.path.clone()).collect();
+    let plan = verify::plan_commands(&task.commands, &config.verify, task.role, &changed).map_err(
+        |e| {
+            let code = match &e {
+                PlanError::Denied { .. } => FailureCode::PolicyViolation,
+                PlanError::Invalid { .. } | PlanError::InvalidGlob { .. } => {
+                    FailureCode::VerificationCommandUnsupportedFormat
+                }
+            };
+            CheckFailure {
+                code,
+                message: e.to_string(),
+            }
+        },
+    )?;
+    let timeout = Duration::from_secs(u64::from(config.verify.timeout_seconds.max(1)));
+    let mut previous: Option<String> = None;
+    let mut passed = Vec::new();
+    for cmd in &plan.commands {
+        let mut env = base_env();
+        env.extend(cmd.spec.env.iter().cloned());
+        let spec = ProcessSpec {
+            program: cmd.spec.program.clone(),
+            args: cmd.spec.args.clone(),
+            cwd: cwd.to_path_buf(),
+            env,
+            stdin: None,
+            timeout,
+            tail_bytes: 8 * 1024,
+        };
+        // spec §2.3.2 error text: `Verification failed at <cmd> [<source>]: <output>`; the output
+        // starts on its own line so the first line stays readable.
+        let failure = |output: &str, code: FailureCode| CheckFailure {
+            code,
+            message: format!(
+                "Verification failed at {} [{}]:\n{}",
+                cmd.spec.text,
+                cmd.source,
+                redactor.excerpt(
+                    if output.trim().is_empty() {
+                        "stderr unavailable"
+                    } else {
+                        output.trim()
+                    },
+                    1200
+                )
+            ),
+        };
+        match process::run(&spec) {
+            Ok(out) if out.success() => passed.push(cmd.spec.text.clone()),
+            Ok(out) if out.timed_out => {
+                return Err(failure(
+                    &format!(
+                        "timed out after {}s\n{}",
+                        timeout.as_secs(),
+                        out.output_tail
+                    ),
+                    FailureCode::TransientOrFlakyFailure,
+                ));
+            }
+            Ok(out) => {
+                let code = verification_failure_code(
+                    &cmd.spec.text,
+                    &out.output_tail,
+                    previous.as_deref(),
+                );
+                return Err(failure(&out.output_tail, code));
+            }
+            Err(e) => return Err(failure(&e.to_string(), FailureCode::SetupOrBootstrapIssue)),
+        }
+        previous = Some(cmd.spec.text.clone());
+    }
+    Ok(passed)
+}
+
+/// What verification commands see: the runner's `PATH`, `HOME` and locale, nothing secret.
+pub fn base_env() -> Vec<(String, String)> {
+    [
+        "PATH",
+        "HOME",
+        "LANG",
+        "LC_ALL",
+        "TMPDIR",
+        "CARGO_HOME",
+        "RUSTUP_HOME",
+    ]
+    .iter()
+    .filter_map(|k| std::env::var(k).ok().map(|v| (k.to_string(), v)))
+    .collect()
+}

@@ -1,0 +1,347 @@
+//! The judge in local-git mode (DESIGN §8, spec §2.4 local-git): bring the task branch up to
+//! date with the base, check it again (policy, verification — the same checks as the worker), ask
+//! the judge agent for a review when configured, and merge into the base branch on approval.
+
+use super::checks;
+use super::Act;
+use crate::config::{AgentRole, MergeMethod};
+use crate::engine::verdict::JudgeConclusion;
+use crate::executor::{self, AgentExit, AgentRequest};
+use crate::git::{Git, GitError};
+use crate::model::{Run, Task, Verdict};
+use crate::store::JudgementRow;
+use crate::workspace::{changed_files, diff_text, Workspace};
+
+// The judge works on a detached copy of the branch head, so its trial merge with the base never
+// moves the task branch: the verdict stays bound to the head the worker produced.
+
+/// A conclusion and the verdict row to store with it.
+pub struct JudgeResult {
+    pub conclusion: JudgeConclusion,
+    pub judgement: Option<JudgementRow>,
+}
+
+pub fn judge_run(act: &Act<'_>, task: &Task, run: &Run, reviews_so_far: u32) -> JudgeResult {
+    match judge(act, task, run, reviews_so_far) {
+        Ok(r) => r,
+        Err(e) => JudgeResult {
+            conclusion: JudgeConclusion::Failed {
+                error: act.redactor.excerpt(&e.to_string(), 500),
+            },
+            judgement: None,
+        },
+    }
+}
+
+fn request_changes(head: &str, summary: String, findings: Vec<String>) -> JudgeResult {
+    JudgeResult {
+        judgement: Some(JudgementRow {
+            head_sha: head.to_string(),
+            verdict: Verdict::RequestChanges,
+            summary: summary.clone(),
+            findings: findings.clone(),
+        }),
+        conclusion: JudgeConclusion::RequestChanges { summary, findings },
+    }
+}
+
+fn judge(
+    act: &Act<'_>,
+    task: &Task,
+    run: &Run,
+    reviews_so_far: u32,
+) -> Result<JudgeResult, GitError> {
+    let repo = Git::new(act.repo);
+    let base = &act.config.base_branch;
+    let Some(branch) = run.branch.clone() else {
+        return Ok(JudgeResult {
+            conclusion: JudgeConclusion::Failed {
+                error: format!("run {} recorded no branch", run.id),
+            },
+            judgement: None,
+        });
+    };
+    let head = match repo.resolve(&format!("refs/heads/{branch}"))? {
+        Some(h) => h,
+        None => {
+            return Ok(JudgeResult {
+                conclusion: JudgeConclusion::Failed {
+                    error: format!("branch {branch} is gone"),
+                },
+                judgement: None,
+            })
+        }
+    };
+    // DESIGN §4: a verdict is bound to the head it judged; a newer push is judged on its own.
+    if let Some(expected) = &run.head_sha {
+        if expected != &head {
+            return Ok(JudgeResult {
+                conclusion: JudgeConclusion::Failed {
+                    error: format!("branch {branch} moved from {expected} to {head} after the run"),
+                },
+                judgement: None,
+            });
+        }
+    }
+    let base_head = repo
+        .resolve(&format!("refs/heads/{base}"))?
+        .ok_or_else(|| missing_base(&repo, base))?;
+    let ws = Workspace::open_detached(&repo, &branch, &head)?;
+    let result = (|| -> Result<JudgeResult, GitError> {
+        // Up to date with the base: merge it in; a conflict goes back as requested changes.
+        if ws
+            .git()
+            .try_run(&["merge", "--no-edit", "--no-ff", "-q", &base_head])?
+            .is_none()
+        {
+            let conflicts = ws
+                .git()
+                .run(&["diff", "--name-only", "--diff-filter=U"])
+                .unwrap_or_default();
+            let _ = ws.git().run(&["merge", "--abort"]);
+            let files: Vec<String> = conflicts
+                .lines()
+                .map(|l| format!("conflicts with {base}: {l}"))
+                .collect();
+            return Ok(request_changes(
+                &head,
+                format!("the branch conflicts with {base}"),
+                files,
+            ));
+        }
+        let merged = ws.head()?;
+        let changes = changed_files(ws.git(), &base_head, &merged)?;
+        if let Err(f) = checks::check_policy(task, act.config, &changes) {
+            return Ok(request_changes(
+                &head,
+                "the change breaks the path policy".to_string(),
+                f.message
+                    .trim_start_matches("Policy violation: ")
+                    .split("; ")
+                    .map(String::from)
+                    .collect(),
+            ));
+        }
+        let verified =
+            match checks::run_verification(task, act.config, &ws.path, &changes, act.redactor) {
+                Ok(passed) => passed,
+                Err(f) => {
+                    return Ok(request_changes(
+                        &head,
+                        format!("verification fails on the change merged with {base}"),
+                        vec![f.message],
+                    ))
+                }
+            };
+        let judge_agent = act.config.agents.effective(AgentRole::Judge);
+        let (verdict, summary, findings) = if judge_agent.review {
+            match review(
+                act,
+                task,
+                run,
+                &ws,
+                (&base_head, &merged),
+                &verified,
+                reviews_so_far,
+            ) {
+                Ok(v) => v,
+                Err(error) => {
+                    return Ok(JudgeResult {
+                        conclusion: JudgeConclusion::Failed { error },
+                        judgement: None,
+                    })
+                }
+            }
+        } else {
+            (
+                Verdict::Approve,
+                "checks passed (no agent review configured)".to_string(),
+                Vec::new(),
+            )
+        };
+        if verdict == Verdict::RequestChanges {
+            return Ok(request_changes(&head, summary, findings));
+        }
+        let commit = merge_into_base(act, &repo, task, base, &base_head, &merged)?;
+        Ok(JudgeResult {
+            judgement: Some(JudgementRow {
+                head_sha: head.clone(),
+                verdict: Verdict::Approve,
+                summary,
+                findings,
+            }),
+            conclusion: JudgeConclusion::Merged { commit },
+        })
+    })();
+    let _ = ws.close();
+    if let Ok(JudgeResult {
+        conclusion: JudgeConclusion::Merged { .. },
+        ..
+    }) = &result
+    {
+        if act.config.merge.delete_branch {
+            let _ = repo.run(&["branch", "-D", &branch]);
+        }
+    }
+    result
+}
+
+fn missing_base(repo: &Git, base: &str) -> GitError {
+    GitError {
+        dir: repo.dir().display().to_string(),
+        args: format!("rev-parse refs/heads/{base}"),
+        code: None,
+        detail: format!(
+            "the base branch `{base}` does not exist: set `base_branch` in .opentiger.yml"
+        ),
+    }
+}
+
+/// Asks the judge agent; `Err` when it could not give a verdict (never read as approval).
+fn review(
+    act: &Act<'_>,
+    task: &Task,
+    run: &Run,
+    ws: &Workspace,
+    (base_head, merged): (&str, &str),
+    verified: &[String],
+    reviews_so_far: u32,
+) -> Result<(Verdict, String, Vec<String>), String> {
+    let agent = act.config.agents.effective(AgentRole::Judge);
+    let exec = executor::for_role(&agent, AgentRole::Judge, act.repo).map_err(|e| e.to_string())?;
+    let diff = diff_text(ws.git(), base_head, merged, 60_000).map_err(|e| e.to_string())?;
+    let scratch = tempfile::tempdir().map_err(|e| e.to_string())?;
+    let prompt = super::prompts::judge(
+        act,
+        task,
+        verified,
+        &diff,
+        &scratch.path().join("result.json"),
+    )
+    .map_err(|f| f.message)?;
+    let env = executor::agent_env(
+        &agent.env_passthrough,
+        |k| std::env::var(k).ok(),
+        &[
+            ("OPENTIGER_ROLE", "judge".to_string()),
+            ("OPENTIGER_TASK_ID", task.id.to_string()),
+            ("OPENTIGER_RUN_ID", run.id.to_string()),
+            ("OPENTIGER_WORKSPACE", ws.path.display().to_string()),
+        ],
+    );
+    let request = AgentRequest {
+        role: AgentRole::Judge,
+        task,
+        run_id: &run.id,
+        workspace: &ws.path,
+        prompt,
+        env,
+        timeout: agent.timeout(),
+        attempt: reviews_so_far,
+        scratch: scratch.path(),
+    };
+    let result = exec.run(&request).map_err(|e| e.to_string())?;
+    // The reviewer reads; it does not edit what it reviews.
+    let _ = ws.git().run(&["reset", "-q", "--hard", merged]);
+    let _ = ws.git().run(&["clean", "-q", "-fd"]);
+    match result.exit {
+        AgentExit::Finished => {}
+        AgentExit::TimedOut => {
+            return Err(format!(
+                "the judge agent timed out after {:?}",
+                agent.timeout()
+            ))
+        }
+        AgentExit::Failed(code) => {
+            return Err(format!(
+                "the judge agent failed ({}): {}",
+                code.map_or("signal".to_string(), |c| format!("exit code {c}")),
+                act.redactor.excerpt(&result.output_tail, 300)
+            ))
+        }
+    }
+    let value = result.result.ok_or_else(|| {
+        result.result_error.unwrap_or_else(|| {
+            "the judge agent wrote no verdict to $OPENTIGER_RESULT_FILE".to_string()
+        })
+    })?;
+    parse_verdict(&value)
+}
+
+/// `{"verdict": "approve" | "request_changes", "summary": "...", "findings": ["..."]}` (DESIGN §6).
+pub fn parse_verdict(value: &serde_json::Value) -> Result<(Verdict, String, Vec<String>), String> {
+    let verdict = value
+        .get("verdict")
+        .and_then(|v| v.as_str())
+        .ok_or("the verdict JSON has no \"verdict\"")?
+        .parse::<Verdict>()
+        .map_err(|e| format!("the verdict JSON is invalid: {e}"))?;
+    let summary = value
+        .get("summary")
+        .and_then(|v| v.as_str())
+        .unwrap_or("")
+        .to_string();
+    let findings = value
+        .get("findings")
+        .and_then(|v| v.as_array())
+        .map(|a| {
+            a.iter()
+                .filter_map(|f| f.as_str().map(String::from))
+                .collect()
+        })
+        .unwrap_or_default();
+    Ok((verdict, summary, findings))
+}
+
+/// Puts the approved change on the base branch: one new commit (squash and rebase) or a merge
+/// commit, moved onto the base with a compare-and-swap on its old head.
+fn merge_into_base(
+    act: &Act<'_>,
+    repo: &Git,
+    task: &Task,
+    base: &str,
+    base_head: &str,
+    merged: &str,
+) -> Result<String, GitError> {
+    let tree = repo.run(&["rev-parse", &format!("{merged}^{{tree}}")])?;
+    let message = format!("[opentiger] {}\n\nTask: {}", task.title, task.id);
+    let commit = match act.config.merge.method {
+        MergeMethod::Squash | MergeMethod::Rebase => {
+            repo.run(&["commit-tree", &tree, "-p", base_head, "-m", &message])?
+        }
+        MergeMethod::Merge => {
+            let branch_head = repo
+                .run(&["rev-parse", &format!("{merged}^2")])
+                .unwrap_or_else(|_| merged.to_string());
+            repo.run(&[
+                "commit-tree",
+                &tree,
+                "-p",
+                base_head,
+                "-p",
+                &branch_head,
+                "-m",
+                &message,
+            ])?
+        }
+    };
+    // If the base is checked out in the main worktree, move it there (so its files follow);
+    // otherwise move the ref, refusing if it changed since we read it.
+    let checked_out = repo.try_run(&["symbolic-ref", "-q", "HEAD"])?.as_deref()
+        == Some(&format!("refs/heads/{base}"));
+    let bare = repo
+        .try_run(&["rev-parse", "--is-bare-repository"])?
+        .as_deref()
+        == Some("true");
+    if checked_out && !bare {
+        repo.run(&["merge", "--ff-only", "-q", &commit])?;
+    } else {
+        repo.run(&[
+            "update-ref",
+            &format!("refs/heads/{base}"),
+            &commit,
+            base_head,
+        ])?;
+    }
+    Ok(commit)
+}

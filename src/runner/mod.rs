@@ -1,0 +1,40 @@
+//! The act phase of a tick (DESIGN §3 step 5): running claimed work and reviews. Everything here
+//! touches the world (worktrees, agents, commands, git); every decision about what the results
+//! mean is made by the engine (`engine::outcome`, `engine::verdict`).
+
+mod checks;
+pub mod judge;
+mod prompts;
+pub mod work;
+
+use std::path::Path;
+
+use crate::config::Config;
+use crate::prompt::Templates;
+use crate::redact::Redactor;
+
+pub use checks::{allowed_paths, base_env};
+
+/// What the act phase works with.
+pub struct Act<'a> {
+    pub repo: &'a Path,
+    pub config: &'a Config,
+    pub redactor: &'a Redactor,
+    pub templates: &'a Templates,
+    /// The state file, when it lives inside the repository: never part of a change.
+    pub state_file: Option<std::path::PathBuf>,
+}
+
+impl Act<'_> {
+    /// Pathspecs that leave the state file (and its lock and journal) out of `git add`.
+    pub fn state_exclusions(&self) -> Vec<String> {
+        let Some(rel) = self
+            .state_file
+            .as_ref()
+            .and_then(|p| p.strip_prefix(self.repo).ok())
+        else {
+            return Vec::new();
+        };
+        vec![format!(":(glob){}*", rel.display())]
+    }
+}

@@ -1,0 +1,94 @@
+//! Filling the prompt templates from a task and its history. Text from outside (agent output,
+//! diffs) is redacted here before it reaches a prompt; the templates fence it as untrusted.
+
+use std::path::Path;
+
+use super::checks::{allowed_paths, CheckFailure};
+use super::Act;
+use crate::engine::classify::classify;
+use crate::model::{FailureCode, Run, RunStatus, Task};
+use crate::prompt::{JudgePrompt, PriorFailure, VerificationResult, WorkerPrompt};
+
+/// Earlier failed attempts shown to the next one (spec §2.3 step 3: the last three).
+const FAILURES_SHOWN: usize = 3;
+
+pub fn worker(
+    act: &Act<'_>,
+    task: &Task,
+    history: &[Run],
+    result_file: &Path,
+) -> Result<String, CheckFailure> {
+    let failed: Vec<&Run> = history
+        .iter()
+        .filter(|r| matches!(r.status, RunStatus::Failed | RunStatus::Cancelled))
+        .take(FAILURES_SHOWN)
+        .collect();
+    let total = history.len();
+    let failures = failed
+        .iter()
+        .enumerate()
+        .map(|(i, r)| {
+            let excerpt = r
+                .error
+                .clone()
+                .unwrap_or_else(|| "no output recorded".to_string());
+            PriorFailure {
+                attempt: u32::try_from(total - i).unwrap_or(0),
+                category: classify(&excerpt, r.failure_code).reason.to_string(),
+                excerpt: act.redactor.excerpt(&excerpt, 1200),
+            }
+        })
+        .collect();
+    let data = WorkerPrompt {
+        role: task.role.to_string(),
+        title: task.title.clone(),
+        goal: task.goal.clone(),
+        notes: Some(task.notes.clone()).filter(|n| !n.trim().is_empty()),
+        allowed_paths: allowed_paths(task, act.config),
+        commands: task
+            .commands
+            .iter()
+            .chain(act.config.verify.commands.iter())
+            .cloned()
+            .collect(),
+        failures,
+        result_file: Some(result_file.display().to_string()),
+        issue: None,
+    };
+    act.templates
+        .render_worker(&data)
+        .map_err(|e| CheckFailure {
+            code: FailureCode::SetupOrBootstrapIssue,
+            message: format!("the worker prompt could not be rendered: {e}"),
+        })
+}
+
+pub fn judge(
+    act: &Act<'_>,
+    task: &Task,
+    verified: &[String],
+    diff: &str,
+    result_file: &Path,
+) -> Result<String, CheckFailure> {
+    let data = JudgePrompt {
+        title: task.title.clone(),
+        goal: task.goal.clone(),
+        notes: Some(task.notes.clone()).filter(|n| !n.trim().is_empty()),
+        allowed_paths: allowed_paths(task, act.config),
+        diff: act.redactor.redact(diff),
+        verification: verified
+            .iter()
+            .map(|c| VerificationResult {
+                command: c.clone(),
+                passed: true,
+                output: None,
+            })
+            .collect(),
+        policy_findings: Vec::new(),
+        result_file: Some(result_file.display().to_string()),
+    };
+    act.templates.render_judge(&data).map_err(|e| CheckFailure {
+        code: FailureCode::SetupOrBootstrapIssue,
+        message: format!("the judge prompt could not be rendered: {e}"),
+    })
+}

@@ -1,0 +1,297 @@
+//! A worker/tester/docser run (spec §2.3): workspace, prompt, agent, then the runner's own
+//! checks — a diff exists, the path policy holds, the verification commands pass — and the
+//! commit. Produces an outcome; the caller records it.
+
+use std::path::Path;
+
+use super::checks::{self, CheckFailure};
+use super::Act;
+use crate::config::AgentRole;
+use crate::engine::outcome::RunOutcome;
+use crate::executor::{self, AgentExit, AgentRequest};
+use crate::git::{Git, NumstatEntry};
+use crate::model::{FailureCode, Mode, Role, Run, RunId, Task};
+use crate::store::RunRecord;
+use crate::workspace::{task_branch, Workspace};
+
+/// What a run produced, ready to record.
+pub struct WorkResult {
+    pub outcome: RunOutcome,
+    pub record: RunRecord,
+}
+
+impl WorkResult {
+    fn failed(code: FailureCode, message: String, mut record: RunRecord) -> WorkResult {
+        record.error = Some(message.clone());
+        WorkResult {
+            outcome: RunOutcome {
+                success: false,
+                failure_code: Some(code),
+                message,
+                no_changes: false,
+            },
+            record,
+        }
+    }
+}
+
+/// Runs one claimed task. Errors of the runner itself (git broken, disk full) come back as a
+/// failed outcome too: the task is retried under its budget, never lost.
+pub fn run_task(act: &Act<'_>, task: &Task, run_id: &RunId, history: &[Run]) -> WorkResult {
+    let mut record = RunRecord::default();
+    match act.config.mode {
+        Mode::Direct => direct(act, task, run_id, history, &mut record),
+        Mode::LocalGit | Mode::Github => in_worktree(act, task, run_id, history, &mut record),
+    }
+    .unwrap_or_else(|failure| WorkResult::failed(failure.code, failure.message, record))
+}
+
+fn in_worktree(
+    act: &Act<'_>,
+    task: &Task,
+    run_id: &RunId,
+    history: &[Run],
+    record: &mut RunRecord,
+) -> Result<WorkResult, CheckFailure> {
+    let branch = task_branch(task);
+    let git = Git::new(act.repo);
+    let ws = Workspace::open(&git, &branch, &act.config.base_branch).map_err(setup)?;
+    record.branch = Some(branch);
+    let result = (|| {
+        let agent = run_agent(act, task, run_id, history, &ws.path, record)?;
+        let changes = ws.stage_changes().map_err(setup)?;
+        let (passed, summary) = check_change(act, task, &ws.path, &changes, agent)?;
+        if changes.is_empty() {
+            return Ok(noop_success(passed, summary, record));
+        }
+        let head = ws
+            .commit(
+                &format!("[opentiger] {}", task.title),
+                &format!("Task: {}\nRun: {run_id}", task.id),
+            )
+            .map_err(setup)?;
+        record.head_sha = Some(head);
+        Ok(success(summary, record))
+    })();
+    if let Err(e) = ws.close() {
+        tracing::warn!("could not remove the worktree: {e}");
+    }
+    result
+}
+
+/// Direct mode: the agent edits the repository in place. The change is measured against a
+/// snapshot tree taken before (a private index, so the user's index is untouched); a change that
+/// fails the checks is rolled back (spec weak spot §8.20: failed edits are not left behind).
+fn direct(
+    act: &Act<'_>,
+    task: &Task,
+    run_id: &RunId,
+    history: &[Run],
+    record: &mut RunRecord,
+) -> Result<WorkResult, CheckFailure> {
+    let scratch = tempfile::tempdir().map_err(|e| setup_text(e.to_string()))?;
+    let index = scratch.path().join("index");
+    let git = Git::new(act.repo).with_env("GIT_INDEX_FILE", &index.display().to_string());
+    let exclusions = act.state_exclusions();
+    let snapshot = |g: &Git| -> Result<String, CheckFailure> {
+        g.run(&["add", "-A"]).map_err(setup)?;
+        if !exclusions.is_empty() {
+            let mut args = vec!["rm", "-r", "-q", "--cached", "--ignore-unmatch", "--"];
+            args.extend(exclusions.iter().map(String::as_str));
+            g.run(&args).map_err(setup)?;
+        }
+        g.run(&["write-tree"]).map_err(setup)
+    };
+    let before = snapshot(&git)?;
+    let agent = run_agent(act, task, run_id, history, act.repo, record);
+    let after = snapshot(&git)?;
+    let diff = git
+        .run(&[
+            "diff-tree",
+            "-r",
+            "--numstat",
+            "-z",
+            "--no-renames",
+            &before,
+            &after,
+        ])
+        .map_err(setup)?;
+    let changes = crate::git::parse_numstat_z(&diff);
+    let checked = agent.and_then(|agent| check_change(act, task, act.repo, &changes, agent));
+    match checked {
+        Ok((passed, summary)) if changes.is_empty() => Ok(noop_success(passed, summary, record)),
+        Ok((_, summary)) => Ok(success(summary, record)),
+        Err(failure) => {
+            rollback(&git, &before, &changes);
+            Err(failure)
+        }
+    }
+}
+
+/// Puts the files a failed direct run changed back as they were.
+fn rollback(git: &Git, before: &str, changes: &[NumstatEntry]) {
+    let _ = git.run(&["read-tree", before]);
+    for change in changes {
+        let existed = git
+            .try_run(&["cat-file", "-e", &format!("{before}:{}", change.path)])
+            .ok()
+            .flatten()
+            .is_some();
+        if existed {
+            let _ = git.run(&["checkout-index", "-f", "--", &change.path]);
+        } else {
+            let _ = std::fs::remove_file(git.dir().join(&change.path));
+        }
+    }
+}
+
+/// Runs the agent; a failed, cut-short or garbled run is a failure with its output.
+fn run_agent(
+    act: &Act<'_>,
+    task: &Task,
+    run_id: &RunId,
+    history: &[Run],
+    cwd: &Path,
+    record: &mut RunRecord,
+) -> Result<Option<String>, CheckFailure> {
+    let role = AgentRole::Task(task.role);
+    let agent = act.config.agents.effective(role);
+    let exec = executor::for_role(&agent, role, act.repo).map_err(|e| setup_text(e.to_string()))?;
+    record.executor = Some(exec.name().to_string());
+    let scratch = tempfile::tempdir().map_err(|e| setup_text(e.to_string()))?;
+    let prompt = super::prompts::worker(act, task, history, &scratch.path().join("result.json"))?;
+    let env = executor::agent_env(
+        &agent.env_passthrough,
+        |k| std::env::var(k).ok(),
+        &[
+            ("OPENTIGER_ROLE", task.role.to_string()),
+            ("OPENTIGER_TASK_ID", task.id.to_string()),
+            ("OPENTIGER_RUN_ID", run_id.to_string()),
+            ("OPENTIGER_WORKSPACE", cwd.display().to_string()),
+        ],
+    );
+    let attempt = u32::try_from(history.len()).unwrap_or(u32::MAX);
+    let request = AgentRequest {
+        role,
+        task,
+        run_id,
+        workspace: cwd,
+        prompt,
+        env,
+        timeout: agent.timeout(),
+        attempt,
+        scratch: scratch.path(),
+    };
+    let result = exec.run(&request).map_err(|e| setup_text(e.to_string()))?;
+    record.cost_usd = result.cost_usd;
+    record.input_tokens = result.input_tokens;
+    record.output_tokens = result.output_tokens;
+    record.session_id = result.session_id.clone();
+    record.summary = result
+        .summary
+        .clone()
+        .map(|s| act.redactor.excerpt(&s, 500));
+    let tail = act.redactor.excerpt(&result.output_tail, 800);
+    match result.exit {
+        AgentExit::Finished => {}
+        AgentExit::TimedOut => {
+            return Err(CheckFailure {
+                code: FailureCode::TransientOrFlakyFailure,
+                message: format!(
+                    "the agent timed out after {:?} and was killed\n{tail}",
+                    agent.timeout()
+                ),
+            })
+        }
+        AgentExit::Failed(code) => {
+            let how = code.map_or("was killed by a signal".to_string(), |c| {
+                format!("exited with code {c}")
+            });
+            return Err(CheckFailure {
+                code: FailureCode::ExecutionFailed,
+                message: format!("the agent {how}\n{tail}"),
+            });
+        }
+    }
+    if let Some(e) = result.result_error {
+        return Err(CheckFailure {
+            code: FailureCode::ModelOrUnknownFailure,
+            message: format!("the agent finished but {e}"),
+        });
+    }
+    Ok(result.summary)
+}
+
+/// Policy and verification of a change; `Ok((commands that passed, agent summary))`.
+fn check_change(
+    act: &Act<'_>,
+    task: &Task,
+    cwd: &Path,
+    changes: &[NumstatEntry],
+    summary: Option<String>,
+) -> Result<(usize, Option<String>), CheckFailure> {
+    if changes.is_empty() && !may_change_nothing(task) {
+        return Err(CheckFailure {
+            code: FailureCode::NoActionableChanges,
+            message: "No changes were made: the agent finished without changing any file"
+                .to_string(),
+        });
+    }
+    checks::check_policy(task, act.config, changes)?;
+    let passed = checks::run_verification(task, act.config, cwd, changes, act.redactor)?.len();
+    if changes.is_empty() && passed == 0 {
+        return Err(CheckFailure {
+            code: FailureCode::NoActionableChanges,
+            message:
+                "No changes were made and no verification command ran to confirm nothing was needed"
+                    .to_string(),
+        });
+    }
+    Ok((passed, summary))
+}
+
+/// spec §2.3.1: a tester or docs task may conclude that nothing needs changing, if verification
+/// confirms it; a worker must change something.
+fn may_change_nothing(task: &Task) -> bool {
+    match task.role {
+        Role::Tester | Role::Docser => true,
+        Role::Worker => false,
+    }
+}
+
+fn success(summary: Option<String>, record: &mut RunRecord) -> WorkResult {
+    WorkResult {
+        outcome: RunOutcome {
+            success: true,
+            failure_code: None,
+            message: summary.unwrap_or_default(),
+            no_changes: false,
+        },
+        record: record.clone(),
+    }
+}
+
+fn noop_success(passed: usize, summary: Option<String>, record: &mut RunRecord) -> WorkResult {
+    let message = format!("nothing needed changing; {passed} verification command(s) passed");
+    record.summary = Some(summary.map_or(message.clone(), |s| format!("{s} ({message})")));
+    WorkResult {
+        outcome: RunOutcome {
+            success: true,
+            failure_code: None,
+            message,
+            no_changes: true,
+        },
+        record: record.clone(),
+    }
+}
+
+fn setup(e: crate::git::GitError) -> CheckFailure {
+    setup_text(e.to_string())
+}
+
+fn setup_text(message: String) -> CheckFailure {
+    CheckFailure {
+        code: FailureCode::SetupOrBootstrapIssue,
+        message,
+    }
+}

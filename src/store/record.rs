@@ -1,0 +1,315 @@
+//! Recording outcomes (DESIGN §3 step 6): only where this tick's agent still holds the lease;
+//! otherwise the outcome is logged as stray and the task is left to recovery.
+
+use rusqlite::{params, OptionalExtension, Transaction};
+
+use super::tasks::{insert_task_row, record_event, write_transition, TaskChanges, Writer};
+use super::{Store, StoreError};
+use crate::engine::outcome::OutcomeDecision;
+use crate::engine::verdict::VerdictDecision;
+use crate::model::{RunId, TaskId, TaskState, TaskStatus, Verdict};
+
+/// The facts of a finished run, besides its status.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct RunRecord {
+    pub executor: Option<String>,
+    pub error: Option<String>,
+    pub summary: Option<String>,
+    pub cost_usd: f64,
+    pub input_tokens: i64,
+    pub output_tokens: i64,
+    pub session_id: Option<String>,
+    pub branch: Option<String>,
+    pub head_sha: Option<String>,
+}
+
+/// What happened to an outcome.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Recorded {
+    Applied,
+    /// The lease was no longer ours: logged, nothing else changed.
+    Stray {
+        holder: Option<String>,
+    },
+}
+
+/// A verdict as stored in `judgements`.
+#[derive(Clone, Debug, PartialEq)]
+pub struct JudgementRow {
+    pub head_sha: String,
+    pub verdict: Verdict,
+    pub summary: String,
+    pub findings: Vec<String>,
+}
+
+fn lease_holder(
+    tx: &Transaction<'_>,
+    task: &TaskId,
+    run: &RunId,
+    agent: &str,
+) -> Result<Result<(), Option<String>>, StoreError> {
+    let held: Option<(String, String)> = tx
+        .query_row(
+            "SELECT run_id, agent_id FROM leases WHERE task_id = ?1",
+            [task.as_str()],
+            |r| Ok((r.get(0)?, r.get(1)?)),
+        )
+        .optional()?;
+    Ok(match held {
+        Some((r, a)) if r == run.as_str() && a == agent => Ok(()),
+        Some((_, a)) => Err(Some(a)),
+        None => Err(None),
+    })
+}
+
+impl Store {
+    /// Applies a worker run's outcome: the run row, the task's transition, the spend ledger, and
+    /// the lease released, in one transaction.
+    pub fn record_run(
+        &mut self,
+        task_id: &TaskId,
+        run_id: &RunId,
+        record: &RunRecord,
+        decision: &OutcomeDecision,
+        writer: Writer<'_>,
+    ) -> Result<Recorded, StoreError> {
+        let tx = self.conn.transaction()?;
+        if let Err(holder) = lease_holder(&tx, task_id, run_id, writer.actor)? {
+            let reason = format!(
+                "outcome of run {run_id} arrived after its lease was lost ({}): not applied",
+                holder.as_deref().unwrap_or("no lease")
+            );
+            record_event(
+                &tx,
+                writer,
+                "run.stray_outcome",
+                Some(task_id),
+                Some(run_id),
+                None,
+                None,
+                &reason,
+                serde_json::json!({ "status": decision.run_status, "failure_code": decision.failure_code }),
+            )?;
+            tx.commit()?;
+            return Ok(Recorded::Stray { holder });
+        }
+        tx.execute(
+            "UPDATE runs SET status = ?2, finished_at = ?3, failure_code = ?4, error = ?5, summary = ?6, cost_usd = ?7, \
+             input_tokens = ?8, output_tokens = ?9, session_id = ?10, branch = ?11, head_sha = ?12, executor = ?13 WHERE id = ?1",
+            params![
+                run_id.as_str(),
+                decision.run_status.as_str(),
+                writer.now.0,
+                decision.failure_code.map(|c| c.as_str()),
+                record.error,
+                record.summary,
+                record.cost_usd,
+                record.input_tokens,
+                record.output_tokens,
+                record.session_id,
+                record.branch,
+                record.head_sha,
+                record.executor,
+            ],
+        )?;
+        let changes = TaskChanges {
+            attempts: decision.attempts.clone(),
+            next_attempt_at: decision.next_attempt_at,
+        };
+        write_transition(
+            &tx,
+            task_id,
+            Some(TaskState::RUNNING),
+            decision.to,
+            &decision.reason,
+            &changes,
+            writer,
+        )?;
+        tx.execute("DELETE FROM leases WHERE task_id = ?1", [task_id.as_str()])?;
+        add_spend(&tx, task_id, record, writer)?;
+        record_event(
+            &tx,
+            writer,
+            "run.finished",
+            Some(task_id),
+            Some(run_id),
+            None,
+            None,
+            &decision.reason,
+            serde_json::json!({ "status": decision.run_status, "cost_usd": record.cost_usd }),
+        )?;
+        tx.commit()?;
+        Ok(Recorded::Applied)
+    }
+
+    /// Applies a judge's conclusion: the judgement row, the AutoFix child, the transition and the
+    /// lease released, in one transaction.
+    pub fn record_judgement(
+        &mut self,
+        task_id: &TaskId,
+        run_id: &RunId,
+        judgement: Option<&JudgementRow>,
+        decision: &VerdictDecision,
+        writer: Writer<'_>,
+    ) -> Result<Recorded, StoreError> {
+        let tx = self.conn.transaction()?;
+        if let Err(holder) = lease_holder(&tx, task_id, run_id, writer.actor)? {
+            let reason =
+                format!("review of run {run_id} arrived after its lease was lost: not applied");
+            record_event(
+                &tx,
+                writer,
+                "judge.stray_verdict",
+                Some(task_id),
+                Some(run_id),
+                None,
+                None,
+                &reason,
+                serde_json::json!({}),
+            )?;
+            tx.commit()?;
+            return Ok(Recorded::Stray { holder });
+        }
+        if let Some(j) = judgement {
+            tx.execute(
+                "INSERT INTO judgements (run_id, task_id, head_sha, verdict, summary, findings, created_at) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
+                params![run_id.as_str(), task_id.as_str(), j.head_sha, j.verdict.as_str(), j.summary, serde_json::to_string(&j.findings).unwrap_or_default(), writer.now.0],
+            )?;
+        }
+        if let Some(child) = &decision.create {
+            let exists = tx
+                .query_row(
+                    "SELECT 1 FROM tasks WHERE id = ?1",
+                    [child.id.as_str()],
+                    |_| Ok(()),
+                )
+                .optional()?
+                .is_some();
+            if !exists {
+                insert_task_row(&tx, child)?;
+                record_event(
+                    &tx,
+                    writer,
+                    "task.created",
+                    Some(&child.id),
+                    None,
+                    None,
+                    Some(child.state()),
+                    &format!("{} for {task_id}", child.kind),
+                    serde_json::json!({ "parent": task_id }),
+                )?;
+            }
+        }
+        let current: String = tx.query_row(
+            "SELECT status FROM tasks WHERE id = ?1",
+            [task_id.as_str()],
+            |r| r.get(0),
+        )?;
+        let changes = TaskChanges {
+            attempts: decision.attempts.clone(),
+            next_attempt_at: decision.rejudge.then_some(decision.next_attempt_at),
+        };
+        if current != TaskStatus::Blocked.as_str()
+            || decision.to != TaskState::blocked(crate::model::BlockReason::AwaitingJudge)
+        {
+            write_transition(
+                &tx,
+                task_id,
+                None,
+                decision.to,
+                &decision.reason,
+                &changes,
+                writer,
+            )?;
+        } else {
+            // Stays awaiting the judge: only counters and the retry time change.
+            tx.execute(
+                "UPDATE tasks SET attempts = coalesce(?2, attempts), next_attempt_at = ?3, status_reason = ?4, updated_at = ?5 WHERE id = ?1",
+                params![task_id.as_str(), changes.attempts.as_ref().map(|a| serde_json::to_string(a).unwrap_or_default()), decision.next_attempt_at.map(|t| t.0), decision.reason, writer.now.0],
+            )?;
+            record_event(
+                &tx,
+                writer,
+                "judge.retry",
+                Some(task_id),
+                Some(run_id),
+                None,
+                None,
+                &decision.reason,
+                serde_json::json!({}),
+            )?;
+        }
+        if decision.rejudge {
+            tx.execute(
+                "UPDATE runs SET judged_at = NULL WHERE id = ?1",
+                [run_id.as_str()],
+            )?;
+        }
+        tx.execute("DELETE FROM leases WHERE task_id = ?1", [task_id.as_str()])?;
+        record_event(
+            &tx,
+            writer,
+            "judge.concluded",
+            Some(task_id),
+            Some(run_id),
+            None,
+            None,
+            &decision.reason,
+            serde_json::json!({ "verdict": judgement.map(|j| j.verdict) }),
+        )?;
+        tx.commit()?;
+        Ok(Recorded::Applied)
+    }
+
+    /// Children of a task of one kind (AutoFix attempts so far).
+    pub fn count_children(
+        &self,
+        task_id: &TaskId,
+        kind: crate::model::TaskKind,
+    ) -> Result<u32, StoreError> {
+        Ok(self.conn.query_row(
+            "SELECT count(*) FROM tasks WHERE parent_task_id = ?1 AND kind = ?2",
+            params![task_id.as_str(), kind.as_str()],
+            |r| r.get(0),
+        )?)
+    }
+
+    /// Judgements recorded for a task and its children: how often this change was reviewed.
+    pub fn reviews_of_lineage(&self, root: &TaskId) -> Result<u32, StoreError> {
+        Ok(self.conn.query_row(
+            "SELECT count(*) FROM judgements WHERE task_id = ?1 OR task_id IN (SELECT id FROM tasks WHERE parent_task_id = ?1)",
+            [root.as_str()],
+            |r| r.get(0),
+        )?)
+    }
+
+    /// Spend so far on one UTC day.
+    pub fn spend_on(&self, day: &str) -> Result<f64, StoreError> {
+        Ok(self
+            .conn
+            .query_row(
+                "SELECT spent_usd FROM budgets WHERE scope = 'day' AND key = ?1",
+                [day],
+                |r| r.get(0),
+            )
+            .optional()?
+            .unwrap_or(0.0))
+    }
+}
+
+fn add_spend(
+    tx: &Transaction<'_>,
+    task: &TaskId,
+    record: &RunRecord,
+    writer: Writer<'_>,
+) -> Result<(), StoreError> {
+    for (scope, key) in [("day", writer.now.day()), ("task", task.to_string())] {
+        tx.execute(
+            "INSERT INTO budgets (scope, key, spent_usd, input_tokens, output_tokens, runs) VALUES (?1, ?2, ?3, ?4, ?5, 1) \
+             ON CONFLICT(scope, key) DO UPDATE SET spent_usd = spent_usd + excluded.spent_usd, \
+             input_tokens = input_tokens + excluded.input_tokens, output_tokens = output_tokens + excluded.output_tokens, runs = runs + 1",
+            params![scope, key, record.cost_usd, record.input_tokens, record.output_tokens],
+        )?;
+    }
+    Ok(())
+}
