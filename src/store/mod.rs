@@ -6,6 +6,7 @@
 //! writes an event in the same SQL transaction.
 
 mod apply;
+mod plans;
 mod record;
 mod rows;
 mod schema;
@@ -17,6 +18,7 @@ use std::path::{Path, PathBuf};
 use rusqlite::{Connection, OpenFlags};
 
 pub use apply::ApplyReport;
+pub use plans::{PlanHistory, PlanRecord, PlanStatus};
 pub use record::{JudgementRow, Recorded, RunRecord};
 pub use schema::LATEST as SCHEMA_VERSION;
 pub use snapshot::SnapshotLimits;

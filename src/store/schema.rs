@@ -3,7 +3,7 @@
 //! A migration is appended, never edited: version N's SQL turns a version N-1 file into version N.
 
 /// Each entry migrates from version `index` to version `index + 1`.
-pub const MIGRATIONS: &[&str] = &[V1];
+pub const MIGRATIONS: &[&str] = &[V1, V2];
 
 pub const LATEST: i64 = MIGRATIONS.len() as i64;
 
@@ -156,4 +156,23 @@ CREATE TABLE budgets (
     runs          INTEGER NOT NULL DEFAULT 0,
     PRIMARY KEY (scope, key)
 ) STRICT, WITHOUT ROWID;
+"#;
+
+/// Plans: one row per planner attempt, keyed by the signature of what was planned (requirement
+/// content and base head), so the same inputs are never planned twice (spec §2.1 step 9, here
+/// without a time window).
+const V2: &str = r#"
+CREATE TABLE plans (
+    id               TEXT PRIMARY KEY,
+    signature        TEXT NOT NULL,
+    requirement_hash TEXT NOT NULL,
+    base_head        TEXT NOT NULL,
+    status           TEXT NOT NULL,
+    source           TEXT NOT NULL,
+    task_count       INTEGER NOT NULL DEFAULT 0,
+    errors           TEXT NOT NULL DEFAULT '[]',
+    tick_id          TEXT,
+    created_at       INTEGER NOT NULL
+) STRICT;
+CREATE INDEX plans_by_signature ON plans(signature, created_at);
 "#;

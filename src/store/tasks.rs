@@ -48,54 +48,7 @@ impl Store {
     /// batch, and must not form a cycle; otherwise nothing is written.
     pub fn insert_tasks(&mut self, tasks: &[Task], writer: Writer<'_>) -> Result<(), StoreError> {
         let tx = self.conn.transaction()?;
-        let batch: BTreeSet<&TaskId> = tasks.iter().map(|t| &t.id).collect();
-        let mut edges: BTreeMap<TaskId, Vec<TaskId>> = BTreeMap::new();
-        for task in tasks {
-            if task_exists(&tx, &task.id)? {
-                return Err(StoreError::Invalid(format!(
-                    "a task with id {} already exists\n  fix: choose another --id, or leave it out to get a fresh one",
-                    task.id
-                )));
-            }
-            for dep in &task.dependencies {
-                if !batch.contains(dep) && !task_exists(&tx, dep)? {
-                    return Err(StoreError::Invalid(format!(
-                        "task {} depends on {dep}, which does not exist\n  fix: `opentiger task list` shows the ids",
-                        task.id
-                    )));
-                }
-            }
-            edges.insert(task.id.clone(), task.dependencies.clone());
-        }
-        // Existing tasks cannot depend on new ones, so a cycle can only run through the batch.
-        if let Some(cycle) = find_cycle(&edges) {
-            return Err(StoreError::Invalid(format!(
-                "dependency cycle: {}\n  fix: remove one of these dependencies",
-                describe_cycle(&cycle)
-            )));
-        }
-        for task in tasks {
-            insert_task_row(&tx, task)?;
-        }
-        for task in tasks {
-            for dep in &task.dependencies {
-                tx.execute(
-                    "INSERT INTO task_dependencies (task_id, depends_on) VALUES (?1, ?2)",
-                    params![task.id.as_str(), dep.as_str()],
-                )?;
-            }
-            record_event(
-                &tx,
-                writer,
-                "task.created",
-                Some(&task.id),
-                None,
-                None,
-                Some(task.state()),
-                &format!("created {} task: {}", task.kind, task.title),
-                serde_json::json!({ "kind": task.kind, "role": task.role, "dependencies": task.dependencies }),
-            )?;
-        }
+        insert_tasks_in(&tx, tasks, writer)?;
         tx.commit()?;
         Ok(())
     }
@@ -334,6 +287,63 @@ impl Store {
         )?;
         Ok(())
     }
+}
+
+/// Inserts tasks inside a transaction: dependencies must exist or be in the batch, no cycles.
+pub(crate) fn insert_tasks_in(
+    tx: &Transaction<'_>,
+    tasks: &[Task],
+    writer: Writer<'_>,
+) -> Result<(), StoreError> {
+    let batch: BTreeSet<&TaskId> = tasks.iter().map(|t| &t.id).collect();
+    let mut edges: BTreeMap<TaskId, Vec<TaskId>> = BTreeMap::new();
+    for task in tasks {
+        if task_exists(tx, &task.id)? {
+            return Err(StoreError::Invalid(format!(
+                    "a task with id {} already exists\n  fix: choose another --id, or leave it out to get a fresh one",
+                    task.id
+                )));
+        }
+        for dep in &task.dependencies {
+            if !batch.contains(dep) && !task_exists(tx, dep)? {
+                return Err(StoreError::Invalid(format!(
+                        "task {} depends on {dep}, which does not exist\n  fix: `opentiger task list` shows the ids",
+                        task.id
+                    )));
+            }
+        }
+        edges.insert(task.id.clone(), task.dependencies.clone());
+    }
+    // Existing tasks cannot depend on new ones, so a cycle can only run through the batch.
+    if let Some(cycle) = find_cycle(&edges) {
+        return Err(StoreError::Invalid(format!(
+            "dependency cycle: {}\n  fix: remove one of these dependencies",
+            describe_cycle(&cycle)
+        )));
+    }
+    for task in tasks {
+        insert_task_row(tx, task)?;
+    }
+    for task in tasks {
+        for dep in &task.dependencies {
+            tx.execute(
+                "INSERT INTO task_dependencies (task_id, depends_on) VALUES (?1, ?2)",
+                params![task.id.as_str(), dep.as_str()],
+            )?;
+        }
+        record_event(
+            tx,
+            writer,
+            "task.created",
+            Some(&task.id),
+            None,
+            None,
+            Some(task.state()),
+            &format!("created {} task: {}", task.kind, task.title),
+            serde_json::json!({ "kind": task.kind, "role": task.role, "dependencies": task.dependencies }),
+        )?;
+    }
+    Ok(())
 }
 
 /// Field changes that go with a transition.

@@ -1,0 +1,192 @@
+//! Plan records: what the planner was asked to plan, when, and how it ended.
+
+use rusqlite::{params, OptionalExtension};
+use serde::Serialize;
+
+use super::tasks::{record_event, Writer};
+use super::{Store, StoreError};
+use crate::model::Task;
+use crate::time::Timestamp;
+
+/// How a planner attempt ended.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum PlanStatus {
+    /// Its tasks were created (possibly none: nothing left to do).
+    Created,
+    /// The planner's output was invalid (twice): nothing created.
+    Rejected,
+    /// The planner agent failed to produce anything.
+    Failed,
+}
+
+impl PlanStatus {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            PlanStatus::Created => "created",
+            PlanStatus::Rejected => "rejected",
+            PlanStatus::Failed => "failed",
+        }
+    }
+
+    fn parse(text: &str) -> PlanStatus {
+        match text {
+            "created" => PlanStatus::Created,
+            "rejected" => PlanStatus::Rejected,
+            _ => PlanStatus::Failed,
+        }
+    }
+}
+
+/// One planner attempt.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct PlanRecord {
+    pub id: String,
+    pub signature: String,
+    pub requirement_hash: String,
+    pub base_head: String,
+    pub status: PlanStatus,
+    /// `agent` or `fallback`.
+    pub source: String,
+    pub task_count: u32,
+    pub errors: Vec<String>,
+    pub created_at: Timestamp,
+}
+
+/// What the engine needs to know about planning so far.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct PlanHistory {
+    /// The newest attempt of any kind.
+    pub last_attempt: Option<PlanRecord>,
+    /// The newest plan whose tasks were created.
+    pub last_created: Option<PlanRecord>,
+    /// Failed or rejected attempts for `signature` since it was last planned.
+    pub failures_for: u32,
+}
+
+const COLUMNS: &str =
+    "id, signature, requirement_hash, base_head, status, source, task_count, errors, created_at";
+
+fn row(r: &rusqlite::Row<'_>) -> rusqlite::Result<PlanRecord> {
+    Ok(PlanRecord {
+        id: r.get(0)?,
+        signature: r.get(1)?,
+        requirement_hash: r.get(2)?,
+        base_head: r.get(3)?,
+        status: PlanStatus::parse(&r.get::<_, String>(4)?),
+        source: r.get(5)?,
+        task_count: r.get(6)?,
+        errors: serde_json::from_str(&r.get::<_, String>(7)?).unwrap_or_default(),
+        created_at: Timestamp(r.get(8)?),
+    })
+}
+
+impl Store {
+    pub fn plan_history(&self, signature: Option<&str>) -> Result<PlanHistory, StoreError> {
+        let last = |filter: &str| -> Result<Option<PlanRecord>, StoreError> {
+            Ok(self
+                .conn
+                .query_row(&format!("SELECT {COLUMNS} FROM plans {filter} ORDER BY created_at DESC, rowid DESC LIMIT 1"), [], row)
+                .optional()?)
+        };
+        let last_attempt = last("")?;
+        let last_created = last("WHERE status = 'created'")?;
+        let failures_for = match signature {
+            Some(sig) => self.conn.query_row(
+                "SELECT count(*) FROM plans WHERE signature = ?1 AND status <> 'created'",
+                [sig],
+                |r| r.get(0),
+            )?,
+            None => 0,
+        };
+        Ok(PlanHistory {
+            last_attempt,
+            last_created,
+            failures_for,
+        })
+    }
+
+    /// Was this signature already planned (tasks created)?
+    pub fn planned(&self, signature: &str) -> Result<bool, StoreError> {
+        Ok(self
+            .conn
+            .query_row(
+                "SELECT 1 FROM plans WHERE signature = ?1 AND status = 'created'",
+                [signature],
+                |_| Ok(()),
+            )
+            .optional()?
+            .is_some())
+    }
+
+    /// Records a planner attempt, creating its tasks in the same transaction. A signature that
+    /// was planned meanwhile (another tick) creates nothing and returns `false`.
+    pub fn record_plan(
+        &mut self,
+        plan: &PlanRecord,
+        tasks: &[Task],
+        writer: Writer<'_>,
+    ) -> Result<bool, StoreError> {
+        if plan.status == PlanStatus::Created && self.planned(&plan.signature)? {
+            return Ok(false);
+        }
+        let tx = self.conn.transaction()?;
+        super::tasks::insert_tasks_in(&tx, tasks, writer)?;
+        tx.execute(
+            &format!("INSERT OR REPLACE INTO plans ({COLUMNS}, tick_id) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)"),
+            params![
+                plan.id,
+                plan.signature,
+                plan.requirement_hash,
+                plan.base_head,
+                plan.status.as_str(),
+                plan.source,
+                plan.task_count,
+                serde_json::to_string(&plan.errors).unwrap_or_default(),
+                plan.created_at.0,
+                writer.tick_id.map(|t| t.as_str()),
+            ],
+        )?;
+        let reason = match plan.status {
+            PlanStatus::Created => format!("planned {} task(s) ({})", plan.task_count, plan.source),
+            PlanStatus::Rejected => format!("plan rejected: {}", plan.errors.join("; ")),
+            PlanStatus::Failed => format!("planner failed: {}", plan.errors.join("; ")),
+        };
+        record_event(
+            &tx,
+            writer,
+            &format!("planner.plan_{}", plan.status.as_str()),
+            None,
+            None,
+            None,
+            None,
+            &reason,
+            serde_json::json!({ "plan": plan.id, "signature": plan.signature }),
+        )?;
+        tx.commit()?;
+        Ok(true)
+    }
+
+    /// The newest review verdicts that asked for changes, for the planner's prompt.
+    pub fn recent_feedback(
+        &self,
+        limit: usize,
+    ) -> Result<Vec<(String, String, String, Vec<String>)>, StoreError> {
+        let rows = self
+            .conn
+            .prepare(
+                "SELECT t.title, j.verdict, j.summary, j.findings FROM judgements j JOIN tasks t ON t.id = j.task_id \
+                 ORDER BY j.created_at DESC, j.id DESC LIMIT ?1",
+            )?
+            .query_map([limit as i64], |r| {
+                Ok((
+                    r.get::<_, String>(0)?,
+                    r.get::<_, String>(1)?,
+                    r.get::<_, String>(2)?,
+                    serde_json::from_str::<Vec<String>>(&r.get::<_, String>(3)?).unwrap_or_default(),
+                ))
+            })?
+            .collect::<Result<_, _>>()?;
+        Ok(rows)
+    }
+}
