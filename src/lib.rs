@@ -10,6 +10,7 @@ pub mod engine;
 pub mod executor;
 pub mod git;
 pub mod model;
+pub mod planner;
 pub mod policy;
 pub mod process;
 pub mod prompt;

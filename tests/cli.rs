@@ -346,6 +346,7 @@ fn seeded(repo: &TestRepo) {
             next_attempt_at: Some(Some(
                 Timestamp::parse_rfc3339("2026-11-21T12:40:00Z").unwrap(),
             )),
+            needs_approval: None,
         },
     );
     mv(

@@ -8,6 +8,7 @@ use super::lock::{process_alive, FileLock};
 use super::{Cli, Failure};
 use crate::config::{self, Config, ConfigSource, StoreKind};
 use crate::engine::{self, Observations, Plan, Snapshot};
+use crate::git::Git;
 use crate::model::{AgentId, Mode, TickId};
 use crate::store::{self, SnapshotLimits, Store};
 use crate::time::Timestamp;
@@ -67,17 +68,56 @@ impl Context {
 
     /// Facts about the world that the engine needs, gathered without the network.
     pub fn observations(&self, store: &Store) -> Result<Observations, Failure> {
-        let requirement = self.repo.join(&self.config.requirement);
-        let requirement_present = std::fs::read_to_string(&requirement)
-            .map(|t| !t.trim().is_empty())
-            .unwrap_or(false);
+        let requirement = self.requirement_text();
+        let requirement_present = requirement.as_deref().is_some_and(|t| !t.trim().is_empty());
         let dead_agents = dead_local_holders(store)?;
+        let plan_signature = requirement
+            .filter(|t| !t.trim().is_empty())
+            .map(|text| self.plan_inputs(&text).signature);
         Ok(Observations {
+            plan_signature,
             requirement_present,
             issue_backlog: 0,
             open_prs: 0,
             dead_agents,
         })
+    }
+
+    /// The requirement document, if it exists.
+    pub fn requirement_text(&self) -> Option<String> {
+        std::fs::read_to_string(self.repo.join(&self.config.requirement)).ok()
+    }
+
+    /// What a plan made now would be made from, and its signature: the requirement's content
+    /// and, for an agent planner (which looks at the code), the base branch's head. The
+    /// deterministic fallback depends on the requirement alone, so a merge does not replan it.
+    pub fn plan_inputs(&self, requirement: &str) -> PlanInputs {
+        let requirement_hash = crate::planner::content_hash(requirement);
+        let base_head = Git::new(&self.repo)
+            .resolve(&format!("refs/heads/{}", self.config.base_branch))
+            .ok()
+            .flatten()
+            .unwrap_or_else(|| "__UNBORN_HEAD__".to_string());
+        let agent = self.planner_agent_usable();
+        let signature = if agent {
+            crate::model::short_hash(&["agent", &requirement_hash, &base_head])
+        } else {
+            crate::model::short_hash(&["fallback", &requirement_hash])
+        };
+        PlanInputs {
+            requirement_hash,
+            base_head,
+            signature,
+            agent,
+        }
+    }
+
+    /// Whether the planner agent can run here (configured on and its executor available).
+    pub fn planner_agent_usable(&self) -> bool {
+        let role = crate::config::AgentRole::Planner;
+        self.config.planner.agent
+            && crate::executor::for_role(&self.config.agents.effective(role), role, &self.repo)
+                .is_ok()
     }
 
     /// Snapshot and plan of the state as it is now.
@@ -132,4 +172,14 @@ pub fn config_path(cli: &Cli) -> PathBuf {
     cli.config
         .clone()
         .unwrap_or_else(|| Path::new(&cli.repo).join(".opentiger.yml"))
+}
+
+/// What a plan is made from.
+#[derive(Clone, Debug, PartialEq)]
+pub struct PlanInputs {
+    pub requirement_hash: String,
+    pub base_head: String,
+    pub signature: String,
+    /// The planner agent will be asked (else the deterministic fallback).
+    pub agent: bool,
 }

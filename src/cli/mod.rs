@@ -6,6 +6,7 @@
 mod config_cmd;
 mod context;
 mod lock;
+mod plan;
 mod status;
 mod task;
 mod tick;
@@ -52,7 +53,9 @@ pub enum Command {
     Tick(tick::TickArgs),
     /// Tasks, what each waits for, recent runs and the last tick.
     Status(status::StatusArgs),
-    /// The local backlog: add, list, show, retry, cancel tasks.
+    /// Turn the requirement document into tasks now (refused while a backlog exists).
+    Plan(plan::PlanArgs),
+    /// The local backlog: add, list, show, retry, cancel, approve tasks.
     #[command(subcommand)]
     Task(task::TaskCommand),
     /// The effective configuration and its JSON Schema.
@@ -141,6 +144,7 @@ fn run(cli: Cli) -> CmdResult {
         Command::Config(cmd) => config_cmd::run(&cli, cmd),
         Command::Tick(args) => tick::run(&Context::load(&cli)?, args),
         Command::Status(args) => status::run(&Context::load(&cli)?, args),
+        Command::Plan(args) => plan::run(&Context::load(&cli)?, args),
         Command::Task(cmd) => task::run(&Context::load(&cli)?, cmd),
         Command::Demo(args) => {
             let report = crate::demo::run(&Context::load(&cli)?, args.keep.as_deref())?;

@@ -37,6 +37,15 @@ pub enum TaskCommand {
         #[arg(long, default_value = "retried by a person")]
         reason: String,
     },
+    /// Approve tasks that wait for approval (`execution_mode: ask`): they are queued.
+    Approve {
+        /// The task to approve (or --all).
+        #[arg(required_unless_present = "all")]
+        id: Option<String>,
+        /// Every task waiting for approval.
+        #[arg(long, conflicts_with = "id")]
+        all: bool,
+    },
     /// Cancel a task that is not done.
     Cancel {
         id: String,
@@ -84,6 +93,7 @@ pub fn run(ctx: &Context, cmd: &TaskCommand) -> CmdResult {
         TaskCommand::Show { id, json } => show(ctx, id, *json),
         TaskCommand::Retry { id, reason } => retry(ctx, id, reason),
         TaskCommand::Cancel { id, reason } => cancel(ctx, id, reason),
+        TaskCommand::Approve { id, all } => approve(ctx, id.as_deref(), *all),
     }
 }
 
@@ -359,6 +369,7 @@ fn retry(ctx: &Context, id: &str, reason: &str) -> CmdResult {
     let changes = TaskChanges {
         attempts: Some(Default::default()),
         next_attempt_at: Some(None),
+        needs_approval: Some(false),
     };
     store.transition_task(&id, TaskState::QUEUED, reason, changes, writer(ctx))?;
     println!("{id}: {} → queued", task.state());
@@ -388,5 +399,54 @@ fn cancel(ctx: &Context, id: &str, reason: &str) -> CmdResult {
         writer(ctx),
     )?;
     println!("{id}: {} → cancelled", task.state());
+    Ok(())
+}
+
+fn approve(ctx: &Context, id: Option<&str>, all: bool) -> CmdResult {
+    let (mut store, _lock) = ctx.open_store()?;
+    let waiting: Vec<Task> = store
+        .list_tasks(&TaskFilter {
+            status: Some(TaskStatus::Blocked),
+            include_terminal: false,
+        })?
+        .into_iter()
+        .filter(|t| t.needs_approval && t.block_reason == Some(BlockReason::AwaitingHuman))
+        .collect();
+    let chosen: Vec<&Task> = match id {
+        Some(given) => {
+            let id = store.resolve_task_id(given)?;
+            match waiting.iter().find(|t| t.id == id) {
+                Some(t) => vec![t],
+                None => {
+                    let task = store.task(&id)?;
+                    return Err(Failure::usage(format!(
+                        "task {id} does not wait for approval (it is {})\n  fix: `opentiger task list --status blocked` shows what waits",
+                        task.state()
+                    )));
+                }
+            }
+        }
+        None if all => waiting.iter().collect(),
+        None => Vec::new(),
+    };
+    if chosen.is_empty() {
+        println!("No task waits for approval.");
+        return Ok(());
+    }
+    for task in chosen {
+        let changes = TaskChanges {
+            attempts: None,
+            next_attempt_at: None,
+            needs_approval: Some(false),
+        };
+        store.transition_task(
+            &task.id,
+            TaskState::QUEUED,
+            "approved by a person",
+            changes,
+            writer(ctx),
+        )?;
+        println!("{}: approved → queued", task.id);
+    }
     Ok(())
 }

@@ -13,17 +13,19 @@ use std::collections::BTreeMap;
 
 use clap::Args;
 
+use super::context::PlanInputs;
 use super::{CmdResult, Context, Failure};
 use crate::config::{AgentRole, Config};
 use crate::engine::outcome::decide_outcome;
 use crate::engine::verdict::decide_verdict;
 use crate::executor;
 use crate::git::Git;
-use crate::model::{Mode, Role, Run, RunId, Task, TaskKind};
-use crate::prompt::Templates;
+use crate::model::{Mode, PlanStatus, Role, Run, RunId, Task, TaskKind};
+use crate::prompt::{JudgeFeedback, Templates};
 use crate::redact::Redactor;
 use crate::report;
 use crate::runner::judge::{judge_run, JudgeResult};
+use crate::runner::planner::{run_planner, PlanRequest, PlanResult};
 use crate::runner::work::{run_task, WorkResult};
 use crate::runner::Act;
 use crate::store::{Recorded, Store, TickRecord, Writer};
@@ -147,16 +149,37 @@ fn preflight_checks(ctx: &Context) -> Result<(), Failure> {
             ctx.repo.display()
         )));
     }
-    let mut roles = vec![
-        AgentRole::Task(Role::Worker),
-        AgentRole::Task(Role::Tester),
-        AgentRole::Task(Role::Docser),
-    ];
-    if config.mode == Mode::LocalGit && config.agents.effective(AgentRole::Judge).review {
-        roles.push(AgentRole::Judge);
+    Ok(())
+}
+
+/// The agents this plan would start must be runnable: a claim that cannot run only burns the
+/// task's retry budget. Checked before anything is applied.
+fn check_agents(
+    ctx: &Context,
+    snapshot: &crate::engine::Snapshot,
+    plan: &crate::engine::Plan,
+) -> Result<(), Failure> {
+    let mut roles = Vec::new();
+    for d in &plan.decisions {
+        let role = match &d.action {
+            crate::engine::Action::Claim { .. } => d
+                .task_id
+                .as_ref()
+                .and_then(|id| snapshot.tasks.iter().find(|t| &t.id == id))
+                .map(|t| AgentRole::Task(t.role)),
+            crate::engine::Action::Judge { .. }
+                if ctx.config.agents.effective(AgentRole::Judge).review =>
+            {
+                Some(AgentRole::Judge)
+            }
+            _ => None,
+        };
+        if let Some(role) = role.filter(|r| !roles.contains(r)) {
+            roles.push(role);
+        }
     }
     for role in roles {
-        let agent = config.agents.effective(role);
+        let agent = ctx.config.agents.effective(role);
         executor::for_role(&agent, role, &ctx.repo)
             .map_err(|e| Failure::usage(format!("{}: {e}", ctx.config_source)))?;
         if let Some(argv) = &agent.command {
@@ -212,6 +235,58 @@ enum Work {
         run: Box<Run>,
         reviews: u32,
     },
+    Plan(Box<PlanWork>),
+}
+
+/// What a planner run needs, read under the lock in the claim phase.
+pub struct PlanWork {
+    pub requirement: String,
+    pub inputs: PlanInputs,
+    pub existing: Vec<Task>,
+    pub feedback: Vec<JudgeFeedback>,
+}
+
+impl PlanWork {
+    /// Gathers the planner's inputs from the state and the repository.
+    pub fn gather(ctx: &Context, store: &Store) -> Result<Option<PlanWork>, Failure> {
+        let Some(requirement) = ctx.requirement_text().filter(|t| !t.trim().is_empty()) else {
+            return Ok(None);
+        };
+        let inputs = ctx.plan_inputs(&requirement);
+        let existing = store.list_tasks(&crate::store::TaskFilter::default())?;
+        let feedback = store
+            .recent_feedback(5)?
+            .into_iter()
+            .map(|f| JudgeFeedback {
+                task_title: f.task_title,
+                verdict: f.verdict,
+                summary: f.summary,
+                findings: f.findings,
+            })
+            .collect();
+        Ok(Some(PlanWork {
+            requirement,
+            inputs,
+            existing,
+            feedback,
+        }))
+    }
+
+    pub fn run(&self, act: &Act<'_>, now: crate::time::Timestamp) -> PlanResult {
+        run_planner(
+            act,
+            &PlanRequest {
+                requirement: &self.requirement,
+                requirement_hash: &self.inputs.requirement_hash,
+                base_head: &self.inputs.base_head,
+                signature: &self.inputs.signature,
+                agent: self.inputs.agent,
+                existing: &self.existing,
+                feedback: self.feedback.clone(),
+                now,
+            },
+        )
+    }
 }
 
 pub fn tick(ctx: &Context) -> Result<TickSummary, Failure> {
@@ -239,7 +314,8 @@ pub fn tick(ctx: &Context) -> Result<TickSummary, Failure> {
             outcome: Some("started".to_string()),
             summary: serde_json::json!({}),
         })?;
-        let (_, plan) = ctx.plan(&store)?;
+        let (snapshot, plan) = ctx.plan(&store)?;
+        check_agents(ctx, &snapshot, &plan)?;
         summary.decisions = plan.decisions.iter().filter(|d| d.writes()).count();
         for d in plan.decisions.iter().filter(|d| d.writes()) {
             summary
@@ -277,6 +353,11 @@ pub fn tick(ctx: &Context) -> Result<TickSummary, Failure> {
                 reviews,
             });
         }
+        if applied.start_planner {
+            if let Some(plan) = PlanWork::gather(ctx, &store)? {
+                work.push(Work::Plan(Box::new(plan)));
+            }
+        }
         (work, worktrees_in_use(ctx, &store)?)
     };
     summary.claimed = work
@@ -307,6 +388,7 @@ pub fn tick(ctx: &Context) -> Result<TickSummary, Failure> {
         state_file: ctx.state_path().ok(),
     };
     let mut results = Vec::new();
+    let mut planned = Vec::new();
     for item in work {
         match item {
             Work::Run {
@@ -322,6 +404,10 @@ pub fn tick(ctx: &Context) -> Result<TickSummary, Failure> {
                 let _span = tracing::info_span!("review", task = %task.id, run = %run.id).entered();
                 let result = judge_run(&act, &task, &run, reviews);
                 results.push((task.id.clone(), run.id.clone(), Done::Review(result)));
+            }
+            Work::Plan(plan) => {
+                let _span = tracing::info_span!("plan").entered();
+                planned.push(plan.run(&act, ctx.now));
             }
         }
     }
@@ -374,6 +460,14 @@ pub fn tick(ctx: &Context) -> Result<TickSummary, Failure> {
             ));
         }
     }
+    for plan in planned {
+        summary.lines.push(plan_line(&plan));
+        if !store.record_plan(&plan.record, &plan.tasks, writer)? {
+            summary
+                .lines
+                .push("  (already planned by another tick: nothing created)".to_string());
+        }
+    }
     store.record_tick(&TickRecord {
         id: ctx.tick_id.to_string(),
         agent_id: ctx.agent_id.to_string(),
@@ -383,6 +477,37 @@ pub fn tick(ctx: &Context) -> Result<TickSummary, Failure> {
         summary: summary.to_json(),
     })?;
     Ok(summary)
+}
+
+/// One line about a plan for the tick's report.
+pub fn plan_line(plan: &PlanResult) -> String {
+    let r = &plan.record;
+    match r.status {
+        PlanStatus::Created => {
+            let titles: Vec<String> = plan
+                .tasks
+                .iter()
+                .map(|t| format!("{} {:?}", t.id, truncate(&t.title)))
+                .collect();
+            format!(
+                "planner ({}): {} task(s) created{}{}",
+                r.source,
+                r.task_count,
+                if titles.is_empty() { "" } else { ": " },
+                titles.join(", ")
+            )
+        }
+        PlanStatus::Rejected => format!(
+            "planner ({}): plan rejected, nothing created: {}",
+            r.source,
+            r.errors.join("; ")
+        ),
+        PlanStatus::Failed => format!(
+            "planner ({}): failed, nothing created: {}",
+            r.source,
+            r.errors.join("; ")
+        ),
+    }
 }
 
 enum Done {

@@ -35,6 +35,7 @@ pub struct Config {
     pub retry: RetryConfig,
     pub budget: BudgetConfig,
     pub merge: MergeConfig,
+    pub planner: PlannerConfig,
 }
 
 impl Default for Config {
@@ -53,6 +54,7 @@ impl Default for Config {
             retry: RetryConfig::default(),
             budget: BudgetConfig::default(),
             merge: MergeConfig::default(),
+            planner: PlannerConfig::default(),
         }
     }
 }
@@ -459,6 +461,35 @@ impl Default for MergeConfig {
             require_checks: true,
             delete_branch: true,
             checks_timeout_minutes: 120,
+        }
+    }
+}
+
+/// The planner: requirement → tasks (spec §2.1).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields, default)]
+pub struct PlannerConfig {
+    /// Ask the planner agent (`agents.planner`); false, or no usable agent: the deterministic
+    /// fallback, one task per acceptance criterion.
+    pub agent: bool,
+    /// Most tasks one plan may create.
+    pub max_tasks: u32,
+    /// Minutes between two planner runs.
+    pub replan_interval_minutes: u32,
+    /// Failed or rejected attempts on the same requirement before a person decides.
+    pub max_failed_attempts: u32,
+    /// Most files of the repository listed in the planner's prompt.
+    pub repo_map_files: u32,
+}
+
+impl Default for PlannerConfig {
+    fn default() -> Self {
+        PlannerConfig {
+            agent: true,
+            max_tasks: 20,
+            replan_interval_minutes: 60,
+            max_failed_attempts: 2,
+            repo_map_files: 400,
         }
     }
 }

@@ -22,7 +22,8 @@ use serde::Serialize;
 
 use crate::config::Config;
 use crate::model::{
-    AgentId, Attempts, Lease, Run, RunId, RunStatus, Task, TaskId, TaskState, TaskStatus, TickId,
+    AgentId, Attempts, Lease, PlanHistory, Run, RunId, RunStatus, Task, TaskId, TaskState,
+    TaskStatus, TickId,
 };
 use crate::time::Timestamp;
 
@@ -38,6 +39,8 @@ pub struct Snapshot {
     /// Recent runs of those tasks (at least the latest few per task and every running run).
     pub runs: Vec<Run>,
     pub leases: Vec<Lease>,
+    /// Planner attempts so far.
+    pub plans: PlanHistory,
     pub observations: Observations,
 }
 
@@ -52,6 +55,9 @@ pub struct Observations {
     pub open_prs: u32,
     /// Lease holders known to have ended (a finished workflow run, a dead local process).
     pub dead_agents: BTreeSet<AgentId>,
+    /// Signature of what the planner would plan now (requirement content, and base head for an
+    /// agent planner); `None` without a requirement.
+    pub plan_signature: Option<String>,
 }
 
 /// Everything the next tick would do, in order.
@@ -316,15 +322,7 @@ pub fn plan(snapshot: &Snapshot, config: &Config, now: Timestamp) -> Plan {
         recovery::judge_work(&mut w);
     }
     if gates.start_planner {
-        w.decide(
-            None,
-            "preflight.start_planner",
-            Action::StartPlanner,
-            format!(
-                "requirement present and no backlog ({}): plan new tasks",
-                inputs.flags()
-            ),
-        );
+        planner_gate(&mut w, &inputs);
     }
     if gates.start_dispatcher {
         dispatch::dispatch(&mut w);
@@ -335,6 +333,73 @@ pub fn plan(snapshot: &Snapshot, config: &Config, now: Timestamp) -> Plan {
         preflight: gates,
         decisions: w.decisions,
     }
+}
+
+/// The replan gate (spec §2.5 "shouldTriggerReplan", startup-patterns.md): the preflight allows
+/// planning; plan only if the inputs changed since the last plan (no-diff guard, permanent here
+/// instead of a 10-minute window), the interval passed, and failures on these inputs are within
+/// their bound.
+fn planner_gate(w: &mut Working<'_>, inputs: &PreflightInputs) {
+    let plans = &w.snapshot.plans;
+    let Some(signature) = w.snapshot.observations.plan_signature.clone() else {
+        return;
+    };
+    let config = &w.config.planner;
+    if let Some(last) = plans
+        .last_created
+        .as_ref()
+        .filter(|p| p.signature == signature)
+    {
+        let reason = format!(
+            "no_diff: requirement and base unchanged since plan {} at {} ({} task(s)); nothing new to plan",
+            last.id, last.created_at, last.task_count
+        );
+        w.decide(
+            None,
+            "planner.no_diff",
+            Action::Wait { until: None },
+            reason,
+        );
+        return;
+    }
+    if plans.failures_for >= config.max_failed_attempts {
+        let errors = plans
+            .last_attempt
+            .as_ref()
+            .map(|p| p.errors.join("; "))
+            .unwrap_or_default();
+        let reason = format!(
+            "the planner failed {} times on this requirement (limit {}): {errors}. Decide: fix the requirement or the planner agent, then `opentiger plan --force`",
+            plans.failures_for, config.max_failed_attempts
+        );
+        w.decide(None, "planner.failed", Action::Wait { until: None }, reason);
+        return;
+    }
+    let interval = i64::from(config.replan_interval_minutes) * crate::time::MINUTE;
+    if let Some(next) = plans
+        .last_attempt
+        .as_ref()
+        .map(|p| p.created_at.plus(interval))
+        .filter(|t| *t > w.now)
+    {
+        let reason = format!(
+            "replan interval: the last planner run was less than {} minutes ago; next after {next}",
+            config.replan_interval_minutes
+        );
+        w.decide(
+            None,
+            "planner.interval",
+            Action::Wait { until: Some(next) },
+            reason,
+        );
+        return;
+    }
+    w.decide(
+        None,
+        "preflight.start_planner",
+        Action::StartPlanner,
+        format!("requirement present and no backlog ({}), inputs changed since the last plan: plan new tasks", inputs.flags()),
+    );
 }
 
 /// Gives every non-terminal task without a decision a `Wait` that says what it waits for.
@@ -357,6 +422,8 @@ fn explain_remaining(w: &mut Working<'_>, gates: &Preflight) {
 
 #[cfg(test)]
 mod dispatch_tests;
+#[cfg(test)]
+mod planner_tests;
 #[cfg(test)]
 mod recovery_tests;
 #[cfg(test)]

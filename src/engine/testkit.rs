@@ -105,6 +105,7 @@ pub fn snapshot(tasks: Vec<Task>, runs: Vec<Run>, leases: Vec<Lease>) -> Snapsho
         tasks,
         runs,
         leases,
+        plans: Default::default(),
         observations: Observations::default(),
     }
 }

@@ -5,6 +5,7 @@
 
 pub mod graph;
 mod ids;
+mod plan;
 mod transition;
 mod vocab;
 
@@ -15,6 +16,7 @@ use serde::{Deserialize, Serialize};
 use crate::time::Timestamp;
 
 pub use ids::{short_hash, AgentId, RunId, TaskId, TickId};
+pub use plan::{PlanHistory, PlanRecord, PlanStatus};
 pub use transition::{check_transition, IllegalTransition, TaskState};
 pub use vocab::{
     AttemptKey, BlockReason, ExecutionMode, FailureCategory, FailureCode, Lane, MergeStatus, Mode,
@@ -87,6 +89,8 @@ pub struct Task {
     pub timebox_minutes: u32,
     /// Free text for the agent: specs, hints, findings of an earlier review.
     pub notes: String,
+    /// Waits in `blocked(awaiting_human)` until a person approves it (`execution_mode: ask`).
+    pub needs_approval: bool,
     pub created_at: Timestamp,
     pub updated_at: Timestamp,
 }
@@ -123,6 +127,7 @@ impl Task {
             next_attempt_at: None,
             timebox_minutes: 60,
             notes: String::new(),
+            needs_approval: false,
             created_at: now,
             updated_at: now,
         }

@@ -4,6 +4,7 @@
 
 mod checks;
 pub mod judge;
+pub mod planner;
 mod prompts;
 pub mod work;
 

@@ -42,6 +42,7 @@ impl Store {
                     let changes = TaskChanges {
                         attempts: attempts.clone(),
                         next_attempt_at: *next_attempt_at,
+                        needs_approval: None,
                     };
                     write_transition(
                         &tx,

@@ -18,7 +18,7 @@ use std::path::{Path, PathBuf};
 use rusqlite::{Connection, OpenFlags};
 
 pub use apply::ApplyReport;
-pub use plans::{PlanHistory, PlanRecord, PlanStatus};
+pub use plans::ReviewFeedback;
 pub use record::{JudgementRow, Recorded, RunRecord};
 pub use schema::LATEST as SCHEMA_VERSION;
 pub use snapshot::SnapshotLimits;

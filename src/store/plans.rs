@@ -1,67 +1,19 @@
 //! Plan records: what the planner was asked to plan, when, and how it ended.
 
 use rusqlite::{params, OptionalExtension};
-use serde::Serialize;
 
 use super::tasks::{record_event, Writer};
 use super::{Store, StoreError};
-use crate::model::Task;
+use crate::model::{PlanHistory, PlanRecord, PlanStatus, Task};
 use crate::time::Timestamp;
 
-/// How a planner attempt ended.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "snake_case")]
-pub enum PlanStatus {
-    /// Its tasks were created (possibly none: nothing left to do).
-    Created,
-    /// The planner's output was invalid (twice): nothing created.
-    Rejected,
-    /// The planner agent failed to produce anything.
-    Failed,
-}
-
-impl PlanStatus {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            PlanStatus::Created => "created",
-            PlanStatus::Rejected => "rejected",
-            PlanStatus::Failed => "failed",
-        }
-    }
-
-    fn parse(text: &str) -> PlanStatus {
-        match text {
-            "created" => PlanStatus::Created,
-            "rejected" => PlanStatus::Rejected,
-            _ => PlanStatus::Failed,
-        }
-    }
-}
-
-/// One planner attempt.
-#[derive(Clone, Debug, PartialEq, Serialize)]
-pub struct PlanRecord {
-    pub id: String,
-    pub signature: String,
-    pub requirement_hash: String,
-    pub base_head: String,
-    pub status: PlanStatus,
-    /// `agent` or `fallback`.
-    pub source: String,
-    pub task_count: u32,
-    pub errors: Vec<String>,
-    pub created_at: Timestamp,
-}
-
-/// What the engine needs to know about planning so far.
-#[derive(Clone, Debug, Default, PartialEq)]
-pub struct PlanHistory {
-    /// The newest attempt of any kind.
-    pub last_attempt: Option<PlanRecord>,
-    /// The newest plan whose tasks were created.
-    pub last_created: Option<PlanRecord>,
-    /// Failed or rejected attempts for `signature` since it was last planned.
-    pub failures_for: u32,
+/// A review verdict, as the planner sees it.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ReviewFeedback {
+    pub task_title: String,
+    pub verdict: String,
+    pub summary: String,
+    pub findings: Vec<String>,
 }
 
 const COLUMNS: &str =
@@ -168,10 +120,7 @@ impl Store {
     }
 
     /// The newest review verdicts that asked for changes, for the planner's prompt.
-    pub fn recent_feedback(
-        &self,
-        limit: usize,
-    ) -> Result<Vec<(String, String, String, Vec<String>)>, StoreError> {
+    pub fn recent_feedback(&self, limit: usize) -> Result<Vec<ReviewFeedback>, StoreError> {
         let rows = self
             .conn
             .prepare(
@@ -179,12 +128,12 @@ impl Store {
                  ORDER BY j.created_at DESC, j.id DESC LIMIT ?1",
             )?
             .query_map([limit as i64], |r| {
-                Ok((
-                    r.get::<_, String>(0)?,
-                    r.get::<_, String>(1)?,
-                    r.get::<_, String>(2)?,
-                    serde_json::from_str::<Vec<String>>(&r.get::<_, String>(3)?).unwrap_or_default(),
-                ))
+                Ok(ReviewFeedback {
+                    task_title: r.get(0)?,
+                    verdict: r.get(1)?,
+                    summary: r.get(2)?,
+                    findings: serde_json::from_str(&r.get::<_, String>(3)?).unwrap_or_default(),
+                })
             })?
             .collect::<Result<_, _>>()?;
         Ok(rows)

@@ -115,6 +115,7 @@ impl Store {
         let changes = TaskChanges {
             attempts: decision.attempts.clone(),
             next_attempt_at: decision.next_attempt_at,
+            needs_approval: None,
         };
         write_transition(
             &tx,
@@ -208,6 +209,7 @@ impl Store {
         let changes = TaskChanges {
             attempts: decision.attempts.clone(),
             next_attempt_at: decision.rejudge.then_some(decision.next_attempt_at),
+            needs_approval: None,
         };
         if current != TaskStatus::Blocked.as_str()
             || decision.to != TaskState::blocked(crate::model::BlockReason::AwaitingJudge)

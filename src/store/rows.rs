@@ -9,7 +9,8 @@ use crate::time::Timestamp;
 
 pub const TASK_COLUMNS: &str = "id, title, goal, kind, role, lane, status, block_reason, status_reason, \
     priority, risk, target_area, touches, allowed_paths, commands, parent_task_id, source_pr, \
-    issue_number, rework_depth, attempts, next_attempt_at, timebox_minutes, notes, created_at, updated_at";
+    issue_number, rework_depth, attempts, next_attempt_at, timebox_minutes, notes, created_at, updated_at, \
+    needs_approval";
 
 pub const RUN_COLUMNS: &str =
     "id, task_id, agent_id, tick_id, role, executor, status, started_at, \
@@ -87,6 +88,7 @@ pub fn task(row: &Row<'_>) -> rusqlite::Result<Task> {
         notes: row.get(22)?,
         created_at: ts(row, 23)?,
         updated_at: ts(row, 24)?,
+        needs_approval: row.get::<_, i64>(25)? != 0,
     })
 }
 

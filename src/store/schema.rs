@@ -175,4 +175,7 @@ CREATE TABLE plans (
     created_at       INTEGER NOT NULL
 ) STRICT;
 CREATE INDEX plans_by_signature ON plans(signature, created_at);
+
+-- `execution_mode: ask`: a task waiting for a person's approval before it may run.
+ALTER TABLE tasks ADD COLUMN needs_approval INTEGER NOT NULL DEFAULT 0;
 "#;

@@ -76,7 +76,9 @@ impl Store {
             ))?
             .query_map([], rows::lease)?
             .collect::<Result<_, _>>()?;
+        let plans = self.plan_history(observations.plan_signature.as_deref())?;
         Ok(Snapshot {
+            plans,
             tick_id,
             agent_id,
             tasks,

@@ -352,6 +352,7 @@ pub struct TaskChanges {
     pub attempts: Option<Attempts>,
     /// `Some(None)` clears the cooldown.
     pub next_attempt_at: Option<Option<Timestamp>>,
+    pub needs_approval: Option<bool>,
 }
 
 fn task_exists(tx: &Transaction<'_>, id: &TaskId) -> Result<bool, StoreError> {
@@ -365,7 +366,7 @@ fn task_exists(tx: &Transaction<'_>, id: &TaskId) -> Result<bool, StoreError> {
 
 pub(crate) fn insert_task_row(tx: &Transaction<'_>, t: &Task) -> Result<(), StoreError> {
     tx.execute(
-        &format!("INSERT INTO tasks ({TASK_COLUMNS}) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20, ?21, ?22, ?23, ?24, ?25)"),
+        &format!("INSERT INTO tasks ({TASK_COLUMNS}) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20, ?21, ?22, ?23, ?24, ?25, ?26)"),
         params![
             t.id.as_str(),
             t.title,
@@ -392,6 +393,7 @@ pub(crate) fn insert_task_row(tx: &Transaction<'_>, t: &Task) -> Result<(), Stor
             t.notes,
             t.created_at.0,
             t.updated_at.0,
+            t.needs_approval,
         ],
     )?;
     Ok(())
@@ -447,6 +449,12 @@ pub(crate) fn write_transition(
         tx.execute(
             "UPDATE tasks SET next_attempt_at = ?2 WHERE id = ?1",
             params![id.as_str(), next.map(|t| t.0)],
+        )?;
+    }
+    if let Some(flag) = changes.needs_approval {
+        tx.execute(
+            "UPDATE tasks SET needs_approval = ?2 WHERE id = ?1",
+            params![id.as_str(), flag],
         )?;
     }
     record_event(

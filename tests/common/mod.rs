@@ -131,6 +131,8 @@ pub struct Setup {
     pub default_agent: &'static str,
     /// Lines under `agents.worker` (4 spaces).
     pub worker: &'static str,
+    /// Lines under `agents.planner` (4 spaces).
+    pub planner: &'static str,
     /// Top-level lines.
     pub extra: &'static str,
 }
@@ -141,6 +143,7 @@ impl Default for Setup {
             mode: "local-git",
             default_agent: "",
             worker: "",
+            planner: "",
             extra: "",
         }
     }
@@ -157,13 +160,16 @@ impl GitRepo {
         git(repo.path(), &["commit", "-q", "-m", "initial"]);
         let g = GitRepo { repo, tools };
         g.judge("#!/bin/sh\necho '{\"verdict\": \"approve\", \"summary\": \"fine\"}' > \"$OPENTIGER_RESULT_FILE\"\n");
+        g.planner("#!/bin/sh\necho '{\"tasks\": []}' > \"$OPENTIGER_RESULT_FILE\"\n");
         let config = format!(
-            "mode: {mode}\nagents:\n  default:\n    executor: command\n    command: [\"{agent}\"]\n    timeout_minutes: 1\n{default}  worker:\n    count: 1\n{worker}  judge:\n    command: [\"{judge}\"]\nretry:\n  cooldown_seconds: 60\n{extra}",
+            "mode: {mode}\nagents:\n  default:\n    executor: command\n    command: [\"{agent}\"]\n    timeout_minutes: 1\n{default}  worker:\n    count: 1\n{worker}  planner:\n    command: [\"{planner_cmd}\"]\n{planner}  judge:\n    command: [\"{judge}\"]\nretry:\n  cooldown_seconds: 60\n{extra}",
             mode = setup.mode,
             agent = g.tools.path().join("agent.sh").display(),
             judge = g.tools.path().join("judge.sh").display(),
             default = setup.default_agent,
             worker = setup.worker,
+            planner_cmd = g.tools.path().join("planner.sh").display(),
+            planner = setup.planner,
             extra = setup.extra,
         );
         g.repo.file(".opentiger.yml", &config);
@@ -173,6 +179,11 @@ impl GitRepo {
     /// Writes the task agent script.
     pub fn agent(&self, script: &str) -> &GitRepo {
         self.tool("agent.sh", script);
+        self
+    }
+
+    pub fn planner(&self, script: &str) -> &GitRepo {
+        self.tool("planner.sh", script);
         self
     }
 

@@ -1,0 +1,252 @@
+//! A planner run (spec §2.1): the requirement, a repo map, the active tasks and recent review
+//! feedback go to the planner agent; its task list is validated whole (one retry with the errors
+//! fed back), or, without a usable agent, the deterministic fallback plans one task per
+//! acceptance criterion. Produces a plan record and its tasks; the caller records them.
+
+use super::Act;
+use crate::config::AgentRole;
+use crate::executor::{self, AgentExit, AgentRequest};
+use crate::git::Git;
+use crate::model::ExecutionMode;
+use crate::model::{
+    short_hash, BlockReason, PlanRecord, PlanStatus, Risk, RunId, Task, TaskStatus,
+};
+use crate::planner::{
+    fallback_plan, parse_plan, parse_requirement, validate_plan, PlanContext, Requirement,
+};
+use crate::prompt::{ActiveTask, JudgeFeedback, PlannerPrompt, RequirementPrompt};
+use crate::time::Timestamp;
+use crate::workspace::Workspace;
+
+/// What the planner is given besides the requirement.
+pub struct PlanRequest<'a> {
+    pub requirement: &'a str,
+    pub requirement_hash: &'a str,
+    pub base_head: &'a str,
+    pub signature: &'a str,
+    /// Ask the agent (else the fallback).
+    pub agent: bool,
+    pub existing: &'a [Task],
+    pub feedback: Vec<JudgeFeedback>,
+    pub now: Timestamp,
+}
+
+pub struct PlanResult {
+    pub record: PlanRecord,
+    pub tasks: Vec<Task>,
+}
+
+pub fn run_planner(act: &Act<'_>, req: &PlanRequest<'_>) -> PlanResult {
+    let requirement = parse_requirement(req.requirement);
+    let id = short_hash(&["plan", req.signature, &req.now.0.to_string()]);
+    let record = |status: PlanStatus, source: &str, count: usize, errors: Vec<String>| PlanRecord {
+        id: id.clone(),
+        signature: req.signature.to_string(),
+        requirement_hash: req.requirement_hash.to_string(),
+        base_head: req.base_head.to_string(),
+        status,
+        source: source.to_string(),
+        task_count: u32::try_from(count).unwrap_or(u32::MAX),
+        errors,
+        created_at: req.now,
+    };
+    let ctx = PlanContext {
+        existing: req.existing,
+        max_tasks: act.config.planner.max_tasks,
+        signature: req.signature,
+        now: req.now,
+        default_allowed: &requirement.allowed_paths,
+    };
+    if !req.agent {
+        let planned = fallback_plan(&requirement);
+        return match validate_plan(&planned, &ctx) {
+            Ok(plan) => {
+                let tasks = gate(act, plan.tasks, &id);
+                PlanResult {
+                    record: record(PlanStatus::Created, "fallback", tasks.len(), Vec::new()),
+                    tasks,
+                }
+            }
+            Err(errors) => PlanResult {
+                record: record(PlanStatus::Rejected, "fallback", 0, errors),
+                tasks: Vec::new(),
+            },
+        };
+    }
+    let mut feedback_errors: Vec<String> = Vec::new();
+    for attempt in 0..2u32 {
+        let value = match ask_agent(act, req, &requirement, &feedback_errors, attempt) {
+            Ok(v) => v,
+            Err(e) => {
+                return PlanResult {
+                    record: record(PlanStatus::Failed, "agent", 0, vec![e]),
+                    tasks: Vec::new(),
+                }
+            }
+        };
+        if value
+            .get("tasks")
+            .and_then(|t| t.as_array())
+            .is_some_and(|a| a.is_empty())
+        {
+            // The planner found nothing left to do: a valid, empty plan.
+            return PlanResult {
+                record: record(PlanStatus::Created, "agent", 0, Vec::new()),
+                tasks: Vec::new(),
+            };
+        }
+        let checked = parse_plan(&value).and_then(|planned| validate_plan(&planned, &ctx));
+        match checked {
+            Ok(plan) => {
+                let tasks = gate(act, plan.tasks, &id);
+                return PlanResult {
+                    record: record(PlanStatus::Created, "agent", tasks.len(), Vec::new()),
+                    tasks,
+                };
+            }
+            Err(errors) => feedback_errors = errors,
+        }
+    }
+    PlanResult {
+        record: record(PlanStatus::Rejected, "agent", 0, feedback_errors),
+        tasks: Vec::new(),
+    }
+}
+
+/// `execution_mode: ask` (every task) or `decide` (high-risk tasks) hold new tasks for approval.
+fn gate(act: &Act<'_>, mut tasks: Vec<Task>, plan_id: &str) -> Vec<Task> {
+    for task in &mut tasks {
+        let hold = match act.config.execution_mode {
+            ExecutionMode::AlwaysExecute => false,
+            ExecutionMode::Ask => true,
+            ExecutionMode::Decide => task.risk == Risk::High,
+        };
+        if hold {
+            task.status = TaskStatus::Blocked;
+            task.block_reason = Some(BlockReason::AwaitingHuman);
+            task.needs_approval = true;
+            task.status_reason = Some(format!(
+                "plan {plan_id}: waiting for approval. Decide: `opentiger task approve {}` (or `--all`), or `opentiger task cancel {}`",
+                task.id, task.id
+            ));
+        }
+    }
+    tasks
+}
+
+/// Runs the planner agent in a scratch copy of the base branch; its JSON result.
+fn ask_agent(
+    act: &Act<'_>,
+    req: &PlanRequest<'_>,
+    requirement: &Requirement,
+    errors: &[String],
+    attempt: u32,
+) -> Result<serde_json::Value, String> {
+    let role = AgentRole::Planner;
+    let agent = act.config.agents.effective(role);
+    let exec = executor::for_role(&agent, role, act.repo).map_err(|e| e.to_string())?;
+    let git = Git::new(act.repo);
+    let ws = Workspace::open_detached(&git, "planner", req.base_head).map_err(|e| e.to_string())?;
+    let scratch = tempfile::tempdir().map_err(|e| e.to_string())?;
+    let result_file = scratch.path().join("result.json");
+    let files = git
+        .run(&["ls-files", "-z"])
+        .map_err(|e| e.to_string())
+        .unwrap_or_default();
+    let all: Vec<String> = files
+        .split('\0')
+        .filter(|f| !f.is_empty())
+        .map(String::from)
+        .collect();
+    let shown = act.config.planner.repo_map_files as usize;
+    let mut notes = requirement.notes.clone();
+    if !errors.is_empty() {
+        notes.push_str("\n\nYour previous task list was rejected; fix these problems:\n");
+        for e in errors {
+            notes.push_str(&format!("- {e}\n"));
+        }
+    }
+    let data = PlannerPrompt {
+        requirement: RequirementPrompt {
+            goal: requirement.goal.clone(),
+            acceptance_criteria: requirement.acceptance_criteria.clone(),
+            constraints: requirement.constraints.clone(),
+            allowed_paths: requirement.allowed_paths.clone(),
+            notes: Some(notes).filter(|n| !n.trim().is_empty()),
+        },
+        repo_files: all.iter().take(shown).cloned().collect(),
+        repo_files_omitted: all.len().saturating_sub(shown),
+        active_tasks: req
+            .existing
+            .iter()
+            .map(|t| ActiveTask {
+                id: t.id.to_string(),
+                title: t.title.clone(),
+                status: t.state().to_string(),
+                role: t.role.to_string(),
+            })
+            .collect(),
+        judge_feedback: req.feedback.clone(),
+        max_tasks: Some(act.config.planner.max_tasks),
+        result_file: Some(result_file.display().to_string()),
+    };
+    let prompt = act
+        .templates
+        .render_planner(&data)
+        .map_err(|e| e.to_string())?;
+    let run_id = RunId(short_hash(&[
+        "planner",
+        req.signature,
+        &attempt.to_string(),
+    ]));
+    let pseudo = Task::new(
+        crate::model::TaskId::from("planner"),
+        "Plan the requirement",
+        &requirement.goal,
+        req.now,
+    );
+    let env = executor::agent_env(
+        &agent.env_passthrough,
+        |k| std::env::var(k).ok(),
+        &[
+            ("OPENTIGER_ROLE", "planner".to_string()),
+            ("OPENTIGER_RUN_ID", run_id.to_string()),
+            ("OPENTIGER_WORKSPACE", ws.path.display().to_string()),
+        ],
+    );
+    let request = AgentRequest {
+        role,
+        task: &pseudo,
+        run_id: &run_id,
+        workspace: &ws.path,
+        prompt,
+        env,
+        timeout: agent.timeout(),
+        attempt,
+        scratch: scratch.path(),
+    };
+    let result = exec.run(&request).map_err(|e| e.to_string());
+    let _ = ws.close();
+    let result = result?;
+    match result.exit {
+        AgentExit::Finished => {}
+        AgentExit::TimedOut => {
+            return Err(format!(
+                "the planner agent timed out after {:?}",
+                agent.timeout()
+            ))
+        }
+        AgentExit::Failed(code) => {
+            return Err(format!(
+                "the planner agent failed ({}): {}",
+                code.map_or("signal".to_string(), |c| format!("exit code {c}")),
+                act.redactor.excerpt(&result.output_tail, 300)
+            ))
+        }
+    }
+    result.result.ok_or_else(|| {
+        result.result_error.unwrap_or_else(|| {
+            "the planner wrote no task list to $OPENTIGER_RESULT_FILE".to_string()
+        })
+    })
+}
