@@ -99,6 +99,23 @@ impl Git {
         }
     }
 
+    /// Runs git and returns stdout as bytes (blobs).
+    pub fn run_bytes(&self, args: &[&str]) -> Result<Vec<u8>, GitError> {
+        let out = self
+            .command(args)
+            .output()
+            .map_err(|e| self.error(args, None, format!("could not start git: {e}")))?;
+        if out.status.success() {
+            Ok(out.stdout)
+        } else {
+            Err(self.error(
+                args,
+                out.status.code(),
+                tail(&String::from_utf8_lossy(&out.stderr), 2000),
+            ))
+        }
+    }
+
     /// Runs git; `Ok(None)` when it exits non-zero (for questions like "is this an ancestor?").
     pub fn try_run(&self, args: &[&str]) -> Result<Option<String>, GitError> {
         let out = self

@@ -17,6 +17,7 @@ pub mod prompt;
 pub mod redact;
 pub mod report;
 pub mod runner;
+pub mod statebranch;
 pub mod store;
 pub mod time;
 pub mod verify;

@@ -10,8 +10,27 @@ use crate::config::{self, Config, ConfigSource, StoreKind};
 use crate::engine::{self, Observations, Plan, Snapshot};
 use crate::git::Git;
 use crate::model::{AgentId, Mode, TickId};
+use crate::statebranch::{SaveError, StateRef};
 use crate::store::{self, SnapshotLimits, Store};
 use crate::time::Timestamp;
+
+/// Saves tried before a state conflict is reported (exit code 3).
+const SAVE_ATTEMPTS: u32 = 12;
+
+/// Jittered, growing wait after a lost race: 50 ms × 2^n (capped), plus up to as much again.
+fn backoff(attempt: u32) -> std::time::Duration {
+    let base = 50u64 << attempt.min(5);
+    let jitter = (std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.subsec_nanos())
+        .unwrap_or(0) as u64)
+        % (base + 1);
+    std::time::Duration::from_millis(base + jitter)
+}
+
+fn state_error(state: &StateRef, detail: &str) -> Failure {
+    Failure::tick(format!("state {}: {detail}", state.describe()))
+}
 
 #[derive(Clone)]
 pub struct Context {
@@ -21,6 +40,8 @@ pub struct Context {
     pub now: Timestamp,
     pub agent_id: AgentId,
     pub tick_id: TickId,
+    /// `--now` was given: the clock never moves (tests, what-if questions).
+    pub fixed_clock: bool,
 }
 
 impl Context {
@@ -39,31 +60,101 @@ impl Context {
             now,
             agent_id: AgentId::detect(|k| std::env::var(k).ok()),
             tick_id: TickId::fresh(now.0),
+            fixed_clock: cli.now.is_some(),
         })
+    }
+
+    /// The time now: the clock again after slow work, unless `--now` fixed it.
+    pub fn later(&self) -> Timestamp {
+        if self.fixed_clock {
+            self.now
+        } else {
+            Timestamp::now().max(self.now)
+        }
     }
 
     /// The state file of `state.store: file`.
     pub fn state_path(&self) -> Result<PathBuf, Failure> {
         match self.config.store_kind() {
             StoreKind::File => Ok(store::file_path(&self.repo, &self.config.state.path)),
-            StoreKind::Branch => Err(Failure::usage(format!(
-                "{}: `state.store: branch` (the default in github mode) is not available in this build yet\n  fix: set `mode: local-git` or `state.store: file` in the configuration",
-                self.config_source
-            ))),
+            StoreKind::Branch => Err(Failure::usage("the state is on a branch, not in a file")),
         }
     }
 
-    /// Opens the state for writing, holding the lock until the returned guard drops.
-    pub fn open_store(&self) -> Result<(Store, FileLock), Failure> {
-        let path = self.state_path()?;
-        let lock = FileLock::acquire(&path)?;
-        let store = Store::open_file(&path)?;
-        Ok((store, lock))
+    /// The state ref of `state.store: branch`.
+    pub fn state_ref(&self) -> StateRef {
+        let s = &self.config.state;
+        StateRef::new(&self.repo, &s.branch, &s.remote, s.keep_commits)
     }
 
-    /// Loads the state into memory: nothing on disk changes, whatever is done to it.
+    /// Loads the state into memory: nothing stored changes, whatever is done to it.
     pub fn read_store(&self) -> Result<Store, Failure> {
-        Ok(Store::load_file_in_memory(&self.state_path()?)?)
+        match self.config.store_kind() {
+            StoreKind::File => Ok(Store::load_file_in_memory(&self.state_path()?)?),
+            StoreKind::Branch => {
+                let state = self.state_ref();
+                let loaded = state
+                    .load()
+                    .map_err(|e| state_error(&state, &e.to_string()))?;
+                Ok(Store::from_bytes(&loaded.bytes, &state.describe())?)
+            }
+        }
+    }
+
+    /// Changes the state with `change`, atomically: a file under its lock, or a branch by
+    /// compare-and-swap. On a branch, a save that lost the race loads the latest state and runs
+    /// `change` again (it must only change state), with jittered backoff, a bounded number of
+    /// times; then exit code 3 and nothing lost (DESIGN §5).
+    pub fn write_state<T>(
+        &self,
+        what: &str,
+        mut change: impl FnMut(&mut Store) -> Result<T, Failure>,
+    ) -> Result<T, Failure> {
+        match self.config.store_kind() {
+            StoreKind::File => {
+                let path = self.state_path()?;
+                let _lock = FileLock::acquire(&path)?;
+                let mut store = Store::open_file(&path)?;
+                change(&mut store)
+            }
+            StoreKind::Branch => {
+                let state = self.state_ref();
+                for attempt in 0..SAVE_ATTEMPTS {
+                    let loaded = state
+                        .load()
+                        .map_err(|e| state_error(&state, &e.to_string()))?;
+                    let mut store = Store::from_bytes(&loaded.bytes, &state.describe())?;
+                    let before = store.change_count();
+                    let result = change(&mut store)?;
+                    if store.change_count() == before {
+                        return Ok(result);
+                    }
+                    let bytes = store.to_bytes()?;
+                    let summary =
+                        crate::report::state_summary(&store, self.now).unwrap_or_default();
+                    let message =
+                        format!("opentiger: {what} ({} by {})", self.tick_id, self.agent_id);
+                    match state.save(&loaded, &bytes, &summary, &message) {
+                        Ok(saved) => {
+                            tracing::info!(commit = %saved.commit, squashed = saved.squashed, "state saved");
+                            return Ok(result);
+                        }
+                        Err(SaveError::Conflict(_)) => {
+                            tracing::info!(attempt, "state save lost a race; loading again");
+                            std::thread::sleep(backoff(attempt));
+                        }
+                        Err(SaveError::Git(e)) => return Err(state_error(&state, &e.to_string())),
+                    }
+                }
+                Err(Failure {
+                    code: 3,
+                    message: format!(
+                        "{}: could not save the state after {SAVE_ATTEMPTS} attempts: other ticks kept saving first. Nothing was lost (this command's changes were not applied)\n  fix: run it again; if it keeps happening, use a `concurrency:` group for the workflow",
+                        state.describe()
+                    ),
+                })
+            }
+        }
     }
 
     /// Facts about the world that the engine needs, gathered without the network.

@@ -22,7 +22,7 @@ pub struct PlanArgs {
 
 pub fn run(ctx: &Context, args: &PlanArgs) -> CmdResult {
     let mut work = {
-        let (store, _lock) = ctx.open_store()?;
+        let store = ctx.read_store()?;
         let active = store.list_tasks(&TaskFilter::default())?;
         let observations = ctx.observations(&store)?;
         let inputs = PreflightInputs::from_tasks(active.iter(), &observations);
@@ -83,13 +83,14 @@ pub fn run(ctx: &Context, args: &PlanArgs) -> CmdResult {
         state_file: ctx.state_path().ok(),
     };
     let plan = work.run(&act, ctx.now);
-    let (mut store, _lock) = ctx.open_store()?;
     let writer = Writer {
         tick_id: Some(&ctx.tick_id),
         actor: ctx.agent_id.as_str(),
         now: ctx.now,
     };
-    let recorded = store.record_plan(&plan.record, &plan.tasks, writer)?;
+    let recorded = ctx.write_state("plan", |store| {
+        Ok(store.record_plan(&plan.record, &plan.tasks, writer)?)
+    })?;
     println!("{}", plan_line(&plan));
     if !recorded {
         println!("(planned meanwhile by another command: nothing created)");

@@ -106,9 +106,24 @@ fn writer(ctx: &Context) -> Writer<'_> {
 }
 
 fn add(ctx: &Context, args: &AddArgs) -> CmdResult {
-    let (mut store, _lock) = ctx.open_store()?;
+    let tasks = ctx.write_state("task add", |store| {
+        let tasks = build_new_tasks(ctx, args, store)?;
+        store.insert_tasks(&tasks, writer(ctx))?;
+        Ok(tasks)
+    })?;
+    for task in &tasks {
+        println!("{}", task.id);
+    }
+    Ok(())
+}
+
+fn build_new_tasks(
+    ctx: &Context,
+    args: &AddArgs,
+    store: &crate::store::Store,
+) -> Result<Vec<Task>, Failure> {
     let tasks = match &args.from {
-        Some(path) => tasks_from_plan_file(ctx, path, &store)?,
+        Some(path) => tasks_from_plan_file(ctx, path, store)?,
         None => {
             let title = args.title.clone().unwrap_or_default();
             let goal = args.goal.clone().unwrap_or_default();
@@ -139,11 +154,7 @@ fn add(ctx: &Context, args: &AddArgs) -> CmdResult {
             vec![task]
         }
     };
-    store.insert_tasks(&tasks, writer(ctx))?;
-    for task in &tasks {
-        println!("{}", task.id);
-    }
-    Ok(())
+    Ok(tasks)
 }
 
 fn lane_of(role: Role) -> Lane {
@@ -343,110 +354,88 @@ fn show(ctx: &Context, id: &str, json: bool) -> CmdResult {
 }
 
 fn retry(ctx: &Context, id: &str, reason: &str) -> CmdResult {
-    let (mut store, _lock) = ctx.open_store()?;
-    let id = store.resolve_task_id(id)?;
-    let task = store.task(&id)?;
-    let allowed = match task.status {
-        TaskStatus::Failed | TaskStatus::Cancelled => true,
-        TaskStatus::Blocked => matches!(
-            task.block_reason,
-            Some(
-                BlockReason::AwaitingHuman
-                    | BlockReason::Paused
-                    | BlockReason::QuotaWait
-                    | BlockReason::NeedsRework
-            )
-        ),
-        TaskStatus::Queued | TaskStatus::Running | TaskStatus::Done => false,
-    };
-    if !allowed {
-        return Err(Failure::usage(format!(
-            "task {id} is {}: only failed, cancelled or blocked (awaiting_human, paused, quota_wait, needs_rework) tasks can be retried",
-            task.state()
-        )));
-    }
-    // A person's retry starts the budgets afresh: they decided the cause is dealt with.
-    let changes = TaskChanges {
-        attempts: Some(Default::default()),
-        next_attempt_at: Some(None),
-        needs_approval: Some(false),
-    };
-    store.transition_task(&id, TaskState::QUEUED, reason, changes, writer(ctx))?;
-    println!("{id}: {} → queued", task.state());
+    let line = ctx.write_state("task retry", |store| {
+        let id = store.resolve_task_id(id)?;
+        let task = store.task(&id)?;
+        let allowed = match task.status {
+            TaskStatus::Failed | TaskStatus::Cancelled => true,
+            TaskStatus::Blocked => matches!(
+                task.block_reason,
+                Some(BlockReason::AwaitingHuman | BlockReason::Paused | BlockReason::QuotaWait | BlockReason::NeedsRework)
+            ),
+            TaskStatus::Queued | TaskStatus::Running | TaskStatus::Done => false,
+        };
+        if !allowed {
+            return Err(Failure::usage(format!(
+                "task {id} is {}: only failed, cancelled or blocked (awaiting_human, paused, quota_wait, needs_rework) tasks can be retried",
+                task.state()
+            )));
+        }
+        // A person's retry starts the budgets afresh: they decided the cause is dealt with.
+        let changes = TaskChanges { attempts: Some(Default::default()), next_attempt_at: Some(None), needs_approval: Some(false) };
+        store.transition_task(&id, TaskState::QUEUED, reason, changes, writer(ctx))?;
+        Ok(format!("{id}: {} → queued", task.state()))
+    })?;
+    println!("{line}");
     Ok(())
 }
 
 fn cancel(ctx: &Context, id: &str, reason: &str) -> CmdResult {
-    let (mut store, _lock) = ctx.open_store()?;
-    let id = store.resolve_task_id(id)?;
-    let task = store.task(&id)?;
-    if task.status.is_terminal() {
-        return Err(Failure::usage(format!(
-            "task {id} is already {}",
-            task.status
-        )));
-    }
-    if task.status == TaskStatus::Running {
-        return Err(Failure::usage(format!(
-            "task {id} is running: cancel it after its run ends, or wait for its lease to expire"
-        )));
-    }
-    store.transition_task(
-        &id,
-        TaskState::CANCELLED,
-        reason,
-        TaskChanges::default(),
-        writer(ctx),
-    )?;
-    println!("{id}: {} → cancelled", task.state());
+    let line = ctx.write_state("task cancel", |store| {
+        let id = store.resolve_task_id(id)?;
+        let task = store.task(&id)?;
+        if task.status.is_terminal() {
+            return Err(Failure::usage(format!("task {id} is already {}", task.status)));
+        }
+        if task.status == TaskStatus::Running {
+            return Err(Failure::usage(format!(
+                "task {id} is running: cancel it after its run ends, or wait for its lease to expire"
+            )));
+        }
+        store.transition_task(&id, TaskState::CANCELLED, reason, TaskChanges::default(), writer(ctx))?;
+        Ok(format!("{id}: {} → cancelled", task.state()))
+    })?;
+    println!("{line}");
     Ok(())
 }
 
 fn approve(ctx: &Context, id: Option<&str>, all: bool) -> CmdResult {
-    let (mut store, _lock) = ctx.open_store()?;
-    let waiting: Vec<Task> = store
-        .list_tasks(&TaskFilter {
-            status: Some(TaskStatus::Blocked),
-            include_terminal: false,
-        })?
-        .into_iter()
-        .filter(|t| t.needs_approval && t.block_reason == Some(BlockReason::AwaitingHuman))
-        .collect();
-    let chosen: Vec<&Task> = match id {
-        Some(given) => {
-            let id = store.resolve_task_id(given)?;
-            match waiting.iter().find(|t| t.id == id) {
-                Some(t) => vec![t],
-                None => {
-                    let task = store.task(&id)?;
-                    return Err(Failure::usage(format!(
-                        "task {id} does not wait for approval (it is {})\n  fix: `opentiger task list --status blocked` shows what waits",
-                        task.state()
-                    )));
+    let lines = ctx.write_state("task approve", |store| {
+        let waiting: Vec<Task> = store
+            .list_tasks(&TaskFilter { status: Some(TaskStatus::Blocked), include_terminal: false })?
+            .into_iter()
+            .filter(|t| t.needs_approval && t.block_reason == Some(BlockReason::AwaitingHuman))
+            .collect();
+        let chosen: Vec<&Task> = match id {
+            Some(given) => {
+                let id = store.resolve_task_id(given)?;
+                match waiting.iter().find(|t| t.id == id) {
+                    Some(t) => vec![t],
+                    None => {
+                        let task = store.task(&id)?;
+                        return Err(Failure::usage(format!(
+                            "task {id} does not wait for approval (it is {})\n  fix: `opentiger task list --status blocked` shows what waits",
+                            task.state()
+                        )));
+                    }
                 }
             }
-        }
-        None if all => waiting.iter().collect(),
-        None => Vec::new(),
-    };
-    if chosen.is_empty() {
-        println!("No task waits for approval.");
-        return Ok(());
-    }
-    for task in chosen {
-        let changes = TaskChanges {
-            attempts: None,
-            next_attempt_at: None,
-            needs_approval: Some(false),
+            None if all => waiting.iter().collect(),
+            None => Vec::new(),
         };
-        store.transition_task(
-            &task.id,
-            TaskState::QUEUED,
-            "approved by a person",
-            changes,
-            writer(ctx),
-        )?;
-        println!("{}: approved → queued", task.id);
+        let mut lines = Vec::new();
+        for task in chosen {
+            let changes = TaskChanges { attempts: None, next_attempt_at: None, needs_approval: Some(false) };
+            store.transition_task(&task.id, TaskState::QUEUED, "approved by a person", changes, writer(ctx))?;
+            lines.push(format!("{}: approved → queued", task.id));
+        }
+        Ok(lines)
+    })?;
+    if lines.is_empty() {
+        println!("No task waits for approval.");
+    }
+    for line in lines {
+        println!("{line}");
     }
     Ok(())
 }

@@ -20,7 +20,7 @@ use crate::engine::outcome::decide_outcome;
 use crate::engine::verdict::decide_verdict;
 use crate::executor;
 use crate::git::Git;
-use crate::model::{Mode, PlanStatus, Role, Run, RunId, Task, TaskKind};
+use crate::model::{Mode, PlanStatus, Role, Run, RunId, Task, TaskId, TaskKind};
 use crate::prompt::{JudgeFeedback, Templates};
 use crate::redact::Redactor;
 use crate::report;
@@ -293,83 +293,30 @@ pub fn tick(ctx: &Context) -> Result<TickSummary, Failure> {
     preflight_checks(ctx)?;
     let span = tracing::info_span!("tick", id = %ctx.tick_id);
     let _enter = span.enter();
-    let writer = Writer {
-        tick_id: Some(&ctx.tick_id),
-        actor: ctx.agent_id.as_str(),
-        now: ctx.now,
-    };
     let mut summary = TickSummary {
         tick_id: ctx.tick_id.to_string(),
         ..TickSummary::default()
     };
 
-    // Phase 1: claim.
-    let (work, in_use) = {
-        let (mut store, _lock) = ctx.open_store()?;
-        store.record_tick(&TickRecord {
-            id: ctx.tick_id.to_string(),
-            agent_id: ctx.agent_id.to_string(),
-            started_at: ctx.now,
-            finished_at: None,
-            outcome: Some("started".to_string()),
-            summary: serde_json::json!({}),
-        })?;
-        let (snapshot, plan) = ctx.plan(&store)?;
-        check_agents(ctx, &snapshot, &plan)?;
-        summary.decisions = plan.decisions.iter().filter(|d| d.writes()).count();
-        for d in plan.decisions.iter().filter(|d| d.writes()) {
-            summary
-                .lines
-                .push(format!("[{}] {}", d.rule, report::describe_action(d)));
-        }
-        let applied = store.apply_plan(&plan, writer)?;
-        let mut work = Vec::new();
-        for (task_id, run_id) in &applied.claims {
-            let task = store.task(task_id)?;
-            let history = store
-                .runs_of(task_id, 10)?
-                .into_iter()
-                .filter(|r| &r.id != run_id)
-                .collect();
-            work.push(Work::Run {
-                task,
-                run_id: run_id.clone(),
-                history,
-            });
-        }
-        for (task_id, run_id) in &applied.judge {
-            let task = store.task(task_id)?;
-            let Some(run) = store.run(run_id)? else {
-                continue;
-            };
-            let root = match (task.kind, &task.parent_task_id) {
-                (TaskKind::Autofix | TaskKind::AutofixConflict, Some(parent)) => parent.clone(),
-                _ => task.id.clone(),
-            };
-            let reviews = store.reviews_of_lineage(&root)?;
-            work.push(Work::Review {
-                task,
-                run: Box::new(run),
-                reviews,
-            });
-        }
-        if applied.start_planner {
-            if let Some(plan) = PlanWork::gather(ctx, &store)? {
-                work.push(Work::Plan(Box::new(plan)));
-            }
-        }
-        (work, worktrees_in_use(ctx, &store)?)
-    };
+    // Phase 1: claim. On a state branch this may run again on fresher state if another tick
+    // saved first; it only changes state.
+    let claimed = ctx.write_state("claim", |store| claim(ctx, store))?;
+    summary.decisions = claimed.decisions;
+    summary.lines = claimed.lines;
+    let work = claimed.work;
     summary.claimed = work
         .iter()
         .filter(|w| matches!(w, Work::Run { .. }))
         .count();
-    summary.judged = work.len() - summary.claimed;
+    summary.judged = work
+        .iter()
+        .filter(|w| matches!(w, Work::Review { .. }))
+        .count();
 
     // Phase 2: act.
     let git = Git::new(&ctx.repo);
     if ctx.config.mode == Mode::LocalGit {
-        match remove_leftovers(&git, &in_use) {
+        match remove_leftovers(&git, &claimed.in_use) {
             Ok(removed) if !removed.is_empty() => summary.lines.push(format!(
                 "removed {} leftover worktree(s) of killed ticks",
                 removed.len()
@@ -387,8 +334,7 @@ pub fn tick(ctx: &Context) -> Result<TickSummary, Failure> {
         templates: &templates,
         state_file: ctx.state_path().ok(),
     };
-    let mut results = Vec::new();
-    let mut planned = Vec::new();
+    let mut done = Vec::new();
     for item in work {
         match item {
             Work::Run {
@@ -398,32 +344,121 @@ pub fn tick(ctx: &Context) -> Result<TickSummary, Failure> {
             } => {
                 let _span = tracing::info_span!("run", task = %task.id, run = %run_id).entered();
                 let result = run_task(&act, &task, &run_id, &history);
-                results.push((task.id.clone(), run_id, Done::Work(result)));
+                done.push(Done::Work(task.id.clone(), run_id, result));
             }
             Work::Review { task, run, reviews } => {
                 let _span = tracing::info_span!("review", task = %task.id, run = %run.id).entered();
                 let result = judge_run(&act, &task, &run, reviews);
-                results.push((task.id.clone(), run.id.clone(), Done::Review(result)));
+                done.push(Done::Review(task.id.clone(), run.id.clone(), result));
             }
             Work::Plan(plan) => {
                 let _span = tracing::info_span!("plan").entered();
-                planned.push(plan.run(&act, ctx.now));
+                done.push(Done::Plan(plan.run(&act, ctx.now)));
             }
         }
     }
 
-    // Phase 3: record.
-    let record_ctx = Context {
+    // Phase 3: record, on the latest state, only where our leases still hold.
+    let now = ctx.later();
+    let recorded = ctx.write_state("record", |store| record(ctx, store, &done, now, &summary))?;
+    summary.lines.extend(recorded.lines);
+    summary.stray = recorded.stray;
+    Ok(summary)
+}
+
+/// What the claim phase hands to the act phase.
+struct Claimed {
+    decisions: usize,
+    lines: Vec<String>,
+    work: Vec<Work>,
+    in_use: Vec<std::path::PathBuf>,
+}
+
+fn claim(ctx: &Context, store: &mut Store) -> Result<Claimed, Failure> {
+    let writer = Writer {
+        tick_id: Some(&ctx.tick_id),
+        actor: ctx.agent_id.as_str(),
         now: ctx.now,
-        ..ctx.clone()
     };
-    let (mut store, _lock) = record_ctx.open_store()?;
-    for (task_id, run_id, done) in results {
-        let task = store.task(&task_id)?;
-        let recorded = match done {
-            Done::Work(WorkResult { outcome, record }) => {
-                let decision = decide_outcome(&task, &outcome, &ctx.config, ctx.now);
-                summary.lines.push(format!(
+    let (snapshot, plan) = ctx.plan(store)?;
+    check_agents(ctx, &snapshot, &plan)?;
+    let lines = plan
+        .decisions
+        .iter()
+        .filter(|d| d.writes())
+        .map(|d| format!("[{}] {}", d.rule, report::describe_action(d)))
+        .collect::<Vec<_>>();
+    let applied = store.apply_plan(&plan, writer)?;
+    let mut work = Vec::new();
+    for (task_id, run_id) in &applied.claims {
+        let task = store.task(task_id)?;
+        let history = store
+            .runs_of(task_id, 10)?
+            .into_iter()
+            .filter(|r| &r.id != run_id)
+            .collect();
+        work.push(Work::Run {
+            task,
+            run_id: run_id.clone(),
+            history,
+        });
+    }
+    for (task_id, run_id) in &applied.judge {
+        let task = store.task(task_id)?;
+        let Some(run) = store.run(run_id)? else {
+            continue;
+        };
+        let root = match (task.kind, &task.parent_task_id) {
+            (TaskKind::Autofix | TaskKind::AutofixConflict, Some(parent)) => parent.clone(),
+            _ => task.id.clone(),
+        };
+        let reviews = store.reviews_of_lineage(&root)?;
+        work.push(Work::Review {
+            task,
+            run: Box::new(run),
+            reviews,
+        });
+    }
+    if applied.start_planner {
+        if let Some(plan) = PlanWork::gather(ctx, store)? {
+            work.push(Work::Plan(Box::new(plan)));
+        }
+    }
+    Ok(Claimed {
+        decisions: lines.len(),
+        lines,
+        work,
+        in_use: worktrees_in_use(ctx, store)?,
+    })
+}
+
+struct RecordedLines {
+    lines: Vec<String>,
+    stray: usize,
+}
+
+fn record(
+    ctx: &Context,
+    store: &mut Store,
+    done: &[Done],
+    now: crate::time::Timestamp,
+    summary: &TickSummary,
+) -> Result<RecordedLines, Failure> {
+    let writer = Writer {
+        tick_id: Some(&ctx.tick_id),
+        actor: ctx.agent_id.as_str(),
+        now,
+    };
+    let mut out = RecordedLines {
+        lines: Vec::new(),
+        stray: 0,
+    };
+    for item in done {
+        let recorded = match item {
+            Done::Work(task_id, run_id, WorkResult { outcome, record }) => {
+                let task = store.task(task_id)?;
+                let decision = decide_outcome(&task, outcome, &ctx.config, now);
+                out.lines.push(format!(
                     "{} {:?}: {} → {}",
                     task.id,
                     truncate(&task.title),
@@ -431,52 +466,69 @@ pub fn tick(ctx: &Context) -> Result<TickSummary, Failure> {
                     decision.to
                 ));
                 if !outcome.success {
-                    summary
-                        .lines
+                    out.lines
                         .push(format!("    {}", first_line(&outcome.message)));
                 }
-                store.record_run(&task_id, &run_id, &record, &decision, writer)?
+                store.record_run(task_id, run_id, record, &decision, writer)?
             }
-            Done::Review(JudgeResult {
-                conclusion,
-                judgement,
-            }) => {
-                let children = store.count_children(&task_id, TaskKind::Autofix)?;
-                let decision = decide_verdict(&task, &conclusion, children, &ctx.config, ctx.now);
-                summary.lines.push(format!(
+            Done::Review(
+                task_id,
+                run_id,
+                JudgeResult {
+                    conclusion,
+                    judgement,
+                },
+            ) => {
+                let task = store.task(task_id)?;
+                let children = store.count_children(task_id, TaskKind::Autofix)?;
+                let decision = decide_verdict(&task, conclusion, children, &ctx.config, now);
+                out.lines.push(format!(
                     "{} {:?}: review: {}",
                     task.id,
                     truncate(&task.title),
                     decision.reason
                 ));
-                store.record_judgement(&task_id, &run_id, judgement.as_ref(), &decision, writer)?
+                store.record_judgement(task_id, run_id, judgement.as_ref(), &decision, writer)?
+            }
+            Done::Plan(plan) => {
+                out.lines.push(plan_line(plan));
+                if !store.record_plan(&plan.record, &plan.tasks, writer)? {
+                    out.lines
+                        .push("  (already planned by another tick: nothing created)".to_string());
+                }
+                Recorded::Applied
             }
         };
         if let Recorded::Stray { holder } = recorded {
-            summary.stray += 1;
-            summary.lines.push(format!(
-                "{task_id}: outcome not applied, the lease is now {}",
+            out.stray += 1;
+            out.lines.push(format!(
+                "outcome not applied, the lease is now {}",
                 holder.as_deref().unwrap_or("gone")
             ));
         }
     }
-    for plan in planned {
-        summary.lines.push(plan_line(&plan));
-        if !store.record_plan(&plan.record, &plan.tasks, writer)? {
-            summary
-                .lines
-                .push("  (already planned by another tick: nothing created)".to_string());
-        }
+    let pruned = store.prune(now, ctx.config.state.retention_days)?;
+    if pruned > 0 {
+        out.lines
+            .push(format!("pruned {pruned} old run(s) of finished tasks"));
     }
-    store.record_tick(&TickRecord {
-        id: ctx.tick_id.to_string(),
-        agent_id: ctx.agent_id.to_string(),
-        started_at: ctx.now,
-        finished_at: Some(ctx.now),
-        outcome: Some("ok".to_string()),
-        summary: summary.to_json(),
-    })?;
-    Ok(summary)
+    // The heartbeat: every tick that did something, and at least hourly otherwise, so a quiet
+    // tick on a state branch pushes nothing.
+    let busy = summary.decisions > 0 || !done.is_empty();
+    let stale = store
+        .last_tick()?
+        .is_none_or(|t| now.minus(t.started_at) >= crate::time::HOUR);
+    if busy || stale {
+        store.record_tick(&TickRecord {
+            id: ctx.tick_id.to_string(),
+            agent_id: ctx.agent_id.to_string(),
+            started_at: ctx.now,
+            finished_at: Some(now),
+            outcome: Some("ok".to_string()),
+            summary: serde_json::json!({ "decisions": summary.decisions, "runs": summary.claimed, "reviews": summary.judged }),
+        })?;
+    }
+    Ok(out)
 }
 
 /// One line about a plan for the tick's report.
@@ -511,8 +563,9 @@ pub fn plan_line(plan: &PlanResult) -> String {
 }
 
 enum Done {
-    Work(WorkResult),
-    Review(JudgeResult),
+    Work(TaskId, RunId, WorkResult),
+    Review(TaskId, RunId, JudgeResult),
+    Plan(PlanResult),
 }
 
 /// Worktrees that leased tasks (of any tick) may be using right now.

@@ -81,6 +81,10 @@ pub struct StateConfig {
     pub path: String,
     /// History kept on the state ref before it is squashed.
     pub keep_commits: u32,
+    /// The remote holding the state ref (when the repository has it; else the ref is local).
+    pub remote: String,
+    /// Runs of finished tasks older than this many days are pruned from the state (counts kept).
+    pub retention_days: u32,
 }
 
 impl Default for StateConfig {
@@ -90,6 +94,8 @@ impl Default for StateConfig {
             branch: "opentiger/state".to_string(),
             path: ".opentiger/state.sqlite".to_string(),
             keep_commits: 100,
+            remote: "origin".to_string(),
+            retention_days: 30,
         }
     }
 }

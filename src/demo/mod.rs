@@ -129,15 +129,14 @@ pub fn run(base: &Context, keep: Option<&Path>) -> Result<DemoReport, Failure> {
         config_source: source,
         ..base.clone()
     };
-    {
-        let (mut store, _lock) = ctx.open_store()?;
-        let writer = Writer {
-            tick_id: None,
-            actor: "demo",
-            now: ctx.now,
-        };
-        store.insert_tasks(&sample_tasks(ctx.now), writer)?;
-    }
+    let writer = Writer {
+        tick_id: None,
+        actor: "demo",
+        now: ctx.now,
+    };
+    ctx.write_state("demo tasks", |store| {
+        Ok(store.insert_tasks(&sample_tasks(ctx.now), writer)?)
+    })?;
     let mut out = format!("opentiger demo in {}\n\nThe sample: a tiny Rust crate and three tasks (\"Add multiplication\" depends on \"Add subtraction\"; the docs task on both).\n", repo.display());
     let mut ticks = 0;
     let mut converged = false;

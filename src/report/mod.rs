@@ -364,3 +364,64 @@ pub fn truncate(text: &str, max: usize) -> String {
     let cut: String = line.chars().take(max.saturating_sub(1)).collect();
     format!("{cut}…")
 }
+
+/// `STATE.md`, committed next to `state.sqlite` on the state branch: the state for people who
+/// browse the branch on GitHub.
+pub fn state_summary(
+    store: &crate::store::Store,
+    now: Timestamp,
+) -> Result<String, crate::store::StoreError> {
+    let counts = store.status_counts()?;
+    let tasks = store.list_tasks(&crate::store::TaskFilter::default())?;
+    let mut out = String::from("# opentiger state\n\nGenerated; do not edit. `opentiger status` shows the same with next actions.\n\n");
+    let _ = writeln!(out, "Saved at {now}.\n");
+    let _ = writeln!(out, "| status | tasks |\n|---|---|");
+    for (status, n) in &counts {
+        let _ = writeln!(out, "| {status} | {n} |");
+    }
+    let _ = writeln!(out, "\n## Active tasks\n");
+    if tasks.is_empty() {
+        let _ = writeln!(out, "None.");
+    } else {
+        let _ = writeln!(out, "| id | state | title | why |\n|---|---|---|---|");
+        for t in tasks.iter().take(200) {
+            let why = t
+                .status_reason
+                .as_deref()
+                .map(|r| truncate(r, 100))
+                .unwrap_or_default();
+            let _ = writeln!(
+                out,
+                "| {} | {} | {} | {} |",
+                t.id,
+                t.state(),
+                cell(&truncate(&t.title, 60)),
+                cell(&why)
+            );
+        }
+        if tasks.len() > 200 {
+            let _ = writeln!(out, "\n… and {} more.", tasks.len() - 200);
+        }
+    }
+    let _ = writeln!(out, "\n## Last ticks\n");
+    match store.last_tick()? {
+        Some(t) => {
+            let _ = writeln!(
+                out,
+                "- {} by {}: {}",
+                t.started_at,
+                t.agent_id,
+                t.outcome.as_deref().unwrap_or("unfinished")
+            );
+        }
+        None => {
+            let _ = writeln!(out, "None yet.");
+        }
+    }
+    Ok(out)
+}
+
+/// Text safe inside a markdown table cell.
+fn cell(text: &str) -> String {
+    text.replace('|', "\\|").replace('\n', " ")
+}

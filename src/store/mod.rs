@@ -123,6 +123,11 @@ impl Store {
         Ok(self.conn.serialize(rusqlite::MAIN_DB)?.to_vec())
     }
 
+    /// Rows changed through this connection so far: unchanged means nothing to save.
+    pub fn change_count(&self) -> u64 {
+        self.conn.total_changes()
+    }
+
     pub fn origin(&self) -> &str {
         &self.origin
     }

@@ -3,7 +3,7 @@
 //! A migration is appended, never edited: version N's SQL turns a version N-1 file into version N.
 
 /// Each entry migrates from version `index` to version `index + 1`.
-pub const MIGRATIONS: &[&str] = &[V1, V2];
+pub const MIGRATIONS: &[&str] = &[V1, V2, V3];
 
 pub const LATEST: i64 = MIGRATIONS.len() as i64;
 
@@ -178,4 +178,15 @@ CREATE INDEX plans_by_signature ON plans(signature, created_at);
 
 -- `execution_mode: ask`: a task waiting for a person's approval before it may run.
 ALTER TABLE tasks ADD COLUMN needs_approval INTEGER NOT NULL DEFAULT 0;
+"#;
+
+/// Totals that survive pruning (runs and events of long-finished tasks are deleted to keep the
+/// state small enough to push every tick; what they counted stays here).
+const V3: &str = r#"
+CREATE TABLE counters (
+    name  TEXT PRIMARY KEY,
+    value INTEGER NOT NULL DEFAULT 0
+) STRICT, WITHOUT ROWID;
+CREATE INDEX runs_by_finish ON runs(finished_at) WHERE finished_at IS NOT NULL;
+CREATE INDEX events_by_time ON events(at);
 "#;
