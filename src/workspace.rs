@@ -45,15 +45,23 @@ pub struct Workspace {
 }
 
 impl Workspace {
-    /// Checks out `branch` in a fresh worktree, creating the branch from `base` when it does not
-    /// exist yet. A leftover worktree of the same branch is removed first.
-    pub fn open(repo: &Git, branch: &str, base: &str) -> Result<Workspace, GitError> {
+    /// Checks out `branch` in a fresh worktree: at `tip` when given (the branch as published),
+    /// else where it is, else created from `base`. A leftover worktree of it is removed first.
+    pub fn open(
+        repo: &Git,
+        branch: &str,
+        base: &str,
+        tip: Option<&str>,
+    ) -> Result<Workspace, GitError> {
         let root = worktree_root(repo)?;
         std::fs::create_dir_all(&root)
             .map_err(|e| io_error(repo, "create the worktree folder", e))?;
         let path = root.join(branch.replace('/', "__"));
         remove_worktree(repo, &path)?;
         let path_text = path.display().to_string();
+        if let Some(tip) = tip {
+            repo.run(&["branch", "-f", branch, tip])?;
+        }
         if repo.branch_exists(branch)? {
             repo.run(&["worktree", "add", "--force", &path_text, branch])?;
         } else {
@@ -190,4 +198,153 @@ pub fn diff_text(git: &Git, from: &str, to: &str, max_bytes: usize) -> Result<St
 pub fn changed_files(git: &Git, from: &str, to: &str) -> Result<Vec<NumstatEntry>, GitError> {
     let out = git.run(&["diff", "--numstat", "-z", "--no-renames", from, to])?;
     Ok(parse_numstat_z(&out))
+}
+
+/// Where code branches live: the local repository only, or also a remote (DESIGN §3 "Scaling
+/// out": ticks in different clones cooperate through it). With a remote, task branches are
+/// pushed there and the base branch is read from and merged into there.
+#[derive(Clone, Debug)]
+pub struct Branches {
+    git: Git,
+    pub remote: Option<String>,
+}
+
+impl Branches {
+    /// Uses `remote` when the repository has it.
+    pub fn new(repo: &Git, remote: &str) -> Branches {
+        let remote = repo
+            .try_run(&["remote", "get-url", remote])
+            .ok()
+            .flatten()
+            .map(|_| remote.to_string());
+        Branches {
+            git: repo.clone(),
+            remote,
+        }
+    }
+
+    /// The ref a branch is read from: the remote-tracking one with a remote.
+    pub fn tracking(&self, branch: &str) -> String {
+        match &self.remote {
+            Some(r) => format!("refs/remotes/{r}/{branch}"),
+            None => format!("refs/heads/{branch}"),
+        }
+    }
+
+    /// Fetches these branches from the remote (a branch missing there is fine).
+    pub fn refresh(&self, branches: &[&str]) -> Result<(), GitError> {
+        let Some(remote) = &self.remote else {
+            return Ok(());
+        };
+        for b in branches {
+            let spec = format!("+refs/heads/{b}:refs/remotes/{remote}/{b}");
+            if self
+                .git
+                .try_run(&[
+                    "fetch",
+                    "--quiet",
+                    "--no-tags",
+                    "--no-write-fetch-head",
+                    remote,
+                    &spec,
+                ])?
+                .is_none()
+            {
+                // Gone on the remote: forget the stale tracking ref too.
+                let _ =
+                    self.git
+                        .try_run(&["update-ref", "-d", &format!("refs/remotes/{remote}/{b}")]);
+            }
+        }
+        Ok(())
+    }
+
+    /// The head of a branch, as last refreshed.
+    pub fn head(&self, branch: &str) -> Result<Option<String>, GitError> {
+        self.git.resolve(&self.tracking(branch))
+    }
+
+    /// Publishes a task branch (no force: a rejection means someone else pushed to it).
+    pub fn publish(&self, branch: &str) -> Result<(), GitError> {
+        match &self.remote {
+            Some(r) => self
+                .git
+                .run(&[
+                    "push",
+                    "--quiet",
+                    r,
+                    &format!("refs/heads/{branch}:refs/heads/{branch}"),
+                ])
+                .map(|_| ()),
+            None => Ok(()),
+        }
+    }
+
+    /// Moves `base` from `old` to `new`; `Ok(false)` when it moved meanwhile (a race to retry).
+    pub fn advance(&self, base: &str, old: &str, new: &str) -> Result<bool, GitError> {
+        match &self.remote {
+            Some(r) => match self.git.run(&[
+                "push",
+                "--quiet",
+                "--porcelain",
+                r,
+                &format!("{new}:refs/heads/{base}"),
+            ]) {
+                Ok(_) => {
+                    let _ = self.git.run(&["update-ref", &self.tracking(base), new]);
+                    Ok(true)
+                }
+                Err(e)
+                    if e.detail.contains("rejected")
+                        || e.detail.contains("fetch first")
+                        || e.detail.contains("non-fast-forward") =>
+                {
+                    Ok(false)
+                }
+                Err(e) => Err(e),
+            },
+            None => {
+                // The base may be checked out in the main worktree: move it there so its files follow.
+                let checked_out = self
+                    .git
+                    .try_run(&["symbolic-ref", "-q", "HEAD"])?
+                    .as_deref()
+                    == Some(&format!("refs/heads/{base}"));
+                let bare = self
+                    .git
+                    .try_run(&["rev-parse", "--is-bare-repository"])?
+                    .as_deref()
+                    == Some("true");
+                if checked_out && !bare {
+                    if self.git.resolve(&format!("refs/heads/{base}"))?.as_deref() != Some(old) {
+                        return Ok(false);
+                    }
+                    self.git.run(&["merge", "--ff-only", "-q", new])?;
+                    Ok(true)
+                } else {
+                    Ok(self
+                        .git
+                        .try_run(&["update-ref", &format!("refs/heads/{base}"), new, old])?
+                        .is_some())
+                }
+            }
+        }
+    }
+
+    /// Deletes a merged task branch here and on the remote.
+    pub fn delete(&self, branch: &str) {
+        if let Some(r) = &self.remote {
+            let _ = self.git.try_run(&[
+                "push",
+                "--quiet",
+                r,
+                "--delete",
+                &format!("refs/heads/{branch}"),
+            ]);
+            let _ = self
+                .git
+                .try_run(&["update-ref", "-d", &self.tracking(branch)]);
+        }
+        let _ = self.git.try_run(&["branch", "-D", branch]);
+    }
 }

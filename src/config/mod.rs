@@ -22,6 +22,9 @@ pub struct Config {
     pub mode: Mode,
     /// The branch work is merged into.
     pub base_branch: String,
+    /// In local-git mode, the remote task branches are pushed to and the base branch is merged
+    /// into, when the repository has it (ticks in different clones then cooperate).
+    pub remote: String,
     /// Requirement document the planner turns into tasks (relative to the repository root).
     pub requirement: String,
     pub state: StateConfig,
@@ -43,6 +46,7 @@ impl Default for Config {
         Config {
             mode: Mode::Github,
             base_branch: "main".to_string(),
+            remote: "origin".to_string(),
             requirement: "docs/requirement.md".to_string(),
             state: StateConfig::default(),
             backlog: BacklogConfig::default(),

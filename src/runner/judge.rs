@@ -10,7 +10,7 @@ use crate::executor::{self, AgentExit, AgentRequest};
 use crate::git::{Git, GitError};
 use crate::model::{Run, Task, Verdict};
 use crate::store::JudgementRow;
-use crate::workspace::{changed_files, diff_text, Workspace};
+use crate::workspace::{changed_files, diff_text, Branches, Workspace};
 
 // The judge works on a detached copy of the branch head, so its trial merge with the base never
 // moves the task branch: the verdict stays bound to the head the worker produced.
@@ -45,6 +45,9 @@ fn request_changes(head: &str, summary: String, findings: Vec<String>) -> JudgeR
     }
 }
 
+/// Tries of the merge when the base keeps moving under it (another clone merged first).
+const MERGE_RACES: u32 = 3;
+
 fn judge(
     act: &Act<'_>,
     task: &Task,
@@ -53,100 +56,143 @@ fn judge(
 ) -> Result<JudgeResult, GitError> {
     let repo = Git::new(act.repo);
     let base = &act.config.base_branch;
-    let Some(branch) = run.branch.clone() else {
-        return Ok(JudgeResult {
-            conclusion: JudgeConclusion::Failed {
-                error: format!("run {} recorded no branch", run.id),
-            },
+    let branches = Branches::new(&repo, &act.config.remote);
+    let failed = |error: String| {
+        Ok(JudgeResult {
+            conclusion: JudgeConclusion::Failed { error },
             judgement: None,
-        });
+        })
     };
-    let head = match repo.resolve(&format!("refs/heads/{branch}"))? {
-        Some(h) => h,
-        None => {
-            return Ok(JudgeResult {
-                conclusion: JudgeConclusion::Failed {
-                    error: format!("branch {branch} is gone"),
-                },
-                judgement: None,
-            })
+    let Some(branch) = run.branch.clone() else {
+        return failed(format!("run {} recorded no branch", run.id));
+    };
+    let mut reviewed: Option<(Verdict, String, Vec<String>)> = None;
+    for _ in 0..MERGE_RACES {
+        branches.refresh(&[base, &branch])?;
+        let Some(head) = branches.head(&branch)? else {
+            return failed(format!("branch {branch} is gone"));
+        };
+        // DESIGN §4: a verdict is bound to the head it judged; a newer push is judged on its own.
+        if let Some(expected) = run.head_sha.as_ref().filter(|e| **e != head) {
+            return failed(format!(
+                "branch {branch} moved from {expected} to {head} after the run"
+            ));
         }
-    };
-    // DESIGN §4: a verdict is bound to the head it judged; a newer push is judged on its own.
-    if let Some(expected) = &run.head_sha {
-        if expected != &head {
-            return Ok(JudgeResult {
-                conclusion: JudgeConclusion::Failed {
-                    error: format!("branch {branch} moved from {expected} to {head} after the run"),
-                },
-                judgement: None,
-            });
+        let base_head = branches
+            .head(base)?
+            .ok_or_else(|| missing_base(&repo, base))?;
+        let ws = Workspace::open_detached(&repo, &branch, &head)?;
+        let attempt = try_merge(
+            act,
+            task,
+            run,
+            &ws,
+            (&base_head, &head),
+            &mut reviewed,
+            reviews_so_far,
+            &branches,
+        );
+        let _ = ws.close();
+        match attempt? {
+            Attempt::Concluded(result) => {
+                if matches!(result.conclusion, JudgeConclusion::Merged { .. })
+                    && act.config.merge.delete_branch
+                {
+                    branches.delete(&branch);
+                }
+                return Ok(result);
+            }
+            Attempt::BaseMoved => continue,
         }
     }
-    let base_head = repo
-        .resolve(&format!("refs/heads/{base}"))?
-        .ok_or_else(|| missing_base(&repo, base))?;
-    let ws = Workspace::open_detached(&repo, &branch, &head)?;
-    let result = (|| -> Result<JudgeResult, GitError> {
-        // Up to date with the base: merge it in; a conflict goes back as requested changes.
-        if ws
+    failed(format!(
+        "{base} kept moving while merging ({MERGE_RACES} tries): another tick merged first"
+    ))
+}
+
+enum Attempt {
+    Concluded(JudgeResult),
+    /// The base moved between reading and merging: try again on the new base.
+    BaseMoved,
+}
+
+/// One try: merge the base into a scratch copy of the branch, check it, review it (once; the
+/// verdict is kept across tries), and advance the base.
+#[allow(clippy::too_many_arguments)]
+fn try_merge(
+    act: &Act<'_>,
+    task: &Task,
+    run: &Run,
+    ws: &Workspace,
+    (base_head, head): (&str, &str),
+    reviewed: &mut Option<(Verdict, String, Vec<String>)>,
+    reviews_so_far: u32,
+    branches: &Branches,
+) -> Result<Attempt, GitError> {
+    let base = &act.config.base_branch;
+    let done = |r: JudgeResult| Ok(Attempt::Concluded(r));
+    // Up to date with the base: merge it in; a conflict goes back as requested changes.
+    if ws
+        .git()
+        .try_run(&["merge", "--no-edit", "--no-ff", "-q", base_head])?
+        .is_none()
+    {
+        let conflicts = ws
             .git()
-            .try_run(&["merge", "--no-edit", "--no-ff", "-q", &base_head])?
-            .is_none()
-        {
-            let conflicts = ws
-                .git()
-                .run(&["diff", "--name-only", "--diff-filter=U"])
-                .unwrap_or_default();
-            let _ = ws.git().run(&["merge", "--abort"]);
-            let files: Vec<String> = conflicts
-                .lines()
-                .map(|l| format!("conflicts with {base}: {l}"))
-                .collect();
-            return Ok(request_changes(
-                &head,
-                format!("the branch conflicts with {base}"),
-                files,
-            ));
-        }
-        let merged = ws.head()?;
-        let changes = changed_files(ws.git(), &base_head, &merged)?;
-        if let Err(f) = checks::check_policy(task, act.config, &changes) {
-            return Ok(request_changes(
-                &head,
-                "the change breaks the path policy".to_string(),
-                f.message
-                    .trim_start_matches("Policy violation: ")
-                    .split("; ")
-                    .map(String::from)
-                    .collect(),
-            ));
-        }
-        let verified =
-            match checks::run_verification(task, act.config, &ws.path, &changes, act.redactor) {
-                Ok(passed) => passed,
-                Err(f) => {
-                    return Ok(request_changes(
-                        &head,
-                        format!("verification fails on the change merged with {base}"),
-                        vec![f.message],
-                    ))
-                }
-            };
+            .run(&["diff", "--name-only", "--diff-filter=U"])
+            .unwrap_or_default();
+        let _ = ws.git().run(&["merge", "--abort"]);
+        let files: Vec<String> = conflicts
+            .lines()
+            .map(|l| format!("conflicts with {base}: {l}"))
+            .collect();
+        return done(request_changes(
+            head,
+            format!("the branch conflicts with {base}"),
+            files,
+        ));
+    }
+    let merged = ws.head()?;
+    let changes = changed_files(ws.git(), base_head, &merged)?;
+    if let Err(f) = checks::check_policy(task, act.config, &changes) {
+        let findings = f
+            .message
+            .trim_start_matches("Policy violation: ")
+            .split("; ")
+            .map(String::from)
+            .collect();
+        return done(request_changes(
+            head,
+            "the change breaks the path policy".to_string(),
+            findings,
+        ));
+    }
+    let verified =
+        match checks::run_verification(task, act.config, &ws.path, &changes, act.redactor) {
+            Ok(passed) => passed,
+            Err(f) => {
+                return done(request_changes(
+                    head,
+                    format!("verification fails on the change merged with {base}"),
+                    vec![f.message],
+                ))
+            }
+        };
+    if reviewed.is_none() {
         let judge_agent = act.config.agents.effective(AgentRole::Judge);
-        let (verdict, summary, findings) = if judge_agent.review {
+        *reviewed = Some(if judge_agent.review {
             match review(
                 act,
                 task,
                 run,
-                &ws,
-                (&base_head, &merged),
+                ws,
+                (base_head, &merged),
                 &verified,
                 reviews_so_far,
             ) {
                 Ok(v) => v,
                 Err(error) => {
-                    return Ok(JudgeResult {
+                    return done(JudgeResult {
                         conclusion: JudgeConclusion::Failed { error },
                         judgement: None,
                     })
@@ -158,32 +204,32 @@ fn judge(
                 "checks passed (no agent review configured)".to_string(),
                 Vec::new(),
             )
-        };
-        if verdict == Verdict::RequestChanges {
-            return Ok(request_changes(&head, summary, findings));
-        }
-        let commit = merge_into_base(act, &repo, task, base, &base_head, &merged)?;
-        Ok(JudgeResult {
-            judgement: Some(JudgementRow {
-                head_sha: head.clone(),
-                verdict: Verdict::Approve,
-                summary,
-                findings,
-            }),
-            conclusion: JudgeConclusion::Merged { commit },
-        })
-    })();
-    let _ = ws.close();
-    if let Ok(JudgeResult {
-        conclusion: JudgeConclusion::Merged { .. },
-        ..
-    }) = &result
-    {
-        if act.config.merge.delete_branch {
-            let _ = repo.run(&["branch", "-D", &branch]);
-        }
+        });
     }
-    result
+    let Some((verdict, summary, findings)) = reviewed.clone() else {
+        return done(JudgeResult {
+            conclusion: JudgeConclusion::Failed {
+                error: "no review".to_string(),
+            },
+            judgement: None,
+        });
+    };
+    if verdict == Verdict::RequestChanges {
+        return done(request_changes(head, summary, findings));
+    }
+    let commit = merge_commit(act, ws.git(), task, base_head, &merged)?;
+    if !branches.advance(base, base_head, &commit)? {
+        return Ok(Attempt::BaseMoved);
+    }
+    done(JudgeResult {
+        judgement: Some(JudgementRow {
+            head_sha: head.to_string(),
+            verdict: Verdict::Approve,
+            summary,
+            findings,
+        }),
+        conclusion: JudgeConclusion::Merged { commit },
+    })
 }
 
 fn missing_base(repo: &Git, base: &str) -> GitError {
@@ -293,27 +339,26 @@ pub fn parse_verdict(value: &serde_json::Value) -> Result<(Verdict, String, Vec<
     Ok((verdict, summary, findings))
 }
 
-/// Puts the approved change on the base branch: one new commit (squash and rebase) or a merge
-/// commit, moved onto the base with a compare-and-swap on its old head.
-fn merge_into_base(
+/// The commit that puts the approved change on the base: one new commit on top of the base
+/// (squash and rebase) or a merge commit of base and branch.
+fn merge_commit(
     act: &Act<'_>,
-    repo: &Git,
+    git: &Git,
     task: &Task,
-    base: &str,
     base_head: &str,
     merged: &str,
 ) -> Result<String, GitError> {
-    let tree = repo.run(&["rev-parse", &format!("{merged}^{{tree}}")])?;
+    let tree = git.run(&["rev-parse", &format!("{merged}^{{tree}}")])?;
     let message = format!("[opentiger] {}\n\nTask: {}", task.title, task.id);
-    let commit = match act.config.merge.method {
+    match act.config.merge.method {
         MergeMethod::Squash | MergeMethod::Rebase => {
-            repo.run(&["commit-tree", &tree, "-p", base_head, "-m", &message])?
+            git.run(&["commit-tree", &tree, "-p", base_head, "-m", &message])
         }
         MergeMethod::Merge => {
-            let branch_head = repo
+            let branch_head = git
                 .run(&["rev-parse", &format!("{merged}^2")])
                 .unwrap_or_else(|_| merged.to_string());
-            repo.run(&[
+            git.run(&[
                 "commit-tree",
                 &tree,
                 "-p",
@@ -322,26 +367,7 @@ fn merge_into_base(
                 &branch_head,
                 "-m",
                 &message,
-            ])?
+            ])
         }
-    };
-    // If the base is checked out in the main worktree, move it there (so its files follow);
-    // otherwise move the ref, refusing if it changed since we read it.
-    let checked_out = repo.try_run(&["symbolic-ref", "-q", "HEAD"])?.as_deref()
-        == Some(&format!("refs/heads/{base}"));
-    let bare = repo
-        .try_run(&["rev-parse", "--is-bare-repository"])?
-        .as_deref()
-        == Some("true");
-    if checked_out && !bare {
-        repo.run(&["merge", "--ff-only", "-q", &commit])?;
-    } else {
-        repo.run(&[
-            "update-ref",
-            &format!("refs/heads/{base}"),
-            &commit,
-            base_head,
-        ])?;
     }
-    Ok(commit)
 }

@@ -12,7 +12,7 @@ use crate::executor::{self, AgentExit, AgentRequest};
 use crate::git::{Git, NumstatEntry};
 use crate::model::{FailureCode, Mode, Role, Run, RunId, Task};
 use crate::store::RunRecord;
-use crate::workspace::{task_branch, Workspace};
+use crate::workspace::{task_branch, Branches, Workspace};
 
 /// What a run produced, ready to record.
 pub struct WorkResult {
@@ -55,8 +55,18 @@ fn in_worktree(
 ) -> Result<WorkResult, CheckFailure> {
     let branch = task_branch(task);
     let git = Git::new(act.repo);
-    let ws = Workspace::open(&git, &branch, &act.config.base_branch).map_err(setup)?;
-    record.branch = Some(branch);
+    let base = &act.config.base_branch;
+    let branches = Branches::new(&git, &act.config.remote);
+    branches.refresh(&[base, &branch]).map_err(setup)?;
+    // Work continues from the branch as published (an AutoFix, a retry after a lost run), else
+    // starts from the base as published.
+    let tip = match branches.remote {
+        Some(_) => branches.head(&branch).map_err(setup)?,
+        None => None,
+    };
+    let ws =
+        Workspace::open(&git, &branch, &branches.tracking(base), tip.as_deref()).map_err(setup)?;
+    record.branch = Some(branch.clone());
     let result = (|| {
         let agent = run_agent(act, task, run_id, history, &ws.path, record)?;
         let changes = ws.stage_changes().map_err(setup)?;
@@ -70,6 +80,10 @@ fn in_worktree(
                 &format!("Task: {}\nRun: {run_id}", task.id),
             )
             .map_err(setup)?;
+        branches.publish(&branch).map_err(|e| CheckFailure {
+            code: FailureCode::BranchDivergedRequiresRecreate,
+            message: format!("branch_diverged_requires_recreate: could not push {branch}: {e}"),
+        })?;
         record.head_sha = Some(head);
         Ok(success(summary, record))
     })();
