@@ -99,6 +99,32 @@ impl Git {
         }
     }
 
+    /// Runs git with stdout written to `file` (large blobs never pass through memory).
+    pub fn run_to_file(&self, args: &[&str], file: &Path) -> Result<(), GitError> {
+        let out = std::fs::File::create(file).map_err(|e| {
+            self.error(
+                args,
+                None,
+                format!("could not create {}: {e}", file.display()),
+            )
+        })?;
+        let result = self
+            .command(args)
+            .stdout(out)
+            .stderr(Stdio::piped())
+            .output()
+            .map_err(|e| self.error(args, None, format!("could not start git: {e}")))?;
+        if result.status.success() {
+            Ok(())
+        } else {
+            Err(self.error(
+                args,
+                result.status.code(),
+                tail(&String::from_utf8_lossy(&result.stderr), 2000),
+            ))
+        }
+    }
+
     /// Runs git and returns stdout as bytes (blobs).
     pub fn run_bytes(&self, args: &[&str]) -> Result<Vec<u8>, GitError> {
         let out = self

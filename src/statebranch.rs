@@ -85,7 +85,19 @@ impl StateRef {
 
     /// The latest saved state (empty bytes when the ref does not exist yet).
     pub fn load(&self) -> Result<Loaded, GitError> {
-        let commit = match &self.remote {
+        let commit = self.fetch()?;
+        let bytes = match &commit {
+            Some(c) => self
+                .git
+                .run_bytes(&["cat-file", "blob", &format!("{c}:{STATE_FILE}")])?,
+            None => Vec::new(),
+        };
+        Ok(Loaded { commit, bytes })
+    }
+
+    /// The commit the state ref points at now (fetched from the remote), if it exists.
+    fn fetch(&self) -> Result<Option<String>, GitError> {
+        Ok(match &self.remote {
             Some(remote) => {
                 let refspec = format!("+{}:{FETCHED}", self.reference);
                 match self.git.try_run(&[
@@ -117,14 +129,7 @@ impl StateRef {
                 }
             }
             None => self.git.resolve(&self.reference)?,
-        };
-        let bytes = match &commit {
-            Some(c) => self
-                .git
-                .run_bytes(&["cat-file", "blob", &format!("{c}:{STATE_FILE}")])?,
-            None => Vec::new(),
-        };
-        Ok(Loaded { commit, bytes })
+        })
     }
 
     /// Saves `bytes` (and `summary`) as the successor of `loaded`.
@@ -135,9 +140,65 @@ impl StateRef {
         summary: &str,
         message: &str,
     ) -> Result<Saved, SaveError> {
-        let db = self
-            .git
-            .run_with_input(&["hash-object", "-w", "--stdin"], bytes)?;
+        let db = self.git.run_with_input(
+            &[
+                "-c",
+                "core.looseCompression=1",
+                "hash-object",
+                "-w",
+                "--stdin",
+            ],
+            bytes,
+        )?;
+        self.save_blob(loaded.commit.as_deref(), &db, summary, message)
+    }
+
+    /// Loads the latest state into `file` (missing ref: the file is removed), without holding
+    /// it in memory: a large state stays on disk, where SQLite reads only the pages it needs.
+    pub fn load_into(&self, file: &Path) -> Result<Option<String>, GitError> {
+        let commit = self.fetch()?;
+        match &commit {
+            Some(c) => self
+                .git
+                .run_to_file(&["cat-file", "blob", &format!("{c}:{STATE_FILE}")], file)?,
+            None => {
+                let _ = std::fs::remove_file(file);
+            }
+        }
+        Ok(commit)
+    }
+
+    /// Saves the state file at `file` as the successor of `parent`.
+    pub fn save_file(
+        &self,
+        parent: Option<&str>,
+        file: &Path,
+        summary: &str,
+        message: &str,
+    ) -> Result<Saved, SaveError> {
+        // Fast compression: the blob is rewritten every save and packs well on the server.
+        let db = self.git.run(&[
+            "-c",
+            "core.looseCompression=1",
+            "hash-object",
+            "-w",
+            "--",
+            &file.display().to_string(),
+        ])?;
+        self.save_blob(parent, &db, summary, message)
+    }
+
+    fn save_blob(
+        &self,
+        parent: Option<&str>,
+        db: &str,
+        summary: &str,
+        message: &str,
+    ) -> Result<Saved, SaveError> {
+        let loaded = Loaded {
+            commit: parent.map(String::from),
+            bytes: Vec::new(),
+        };
         let md = self
             .git
             .run_with_input(&["hash-object", "-w", "--stdin"], summary.as_bytes())?;

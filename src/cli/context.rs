@@ -93,10 +93,13 @@ impl Context {
             StoreKind::File => Ok(Store::load_file_in_memory(&self.state_path()?)?),
             StoreKind::Branch => {
                 let state = self.state_ref();
-                let loaded = state
-                    .load()
+                let scratch = tempfile::tempdir()?;
+                let file = scratch.path().join("state.sqlite");
+                state
+                    .load_into(&file)
                     .map_err(|e| state_error(&state, &e.to_string()))?;
-                Ok(Store::from_bytes(&loaded.bytes, &state.describe())?)
+                // A private copy on disk: reading it changes nothing anywhere.
+                Ok(Store::open_file(&file)?.owning(scratch))
             }
         }
     }
@@ -119,22 +122,25 @@ impl Context {
             }
             StoreKind::Branch => {
                 let state = self.state_ref();
+                let scratch = tempfile::tempdir()?;
+                let file = scratch.path().join("state.sqlite");
                 for attempt in 0..SAVE_ATTEMPTS {
-                    let loaded = state
-                        .load()
+                    // A file, not memory: a large state costs disk pages, not resident memory.
+                    let parent = state
+                        .load_into(&file)
                         .map_err(|e| state_error(&state, &e.to_string()))?;
-                    let mut store = Store::from_bytes(&loaded.bytes, &state.describe())?;
+                    let mut store = Store::open_file(&file)?;
                     let before = store.change_count();
                     let result = change(&mut store)?;
                     if store.change_count() == before {
                         return Ok(result);
                     }
-                    let bytes = store.to_bytes()?;
                     let summary =
                         crate::report::state_summary(&store, self.now).unwrap_or_default();
+                    drop(store);
                     let message =
                         format!("opentiger: {what} ({} by {})", self.tick_id, self.agent_id);
-                    match state.save(&loaded, &bytes, &summary, &message) {
+                    match state.save_file(parent.as_deref(), &file, &summary, &message) {
                         Ok(saved) => {
                             tracing::info!(commit = %saved.commit, squashed = saved.squashed, "state saved");
                             return Ok(result);

@@ -113,6 +113,7 @@ impl TickSummary {
         serde_json::json!({
             "tick_id": self.tick_id, "decisions": self.decisions, "runs": self.claimed,
             "reviews": self.judged, "stray_outcomes": self.stray, "lines": self.lines,
+            "peak_memory_kib": peak_memory_kib(),
         })
     }
 }
@@ -304,6 +305,7 @@ pub fn tick(ctx: &Context) -> Result<TickSummary, Failure> {
     summary.decisions = claimed.decisions;
     summary.lines = claimed.lines;
     let work = claimed.work;
+    let heartbeat_due = claimed.heartbeat_due;
     summary.claimed = work
         .iter()
         .filter(|w| matches!(w, Work::Run { .. }))
@@ -312,6 +314,12 @@ pub fn tick(ctx: &Context) -> Result<TickSummary, Failure> {
         .iter()
         .filter(|w| matches!(w, Work::Review { .. }))
         .count();
+
+    // A quiet tick (nothing decided, nothing to run) stops here: nothing to record, nothing to
+    // push, unless the hourly heartbeat is due.
+    if summary.decisions == 0 && work.is_empty() && !heartbeat_due {
+        return Ok(summary);
+    }
 
     // Phase 2: act.
     let git = Git::new(&ctx.repo);
@@ -325,7 +333,12 @@ pub fn tick(ctx: &Context) -> Result<TickSummary, Failure> {
             Err(e) => tracing::warn!("could not clean up worktrees: {e}"),
         }
     }
-    let templates = Templates::load(&ctx.repo).map_err(|e| Failure::usage(e.to_string()))?;
+    let templates = if work.is_empty() {
+        Templates::builtin()
+    } else {
+        Templates::load(&ctx.repo)
+    }
+    .map_err(|e| Failure::usage(e.to_string()))?;
     let redactor = redactor_for(&ctx.config);
     let act = Act {
         repo: &ctx.repo,
@@ -368,6 +381,8 @@ pub fn tick(ctx: &Context) -> Result<TickSummary, Failure> {
 
 /// What the claim phase hands to the act phase.
 struct Claimed {
+    /// The last heartbeat is an hour old (or missing): record one even if the tick is quiet.
+    heartbeat_due: bool,
     decisions: usize,
     lines: Vec<String>,
     work: Vec<Work>,
@@ -424,7 +439,11 @@ fn claim(ctx: &Context, store: &mut Store) -> Result<Claimed, Failure> {
             work.push(Work::Plan(Box::new(plan)));
         }
     }
+    let heartbeat_due = store
+        .last_tick()?
+        .is_none_or(|t| ctx.now.minus(t.started_at) >= crate::time::HOUR);
     Ok(Claimed {
+        heartbeat_due,
         decisions: lines.len(),
         lines,
         work,
@@ -606,4 +625,11 @@ fn first_line(text: &str) -> String {
         text.lines().find(|l| !l.trim().is_empty()).unwrap_or(""),
         160,
     )
+}
+
+/// This process's peak resident memory (Linux), for `tick --json` and the benchmarks.
+fn peak_memory_kib() -> Option<u64> {
+    let status = std::fs::read_to_string("/proc/self/status").ok()?;
+    let line = status.lines().find(|l| l.starts_with("VmHWM:"))?;
+    line.split_whitespace().nth(1)?.parse().ok()
 }

@@ -462,6 +462,8 @@ pub struct MergeConfig {
     pub delete_branch: bool,
     /// Minutes to wait for pending checks before a person decides.
     pub checks_timeout_minutes: u32,
+    /// Seconds before a merge that lost a race with another merge is tried again.
+    pub retry_seconds: u32,
 }
 
 impl Default for MergeConfig {
@@ -471,6 +473,7 @@ impl Default for MergeConfig {
             require_checks: true,
             delete_branch: true,
             checks_timeout_minutes: 120,
+            retry_seconds: 30,
         }
     }
 }

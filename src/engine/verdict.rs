@@ -27,6 +27,8 @@ pub enum JudgeConclusion {
     },
     /// The judge could not decide (its agent failed, or returned no valid verdict).
     Failed { error: String },
+    /// Approved, but the base branch kept moving under the merge (other merges won the race).
+    BaseMoved { base: String },
 }
 
 /// The transition and the child task a conclusion causes.
@@ -86,6 +88,34 @@ pub fn decide_verdict(
                 create: Some(child),
                 rejudge: false,
                 next_attempt_at: None,
+            }
+        }
+        JudgeConclusion::BaseMoved { base } => {
+            let used = task.attempts.get(AttemptKey::Merge);
+            let limit = config.limits.merge_attempts;
+            let attempts = task.attempts.bumped(AttemptKey::Merge);
+            if used + 1 >= limit {
+                VerdictDecision {
+                    to: TaskState::blocked(BlockReason::AwaitingHuman),
+                    attempts: Some(attempts),
+                    reason: format!(
+                        "approved, but {base} moved under {} merge attempts (limit {limit}). Decide: `opentiger task retry {}` when merges calm down",
+                        used + 1,
+                        task.id
+                    ),
+                    create: None,
+                    rejudge: false,
+                    next_attempt_at: None,
+                }
+            } else {
+                VerdictDecision {
+                    to: TaskState::blocked(BlockReason::AwaitingJudge),
+                    attempts: Some(attempts),
+                    reason: format!("approved, but {base} moved while merging: merged again later (merge attempt {}/{limit})", used + 1),
+                    create: None,
+                    rejudge: true,
+                    next_attempt_at: Some(now.plus(i64::from(config.merge.retry_seconds) * crate::time::SECOND)),
+                }
             }
         }
         JudgeConclusion::Failed { error } => {
@@ -269,6 +299,28 @@ mod tests {
                 TaskState::blocked(BlockReason::AwaitingHuman),
                 false,
                 "never an approval",
+            ),
+            (
+                "merge race",
+                judged(),
+                JudgeConclusion::BaseMoved {
+                    base: "main".into(),
+                },
+                0,
+                TaskState::blocked(BlockReason::AwaitingJudge),
+                false,
+                "merge attempt 1/3",
+            ),
+            (
+                "merge races bounded",
+                judged().attempts(AttemptKey::Merge, 2),
+                JudgeConclusion::BaseMoved {
+                    base: "main".into(),
+                },
+                0,
+                TaskState::blocked(BlockReason::AwaitingHuman),
+                false,
+                "moved under 3 merge attempts",
             ),
         ];
         for (name, t, conclusion, children, to, creates, reason) in cases {

@@ -225,6 +225,8 @@ vocabulary! {
         Judge => "judge",
         /// Requeues after a lost lease (killed tick).
         Lease => "lease",
+        /// Merges retried because the base branch moved meanwhile.
+        Merge => "merge",
     }
 }
 

@@ -45,8 +45,9 @@ fn request_changes(head: &str, summary: String, findings: Vec<String>) -> JudgeR
     }
 }
 
-/// Tries of the merge when the base keeps moving under it (another clone merged first).
-const MERGE_RACES: u32 = 3;
+/// Tries of the merge within one review when the base moves under it (another clone merged
+/// first); after these the review concludes `BaseMoved` and the merge is retried later.
+const MERGE_RACES: u32 = 5;
 
 fn judge(
     act: &Act<'_>,

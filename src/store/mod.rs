@@ -72,6 +72,8 @@ pub struct Store {
     conn: Connection,
     /// Where it came from, for messages.
     origin: String,
+    /// A private copy's folder, removed when the store is dropped.
+    _scratch: Option<tempfile::TempDir>,
 }
 
 impl Store {
@@ -118,6 +120,12 @@ impl Store {
         Store::ready(Connection::open_in_memory()?, origin.to_string())
     }
 
+    /// Keeps `dir` (holding this store's file) alive as long as the store.
+    pub fn owning(mut self, dir: tempfile::TempDir) -> Store {
+        self._scratch = Some(dir);
+        self
+    }
+
     /// The whole database as bytes (for the state branch).
     pub fn to_bytes(&mut self) -> Result<Vec<u8>, StoreError> {
         Ok(self.conn.serialize(rusqlite::MAIN_DB)?.to_vec())
@@ -136,7 +144,11 @@ impl Store {
         conn.busy_timeout(std::time::Duration::from_secs(10))?;
         conn.pragma_update(None, "foreign_keys", "ON")
             .map_err(|e| corrupt(&origin, &e))?;
-        let mut store = Store { conn, origin };
+        let mut store = Store {
+            conn,
+            origin,
+            _scratch: None,
+        };
         store.migrate()?;
         Ok(store)
     }

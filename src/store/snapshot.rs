@@ -22,7 +22,7 @@ impl Default for SnapshotLimits {
     }
 }
 
-const ACTIVE: &str = "status NOT IN ('done', 'cancelled')";
+const ACTIVE_LIST: &str = "'queued', 'running', 'failed', 'blocked'";
 
 impl Store {
     pub fn load_snapshot(
@@ -32,42 +32,49 @@ impl Store {
         observations: Observations,
         limits: SnapshotLimits,
     ) -> Result<Snapshot, StoreError> {
-        // Active tasks, their terminal dependencies, and the children of blocked tasks (a source
-        // task follows its child).
-        let sql = format!(
-            "SELECT {TASK_COLUMNS} FROM tasks WHERE {ACTIVE} \
-             OR id IN (SELECT d.depends_on FROM task_dependencies d JOIN tasks t ON t.id = d.task_id WHERE t.{ACTIVE}) \
-             OR parent_task_id IN (SELECT id FROM tasks WHERE status = 'blocked') \
-             ORDER BY created_at, id"
-        );
+        // Active tasks (by the status index), then the finished tasks they refer to: their
+        // dependencies, and the children of blocked ones (a source task follows its child).
+        let active_sql =
+            format!("SELECT {TASK_COLUMNS} FROM tasks WHERE status IN ({ACTIVE_LIST})");
         let mut tasks: Vec<_> = self
             .conn
-            .prepare(&sql)?
+            .prepare(&active_sql)?
             .query_map([], rows::task)?
             .collect::<Result<_, _>>()?;
+        let related_sql = format!(
+            "SELECT {TASK_COLUMNS} FROM tasks WHERE status IN ('done', 'cancelled') AND id IN ( \
+               SELECT d.depends_on FROM task_dependencies d WHERE d.task_id IN (SELECT id FROM tasks WHERE status IN ({ACTIVE_LIST})) \
+               UNION SELECT c.id FROM tasks c WHERE c.parent_task_id IN (SELECT id FROM tasks WHERE status = 'blocked'))"
+        );
+        let related: Vec<_> = self
+            .conn
+            .prepare(&related_sql)?
+            .query_map([], rows::task)?
+            .collect::<Result<_, _>>()?;
+        tasks.extend(related);
+        tasks.sort_by(|a, b| a.created_at.cmp(&b.created_at).then(a.id.cmp(&b.id)));
         self.attach_dependencies(&mut tasks)?;
 
+        // The newest runs of each active task, through the (task_id, started_at) index.
         let run_sql = format!(
             "SELECT {RUN_COLUMNS} FROM ( \
                SELECT r.*, ROW_NUMBER() OVER (PARTITION BY r.task_id ORDER BY r.started_at DESC, r.id DESC) AS n \
-               FROM runs r JOIN tasks t ON t.id = r.task_id WHERE t.{ACTIVE} \
-             ) WHERE n <= ?1 OR status = 'running'"
+               FROM runs r WHERE r.task_id IN (SELECT id FROM tasks WHERE status IN ({ACTIVE_LIST})) \
+             ) WHERE n <= ?1"
         );
         let mut runs: Vec<_> = self
             .conn
             .prepare(&run_sql)?
             .query_map(params![limits.runs_per_task], rows::run)?
             .collect::<Result<_, _>>()?;
-        // Running runs of tasks that are already terminal are orphans the engine must see too.
-        let stray_sql = format!(
-            "SELECT {RUN_COLUMNS} FROM runs WHERE status = 'running' AND task_id IN (SELECT id FROM tasks WHERE NOT ({ACTIVE}))"
-        );
-        let strays: Vec<_> = self
-            .conn
-            .prepare(&stray_sql)?
-            .query_map([], rows::run)?
-            .collect::<Result<_, _>>()?;
-        runs.extend(strays);
+        // Every running run (the partial index), wherever its task is: orphans must be seen.
+        let running_sql = format!("SELECT {RUN_COLUMNS} FROM runs WHERE status = 'running'");
+        for run in self.conn.prepare(&running_sql)?.query_map([], rows::run)? {
+            let run = run?;
+            if !runs.iter().any(|r| r.id == run.id) {
+                runs.push(run);
+            }
+        }
 
         let leases = self
             .conn
