@@ -100,14 +100,15 @@ impl StateRef {
         Ok(match &self.remote {
             Some(remote) => {
                 let refspec = format!("+{}:{FETCHED}", self.reference);
-                match self.git.try_run(&[
+                let fetch = [
                     "fetch",
                     "--quiet",
                     "--no-tags",
                     "--no-write-fetch-head",
                     remote,
                     &refspec,
-                ])? {
+                ];
+                match self.git.try_run(&fetch)? {
                     Some(_) => self.git.resolve(FETCHED)?,
                     None => {
                         // Missing on the remote (first run), or the fetch really failed: ask.
@@ -115,14 +116,7 @@ impl StateRef {
                         if listed.trim().is_empty() {
                             None
                         } else {
-                            self.git.run(&[
-                                "fetch",
-                                "--quiet",
-                                "--no-tags",
-                                "--no-write-fetch-head",
-                                remote,
-                                &refspec,
-                            ])?;
+                            self.git.run(&fetch)?;
                             self.git.resolve(FETCHED)?
                         }
                     }

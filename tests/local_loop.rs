@@ -401,3 +401,58 @@ fn a_missing_agent_program_is_a_clear_error_before_anything_is_claimed() {
     );
     assert_eq!(g.task_json(&id)["status"], "queued", "nothing claimed");
 }
+
+#[test]
+fn work_and_merges_whose_record_was_lost_are_adopted_not_redone() {
+    let g = GitRepo::with(Setup::default());
+    // The agent changes nothing: only earlier, unrecorded work can make this task succeed.
+    g.agent("#!/bin/sh\ntrue\n");
+    let id = g.repo.add(&[
+        "--title",
+        "Lost record",
+        "--goal",
+        "lost.txt",
+        "--id",
+        "lostrecord1",
+    ]);
+    // A killed run committed its work on the task branch, but its outcome never reached the state.
+    let branch = "opentiger/task-lostreco";
+    git(g.path(), &["checkout", "-q", "-b", branch]);
+    std::fs::write(g.path().join("lost.txt"), "work\n").unwrap();
+    git(g.path(), &["add", "lost.txt"]);
+    git(
+        g.path(),
+        &[
+            "commit",
+            "-q",
+            "-m",
+            "[opentiger] Lost record",
+            "-m",
+            &format!("Task: {id}\nRun: gone"),
+        ],
+    );
+    git(g.path(), &["checkout", "-q", "main"]);
+    let out = g.tick(&minute(0));
+    assert!(
+        out.stdout.contains("running → blocked(awaiting_judge)"),
+        "adopted, not 'no changes': {}",
+        out.stdout
+    );
+    let shown = g.repo.run(&["task", "show", &id, "--json"]).ok().json();
+    assert!(
+        shown["runs"][0]["summary"]
+            .as_str()
+            .unwrap()
+            .contains("adopted"),
+        "{shown}"
+    );
+
+    // Now the merge happened but its record was lost: main already has the task's commit.
+    let head = git(g.path(), &["rev-parse", branch]);
+    git(g.path(), &["merge", "-q", "--ff-only", &head]);
+    let before = g.main_log();
+    let out = g.tick(&minute(5));
+    assert!(out.stdout.contains("approved and merged"), "{}", out.stdout);
+    assert_eq!(g.task_json(&id)["status"], "done");
+    assert_eq!(g.main_log(), before, "merged once, not twice");
+}

@@ -336,7 +336,21 @@ fn concurrent_ticks_in_eight_clones_run_every_task_exactly_once() {
 
     let final_status = status(&clones[3]);
     let tasks = final_status["tasks"].as_array().unwrap();
-    assert_eq!(tasks.len(), TASKS);
+    let extra: Vec<String> = tasks
+        .iter()
+        .filter(|t| t["kind"] != "feature" || t["status"] != "done")
+        .map(|t| {
+            format!(
+                "{} {} {} {}: {}",
+                t["id"], t["kind"], t["status"], t["title"], t["reason"]
+            )
+        })
+        .collect();
+    assert_eq!(
+        tasks.len(),
+        TASKS,
+        "tasks beyond the plan or not done: {extra:#?}"
+    );
     assert!(
         tasks.iter().all(|t| t["status"] == "done"),
         "{final_status}"

@@ -16,10 +16,12 @@ use crate::time::Timestamp;
 
 /// Saves tried before a state conflict is reported (exit code 3).
 const SAVE_ATTEMPTS: u32 = 12;
+/// Saves tried when recording finished work.
+const RECORD_ATTEMPTS: u32 = 40;
 
 /// Jittered, growing wait after a lost race: 50 ms × 2^n (capped), plus up to as much again.
 fn backoff(attempt: u32) -> std::time::Duration {
-    let base = 50u64 << attempt.min(5);
+    let base = 50u64 << attempt.min(4);
     let jitter = (std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map(|d| d.subsec_nanos())
@@ -62,6 +64,23 @@ impl Context {
             tick_id: TickId::fresh(now.0),
             fixed_clock: cli.now.is_some(),
         })
+    }
+
+    /// Redacts the values of every variable an agent may see, and forge tokens.
+    pub fn redactor(&self) -> crate::redact::Redactor {
+        use crate::config::AgentRole;
+        use crate::model::Role;
+        let mut names: Vec<String> = Vec::new();
+        for role in [
+            AgentRole::Planner,
+            AgentRole::Task(Role::Worker),
+            AgentRole::Task(Role::Tester),
+            AgentRole::Task(Role::Docser),
+            AgentRole::Judge,
+        ] {
+            names.extend(self.config.agents.effective(role).env_passthrough);
+        }
+        crate::redact::Redactor::from_env(&names, |k| std::env::var(k).ok())
     }
 
     /// The time now: the clock again after slow work, unless `--now` fixed it.
@@ -111,6 +130,25 @@ impl Context {
     pub fn write_state<T>(
         &self,
         what: &str,
+        change: impl FnMut(&mut Store) -> Result<T, Failure>,
+    ) -> Result<T, Failure> {
+        self.write_state_with(what, SAVE_ATTEMPTS, change)
+    }
+
+    /// [`Self::write_state`] with more patience: recording finished work must not be given up
+    /// lightly (the work is done; losing its record costs a rerun).
+    pub fn record_state<T>(
+        &self,
+        what: &str,
+        change: impl FnMut(&mut Store) -> Result<T, Failure>,
+    ) -> Result<T, Failure> {
+        self.write_state_with(what, RECORD_ATTEMPTS, change)
+    }
+
+    fn write_state_with<T>(
+        &self,
+        what: &str,
+        attempts: u32,
         mut change: impl FnMut(&mut Store) -> Result<T, Failure>,
     ) -> Result<T, Failure> {
         match self.config.store_kind() {
@@ -124,7 +162,7 @@ impl Context {
                 let state = self.state_ref();
                 let scratch = tempfile::tempdir()?;
                 let file = scratch.path().join("state.sqlite");
-                for attempt in 0..SAVE_ATTEMPTS {
+                for attempt in 0..attempts {
                     // A file, not memory: a large state costs disk pages, not resident memory.
                     let parent = state
                         .load_into(&file)
@@ -155,7 +193,7 @@ impl Context {
                 Err(Failure {
                     code: 3,
                     message: format!(
-                        "{}: could not save the state after {SAVE_ATTEMPTS} attempts: other ticks kept saving first. Nothing was lost (this command's changes were not applied)\n  fix: run it again; if it keeps happening, use a `concurrency:` group for the workflow",
+                        "{}: could not save the state after {attempts} attempts: other ticks kept saving first. Nothing was lost (this command's changes were not applied)\n  fix: run it again; if it keeps happening, use a `concurrency:` group for the workflow",
                         state.describe()
                     ),
                 })

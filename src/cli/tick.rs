@@ -15,14 +15,13 @@ use clap::Args;
 
 use super::context::PlanInputs;
 use super::{CmdResult, Context, Failure};
-use crate::config::{AgentRole, Config};
+use crate::config::AgentRole;
 use crate::engine::outcome::decide_outcome;
 use crate::engine::verdict::decide_verdict;
 use crate::executor;
 use crate::git::Git;
-use crate::model::{Mode, PlanStatus, Role, Run, RunId, Task, TaskId, TaskKind};
+use crate::model::{Mode, PlanStatus, Run, RunId, Task, TaskId, TaskKind};
 use crate::prompt::{JudgeFeedback, Templates};
-use crate::redact::Redactor;
 use crate::report;
 use crate::runner::judge::{judge_run, JudgeResult};
 use crate::runner::planner::{run_planner, PlanRequest, PlanResult};
@@ -339,7 +338,7 @@ pub fn tick(ctx: &Context) -> Result<TickSummary, Failure> {
         Templates::load(&ctx.repo)
     }
     .map_err(|e| Failure::usage(e.to_string()))?;
-    let redactor = redactor_for(&ctx.config);
+    let redactor = ctx.redactor();
     let act = Act {
         repo: &ctx.repo,
         config: &ctx.config,
@@ -373,7 +372,7 @@ pub fn tick(ctx: &Context) -> Result<TickSummary, Failure> {
 
     // Phase 3: record, on the latest state, only where our leases still hold.
     let now = ctx.later();
-    let recorded = ctx.write_state("record", |store| record(ctx, store, &done, now, &summary))?;
+    let recorded = ctx.record_state("record", |store| record(ctx, store, &done, now, &summary))?;
     summary.lines.extend(recorded.lines);
     summary.stray = recorded.stray;
     Ok(summary)
@@ -600,20 +599,6 @@ fn worktrees_in_use(ctx: &Context, store: &Store) -> Result<Vec<std::path::PathB
         paths.push(root.join(format!("review__{name}")));
     }
     Ok(paths)
-}
-
-fn redactor_for(config: &Config) -> Redactor {
-    let mut names: Vec<String> = Vec::new();
-    for role in [
-        AgentRole::Planner,
-        AgentRole::Task(Role::Worker),
-        AgentRole::Task(Role::Tester),
-        AgentRole::Task(Role::Docser),
-        AgentRole::Judge,
-    ] {
-        names.extend(config.agents.effective(role).env_passthrough);
-    }
-    Redactor::from_env(&names, |k| std::env::var(k).ok())
 }
 
 fn truncate(text: &str) -> String {

@@ -91,60 +91,63 @@ pub fn decide_verdict(
             }
         }
         JudgeConclusion::BaseMoved { base } => {
-            let used = task.attempts.get(AttemptKey::Merge);
+            // `merge_attempts` counts the first merge too: its retries are one fewer.
             let limit = config.limits.merge_attempts;
-            let attempts = task.attempts.bumped(AttemptKey::Merge);
-            if used + 1 >= limit {
-                VerdictDecision {
-                    to: TaskState::blocked(BlockReason::AwaitingHuman),
-                    attempts: Some(attempts),
-                    reason: format!(
-                        "approved, but {base} moved under {} merge attempts (limit {limit}). Decide: `opentiger task retry {}` when merges calm down",
-                        used + 1,
-                        task.id
-                    ),
-                    create: None,
-                    rejudge: false,
-                    next_attempt_at: None,
-                }
-            } else {
-                VerdictDecision {
-                    to: TaskState::blocked(BlockReason::AwaitingJudge),
-                    attempts: Some(attempts),
-                    reason: format!("approved, but {base} moved while merging: merged again later (merge attempt {}/{limit})", used + 1),
-                    create: None,
-                    rejudge: true,
-                    next_attempt_at: Some(now.plus(i64::from(config.merge.retry_seconds) * crate::time::SECOND)),
-                }
-            }
+            let n = task.attempts.get(AttemptKey::Merge) + 1;
+            bounded_rejudge(
+                task,
+                AttemptKey::Merge,
+                limit.saturating_sub(1),
+                now.plus(i64::from(config.merge.retry_seconds) * crate::time::SECOND),
+                format!("approved, but {base} moved while merging: merged again later (merge attempt {n}/{limit})"),
+                format!("approved, but {base} moved under {n} merge attempts (limit {limit}). Decide: `opentiger task retry {}` when merges calm down", task.id),
+            )
         }
         JudgeConclusion::Failed { error } => {
-            let used = task.attempts.get(AttemptKey::Judge);
             let limit = config.retry.max_judge_retries;
-            let attempts = task.attempts.bumped(AttemptKey::Judge);
-            if used >= limit {
-                VerdictDecision {
-                    to: TaskState::blocked(BlockReason::AwaitingHuman),
-                    attempts: Some(attempts),
-                    reason: format!(
-                        "the judge failed {} times (limit {limit}): {error}. A failed review is never an approval. Decide: fix the judge agent and `opentiger task retry {}`",
-                        used + 1,
-                        task.id
-                    ),
-                    create: None,
-                    rejudge: false,
-                    next_attempt_at: None,
-                }
-            } else {
-                VerdictDecision {
-                    to: TaskState::blocked(BlockReason::AwaitingJudge),
-                    attempts: Some(attempts),
-                    reason: format!("the judge failed ({error}): reviewed again next tick (judge retry {}/{limit})", used + 1),
-                    create: None,
-                    rejudge: true,
-                    next_attempt_at: Some(now.plus(i64::from(config.retry.cooldown_seconds) * crate::time::SECOND)),
-                }
-            }
+            let n = task.attempts.get(AttemptKey::Judge) + 1;
+            bounded_rejudge(
+                task,
+                AttemptKey::Judge,
+                limit,
+                now.plus(i64::from(config.retry.cooldown_seconds) * crate::time::SECOND),
+                format!("the judge failed ({error}): reviewed again next tick (judge retry {n}/{limit})"),
+                format!(
+                    "the judge failed {n} times (limit {limit}): {error}. A failed review is never an approval. Decide: fix the judge agent and `opentiger task retry {}`",
+                    task.id
+                ),
+            )
+        }
+    }
+}
+
+/// A review to do again at `retry_at` while `key` has retries left, else a person decides.
+fn bounded_rejudge(
+    task: &Task,
+    key: AttemptKey,
+    retries: u32,
+    retry_at: Timestamp,
+    retry: String,
+    give_up: String,
+) -> VerdictDecision {
+    let attempts = Some(task.attempts.bumped(key));
+    if task.attempts.get(key) >= retries {
+        VerdictDecision {
+            to: TaskState::blocked(BlockReason::AwaitingHuman),
+            attempts,
+            reason: give_up,
+            create: None,
+            rejudge: false,
+            next_attempt_at: None,
+        }
+    } else {
+        VerdictDecision {
+            to: TaskState::blocked(BlockReason::AwaitingJudge),
+            attempts,
+            reason: retry,
+            create: None,
+            rejudge: true,
+            next_attempt_at: Some(retry_at),
         }
     }
 }

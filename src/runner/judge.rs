@@ -70,6 +70,17 @@ fn judge(
     let mut reviewed: Option<(Verdict, String, Vec<String>)> = None;
     for _ in 0..MERGE_RACES {
         branches.refresh(&[base, &branch])?;
+        // Merged already by an earlier review whose outcome was never recorded (its tick died):
+        // adopt that merge instead of merging twice.
+        if let Some(commit) = merged_before(&repo, &branches.tracking(base), task)? {
+            if act.config.merge.delete_branch {
+                branches.delete(&branch);
+            }
+            return Ok(JudgeResult {
+                conclusion: JudgeConclusion::Merged { commit },
+                judgement: None,
+            });
+        }
         let Some(head) = branches.head(&branch)? else {
             return failed(format!("branch {branch} is gone"));
         };
@@ -109,6 +120,21 @@ fn judge(
     failed(format!(
         "{base} kept moving while merging ({MERGE_RACES} tries): another tick merged first"
     ))
+}
+
+/// The commit that put this task's change on the base, if there is one.
+fn merged_before(repo: &Git, base_ref: &str, task: &Task) -> Result<Option<String>, GitError> {
+    let marker = format!("Task: {}", task.id);
+    let found = repo.run(&[
+        "log",
+        "-F",
+        "--grep",
+        &marker,
+        "--format=%H",
+        "-1",
+        base_ref,
+    ])?;
+    Ok(Some(found.trim().to_string()).filter(|c| !c.is_empty()))
 }
 
 enum Attempt {

@@ -67,9 +67,15 @@ fn in_worktree(
     let ws =
         Workspace::open(&git, &branch, &branches.tracking(base), tip.as_deref()).map_err(setup)?;
     record.branch = Some(branch.clone());
+    let base_ref = branches.tracking(base);
     let result = (|| {
         let agent = run_agent(act, task, run_id, history, &ws.path, record)?;
         let changes = ws.stage_changes().map_err(setup)?;
+        if changes.is_empty() {
+            if let Some(adopted) = adopt_earlier_commit(act, task, &ws, &base_ref, record)? {
+                return Ok(adopted);
+            }
+        }
         let (passed, summary) = check_change(act, task, &ws.path, &changes, agent)?;
         if changes.is_empty() {
             return Ok(noop_success(passed, summary, record));
@@ -140,6 +146,39 @@ fn direct(
             Err(failure)
         }
     }
+}
+
+/// An earlier run of this task committed (and published) its work, but its outcome was never
+/// recorded (its tick died): the branch already holds the change, so this run adopts it after the
+/// same checks instead of failing with "no changes".
+fn adopt_earlier_commit(
+    act: &Act<'_>,
+    task: &Task,
+    ws: &Workspace,
+    base_ref: &str,
+    record: &mut RunRecord,
+) -> Result<Option<WorkResult>, CheckFailure> {
+    let marker = format!("Task: {}", task.id);
+    let range = format!("{base_ref}..HEAD");
+    let ours = ws
+        .git()
+        .run(&["log", "-F", "--grep", &marker, "--format=%H", &range])
+        .map_err(setup)?;
+    if ours.trim().is_empty() {
+        return Ok(None);
+    }
+    let fork = ws
+        .git()
+        .run(&["merge-base", base_ref, "HEAD"])
+        .map_err(setup)?;
+    let committed = crate::workspace::changed_files(ws.git(), &fork, "HEAD").map_err(setup)?;
+    checks::check_policy(task, act.config, &committed)?;
+    checks::run_verification(task, act.config, &ws.path, &committed, act.redactor)?;
+    record.head_sha = Some(ws.head().map_err(setup)?);
+    let summary =
+        "adopted the change an earlier, unrecorded run of this task committed".to_string();
+    record.summary = Some(summary.clone());
+    Ok(Some(success(Some(summary), record)))
 }
 
 /// Puts the files a failed direct run changed back as they were.

@@ -1,9 +1,11 @@
 //! Applying a plan: every decision that writes, in one SQL transaction, each with its event.
 //! Either the whole plan lands or none of it does.
 
-use rusqlite::{params, OptionalExtension};
+use rusqlite::params;
 
-use super::tasks::{insert_task_row, record_event, write_transition, TaskChanges, Writer};
+use super::tasks::{
+    create_derived_task, note, record_event, write_transition, TaskChanges, Writer,
+};
 use super::{Store, StoreError};
 use crate::engine::{Action, Plan};
 use crate::model::{Run, RunId, RunStatus, TaskId, TaskState};
@@ -57,16 +59,13 @@ impl Store {
                 }
                 Action::ReleaseLease { run_id } => {
                     tx.execute("DELETE FROM leases WHERE run_id = ?1", [run_id.as_str()])?;
-                    record_event(
+                    note(
                         &tx,
                         writer,
                         "lease.released",
                         task_id,
                         Some(run_id),
-                        None,
-                        None,
                         &decision.reason,
-                        serde_json::json!({}),
                     )?;
                 }
                 Action::CancelRun { run_id } => {
@@ -76,47 +75,18 @@ impl Store {
                         params![run_id.as_str(), writer.now.0, decision.reason],
                     )?;
                     if changed > 0 {
-                        record_event(
+                        note(
                             &tx,
                             writer,
                             "run.cancelled",
                             task_id,
                             Some(run_id),
-                            None,
-                            None,
                             &decision.reason,
-                            serde_json::json!({}),
                         )?;
                     }
                 }
                 Action::CreateTask { task } => {
-                    let exists = tx
-                        .query_row(
-                            "SELECT 1 FROM tasks WHERE id = ?1",
-                            [task.id.as_str()],
-                            |_| Ok(()),
-                        )
-                        .optional()?
-                        .is_some();
-                    if !exists {
-                        insert_task_row(&tx, task)?;
-                        for dep in &task.dependencies {
-                            tx.execute(
-                                "INSERT OR IGNORE INTO task_dependencies (task_id, depends_on) VALUES (?1, ?2)",
-                                params![task.id.as_str(), dep.as_str()],
-                            )?;
-                        }
-                        record_event(
-                            &tx,
-                            writer,
-                            "task.created",
-                            Some(&task.id),
-                            None,
-                            None,
-                            Some(task.state()),
-                            &decision.reason,
-                            serde_json::json!({ "kind": task.kind, "parent": task.parent_task_id }),
-                        )?;
+                    if create_derived_task(&tx, task, &decision.reason, writer)? {
                         report.created.push(task.id.clone());
                     }
                 }
@@ -206,16 +176,13 @@ impl Store {
                          AND NOT EXISTS (SELECT 1 FROM judgements j WHERE j.run_id = ?1)",
                         [run_id.as_str()],
                     )?;
-                    record_event(
+                    note(
                         &tx,
                         writer,
                         "judge.claim_reset",
                         task_id,
                         Some(run_id),
-                        None,
-                        None,
                         &decision.reason,
-                        serde_json::json!({}),
                     )?;
                 }
                 Action::StartPlanner => report.start_planner = true,

@@ -3,7 +3,7 @@
 
 use rusqlite::{params, OptionalExtension, Transaction};
 
-use super::tasks::{insert_task_row, record_event, write_transition, TaskChanges, Writer};
+use super::tasks::{create_derived_task, record_event, write_transition, TaskChanges, Writer};
 use super::{Store, StoreError};
 use crate::engine::outcome::OutcomeDecision;
 use crate::engine::verdict::VerdictDecision;
@@ -178,28 +178,7 @@ impl Store {
             )?;
         }
         if let Some(child) = &decision.create {
-            let exists = tx
-                .query_row(
-                    "SELECT 1 FROM tasks WHERE id = ?1",
-                    [child.id.as_str()],
-                    |_| Ok(()),
-                )
-                .optional()?
-                .is_some();
-            if !exists {
-                insert_task_row(&tx, child)?;
-                record_event(
-                    &tx,
-                    writer,
-                    "task.created",
-                    Some(&child.id),
-                    None,
-                    None,
-                    Some(child.state()),
-                    &format!("{} for {task_id}", child.kind),
-                    serde_json::json!({ "parent": task_id }),
-                )?;
-            }
+            create_derived_task(&tx, child, &format!("{} for {task_id}", child.kind), writer)?;
         }
         let current: String = tx.query_row(
             "SELECT status FROM tasks WHERE id = ?1",

@@ -470,6 +470,60 @@ pub(crate) fn write_transition(
     )
 }
 
+/// Creates a task a rule decided on (a rework or AutoFix child) unless it exists: its id is
+/// derived from what it stands for, so deciding twice creates it once. Returns whether it was new.
+pub(crate) fn create_derived_task(
+    tx: &Transaction<'_>,
+    task: &Task,
+    reason: &str,
+    writer: Writer<'_>,
+) -> Result<bool, StoreError> {
+    if task_exists(tx, &task.id)? {
+        return Ok(false);
+    }
+    insert_task_row(tx, task)?;
+    for dep in &task.dependencies {
+        tx.execute(
+            "INSERT OR IGNORE INTO task_dependencies (task_id, depends_on) VALUES (?1, ?2)",
+            params![task.id.as_str(), dep.as_str()],
+        )?;
+    }
+    record_event(
+        tx,
+        writer,
+        "task.created",
+        Some(&task.id),
+        None,
+        None,
+        Some(task.state()),
+        reason,
+        serde_json::json!({ "kind": task.kind, "parent": task.parent_task_id }),
+    )?;
+    Ok(true)
+}
+
+/// An event that moves no task (a lease, a run, a verdict).
+pub(crate) fn note(
+    tx: &Transaction<'_>,
+    writer: Writer<'_>,
+    kind: &str,
+    task: Option<&TaskId>,
+    run: Option<&RunId>,
+    reason: &str,
+) -> Result<(), StoreError> {
+    record_event(
+        tx,
+        writer,
+        kind,
+        task,
+        run,
+        None,
+        None,
+        reason,
+        serde_json::json!({}),
+    )
+}
+
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn record_event(
     tx: &Transaction<'_>,
