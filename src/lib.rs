@@ -8,6 +8,7 @@ pub mod config;
 pub mod demo;
 pub mod engine;
 pub mod executor;
+pub mod forge;
 pub mod git;
 pub mod model;
 pub mod planner;

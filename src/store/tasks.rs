@@ -321,26 +321,16 @@ pub(crate) fn insert_tasks_in(
             describe_cycle(&cycle)
         )));
     }
+    // Rows first, so dependencies within the batch resolve in any order.
     for task in tasks {
         insert_task_row(tx, task)?;
     }
     for task in tasks {
-        for dep in &task.dependencies {
-            tx.execute(
-                "INSERT INTO task_dependencies (task_id, depends_on) VALUES (?1, ?2)",
-                params![task.id.as_str(), dep.as_str()],
-            )?;
-        }
-        record_event(
+        link_and_log(
             tx,
-            writer,
-            "task.created",
-            Some(&task.id),
-            None,
-            None,
-            Some(task.state()),
+            task,
             &format!("created {} task: {}", task.kind, task.title),
-            serde_json::json!({ "kind": task.kind, "role": task.role, "dependencies": task.dependencies }),
+            writer,
         )?;
     }
     Ok(())
@@ -482,6 +472,17 @@ pub(crate) fn create_derived_task(
         return Ok(false);
     }
     insert_task_row(tx, task)?;
+    link_and_log(tx, task, reason, writer)?;
+    Ok(true)
+}
+
+/// A new task's dependency edges and its `task.created` event.
+fn link_and_log(
+    tx: &Transaction<'_>,
+    task: &Task,
+    reason: &str,
+    writer: Writer<'_>,
+) -> Result<(), StoreError> {
     for dep in &task.dependencies {
         tx.execute(
             "INSERT OR IGNORE INTO task_dependencies (task_id, depends_on) VALUES (?1, ?2)",
@@ -497,9 +498,8 @@ pub(crate) fn create_derived_task(
         None,
         Some(task.state()),
         reason,
-        serde_json::json!({ "kind": task.kind, "parent": task.parent_task_id }),
-    )?;
-    Ok(true)
+        serde_json::json!({ "kind": task.kind, "role": task.role, "parent": task.parent_task_id, "dependencies": task.dependencies }),
+    )
 }
 
 /// An event that moves no task (a lease, a run, a verdict).

@@ -1,0 +1,361 @@
+//! The calls opentiger makes, on top of [`GithubClient`]: the backlog, pull requests keyed by
+//! their head branch, one progress comment per task found by a marker, labels, checks.
+//!
+//! Every write looks before it creates (DESIGN "idempotent side effects"): a PR is found by its
+//! head branch, a comment by its hidden marker, so a tick killed after a write and run again
+//! converges on the same PR and the same comment.
+
+use http::Method;
+use serde::Deserialize;
+use serde_json::{json, Value};
+
+use super::github::{Conditional, ForgeError, GithubClient};
+use super::types::{AuthorAssociation, Issue, PullRequest};
+use crate::time::Timestamp;
+
+#[derive(Deserialize)]
+struct RawUser {
+    login: String,
+}
+
+#[derive(Deserialize)]
+struct RawLabel {
+    name: String,
+}
+
+#[derive(Deserialize)]
+struct RawIssue {
+    number: u64,
+    title: String,
+    #[serde(default)]
+    body: Option<String>,
+    #[serde(default)]
+    labels: Vec<RawLabel>,
+    user: Option<RawUser>,
+    author_association: AuthorAssociation,
+    state: String,
+    updated_at: String,
+    html_url: String,
+    /// Present on pull requests listed as issues.
+    #[serde(default)]
+    pull_request: Option<Value>,
+}
+
+#[derive(Deserialize)]
+struct RawRef {
+    #[serde(rename = "ref")]
+    name: String,
+    sha: String,
+}
+
+#[derive(Deserialize)]
+struct RawPull {
+    number: u64,
+    title: String,
+    #[serde(default)]
+    body: Option<String>,
+    head: RawRef,
+    base: RawRef,
+    state: String,
+    #[serde(default)]
+    merged: Option<bool>,
+    #[serde(default)]
+    merged_at: Option<String>,
+    user: Option<RawUser>,
+    html_url: String,
+    updated_at: String,
+}
+
+#[derive(Deserialize)]
+pub struct Comment {
+    pub id: u64,
+    #[serde(default)]
+    pub body: Option<String>,
+}
+
+fn time(text: &str) -> Timestamp {
+    Timestamp::parse_rfc3339(text).unwrap_or(Timestamp(0))
+}
+
+impl From<RawIssue> for Issue {
+    fn from(raw: RawIssue) -> Issue {
+        Issue {
+            number: raw.number,
+            title: raw.title,
+            body: raw.body.unwrap_or_default(),
+            labels: raw.labels.into_iter().map(|l| l.name).collect(),
+            author: raw.user.map(|u| u.login).unwrap_or_default(),
+            author_association: raw.author_association,
+            state: raw.state,
+            updated_at: time(&raw.updated_at),
+            html_url: raw.html_url,
+            labelled_by: Vec::new(),
+        }
+    }
+}
+
+impl From<RawPull> for PullRequest {
+    fn from(raw: RawPull) -> PullRequest {
+        PullRequest {
+            number: raw.number,
+            title: raw.title,
+            body: raw.body.unwrap_or_default(),
+            head_ref: raw.head.name,
+            head_sha: raw.head.sha,
+            base_ref: raw.base.name,
+            state: raw.state,
+            merged: raw.merged.unwrap_or(false) || raw.merged_at.is_some(),
+            author: raw.user.map(|u| u.login).unwrap_or_default(),
+            html_url: raw.html_url,
+            updated_at: time(&raw.updated_at),
+        }
+    }
+}
+
+/// The hidden marker that ties a PR body or comment to a task (and a run).
+pub fn marker(task: &str, run: Option<&str>) -> String {
+    match run {
+        Some(run) => format!("<!-- opentiger:task={task} run={run} -->"),
+        None => format!("<!-- opentiger:task={task} -->"),
+    }
+}
+
+impl GithubClient {
+    /// Open issues with `label` (pull requests removed), conditional on `etag`.
+    pub fn backlog_issues(
+        &self,
+        label: &str,
+        etag: Option<&str>,
+        now: Timestamp,
+    ) -> Result<Conditional<Vec<Issue>>, ForgeError> {
+        let path = self.path(&format!(
+            "/issues?state=open&labels={}&per_page=100",
+            encode(label)
+        ));
+        Ok(match self.get_all::<RawIssue>(&path, etag, now)? {
+            Conditional::NotModified => Conditional::NotModified,
+            Conditional::Fresh { value, etag } => Conditional::Fresh {
+                value: value
+                    .into_iter()
+                    .filter(|i| i.pull_request.is_none())
+                    .map(Issue::from)
+                    .collect(),
+                etag,
+            },
+        })
+    }
+
+    /// Open pull requests, conditional on `etag`.
+    pub fn open_pulls(
+        &self,
+        etag: Option<&str>,
+        now: Timestamp,
+    ) -> Result<Conditional<Vec<PullRequest>>, ForgeError> {
+        let path = self.path("/pulls?state=open&per_page=100");
+        Ok(match self.get_all::<RawPull>(&path, etag, now)? {
+            Conditional::NotModified => Conditional::NotModified,
+            Conditional::Fresh { value, etag } => Conditional::Fresh {
+                value: value.into_iter().map(PullRequest::from).collect(),
+                etag,
+            },
+        })
+    }
+
+    pub fn pull(&self, number: u64, now: Timestamp) -> Result<PullRequest, ForgeError> {
+        let raw: RawPull = self.call(
+            Method::GET,
+            &self.path(&format!("/pulls/{number}")),
+            None,
+            now,
+        )?;
+        Ok(raw.into())
+    }
+
+    /// The open PR whose head is `branch` in this repository, if any.
+    pub fn pull_for_branch(
+        &self,
+        branch: &str,
+        now: Timestamp,
+    ) -> Result<Option<PullRequest>, ForgeError> {
+        let owner = self.repo.split('/').next().unwrap_or_default();
+        let path = self.path(&format!(
+            "/pulls?state=open&head={}:{}&per_page=100",
+            encode(owner),
+            encode(branch)
+        ));
+        Ok(match self.get_all::<RawPull>(&path, None, now)? {
+            Conditional::NotModified => None,
+            Conditional::Fresh { value, .. } => value
+                .into_iter()
+                .map(PullRequest::from)
+                .find(|p| p.head_ref == branch),
+        })
+    }
+
+    /// Opens the PR for `branch`, or updates the one already open: never two PRs for a task.
+    pub fn upsert_pull(
+        &self,
+        branch: &str,
+        base: &str,
+        title: &str,
+        body: &str,
+        now: Timestamp,
+    ) -> Result<PullRequest, ForgeError> {
+        if let Some(existing) = self.pull_for_branch(branch, now)? {
+            let raw: RawPull = self.call(
+                Method::PATCH,
+                &self.path(&format!("/pulls/{}", existing.number)),
+                Some(&json!({ "title": title, "body": body })),
+                now,
+            )?;
+            return Ok(raw.into());
+        }
+        let created: Result<RawPull, ForgeError> = self.call(
+            Method::POST,
+            &self.path("/pulls"),
+            Some(&json!({ "title": title, "body": body, "head": branch, "base": base })),
+            now,
+        );
+        match created {
+            Ok(raw) => Ok(raw.into()),
+            // Someone (a killed tick of ours) opened it between our look and our create.
+            Err(ForgeError::Http { status: 422, .. }) => self
+                .pull_for_branch(branch, now)?
+                .ok_or_else(|| ForgeError::Http {
+                    method: "POST".into(),
+                    path: self.path("/pulls"),
+                    status: 422,
+                    message: format!("no PR could be opened for {branch}"),
+                }),
+            Err(e) => Err(e),
+        }
+    }
+
+    /// Writes `body` into the one comment on `issue` that carries `marker`, creating it only if
+    /// there is none.
+    pub fn upsert_comment(
+        &self,
+        issue: u64,
+        marker: &str,
+        body: &str,
+        now: Timestamp,
+    ) -> Result<u64, ForgeError> {
+        let text = format!("{body}\n\n{marker}");
+        let path = self.path(&format!("/issues/{issue}/comments?per_page=100"));
+        let comments = match self.get_all::<Comment>(&path, None, now)? {
+            Conditional::NotModified => Vec::new(),
+            Conditional::Fresh { value, .. } => value,
+        };
+        if let Some(existing) = comments
+            .iter()
+            .find(|c| c.body.as_deref().is_some_and(|b| b.contains(marker)))
+        {
+            if existing.body.as_deref() != Some(text.as_str()) {
+                let _: Comment = self.call(
+                    Method::PATCH,
+                    &self.path(&format!("/issues/comments/{}", existing.id)),
+                    Some(&json!({ "body": text })),
+                    now,
+                )?;
+            }
+            return Ok(existing.id);
+        }
+        let created: Comment = self.call(
+            Method::POST,
+            &self.path(&format!("/issues/{issue}/comments")),
+            Some(&json!({ "body": text })),
+            now,
+        )?;
+        Ok(created.id)
+    }
+
+    /// Sets the issue's labels that start with `prefix` to exactly `wanted` (others untouched).
+    pub fn set_status_label(
+        &self,
+        issue: u64,
+        prefix: &str,
+        wanted: &str,
+        current: &[String],
+        now: Timestamp,
+    ) -> Result<(), ForgeError> {
+        for stale in current
+            .iter()
+            .filter(|l| l.starts_with(prefix) && l.as_str() != wanted)
+        {
+            self.send(
+                Method::DELETE,
+                &self.path(&format!("/issues/{issue}/labels/{}", encode(stale))),
+                None,
+                None,
+                now,
+            )?;
+        }
+        if !current.iter().any(|l| l == wanted) {
+            self.send(
+                Method::POST,
+                &self.path(&format!("/issues/{issue}/labels")),
+                Some(&json!({ "labels": [wanted] })),
+                None,
+                now,
+            )?;
+        }
+        Ok(())
+    }
+
+    /// Opens an issue (the mirror of a planned task); returns its number.
+    pub fn create_issue(
+        &self,
+        title: &str,
+        body: &str,
+        labels: &[String],
+        now: Timestamp,
+    ) -> Result<u64, ForgeError> {
+        #[derive(Deserialize)]
+        struct Created {
+            number: u64,
+        }
+        let created: Created = self.call(
+            Method::POST,
+            &self.path("/issues"),
+            Some(&json!({ "title": title, "body": body, "labels": labels })),
+            now,
+        )?;
+        Ok(created.number)
+    }
+}
+
+/// Percent-encodes a query or path value.
+fn encode(text: &str) -> String {
+    let mut out = String::new();
+    for b in text.bytes() {
+        match b {
+            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'_' | b'.' | b'~' | b'/' => {
+                out.push(b as char)
+            }
+            _ => out.push_str(&format!("%{b:02X}")),
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn values_are_encoded_for_urls() {
+        assert_eq!(encode("opentiger"), "opentiger");
+        assert_eq!(encode("role:docs"), "role%3Adocs");
+        assert_eq!(encode("good first issue"), "good%20first%20issue");
+        assert_eq!(encode("opentiger/task-ab12"), "opentiger/task-ab12");
+    }
+
+    #[test]
+    fn markers_tie_text_to_a_task() {
+        assert_eq!(
+            marker("t1", Some("r1")),
+            "<!-- opentiger:task=t1 run=r1 -->"
+        );
+        assert_eq!(marker("t1", None), "<!-- opentiger:task=t1 -->");
+    }
+}

@@ -1,0 +1,11 @@
+//! The forge: what opentiger sees of GitHub and asks of it, as plain types (DESIGN §3 step 2,
+//! §10). The engine decides on these values; the GitHub client (and the test server) produce them.
+//!
+//! Only the fields opentiger uses are kept, so a forge that adds fields (or a test server that
+//! sends fewer) never breaks parsing (DESIGN §14: slim serde types).
+
+pub mod calls;
+pub mod github;
+pub mod types;
+
+pub use types::{AuthorAssociation, Issue, IssueEvent, Label, PullRequest, User};

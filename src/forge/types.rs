@@ -1,0 +1,89 @@
+//! Slim mirrors of GitHub's REST objects (issues, pull requests, users, labels).
+
+use serde::{Deserialize, Serialize};
+
+use crate::time::Timestamp;
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct User {
+    pub login: String,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Label {
+    pub name: String,
+}
+
+/// How the author of an issue relates to the repository (GitHub's `author_association`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "SCREAMING_SNAKE_CASE")]
+pub enum AuthorAssociation {
+    Owner,
+    Member,
+    Collaborator,
+    Contributor,
+    FirstTimeContributor,
+    FirstTimer,
+    Mannequin,
+    None,
+}
+
+impl AuthorAssociation {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            AuthorAssociation::Owner => "OWNER",
+            AuthorAssociation::Member => "MEMBER",
+            AuthorAssociation::Collaborator => "COLLABORATOR",
+            AuthorAssociation::Contributor => "CONTRIBUTOR",
+            AuthorAssociation::FirstTimeContributor => "FIRST_TIME_CONTRIBUTOR",
+            AuthorAssociation::FirstTimer => "FIRST_TIMER",
+            AuthorAssociation::Mannequin => "MANNEQUIN",
+            AuthorAssociation::None => "NONE",
+        }
+    }
+}
+
+/// An issue (not a pull request) as the backlog sees it.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Issue {
+    pub number: u64,
+    pub title: String,
+    pub body: String,
+    pub labels: Vec<String>,
+    pub author: String,
+    pub author_association: AuthorAssociation,
+    /// `open` or `closed`.
+    pub state: String,
+    pub updated_at: Timestamp,
+    pub html_url: String,
+    /// Who applied each backlog label, with their association, when known (from the issue's
+    /// `labeled` events): a trusted person labelling an outsider's issue makes it trusted.
+    pub labelled_by: Vec<IssueEvent>,
+}
+
+/// A `labeled` event of an issue.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct IssueEvent {
+    pub label: String,
+    pub actor: String,
+    /// Whether the actor can write to the repository (their permission, as the forge says).
+    pub actor_can_write: bool,
+    pub at: Timestamp,
+}
+
+/// A pull request as the judge and the backlog see it.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PullRequest {
+    pub number: u64,
+    pub title: String,
+    pub body: String,
+    pub head_ref: String,
+    pub head_sha: String,
+    pub base_ref: String,
+    /// `open` or `closed`.
+    pub state: String,
+    pub merged: bool,
+    pub author: String,
+    pub html_url: String,
+    pub updated_at: Timestamp,
+}
