@@ -210,6 +210,7 @@ impl Context {
             .filter(|t| !t.trim().is_empty())
             .map(|text| self.plan_inputs(&text).signature);
         Ok(Observations {
+            pull_requests: store.pull_states()?,
             plan_signature,
             requirement_present,
             issue_backlog: 0,

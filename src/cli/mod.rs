@@ -5,6 +5,7 @@
 
 mod config_cmd;
 mod context;
+mod forge_sync;
 mod lock;
 mod plan;
 mod status;

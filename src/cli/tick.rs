@@ -14,11 +14,13 @@ use std::collections::BTreeMap;
 use clap::Args;
 
 use super::context::PlanInputs;
+use super::forge_sync;
 use super::{CmdResult, Context, Failure};
 use crate::config::AgentRole;
 use crate::engine::outcome::decide_outcome;
 use crate::engine::verdict::decide_verdict;
 use crate::executor;
+use crate::forge::github::GithubClient;
 use crate::git::Git;
 use crate::model::{Mode, PlanStatus, Run, RunId, Task, TaskId, TaskKind};
 use crate::prompt::{JudgeFeedback, Templates};
@@ -89,6 +91,8 @@ fn dry_run(ctx: &Context, json: bool) -> CmdResult {
 #[derive(Default)]
 pub struct TickSummary {
     pub tick_id: String,
+    /// GitHub requests made (github mode).
+    pub requests: u32,
     pub decisions: usize,
     pub lines: Vec<String>,
     pub claimed: usize,
@@ -112,6 +116,7 @@ impl TickSummary {
         serde_json::json!({
             "tick_id": self.tick_id, "decisions": self.decisions, "runs": self.claimed,
             "reviews": self.judged, "stray_outcomes": self.stray, "lines": self.lines,
+            "github_requests": self.requests,
             "peak_memory_kib": peak_memory_kib(),
         })
     }
@@ -123,10 +128,15 @@ fn preflight_checks(ctx: &Context) -> Result<(), Failure> {
     let config = &ctx.config;
     match config.mode {
         Mode::Github => {
-            return Err(Failure::usage(format!(
-                "{}: `mode: github` needs the GitHub forge, which is not in this build yet\n  fix: use `mode: local-git` (or `--mode local-git`) to run the loop on local branches",
-                ctx.config_source
-            )))
+            let branches = crate::workspace::Branches::new(&Git::new(&ctx.repo), &config.remote);
+            if branches.remote.is_none() {
+                return Err(Failure::usage(format!(
+                    "{}: `mode: github` pushes task branches to the remote `{}`, which {} does not have\n  fix: run in a clone of the repository (actions/checkout), or set `remote:`",
+                    ctx.config_source,
+                    config.remote,
+                    ctx.repo.display()
+                )));
+            }
         }
         Mode::LocalGit | Mode::Direct => {}
     }
@@ -298,9 +308,58 @@ pub fn tick(ctx: &Context) -> Result<TickSummary, Failure> {
         ..TickSummary::default()
     };
 
+    // github mode: observe GitHub first (conditional requests; nothing locked meanwhile).
+    let forge = match ctx.config.mode {
+        Mode::Github => Some(
+            GithubClient::from_env(None, |k| std::env::var(k).ok())
+                .map_err(|e| Failure::usage(e.to_string()))?,
+        ),
+        Mode::LocalGit | Mode::Direct => None,
+    };
+    let observed = match &forge {
+        Some(client) => Some(forge_sync::observe(ctx, client, &ctx.read_store()?)?),
+        None => None,
+    };
+    if let Some(until) = observed.as_ref().and_then(|o| o.wait_until) {
+        // A rate limit is a wait, not an error: remember it and stop here (exit 0).
+        let writer = Writer {
+            tick_id: Some(&ctx.tick_id),
+            actor: ctx.agent_id.as_str(),
+            now: ctx.now,
+        };
+        let lines = ctx.write_state("rate limit", |store| {
+            observed
+                .as_ref()
+                .map_or(Ok(Vec::new()), |o| o.apply(ctx, store, writer))
+        })?;
+        summary.lines = lines;
+        summary.lines.push(format!(
+            "waiting for GitHub's rate limit until {until}: nothing else done this tick"
+        ));
+        return Ok(summary);
+    }
+
     // Phase 1: claim. On a state branch this may run again on fresher state if another tick
     // saved first; it only changes state.
-    let claimed = ctx.write_state("claim", |store| claim(ctx, store))?;
+    let claimed = ctx.write_state("claim", |store| {
+        let mut lines = match &observed {
+            Some(o) => o.apply(
+                ctx,
+                store,
+                Writer {
+                    tick_id: Some(&ctx.tick_id),
+                    actor: ctx.agent_id.as_str(),
+                    now: ctx.now,
+                },
+            )?,
+            None => Vec::new(),
+        };
+        let mut claimed = claim(ctx, store)?;
+        lines.append(&mut claimed.lines);
+        claimed.lines = lines;
+        Ok(claimed)
+    })?;
+    summary.requests = forge.as_ref().map_or(0, |c| c.requests.get());
     summary.decisions = claimed.decisions;
     summary.lines = claimed.lines;
     let work = claimed.work;
@@ -355,7 +414,13 @@ pub fn tick(ctx: &Context) -> Result<TickSummary, Failure> {
                 history,
             } => {
                 let _span = tracing::info_span!("run", task = %task.id, run = %run_id).entered();
-                let result = run_task(&act, &task, &run_id, &history);
+                let mut result = run_task(&act, &task, &run_id, &history);
+                if let (Some(client), true) = (
+                    &forge,
+                    result.outcome.success && result.record.head_sha.is_some(),
+                ) {
+                    publish(ctx, client, &task, &run_id, &mut result);
+                }
                 done.push(Done::Work(task.id.clone(), run_id, result));
             }
             Work::Review { task, run, reviews } => {
@@ -376,6 +441,33 @@ pub fn tick(ctx: &Context) -> Result<TickSummary, Failure> {
     summary.lines.extend(recorded.lines);
     summary.stray = recorded.stray;
     Ok(summary)
+}
+
+/// Opens or updates the task's PR (github mode); a failure fails the run, whose retry adopts
+/// the pushed commit and tries the PR again.
+fn publish(
+    ctx: &Context,
+    client: &GithubClient,
+    task: &Task,
+    run_id: &RunId,
+    result: &mut WorkResult,
+) {
+    let branch = result.record.branch.clone().unwrap_or_default();
+    let summary = result.record.summary.clone().unwrap_or_default();
+    match forge_sync::publish_pull(client, ctx, task, run_id.as_str(), &branch, &summary) {
+        Ok(pr) => result.record.pr_number = Some(pr),
+        Err(e) => {
+            let message =
+                format!("the change is pushed, but its pull request could not be opened: {e}");
+            result.outcome = crate::engine::outcome::RunOutcome {
+                success: false,
+                failure_code: Some(crate::model::FailureCode::TransientOrFlakyFailure),
+                message: message.clone(),
+                no_changes: false,
+            };
+            result.record.error = Some(message);
+        }
+    }
 }
 
 /// What the claim phase hands to the act phase.

@@ -11,6 +11,7 @@
 pub mod backoff;
 pub mod classify;
 mod dispatch;
+pub mod import;
 pub mod outcome;
 mod preflight;
 mod recovery;
@@ -55,9 +56,21 @@ pub struct Observations {
     pub open_prs: u32,
     /// Lease holders known to have ended (a finished workflow run, a dead local process).
     pub dead_agents: BTreeSet<AgentId>,
+    /// The state of the pull requests of tasks waiting on one (github mode), by number.
+    pub pull_requests: BTreeMap<u64, PullState>,
     /// Signature of what the planner would plan now (requirement content, and base head for an
     /// agent planner); `None` without a requirement.
     pub plan_signature: Option<String>,
+}
+
+/// Where a task's pull request stands.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum PullState {
+    Open,
+    Merged,
+    /// Closed without being merged.
+    Closed,
 }
 
 /// Everything the next tick would do, in order.
@@ -422,6 +435,8 @@ fn explain_remaining(w: &mut Working<'_>, gates: &Preflight) {
 
 #[cfg(test)]
 mod dispatch_tests;
+#[cfg(test)]
+mod import_tests;
 #[cfg(test)]
 mod planner_tests;
 #[cfg(test)]

@@ -532,6 +532,10 @@ fn follow_child(w: &mut Working<'_>, id: &TaskId) {
 /// `awaiting_judge` without a reviewable run (its run was lost or never recorded): retried a
 /// bounded number of times, then a person decides.
 fn recover_awaiting_judge(w: &mut Working<'_>, id: &TaskId) {
+    if w.config.mode == Mode::Github {
+        follow_pull_request(w, id);
+        return;
+    }
     let reviewable = w
         .task_runs(id)
         .iter()
@@ -582,6 +586,33 @@ fn recover_awaiting_judge(w: &mut Working<'_>, id: &TaskId) {
     }
 }
 
+/// github mode: a task whose change is in a pull request follows the PR (spec §6: merged PRs
+/// close their issue; DESIGN §8). Merged → done; closed unmerged → cancelled with the reason;
+/// open → waits for its review and merge.
+fn follow_pull_request(w: &mut Working<'_>, id: &TaskId) {
+    let Some(pr) = w.tasks[id].source_pr else {
+        w.wait(
+            id,
+            None,
+            "recovery.awaiting_pr",
+            "waits for its pull request to be opened".to_string(),
+        );
+        return;
+    };
+    match w.snapshot.observations.pull_requests.get(&pr).copied() {
+        Some(super::PullState::Merged) => w.transition(id, TaskState::DONE, None, Some(None), "recovery.pr_merged", format!("PR #{pr} was merged")),
+        Some(super::PullState::Closed) => w.transition(
+            id,
+            TaskState::CANCELLED,
+            None,
+            Some(None),
+            "recovery.pr_closed",
+            format!("PR #{pr} was closed without being merged; reopen it or `opentiger task retry {id}`"),
+        ),
+        Some(super::PullState::Open) | None => w.wait(id, None, "recovery.awaiting_pr", format!("PR #{pr} is open: waits for review and merge")),
+    }
+}
+
 /// A queued task whose dependency is cancelled or unknown can never start: a person decides.
 fn check_dependencies_exist(w: &mut Working<'_>, id: &TaskId) {
     let task = &w.tasks[id];
@@ -610,6 +641,9 @@ fn check_dependencies_exist(w: &mut Working<'_>, id: &TaskId) {
 /// Emits the judge's work: one review per task with an unjudged successful run (spec §2.4 step 3:
 /// newest run per task). In direct mode there is no judge: such tasks are done (spec §2.4).
 pub(crate) fn judge_work(w: &mut Working<'_>) {
+    if w.config.mode == Mode::Github {
+        return; // PRs are reviewed and merged on GitHub; their state is followed by recovery.
+    }
     for id in w.ids_in(TaskState::blocked(BlockReason::AwaitingJudge)) {
         let leased = w.leases.contains_key(&id) && !w.released_judge_leases.contains(&id);
         if leased {

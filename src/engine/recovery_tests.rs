@@ -321,7 +321,7 @@ fn blocked_tasks_recover_by_reason() {
             t.kind = TaskKind::Autofix;
         })
     };
-    let local = Config {
+    let local = || Config {
         mode: Mode::LocalGit,
         ..Config::default()
     };
@@ -429,30 +429,37 @@ fn blocked_tasks_recover_by_reason() {
                 "dispatch.claim 760d02aa0247 claim",
             ],
         ),
-        case(
-            "an unjudged successful run is judged",
-            snapshot(
-                vec![task("a").blocked(BlockReason::AwaitingJudge)],
-                vec![run("r1", "a", RunStatus::Success, at(-10))],
-                vec![],
-            ),
-            &["judge.review a judge r1"],
-        ),
-        case(
-            "awaiting_judge without a run is retried after the cooldown",
-            snapshot(
-                vec![task("a")
-                    .blocked(BlockReason::AwaitingJudge)
-                    .with(|t| t.updated_at = at(-10))],
-                vec![],
-                vec![],
-            ),
-            &[
-                "recovery.awaiting_judge_retry a -> queued",
-                "dispatch.claim a claim",
-            ],
-        ),
         Case {
+            config: local(),
+            ..case(
+                "an unjudged successful run is judged",
+                snapshot(
+                    vec![task("a").blocked(BlockReason::AwaitingJudge)],
+                    vec![run("r1", "a", RunStatus::Success, at(-10))],
+                    vec![],
+                ),
+                &["judge.review a judge r1"],
+            )
+        },
+        Case {
+            config: local(),
+            ..case(
+                "awaiting_judge without a run is retried after the cooldown",
+                snapshot(
+                    vec![task("a")
+                        .blocked(BlockReason::AwaitingJudge)
+                        .with(|t| t.updated_at = at(-10))],
+                    vec![],
+                    vec![],
+                ),
+                &[
+                    "recovery.awaiting_judge_retry a -> queued",
+                    "dispatch.claim a claim",
+                ],
+            )
+        },
+        Case {
+            config: local(),
             reason_has: &["no reviewable run after 3 judge retries"],
             ..case(
                 "judge retries are bounded",
@@ -468,7 +475,7 @@ fn blocked_tasks_recover_by_reason() {
             )
         },
         Case {
-            config: local,
+            config: local(),
             ..case(
                 "issue linking does not apply without GitHub",
                 snapshot(
@@ -574,4 +581,51 @@ fn every_active_task_gets_a_decision() {
         );
     }
     assert!(plan.for_task(&TaskId::from("d")).next().is_none());
+}
+
+#[test]
+fn github_tasks_follow_their_pull_request() {
+    use super::PullState;
+    let github = Config::default();
+    assert_eq!(github.mode, Mode::Github);
+    let waiting = || {
+        task("a")
+            .blocked(BlockReason::AwaitingJudge)
+            .with(|t| t.source_pr = Some(7))
+    };
+    let cases: &[(Option<PullState>, &[&str], &str)] = &[
+        (
+            Some(PullState::Merged),
+            &["recovery.pr_merged a -> done"],
+            "PR #7 was merged",
+        ),
+        (
+            Some(PullState::Closed),
+            &["recovery.pr_closed a -> cancelled"],
+            "closed without being merged",
+        ),
+        (
+            Some(PullState::Open),
+            &[],
+            "PR #7 is open: waits for review and merge",
+        ),
+        (None, &[], "PR #7 is open"),
+    ];
+    for (state, expect, reason) in cases {
+        let mut snap = snapshot(
+            vec![waiting()],
+            vec![run("r1", "a", RunStatus::Success, at(-10))],
+            vec![],
+        );
+        if let Some(s) = state {
+            snap.observations.pull_requests.insert(7, *s);
+        }
+        let plan = plan_with(&snap, &github);
+        assert_eq!(writes(&plan), *expect, "{state:?}");
+        assert!(
+            reasons(&plan, "a").join(" | ").contains(reason),
+            "{state:?}: {:?}",
+            reasons(&plan, "a")
+        );
+    }
 }

@@ -201,34 +201,44 @@ impl GithubClient {
         body: &str,
         now: Timestamp,
     ) -> Result<PullRequest, ForgeError> {
-        if let Some(existing) = self.pull_for_branch(branch, now)? {
-            let raw: RawPull = self.call(
-                Method::PATCH,
-                &self.path(&format!("/pulls/{}", existing.number)),
-                Some(&json!({ "title": title, "body": body })),
-                now,
-            )?;
-            return Ok(raw.into());
+        let existing = match self.pull_for_branch(branch, now)? {
+            Some(pr) => pr,
+            None => {
+                let created: Result<RawPull, ForgeError> = self.call(
+                    Method::POST,
+                    &self.path("/pulls"),
+                    Some(&json!({ "title": title, "body": body, "head": branch, "base": base })),
+                    now,
+                );
+                match created {
+                    Ok(raw) => return Ok(raw.into()),
+                    // Opened meanwhile (by a tick of ours that was killed after opening it).
+                    Err(ForgeError::Http {
+                        status: 422,
+                        message,
+                        ..
+                    }) => self
+                        .pull_for_branch(branch, now)?
+                        .ok_or_else(|| ForgeError::Http {
+                            method: "POST".into(),
+                            path: self.path("/pulls"),
+                            status: 422,
+                            message: format!("no PR could be opened for {branch}: {message}"),
+                        })?,
+                    Err(e) => return Err(e),
+                }
+            }
+        };
+        if existing.title == title && existing.body == body {
+            return Ok(existing);
         }
-        let created: Result<RawPull, ForgeError> = self.call(
-            Method::POST,
-            &self.path("/pulls"),
-            Some(&json!({ "title": title, "body": body, "head": branch, "base": base })),
+        let raw: RawPull = self.call(
+            Method::PATCH,
+            &self.path(&format!("/pulls/{}", existing.number)),
+            Some(&json!({ "title": title, "body": body })),
             now,
-        );
-        match created {
-            Ok(raw) => Ok(raw.into()),
-            // Someone (a killed tick of ours) opened it between our look and our create.
-            Err(ForgeError::Http { status: 422, .. }) => self
-                .pull_for_branch(branch, now)?
-                .ok_or_else(|| ForgeError::Http {
-                    method: "POST".into(),
-                    path: self.path("/pulls"),
-                    status: 422,
-                    message: format!("no PR could be opened for {branch}"),
-                }),
-            Err(e) => Err(e),
-        }
+        )?;
+        Ok(raw.into())
     }
 
     /// Writes `body` into the one comment on `issue` that carries `marker`, creating it only if

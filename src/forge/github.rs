@@ -340,15 +340,18 @@ mod tests {
             .collect()
     }
 
+    /// status, headers, body, expected (until, kind).
+    type RateCase = (
+        u16,
+        BTreeMap<String, String>,
+        Option<Value>,
+        Option<(i64, &'static str)>,
+    );
+
     #[test]
     fn rate_limits_become_waits() {
         let now = Timestamp(1_795_262_400_000);
-        let cases: Vec<(
-            u16,
-            BTreeMap<String, String>,
-            Option<Value>,
-            Option<(i64, &str)>,
-        )> = vec![
+        let cases: Vec<RateCase> = vec![
             (
                 403,
                 headers(&[

@@ -6,6 +6,7 @@
 //! writes an event in the same SQL transaction.
 
 mod apply;
+mod forge;
 mod plans;
 mod record;
 mod rows;
@@ -18,6 +19,7 @@ use std::path::{Path, PathBuf};
 use rusqlite::{Connection, OpenFlags};
 
 pub use apply::ApplyReport;
+pub use forge::Cursor;
 pub use plans::ReviewFeedback;
 pub use record::{JudgementRow, Recorded, RunRecord};
 pub use schema::LATEST as SCHEMA_VERSION;

@@ -21,6 +21,8 @@ pub struct RunRecord {
     pub session_id: Option<String>,
     pub branch: Option<String>,
     pub head_sha: Option<String>,
+    /// The pull request the change is in (github mode).
+    pub pr_number: Option<u64>,
 }
 
 /// What happened to an outcome.
@@ -127,6 +129,21 @@ impl Store {
             writer,
         )?;
         tx.execute("DELETE FROM leases WHERE task_id = ?1", [task_id.as_str()])?;
+        if let Some(pr) = record.pr_number {
+            tx.execute(
+                "UPDATE runs SET pr_number = ?2 WHERE id = ?1",
+                params![run_id.as_str(), pr as i64],
+            )?;
+            tx.execute(
+                "UPDATE tasks SET source_pr = ?2 WHERE id = ?1",
+                params![task_id.as_str(), pr as i64],
+            )?;
+            tx.execute(
+                "INSERT INTO pull_states (number, state, head_sha, updated_at) VALUES (?1, 'open', ?2, ?3) \
+                 ON CONFLICT(number) DO UPDATE SET state = 'open', head_sha = excluded.head_sha, updated_at = excluded.updated_at",
+                params![pr as i64, record.head_sha, writer.now.0],
+            )?;
+        }
         add_spend(&tx, task_id, record, writer)?;
         record_event(
             &tx,

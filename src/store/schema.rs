@@ -3,7 +3,7 @@
 //! A migration is appended, never edited: version N's SQL turns a version N-1 file into version N.
 
 /// Each entry migrates from version `index` to version `index + 1`.
-pub const MIGRATIONS: &[&str] = &[V1, V2, V3];
+pub const MIGRATIONS: &[&str] = &[V1, V2, V3, V4];
 
 pub const LATEST: i64 = MIGRATIONS.len() as i64;
 
@@ -189,4 +189,16 @@ CREATE TABLE counters (
 ) STRICT, WITHOUT ROWID;
 CREATE INDEX runs_by_finish ON runs(finished_at) WHERE finished_at IS NOT NULL;
 CREATE INDEX events_by_time ON events(at);
+"#;
+
+/// What the forge sync last saw (github mode): the state of task PRs, and the cached bodies of
+/// conditional requests (a 304 says "unchanged", so the last body is still the answer).
+const V4: &str = r#"
+CREATE TABLE pull_states (
+    number     INTEGER PRIMARY KEY,
+    state      TEXT NOT NULL,
+    head_sha   TEXT,
+    updated_at INTEGER NOT NULL
+) STRICT;
+ALTER TABLE forge_cursors ADD COLUMN body TEXT;
 "#;

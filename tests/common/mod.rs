@@ -1,6 +1,8 @@
 //! A throw-away repository and the real binary, for end-to-end tests.
 #![allow(dead_code)]
 
+pub mod github;
+
 use std::path::{Path, PathBuf};
 use std::process::Command;
 

@@ -1,0 +1,280 @@
+//! github mode, the observe step (DESIGN §3 step 2): the backlog issues, the open pull requests
+//! and the state of the PRs tasks wait on, fetched with conditional requests whose ETags (and
+//! the bodies they stand for) live in the state, so a quiet tick costs a few 304s.
+//!
+//! Fetching happens before the state is locked or loaded for writing; [`Observed::apply`] then
+//! writes what was seen (imports, cursors, PR states) as part of the claim phase.
+
+use serde::{Deserialize, Serialize};
+
+use super::{Context, Failure};
+use crate::engine::import::{import_issues, lane_of, ImportDecision, ImportInput};
+use crate::engine::PullState;
+use crate::forge::calls::marker;
+use crate::forge::github::{Conditional, ForgeError, GithubClient};
+use crate::forge::{Issue, PullRequest};
+use crate::store::{Cursor, Store, Writer};
+use crate::time::Timestamp;
+
+const RATE_LIMIT: &str = "rate_limit";
+const PULLS: &str = "pulls:open";
+
+/// What one sync saw.
+#[derive(Default)]
+pub struct Observed {
+    /// Cursors to store: key → new cursor.
+    cursors: Vec<(String, Cursor)>,
+    issues: Vec<Issue>,
+    pulls: Vec<PullRequest>,
+    /// PRs of waiting tasks that are no longer open.
+    finished: Vec<(u64, PullState, Option<String>)>,
+    /// Nothing changed on GitHub since the last sync: no import to decide.
+    unchanged: bool,
+    /// GitHub asked us to wait until then (rate limit): nothing was fetched.
+    pub wait_until: Option<Timestamp>,
+    pub requests: u32,
+}
+
+#[derive(Serialize, Deserialize)]
+struct RateLimitWait {
+    until: Timestamp,
+    kind: String,
+}
+
+/// Fetches what changed. A rate limit is not an error: it comes back as `wait_until`.
+pub fn observe(ctx: &Context, client: &GithubClient, store: &Store) -> Result<Observed, Failure> {
+    let now = ctx.now;
+    let mut seen = Observed::default();
+    if let Some(wait) = store
+        .cursor(RATE_LIMIT)?
+        .body
+        .and_then(|b| serde_json::from_str::<RateLimitWait>(&b).ok())
+    {
+        if wait.until > now {
+            seen.wait_until = Some(wait.until);
+            return Ok(seen);
+        }
+    }
+    match fetch(ctx, client, store, &mut seen) {
+        Ok(()) => {}
+        Err(ForgeError::RateLimited { until, kind }) => {
+            seen = Observed {
+                wait_until: Some(until),
+                ..Observed::default()
+            };
+            let body = serde_json::to_string(&RateLimitWait {
+                until,
+                kind: kind.to_string(),
+            })
+            .unwrap_or_default();
+            seen.cursors.push((
+                RATE_LIMIT.to_string(),
+                Cursor {
+                    etag: None,
+                    body: Some(body),
+                },
+            ));
+        }
+        Err(e) => return Err(Failure::tick(e.to_string())),
+    }
+    seen.requests = client.requests.get();
+    Ok(seen)
+}
+
+fn fetch(
+    ctx: &Context,
+    client: &GithubClient,
+    store: &Store,
+    seen: &mut Observed,
+) -> Result<(), ForgeError> {
+    let now = ctx.now;
+    let mut unchanged = true;
+    for label in &ctx.config.backlog.labels {
+        let key = format!("issues:{label}");
+        let cursor = store
+            .cursor(&key)
+            .map_err(|e| ForgeError::Config(e.to_string()))?;
+        match client.backlog_issues(label, cursor.etag.as_deref(), now)? {
+            Conditional::NotModified => {
+                let cached: Vec<Issue> = cursor
+                    .body
+                    .as_deref()
+                    .and_then(|b| serde_json::from_str(b).ok())
+                    .unwrap_or_default();
+                seen.issues.extend(cached);
+            }
+            Conditional::Fresh { value, etag } => {
+                unchanged = false;
+                let body = serde_json::to_string(&value).ok();
+                seen.cursors.push((key, Cursor { etag, body }));
+                seen.issues.extend(value);
+            }
+        }
+    }
+    seen.issues.sort_by_key(|i| i.number);
+    seen.issues.dedup_by_key(|i| i.number);
+    let cursor = store
+        .cursor(PULLS)
+        .map_err(|e| ForgeError::Config(e.to_string()))?;
+    match client.open_pulls(cursor.etag.as_deref(), now)? {
+        Conditional::NotModified => {
+            seen.pulls = cursor
+                .body
+                .as_deref()
+                .and_then(|b| serde_json::from_str(b).ok())
+                .unwrap_or_default();
+        }
+        Conditional::Fresh { value, etag } => {
+            unchanged = false;
+            seen.cursors.push((
+                PULLS.to_string(),
+                Cursor {
+                    etag,
+                    body: serde_json::to_string(&value).ok(),
+                },
+            ));
+            seen.pulls = value;
+        }
+    }
+    // The PRs tasks wait on that left the open list were merged or closed: ask which (only then).
+    if !unchanged {
+        let known = store
+            .pull_states()
+            .map_err(|e| ForgeError::Config(e.to_string()))?;
+        for (number, state) in known {
+            if state == PullState::Open && !seen.pulls.iter().any(|p| p.number == number) {
+                let pr = client.pull(number, now)?;
+                let state = if pr.merged {
+                    PullState::Merged
+                } else {
+                    PullState::Closed
+                };
+                seen.finished.push((number, state, Some(pr.head_sha)));
+            }
+        }
+    }
+    seen.unchanged = unchanged;
+    Ok(())
+}
+
+impl Observed {
+    /// Writes what was seen: cursors, PR states, and the import decisions (inside the claim
+    /// phase, so it re-runs on fresh state if a save loses a race). Returns report lines.
+    pub fn apply(
+        &self,
+        ctx: &Context,
+        store: &mut Store,
+        writer: Writer<'_>,
+    ) -> Result<Vec<String>, Failure> {
+        let now = writer.now;
+        let mut lines = Vec::new();
+        for (key, cursor) in &self.cursors {
+            store.set_cursor(key, cursor, now)?;
+        }
+        if let Some(until) = self.wait_until {
+            lines.push(format!("GitHub rate limit: no GitHub calls until {until}"));
+            return Ok(lines);
+        }
+        for pr in &self.pulls {
+            if store.pull_states()?.contains_key(&pr.number) {
+                store.set_pull_state(pr.number, PullState::Open, Some(&pr.head_sha), now)?;
+            }
+        }
+        for (number, state, sha) in &self.finished {
+            store.set_pull_state(*number, *state, sha.as_deref(), now)?;
+        }
+        if self.unchanged {
+            return Ok(lines);
+        }
+        let linked = store.tasks_with_issues()?;
+        let requirement = ctx
+            .requirement_text()
+            .map(|t| crate::planner::parse_requirement(&t).allowed_paths)
+            .unwrap_or_default();
+        let default_allowed: Vec<String> = requirement.into_iter().filter(|p| p != "**").collect();
+        // A PR holds an issue back only when a person opened it: our own PRs (they carry the
+        // marker) belong to the issue's task and are adopted, not treated as competition.
+        let human_prs: Vec<PullRequest> = self
+            .pulls
+            .iter()
+            .filter(|p| !p.body.contains("<!-- opentiger:task="))
+            .cloned()
+            .collect();
+        let decisions = import_issues(&ImportInput {
+            issues: &self.issues,
+            open_prs: &human_prs,
+            tasks: &linked,
+            config: &ctx.config.backlog,
+            default_allowed: &default_allowed,
+            now,
+        });
+        let mut skipped = Vec::new();
+        for decision in decisions {
+            match decision {
+                ImportDecision::Create { task, reason } => {
+                    if store.task(&task.id).is_err() {
+                        lines.push(format!(
+                            "imported issue #{} as task {}: {reason}",
+                            task.issue_number.unwrap_or(0),
+                            task.id
+                        ));
+                        store.insert_tasks(std::slice::from_ref(&task), writer)?;
+                    }
+                }
+                ImportDecision::Retarget {
+                    task_id,
+                    role,
+                    reason,
+                } => {
+                    store.retarget(&task_id, role, lane_of(role), &reason, writer)?;
+                    lines.push(format!("task {task_id}: {reason}"));
+                }
+                ImportDecision::Skip { issue, reason } => skipped
+                    .push(serde_json::json!({ "issue": issue, "reason": reason.to_string() })),
+            }
+        }
+        // The dashboard lists what was not imported, and why.
+        store.set_cursor(
+            "import:skipped",
+            &Cursor {
+                etag: None,
+                body: serde_json::to_string(&skipped).ok(),
+            },
+            now,
+        )?;
+        Ok(lines)
+    }
+}
+
+/// After a successful run in github mode: open or update the task's one PR and its one progress
+/// comment. Returns the PR number.
+pub fn publish_pull(
+    client: &GithubClient,
+    ctx: &Context,
+    task: &crate::model::Task,
+    run: &str,
+    branch: &str,
+    summary: &str,
+) -> Result<u64, ForgeError> {
+    let now = ctx.later();
+    let mut body = format!("{}\n\n**Goal:** {}\n", summary.trim(), task.goal);
+    if let Some(issue) = task.issue_number {
+        body.push_str(&format!("\nCloses #{issue}\n"));
+    }
+    body.push_str(&format!("\n{}\n", marker(task.id.as_str(), Some(run))));
+    let pr = client.upsert_pull(
+        branch,
+        &ctx.config.base_branch,
+        &format!("[opentiger] {}", task.title),
+        &body,
+        now,
+    )?;
+    if let Some(issue) = task.issue_number {
+        let text = format!(
+            "opentiger opened #{} for this issue (task `{}`): it is verified and waits for review.",
+            pr.number, task.id
+        );
+        client.upsert_comment(issue, &marker(task.id.as_str(), None), &text, now)?;
+    }
+    Ok(pr.number)
+}

@@ -1,0 +1,154 @@
+//! What the forge sync stores: conditional-request cursors (ETag, cached body) and the state of
+//! the pull requests tasks wait on.
+
+use std::collections::BTreeMap;
+
+use rusqlite::{params, OptionalExtension};
+
+use super::{Store, StoreError};
+use crate::engine::PullState;
+use crate::time::Timestamp;
+
+/// A conditional request's memory: the ETag to send next time, and the body it stood for.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Cursor {
+    pub etag: Option<String>,
+    pub body: Option<String>,
+}
+
+impl Store {
+    pub fn cursor(&self, key: &str) -> Result<Cursor, StoreError> {
+        Ok(self
+            .conn
+            .query_row(
+                "SELECT etag, body FROM forge_cursors WHERE key = ?1",
+                [key],
+                |r| {
+                    Ok(Cursor {
+                        etag: r.get(0)?,
+                        body: r.get(1)?,
+                    })
+                },
+            )
+            .optional()?
+            .unwrap_or_default())
+    }
+
+    /// Stores a cursor; unchanged values write nothing (a quiet tick must not make a commit).
+    pub fn set_cursor(
+        &mut self,
+        key: &str,
+        cursor: &Cursor,
+        now: Timestamp,
+    ) -> Result<(), StoreError> {
+        if &self.cursor(key)? == cursor {
+            return Ok(());
+        }
+        self.conn.execute(
+            "INSERT INTO forge_cursors (key, etag, body, updated_at) VALUES (?1, ?2, ?3, ?4) \
+             ON CONFLICT(key) DO UPDATE SET etag = excluded.etag, body = excluded.body, updated_at = excluded.updated_at",
+            params![key, cursor.etag, cursor.body, now.0],
+        )?;
+        Ok(())
+    }
+
+    pub fn pull_states(&self) -> Result<BTreeMap<u64, PullState>, StoreError> {
+        let rows = self
+            .conn
+            .prepare("SELECT number, state FROM pull_states")?
+            .query_map([], |r| Ok((r.get::<_, i64>(0)?, r.get::<_, String>(1)?)))?
+            .collect::<Result<Vec<_>, _>>()?;
+        Ok(rows
+            .into_iter()
+            .filter_map(|(n, s)| {
+                let state = match s.as_str() {
+                    "open" => PullState::Open,
+                    "merged" => PullState::Merged,
+                    "closed" => PullState::Closed,
+                    _ => return None,
+                };
+                Some((u64::try_from(n).ok()?, state))
+            })
+            .collect())
+    }
+
+    /// Records a PR's state; unchanged values write nothing.
+    pub fn set_pull_state(
+        &mut self,
+        number: u64,
+        state: PullState,
+        head_sha: Option<&str>,
+        now: Timestamp,
+    ) -> Result<(), StoreError> {
+        let word = match state {
+            PullState::Open => "open",
+            PullState::Merged => "merged",
+            PullState::Closed => "closed",
+        };
+        let current: Option<(String, Option<String>)> = self
+            .conn
+            .query_row(
+                "SELECT state, head_sha FROM pull_states WHERE number = ?1",
+                [number as i64],
+                |r| Ok((r.get(0)?, r.get(1)?)),
+            )
+            .optional()?;
+        if current
+            .as_ref()
+            .is_some_and(|(s, h)| s == word && h.as_deref() == head_sha)
+        {
+            return Ok(());
+        }
+        self.conn.execute(
+            "INSERT INTO pull_states (number, state, head_sha, updated_at) VALUES (?1, ?2, ?3, ?4) \
+             ON CONFLICT(number) DO UPDATE SET state = excluded.state, head_sha = excluded.head_sha, updated_at = excluded.updated_at",
+            params![number as i64, word, head_sha, now.0],
+        )?;
+        Ok(())
+    }
+}
+
+impl Store {
+    /// Every task linked to an issue, in any status, with its dependencies.
+    pub fn tasks_with_issues(&self) -> Result<Vec<crate::model::Task>, StoreError> {
+        let sql = format!(
+            "SELECT {} FROM tasks WHERE issue_number IS NOT NULL ORDER BY created_at, id",
+            super::rows::TASK_COLUMNS
+        );
+        let mut tasks: Vec<_> = self
+            .conn
+            .prepare(&sql)?
+            .query_map([], super::rows::task)?
+            .collect::<Result<_, _>>()?;
+        self.attach_dependencies(&mut tasks)?;
+        Ok(tasks)
+    }
+
+    /// Moves a task to another role (its issue now asks for one), with its lane.
+    pub fn retarget(
+        &mut self,
+        id: &crate::model::TaskId,
+        role: crate::model::Role,
+        lane: crate::model::Lane,
+        reason: &str,
+        writer: super::Writer<'_>,
+    ) -> Result<(), StoreError> {
+        let tx = self.conn.transaction()?;
+        tx.execute(
+            "UPDATE tasks SET role = ?2, lane = ?3, updated_at = ?4 WHERE id = ?1",
+            params![id.as_str(), role.as_str(), lane.as_str(), writer.now.0],
+        )?;
+        super::tasks::note(&tx, writer, "task.retargeted", Some(id), None, reason)?;
+        tx.commit()?;
+        Ok(())
+    }
+
+    /// Remembers the PR a task's change is in.
+    pub fn set_task_pr(&mut self, id: &crate::model::TaskId, pr: u64) -> Result<(), StoreError> {
+        self.conn.execute(
+            "UPDATE tasks SET source_pr = ?2 WHERE id = ?1 AND (source_pr IS NULL OR source_pr <> ?2)",
+            params![id.as_str(), pr as i64],
+        )?;
+        Ok(())
+    }
+}

@@ -1,0 +1,586 @@
+//! A local, stateful stand-in for GitHub's REST API, for tests of the GitHub mode.
+//!
+//! `GithubServer::start("o", "r")` listens on `127.0.0.1:0` (a thread per connection,
+//! keep-alive) until dropped, and answers the endpoints opentiger uses with GitHub's JSON
+//! shapes (checked against GitHub's OpenAPI description by
+//! `tests/github_server.rs::responses_match_githubs_openapi_description`), GitHub's headers
+//! (`ETag`, `Last-Modified`, `Link` with absolute URLs, `x-ratelimit-*`), 304s for matching
+//! conditional GETs (free, as on GitHub), token auth, and injectable failures (rate limits,
+//! 502s). Tests seed and inspect the state directly and observe every request.
+//!
+//! Not for: git. Branches are names with made-up shas (`set_branch` plays a push); a PR's
+//! head branch springs into being when the PR is opened.
+
+mod http;
+mod issues;
+mod pulls;
+mod render;
+mod routes;
+mod state;
+
+use std::collections::VecDeque;
+use std::io::{BufReader, BufWriter};
+use std::net::{Shutdown, SocketAddr, TcpListener, TcpStream};
+use std::path::Path;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::thread::JoinHandle;
+
+use serde_json::{json, Value};
+
+use http::{
+    etag, etag_matches, http_date, parse_rfc3339, read_request, rfc3339, write_response, ReadError,
+    Request, Response,
+};
+use render::error;
+use routes::{dispatch, find, Ctx, Endpoint, Reply};
+pub use state::{Comment, Event, Issue, PullView};
+use state::{CommitStatus, State};
+
+/// The token `start` expects (`Authorization: Bearer …` or `token …`).
+pub const TOKEN: &str = "ghs_opentigerTestToken0000000000000000";
+
+/// A failure to serve instead of the next request(s).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Failure {
+    /// 403, `x-ratelimit-remaining: 0` and the window's reset time.
+    PrimaryRateLimit,
+    /// 403, `retry-after: 60` and GitHub's "secondary rate limit" message.
+    SecondaryRateLimit,
+    /// 502 Bad Gateway.
+    ServerError,
+}
+
+/// One request as the server saw it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct RecordedRequest {
+    pub method: String,
+    pub path_and_query: String,
+    pub status: u16,
+    /// Whether it carried `If-None-Match` or `If-Modified-Since`.
+    pub conditional: bool,
+}
+
+/// One response, with the OpenAPI path template of the operation that produced it (the raw
+/// path when no route matched); `body` is `None` for 204 and 304.
+#[derive(Clone, Debug, PartialEq)]
+pub struct RecordedResponse {
+    pub method: String,
+    pub route_template: String,
+    pub status: u16,
+    pub body: Option<Value>,
+}
+
+#[derive(Default)]
+struct Log {
+    requests: Vec<RecordedRequest>,
+    responses: Vec<RecordedResponse>,
+    failures: VecDeque<Failure>,
+}
+
+struct Shared {
+    state: Mutex<State>,
+    log: Mutex<Log>,
+    token: String,
+    base: String,
+    stop: AtomicBool,
+    request_ids: AtomicU64,
+    conns: Mutex<Vec<(TcpStream, JoinHandle<()>)>>,
+}
+
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    // A test that panicked while holding the lock must not hide its own failure behind ours.
+    m.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+pub struct GithubServer {
+    shared: Arc<Shared>,
+    addr: SocketAddr,
+    accept: Option<JoinHandle<()>>,
+}
+
+impl GithubServer {
+    /// A server for `owner/repo` that accepts `TOKEN`.
+    pub fn start(owner: &str, repo: &str) -> GithubServer {
+        GithubServer::with_token(owner, repo, TOKEN)
+    }
+
+    pub fn with_token(owner: &str, repo: &str, token: &str) -> GithubServer {
+        let listener = TcpListener::bind("127.0.0.1:0").expect("bind 127.0.0.1:0");
+        let addr = listener.local_addr().expect("local addr");
+        let shared = Arc::new(Shared {
+            state: Mutex::new(State::new(owner, repo)),
+            log: Mutex::new(Log::default()),
+            token: token.to_string(),
+            base: format!("http://{addr}"),
+            stop: AtomicBool::new(false),
+            request_ids: AtomicU64::new(0),
+            conns: Mutex::new(Vec::new()),
+        });
+        let accept_shared = Arc::clone(&shared);
+        let accept = std::thread::spawn(move || {
+            for stream in listener.incoming() {
+                if accept_shared.stop.load(Ordering::SeqCst) {
+                    break;
+                }
+                let Ok(stream) = stream else { continue };
+                let Ok(handle_stream) = stream.try_clone() else {
+                    continue;
+                };
+                let conn_shared = Arc::clone(&accept_shared);
+                let thread = std::thread::spawn(move || serve(&conn_shared, handle_stream));
+                lock(&accept_shared.conns).push((stream, thread));
+            }
+        });
+        GithubServer {
+            shared,
+            addr,
+            accept: Some(accept),
+        }
+    }
+
+    /// `http://127.0.0.1:PORT`, the API root (what octocrab calls the base URI).
+    pub fn base_url(&self) -> String {
+        self.shared.base.clone()
+    }
+
+    pub fn token(&self) -> &str {
+        &self.shared.token
+    }
+
+    fn state(&self) -> MutexGuard<'_, State> {
+        lock(&self.shared.state)
+    }
+
+    // --- faults and observation ---
+
+    /// Serves `failure` instead of each of the next `n` requests.
+    pub fn fail_next(&self, n: usize, failure: Failure) {
+        lock(&self.shared.log)
+            .failures
+            .extend(std::iter::repeat_n(failure, n));
+    }
+
+    pub fn requests(&self) -> Vec<RecordedRequest> {
+        lock(&self.shared.log).requests.clone()
+    }
+
+    pub fn request_count(&self) -> usize {
+        lock(&self.shared.log).requests.len()
+    }
+
+    /// Forgets the requests and responses seen so far (not the state, not the rate limit).
+    pub fn reset_counts(&self) {
+        let mut log = lock(&self.shared.log);
+        log.requests.clear();
+        log.responses.clear();
+    }
+
+    pub fn responses(&self) -> Vec<RecordedResponse> {
+        lock(&self.shared.log).responses.clone()
+    }
+
+    /// Writes each response seen as `NNNN.json` (`{method, route_template, status, body}`), the
+    /// input of `tests/openapi/validate.mjs`; returns how many.
+    pub fn write_responses(&self, dir: &Path) -> usize {
+        let responses = self.responses();
+        for (i, r) in responses.iter().enumerate() {
+            let record = json!({
+                "method": r.method,
+                "route_template": r.route_template,
+                "status": r.status,
+                "body": r.body,
+            });
+            let text = serde_json::to_vec_pretty(&record).expect("JSON");
+            std::fs::write(dir.join(format!("{i:04}.json")), text)
+                .expect("write recorded response");
+        }
+        responses.len()
+    }
+
+    /// What `x-ratelimit-remaining` says now.
+    pub fn rate_remaining(&self) -> u64 {
+        self.state().rate.remaining()
+    }
+
+    pub fn set_rate_remaining(&self, remaining: u64) {
+        let mut s = self.state();
+        s.rate.used = s.rate.limit.saturating_sub(remaining);
+    }
+
+    // --- the clock ---
+
+    /// Sets the server's clock (RFC 3339); it moves only when told to.
+    pub fn set_now(&self, now: &str) {
+        self.state().now =
+            parse_rfc3339(now).unwrap_or_else(|| panic!("not an RFC 3339 time: {now}"));
+    }
+
+    pub fn advance(&self, seconds: i64) {
+        self.state().now += seconds;
+    }
+
+    pub fn now(&self) -> String {
+        rfc3339(self.state().now)
+    }
+
+    // --- seeding ---
+
+    /// An issue opened by `author` (with `author_association` as given, e.g. `OWNER`, `NONE`);
+    /// each label gets a `labeled` event by the author, as on GitHub.
+    pub fn add_issue(
+        &self,
+        title: &str,
+        body: &str,
+        labels: &[&str],
+        author: &str,
+        association: &str,
+    ) -> u64 {
+        let labels: Vec<String> = labels.iter().map(|l| l.to_string()).collect();
+        self.state()
+            .create_issue(title, Some(body), &labels, author, association)
+    }
+
+    /// `actor` applies `label` to the issue (a `labeled` event; the label is added if missing).
+    pub fn add_label_event(&self, issue: u64, label: &str, actor: &str) {
+        let mut s = self.state();
+        assert!(s.issues.contains_key(&issue), "no issue #{issue}");
+        let had = s.issues[&issue]
+            .labels
+            .iter()
+            .any(|l| l.eq_ignore_ascii_case(label));
+        if had {
+            s.remove_label(issue, label, actor);
+            // Re-labelling by `actor`: GitHub shows both events; the last one is what counts.
+        }
+        s.add_labels(issue, &[label.to_string()], actor);
+    }
+
+    pub fn add_comment(&self, issue: u64, body: &str, author: &str) -> u64 {
+        let mut s = self.state();
+        assert!(s.issues.contains_key(&issue), "no issue #{issue}");
+        s.add_comment(issue, body, author)
+    }
+
+    /// A pull request opened by `author` from `head` into `base`.
+    pub fn add_pull(&self, title: &str, body: &str, head: &str, base: &str, author: &str) -> u64 {
+        self.state()
+            .create_pull(title, Some(body), head, base, author, false)
+    }
+
+    /// `admin`, `maintain`, `write`, `triage`, `read` or `none` (users start at `read`; the
+    /// owner is `admin`, `github-actions[bot]` is `write`).
+    pub fn set_permission(&self, user: &str, role: &str) {
+        assert!(
+            ["admin", "maintain", "write", "triage", "read", "none"].contains(&role),
+            "not a role: {role}"
+        );
+        self.state().set_role(user, role);
+    }
+
+    /// Replaces the check runs of a commit: `(name, status, conclusion)`, e.g.
+    /// `("test", "completed", Some("success"))`.
+    pub fn set_check_runs(&self, sha: &str, runs: &[(&str, &str, Option<&str>)]) {
+        let mut s = self.state();
+        let runs = pulls::new_check_runs(&mut s, sha, runs);
+        s.check_runs.insert(sha.to_string(), runs);
+    }
+
+    /// Replaces the commit statuses of a commit: `(context, state)` with state `success`,
+    /// `failure`, `error` or `pending`.
+    pub fn set_status(&self, sha: &str, statuses: &[(&str, &str)]) {
+        let mut s = self.state();
+        let list = statuses
+            .iter()
+            .map(|(context, state)| CommitStatus {
+                id: s.id(),
+                context: context.to_string(),
+                state: state.to_string(),
+                created_at: s.now,
+            })
+            .collect();
+        s.statuses.insert(sha.to_string(), list);
+    }
+
+    /// Points a branch at `sha`, as a push would; open PRs from it follow.
+    pub fn set_branch(&self, name: &str, sha: &str) {
+        self.state().set_branch(name, sha);
+    }
+
+    pub fn branch(&self, name: &str) -> Option<String> {
+        self.state().branches.get(name).cloned()
+    }
+
+    /// What GitHub computed about a PR's mergeability (`None` = not yet), e.g.
+    /// `(Some(false), "dirty")` for a conflict.
+    pub fn set_mergeable(&self, pull: u64, mergeable: Option<bool>, state: &str) {
+        let mut s = self.state();
+        let p = s
+            .pulls
+            .get_mut(&pull)
+            .unwrap_or_else(|| panic!("no PR #{pull}"));
+        p.mergeable = mergeable;
+        p.mergeable_state = state.to_string();
+    }
+
+    // --- inspection ---
+
+    /// An issue or a PR's issue half.
+    pub fn issue(&self, n: u64) -> Option<Issue> {
+        self.state().issues.get(&n).cloned()
+    }
+
+    pub fn issues(&self) -> Vec<Issue> {
+        self.state().issues.values().cloned().collect()
+    }
+
+    pub fn pull(&self, n: u64) -> Option<PullView> {
+        self.state().pull_view(n)
+    }
+
+    pub fn pulls(&self) -> Vec<PullView> {
+        let s = self.state();
+        s.pulls.keys().filter_map(|n| s.pull_view(*n)).collect()
+    }
+
+    pub fn comments(&self, issue: u64) -> Vec<Comment> {
+        self.state()
+            .comments
+            .iter()
+            .filter(|c| c.issue == issue)
+            .cloned()
+            .collect()
+    }
+
+    pub fn events(&self, issue: u64) -> Vec<Event> {
+        self.state()
+            .events
+            .iter()
+            .filter(|e| e.issue == issue)
+            .cloned()
+            .collect()
+    }
+}
+
+impl Drop for GithubServer {
+    fn drop(&mut self) {
+        self.shared.stop.store(true, Ordering::SeqCst);
+        // Wake the accept loop so it sees the flag.
+        let _ = TcpStream::connect(self.addr);
+        if let Some(accept) = self.accept.take() {
+            let _ = accept.join();
+        }
+        let conns = std::mem::take(&mut *lock(&self.shared.conns));
+        for (stream, thread) in conns {
+            let _ = stream.shutdown(Shutdown::Both);
+            let _ = thread.join();
+        }
+    }
+}
+
+/// One connection: requests until the client closes, asks to, or the server stops.
+fn serve(shared: &Shared, stream: TcpStream) {
+    let Ok(write_half) = stream.try_clone() else {
+        return;
+    };
+    let mut reader = BufReader::new(stream);
+    let mut writer = BufWriter::new(write_half);
+    while !shared.stop.load(Ordering::SeqCst) {
+        let req = match read_request(&mut reader, &mut writer) {
+            Ok(req) => req,
+            Err(ReadError::Closed) => return,
+            Err(ReadError::Bad(why)) => {
+                let body = serde_json::to_vec(&error(400, &why)).expect("JSON");
+                let r = Response {
+                    status: 400,
+                    headers: vec![],
+                    body: Some(body),
+                };
+                let _ = write_response(&mut writer, &r, false);
+                return;
+            }
+        };
+        let response = respond(shared, &req);
+        if write_response(&mut writer, &response, req.keep_alive).is_err() || !req.keep_alive {
+            return;
+        }
+    }
+}
+
+fn authorized(shared: &Shared, req: &Request) -> bool {
+    let Some(value) = req.header("authorization") else {
+        return false;
+    };
+    let Some((scheme, token)) = value.split_once(' ') else {
+        return false;
+    };
+    (scheme.eq_ignore_ascii_case("bearer") || scheme.eq_ignore_ascii_case("token"))
+        && token.trim() == shared.token
+}
+
+fn failure_reply(failure: Failure) -> Reply {
+    match failure {
+        Failure::PrimaryRateLimit => Reply::json(
+            403,
+            json!({
+                "message": "API rate limit exceeded for installation ID 4242.",
+                "documentation_url": "https://docs.github.com/rest/overview/rate-limits-for-the-rest-api",
+                "status": "403",
+            }),
+        ),
+        Failure::SecondaryRateLimit => {
+            let mut reply = Reply::json(
+                403,
+                json!({
+                    "message": "You have exceeded a secondary rate limit. Please wait a few minutes before you try again. If you reach out to GitHub Support for help, please include the request ID 0000:0000:0000000:0000000:00000000.",
+                    "documentation_url": "https://docs.github.com/free-pro-team@latest/rest/overview/rate-limits-for-the-rest-api#about-secondary-rate-limits",
+                    "status": "403",
+                }),
+            );
+            reply.headers.push(("retry-after".into(), "60".into()));
+            reply
+        }
+        Failure::ServerError => Reply::error(502, "Server Error"),
+    }
+}
+
+/// Everything around a handler: faults, auth, the rate limit, ETags and 304s, headers, the log.
+fn respond(shared: &Shared, req: &Request) -> Response {
+    let conditional =
+        req.header("if-none-match").is_some() || req.header("if-modified-since").is_some();
+    let route = find(&req.method, &req.path);
+    let template = route
+        .as_ref()
+        .map_or(req.path.clone(), |(_, t, _)| t.to_string());
+    let failure = lock(&shared.log).failures.pop_front();
+    let mut s = lock(&shared.state);
+    if s.now >= s.rate.reset {
+        s.rate.used = 0;
+        s.rate.reset = s.now + 3600;
+    }
+    // Whether this response uses up one request of the window (`/rate_limit` never does).
+    let mut counted = false;
+    let mut exhausted = false;
+    let reply = if let Some(f) = failure {
+        exhausted = f == Failure::PrimaryRateLimit;
+        failure_reply(f)
+    } else if !authorized(shared, req) {
+        Reply::error(401, "Bad credentials")
+    } else {
+        match route {
+            None => {
+                counted = true;
+                Reply::error(404, "Not Found")
+            }
+            Some((endpoint, _, _))
+                if endpoint != Endpoint::RateLimit && s.rate.remaining() == 0 =>
+            {
+                exhausted = true;
+                failure_reply(Failure::PrimaryRateLimit)
+            }
+            Some((endpoint, _, params)) => {
+                counted = endpoint != Endpoint::RateLimit;
+                dispatch(
+                    endpoint,
+                    Ctx {
+                        s: &mut s,
+                        base: &shared.base,
+                        req,
+                        params,
+                    },
+                )
+            }
+        }
+    };
+
+    let bytes = reply
+        .body
+        .as_ref()
+        .map(|b| serde_json::to_vec(b).expect("JSON"));
+    let last_modified = http_date(reply.last_modified.unwrap_or(s.now));
+    let mut status = reply.status;
+    let mut headers: Vec<(String, String)> = Vec::new();
+    if let Some(bytes) = &bytes {
+        let tag = etag(bytes);
+        // GitHub: a conditional GET that matches costs nothing and has no body.
+        let not_modified = req.method == "GET"
+            && status == 200
+            && match (req.header("if-none-match"), req.header("if-modified-since")) {
+                (Some(inm), _) => etag_matches(inm, &tag),
+                (None, Some(ims)) => ims == last_modified,
+                (None, None) => false,
+            };
+        if not_modified {
+            status = 304;
+            counted = false;
+        } else {
+            headers.push((
+                "Content-Type".into(),
+                "application/json; charset=utf-8".into(),
+            ));
+        }
+        headers.push(("ETag".into(), tag));
+        headers.push(("Last-Modified".into(), last_modified));
+    }
+    if counted {
+        s.rate.used += 1;
+    }
+    let used = if exhausted { s.rate.limit } else { s.rate.used };
+    let remaining = if exhausted { 0 } else { s.rate.remaining() };
+    headers.extend([
+        (
+            "Cache-Control".to_string(),
+            "private, max-age=60, s-maxage=60".to_string(),
+        ),
+        (
+            "Vary".into(),
+            "Accept, Authorization, Cookie, X-GitHub-OTP".into(),
+        ),
+        ("x-github-api-version-selected".into(), "2022-11-28".into()),
+        (
+            "x-github-media-type".into(),
+            "github.v3; format=json".into(),
+        ),
+        (
+            "x-github-request-id".into(),
+            format!(
+                "0000:{:04X}",
+                shared.request_ids.fetch_add(1, Ordering::SeqCst)
+            ),
+        ),
+        ("x-ratelimit-limit".into(), s.rate.limit.to_string()),
+        ("x-ratelimit-remaining".into(), remaining.to_string()),
+        ("x-ratelimit-reset".into(), s.rate.reset.to_string()),
+        ("x-ratelimit-used".into(), used.to_string()),
+        ("x-ratelimit-resource".into(), "core".into()),
+    ]);
+    headers.extend(reply.headers);
+    drop(s);
+
+    let body = if status == 304 || status == 204 {
+        None
+    } else {
+        bytes
+    };
+    let json_body = body
+        .as_ref()
+        .map(|b| serde_json::from_slice(b).expect("our own JSON"));
+    let mut log = lock(&shared.log);
+    log.requests.push(RecordedRequest {
+        method: req.method.clone(),
+        path_and_query: req.target.clone(),
+        status,
+        conditional,
+    });
+    log.responses.push(RecordedResponse {
+        method: req.method.clone(),
+        route_template: template,
+        status,
+        body: json_body,
+    });
+    Response {
+        status,
+        headers,
+        body,
+    }
+}

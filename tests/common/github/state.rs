@@ -1,0 +1,579 @@
+//! What the fake GitHub knows: issues and pull requests (one number space, as on GitHub),
+//! labels, comments, issue events, users and their permission, branches, check runs and commit
+//! statuses, the rate-limit window, and a clock that only moves when a test moves it.
+//!
+//! Plain data and the rules GitHub applies when it changes (labelling records a `labeled`
+//! event, merging closes the issues a PR body says it closes, ...). No I/O, no JSON.
+
+use std::collections::BTreeMap;
+
+/// The clock starts here, like the other end-to-end tests' `NOW` (2026-11-21T12:00:00Z).
+pub const START: i64 = 1_795_262_400;
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Issue {
+    pub number: u64,
+    pub id: u64,
+    pub title: String,
+    pub body: Option<String>,
+    /// `open` or `closed`.
+    pub state: String,
+    /// `completed`, `not_planned` or `reopened`, as GitHub sets it.
+    pub state_reason: Option<String>,
+    pub labels: Vec<String>,
+    pub user: String,
+    pub author_association: String,
+    pub created_at: i64,
+    pub updated_at: i64,
+    pub closed_at: Option<i64>,
+    pub closed_by: Option<String>,
+    /// A pull request's issue half: listed by the issues endpoint with a `pull_request` key.
+    pub is_pull: bool,
+}
+
+/// The pull-request half of a PR; title, body, state and author live in its `Issue`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Pull {
+    pub number: u64,
+    pub id: u64,
+    pub head_ref: String,
+    pub head_sha: String,
+    pub base_ref: String,
+    pub base_sha: String,
+    pub draft: bool,
+    pub merged_at: Option<i64>,
+    pub merged_by: Option<String>,
+    pub merge_commit_sha: Option<String>,
+    /// GitHub computes this in the background; `None` means "not yet known".
+    pub mergeable: Option<bool>,
+    pub mergeable_state: String,
+}
+
+/// A pull request as a test inspects it (both halves joined).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct PullView {
+    pub number: u64,
+    pub title: String,
+    pub body: Option<String>,
+    pub state: String,
+    pub merged: bool,
+    pub head_ref: String,
+    pub head_sha: String,
+    pub base_ref: String,
+    pub user: String,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Comment {
+    pub id: u64,
+    pub issue: u64,
+    pub body: String,
+    pub user: String,
+    pub author_association: String,
+    pub created_at: i64,
+    pub updated_at: i64,
+}
+
+/// An issue event (`labeled`, `unlabeled`, `closed`, `reopened`, `merged`).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Event {
+    pub id: u64,
+    pub issue: u64,
+    pub event: String,
+    pub actor: String,
+    pub label: Option<String>,
+    pub commit_id: Option<String>,
+    pub state_reason: Option<String>,
+    pub created_at: i64,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct User {
+    pub login: String,
+    pub id: u64,
+    /// `User`, `Bot` or `Organization`.
+    pub kind: String,
+    /// The role on this repository: `admin`, `maintain`, `write`, `triage`, `read` or `none`.
+    pub role: String,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Label {
+    pub id: u64,
+    pub name: String,
+    pub color: String,
+    pub description: Option<String>,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct CheckRun {
+    pub id: u64,
+    pub name: String,
+    pub status: String,
+    pub conclusion: Option<String>,
+    pub head_sha: String,
+    pub started_at: i64,
+    pub completed_at: Option<i64>,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct CommitStatus {
+    pub id: u64,
+    pub context: String,
+    pub state: String,
+    pub created_at: i64,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct RateLimit {
+    pub limit: u64,
+    pub used: u64,
+    pub reset: i64,
+}
+
+impl RateLimit {
+    pub fn remaining(&self) -> u64 {
+        self.limit.saturating_sub(self.used)
+    }
+}
+
+/// Why a merge was refused.
+pub enum MergeRefusal {
+    NotFound,
+    /// 405: closed, already merged, or not mergeable.
+    NotMergeable,
+    /// 409: the `sha` the caller expected is not the head any more.
+    HeadModified,
+}
+
+pub struct State {
+    pub owner: String,
+    pub repo: String,
+    pub default_branch: String,
+    pub now: i64,
+    pub created_at: i64,
+    /// The login the token acts as (GitHub Actions' `GITHUB_TOKEN` acts as this bot).
+    pub viewer: String,
+    pub issues: BTreeMap<u64, Issue>,
+    pub pulls: BTreeMap<u64, Pull>,
+    pub labels: Vec<Label>,
+    pub comments: Vec<Comment>,
+    pub events: Vec<Event>,
+    pub users: BTreeMap<String, User>,
+    pub branches: BTreeMap<String, String>,
+    pub check_runs: BTreeMap<String, Vec<CheckRun>>,
+    pub statuses: BTreeMap<String, Vec<CommitStatus>>,
+    pub rate: RateLimit,
+    next_id: u64,
+    next_sha: u64,
+}
+
+impl State {
+    pub fn new(owner: &str, repo: &str) -> State {
+        let mut s = State {
+            owner: owner.to_string(),
+            repo: repo.to_string(),
+            default_branch: "main".to_string(),
+            now: START,
+            created_at: START - 86_400,
+            viewer: "github-actions[bot]".to_string(),
+            issues: BTreeMap::new(),
+            pulls: BTreeMap::new(),
+            labels: Vec::new(),
+            comments: Vec::new(),
+            events: Vec::new(),
+            users: BTreeMap::new(),
+            branches: BTreeMap::new(),
+            check_runs: BTreeMap::new(),
+            statuses: BTreeMap::new(),
+            rate: RateLimit {
+                limit: 5000,
+                used: 0,
+                reset: START + 3600,
+            },
+            next_id: 1000,
+            next_sha: 0,
+        };
+        s.set_role(owner, "admin");
+        s.set_role("github-actions[bot]", "write");
+        let main_sha = s.new_sha();
+        s.branches.insert("main".into(), main_sha);
+        s
+    }
+
+    /// A fresh id for comments, events, labels, check runs and statuses.
+    pub fn id(&mut self) -> u64 {
+        self.next_id += 1;
+        self.next_id
+    }
+
+    /// A fresh, deterministic 40-hex commit id.
+    pub fn new_sha(&mut self) -> String {
+        self.next_sha += 1;
+        let h = self.next_sha.wrapping_mul(0x9e37_79b9_7f4a_7c15);
+        format!("{:016x}{:016x}{:08x}", h, h.rotate_left(17), self.next_sha)
+    }
+
+    /// The user, created on first mention (a `[bot]` login is a Bot).
+    pub fn user(&mut self, login: &str) -> User {
+        if !self.users.contains_key(login) {
+            let id = self.id();
+            let kind = if login.ends_with("[bot]") {
+                "Bot"
+            } else {
+                "User"
+            };
+            // A public repository: everyone can read it.
+            self.users.insert(
+                login.to_string(),
+                User {
+                    login: login.to_string(),
+                    id,
+                    kind: kind.to_string(),
+                    role: "read".to_string(),
+                },
+            );
+        }
+        self.users[login].clone()
+    }
+
+    pub fn set_role(&mut self, login: &str, role: &str) {
+        self.user(login);
+        if let Some(u) = self.users.get_mut(login) {
+            u.role = role.to_string();
+        }
+    }
+
+    /// What GitHub would put in `author_association` for this login.
+    pub fn association(&mut self, login: &str) -> String {
+        let role = self.user(login).role;
+        if login.eq_ignore_ascii_case(&self.owner) {
+            "OWNER".into()
+        } else if matches!(role.as_str(), "admin" | "maintain" | "write" | "triage") {
+            "COLLABORATOR".into()
+        } else {
+            "NONE".into()
+        }
+    }
+
+    /// The label, created (grey, like GitHub) when an issue is first given it.
+    pub fn label(&mut self, name: &str) -> Label {
+        if let Some(l) = self
+            .labels
+            .iter()
+            .find(|l| l.name.eq_ignore_ascii_case(name))
+        {
+            return l.clone();
+        }
+        let label = Label {
+            id: self.id(),
+            name: name.to_string(),
+            color: "ededed".to_string(),
+            // Not `None`: the OpenAPI description types a PR list's label `description` as a
+            // plain string, so a null there fails the conformance check.
+            description: Some(String::new()),
+        };
+        self.labels.push(label.clone());
+        label
+    }
+
+    pub fn create_issue(
+        &mut self,
+        title: &str,
+        body: Option<&str>,
+        labels: &[String],
+        author: &str,
+        association: &str,
+    ) -> u64 {
+        let number = self.issues.keys().next_back().map_or(1, |n| n + 1);
+        let id = self.id();
+        self.user(author);
+        self.issues.insert(
+            number,
+            Issue {
+                number,
+                id,
+                title: title.to_string(),
+                body: body.map(str::to_string),
+                state: "open".into(),
+                state_reason: None,
+                labels: Vec::new(),
+                user: author.to_string(),
+                author_association: association.to_string(),
+                created_at: self.now,
+                updated_at: self.now,
+                closed_at: None,
+                closed_by: None,
+                is_pull: false,
+            },
+        );
+        self.add_labels(number, labels, author);
+        number
+    }
+
+    fn event(&mut self, issue: u64, event: &str, actor: &str) -> &mut Event {
+        let id = self.id();
+        self.user(actor);
+        self.events.push(Event {
+            id,
+            issue,
+            event: event.to_string(),
+            actor: actor.to_string(),
+            label: None,
+            commit_id: None,
+            state_reason: None,
+            created_at: self.now,
+        });
+        self.events.last_mut().expect("just pushed")
+    }
+
+    fn touch(&mut self, n: u64) {
+        let now = self.now;
+        if let Some(i) = self.issues.get_mut(&n) {
+            i.updated_at = now;
+        }
+    }
+
+    /// Adds the labels the issue lacks, each with a `labeled` event by `actor`.
+    pub fn add_labels(&mut self, n: u64, names: &[String], actor: &str) {
+        for name in names {
+            let label = self.label(name);
+            let has = self.issues[&n].labels.iter().any(|l| l == &label.name);
+            if !has {
+                self.issues
+                    .get_mut(&n)
+                    .expect("caller checked")
+                    .labels
+                    .push(label.name.clone());
+                self.event(n, "labeled", actor).label = Some(label.name);
+                self.touch(n);
+            }
+        }
+    }
+
+    /// Removes a label (an `unlabeled` event); false when the issue does not have it.
+    pub fn remove_label(&mut self, n: u64, name: &str, actor: &str) -> bool {
+        let issue = self.issues.get_mut(&n).expect("caller checked");
+        let Some(pos) = issue
+            .labels
+            .iter()
+            .position(|l| l.eq_ignore_ascii_case(name))
+        else {
+            return false;
+        };
+        let label = issue.labels.remove(pos);
+        self.event(n, "unlabeled", actor).label = Some(label);
+        self.touch(n);
+        true
+    }
+
+    pub fn set_labels(&mut self, n: u64, names: &[String], actor: &str) {
+        let current = self.issues[&n].labels.clone();
+        for l in current {
+            if !names.iter().any(|x| x.eq_ignore_ascii_case(&l)) {
+                self.remove_label(n, &l, actor);
+            }
+        }
+        self.add_labels(n, names, actor);
+    }
+
+    pub fn close(&mut self, n: u64, actor: &str, reason: &str, commit: Option<String>) {
+        let now = self.now;
+        let issue = self.issues.get_mut(&n).expect("caller checked");
+        if issue.state == "closed" {
+            return;
+        }
+        issue.state = "closed".into();
+        issue.state_reason = Some(reason.to_string());
+        issue.closed_at = Some(now);
+        issue.closed_by = Some(actor.to_string());
+        issue.updated_at = now;
+        let e = self.event(n, "closed", actor);
+        e.commit_id = commit;
+        e.state_reason = Some(reason.to_string());
+    }
+
+    pub fn reopen(&mut self, n: u64, actor: &str) {
+        let now = self.now;
+        let issue = self.issues.get_mut(&n).expect("caller checked");
+        if issue.state == "open" {
+            return;
+        }
+        issue.state = "open".into();
+        issue.state_reason = Some("reopened".into());
+        issue.closed_at = None;
+        issue.closed_by = None;
+        issue.updated_at = now;
+        self.event(n, "reopened", actor).state_reason = Some("reopened".into());
+    }
+
+    pub fn add_comment(&mut self, n: u64, body: &str, author: &str) -> u64 {
+        let id = self.id();
+        let association = self.association(author);
+        self.comments.push(Comment {
+            id,
+            issue: n,
+            body: body.to_string(),
+            user: author.to_string(),
+            author_association: association,
+            created_at: self.now,
+            updated_at: self.now,
+        });
+        self.touch(n);
+        id
+    }
+
+    /// The open PR from `head` into `base`, if any (GitHub allows only one).
+    pub fn open_pull_for(&self, head: &str, base: &str) -> Option<u64> {
+        self.pulls
+            .values()
+            .find(|p| {
+                p.head_ref == head && p.base_ref == base && self.issues[&p.number].state == "open"
+            })
+            .map(|p| p.number)
+    }
+
+    /// The sha of a branch; a branch nobody pushed is created (the server has no git).
+    pub fn branch_sha(&mut self, name: &str) -> String {
+        if let Some(sha) = self.branches.get(name) {
+            return sha.clone();
+        }
+        let sha = self.new_sha();
+        self.branches.insert(name.to_string(), sha.clone());
+        sha
+    }
+
+    /// Moves a branch, as a push would: open PRs from it follow.
+    pub fn set_branch(&mut self, name: &str, sha: &str) {
+        self.branches.insert(name.to_string(), sha.to_string());
+        let now = self.now;
+        let moved: Vec<u64> = self
+            .pulls
+            .values_mut()
+            .filter(|p| p.head_ref == name && p.merged_at.is_none())
+            .map(|p| {
+                p.head_sha = sha.to_string();
+                p.number
+            })
+            .collect();
+        for n in moved {
+            if let Some(i) = self.issues.get_mut(&n) {
+                i.updated_at = now;
+            }
+        }
+    }
+
+    pub fn create_pull(
+        &mut self,
+        title: &str,
+        body: Option<&str>,
+        head: &str,
+        base: &str,
+        author: &str,
+        draft: bool,
+    ) -> u64 {
+        let association = self.association(author);
+        let number = self.create_issue(title, body, &[], author, &association);
+        let id = self.id();
+        let head_sha = self.branch_sha(head);
+        let base_sha = self.branch_sha(base);
+        self.issues.get_mut(&number).expect("just created").is_pull = true;
+        self.pulls.insert(
+            number,
+            Pull {
+                number,
+                id,
+                head_ref: head.to_string(),
+                head_sha,
+                base_ref: base.to_string(),
+                base_sha,
+                draft,
+                merged_at: None,
+                merged_by: None,
+                merge_commit_sha: None,
+                mergeable: Some(true),
+                mergeable_state: if draft { "draft" } else { "clean" }.to_string(),
+            },
+        );
+        number
+    }
+
+    /// Merges a PR: it closes, the base branch moves, and (into the default branch only, like
+    /// GitHub) the issues its body closes with a keyword (`Closes #3`) are closed.
+    pub fn merge(
+        &mut self,
+        n: u64,
+        actor: &str,
+        expected_head: Option<&str>,
+    ) -> Result<String, MergeRefusal> {
+        let Some(pull) = self.pulls.get(&n).cloned() else {
+            return Err(MergeRefusal::NotFound);
+        };
+        if self.issues[&n].state != "open"
+            || pull.merged_at.is_some()
+            || pull.mergeable == Some(false)
+            || pull.draft
+        {
+            return Err(MergeRefusal::NotMergeable);
+        }
+        if expected_head.is_some_and(|sha| sha != pull.head_sha) {
+            return Err(MergeRefusal::HeadModified);
+        }
+        let sha = self.new_sha();
+        let now = self.now;
+        let p = self.pulls.get_mut(&n).expect("checked above");
+        p.merged_at = Some(now);
+        p.merged_by = Some(actor.to_string());
+        p.merge_commit_sha = Some(sha.clone());
+        p.mergeable = None;
+        p.mergeable_state = "unknown".into();
+        self.branches.insert(pull.base_ref.clone(), sha.clone());
+        self.event(n, "merged", actor).commit_id = Some(sha.clone());
+        self.close(n, actor, "completed", Some(sha.clone()));
+        if pull.base_ref == self.default_branch {
+            let body = self.issues[&n].body.clone().unwrap_or_default();
+            for closed in super::pulls::closing_references(&body, &self.owner, &self.repo) {
+                let is_open_issue = self
+                    .issues
+                    .get(&closed)
+                    .is_some_and(|i| !i.is_pull && i.state == "open");
+                if is_open_issue {
+                    self.close(closed, actor, "completed", Some(sha.clone()));
+                }
+            }
+        }
+        Ok(sha)
+    }
+
+    pub fn pull_view(&self, n: u64) -> Option<PullView> {
+        let p = self.pulls.get(&n)?;
+        let i = &self.issues[&n];
+        Some(PullView {
+            number: n,
+            title: i.title.clone(),
+            body: i.body.clone(),
+            state: i.state.clone(),
+            merged: p.merged_at.is_some(),
+            head_ref: p.head_ref.clone(),
+            head_sha: p.head_sha.clone(),
+            base_ref: p.base_ref.clone(),
+            user: i.user.clone(),
+        })
+    }
+
+    /// GitHub's combined state: any failure or error fails it, any pending (or none at all)
+    /// keeps it pending, else success.
+    pub fn combined_state(&self, sha: &str) -> &'static str {
+        let statuses = self.statuses.get(sha).map(Vec::as_slice).unwrap_or(&[]);
+        if statuses
+            .iter()
+            .any(|s| s.state == "failure" || s.state == "error")
+        {
+            "failure"
+        } else if statuses.is_empty() || statuses.iter().any(|s| s.state == "pending") {
+            "pending"
+        } else {
+            "success"
+        }
+    }
+}
