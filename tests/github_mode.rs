@@ -195,6 +195,29 @@ fn a_trusted_issue_becomes_a_task_a_pr_and_is_closed_by_the_merge() {
 }
 
 #[test]
+fn an_outsiders_issue_labelled_by_a_maintainer_is_trusted() {
+    let s = setup();
+    // mallory's own label does not count; a maintainer's does.
+    let untrusted = s
+        .server
+        .add_issue("Outsider idea", "body", &["opentiger"], "mallory", "NONE");
+    let vouched = s
+        .server
+        .add_issue("Outsider, vouched for", "body", &[], "eve", "CONTRIBUTOR");
+    s.server.set_permission("maya", "maintain");
+    s.server.add_label_event(vouched, "opentiger", "maya");
+    let out = tick(&s, "2026-11-21T12:00:00Z");
+    assert!(out.contains(&format!("imported issue #{vouched}")), "{out}");
+    assert!(
+        !out.contains(&format!("imported issue #{untrusted}")),
+        "{out}"
+    );
+    let all = tasks(&s);
+    assert_eq!(all.len(), 1, "{all:?}");
+    assert_eq!(all[0]["issue"], vouched);
+}
+
+#[test]
 fn a_pr_left_by_a_killed_tick_is_adopted_not_duplicated() {
     let s = setup();
     let n = s
@@ -280,4 +303,56 @@ fn github_mode_without_a_token_says_how_to_fix_it() {
         "{err}"
     );
     let _ = Path::new("");
+}
+
+#[test]
+fn planned_tasks_are_mirrored_as_issues_once_then_run() {
+    let s = setup();
+    let config = std::fs::read_to_string(s.clone.join(".opentiger.yml")).unwrap();
+    std::fs::write(
+        s.clone.join(".opentiger.yml"),
+        format!("{config}planner:\n  agent: false\n"),
+    )
+    .unwrap();
+    std::fs::create_dir_all(s.clone.join("docs")).unwrap();
+    std::fs::write(
+        s.clone.join("docs/requirement.md"),
+        "# R\n\n## Goal\nGreetings.\n\n## Acceptance Criteria\n- hello works\n- goodbye works\n",
+    )
+    .unwrap();
+    let out = tick(&s, "2026-11-21T12:00:00Z");
+    assert!(
+        out.contains("planner (fallback): 2 task(s) created"),
+        "{out}"
+    );
+    assert!(
+        tasks(&s)
+            .iter()
+            .all(|t| t["block_reason"] == "issue_linking"),
+        "{:?}",
+        tasks(&s)
+    );
+    let out = tick(&s, "2026-11-21T12:01:00Z");
+    assert_eq!(out.matches("opened issue #").count(), 2, "{out}");
+    let issues = s.server.issues();
+    assert_eq!(issues.len(), 2, "one issue per planned task");
+    assert!(issues.iter().all(|i| i
+        .body
+        .clone()
+        .unwrap_or_default()
+        .contains("<!-- opentiger:task=")));
+    // Linked, queued, run; the mirrored issues are not imported as new tasks.
+    tick(&s, "2026-11-21T12:02:00Z");
+    tick(&s, "2026-11-21T12:03:00Z");
+    let all = tasks(&s);
+    assert_eq!(all.len(), 2, "no duplicate tasks from the mirrors: {all:?}");
+    assert!(all.iter().all(|t| t["issue"].is_u64()), "{all:?}");
+    let pulls = s.server.pulls();
+    assert!(
+        !pulls.is_empty()
+            && pulls
+                .iter()
+                .all(|p| p.body.clone().unwrap_or_default().contains("Closes #")),
+        "{pulls:?}"
+    );
 }

@@ -885,6 +885,8 @@ fn responses_match_githubs_openapi_description() {
     c.get(&format!("{R}/issues/999"));
     c.patch(&format!("{R}/issues/{m}"), json!({"state": "closed"}));
     c.patch(&format!("{R}/issues/{m}"), json!({"state": "bogus"}));
+    c.patch(&format!("{R}/issues/{m}"), json!({"state": "open"}));
+    c.get(&format!("{R}/issues/{m}/events"));
     let comment = c.post(
         &format!("{R}/issues/{n}/comments"),
         json!({"body": "hello"}),

@@ -113,6 +113,9 @@ fn fetch(
     }
     seen.issues.sort_by_key(|i| i.number);
     seen.issues.dedup_by_key(|i| i.number);
+    if !unchanged {
+        add_label_actors(ctx, client, &mut seen.issues)?;
+    }
     let cursor = store
         .cursor(PULLS)
         .map_err(|e| ForgeError::Config(e.to_string()))?;
@@ -157,6 +160,51 @@ fn fetch(
     Ok(())
 }
 
+/// DESIGN §10: an outsider's issue is trusted when a person with write access applied the backlog
+/// label. Only asked for issues whose author is not trusted, and only when the list changed.
+fn add_label_actors(
+    ctx: &Context,
+    client: &GithubClient,
+    issues: &mut [Issue],
+) -> Result<(), ForgeError> {
+    let trusted = &ctx.config.backlog.trusted_associations;
+    let mut writers: std::collections::BTreeMap<String, bool> = std::collections::BTreeMap::new();
+    for issue in issues.iter_mut() {
+        let author_trusted = trusted
+            .iter()
+            .any(|t| t.eq_ignore_ascii_case(issue.author_association.as_str()));
+        if author_trusted || !issue.labelled_by.is_empty() {
+            continue;
+        }
+        for (label, actor, at) in client.label_events(issue.number, ctx.now)? {
+            if !ctx
+                .config
+                .backlog
+                .labels
+                .iter()
+                .any(|l| l.eq_ignore_ascii_case(&label))
+            {
+                continue;
+            }
+            let can_write = match writers.get(&actor) {
+                Some(w) => *w,
+                None => {
+                    let w = client.can_write(&actor, ctx.now)?;
+                    writers.insert(actor.clone(), w);
+                    w
+                }
+            };
+            issue.labelled_by.push(crate::forge::IssueEvent {
+                label,
+                actor,
+                actor_can_write: can_write,
+                at,
+            });
+        }
+    }
+    Ok(())
+}
+
 impl Observed {
     /// Writes what was seen: cursors, PR states, and the import decisions (inside the claim
     /// phase, so it re-runs on fresh state if a save loses a race). Returns report lines.
@@ -186,6 +234,25 @@ impl Observed {
         if self.unchanged {
             return Ok(lines);
         }
+        // Issues that mirror a planned task (they carry its marker) are linked, never imported.
+        let mut own = Vec::new();
+        for issue in &self.issues {
+            if let Some(task) = marked_task(&issue.body) {
+                own.push(issue.number);
+                if store.task(&task).is_ok() && store.link_issue(&task, issue.number)? {
+                    lines.push(format!(
+                        "task {task}: linked to its issue #{}",
+                        issue.number
+                    ));
+                }
+            }
+        }
+        let foreign: Vec<Issue> = self
+            .issues
+            .iter()
+            .filter(|i| !own.contains(&i.number))
+            .cloned()
+            .collect();
         let linked = store.tasks_with_issues()?;
         let requirement = ctx
             .requirement_text()
@@ -201,7 +268,7 @@ impl Observed {
             .cloned()
             .collect();
         let decisions = import_issues(&ImportInput {
-            issues: &self.issues,
+            issues: &foreign,
             open_prs: &human_prs,
             tasks: &linked,
             config: &ctx.config.backlog,
@@ -275,6 +342,58 @@ pub fn publish_pull(
             pr.number, task.id
         );
         client.upsert_comment(issue, &marker(task.id.as_str(), None), &text, now)?;
+        // A status label people can filter on; adding one that is there changes nothing.
+        client.set_status_label(issue, "opentiger:", "opentiger:in-review", &[], now)?;
     }
     Ok(pr.number)
+}
+
+/// The task id in an opentiger marker (`<!-- opentiger:task=ID ... -->`), if the text has one.
+fn marked_task(text: &str) -> Option<crate::model::TaskId> {
+    let rest = text.split("<!-- opentiger:task=").nth(1)?;
+    let id: String = rest
+        .chars()
+        .take_while(|c| c.is_ascii_alphanumeric() || *c == '-' || *c == '_')
+        .collect();
+    (!id.is_empty()).then_some(crate::model::TaskId(id))
+}
+
+/// Opens the issue that mirrors a planned task, unless one exists already (found by its marker
+/// among the backlog issues): a tick killed after opening it links it next time instead.
+pub fn open_issue(
+    client: &GithubClient,
+    ctx: &Context,
+    task: &crate::model::Task,
+) -> Result<u64, ForgeError> {
+    let now = ctx.later();
+    let mark = marker(task.id.as_str(), None);
+    for label in &ctx.config.backlog.labels {
+        if let Conditional::Fresh { value, .. } = client.backlog_issues(label, None, now)? {
+            if let Some(existing) = value.iter().find(|i| i.body.contains(&mark)) {
+                return Ok(existing.number);
+            }
+        }
+    }
+    let mut body = format!("{}\n\n", task.goal);
+    if !task.allowed_paths.is_empty() {
+        body.push_str(&format!(
+            "Allowed paths: {}\n\n",
+            task.allowed_paths.join(", ")
+        ));
+    }
+    if !task.commands.is_empty() {
+        body.push_str(&format!(
+            "Verification: {}\n\n",
+            task.commands
+                .iter()
+                .map(|c| format!("`{c}`"))
+                .collect::<Vec<_>>()
+                .join(", ")
+        ));
+    }
+    body.push_str(&format!(
+        "Planned by opentiger (task `{}`).\n\n{mark}\n",
+        task.id
+    ));
+    client.create_issue(&task.title, &body, &ctx.config.backlog.labels, now)
 }

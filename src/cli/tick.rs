@@ -246,6 +246,8 @@ enum Work {
         reviews: u32,
     },
     Plan(Box<PlanWork>),
+    /// Open the GitHub issue mirroring a planned task.
+    OpenIssue(Task),
 }
 
 /// What a planner run needs, read under the lock in the claim phase.
@@ -432,6 +434,13 @@ pub fn tick(ctx: &Context) -> Result<TickSummary, Failure> {
                 let _span = tracing::info_span!("plan").entered();
                 done.push(Done::Plan(plan.run(&act, ctx.now)));
             }
+            Work::OpenIssue(task) => {
+                if let Some(client) = &forge {
+                    let opened =
+                        forge_sync::open_issue(client, ctx, &task).map_err(|e| e.to_string());
+                    done.push(Done::Issue(task.id.clone(), opened));
+                }
+            }
         }
     }
 
@@ -530,6 +539,9 @@ fn claim(ctx: &Context, store: &mut Store) -> Result<Claimed, Failure> {
             work.push(Work::Plan(Box::new(plan)));
         }
     }
+    for task_id in &applied.open_issues {
+        work.push(Work::OpenIssue(store.task(task_id)?));
+    }
     let heartbeat_due = store
         .last_tick()?
         .is_none_or(|t| ctx.now.minus(t.started_at) >= crate::time::HOUR);
@@ -599,6 +611,18 @@ fn record(
                     decision.reason
                 ));
                 store.record_judgement(task_id, run_id, judgement.as_ref(), &decision, writer)?
+            }
+            Done::Issue(task_id, opened) => {
+                match opened {
+                    Ok(n) => {
+                        store.link_issue(task_id, *n)?;
+                        out.lines.push(format!("{task_id}: opened issue #{n}"));
+                    }
+                    Err(e) => out.lines.push(format!(
+                        "{task_id}: could not open its issue, tried again next tick: {e}"
+                    )),
+                }
+                Recorded::Applied
             }
             Done::Plan(plan) => {
                 out.lines.push(plan_line(plan));
@@ -673,6 +697,7 @@ pub fn plan_line(plan: &PlanResult) -> String {
 }
 
 enum Done {
+    Issue(TaskId, Result<u64, String>),
     Work(TaskId, RunId, WorkResult),
     Review(TaskId, RunId, JudgeResult),
     Plan(PlanResult),

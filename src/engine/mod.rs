@@ -126,6 +126,8 @@ pub enum Action {
     ResetJudgeClaim { run_id: RunId },
     /// Turn the requirement into tasks.
     StartPlanner,
+    /// Open the GitHub issue that mirrors a planned task (github mode).
+    OpenIssue,
     /// Nothing changes now; the reason says what the task waits for.
     Wait { until: Option<Timestamp> },
 }
@@ -146,7 +148,8 @@ impl Decision {
             | Action::Claim { .. }
             | Action::Judge { .. }
             | Action::ResetJudgeClaim { .. }
-            | Action::StartPlanner => true,
+            | Action::StartPlanner
+            | Action::OpenIssue => true,
         }
     }
 }

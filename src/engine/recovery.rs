@@ -408,11 +408,13 @@ fn recover_blocked(w: &mut Working<'_>, id: &TaskId) {
                     },
                 );
             } else {
-                w.wait(
-                    id,
-                    None,
-                    "recovery.issue_linking",
-                    "waits for its GitHub issue to be created".to_string(),
+                // spec §2.1 step 10: the planned task is mirrored as an issue, so the plan is
+                // visible and editable on GitHub; it runs once the issue is linked.
+                w.decide(
+                    Some(id),
+                    "forge.open_issue",
+                    Action::OpenIssue,
+                    "planned task: open its GitHub issue, then queue it".to_string(),
                 );
             }
         }

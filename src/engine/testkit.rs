@@ -134,6 +134,7 @@ pub fn line(d: &Decision) -> String {
         Action::Judge { run_id, .. } => format!("judge {run_id}"),
         Action::ResetJudgeClaim { run_id } => format!("unjudge {run_id}"),
         Action::StartPlanner => "plan".to_string(),
+        Action::OpenIssue => "open issue".to_string(),
         Action::Wait { .. } => "wait".to_string(),
     };
     format!("{} {task} {action}", d.rule)

@@ -334,6 +334,58 @@ impl GithubClient {
     }
 }
 
+#[derive(Deserialize)]
+struct RawEvent {
+    event: String,
+    actor: Option<RawUser>,
+    #[serde(default)]
+    label: Option<RawLabel>,
+    created_at: String,
+}
+
+#[derive(Deserialize)]
+struct RawPermission {
+    permission: String,
+}
+
+impl GithubClient {
+    /// Who applied which labels to an issue (`labeled` events).
+    pub fn label_events(
+        &self,
+        issue: u64,
+        now: Timestamp,
+    ) -> Result<Vec<(String, String, Timestamp)>, ForgeError> {
+        let path = self.path(&format!("/issues/{issue}/events?per_page=100"));
+        Ok(match self.get_all::<RawEvent>(&path, None, now)? {
+            Conditional::NotModified => Vec::new(),
+            Conditional::Fresh { value, .. } => value
+                .into_iter()
+                .filter(|e| e.event == "labeled")
+                .filter_map(|e| Some((e.label?.name, e.actor?.login, time(&e.created_at))))
+                .collect(),
+        })
+    }
+
+    /// Whether `user` can write to the repository (`admin`, `maintain` or `write`).
+    pub fn can_write(&self, user: &str, now: Timestamp) -> Result<bool, ForgeError> {
+        let answer: Result<RawPermission, ForgeError> = self.call(
+            Method::GET,
+            &self.path(&format!("/collaborators/{}/permission", encode(user))),
+            None,
+            now,
+        );
+        match answer {
+            Ok(p) => Ok(matches!(
+                p.permission.as_str(),
+                "admin" | "maintain" | "write"
+            )),
+            // Not a collaborator at all.
+            Err(ForgeError::Http { status: 404, .. }) => Ok(false),
+            Err(e) => Err(e),
+        }
+    }
+}
+
 /// Percent-encodes a query or path value.
 fn encode(text: &str) -> String {
     let mut out = String::new();

@@ -99,6 +99,7 @@ pub fn describe_action(d: &Decision) -> String {
         Action::Judge { run_id, .. } => format!("judge run {run_id}"),
         Action::ResetJudgeClaim { run_id } => format!("make run {run_id} reviewable again"),
         Action::StartPlanner => "run the planner".to_string(),
+        Action::OpenIssue => "open its GitHub issue".to_string(),
         Action::Wait { .. } => "wait".to_string(),
     };
     format!("{what}: {}", d.reason)

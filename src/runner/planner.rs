@@ -121,6 +121,12 @@ fn gate(act: &Act<'_>, mut tasks: Vec<Task>, plan_id: &str) -> Vec<Task> {
             ExecutionMode::Ask => true,
             ExecutionMode::Decide => task.risk == Risk::High,
         };
+        if !hold && act.config.mode == crate::model::Mode::Github {
+            // Mirrored as an issue first (spec §2.1 step 10); queued once it is linked.
+            task.status = TaskStatus::Blocked;
+            task.block_reason = Some(BlockReason::IssueLinking);
+            task.status_reason = Some(format!("plan {plan_id}: waits for its GitHub issue"));
+        }
         if hold {
             task.status = TaskStatus::Blocked;
             task.block_reason = Some(BlockReason::AwaitingHuman);

@@ -20,6 +20,8 @@ pub struct ApplyReport {
     /// Runs to review.
     pub judge: Vec<(TaskId, RunId)>,
     pub start_planner: bool,
+    /// Planned tasks whose GitHub issue is to be opened.
+    pub open_issues: Vec<TaskId>,
 }
 
 impl Store {
@@ -186,6 +188,11 @@ impl Store {
                     )?;
                 }
                 Action::StartPlanner => report.start_planner = true,
+                Action::OpenIssue => {
+                    if let Some(id) = task_id {
+                        report.open_issues.push(id.clone());
+                    }
+                }
                 Action::Wait { .. } => {}
             }
         }

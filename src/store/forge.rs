@@ -152,3 +152,17 @@ impl Store {
         Ok(())
     }
 }
+
+impl Store {
+    /// Links a task to the issue that mirrors it (idempotent).
+    pub fn link_issue(
+        &mut self,
+        id: &crate::model::TaskId,
+        issue: u64,
+    ) -> Result<bool, StoreError> {
+        Ok(self.conn.execute(
+            "UPDATE tasks SET issue_number = ?2 WHERE id = ?1 AND issue_number IS NULL",
+            params![id.as_str(), issue as i64],
+        )? > 0)
+    }
+}

@@ -13,7 +13,10 @@
 // - 204 and 304 must have no body;
 // - an error status the operation does not list (401, a rate-limit 403, 502, an unknown route)
 //   is checked against `basic-error`, the shape GitHub sends for every error;
-// - any other status the operation does not list is itself a mismatch.
+// - any other status the operation does not list is itself a mismatch;
+// - each issue event is also checked against the schema named for its `event`
+//   (`labeled-issue-event`, ...), since the description's `anyOf` of events has no
+//   discriminator and would let a `labeled` event without its `label` pass.
 //
 // OpenAPI 3.0 is not JSON Schema: `nullable: true` is translated into a `null` type (or an
 // `anyOf` with `{type: "null"}` where the schema has no `type`), and boolean
@@ -47,19 +50,21 @@ try {
 }
 if (files.length === 0) usage(`${dir} holds no recorded responses (*.json)`);
 
-const doc = structuredClone(
-  require("@octokit/openapi/generated/api.github.com.json"),
-);
+const doc = require("@octokit/openapi/generated/api.github.com.json");
 translate(doc.components);
 translate(doc.paths);
 
 const ajv = new Ajv({ strict: false, allErrors: true, validateSchema: false });
 addFormats(ajv);
-// Formats GitHub's description uses that are not JSON Schema's: annotations only.
-for (const f of ["int32", "int64", "binary", "uri-template", "repo.nwo", "ssh-key", "ssh-key fingerprint", "hostname|ipv4|ipv6", "date"]) {
-  if (!ajv.formats[f]) ajv.addFormat(f, true);
+// Formats GitHub's description uses that JSON Schema lacks (OpenAPI's numeric ones and a few of
+// GitHub's own): annotations only. `uri`, `date-time`, `date`, `email`, `uri-template` are checked.
+for (const f of ["int32", "int64", "double", "binary", "repo.nwo", "timestamp"]) {
+  ajv.addFormat(f, true);
 }
 ajv.addSchema(doc, DOC_ID);
+
+const EVENTS = "/repos/{owner}/{repo}/issues/{issue_number}/events";
+const EVENT_SCHEMAS = { closed: "state-change-issue-event", reopened: "state-change-issue-event" };
 
 const mismatches = [];
 const compiled = new Map();
@@ -88,22 +93,24 @@ for (const file of files) {
     checked += 1;
     continue;
   }
-  let validate = compiled.get(located.pointer);
-  if (!validate) {
-    try {
-      validate = ajv.compile({ $ref: `${DOC_ID}#${located.pointer}` });
-    } catch (e) {
-      mismatches.push(`${where}: cannot compile schema ${located.pointer}: ${e.message}`);
-      continue;
-    }
-    compiled.set(located.pointer, validate);
+  let validate;
+  try {
+    validate = schema(located.pointer);
+  } catch (e) {
+    mismatches.push(`${where}: cannot compile schema ${located.pointer}: ${e.message}`);
+    continue;
   }
   checked += 1;
-  if (!validate(body)) {
-    for (const err of prune(validate.errors)) {
-      const params = Object.keys(err.params).length ? ` ${JSON.stringify(err.params)}` : "";
-      mismatches.push(`${where}: at '${err.instancePath || "/"}' ${err.message}${params} [schema ${located.name}]`);
-    }
+  report(where, validate, body, located.name, "");
+  // The description's issue events are an `anyOf` with no discriminator: a `labeled` event
+  // without its `label` still matches a project-card branch. Check each event against the
+  // schema named for its `event` too.
+  if (route === EVENTS && status === 200 && Array.isArray(body)) {
+    body.forEach((item, i) => {
+      const name = EVENT_SCHEMAS[item && item.event] ?? `${item && item.event}-issue-event`;
+      if (!doc.components.schemas[name]) return;
+      report(where, schema(`/components/schemas/${name}`), item, name, `/${i}`);
+    });
   }
 }
 
@@ -113,6 +120,25 @@ if (mismatches.length) {
   process.exit(1);
 }
 console.log(`all ${checked} recorded responses match GitHub's OpenAPI description (@octokit/openapi ${require("@octokit/openapi/package.json").version})`);
+
+/** The validator for the schema at `pointer` in the description, compiled once. */
+function schema(pointer) {
+  let validate = compiled.get(pointer);
+  if (!validate) {
+    validate = ajv.compile({ $ref: `${DOC_ID}#${pointer}` });
+    compiled.set(pointer, validate);
+  }
+  return validate;
+}
+
+/** Validates `value`; records each error, its instance path under `prefix`. */
+function report(where, validate, value, name, prefix) {
+  if (validate(value)) return;
+  for (const err of prune(validate.errors)) {
+    const params = Object.keys(err.params).length ? ` ${JSON.stringify(err.params)}` : "";
+    mismatches.push(`${where}: at '${prefix}${err.instancePath}' ${err.message}${params} [schema ${name}]`.replace("at ''", "at '/'"));
+  }
+}
 
 /** The JSON pointer (in `doc`) of the schema a response must match, or why there is none. */
 function locate(method, route, status) {
@@ -155,17 +181,37 @@ function esc(segment) {
   return segment.replace(/~/g, "~0").replace(/\//g, "~1");
 }
 
-/** anyOf/oneOf failures report every branch; keep the branch errors only when nothing else. */
+/**
+ * Drops duplicates, and shortens a failed anyOf/oneOf: ajv reports why every branch failed,
+ * which for GitHub's 26-branch issue events is noise; keep the first few and say how many more.
+ */
 function prune(errors) {
-  const specific = errors.filter((e) => e.keyword !== "anyOf" && e.keyword !== "oneOf");
-  const list = specific.length ? specific : errors;
   const seen = new Set();
-  return list.filter((e) => {
+  const unique = errors.filter((e) => {
     const key = `${e.instancePath} ${e.message} ${JSON.stringify(e.params)}`;
     if (seen.has(key)) return false;
     seen.add(key);
     return true;
   });
+  const branchy = unique.filter((e) => e.keyword === "anyOf" || e.keyword === "oneOf");
+  const out = [];
+  const dropped = new Map();
+  for (const e of unique) {
+    if (e.keyword === "anyOf" || e.keyword === "oneOf") continue;
+    const under = branchy.find((b) => e.instancePath.startsWith(b.instancePath));
+    if (under) {
+      const n = dropped.get(under) ?? 0;
+      dropped.set(under, n + 1);
+      if (n >= 3) continue;
+    }
+    out.push(e);
+  }
+  for (const b of branchy) {
+    const n = dropped.get(b) ?? 0;
+    const more = n > 3 ? ` (${n - 3} more branch errors not shown)` : "";
+    out.push({ ...b, message: `${b.message}${more}`, params: {} });
+  }
+  return out;
 }
 
 /** Rewrites OpenAPI 3.0 schema keywords into their JSON Schema (draft-07) meaning, in place. */
