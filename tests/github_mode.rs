@@ -156,6 +156,16 @@ fn a_trusted_issue_becomes_a_task_a_pr_and_is_closed_by_the_merge() {
     );
     assert!(pr.head_ref.starts_with("opentiger/task-"), "{pr:?}");
     assert_eq!(all[0]["pr"], pr.number);
+    // What CI says about the PR's head is observed for the judge.
+    s.server
+        .set_check_runs(&pr.head_sha, &[("build", "completed", Some("failure"))]);
+    let out = tick(&s, "2026-11-21T12:05:00Z");
+    assert!(
+        out.contains(&format!("PR #{}: checks failure", pr.number)),
+        "{out}"
+    );
+    let waiting = tasks(&s);
+    assert_eq!(waiting[0]["checks"], "failure", "{waiting:?}");
     // The branch was pushed to the repository's remote.
     let remote = git(&s.clone, &["ls-remote", "origin", &pr.head_ref]);
     assert!(!remote.is_empty(), "branch {} on origin", pr.head_ref);

@@ -28,6 +28,8 @@ pub struct Observed {
     pulls: Vec<PullRequest>,
     /// PRs of waiting tasks that are no longer open.
     finished: Vec<(u64, PullState, Option<String>)>,
+    /// What CI says about the heads of open task PRs (for the judge).
+    checks: Vec<(u64, String, crate::forge::calls::Checks)>,
     /// Nothing changed on GitHub since the last sync: no import to decide.
     unchanged: bool,
     /// GitHub asked us to wait until then (rate limit): nothing was fetched.
@@ -139,6 +141,30 @@ fn fetch(
             seen.pulls = value;
         }
     }
+    // CI on the heads of open task PRs: asked until it is final for that head.
+    let known = store
+        .pull_states()
+        .map_err(|e| ForgeError::Config(e.to_string()))?;
+    for pr in seen
+        .pulls
+        .iter()
+        .filter(|p| known.get(&p.number) == Some(&PullState::Open))
+    {
+        let stored = store
+            .pull_checks(pr.number)
+            .map_err(|e| ForgeError::Config(e.to_string()))?;
+        let settled = stored.as_ref().is_some_and(|(sha, c)| {
+            sha.as_deref() == Some(pr.head_sha.as_str())
+                && matches!(c.state.as_str(), "success" | "failure")
+        });
+        if !settled {
+            seen.checks.push((
+                pr.number,
+                pr.head_sha.clone(),
+                client.checks(&pr.head_sha, now)?,
+            ));
+        }
+    }
     // The PRs tasks wait on that left the open list were merged or closed: ask which (only then).
     if !unchanged {
         let known = store
@@ -230,6 +256,12 @@ impl Observed {
         }
         for (number, state, sha) in &self.finished {
             store.set_pull_state(*number, *state, sha.as_deref(), now)?;
+        }
+        for (number, sha, checks) in &self.checks {
+            store.set_pull_checks(*number, sha, checks)?;
+            if checks.state != "none" {
+                lines.push(format!("PR #{number}: checks {}", checks.state));
+            }
         }
         if self.unchanged {
             return Ok(lines);

@@ -33,7 +33,17 @@ pub fn run(ctx: &Context, args: &StatusArgs) -> CmdResult {
             plan.preflight.inputs.flags(),
             plan.preflight.summary
         ),
-        tasks: tasks.iter().map(|t| report::task_view(t, &plan)).collect(),
+        tasks: tasks
+            .iter()
+            .map(|t| {
+                let mut view = report::task_view(t, &plan);
+                view.checks = t
+                    .source_pr
+                    .and_then(|pr| store.pull_checks(pr).ok().flatten())
+                    .map(|(_, c)| c.state);
+                view
+            })
+            .collect(),
         runs: store.recent_runs(10)?.iter().map(RunView::of).collect(),
         last_tick: store.last_tick()?,
     };

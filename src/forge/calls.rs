@@ -344,6 +344,78 @@ struct RawEvent {
 }
 
 #[derive(Deserialize)]
+struct RawCheckRuns {
+    #[serde(default)]
+    check_runs: Vec<RawCheckRun>,
+}
+
+#[derive(Deserialize)]
+struct RawCheckRun {
+    name: String,
+    status: String,
+    #[serde(default)]
+    conclusion: Option<String>,
+}
+
+#[derive(Deserialize)]
+struct RawStatus {
+    state: String,
+    #[serde(default)]
+    statuses: Vec<RawStatusItem>,
+}
+
+#[derive(Deserialize)]
+struct RawStatusItem {
+    context: String,
+    state: String,
+}
+
+/// What CI says about a commit: check runs and commit statuses together.
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct Checks {
+    /// `none` (no checks reported), `pending`, `success` or `failure`.
+    pub state: String,
+    pub failing: Vec<String>,
+    pub pending: Vec<String>,
+}
+
+impl Checks {
+    /// Combines check runs and statuses: any failure fails, else anything unfinished is pending.
+    fn combine(runs: &[RawCheckRun], statuses: &[RawStatusItem]) -> Checks {
+        let mut failing = Vec::new();
+        let mut pending = Vec::new();
+        for run in runs {
+            match (run.status.as_str(), run.conclusion.as_deref()) {
+                ("completed", Some("success" | "neutral" | "skipped")) => {}
+                ("completed", _) => failing.push(run.name.clone()),
+                _ => pending.push(run.name.clone()),
+            }
+        }
+        for status in statuses {
+            match status.state.as_str() {
+                "success" => {}
+                "pending" => pending.push(status.context.clone()),
+                _ => failing.push(status.context.clone()),
+            }
+        }
+        let state = if !failing.is_empty() {
+            "failure"
+        } else if !pending.is_empty() {
+            "pending"
+        } else if runs.is_empty() && statuses.is_empty() {
+            "none"
+        } else {
+            "success"
+        };
+        Checks {
+            state: state.to_string(),
+            failing,
+            pending,
+        }
+    }
+}
+
+#[derive(Deserialize)]
 struct RawPermission {
     permission: String,
 }
@@ -364,6 +436,24 @@ impl GithubClient {
                 .filter_map(|e| Some((e.label?.name, e.actor?.login, time(&e.created_at))))
                 .collect(),
         })
+    }
+
+    /// CI's verdict on a commit (check runs and the combined status), for the judge.
+    pub fn checks(&self, sha: &str, now: Timestamp) -> Result<Checks, ForgeError> {
+        let runs: RawCheckRuns = self.call(
+            Method::GET,
+            &self.path(&format!("/commits/{sha}/check-runs?per_page=100")),
+            None,
+            now,
+        )?;
+        let status: RawStatus = self.call(
+            Method::GET,
+            &self.path(&format!("/commits/{sha}/status")),
+            None,
+            now,
+        )?;
+        let _ = status.state;
+        Ok(Checks::combine(&runs.check_runs, &status.statuses))
     }
 
     /// Whether `user` can write to the repository (`admin`, `maintain` or `write`).
@@ -410,6 +500,57 @@ mod tests {
         assert_eq!(encode("role:docs"), "role%3Adocs");
         assert_eq!(encode("good first issue"), "good%20first%20issue");
         assert_eq!(encode("opentiger/task-ab12"), "opentiger/task-ab12");
+    }
+
+    #[test]
+    fn checks_combine_runs_and_statuses() {
+        let run = |name: &str, status: &str, conclusion: Option<&str>| RawCheckRun {
+            name: name.into(),
+            status: status.into(),
+            conclusion: conclusion.map(String::from),
+        };
+        let st = |context: &str, state: &str| RawStatusItem {
+            context: context.into(),
+            state: state.into(),
+        };
+        let cases = [
+            (vec![], vec![], "none"),
+            (
+                vec![run("ci", "completed", Some("success"))],
+                vec![st("lint", "success")],
+                "success",
+            ),
+            (vec![run("ci", "in_progress", None)], vec![], "pending"),
+            (
+                vec![run("ci", "completed", Some("success"))],
+                vec![st("deploy", "pending")],
+                "pending",
+            ),
+            (
+                vec![
+                    run("ci", "completed", Some("failure")),
+                    run("e2e", "queued", None),
+                ],
+                vec![],
+                "failure",
+            ),
+            (
+                vec![run("ci", "completed", Some("skipped"))],
+                vec![st("x", "error")],
+                "failure",
+            ),
+        ];
+        for (runs, statuses, state) in cases {
+            assert_eq!(Checks::combine(&runs, &statuses).state, state);
+        }
+        let c = Checks::combine(
+            &[run("ci", "completed", Some("timed_out"))],
+            &[st("lint", "pending")],
+        );
+        assert_eq!(
+            (c.failing, c.pending),
+            (vec!["ci".to_string()], vec!["lint".to_string()])
+        );
     }
 
     #[test]

@@ -22,6 +22,8 @@ pub struct TaskStatusView {
     pub priority: i64,
     pub attempts: BTreeMap<String, u32>,
     pub pr: Option<u64>,
+    /// What CI says about the PR's head (`none`, `pending`, `success`, `failure`), when known.
+    pub checks: Option<String>,
     pub issue: Option<u64>,
     pub dependencies: Vec<String>,
     pub parent: Option<String>,
@@ -121,6 +123,7 @@ pub fn task_view(task: &Task, plan: &Plan) -> TaskStatusView {
             .map(|(k, v)| (k.to_string(), *v))
             .collect(),
         pr: task.source_pr,
+        checks: None,
         issue: task.issue_number,
         dependencies: task.dependencies.iter().map(|d| d.to_string()).collect(),
         parent: task.parent_task_id.as_ref().map(|p| p.to_string()),

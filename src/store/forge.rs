@@ -166,3 +166,36 @@ impl Store {
         )? > 0)
     }
 }
+
+impl Store {
+    /// The checks stored for a PR, with the head they were read for.
+    pub fn pull_checks(
+        &self,
+        number: u64,
+    ) -> Result<Option<(Option<String>, crate::forge::calls::Checks)>, StoreError> {
+        let row: Option<(Option<String>, Option<String>)> = self
+            .conn
+            .query_row(
+                "SELECT head_sha, checks FROM pull_states WHERE number = ?1",
+                [number as i64],
+                |r| Ok((r.get(0)?, r.get(1)?)),
+            )
+            .optional()?;
+        Ok(row.and_then(|(sha, checks)| Some((sha, serde_json::from_str(&checks?).ok()?))))
+    }
+
+    /// Stores what CI said about a PR's head; unchanged values write nothing.
+    pub fn set_pull_checks(
+        &mut self,
+        number: u64,
+        head_sha: &str,
+        checks: &crate::forge::calls::Checks,
+    ) -> Result<(), StoreError> {
+        let text = serde_json::to_string(checks).unwrap_or_default();
+        self.conn.execute(
+            "UPDATE pull_states SET checks = ?3, head_sha = ?2 WHERE number = ?1 AND (checks IS NOT ?3 OR head_sha IS NOT ?2)",
+            params![number as i64, head_sha, text],
+        )?;
+        Ok(())
+    }
+}

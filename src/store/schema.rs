@@ -3,7 +3,7 @@
 //! A migration is appended, never edited: version N's SQL turns a version N-1 file into version N.
 
 /// Each entry migrates from version `index` to version `index + 1`.
-pub const MIGRATIONS: &[&str] = &[V1, V2, V3, V4];
+pub const MIGRATIONS: &[&str] = &[V1, V2, V3, V4, V5];
 
 pub const LATEST: i64 = MIGRATIONS.len() as i64;
 
@@ -201,4 +201,9 @@ CREATE TABLE pull_states (
     updated_at INTEGER NOT NULL
 ) STRICT;
 ALTER TABLE forge_cursors ADD COLUMN body TEXT;
+"#;
+
+/// What CI said about a task PR's head (github mode), for the judge.
+const V5: &str = r#"
+ALTER TABLE pull_states ADD COLUMN checks TEXT;
 "#;

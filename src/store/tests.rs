@@ -282,3 +282,19 @@ fn snapshots_carry_what_the_engine_needs_and_no_more() {
         "newest runs first: {runs:?}"
     );
 }
+
+#[test]
+fn pull_checks_round_trip() {
+    let mut store = Store::in_memory("mem").unwrap();
+    store
+        .set_pull_state(3, crate::engine::PullState::Open, Some("abc"), T0)
+        .unwrap();
+    let checks = crate::forge::calls::Checks {
+        state: "failure".into(),
+        failing: vec!["build".into()],
+        pending: vec![],
+    };
+    store.set_pull_checks(3, "abc", &checks).unwrap();
+    let (sha, got) = store.pull_checks(3).unwrap().expect("stored");
+    assert_eq!((sha.as_deref(), got), (Some("abc"), checks));
+}
