@@ -13,6 +13,7 @@ use common::github::{Failure, GithubServer};
 
 struct Setup {
     _dir: tempfile::TempDir,
+    origin: PathBuf,
     clone: PathBuf,
     server: GithubServer,
 }
@@ -54,10 +55,12 @@ fn setup() -> Setup {
     git(&clone, &["add", "-A"]);
     git(&clone, &["commit", "-q", "-m", "initial"]);
     git(&clone, &["push", "-q", "origin", "main"]);
+    let server = GithubServer::start("acme", "widgets").with_git(&origin);
     Setup {
         _dir: dir,
         clone,
-        server: GithubServer::start("acme", "widgets"),
+        server,
+        origin,
     }
 }
 
@@ -143,6 +146,14 @@ fn a_trusted_issue_becomes_a_task_a_pr_and_is_closed_by_the_merge() {
     );
     let all = tasks(&s);
     assert_eq!(all.len(), 1, "only the trusted issue: {all:?}");
+    let status = opentiger(&s, "2026-11-21T12:00:00Z", &["status"]);
+    let text = String::from_utf8_lossy(&status.stdout);
+    assert!(
+        text.contains("Issues not imported:")
+            && text.contains(&format!("#{untrusted}"))
+            && text.contains("not trusted"),
+        "{text}"
+    );
     assert_eq!(all[0]["issue"], trusted);
     assert_eq!(all[0]["status"], "blocked");
     assert_eq!(all[0]["block_reason"], "awaiting_judge");
@@ -185,6 +196,10 @@ fn a_trusted_issue_becomes_a_task_a_pr_and_is_closed_by_the_merge() {
         "closed",
         "Closes #N closed the issue"
     );
+    // The merge is a real commit on origin's main carrying the agent's change.
+    let task_id = all[0]["id"].as_str().unwrap().to_string();
+    let file = git(&s.origin, &["show", &format!("main:work-{task_id}.txt")]);
+    assert_eq!(file, format!("done by {task_id}"));
     let out = tick(&s, "2026-11-21T12:10:00Z");
     assert!(out.contains("was merged"), "{out}");
     assert_eq!(tasks(&s)[0]["status"], "done");

@@ -161,7 +161,7 @@ fn fetch(
             seen.checks.push((
                 pr.number,
                 pr.head_sha.clone(),
-                client.checks(&pr.head_sha, now)?,
+                client.checks(pr.number, &pr.head_sha, now)?,
             ));
         }
     }

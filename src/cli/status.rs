@@ -46,6 +46,11 @@ pub fn run(ctx: &Context, args: &StatusArgs) -> CmdResult {
             .collect(),
         runs: store.recent_runs(10)?.iter().map(RunView::of).collect(),
         last_tick: store.last_tick()?,
+        ignored_issues: store
+            .cursor("import:skipped")?
+            .body
+            .and_then(|b| serde_json::from_str(&b).ok())
+            .unwrap_or_default(),
     };
     if args.json {
         let text = serde_json::to_string_pretty(&view).map_err(|e| Failure::tick(e.to_string()))?;

@@ -64,6 +64,9 @@ struct RawPull {
     user: Option<RawUser>,
     html_url: String,
     updated_at: String,
+    /// Only on a single PR: GitHub computes it lazily (`null` until known).
+    #[serde(default)]
+    mergeable_state: Option<String>,
 }
 
 #[derive(Deserialize)]
@@ -377,6 +380,9 @@ pub struct Checks {
     pub state: String,
     pub failing: Vec<String>,
     pub pending: Vec<String>,
+    /// GitHub's `mergeable_state` of the PR (`clean`, `dirty`, `behind`, `blocked`, `unknown`...).
+    #[serde(default)]
+    pub mergeable: Option<String>,
 }
 
 impl Checks {
@@ -411,6 +417,7 @@ impl Checks {
             state: state.to_string(),
             failing,
             pending,
+            mergeable: None,
         }
     }
 }
@@ -438,8 +445,9 @@ impl GithubClient {
         })
     }
 
-    /// CI's verdict on a commit (check runs and the combined status), for the judge.
-    pub fn checks(&self, sha: &str, now: Timestamp) -> Result<Checks, ForgeError> {
+    /// CI's verdict on a PR's head (check runs and the combined status) and whether it merges
+    /// cleanly, for the judge.
+    pub fn checks(&self, pr: u64, sha: &str, now: Timestamp) -> Result<Checks, ForgeError> {
         let runs: RawCheckRuns = self.call(
             Method::GET,
             &self.path(&format!("/commits/{sha}/check-runs?per_page=100")),
@@ -453,7 +461,11 @@ impl GithubClient {
             now,
         )?;
         let _ = status.state;
-        Ok(Checks::combine(&runs.check_runs, &status.statuses))
+        let mut checks = Checks::combine(&runs.check_runs, &status.statuses);
+        let raw: RawPull =
+            self.call(Method::GET, &self.path(&format!("/pulls/{pr}")), None, now)?;
+        checks.mergeable = raw.mergeable_state;
+        Ok(checks)
     }
 
     /// Whether `user` can write to the repository (`admin`, `maintain` or `write`).

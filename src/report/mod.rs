@@ -56,6 +56,8 @@ pub struct StatusView {
     pub tasks: Vec<TaskStatusView>,
     pub runs: Vec<RunView>,
     pub last_tick: Option<TickRecord>,
+    /// Backlog issues that were not imported, and why (github mode).
+    pub ignored_issues: Vec<serde_json::Value>,
 }
 
 impl RunView {
@@ -253,6 +255,17 @@ pub fn status_text(view: &StatusView) -> String {
                 let _ = writeln!(out, "{:<12} why:  {}", "", reason);
             }
             let _ = writeln!(out, "{:<12} next: {}", "", t.next_action);
+        }
+    }
+    if !view.ignored_issues.is_empty() {
+        let _ = writeln!(out, "\nIssues not imported:");
+        for i in &view.ignored_issues {
+            let _ = writeln!(
+                out,
+                "  #{} {}",
+                i["issue"],
+                i["reason"].as_str().unwrap_or("")
+            );
         }
     }
     if !view.runs.is_empty() {

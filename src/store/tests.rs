@@ -293,6 +293,7 @@ fn pull_checks_round_trip() {
         state: "failure".into(),
         failing: vec!["build".into()],
         pending: vec![],
+        mergeable: Some("clean".into()),
     };
     store.set_pull_checks(3, "abc", &checks).unwrap();
     let (sha, got) = store.pull_checks(3).unwrap().expect("stored");

@@ -139,6 +139,13 @@ impl GithubServer {
         }
     }
 
+    /// Puts a bare git repository behind the API: PR heads are read from its branches and a
+    /// merge is a real squash commit on its base branch.
+    pub fn with_git(self, bare: &Path) -> GithubServer {
+        self.state().git_dir = Some(bare.to_path_buf());
+        self
+    }
+
     /// `http://127.0.0.1:PORT`, the API root (what octocrab calls the base URI).
     pub fn base_url(&self) -> String {
         self.shared.base.clone()

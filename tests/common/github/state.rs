@@ -164,6 +164,9 @@ pub struct State {
     pub check_runs: BTreeMap<String, Vec<CheckRun>>,
     pub statuses: BTreeMap<String, Vec<CommitStatus>>,
     pub rate: RateLimit,
+    /// A bare repository behind the API: branch heads are read from it and merges are real
+    /// commits in it (`None`: made-up shas, no git).
+    pub git_dir: Option<std::path::PathBuf>,
     next_id: u64,
     next_sha: u64,
 }
@@ -191,6 +194,7 @@ impl State {
                 used: 0,
                 reset: START + 3600,
             },
+            git_dir: None,
             next_id: 1000,
             next_sha: 0,
         };
@@ -433,8 +437,18 @@ impl State {
             .map(|p| p.number)
     }
 
-    /// The sha of a branch; a branch nobody pushed is created (the server has no git).
+    /// The sha of a branch: from the bare repository when there is one; otherwise a branch
+    /// nobody pushed is created with a made-up sha.
     pub fn branch_sha(&mut self, name: &str) -> String {
+        if let Some(sha) = self.git_dir.as_ref().and_then(|dir| {
+            git_out(
+                dir,
+                &["rev-parse", "--verify", "-q", &format!("refs/heads/{name}")],
+            )
+        }) {
+            self.branches.insert(name.to_string(), sha.clone());
+            return sha;
+        }
         if let Some(sha) = self.branches.get(name) {
             return sha.clone();
         }
@@ -519,7 +533,11 @@ impl State {
         if expected_head.is_some_and(|sha| sha != pull.head_sha) {
             return Err(MergeRefusal::HeadModified);
         }
-        let sha = self.new_sha();
+        let sha = match &self.git_dir {
+            Some(dir) => squash_merge(dir, &pull.base_ref, &pull.head_ref, &self.issues[&n].title)
+                .ok_or(MergeRefusal::NotMergeable)?,
+            None => self.new_sha(),
+        };
         let now = self.now;
         let p = self.pulls.get_mut(&n).expect("checked above");
         p.merged_at = Some(now);
@@ -576,4 +594,43 @@ impl State {
             "success"
         }
     }
+}
+
+/// `git --git-dir <dir> <args>`, its trimmed stdout on success.
+fn git_out(dir: &std::path::Path, args: &[&str]) -> Option<String> {
+    let out = std::process::Command::new("git")
+        .arg("--git-dir")
+        .arg(dir)
+        .args([
+            "-c",
+            "user.name=github",
+            "-c",
+            "user.email=noreply@github.com",
+        ])
+        .args(args)
+        .output()
+        .ok()?;
+    out.status
+        .success()
+        .then(|| String::from_utf8_lossy(&out.stdout).trim().to_string())
+}
+
+/// A squash merge of `head` into `base` inside the bare repository, as GitHub's merge button
+/// does: the merged tree (a conflict refuses), one commit on top of the base, the base moved.
+fn squash_merge(dir: &std::path::Path, base: &str, head: &str, title: &str) -> Option<String> {
+    let base_sha = git_out(dir, &["rev-parse", &format!("refs/heads/{base}")])?;
+    let head_sha = git_out(dir, &["rev-parse", &format!("refs/heads/{head}")])?;
+    let tree = git_out(dir, &["merge-tree", "--write-tree", &base_sha, &head_sha])?;
+    let tree = tree.lines().next()?.to_string();
+    let commit = git_out(dir, &["commit-tree", &tree, "-p", &base_sha, "-m", title])?;
+    git_out(
+        dir,
+        &[
+            "update-ref",
+            &format!("refs/heads/{base}"),
+            &commit,
+            &base_sha,
+        ],
+    )?;
+    Some(commit)
 }
