@@ -490,17 +490,31 @@ fn blocked_tasks_recover_by_reason() {
             )
         },
         Case {
-            reason_has: &["waits for its GitHub issue"],
+            reason_has: &["open its GitHub issue"],
             ..case(
-                "issue linking waits in github mode",
+                "issue linking opens the mirror issue in github mode",
                 snapshot(
                     vec![task("a").blocked(BlockReason::IssueLinking)],
                     vec![],
                     vec![],
                 ),
-                &[],
+                &["forge.open_issue a open issue"],
             )
         },
+        case(
+            "a linked issue queues the task in github mode",
+            snapshot(
+                vec![task("a")
+                    .blocked(BlockReason::IssueLinking)
+                    .with(|t| t.issue_number = Some(4))],
+                vec![],
+                vec![],
+            ),
+            &[
+                "recovery.issue_linked a -> queued",
+                "dispatch.claim a claim",
+            ],
+        ),
         Case {
             reason_has: &["waits on a person: budget"],
             ..case(
