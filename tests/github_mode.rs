@@ -8,8 +8,8 @@ mod common;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use common::git;
 use common::github::{Failure, GithubServer};
+use common::{bare_origin, git};
 
 struct Setup {
     _dir: tempfile::TempDir,
@@ -21,28 +21,9 @@ struct Setup {
 fn setup() -> Setup {
     use std::os::unix::fs::PermissionsExt;
     let dir = tempfile::tempdir().unwrap();
-    let origin = dir.path().join("origin.git");
-    git(
-        dir.path(),
-        &[
-            "init",
-            "-q",
-            "--bare",
-            "-b",
-            "main",
-            origin.to_str().unwrap(),
-        ],
-    );
+    let origin = bare_origin(dir.path());
     let clone = dir.path().join("clone");
-    git(
-        dir.path(),
-        &[
-            "clone",
-            "-q",
-            origin.to_str().unwrap(),
-            clone.to_str().unwrap(),
-        ],
-    );
+    common::clone(&origin, &clone);
     let agent = dir.path().join("agent.sh");
     std::fs::write(&agent, "#!/bin/sh\necho \"done by $OPENTIGER_TASK_ID\" > \"work-$OPENTIGER_TASK_ID.txt\"\necho '{\"summary\": \"wrote the file\"}' > \"$OPENTIGER_RESULT_FILE\"\n").unwrap();
     std::fs::set_permissions(&agent, std::fs::Permissions::from_mode(0o755)).unwrap();

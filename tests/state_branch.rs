@@ -6,36 +6,8 @@ mod common;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use common::git;
+use common::{bare_origin, clone, git};
 use opentiger::statebranch::{Loaded, SaveError, StateRef};
-
-fn bare_origin(dir: &Path) -> PathBuf {
-    let origin = dir.join("origin.git");
-    git(
-        dir,
-        &[
-            "init",
-            "-q",
-            "--bare",
-            "-b",
-            "main",
-            origin.to_str().unwrap(),
-        ],
-    );
-    origin
-}
-
-fn clone(origin: &Path, to: &Path) {
-    git(
-        origin.parent().unwrap(),
-        &[
-            "clone",
-            "-q",
-            origin.to_str().unwrap(),
-            to.to_str().unwrap(),
-        ],
-    );
-}
 
 fn save(state: &StateRef, loaded: &Loaded, text: &str) -> Result<(), SaveError> {
     state

@@ -262,3 +262,33 @@ impl GitRepo {
 pub fn minute(m: u32) -> String {
     format!("2026-11-21T{:02}:{:02}:00Z", 12 + m / 60, m % 60)
 }
+
+/// A bare repository `origin.git` in `dir`, with `main` as its default branch.
+pub fn bare_origin(dir: &Path) -> PathBuf {
+    let origin = dir.join("origin.git");
+    git(
+        dir,
+        &[
+            "init",
+            "-q",
+            "--bare",
+            "-b",
+            "main",
+            origin.to_str().unwrap(),
+        ],
+    );
+    origin
+}
+
+/// `git clone origin to`.
+pub fn clone(origin: &Path, to: &Path) {
+    git(
+        origin.parent().unwrap(),
+        &[
+            "clone",
+            "-q",
+            origin.to_str().unwrap(),
+            to.to_str().unwrap(),
+        ],
+    );
+}
