@@ -29,7 +29,7 @@ pub struct Observed {
     /// PRs of waiting tasks that are no longer open.
     finished: Vec<(u64, PullState, Option<String>)>,
     /// What CI says about the heads of open task PRs (for the judge).
-    checks: Vec<(u64, String, crate::forge::calls::Checks)>,
+    checks: Vec<(u64, String, crate::forge::Checks)>,
     /// Nothing changed on GitHub since the last sync: no import to decide.
     unchanged: bool,
     /// GitHub asked us to wait until then (rate limit): nothing was fetched.

@@ -10,7 +10,7 @@ use serde::Deserialize;
 use serde_json::{json, Value};
 
 use super::github::{Conditional, ForgeError, GithubClient};
-use super::types::{AuthorAssociation, Issue, PullRequest};
+use super::types::{AuthorAssociation, Checks, Issue, PullRequest};
 use crate::time::Timestamp;
 
 #[derive(Deserialize)]
@@ -371,18 +371,6 @@ struct RawStatus {
 struct RawStatusItem {
     context: String,
     state: String,
-}
-
-/// What CI says about a commit: check runs and commit statuses together.
-#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
-pub struct Checks {
-    /// `none` (no checks reported), `pending`, `success` or `failure`.
-    pub state: String,
-    pub failing: Vec<String>,
-    pub pending: Vec<String>,
-    /// GitHub's `mergeable_state` of the PR (`clean`, `dirty`, `behind`, `blocked`, `unknown`...).
-    #[serde(default)]
-    pub mergeable: Option<String>,
 }
 
 impl Checks {

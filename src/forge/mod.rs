@@ -8,4 +8,4 @@ pub mod calls;
 pub mod github;
 pub mod types;
 
-pub use types::{AuthorAssociation, Issue, IssueEvent, Label, PullRequest, User};
+pub use types::{AuthorAssociation, Checks, Issue, IssueEvent, Label, PullRequest, User};

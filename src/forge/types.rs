@@ -87,3 +87,15 @@ pub struct PullRequest {
     pub html_url: String,
     pub updated_at: Timestamp,
 }
+
+/// What CI says about a commit: check runs and commit statuses together.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Checks {
+    /// `none` (no checks reported), `pending`, `success` or `failure`.
+    pub state: String,
+    pub failing: Vec<String>,
+    pub pending: Vec<String>,
+    /// GitHub's `mergeable_state` of the PR (`clean`, `dirty`, `behind`, `blocked`, `unknown`...).
+    #[serde(default)]
+    pub mergeable: Option<String>,
+}

@@ -289,7 +289,7 @@ fn pull_checks_round_trip() {
     store
         .set_pull_state(3, crate::engine::PullState::Open, Some("abc"), T0)
         .unwrap();
-    let checks = crate::forge::calls::Checks {
+    let checks = crate::forge::Checks {
         state: "failure".into(),
         failing: vec!["build".into()],
         pending: vec![],
