@@ -11,6 +11,7 @@
 pub mod backoff;
 pub mod classify;
 mod dispatch;
+pub mod gate;
 pub mod import;
 pub mod outcome;
 mod preflight;

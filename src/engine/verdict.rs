@@ -56,7 +56,7 @@ pub fn decide_verdict(
         JudgeConclusion::Merged { commit } => VerdictDecision {
             to: TaskState::DONE,
             attempts: None,
-            reason: format!("approved and merged as {}", short(commit)),
+            reason: format!("approved and merged as {}", short_sha(commit)),
             create: None,
             rejudge: false,
             next_attempt_at: None,
@@ -152,8 +152,9 @@ fn bounded_rejudge(
     }
 }
 
-fn short(commit: &str) -> &str {
-    &commit[..commit.len().min(10)]
+/// The first ten characters of a commit id, for messages.
+pub(crate) fn short_sha(commit: &str) -> &str {
+    commit.get(..10).unwrap_or(commit)
 }
 
 /// The AutoFix child of DESIGN §4: tied to its source by a column, findings in its notes.

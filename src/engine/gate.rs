@@ -1,0 +1,220 @@
+//! The first step of judging a pull request: what CI says about the head the run pushed
+//! (DESIGN §8; spec §2.4 step 5).
+//!
+//! - the PR head is not the run's commit → the run's verdict would be stale: judge the new head;
+//! - checks not required, none reported, or all green → the review goes on;
+//! - some check failed → changes are requested, naming the failing checks;
+//! - checks still running → wait and look again next tick, at most `merge.checks_timeout_minutes`
+//!   after the run finished; past that a person decides (a stuck CI never merges, never loops).
+
+use super::verdict::{short_sha, JudgeConclusion};
+use crate::config::MergeConfig;
+use crate::forge::Checks;
+use crate::model::Run;
+use crate::time::{Timestamp, MINUTE};
+
+/// CI's view of one commit, as the shell observed it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct CiObservation {
+    /// The commit the PR head pointed at when CI was read.
+    pub head_sha: String,
+    pub checks: Checks,
+}
+
+/// What the judge does about CI before anything else.
+#[derive(Clone, Debug, PartialEq)]
+pub enum CheckGate {
+    /// CI is green, absent, or not required: go on with policy, limits and review.
+    Proceed { note: String },
+    /// CI is still running: look again next tick.
+    Wait {
+        pending: Vec<String>,
+        deadline: Timestamp,
+    },
+    /// CI failed: the judge requests changes with this conclusion.
+    Failed(JudgeConclusion),
+    /// CI stayed pending past the timeout: a person decides.
+    TimedOut { reason: String },
+    /// The PR head moved since the run pushed: this run's verdict would judge the wrong code.
+    Stale { observed: String },
+}
+
+/// `observed` is `None` when CI has not been read for this PR yet.
+pub fn checks_gate(
+    run: &Run,
+    observed: Option<&CiObservation>,
+    merge: &MergeConfig,
+    now: Timestamp,
+) -> CheckGate {
+    if !merge.require_checks {
+        return CheckGate::Proceed {
+            note: "CI checks not required (merge.require_checks: false)".into(),
+        };
+    }
+    let since = run.finished_at.unwrap_or(run.started_at);
+    let deadline = since.plus(i64::from(merge.checks_timeout_minutes) * MINUTE);
+    let Some(observed) = observed else {
+        return wait_or_time_out(Vec::new(), deadline, merge, now);
+    };
+    if let Some(pushed) = run.head_sha.as_deref() {
+        if pushed != observed.head_sha {
+            return CheckGate::Stale {
+                observed: observed.head_sha.clone(),
+            };
+        }
+    }
+    let checks = &observed.checks;
+    match checks.state.as_str() {
+        "success" => CheckGate::Proceed {
+            note: format!("CI green on {}", short_sha(&observed.head_sha)),
+        },
+        "none" => CheckGate::Proceed {
+            note: format!("no CI checks reported on {}", short_sha(&observed.head_sha)),
+        },
+        "failure" => CheckGate::Failed(JudgeConclusion::RequestChanges {
+            summary: format!(
+                "CI failed on {}: {}",
+                short_sha(&observed.head_sha),
+                names(&checks.failing)
+            ),
+            findings: checks
+                .failing
+                .iter()
+                .map(|name| format!("CI check `{name}` failed; make it pass"))
+                .collect(),
+        }),
+        _ => wait_or_time_out(checks.pending.clone(), deadline, merge, now),
+    }
+}
+
+fn wait_or_time_out(
+    pending: Vec<String>,
+    deadline: Timestamp,
+    merge: &MergeConfig,
+    now: Timestamp,
+) -> CheckGate {
+    if now < deadline {
+        return CheckGate::Wait { pending, deadline };
+    }
+    CheckGate::TimedOut {
+        reason: format!(
+            "CI still pending after {} minutes (merge.checks_timeout_minutes): {}. Decide: re-run CI and `opentiger task retry`, or merge by hand",
+            merge.checks_timeout_minutes,
+            names(&pending)
+        ),
+    }
+}
+
+fn names(checks: &[String]) -> String {
+    if checks.is_empty() {
+        "no check named".into()
+    } else {
+        checks.join(", ")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::engine::testkit::{at, run};
+    use crate::model::RunStatus;
+
+    fn pushed(sha: &str, finished: Timestamp) -> Run {
+        let mut r = run("r1", "t1", RunStatus::Success, finished.plus(-MINUTE));
+        r.head_sha = Some(sha.into());
+        r.finished_at = Some(finished);
+        r
+    }
+
+    fn merge(require: bool) -> MergeConfig {
+        MergeConfig {
+            require_checks: require,
+            checks_timeout_minutes: 60,
+            ..MergeConfig::default()
+        }
+    }
+
+    fn ci(head: &str, state: &str, failing: &[&str], pending: &[&str]) -> CiObservation {
+        CiObservation {
+            head_sha: head.into(),
+            checks: Checks {
+                state: state.into(),
+                failing: failing.iter().map(|s| s.to_string()).collect(),
+                pending: pending.iter().map(|s| s.to_string()).collect(),
+                mergeable: None,
+            },
+        }
+    }
+
+    #[test]
+    fn gate_table() {
+        let pushed = pushed("aaaa", at(0));
+        let before_deadline = at(59);
+        let at_deadline = at(60);
+
+        #[rustfmt::skip]
+        let cases: Vec<(&str, bool, Option<CiObservation>, Timestamp, &str)> = vec![
+            ("not required, red",      false, Some(ci("aaaa", "failure", &["test"], &[])), before_deadline, "proceed"),
+            ("green",                  true,  Some(ci("aaaa", "success", &[], &[])),       before_deadline, "proceed"),
+            ("no CI at all",           true,  Some(ci("aaaa", "none", &[], &[])),          before_deadline, "proceed"),
+            ("red",                    true,  Some(ci("aaaa", "failure", &["test"], &[])), before_deadline, "failed"),
+            ("red after the deadline", true,  Some(ci("aaaa", "failure", &["test"], &[])), at_deadline,     "failed"),
+            ("pending",                true,  Some(ci("aaaa", "pending", &[], &["lint"])), before_deadline, "wait"),
+            ("pending too long",       true,  Some(ci("aaaa", "pending", &[], &["lint"])), at_deadline,     "timed_out"),
+            ("not read yet",           true,  None,                                        before_deadline, "wait"),
+            ("never read",             true,  None,                                        at_deadline,     "timed_out"),
+            ("head moved, green",      true,  Some(ci("bbbb", "success", &[], &[])),       before_deadline, "stale"),
+            ("head moved, pending",    true,  Some(ci("bbbb", "pending", &[], &["ci"])),   before_deadline, "stale"),
+        ];
+        for (name, require, observed, now, want) in cases {
+            let got = match checks_gate(&pushed, observed.as_ref(), &merge(require), now) {
+                CheckGate::Proceed { .. } => "proceed",
+                CheckGate::Wait { .. } => "wait",
+                CheckGate::Failed(_) => "failed",
+                CheckGate::TimedOut { .. } => "timed_out",
+                CheckGate::Stale { .. } => "stale",
+            };
+            assert_eq!(got, want, "{name}");
+        }
+    }
+
+    #[test]
+    fn a_failure_names_the_failing_checks() {
+        let pushed = pushed("aaaa", at(0));
+        let observed = ci("aaaa", "failure", &["test (ubuntu)", "lint"], &[]);
+        let CheckGate::Failed(JudgeConclusion::RequestChanges { summary, findings }) =
+            checks_gate(&pushed, Some(&observed), &merge(true), at(1))
+        else {
+            panic!("a red CI must request changes");
+        };
+        assert_eq!(summary, "CI failed on aaaa: test (ubuntu), lint");
+        assert_eq!(
+            findings,
+            vec![
+                "CI check `test (ubuntu)` failed; make it pass",
+                "CI check `lint` failed; make it pass"
+            ]
+        );
+    }
+
+    #[test]
+    fn waiting_is_bounded_from_when_the_run_finished() {
+        let mut pushed = pushed("aaaa", at(10));
+        pushed.started_at = at(0);
+        let observed = ci("aaaa", "pending", &[], &["build"]);
+        assert_eq!(
+            checks_gate(&pushed, Some(&observed), &merge(true), at(11)),
+            CheckGate::Wait {
+                pending: vec!["build".into()],
+                deadline: at(70)
+            }
+        );
+        let CheckGate::TimedOut { reason } =
+            checks_gate(&pushed, Some(&observed), &merge(true), at(70))
+        else {
+            panic!("pending past the timeout must wait on a person");
+        };
+        assert!(reason.contains("60 minutes"), "{reason}");
+        assert!(reason.contains("build"), "{reason}");
+    }
+}
