@@ -150,14 +150,14 @@ fn a_trusted_issue_becomes_a_task_a_pr_and_is_closed_by_the_merge() {
     assert_eq!(all[0]["pr"], pr.number);
     // What CI says about the PR's head is observed for the judge.
     s.server
-        .set_check_runs(&pr.head_sha, &[("build", "completed", Some("failure"))]);
+        .set_check_runs(&pr.head_sha, &[("build", "in_progress", None)]);
     let out = tick(&s, "2026-11-21T12:05:00Z");
     assert!(
-        out.contains(&format!("PR #{}: checks failure", pr.number)),
+        out.contains(&format!("PR #{}: checks pending", pr.number)),
         "{out}"
     );
     let waiting = tasks(&s);
-    assert_eq!(waiting[0]["checks"], "failure", "{waiting:?}");
+    assert_eq!(waiting[0]["checks"], "pending", "{waiting:?}");
     // The branch was pushed to the repository's remote.
     let remote = git(&s.clone, &["ls-remote", "origin", &pr.head_ref]);
     assert!(!remote.is_empty(), "branch {} on origin", pr.head_ref);
@@ -360,5 +360,120 @@ fn planned_tasks_are_mirrored_as_issues_once_then_run() {
                 .iter()
                 .all(|p| p.body.clone().unwrap_or_default().contains("Closes #")),
         "{pulls:?}"
+    );
+}
+
+/// Opens one task's PR from a trusted issue; returns the issue number.
+fn task_with_a_pr(s: &Setup) -> u64 {
+    let issue = s.server.add_issue(
+        "Add a greeting",
+        "Please add a greeting file.",
+        &["opentiger"],
+        "alice",
+        "OWNER",
+    );
+    tick(s, "2026-11-21T12:00:00Z");
+    assert_eq!(s.server.pulls().len(), 1);
+    issue
+}
+
+fn autofix_tasks(s: &Setup) -> Vec<serde_json::Value> {
+    tasks(s)
+        .into_iter()
+        .filter(|t| t["kind"] == "autofix")
+        .collect()
+}
+
+#[test]
+fn red_ci_gets_an_autofix_on_the_same_pr_then_green_ci_and_the_merge_finish_the_task() {
+    let s = setup();
+    task_with_a_pr(&s);
+    let first = s.server.pulls()[0].clone();
+    s.server
+        .set_check_runs(&first.head_sha, &[("test", "completed", Some("failure"))]);
+    let out = tick(&s, "2026-11-21T12:05:00Z");
+    assert!(out.contains("CI failed on"), "{out}");
+
+    // One AutoFix child, run at once on the same branch: the same PR, a new head.
+    let fixes = autofix_tasks(&s);
+    assert_eq!(fixes.len(), 1, "{fixes:?}");
+    let pulls = s.server.pulls();
+    assert_eq!(pulls.len(), 1, "the PR is updated in place: {pulls:?}");
+    assert_eq!(pulls[0].number, first.number);
+    assert_ne!(pulls[0].head_sha, first.head_sha, "the fix was pushed");
+    assert_eq!(fixes[0]["pr"], first.number);
+    let source = tasks(&s)
+        .into_iter()
+        .find(|t| t["kind"] != "autofix")
+        .unwrap();
+    assert_eq!(source["block_reason"], "needs_rework", "{source:?}");
+
+    // The fix's head goes green; the PR waits for its merge, nothing else is created.
+    s.server.set_check_runs(
+        &pulls[0].head_sha,
+        &[("test", "completed", Some("success"))],
+    );
+    let out = tick(&s, "2026-11-21T12:10:00Z");
+    assert!(out.contains("checks success"), "{out}");
+    assert_eq!(autofix_tasks(&s).len(), 1);
+    let status = opentiger(&s, "2026-11-21T12:10:00Z", &["status"]);
+    let text = String::from_utf8_lossy(&status.stdout);
+    assert!(text.contains("CI green"), "{text}");
+
+    merge(&s, first.number);
+    tick(&s, "2026-11-21T12:15:00Z");
+    tick(&s, "2026-11-21T12:20:00Z");
+    let all = tasks(&s);
+    assert!(
+        all.iter().all(|t| t["status"] == "done"),
+        "source and fix are done: {all:?}"
+    );
+    assert_eq!(s.server.pulls().len(), 1);
+}
+
+#[test]
+fn ci_that_stays_red_is_fixed_a_bounded_number_of_times_then_waits_on_a_person() {
+    let s = setup();
+    task_with_a_pr(&s);
+    for minute in (5..60).step_by(5) {
+        let head = s.server.pulls()[0].head_sha.clone();
+        s.server
+            .set_check_runs(&head, &[("test", "completed", Some("failure"))]);
+        tick(&s, &format!("2026-11-21T12:{minute:02}:00Z"));
+    }
+    let fixes = autofix_tasks(&s);
+    assert_eq!(fixes.len(), 3, "max_autofix_attempts is 3: {fixes:?}");
+    assert_eq!(s.server.pulls().len(), 1);
+    let waiting: Vec<_> = tasks(&s)
+        .into_iter()
+        .filter(|t| t["block_reason"] == "awaiting_human")
+        .collect();
+    assert_eq!(waiting.len(), 1, "{:?}", tasks(&s));
+    let status = opentiger(&s, "2026-11-21T13:00:00Z", &["status"]);
+    let text = String::from_utf8_lossy(&status.stdout);
+    assert!(
+        text.contains("after 3 AutoFix attempts (limit 3)"),
+        "{text}"
+    );
+}
+
+#[test]
+fn ci_pending_past_the_timeout_waits_on_a_person() {
+    let s = setup();
+    task_with_a_pr(&s);
+    let head = s.server.pulls()[0].head_sha.clone();
+    s.server
+        .set_check_runs(&head, &[("deploy preview", "queued", None)]);
+    tick(&s, "2026-11-21T12:30:00Z");
+    assert_eq!(tasks(&s)[0]["block_reason"], "awaiting_judge");
+    tick(&s, "2026-11-21T14:30:00Z");
+    let all = tasks(&s);
+    assert_eq!(all[0]["block_reason"], "awaiting_human", "{all:?}");
+    assert!(autofix_tasks(&s).is_empty());
+    let status = opentiger(&s, "2026-11-21T14:30:00Z", &["status"]);
+    let text = String::from_utf8_lossy(&status.stdout);
+    assert!(
+        text.contains("CI still pending after 120 minutes") && text.contains("deploy preview"),
+        "{text}"
     );
 }

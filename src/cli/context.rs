@@ -1,7 +1,7 @@
 //! What every command needs: the repository, the configuration, the time, who we are, and the
 //! way to the state.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
 use super::lock::{process_alive, FileLock};
@@ -206,11 +206,22 @@ impl Context {
         let requirement = self.requirement_text();
         let requirement_present = requirement.as_deref().is_some_and(|t| !t.trim().is_empty());
         let dead_agents = dead_local_holders(store)?;
+        let github = self.config.mode == crate::model::Mode::Github;
         let plan_signature = requirement
             .filter(|t| !t.trim().is_empty())
             .map(|text| self.plan_inputs(&text).signature);
         Ok(Observations {
             pull_requests: store.pull_states()?,
+            pull_checks: if github {
+                store.open_pull_checks()?
+            } else {
+                BTreeMap::new()
+            },
+            autofix_by_pr: if github {
+                store.autofix_by_pr()?
+            } else {
+                BTreeMap::new()
+            },
             plan_signature,
             requirement_present,
             issue_backlog: 0,

@@ -602,7 +602,12 @@ fn record(
                 },
             ) => {
                 let task = store.task(task_id)?;
-                let children = store.count_children(task_id, TaskKind::Autofix)?;
+                // AutoFix children of a change all hang off its root task (see decide_verdict).
+                let root = match (task.kind, &task.parent_task_id) {
+                    (TaskKind::Autofix | TaskKind::AutofixConflict, Some(root)) => root,
+                    _ => task_id,
+                };
+                let children = store.count_children(root, TaskKind::Autofix)?;
                 let decision = decide_verdict(&task, conclusion, children, &ctx.config, now);
                 out.lines.push(format!(
                     "{} {:?}: review: {}",

@@ -59,6 +59,10 @@ pub struct Observations {
     pub dead_agents: BTreeSet<AgentId>,
     /// The state of the pull requests of tasks waiting on one (github mode), by number.
     pub pull_requests: BTreeMap<u64, PullState>,
+    /// What CI last said about the head of each open PR (github mode), by number.
+    pub pull_checks: BTreeMap<u64, gate::CiObservation>,
+    /// AutoFix tasks created so far for each PR (github mode): the bound on fixing one PR.
+    pub autofix_by_pr: BTreeMap<u64, u32>,
     /// Signature of what the planner would plan now (requirement content, and base head for an
     /// agent planner); `None` without a requirement.
     pub plan_signature: Option<String>,

@@ -3,6 +3,8 @@
 //! and hand every exhausted bound to a person (`blocked(awaiting_human)`) instead of looping.
 
 use super::classify::{classify, failure_signature, Classification};
+use super::gate::{checks_gate, CheckGate};
+use super::verdict::{decide_verdict, short_sha};
 use super::{Action, Preflight, Working};
 use crate::model::{
     AttemptKey, BlockReason, FailureCategory, Lease, Mode, RunId, RunStatus, Task, TaskId,
@@ -611,7 +613,98 @@ fn follow_pull_request(w: &mut Working<'_>, id: &TaskId) {
             "recovery.pr_closed",
             format!("PR #{pr} was closed without being merged; reopen it or `opentiger task retry {id}`"),
         ),
-        Some(super::PullState::Open) | None => w.wait(id, None, "recovery.awaiting_pr", format!("PR #{pr} is open: waits for review and merge")),
+        Some(super::PullState::Open) => gate_open_pull_request(w, id, pr),
+        None => w.wait(id, None, "recovery.awaiting_pr", format!("PR #{pr} is open: waits for review and merge")),
+    }
+}
+
+/// github mode, an open PR: CI on the head the task's run pushed decides first (DESIGN §8).
+/// Red CI requests changes through a bounded AutoFix child on the same branch and PR; CI pending
+/// past `merge.checks_timeout_minutes` waits on a person; otherwise the PR waits for its merge.
+fn gate_open_pull_request(w: &mut Working<'_>, id: &TaskId, pr: u64) {
+    let run = w
+        .task_runs(id)
+        .iter()
+        .copied()
+        .find(|r| r.status == RunStatus::Success && r.pr_number == Some(pr));
+    let Some(run) = run else {
+        w.wait(
+            id,
+            None,
+            "recovery.awaiting_pr",
+            format!("PR #{pr} is open: waits for review and merge"),
+        );
+        return;
+    };
+    let observed = w.snapshot.observations.pull_checks.get(&pr);
+    match checks_gate(run, observed, &w.config.merge, w.now) {
+        CheckGate::Proceed { note } => w.wait(
+            id,
+            None,
+            "judge.checks_passed",
+            format!("PR #{pr}: {note}; waits for review and merge"),
+        ),
+        CheckGate::Stale { observed } => w.wait(
+            id,
+            None,
+            "judge.head_moved",
+            format!(
+                "PR #{pr} head moved to {} after run {}: waits for review and merge",
+                short_sha(&observed),
+                run.id
+            ),
+        ),
+        CheckGate::Wait { pending, deadline } => w.wait(
+            id,
+            Some(deadline),
+            "judge.checks_pending",
+            format!(
+                "PR #{pr}: CI pending ({}); a person decides if still pending at {deadline}",
+                if pending.is_empty() {
+                    "not read yet".to_string()
+                } else {
+                    pending.join(", ")
+                }
+            ),
+        ),
+        CheckGate::TimedOut { reason } => w.transition(
+            id,
+            TaskState::blocked(BlockReason::AwaitingHuman),
+            None,
+            Some(None),
+            "judge.checks_timeout",
+            format!("PR #{pr}: {reason}"),
+        ),
+        CheckGate::Failed(conclusion) => {
+            let fixes = w
+                .snapshot
+                .observations
+                .autofix_by_pr
+                .get(&pr)
+                .copied()
+                .unwrap_or(0);
+            let task = w.tasks[id].clone();
+            let decision = decide_verdict(&task, &conclusion, fixes, w.config, w.now);
+            if let Some(child) = decision.create {
+                let reason = format!("AutoFix for {id} on PR #{pr}");
+                w.decide(
+                    Some(&child.id.clone()),
+                    "judge.autofix_child",
+                    Action::CreateTask {
+                        task: Box::new(child),
+                    },
+                    reason,
+                );
+            }
+            w.transition(
+                id,
+                decision.to,
+                decision.attempts,
+                Some(None),
+                "judge.checks_failed",
+                format!("PR #{pr}: {}", decision.reason),
+            );
+        }
     }
 }
 

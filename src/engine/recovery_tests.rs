@@ -643,3 +643,93 @@ fn github_tasks_follow_their_pull_request() {
         );
     }
 }
+
+#[test]
+fn github_ci_on_the_pushed_head_decides_first() {
+    use super::gate::CiObservation;
+    use super::PullState;
+    use crate::forge::Checks;
+    let github = Config::default();
+    let ci = |head: &str, state: &str, failing: &[&str], pending: &[&str]| CiObservation {
+        head_sha: head.into(),
+        checks: Checks {
+            state: state.into(),
+            failing: failing.iter().map(|s| s.to_string()).collect(),
+            pending: pending.iter().map(|s| s.to_string()).collect(),
+            mergeable: None,
+        },
+    };
+    // name, what CI says, AutoFix tasks of the PR so far, writes, a reason that must show.
+    type Row<'a> = (&'a str, Option<CiObservation>, u32, &'a [&'a str], &'a str);
+    // The run finished at -9 minutes; the default timeout is 120 minutes.
+    #[rustfmt::skip]
+    let cases: Vec<Row> = vec![
+        ("green", Some(ci("aaa", "success", &[], &[])), 0, &[], "CI green on aaa; waits for review and merge"),
+        ("no CI", Some(ci("aaa", "none", &[], &[])), 0, &[], "no CI checks reported"),
+        ("pending", Some(ci("aaa", "pending", &[], &["lint"])), 0, &[], "CI pending (lint)"),
+        ("not read yet", None, 0, &[], "CI pending (not read yet)"),
+        ("head moved", Some(ci("bbb", "failure", &["test"], &[])), 0, &[], "head moved to bbb"),
+        ("red", Some(ci("aaa", "failure", &["test"], &[])), 0,
+            &["judge.autofix_child 276bf85c4c6e create autofix AutoFix 1/3: task a", "judge.checks_failed a -> blocked(needs_rework)", "dispatch.claim 276bf85c4c6e claim"],
+            "CI failed on aaa: test"),
+        ("red, AutoFix budget spent", Some(ci("aaa", "failure", &["test"], &[])), 3,
+            &["judge.checks_failed a -> blocked(awaiting_human)"],
+            "after 3 AutoFix attempts (limit 3)"),
+    ];
+    for (name, observed, fixes, expect, reason) in cases {
+        let mut r1 = run("r1", "a", RunStatus::Success, at(-10));
+        r1.pr_number = Some(7);
+        r1.head_sha = Some("aaa".into());
+        let mut snap = snapshot(
+            vec![task("a")
+                .blocked(BlockReason::AwaitingJudge)
+                .with(|t| t.source_pr = Some(7))],
+            vec![r1],
+            vec![],
+        );
+        snap.observations.pull_requests.insert(7, PullState::Open);
+        if let Some(o) = observed {
+            snap.observations.pull_checks.insert(7, o);
+        }
+        if fixes > 0 {
+            snap.observations.autofix_by_pr.insert(7, fixes);
+        }
+        let plan = plan_with(&snap, &github);
+        assert_eq!(writes(&plan), *expect, "{name}");
+        let all = plan
+            .decisions
+            .iter()
+            .map(|d| d.reason.clone())
+            .collect::<Vec<_>>()
+            .join(" | ");
+        assert!(all.contains(reason), "{name}: {all}");
+    }
+
+    // Pending past merge.checks_timeout_minutes: a person decides, naming what is pending.
+    let mut r1 = run("r1", "a", RunStatus::Success, at(-200));
+    r1.pr_number = Some(7);
+    r1.head_sha = Some("aaa".into());
+    let mut snap = snapshot(
+        vec![task("a")
+            .blocked(BlockReason::AwaitingJudge)
+            .with(|t| t.source_pr = Some(7))],
+        vec![r1],
+        vec![],
+    );
+    snap.observations.pull_requests.insert(7, PullState::Open);
+    snap.observations
+        .pull_checks
+        .insert(7, ci("aaa", "pending", &[], &["deploy preview"]));
+    let plan = plan_with(&snap, &github);
+    assert_eq!(
+        writes(&plan),
+        ["judge.checks_timeout a -> blocked(awaiting_human)"]
+    );
+    assert!(
+        reasons(&plan, "a")
+            .join(" | ")
+            .contains("CI still pending after 120 minutes"),
+        "{:?}",
+        reasons(&plan, "a")
+    );
+}

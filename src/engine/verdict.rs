@@ -76,15 +76,30 @@ pub fn decide_verdict(
                     next_attempt_at: None,
                 };
             }
-            let child = autofix_child(task, summary, findings, autofix_children + 1, max, now);
-            VerdictDecision {
-                to: TaskState::blocked(BlockReason::NeedsRework),
-                attempts: None,
-                reason: format!(
-                    "changes requested: {summary}; AutoFix {} ({}/{max}) works on the same branch",
+            let mut child = autofix_child(task, summary, findings, autofix_children + 1, max, now);
+            let mut to = TaskState::blocked(BlockReason::NeedsRework);
+            let mut reason = format!(
+                "changes requested: {summary}; AutoFix {} ({}/{max}) works on the same branch",
+                child.id,
+                autofix_children + 1
+            );
+            // A fix of a fix: one chain per change. The new fix hangs off the same root, so it
+            // works on the root's branch and PR and the root follows it; this fix is superseded.
+            if let (TaskKind::Autofix | TaskKind::AutofixConflict, Some(root)) =
+                (task.kind, &task.parent_task_id)
+            {
+                child.parent_task_id = Some(root.clone());
+                to = TaskState::CANCELLED;
+                reason = format!(
+                    "changes requested: {summary}; superseded by AutoFix {} ({}/{max}) of {root} on the same branch",
                     child.id,
                     autofix_children + 1
-                ),
+                );
+            }
+            VerdictDecision {
+                to,
+                attempts: None,
+                reason,
                 create: Some(child),
                 rejudge: false,
                 next_attempt_at: None,
@@ -167,9 +182,15 @@ pub fn autofix_child(
     now: Timestamp,
 ) -> Task {
     let id = TaskId(short_hash(&["autofix", source.id.as_str(), &n.to_string()]));
+    // The goal's title, without the "AutoFix k/m: " of a fix being fixed again.
+    let title = source
+        .title
+        .split_once(": ")
+        .filter(|(prefix, _)| prefix.starts_with("AutoFix ") && source.kind == TaskKind::Autofix)
+        .map_or(source.title.as_str(), |(_, rest)| rest);
     let mut child = Task::new(
         id,
-        &format!("AutoFix {n}/{max}: {}", source.title),
+        &format!("AutoFix {n}/{max}: {title}"),
         &source.goal,
         now,
     );
@@ -346,5 +367,43 @@ mod tests {
         assert!(a.notes.contains("- add a test"), "{}", a.notes);
         assert_eq!(a.title, "AutoFix 1/3: task a");
         assert_ne!(a.id, autofix_child(&source, "x", &[], 2, 3, NOW).id);
+    }
+}
+
+#[cfg(test)]
+mod chain_tests {
+    use super::super::testkit::{task, TaskExt, NOW};
+    use super::*;
+
+    /// A fix whose own review asks for changes is superseded by the next fix of the same root:
+    /// one branch and PR per change, one chain the root follows, one budget for all of it.
+    #[test]
+    fn a_fix_of_a_fix_hangs_off_the_root() {
+        let config = Config::default();
+        let root = task("root").with(|t| t.title = "Add a greeting".into());
+        let first = autofix_child(&root, "tests red", &[], 1, 3, NOW);
+        assert_eq!(first.title, "AutoFix 1/3: Add a greeting");
+        let mut judged = first.clone();
+        judged.status = crate::model::TaskStatus::Blocked;
+        judged.block_reason = Some(BlockReason::AwaitingJudge);
+        let conclusion = JudgeConclusion::RequestChanges {
+            summary: "still red".into(),
+            findings: vec!["fix test_sub".into()],
+        };
+        let d = decide_verdict(&judged, &conclusion, 1, &config, NOW);
+        let second = d.create.expect("a second fix");
+        assert_eq!(second.parent_task_id, Some(root.id.clone()));
+        assert_eq!(second.title, "AutoFix 2/3: Add a greeting");
+        assert_eq!(d.to, TaskState::CANCELLED);
+        assert!(d.reason.contains("superseded by AutoFix"), "{}", d.reason);
+        assert_eq!(
+            crate::workspace::task_branch(&second),
+            crate::workspace::task_branch(&first),
+            "same branch, same PR"
+        );
+        // The budget is the root's: the third request after three fixes waits on a person.
+        let d = decide_verdict(&judged, &conclusion, 3, &config, NOW);
+        assert_eq!(d.to, TaskState::blocked(BlockReason::AwaitingHuman));
+        assert!(d.create.is_none());
     }
 }

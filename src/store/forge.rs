@@ -6,6 +6,7 @@ use std::collections::BTreeMap;
 use rusqlite::{params, OptionalExtension};
 
 use super::{Store, StoreError};
+use crate::engine::gate::CiObservation;
 use crate::engine::PullState;
 use crate::time::Timestamp;
 
@@ -72,7 +73,8 @@ impl Store {
             .collect())
     }
 
-    /// Records a PR's state; unchanged values write nothing.
+    /// Records a PR's state; unchanged values write nothing. A new head forgets the checks read
+    /// for the old one (CI on one commit says nothing about the next).
     pub fn set_pull_state(
         &mut self,
         number: u64,
@@ -101,7 +103,8 @@ impl Store {
         }
         self.conn.execute(
             "INSERT INTO pull_states (number, state, head_sha, updated_at) VALUES (?1, ?2, ?3, ?4) \
-             ON CONFLICT(number) DO UPDATE SET state = excluded.state, head_sha = excluded.head_sha, updated_at = excluded.updated_at",
+             ON CONFLICT(number) DO UPDATE SET state = excluded.state, head_sha = excluded.head_sha, updated_at = excluded.updated_at, \
+             checks = CASE WHEN pull_states.head_sha IS excluded.head_sha THEN pull_states.checks ELSE NULL END",
             params![number as i64, word, head_sha, now.0],
         )?;
         Ok(())
@@ -182,6 +185,52 @@ impl Store {
             )
             .optional()?;
         Ok(row.and_then(|(sha, checks)| Some((sha, serde_json::from_str(&checks?).ok()?))))
+    }
+
+    /// What CI last said about each open PR's head, for the judge's gate.
+    pub fn open_pull_checks(&self) -> Result<BTreeMap<u64, CiObservation>, StoreError> {
+        let rows = self
+            .conn
+            .prepare(
+                "SELECT number, head_sha, checks FROM pull_states
+                 WHERE state = 'open' AND head_sha IS NOT NULL AND checks IS NOT NULL",
+            )?
+            .query_map([], |r| {
+                Ok((
+                    r.get::<_, i64>(0)?,
+                    r.get::<_, String>(1)?,
+                    r.get::<_, String>(2)?,
+                ))
+            })?
+            .collect::<Result<Vec<_>, _>>()?;
+        Ok(rows
+            .into_iter()
+            .filter_map(|(number, head_sha, checks)| {
+                let checks = serde_json::from_str(&checks).ok()?;
+                Some((
+                    u64::try_from(number).ok()?,
+                    CiObservation { head_sha, checks },
+                ))
+            })
+            .collect())
+    }
+
+    /// AutoFix tasks created so far for each PR.
+    pub fn autofix_by_pr(&self) -> Result<BTreeMap<u64, u32>, StoreError> {
+        let rows = self
+            .conn
+            .prepare(
+                "SELECT source_pr, count(*) FROM tasks
+                 WHERE kind = ?1 AND source_pr IS NOT NULL GROUP BY source_pr",
+            )?
+            .query_map([crate::model::TaskKind::Autofix.as_str()], |r| {
+                Ok((r.get::<_, i64>(0)?, r.get::<_, u32>(1)?))
+            })?
+            .collect::<Result<Vec<_>, _>>()?;
+        Ok(rows
+            .into_iter()
+            .filter_map(|(pr, n)| Some((u64::try_from(pr).ok()?, n)))
+            .collect())
     }
 
     /// Stores what CI said about a PR's head; unchanged values write nothing.

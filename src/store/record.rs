@@ -140,7 +140,8 @@ impl Store {
             )?;
             tx.execute(
                 "INSERT INTO pull_states (number, state, head_sha, updated_at) VALUES (?1, 'open', ?2, ?3) \
-                 ON CONFLICT(number) DO UPDATE SET state = 'open', head_sha = excluded.head_sha, updated_at = excluded.updated_at",
+                 ON CONFLICT(number) DO UPDATE SET state = 'open', head_sha = excluded.head_sha, updated_at = excluded.updated_at, \
+                 checks = CASE WHEN pull_states.head_sha IS excluded.head_sha THEN pull_states.checks ELSE NULL END",
                 params![pr as i64, record.head_sha, writer.now.0],
             )?;
         }

@@ -299,3 +299,51 @@ fn pull_checks_round_trip() {
     let (sha, got) = store.pull_checks(3).unwrap().expect("stored");
     assert_eq!((sha.as_deref(), got), (Some("abc"), checks));
 }
+
+#[test]
+fn a_new_head_forgets_the_checks_of_the_old_one() {
+    use crate::engine::PullState;
+    let mut store = Store::in_memory("mem").unwrap();
+    store
+        .set_pull_state(3, PullState::Open, Some("abc"), T0)
+        .unwrap();
+    let red = crate::forge::Checks {
+        state: "failure".into(),
+        failing: vec!["build".into()],
+        pending: vec![],
+        mergeable: None,
+    };
+    store.set_pull_checks(3, "abc", &red).unwrap();
+    // The same head again (e.g. the PR's title changed): the checks stay.
+    store
+        .set_pull_state(3, PullState::Open, Some("abc"), T0)
+        .unwrap();
+    assert_eq!(store.open_pull_checks().unwrap()[&3].checks, red);
+    // A push: the red of `abc` is not the red of `def`.
+    store
+        .set_pull_state(3, PullState::Open, Some("def"), T0)
+        .unwrap();
+    assert!(store.open_pull_checks().unwrap().is_empty());
+    assert_eq!(store.pull_checks(3).unwrap(), None);
+}
+
+#[test]
+fn autofix_tasks_are_counted_per_pull_request() {
+    let mut store = Store::in_memory("mem").unwrap();
+    let mut fixes = Vec::new();
+    for (id, kind, pr) in [
+        ("f1", crate::model::TaskKind::Autofix, Some(7)),
+        ("f2", crate::model::TaskKind::Autofix, Some(7)),
+        ("f3", crate::model::TaskKind::Autofix, Some(8)),
+        ("x", crate::model::TaskKind::Feature, Some(7)),
+        ("f4", crate::model::TaskKind::Autofix, None),
+    ] {
+        let mut t = task(id, &[]);
+        t.kind = kind;
+        t.source_pr = pr;
+        fixes.push(t);
+    }
+    store.insert_tasks(&fixes, writer()).unwrap();
+    let counts = store.autofix_by_pr().unwrap();
+    assert_eq!(counts.into_iter().collect::<Vec<_>>(), vec![(7, 2), (8, 1)]);
+}

@@ -461,6 +461,7 @@ fn respond(shared: &Shared, req: &Request) -> Response {
         .map_or(req.path.clone(), |(_, t, _)| t.to_string());
     let failure = lock(&shared.log).failures.pop_front();
     let mut s = lock(&shared.state);
+    s.follow_pushes();
     if s.now >= s.rate.reset {
         s.rate.used = 0;
         s.rate.reset = s.now + 3600;

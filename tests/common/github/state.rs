@@ -457,6 +457,34 @@ impl State {
         sha
     }
 
+    /// With a bare repository behind the server, open PRs follow pushes to their branch, as on
+    /// GitHub: a push moves the PR head and bumps its `updated_at`.
+    pub fn follow_pushes(&mut self) {
+        let Some(dir) = self.git_dir.clone() else {
+            return;
+        };
+        let open: Vec<(String, String)> = self
+            .pulls
+            .values()
+            .filter(|p| p.merged_at.is_none() && self.issues[&p.number].state == "open")
+            .map(|p| (p.head_ref.clone(), p.head_sha.clone()))
+            .collect();
+        for (branch, known) in open {
+            let pushed = git_out(
+                &dir,
+                &[
+                    "rev-parse",
+                    "--verify",
+                    "-q",
+                    &format!("refs/heads/{branch}"),
+                ],
+            );
+            if let Some(sha) = pushed.filter(|sha| *sha != known) {
+                self.set_branch(&branch, &sha);
+            }
+        }
+    }
+
     /// Moves a branch, as a push would: open PRs from it follow.
     pub fn set_branch(&mut self, name: &str, sha: &str) {
         self.branches.insert(name.to_string(), sha.to_string());
