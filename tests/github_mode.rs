@@ -27,9 +27,12 @@ fn setup() -> Setup {
     let agent = dir.path().join("agent.sh");
     std::fs::write(&agent, "#!/bin/sh\necho \"done by $OPENTIGER_TASK_ID\" > \"work-$OPENTIGER_TASK_ID.txt\"\necho '{\"summary\": \"wrote the file\"}' > \"$OPENTIGER_RESULT_FILE\"\n").unwrap();
     std::fs::set_permissions(&agent, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let judge = dir.path().join("judge.sh");
+    std::fs::write(&judge, "#!/bin/sh\necho '{\"verdict\": \"approve\", \"summary\": \"looks right\", \"findings\": []}' > \"$OPENTIGER_RESULT_FILE\"\n").unwrap();
+    std::fs::set_permissions(&judge, std::fs::Permissions::from_mode(0o755)).unwrap();
     std::fs::write(
         clone.join(".opentiger.yml"),
-        format!("mode: github\nagents:\n  default:\n    executor: command\n    command: [\"{}\"]\n    timeout_minutes: 1\n", agent.display()),
+        format!("mode: github\nagents:\n  default:\n    executor: command\n    command: [\"{}\"]\n    timeout_minutes: 1\n  judge:\n    executor: command\n    command: [\"{}\"]\n    timeout_minutes: 1\n", agent.display(), judge.display()),
     )
     .unwrap();
     std::fs::write(clone.join("README.md"), "# widgets\n").unwrap();
@@ -408,19 +411,17 @@ fn red_ci_gets_an_autofix_on_the_same_pr_then_green_ci_and_the_merge_finish_the_
         .unwrap();
     assert_eq!(source["block_reason"], "needs_rework", "{source:?}");
 
-    // The fix's head goes green; the PR waits for its merge, nothing else is created.
-    s.server.set_check_runs(
-        &pulls[0].head_sha,
-        &[("test", "completed", Some("success"))],
-    );
+    // The fix's head goes green: the judge reviews it and GitHub merges the PR, once.
+    let fixed = pulls[0].head_sha.clone();
+    s.server
+        .set_check_runs(&fixed, &[("test", "completed", Some("success"))]);
     let out = tick(&s, "2026-11-21T12:10:00Z");
     assert!(out.contains("checks success"), "{out}");
+    assert!(out.contains("approved and merged"), "{out}");
     assert_eq!(autofix_tasks(&s).len(), 1);
-    let status = opentiger(&s, "2026-11-21T12:10:00Z", &["status"]);
-    let text = String::from_utf8_lossy(&status.stdout);
-    assert!(text.contains("CI green"), "{text}");
-
-    merge(&s, first.number);
+    let merged = s.server.pull(first.number).unwrap();
+    assert!(merged.merged, "{merged:?}");
+    // The source follows its fix.
     tick(&s, "2026-11-21T12:15:00Z");
     tick(&s, "2026-11-21T12:20:00Z");
     let all = tasks(&s);
@@ -429,6 +430,9 @@ fn red_ci_gets_an_autofix_on_the_same_pr_then_green_ci_and_the_merge_finish_the_
         "source and fix are done: {all:?}"
     );
     assert_eq!(s.server.pulls().len(), 1);
+    // One merge commit on origin's main, made by GitHub, naming the task.
+    let log = git(&s.origin, &["log", "--format=%B", "main"]);
+    assert_eq!(log.matches("Task: ").count(), 1, "one merge commit: {log}");
 }
 
 #[test]

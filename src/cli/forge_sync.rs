@@ -380,6 +380,32 @@ pub fn publish_pull(
     Ok(pr.number)
 }
 
+/// Approved PRs are merged by GitHub with the configured method, bound to the reviewed head.
+pub struct ApiMerger<'a> {
+    pub client: &'a GithubClient,
+    pub method: crate::config::MergeMethod,
+    pub now: crate::time::Timestamp,
+}
+
+impl crate::runner::judge::PullMerger for ApiMerger<'_> {
+    fn merge(
+        &self,
+        pr: u64,
+        head: &str,
+        title: &str,
+        message: &str,
+    ) -> Result<crate::forge::calls::MergeAnswer, String> {
+        let method = match self.method {
+            crate::config::MergeMethod::Merge => "merge",
+            crate::config::MergeMethod::Squash => "squash",
+            crate::config::MergeMethod::Rebase => "rebase",
+        };
+        self.client
+            .merge_pull(pr, head, method, title, message, self.now)
+            .map_err(|e| e.to_string())
+    }
+}
+
 /// The task id in an opentiger marker (`<!-- opentiger:task=ID ... -->`), if the text has one.
 fn marked_task(text: &str) -> Option<crate::model::TaskId> {
     let rest = text.split("<!-- opentiger:task=").nth(1)?;

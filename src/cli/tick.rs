@@ -427,7 +427,20 @@ pub fn tick(ctx: &Context) -> Result<TickSummary, Failure> {
             }
             Work::Review { task, run, reviews } => {
                 let _span = tracing::info_span!("review", task = %task.id, run = %run.id).entered();
-                let result = judge_run(&act, &task, &run, reviews);
+                let merger = forge.as_ref().map(|client| forge_sync::ApiMerger {
+                    client,
+                    method: ctx.config.merge.method,
+                    now: ctx.later(),
+                });
+                let result = judge_run(
+                    &act,
+                    &task,
+                    &run,
+                    reviews,
+                    merger
+                        .as_ref()
+                        .map(|m| m as &dyn crate::runner::judge::PullMerger),
+                );
                 done.push(Done::Review(task.id.clone(), run.id.clone(), result));
             }
             Work::Plan(plan) => {

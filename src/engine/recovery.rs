@@ -638,12 +638,16 @@ fn gate_open_pull_request(w: &mut Working<'_>, id: &TaskId, pr: u64) {
     };
     let observed = w.snapshot.observations.pull_checks.get(&pr);
     match checks_gate(run, observed, &w.config.merge, w.now) {
-        CheckGate::Proceed { note } => w.wait(
-            id,
-            None,
-            "judge.checks_passed",
-            format!("PR #{pr}: {note}; waits for review and merge"),
-        ),
+        CheckGate::Proceed { note } => {
+            if !review_if_due(w, id) {
+                w.wait(
+                    id,
+                    None,
+                    "judge.checks_passed",
+                    format!("PR #{pr}: {note}; waits for review and merge"),
+                );
+            }
+        }
         CheckGate::Stale { observed } => w.wait(
             id,
             None,
@@ -737,12 +741,21 @@ fn check_dependencies_exist(w: &mut Working<'_>, id: &TaskId) {
 /// newest run per task). In direct mode there is no judge: such tasks are done (spec §2.4).
 pub(crate) fn judge_work(w: &mut Working<'_>) {
     if w.config.mode == Mode::Github {
-        return; // PRs are reviewed and merged on GitHub; their state is followed by recovery.
+        return; // A PR is reviewed once CI passed on its head: see `gate_open_pull_request`.
     }
     for id in w.ids_in(TaskState::blocked(BlockReason::AwaitingJudge)) {
+        review_if_due(w, &id);
+    }
+}
+
+/// Claims the review of the task's newest successful, unjudged run, or waits out the backoff of
+/// a failed review. `false` when there is nothing to review (or it is being reviewed).
+fn review_if_due(w: &mut Working<'_>, id: &TaskId) -> bool {
+    let id = id.clone();
+    {
         let leased = w.leases.contains_key(&id) && !w.released_judge_leases.contains(&id);
         if leased {
-            continue;
+            return false;
         }
         let reset: Vec<RunId> = w
             .decisions
@@ -760,7 +773,7 @@ pub(crate) fn judge_work(w: &mut Working<'_>) {
                 r.status == RunStatus::Success && (r.judged_at.is_none() || reset.contains(&r.id))
             })
             .map(|r| r.id.clone());
-        let Some(run_id) = run else { continue };
+        let Some(run_id) = run else { return false };
         if let Some(at) = w.tasks[&id].next_attempt_at.filter(|at| *at > w.now) {
             w.wait(
                 &id,
@@ -768,7 +781,7 @@ pub(crate) fn judge_work(w: &mut Working<'_>) {
                 "judge.backoff",
                 format!("reviewed again after {at} (the last review failed)"),
             );
-            continue;
+            return true;
         }
         if w.config.mode == Mode::Direct {
             w.transition(
@@ -793,6 +806,7 @@ pub(crate) fn judge_work(w: &mut Working<'_>) {
                 format!("run {run_id} succeeded and is not judged yet"),
             );
         }
+        true
     }
 }
 

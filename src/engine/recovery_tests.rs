@@ -664,8 +664,8 @@ fn github_ci_on_the_pushed_head_decides_first() {
     // The run finished at -9 minutes; the default timeout is 120 minutes.
     #[rustfmt::skip]
     let cases: Vec<Row> = vec![
-        ("green", Some(ci("aaa", "success", &[], &[])), 0, &[], "CI green on aaa; waits for review and merge"),
-        ("no CI", Some(ci("aaa", "none", &[], &[])), 0, &[], "no CI checks reported"),
+        ("green", Some(ci("aaa", "success", &[], &[])), 0, &["judge.review a judge r1"], "not judged yet"),
+        ("no CI", Some(ci("aaa", "none", &[], &[])), 0, &["judge.review a judge r1"], "not judged yet"),
         ("pending", Some(ci("aaa", "pending", &[], &["lint"])), 0, &[], "CI pending (lint)"),
         ("not read yet", None, 0, &[], "CI pending (not read yet)"),
         ("head moved", Some(ci("bbb", "failure", &["test"], &[])), 0, &[], "head moved to bbb"),
@@ -704,6 +704,29 @@ fn github_ci_on_the_pushed_head_decides_first() {
             .join(" | ");
         assert!(all.contains(reason), "{name}: {all}");
     }
+
+    // Green CI on a head already under review (leased): it waits, saying why.
+    let mut r1 = run("r1", "a", RunStatus::Success, at(-10));
+    r1.pr_number = Some(7);
+    r1.head_sha = Some("aaa".into());
+    let mut snap = snapshot(
+        vec![task("a")
+            .blocked(BlockReason::AwaitingJudge)
+            .with(|t| t.source_pr = Some(7))],
+        vec![r1],
+        vec![lease("a", "r1", "local:box:1", at(30))],
+    );
+    snap.observations.pull_requests.insert(7, PullState::Open);
+    snap.observations
+        .pull_checks
+        .insert(7, ci("aaa", "success", &[], &[]));
+    let plan = plan_with(&snap, &github);
+    assert!(writes(&plan).is_empty(), "{:?}", writes(&plan));
+    assert!(
+        reasons(&plan, "a").join(" | ").contains("CI green on aaa"),
+        "{:?}",
+        reasons(&plan, "a")
+    );
 
     // Pending past merge.checks_timeout_minutes: a person decides, naming what is pending.
     let mut r1 = run("r1", "a", RunStatus::Success, at(-200));

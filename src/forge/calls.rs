@@ -123,6 +123,20 @@ pub fn marker(task: &str, run: Option<&str>) -> String {
     }
 }
 
+/// What GitHub answered to a merge.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum MergeAnswer {
+    Merged {
+        commit: String,
+    },
+    /// 405: conflicts, failing required checks, or a closed PR.
+    NotMergeable {
+        message: String,
+    },
+    /// 409: the head is no longer the commit that was reviewed.
+    HeadMoved,
+}
+
 impl GithubClient {
     /// Open issues with `label` (pull requests removed), conditional on `etag`.
     pub fn backlog_issues(
@@ -246,6 +260,43 @@ impl GithubClient {
 
     /// Writes `body` into the one comment on `issue` that carries `marker`, creating it only if
     /// there is none.
+    /// `PUT /pulls/{n}/merge`, only if the head is still `head` (GitHub checks the `sha`).
+    pub fn merge_pull(
+        &self,
+        number: u64,
+        head: &str,
+        method: &str,
+        title: &str,
+        message: &str,
+        now: Timestamp,
+    ) -> Result<MergeAnswer, ForgeError> {
+        #[derive(Deserialize)]
+        struct Merged {
+            sha: String,
+        }
+        let answer: Result<Merged, ForgeError> = self.call(
+            Method::PUT,
+            &self.path(&format!("/pulls/{number}/merge")),
+            Some(&json!({
+                "sha": head,
+                "merge_method": method,
+                "commit_title": title,
+                "commit_message": message,
+            })),
+            now,
+        );
+        match answer {
+            Ok(m) => Ok(MergeAnswer::Merged { commit: m.sha }),
+            Err(ForgeError::Http {
+                status: 405,
+                message,
+                ..
+            }) => Ok(MergeAnswer::NotMergeable { message }),
+            Err(ForgeError::Http { status: 409, .. }) => Ok(MergeAnswer::HeadMoved),
+            Err(e) => Err(e),
+        }
+    }
+
     pub fn upsert_comment(
         &self,
         issue: u64,

@@ -1,12 +1,14 @@
-//! The judge in local-git mode (DESIGN §8, spec §2.4 local-git): bring the task branch up to
-//! date with the base, check it again (policy, verification — the same checks as the worker), ask
-//! the judge agent for a review when configured, and merge into the base branch on approval.
+//! The judge (DESIGN §8, spec §2.4): bring the task branch up to date with the base in a scratch
+//! copy, check it again (policy, verification — the same checks as the worker), ask the judge
+//! agent for a review when configured, and on approval merge: into the base branch (local-git) or
+//! the pull request through the forge, bound to the reviewed head (github; CI gates it earlier).
 
 use super::checks;
 use super::Act;
 use crate::config::{AgentRole, MergeMethod};
-use crate::engine::verdict::JudgeConclusion;
+use crate::engine::verdict::{short_sha, JudgeConclusion};
 use crate::executor::{self, AgentExit, AgentRequest};
+use crate::forge::calls::MergeAnswer;
 use crate::git::{Git, GitError};
 use crate::model::{Run, Task, Verdict};
 use crate::store::JudgementRow;
@@ -21,8 +23,23 @@ pub struct JudgeResult {
     pub judgement: Option<JudgementRow>,
 }
 
-pub fn judge_run(act: &Act<'_>, task: &Task, run: &Run, reviews_so_far: u32) -> JudgeResult {
-    match judge(act, task, run, reviews_so_far) {
+/// How an approved change lands when it is a pull request (github mode): the forge merges it.
+/// Without one the judge advances the base branch itself (local-git).
+pub trait PullMerger {
+    /// Merges PR `pr` if its head is still `head`; the message carries `Task: <id>` so a merge
+    /// whose outcome was lost is recognised on the base.
+    fn merge(&self, pr: u64, head: &str, title: &str, message: &str)
+        -> Result<MergeAnswer, String>;
+}
+
+pub fn judge_run(
+    act: &Act<'_>,
+    task: &Task,
+    run: &Run,
+    reviews_so_far: u32,
+    merger: Option<&dyn PullMerger>,
+) -> JudgeResult {
+    match judge(act, task, run, reviews_so_far, merger) {
         Ok(r) => r,
         Err(e) => JudgeResult {
             conclusion: JudgeConclusion::Failed {
@@ -54,6 +71,7 @@ fn judge(
     task: &Task,
     run: &Run,
     reviews_so_far: u32,
+    merger: Option<&dyn PullMerger>,
 ) -> Result<JudgeResult, GitError> {
     let repo = Git::new(act.repo);
     let base = &act.config.base_branch;
@@ -102,7 +120,7 @@ fn judge(
             (&base_head, &head),
             &mut reviewed,
             reviews_so_far,
-            &branches,
+            (&branches, merger),
         );
         let _ = ws.close();
         match attempt? {
@@ -154,7 +172,7 @@ fn try_merge(
     (base_head, head): (&str, &str),
     reviewed: &mut Option<(Verdict, String, Vec<String>)>,
     reviews_so_far: u32,
-    branches: &Branches,
+    (branches, merger): (&Branches, Option<&dyn PullMerger>),
 ) -> Result<Attempt, GitError> {
     let base = &act.config.base_branch;
     let done = |r: JudgeResult| Ok(Attempt::Concluded(r));
@@ -244,6 +262,9 @@ fn try_merge(
     if verdict == Verdict::RequestChanges {
         return done(request_changes(head, summary, findings));
     }
+    if let Some(merger) = merger {
+        return done(merge_pull(merger, task, run, head, summary, findings));
+    }
     let commit = merge_commit(act, ws.git(), task, base_head, &merged)?;
     if !branches.advance(base, base_head, &commit)? {
         return Ok(Attempt::BaseMoved);
@@ -257,6 +278,47 @@ fn try_merge(
         }),
         conclusion: JudgeConclusion::Merged { commit },
     })
+}
+
+/// github mode: the approved head is merged by GitHub, bound to the reviewed SHA.
+fn merge_pull(
+    merger: &dyn PullMerger,
+    task: &Task,
+    run: &Run,
+    head: &str,
+    summary: String,
+    findings: Vec<String>,
+) -> JudgeResult {
+    let failed = |error: String| JudgeResult {
+        conclusion: JudgeConclusion::Failed { error },
+        judgement: None,
+    };
+    let Some(pr) = run.pr_number else {
+        return failed(format!("run {} recorded no pull request", run.id));
+    };
+    let title = format!("{} (#{pr})", task.title);
+    let message = format!("{}\n\nTask: {}", summary.trim(), task.id);
+    match merger.merge(pr, head, &title, &message) {
+        Ok(MergeAnswer::Merged { commit }) => JudgeResult {
+            judgement: Some(JudgementRow {
+                head_sha: head.to_string(),
+                verdict: Verdict::Approve,
+                summary,
+                findings,
+            }),
+            conclusion: JudgeConclusion::Merged { commit },
+        },
+        Ok(MergeAnswer::NotMergeable { message }) => request_changes(
+            head,
+            format!("approved, but GitHub cannot merge PR #{pr}: {message}"),
+            vec![format!("make PR #{pr} mergeable: {message}")],
+        ),
+        Ok(MergeAnswer::HeadMoved) => failed(format!(
+            "PR #{pr} head moved after the review of {}: reviewed again",
+            short_sha(head)
+        )),
+        Err(e) => failed(format!("merging PR #{pr} failed: {e}")),
+    }
 }
 
 fn missing_base(repo: &Git, base: &str) -> GitError {

@@ -152,18 +152,31 @@ pub fn merge(c: &mut Ctx<'_>, viewer: &str) -> Result<Reply, Reply> {
     let Some(n) = c.number(2) else {
         return Ok(Reply::not_found());
     };
-    Ok(match c.s.merge(n, viewer, str_field(&body, "sha")) {
-        Ok(sha) => Reply::json(
-            200,
-            json!({ "sha": sha, "merged": true, "message": "Pull Request successfully merged" }),
-        ),
-        Err(MergeRefusal::NotFound) => Reply::not_found(),
-        Err(MergeRefusal::NotMergeable) => Reply::error(405, "Pull Request is not mergeable"),
-        Err(MergeRefusal::HeadModified) => Reply::error(
-            409,
-            "Head branch was modified. Review and try the merge again.",
-        ),
-    })
+    let message = match (
+        str_field(&body, "commit_title"),
+        str_field(&body, "commit_message"),
+    ) {
+        (Some(title), Some(text)) => Some(format!("{title}\n\n{text}")),
+        (Some(title), None) => Some(title.to_string()),
+        (None, _) => None,
+    };
+    Ok(
+        match c
+            .s
+            .merge(n, viewer, str_field(&body, "sha"), message.as_deref())
+        {
+            Ok(sha) => Reply::json(
+                200,
+                json!({ "sha": sha, "merged": true, "message": "Pull Request successfully merged" }),
+            ),
+            Err(MergeRefusal::NotFound) => Reply::not_found(),
+            Err(MergeRefusal::NotMergeable) => Reply::error(405, "Pull Request is not mergeable"),
+            Err(MergeRefusal::HeadModified) => Reply::error(
+                409,
+                "Head branch was modified. Review and try the merge again.",
+            ),
+        },
+    )
 }
 
 /// Check runs for the server's seeding helper: `(name, status, conclusion)`.

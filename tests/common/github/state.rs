@@ -547,6 +547,7 @@ impl State {
         n: u64,
         actor: &str,
         expected_head: Option<&str>,
+        message: Option<&str>,
     ) -> Result<String, MergeRefusal> {
         let Some(pull) = self.pulls.get(&n).cloned() else {
             return Err(MergeRefusal::NotFound);
@@ -562,8 +563,13 @@ impl State {
             return Err(MergeRefusal::HeadModified);
         }
         let sha = match &self.git_dir {
-            Some(dir) => squash_merge(dir, &pull.base_ref, &pull.head_ref, &self.issues[&n].title)
-                .ok_or(MergeRefusal::NotMergeable)?,
+            Some(dir) => squash_merge(
+                dir,
+                &pull.base_ref,
+                &pull.head_ref,
+                message.unwrap_or(&self.issues[&n].title),
+            )
+            .ok_or(MergeRefusal::NotMergeable)?,
             None => self.new_sha(),
         };
         let now = self.now;
