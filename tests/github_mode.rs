@@ -421,6 +421,14 @@ fn red_ci_gets_an_autofix_on_the_same_pr_then_green_ci_and_the_merge_finish_the_
     assert_eq!(autofix_tasks(&s).len(), 1);
     let merged = s.server.pull(first.number).unwrap();
     assert!(merged.merged, "{merged:?}");
+    let verdicts: Vec<_> = s
+        .server
+        .comments(first.number)
+        .into_iter()
+        .filter(|c| c.body.contains("opentiger:verdict"))
+        .collect();
+    assert_eq!(verdicts.len(), 1, "{verdicts:?}");
+    assert!(verdicts[0].body.contains("approved"), "{verdicts:?}");
     // The source follows its fix.
     tick(&s, "2026-11-21T12:15:00Z");
     tick(&s, "2026-11-21T12:20:00Z");
@@ -479,5 +487,30 @@ fn ci_pending_past_the_timeout_waits_on_a_person() {
     assert!(
         text.contains("CI still pending after 120 minutes") && text.contains("deploy preview"),
         "{text}"
+    );
+}
+
+#[test]
+fn an_approved_pr_github_refuses_to_merge_gets_an_autofix_and_a_visible_verdict() {
+    let s = setup();
+    task_with_a_pr(&s);
+    let pr = s.server.pulls()[0].clone();
+    s.server.set_mergeable(pr.number, Some(false), "dirty");
+    // No CI configured: the judge reviews, approves, and GitHub answers 405.
+    let out = tick(&s, "2026-11-21T12:05:00Z");
+    assert!(out.contains("cannot merge"), "{out}");
+    assert!(!s.server.pull(pr.number).unwrap().merged);
+    assert_eq!(autofix_tasks(&s).len(), 1, "{:?}", tasks(&s));
+    let verdicts: Vec<_> = s
+        .server
+        .comments(pr.number)
+        .into_iter()
+        .filter(|c| c.body.contains("opentiger:verdict"))
+        .collect();
+    assert_eq!(verdicts.len(), 1, "{verdicts:?}");
+    assert!(
+        verdicts[0].body.contains("changes requested")
+            && verdicts[0].body.contains("not mergeable"),
+        "{verdicts:?}"
     );
 }

@@ -380,6 +380,42 @@ pub fn publish_pull(
     Ok(pr.number)
 }
 
+/// The judge's verdict as one comment on the PR, keyed by the reviewed run: a tick killed after
+/// posting it edits the same comment next time instead of adding another.
+pub fn post_verdict(
+    client: &GithubClient,
+    ctx: &Context,
+    pr: u64,
+    task: &crate::model::Task,
+    run: &str,
+    conclusion: &crate::engine::verdict::JudgeConclusion,
+) -> Result<(), ForgeError> {
+    use crate::engine::verdict::JudgeConclusion;
+    let text = match conclusion {
+        JudgeConclusion::Merged { commit } => {
+            format!(
+                "**opentiger judge: approved** — merged as {commit} (task `{}`).",
+                task.id
+            )
+        }
+        JudgeConclusion::RequestChanges { summary, findings } => {
+            let mut text = format!(
+                "**opentiger judge: changes requested** (task `{}`): {summary}\n",
+                task.id
+            );
+            for finding in findings {
+                text.push_str(&format!("\n- {finding}"));
+            }
+            text.push_str("\n\nAn AutoFix task works on this branch, or a person decides once its budget is spent.");
+            text
+        }
+        JudgeConclusion::Failed { .. } | JudgeConclusion::BaseMoved { .. } => return Ok(()),
+    };
+    let marker = format!("<!-- opentiger:verdict task={} run={run} -->", task.id);
+    client.upsert_comment(pr, &marker, &ctx.redactor().redact(&text), ctx.later())?;
+    Ok(())
+}
+
 /// Approved PRs are merged by GitHub with the configured method, bound to the reviewed head.
 pub struct ApiMerger<'a> {
     pub client: &'a GithubClient,

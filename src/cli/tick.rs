@@ -441,6 +441,19 @@ pub fn tick(ctx: &Context) -> Result<TickSummary, Failure> {
                         .as_ref()
                         .map(|m| m as &dyn crate::runner::judge::PullMerger),
                 );
+                if let (Some(client), Some(pr)) = (&forge, run.pr_number) {
+                    // Visibility only: a comment that could not be posted loses no state.
+                    if let Err(e) = forge_sync::post_verdict(
+                        client,
+                        ctx,
+                        pr,
+                        &task,
+                        run.id.as_str(),
+                        &result.conclusion,
+                    ) {
+                        tracing::warn!("could not comment the verdict on PR #{pr}: {e}");
+                    }
+                }
                 done.push(Done::Review(task.id.clone(), run.id.clone(), result));
             }
             Work::Plan(plan) => {
