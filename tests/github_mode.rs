@@ -514,3 +514,31 @@ fn an_approved_pr_github_refuses_to_merge_gets_an_autofix_and_a_visible_verdict(
         "{verdicts:?}"
     );
 }
+
+#[test]
+fn a_judge_agent_that_keeps_failing_never_merges_and_ends_waiting_on_a_person() {
+    let s = setup();
+    std::fs::write(
+        s.clone.parent().unwrap().join("judge.sh"),
+        "#!/bin/sh\necho 'model overloaded' >&2\nexit 3\n",
+    )
+    .unwrap();
+    task_with_a_pr(&s);
+    let pr = s.server.pulls()[0].number;
+    for minute in (5..60).step_by(5) {
+        tick(&s, &format!("2026-11-21T12:{minute:02}:00Z"));
+    }
+    assert!(
+        !s.server.pull(pr).unwrap().merged,
+        "a failed review is never an approval"
+    );
+    let all = tasks(&s);
+    assert_eq!(all.len(), 1, "{all:?}");
+    assert_eq!(all[0]["block_reason"], "awaiting_human", "{all:?}");
+    let status = opentiger(&s, "2026-11-21T13:00:00Z", &["status"]);
+    let text = String::from_utf8_lossy(&status.stdout);
+    assert!(
+        text.contains("the judge failed") && text.contains("never an approval"),
+        "{text}"
+    );
+}
