@@ -394,6 +394,12 @@ fn red_ci_gets_an_autofix_on_the_same_pr_then_green_ci_and_the_merge_finish_the_
     let first = s.server.pulls()[0].clone();
     s.server
         .set_check_runs(&first.head_sha, &[("test", "completed", Some("failure"))]);
+    s.server.set_check_output(
+        &first.head_sha,
+        "test",
+        "1 test failed",
+        "greeting_is_polite: expected 'hello'",
+    );
     let out = tick(&s, "2026-11-21T12:05:00Z");
     assert!(out.contains("CI failed on"), "{out}");
 
@@ -405,6 +411,18 @@ fn red_ci_gets_an_autofix_on_the_same_pr_then_green_ci_and_the_merge_finish_the_
     assert_eq!(pulls[0].number, first.number);
     assert_ne!(pulls[0].head_sha, first.head_sha, "the fix was pushed");
     assert_eq!(fixes[0]["pr"], first.number);
+    // The fix is told which check failed and what it reported.
+    let show = opentiger(
+        &s,
+        "2026-11-21T12:05:00Z",
+        &["task", "show", fixes[0]["id"].as_str().unwrap()],
+    );
+    let shown = String::from_utf8_lossy(&show.stdout);
+    assert!(
+        shown.contains("CI check `test` failed")
+            && shown.contains("1 test failed: greeting_is_polite: expected 'hello'"),
+        "{shown}"
+    );
     let source = tasks(&s)
         .into_iter()
         .find(|t| t["kind"] != "autofix")

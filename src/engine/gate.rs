@@ -80,7 +80,12 @@ pub fn checks_gate(
             findings: checks
                 .failing
                 .iter()
-                .map(|name| format!("CI check `{name}` failed; make it pass"))
+                .map(|name| match checks.excerpts.get(name) {
+                    Some(said) => {
+                        format!("CI check `{name}` failed; make it pass. It reported: {said}")
+                    }
+                    None => format!("CI check `{name}` failed; make it pass"),
+                })
                 .collect(),
         }),
         _ => wait_or_time_out(checks.pending.clone(), deadline, merge, now),
@@ -141,6 +146,7 @@ mod tests {
                 state: state.into(),
                 failing: failing.iter().map(|s| s.to_string()).collect(),
                 pending: pending.iter().map(|s| s.to_string()).collect(),
+                excerpts: Default::default(),
                 mergeable: None,
             },
         }
@@ -181,7 +187,11 @@ mod tests {
     #[test]
     fn a_failure_names_the_failing_checks() {
         let pushed = pushed("aaaa", at(0));
-        let observed = ci("aaaa", "failure", &["test (ubuntu)", "lint"], &[]);
+        let mut observed = ci("aaaa", "failure", &["test (ubuntu)", "lint"], &[]);
+        observed
+            .checks
+            .excerpts
+            .insert("lint".into(), "3 warnings: unused import".into());
         let CheckGate::Failed(JudgeConclusion::RequestChanges { summary, findings }) =
             checks_gate(&pushed, Some(&observed), &merge(true), at(1))
         else {
@@ -192,7 +202,7 @@ mod tests {
             findings,
             vec![
                 "CI check `test (ubuntu)` failed; make it pass",
-                "CI check `lint` failed; make it pass"
+                "CI check `lint` failed; make it pass. It reported: 3 warnings: unused import"
             ]
         );
     }

@@ -656,6 +656,7 @@ fn github_ci_on_the_pushed_head_decides_first() {
             state: state.into(),
             failing: failing.iter().map(|s| s.to_string()).collect(),
             pending: pending.iter().map(|s| s.to_string()).collect(),
+            excerpts: Default::default(),
             mergeable: None,
         },
     };

@@ -409,6 +409,36 @@ struct RawCheckRun {
     status: String,
     #[serde(default)]
     conclusion: Option<String>,
+    #[serde(default)]
+    output: Option<RawCheckOutput>,
+}
+
+#[derive(Deserialize)]
+struct RawCheckOutput {
+    #[serde(default)]
+    title: Option<String>,
+    #[serde(default)]
+    summary: Option<String>,
+}
+
+/// Longest excerpt kept of what a failing check reported.
+const EXCERPT_CHARS: usize = 400;
+
+/// `title: summary` of a check's output, cut to [`EXCERPT_CHARS`]; `None` when it says nothing.
+fn excerpt(parts: &[Option<&str>]) -> Option<String> {
+    let text = parts
+        .iter()
+        .flatten()
+        .map(|p| p.trim())
+        .filter(|p| !p.is_empty())
+        .collect::<Vec<_>>()
+        .join(": ");
+    let text = text.split_whitespace().collect::<Vec<_>>().join(" ");
+    match text.char_indices().nth(EXCERPT_CHARS) {
+        _ if text.is_empty() => None,
+        Some((cut, _)) => Some(format!("{}…", &text[..cut])),
+        None => Some(text),
+    }
 }
 
 #[derive(Deserialize)]
@@ -422,6 +452,8 @@ struct RawStatus {
 struct RawStatusItem {
     context: String,
     state: String,
+    #[serde(default)]
+    description: Option<String>,
 }
 
 impl Checks {
@@ -429,10 +461,21 @@ impl Checks {
     fn combine(runs: &[RawCheckRun], statuses: &[RawStatusItem]) -> Checks {
         let mut failing = Vec::new();
         let mut pending = Vec::new();
+        let mut excerpts = std::collections::BTreeMap::new();
         for run in runs {
             match (run.status.as_str(), run.conclusion.as_deref()) {
                 ("completed", Some("success" | "neutral" | "skipped")) => {}
-                ("completed", _) => failing.push(run.name.clone()),
+                ("completed", _) => {
+                    failing.push(run.name.clone());
+                    let output = run.output.as_ref();
+                    let said = excerpt(&[
+                        output.and_then(|o| o.title.as_deref()),
+                        output.and_then(|o| o.summary.as_deref()),
+                    ]);
+                    if let Some(said) = said {
+                        excerpts.insert(run.name.clone(), said);
+                    }
+                }
                 _ => pending.push(run.name.clone()),
             }
         }
@@ -440,7 +483,12 @@ impl Checks {
             match status.state.as_str() {
                 "success" => {}
                 "pending" => pending.push(status.context.clone()),
-                _ => failing.push(status.context.clone()),
+                _ => {
+                    failing.push(status.context.clone());
+                    if let Some(said) = excerpt(&[status.description.as_deref()]) {
+                        excerpts.insert(status.context.clone(), said);
+                    }
+                }
             }
         }
         let state = if !failing.is_empty() {
@@ -456,6 +504,7 @@ impl Checks {
             state: state.to_string(),
             failing,
             pending,
+            excerpts,
             mergeable: None,
         }
     }
@@ -554,15 +603,57 @@ mod tests {
     }
 
     #[test]
+    fn failing_checks_keep_a_short_excerpt_of_what_they_reported() {
+        let failed = RawCheckRun {
+            name: "test".into(),
+            status: "completed".into(),
+            conclusion: Some("failure".into()),
+            output: Some(RawCheckOutput {
+                title: Some("2 tests failed".into()),
+                summary: Some("  test_sub:\n   expected 1, got 2  ".into()),
+            }),
+        };
+        let passed = RawCheckRun {
+            name: "lint".into(),
+            status: "completed".into(),
+            conclusion: Some("success".into()),
+            output: Some(RawCheckOutput {
+                title: Some("all good".into()),
+                summary: None,
+            }),
+        };
+        let status = RawStatusItem {
+            context: "deploy".into(),
+            state: "error".into(),
+            description: Some("x".repeat(1000)),
+        };
+        let checks = Checks::combine(&[failed, passed], &[status]);
+        assert_eq!(
+            checks.excerpts.get("test").map(String::as_str),
+            Some("2 tests failed: test_sub: expected 1, got 2")
+        );
+        assert!(!checks.excerpts.contains_key("lint"), "only failures");
+        let deploy = &checks.excerpts["deploy"];
+        assert_eq!(
+            deploy.chars().count(),
+            EXCERPT_CHARS + 1,
+            "cut, with an ellipsis"
+        );
+        assert!(deploy.ends_with('…'));
+    }
+
+    #[test]
     fn checks_combine_runs_and_statuses() {
         let run = |name: &str, status: &str, conclusion: Option<&str>| RawCheckRun {
             name: name.into(),
             status: status.into(),
             conclusion: conclusion.map(String::from),
+            output: None,
         };
         let st = |context: &str, state: &str| RawStatusItem {
             context: context.into(),
             state: state.into(),
+            description: None,
         };
         let cases = [
             (vec![], vec![], "none"),

@@ -1,5 +1,7 @@
 //! Slim mirrors of GitHub's REST objects (issues, pull requests, users, labels).
 
+use std::collections::BTreeMap;
+
 use serde::{Deserialize, Serialize};
 
 use crate::time::Timestamp;
@@ -95,6 +97,10 @@ pub struct Checks {
     pub state: String,
     pub failing: Vec<String>,
     pub pending: Vec<String>,
+    /// What failing checks reported (their output's title and summary, or a status description),
+    /// by check name, cut short. CI text: untrusted, shown to agents as data.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub excerpts: BTreeMap<String, String>,
     /// GitHub's `mergeable_state` of the PR (`clean`, `dirty`, `behind`, `blocked`, `unknown`...).
     #[serde(default)]
     pub mergeable: Option<String>,

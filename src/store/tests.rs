@@ -293,6 +293,7 @@ fn pull_checks_round_trip() {
         state: "failure".into(),
         failing: vec!["build".into()],
         pending: vec![],
+        excerpts: Default::default(),
         mergeable: Some("clean".into()),
     };
     store.set_pull_checks(3, "abc", &checks).unwrap();
@@ -311,6 +312,7 @@ fn a_new_head_forgets_the_checks_of_the_old_one() {
         state: "failure".into(),
         failing: vec!["build".into()],
         pending: vec![],
+        excerpts: Default::default(),
         mergeable: None,
     };
     store.set_pull_checks(3, "abc", &red).unwrap();

@@ -293,6 +293,17 @@ impl GithubServer {
         s.check_runs.insert(sha.to_string(), runs);
     }
 
+    /// Sets what a check run of a commit reported (`output.title` and `output.summary`).
+    pub fn set_check_output(&self, sha: &str, name: &str, title: &str, summary: &str) {
+        let mut s = self.state();
+        for run in s.check_runs.get_mut(sha).into_iter().flatten() {
+            if run.name == name {
+                run.title = Some(title.to_string());
+                run.summary = Some(summary.to_string());
+            }
+        }
+    }
+
     /// Replaces the commit statuses of a commit: `(context, state)` with state `success`,
     /// `failure`, `error` or `pending`.
     pub fn set_status(&self, sha: &str, statuses: &[(&str, &str)]) {

@@ -194,6 +194,8 @@ pub fn new_check_runs(
             head_sha: sha.to_string(),
             started_at: s.now,
             completed_at: (*status == "completed").then_some(s.now),
+            title: None,
+            summary: None,
         })
         .collect()
 }

@@ -414,8 +414,8 @@ impl Render<'_> {
             "started_at": time(c.started_at),
             "completed_at": opt_time(c.completed_at),
             "output": {
-                "title": null,
-                "summary": null,
+                "title": c.title,
+                "summary": c.summary,
                 "text": null,
                 "annotations_count": 0,
                 "annotations_url": format!("{}/check-runs/{}/annotations", self.api(), c.id),

@@ -114,6 +114,9 @@ pub struct CheckRun {
     pub head_sha: String,
     pub started_at: i64,
     pub completed_at: Option<i64>,
+    /// The run's `output.title` and `output.summary`.
+    pub title: Option<String>,
+    pub summary: Option<String>,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq)]
