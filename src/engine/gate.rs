@@ -121,7 +121,7 @@ fn names(checks: &[String]) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::engine::testkit::{at, run};
+    use crate::engine::testkit::{at, ci, run};
     use crate::model::RunStatus;
 
     fn pushed(sha: &str, finished: Timestamp) -> Run {
@@ -136,19 +136,6 @@ mod tests {
             require_checks: require,
             checks_timeout_minutes: 60,
             ..MergeConfig::default()
-        }
-    }
-
-    fn ci(head: &str, state: &str, failing: &[&str], pending: &[&str]) -> CiObservation {
-        CiObservation {
-            head_sha: head.into(),
-            checks: Checks {
-                state: state.into(),
-                failing: failing.iter().map(|s| s.to_string()).collect(),
-                pending: pending.iter().map(|s| s.to_string()).collect(),
-                excerpts: Default::default(),
-                mergeable: None,
-            },
         }
     }
 

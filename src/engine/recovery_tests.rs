@@ -644,22 +644,36 @@ fn github_tasks_follow_their_pull_request() {
     }
 }
 
+/// github mode: task `a` waits on PR #7, whose head `aaa` its run `r1` (started at `run_at`)
+/// pushed; CI says `observed`.
+fn pr_snapshot(
+    run_at: crate::time::Timestamp,
+    observed: Option<super::gate::CiObservation>,
+    leases: Vec<crate::model::Lease>,
+) -> super::Snapshot {
+    let mut r1 = run("r1", "a", RunStatus::Success, run_at);
+    r1.pr_number = Some(7);
+    r1.head_sha = Some("aaa".into());
+    let mut snap = snapshot(
+        vec![task("a")
+            .blocked(BlockReason::AwaitingJudge)
+            .with(|t| t.source_pr = Some(7))],
+        vec![r1],
+        leases,
+    );
+    snap.observations
+        .pull_requests
+        .insert(7, super::PullState::Open);
+    if let Some(o) = observed {
+        snap.observations.pull_checks.insert(7, o);
+    }
+    snap
+}
+
 #[test]
 fn github_ci_on_the_pushed_head_decides_first() {
     use super::gate::CiObservation;
-    use super::PullState;
-    use crate::forge::Checks;
     let github = Config::default();
-    let ci = |head: &str, state: &str, failing: &[&str], pending: &[&str]| CiObservation {
-        head_sha: head.into(),
-        checks: Checks {
-            state: state.into(),
-            failing: failing.iter().map(|s| s.to_string()).collect(),
-            pending: pending.iter().map(|s| s.to_string()).collect(),
-            excerpts: Default::default(),
-            mergeable: None,
-        },
-    };
     // name, what CI says, AutoFix tasks of the PR so far, writes, a reason that must show.
     type Row<'a> = (&'a str, Option<CiObservation>, u32, &'a [&'a str], &'a str);
     // The run finished at -9 minutes; the default timeout is 120 minutes.
@@ -678,20 +692,7 @@ fn github_ci_on_the_pushed_head_decides_first() {
             "after 3 AutoFix attempts (limit 3)"),
     ];
     for (name, observed, fixes, expect, reason) in cases {
-        let mut r1 = run("r1", "a", RunStatus::Success, at(-10));
-        r1.pr_number = Some(7);
-        r1.head_sha = Some("aaa".into());
-        let mut snap = snapshot(
-            vec![task("a")
-                .blocked(BlockReason::AwaitingJudge)
-                .with(|t| t.source_pr = Some(7))],
-            vec![r1],
-            vec![],
-        );
-        snap.observations.pull_requests.insert(7, PullState::Open);
-        if let Some(o) = observed {
-            snap.observations.pull_checks.insert(7, o);
-        }
+        let mut snap = pr_snapshot(at(-10), observed, vec![]);
         if fixes > 0 {
             snap.observations.autofix_by_pr.insert(7, fixes);
         }
@@ -707,20 +708,11 @@ fn github_ci_on_the_pushed_head_decides_first() {
     }
 
     // Green CI on a head already under review (leased): it waits, saying why.
-    let mut r1 = run("r1", "a", RunStatus::Success, at(-10));
-    r1.pr_number = Some(7);
-    r1.head_sha = Some("aaa".into());
-    let mut snap = snapshot(
-        vec![task("a")
-            .blocked(BlockReason::AwaitingJudge)
-            .with(|t| t.source_pr = Some(7))],
-        vec![r1],
+    let snap = pr_snapshot(
+        at(-10),
+        Some(ci("aaa", "success", &[], &[])),
         vec![lease("a", "r1", "local:box:1", at(30))],
     );
-    snap.observations.pull_requests.insert(7, PullState::Open);
-    snap.observations
-        .pull_checks
-        .insert(7, ci("aaa", "success", &[], &[]));
     let plan = plan_with(&snap, &github);
     assert!(writes(&plan).is_empty(), "{:?}", writes(&plan));
     assert!(
@@ -730,20 +722,11 @@ fn github_ci_on_the_pushed_head_decides_first() {
     );
 
     // Pending past merge.checks_timeout_minutes: a person decides, naming what is pending.
-    let mut r1 = run("r1", "a", RunStatus::Success, at(-200));
-    r1.pr_number = Some(7);
-    r1.head_sha = Some("aaa".into());
-    let mut snap = snapshot(
-        vec![task("a")
-            .blocked(BlockReason::AwaitingJudge)
-            .with(|t| t.source_pr = Some(7))],
-        vec![r1],
+    let snap = pr_snapshot(
+        at(-200),
+        Some(ci("aaa", "pending", &[], &["deploy preview"])),
         vec![],
     );
-    snap.observations.pull_requests.insert(7, PullState::Open);
-    snap.observations
-        .pull_checks
-        .insert(7, ci("aaa", "pending", &[], &["deploy preview"]));
     let plan = plan_with(&snap, &github);
     assert_eq!(
         writes(&plan),

@@ -146,3 +146,23 @@ pub fn reasons(plan: &Plan, id: &str) -> Vec<String> {
         .map(|d| d.reason.clone())
         .collect()
 }
+
+/// What CI says about commit `head`: its state, failing and pending check names.
+pub fn ci(
+    head: &str,
+    state: &str,
+    failing: &[&str],
+    pending: &[&str],
+) -> super::gate::CiObservation {
+    let names = |list: &[&str]| list.iter().map(|s| s.to_string()).collect();
+    super::gate::CiObservation {
+        head_sha: head.into(),
+        checks: crate::forge::Checks {
+            state: state.into(),
+            failing: names(failing),
+            pending: names(pending),
+            excerpts: Default::default(),
+            mergeable: None,
+        },
+    }
+}
