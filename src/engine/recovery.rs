@@ -751,63 +751,60 @@ pub(crate) fn judge_work(w: &mut Working<'_>) {
 /// Claims the review of the task's newest successful, unjudged run, or waits out the backoff of
 /// a failed review. `false` when there is nothing to review (or it is being reviewed).
 fn review_if_due(w: &mut Working<'_>, id: &TaskId) -> bool {
-    let id = id.clone();
-    {
-        let leased = w.leases.contains_key(&id) && !w.released_judge_leases.contains(&id);
-        if leased {
-            return false;
-        }
-        let reset: Vec<RunId> = w
-            .decisions
-            .iter()
-            .filter(|d| d.task_id.as_ref() == Some(&id))
-            .filter_map(|d| match &d.action {
-                Action::ResetJudgeClaim { run_id } => Some(run_id.clone()),
-                _ => None,
-            })
-            .collect();
-        let run = w
-            .task_runs(&id)
-            .iter()
-            .find(|r| {
-                r.status == RunStatus::Success && (r.judged_at.is_none() || reset.contains(&r.id))
-            })
-            .map(|r| r.id.clone());
-        let Some(run_id) = run else { return false };
-        if let Some(at) = w.tasks[&id].next_attempt_at.filter(|at| *at > w.now) {
-            w.wait(
-                &id,
-                Some(at),
-                "judge.backoff",
-                format!("reviewed again after {at} (the last review failed)"),
-            );
-            return true;
-        }
-        if w.config.mode == Mode::Direct {
-            w.transition(
-                &id,
-                TaskState::DONE,
-                None,
-                None,
-                "judge.direct_mode",
-                format!("direct mode has no review: run {run_id} accepted"),
-            );
-        } else {
-            let expires_at = w
-                .now
-                .plus(i64::from(w.config.limits.lease_minutes) * crate::time::MINUTE);
-            w.decide(
-                Some(&id),
-                "judge.review",
-                Action::Judge {
-                    run_id: run_id.clone(),
-                    expires_at,
-                },
-                format!("run {run_id} succeeded and is not judged yet"),
-            );
-        }
-        true
+    let leased = w.leases.contains_key(id) && !w.released_judge_leases.contains(id);
+    if leased {
+        return false;
     }
+    let reset: Vec<RunId> = w
+        .decisions
+        .iter()
+        .filter(|d| d.task_id.as_ref() == Some(id))
+        .filter_map(|d| match &d.action {
+            Action::ResetJudgeClaim { run_id } => Some(run_id.clone()),
+            _ => None,
+        })
+        .collect();
+    let run = w
+        .task_runs(id)
+        .iter()
+        .find(|r| {
+            r.status == RunStatus::Success && (r.judged_at.is_none() || reset.contains(&r.id))
+        })
+        .map(|r| r.id.clone());
+    let Some(run_id) = run else { return false };
+    if let Some(at) = w.tasks[id].next_attempt_at.filter(|at| *at > w.now) {
+        w.wait(
+            id,
+            Some(at),
+            "judge.backoff",
+            format!("reviewed again after {at} (the last review failed)"),
+        );
+        return true;
+    }
+    if w.config.mode == Mode::Direct {
+        w.transition(
+            id,
+            TaskState::DONE,
+            None,
+            None,
+            "judge.direct_mode",
+            format!("direct mode has no review: run {run_id} accepted"),
+        );
+    } else {
+        let expires_at = w
+            .now
+            .plus(i64::from(w.config.limits.lease_minutes) * crate::time::MINUTE);
+        w.decide(
+            Some(id),
+            "judge.review",
+            Action::Judge {
+                run_id: run_id.clone(),
+                expires_at,
+            },
+            format!("run {run_id} succeeded and is not judged yet"),
+        );
+    }
+    true
 }
 
 /// What a task without any other decision waits for.
