@@ -217,11 +217,6 @@ impl Context {
             } else {
                 BTreeMap::new()
             },
-            autofix_by_pr: if github {
-                store.autofix_by_pr()?
-            } else {
-                BTreeMap::new()
-            },
             plan_signature,
             requirement_present,
             issue_backlog: 0,

@@ -409,10 +409,49 @@ pub fn post_verdict(
             text.push_str("\n\nAn AutoFix task works on this branch, or a person decides once its budget is spent.");
             text
         }
+        JudgeConclusion::Conflict { base, files } => {
+            let mut text = format!(
+                "**opentiger judge: cannot merge** (task `{}`): the branch conflicts with `{base}`.\n",
+                task.id
+            );
+            for file in files {
+                text.push_str(&format!("\n- {file}"));
+            }
+            text.push_str("\n\nA conflict-fix task merges the base into this branch and resolves it; once that budget is spent the goal is recreated from the base (this PR is then closed), and after that a person decides.");
+            text
+        }
+        JudgeConclusion::Updated { head } => format!(
+            "**opentiger judge: approved, but behind the base** (task `{}`): the base was merged into this branch as {head}; it is merged once CI passes on that head.",
+            task.id
+        ),
+        JudgeConclusion::Refused { reason } => format!(
+            "**opentiger judge: approved, not merged** (task `{}`): {reason}. A person decides: merge it by hand, or change the rule and retry the task.",
+            task.id
+        ),
         JudgeConclusion::Failed { .. } | JudgeConclusion::BaseMoved { .. } => return Ok(()),
     };
     let marker = format!("<!-- opentiger:verdict task={} run={run} -->", task.id);
     client.upsert_comment(pr, &marker, &ctx.redactor().redact(&text), ctx.later())?;
+    Ok(())
+}
+
+/// Closes the PR of a change whose goal is recreated from the base, after one comment saying
+/// why and by what (keyed by the task, so a killed tick does not say it twice).
+pub fn close_superseded_pull(
+    client: &GithubClient,
+    ctx: &Context,
+    pr: u64,
+    task: &crate::model::TaskId,
+    by: &crate::model::TaskId,
+) -> Result<(), ForgeError> {
+    let now = ctx.later();
+    let text = format!(
+        "**opentiger: closing this PR.** Its branch kept conflicting with `{}` after the conflict fixes it was allowed, so the goal of task `{task}` is implemented again from the base by task `{by}`, in a new PR.",
+        ctx.config.base_branch
+    );
+    let marker = format!("<!-- opentiger:closed task={task} -->");
+    client.upsert_comment(pr, &marker, &text, now)?;
+    client.close_pull(pr, now)?;
     Ok(())
 }
 

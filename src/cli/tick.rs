@@ -248,6 +248,8 @@ enum Work {
     Plan(Box<PlanWork>),
     /// Open the GitHub issue mirroring a planned task.
     OpenIssue(Task),
+    /// Close a PR whose goal is recreated: (task, PR, the recreating task).
+    ClosePull(TaskId, u64, TaskId),
 }
 
 /// What a planner run needs, read under the lock in the claim phase.
@@ -467,6 +469,13 @@ pub fn tick(ctx: &Context) -> Result<TickSummary, Failure> {
                     done.push(Done::Issue(task.id.clone(), opened));
                 }
             }
+            Work::ClosePull(task, pr, by) => {
+                if let Some(client) = &forge {
+                    let closed = forge_sync::close_superseded_pull(client, ctx, pr, &task, &by)
+                        .map_err(|e| e.to_string());
+                    done.push(Done::PullClosed(task, pr, closed));
+                }
+            }
         }
     }
 
@@ -568,6 +577,9 @@ fn claim(ctx: &Context, store: &mut Store) -> Result<Claimed, Failure> {
     for task_id in &applied.open_issues {
         work.push(Work::OpenIssue(store.task(task_id)?));
     }
+    for (task_id, pr, by) in &applied.close_pulls {
+        work.push(Work::ClosePull(task_id.clone(), *pr, by.clone()));
+    }
     let heartbeat_due = store
         .last_tick()?
         .is_none_or(|t| ctx.now.minus(t.started_at) >= crate::time::HOUR);
@@ -628,13 +640,8 @@ fn record(
                 },
             ) => {
                 let task = store.task(task_id)?;
-                // AutoFix children of a change all hang off its root task (see decide_verdict).
-                let root = match (task.kind, &task.parent_task_id) {
-                    (TaskKind::Autofix | TaskKind::AutofixConflict, Some(root)) => root,
-                    _ => task_id,
-                };
-                let children = store.count_children(root, TaskKind::Autofix)?;
-                let decision = decide_verdict(&task, conclusion, children, &ctx.config, now);
+                let lineage = store.lineage(&task)?;
+                let decision = decide_verdict(&task, conclusion, &lineage, &ctx.config, now);
                 out.lines.push(format!(
                     "{} {:?}: review: {}",
                     task.id,
@@ -651,6 +658,20 @@ fn record(
                     }
                     Err(e) => out.lines.push(format!(
                         "{task_id}: could not open its issue, tried again next tick: {e}"
+                    )),
+                }
+                Recorded::Applied
+            }
+            Done::PullClosed(task_id, pr, closed) => {
+                match closed {
+                    Ok(()) => {
+                        store.set_pull_state(*pr, crate::engine::PullState::Closed, None, now)?;
+                        out.lines.push(format!(
+                            "{task_id}: closed PR #{pr}, its goal is recreated from the base"
+                        ));
+                    }
+                    Err(e) => out.lines.push(format!(
+                        "{task_id}: could not close PR #{pr}, tried again next tick: {e}"
                     )),
                 }
                 Recorded::Applied
@@ -732,6 +753,7 @@ enum Done {
     Work(TaskId, RunId, WorkResult),
     Review(TaskId, RunId, JudgeResult),
     Plan(PlanResult),
+    PullClosed(TaskId, u64, Result<(), String>),
 }
 
 /// Worktrees that leased tasks (of any tick) may be using right now.

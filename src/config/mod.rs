@@ -347,6 +347,12 @@ pub struct LimitsConfig {
     pub max_autofix_attempts: u32,
     /// Merge attempts per approved PR before conflict recovery.
     pub merge_attempts: u32,
+    /// Conflict-fix children (`autofix_conflict`: merge the base into the branch and resolve)
+    /// per change before it is recreated from the base.
+    pub max_conflict_autofix_attempts: u32,
+    /// Times a change whose conflicts could not be fixed is implemented again from the base
+    /// (`recreate`: its PR closed, a new task with the same goal) before a person decides.
+    pub max_recreate_attempts: u32,
     /// Conflict-recovery lane slots (spec §2.2: 2).
     pub conflict_lane_max: u32,
     /// Docs lane slots (spec §2.2: 1).
@@ -363,6 +369,8 @@ impl Default for LimitsConfig {
             max_rework_depth: 2,
             max_autofix_attempts: 3,
             merge_attempts: 3,
+            max_conflict_autofix_attempts: 2,
+            max_recreate_attempts: 1,
             conflict_lane_max: 2,
             docser_lane_max: 1,
             feature_lane_min: 1,
@@ -464,6 +472,10 @@ pub struct MergeConfig {
     pub checks_timeout_minutes: u32,
     /// Seconds before a merge that lost a race with another merge is tried again.
     pub retry_seconds: u32,
+    /// github mode: an approved PR that is behind the base gets the base merged into its branch
+    /// (checked again locally, then CI runs on the new head) before it is merged, so what lands
+    /// passed CI as it lands.
+    pub update_when_behind: bool,
 }
 
 impl Default for MergeConfig {
@@ -474,6 +486,7 @@ impl Default for MergeConfig {
             delete_branch: true,
             checks_timeout_minutes: 120,
             retry_seconds: 30,
+            update_when_behind: true,
         }
     }
 }

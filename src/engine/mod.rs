@@ -61,8 +61,6 @@ pub struct Observations {
     pub pull_requests: BTreeMap<u64, PullState>,
     /// What CI last said about the head of each open PR (github mode), by number.
     pub pull_checks: BTreeMap<u64, gate::CiObservation>,
-    /// AutoFix tasks created so far for each PR (github mode): the bound on fixing one PR.
-    pub autofix_by_pr: BTreeMap<u64, u32>,
     /// Signature of what the planner would plan now (requirement content, and base head for an
     /// agent planner); `None` without a requirement.
     pub plan_signature: Option<String>,
@@ -133,6 +131,9 @@ pub enum Action {
     StartPlanner,
     /// Open the GitHub issue that mirrors a planned task (github mode).
     OpenIssue,
+    /// Close the task's open PR with a comment: its goal is being recreated from the base as
+    /// `superseded_by` (github mode).
+    ClosePull { pr: u64, superseded_by: TaskId },
     /// Nothing changes now; the reason says what the task waits for.
     Wait { until: Option<Timestamp> },
 }
@@ -154,7 +155,8 @@ impl Decision {
             | Action::Judge { .. }
             | Action::ResetJudgeClaim { .. }
             | Action::StartPlanner
-            | Action::OpenIssue => true,
+            | Action::OpenIssue
+            | Action::ClosePull { .. } => true,
         }
     }
 }

@@ -4,7 +4,7 @@
 
 use super::classify::{classify, failure_signature, Classification};
 use super::gate::{checks_gate, CheckGate};
-use super::verdict::{decide_verdict, short_sha};
+use super::verdict::{decide_verdict, short_sha, Lineage};
 use super::{Action, Preflight, Working};
 use crate::model::{
     AttemptKey, BlockReason, FailureCategory, Lease, Mode, RunId, RunStatus, Task, TaskId,
@@ -485,6 +485,18 @@ fn recover_quota_wait(w: &mut Working<'_>, id: &TaskId) {
 /// DESIGN §4: the source of a rework/AutoFix child stays blocked until the child ends, then
 /// follows it.
 fn follow_child(w: &mut Working<'_>, id: &TaskId) {
+    if let Some(newer) = newer_recreation(w, id) {
+        close_superseded_pull(w, id, &newer);
+        w.transition(
+            id,
+            TaskState::CANCELLED,
+            None,
+            Some(None),
+            "recovery.recreation_superseded",
+            format!("superseded: the goal is recreated again as {newer}"),
+        );
+        return;
+    }
     let child = w
         .tasks
         .values()
@@ -524,12 +536,53 @@ fn follow_child(w: &mut Working<'_>, id: &TaskId) {
                 child.id
             ),
         ),
-        state => w.wait(
-            id,
-            None,
-            "recovery.follow_child",
-            format!("follows {} {} ({state})", child.kind, child.id),
-        ),
+        state => {
+            if child.kind == TaskKind::Recreate {
+                close_superseded_pull(w, id, &child.id);
+            }
+            w.wait(
+                id,
+                None,
+                "recovery.follow_child",
+                format!("follows {} {} ({state})", child.kind, child.id),
+            )
+        }
+    }
+}
+
+/// A recreation whose goal has been recreated again since (its own conflicts ran out): the
+/// newer recreation, which this one gives way to.
+fn newer_recreation(w: &Working<'_>, id: &TaskId) -> Option<TaskId> {
+    let task = &w.tasks[id];
+    let origin = task.parent_task_id.as_ref()?;
+    if task.kind != TaskKind::Recreate {
+        return None;
+    }
+    w.tasks
+        .values()
+        .filter(|t| t.kind == TaskKind::Recreate && t.parent_task_id.as_ref() == Some(origin))
+        .filter(|t| t.created_at > task.created_at)
+        .map(|t| t.id.clone())
+        .next()
+}
+
+/// github mode: the open PR of a change whose goal is recreated elsewhere is closed, with a
+/// comment saying by what (spec §2.4: the old PR is closed when the goal is recreated).
+fn close_superseded_pull(w: &mut Working<'_>, id: &TaskId, by: &TaskId) {
+    let Some(pr) = w.tasks[id].source_pr else {
+        return;
+    };
+    let open = w.snapshot.observations.pull_requests.get(&pr) == Some(&super::PullState::Open);
+    if w.config.mode == Mode::Github && open {
+        w.decide(
+            Some(id),
+            "judge.close_superseded_pr",
+            Action::ClosePull {
+                pr,
+                superseded_by: by.clone(),
+            },
+            format!("PR #{pr} is abandoned: its goal is recreated from the base as {by}"),
+        );
     }
 }
 
@@ -680,15 +733,21 @@ fn gate_open_pull_request(w: &mut Working<'_>, id: &TaskId, pr: u64) {
             format!("PR #{pr}: {reason}"),
         ),
         CheckGate::Failed(conclusion) => {
-            let fixes = w
-                .snapshot
-                .observations
-                .autofix_by_pr
-                .get(&pr)
-                .copied()
-                .unwrap_or(0);
             let task = w.tasks[id].clone();
-            let decision = decide_verdict(&task, &conclusion, fixes, w.config, w.now);
+            // The snapshot holds a blocked task's children and its source's: all a lineage needs.
+            let lineage = Lineage::of(
+                &task,
+                |t| w.tasks.get(t).cloned(),
+                |parent, kind| {
+                    let n = w
+                        .tasks
+                        .values()
+                        .filter(|t| t.parent_task_id.as_ref() == Some(parent) && t.kind == kind)
+                        .count();
+                    u32::try_from(n).unwrap_or(u32::MAX)
+                },
+            );
+            let decision = decide_verdict(&task, &conclusion, &lineage, w.config, w.now);
             if let Some(child) = decision.create {
                 let reason = format!("AutoFix for {id} on PR #{pr}");
                 w.decide(

@@ -693,8 +693,13 @@ fn github_ci_on_the_pushed_head_decides_first() {
     ];
     for (name, observed, fixes, expect, reason) in cases {
         let mut snap = pr_snapshot(at(-10), observed, vec![]);
-        if fixes > 0 {
-            snap.observations.autofix_by_pr.insert(7, fixes);
+        for n in 0..fixes {
+            // Earlier fixes of this PR's task, finished: they count against the budget.
+            let mut fix = task(&format!("fix{n}"));
+            fix.kind = crate::model::TaskKind::Autofix;
+            fix.parent_task_id = Some(TaskId("a".into()));
+            fix.status = TaskStatus::Cancelled;
+            snap.tasks.push(fix);
         }
         let plan = plan_with(&snap, &github);
         assert_eq!(writes(&plan), *expect, "{name}");

@@ -135,6 +135,7 @@ pub fn line(d: &Decision) -> String {
         Action::ResetJudgeClaim { run_id } => format!("unjudge {run_id}"),
         Action::StartPlanner => "plan".to_string(),
         Action::OpenIssue => "open issue".to_string(),
+        Action::ClosePull { pr, superseded_by } => format!("close #{pr} for {superseded_by}"),
         Action::Wait { .. } => "wait".to_string(),
     };
     format!("{} {task} {action}", d.rule)

@@ -6,9 +6,12 @@
 //!   waits in `blocked(needs_rework)` and follows the child. At most `max_autofix_attempts`
 //!   children, then a person decides;
 //! - the judge itself failed (agent down, bad verdict) → judged again later, at most
-//!   `retry.max_judge_retries` times, then a person decides. A failed review never approves.
+//!   `retry.max_judge_retries` times, then a person decides. A failed review never approves;
+//! - the branch conflicts with the base (or the base kept moving under `merge_attempts` merges) →
+//!   a conflict-fix child merges the base into the branch and resolves it, at most
+//!   `max_conflict_autofix_attempts` times; then the goal is recreated from the base (old PR
+//!   closed, a new task and branch), at most `max_recreate_attempts` times; then a person decides.
 
-use super::Action;
 use crate::config::Config;
 use crate::model::{
     short_hash, AttemptKey, Attempts, BlockReason, Lane, Risk, Task, TaskId, TaskKind, TaskState,
@@ -29,6 +32,68 @@ pub enum JudgeConclusion {
     Failed { error: String },
     /// Approved, but the base branch kept moving under the merge (other merges won the race).
     BaseMoved { base: String },
+    /// The branch cannot be merged with the base without resolving conflicts.
+    Conflict { base: String, files: Vec<String> },
+    /// github mode: the PR was behind the base; the base was merged into its branch (checked
+    /// again) and pushed as `head`, which CI and the judge look at next.
+    Updated { head: String },
+    /// The forge refuses the merge for a reason no follow-up task can fix (branch protection).
+    Refused { reason: String },
+}
+
+/// The change a judged task belongs to, and the follow-up tasks it already had (the bounds of
+/// spec §8 items 6 and 9 count over all of them).
+#[derive(Clone, Debug, PartialEq)]
+pub struct Lineage {
+    /// The task whose branch and PR hold the change: the judged task, or the source of a fix.
+    pub root: TaskId,
+    /// The task the goal came from: `root`, or the source of `root` when it is a recreation.
+    pub origin: TaskId,
+    /// AutoFix children of `root`.
+    pub autofixes: u32,
+    /// Conflict-fix children of `root`.
+    pub conflict_fixes: u32,
+    /// Recreations of `origin`.
+    pub recreates: u32,
+}
+
+impl Lineage {
+    /// `find` looks a task up; `children` counts a task's children of one kind.
+    pub fn of(
+        task: &Task,
+        find: impl Fn(&TaskId) -> Option<Task>,
+        children: impl Fn(&TaskId, TaskKind) -> u32,
+    ) -> Lineage {
+        let root = match (task.kind, &task.parent_task_id) {
+            (TaskKind::Autofix | TaskKind::AutofixConflict, Some(parent)) => parent.clone(),
+            _ => task.id.clone(),
+        };
+        let root_task = if root == task.id {
+            Some(task.clone())
+        } else {
+            find(&root)
+        };
+        let origin = match root_task {
+            Some(Task {
+                kind: TaskKind::Recreate,
+                parent_task_id: Some(origin),
+                ..
+            }) => origin,
+            _ => root.clone(),
+        };
+        Lineage {
+            autofixes: children(&root, TaskKind::Autofix),
+            conflict_fixes: children(&root, TaskKind::AutofixConflict),
+            recreates: children(&origin, TaskKind::Recreate),
+            root,
+            origin,
+        }
+    }
+
+    /// A task with no follow-ups yet.
+    pub fn fresh(task: &Task) -> Lineage {
+        Lineage::of(task, |_| None, |_, _| 0)
+    }
 }
 
 /// The transition and the child task a conclusion causes.
@@ -42,13 +107,14 @@ pub struct VerdictDecision {
     pub rejudge: bool,
     /// When a failed review is tried again.
     pub next_attempt_at: Option<Timestamp>,
+    /// The judged run now stands for this head (the base was merged into its branch).
+    pub rebind_head: Option<String>,
 }
 
-/// `autofix_children`: how many AutoFix children this task already has.
 pub fn decide_verdict(
     task: &Task,
     conclusion: &JudgeConclusion,
-    autofix_children: u32,
+    lineage: &Lineage,
     config: &Config,
     now: Timestamp,
 ) -> VerdictDecision {
@@ -60,9 +126,11 @@ pub fn decide_verdict(
             create: None,
             rejudge: false,
             next_attempt_at: None,
+            rebind_head: None,
         },
         JudgeConclusion::RequestChanges { summary, findings } => {
             let max = config.limits.max_autofix_attempts;
+            let autofix_children = lineage.autofixes;
             if autofix_children >= max {
                 return VerdictDecision {
                     to: TaskState::blocked(BlockReason::AwaitingHuman),
@@ -74,50 +142,88 @@ pub fn decide_verdict(
                     create: None,
                     rejudge: false,
                     next_attempt_at: None,
+                    rebind_head: None,
                 };
             }
             let mut child = autofix_child(task, summary, findings, autofix_children + 1, max, now);
-            let mut to = TaskState::blocked(BlockReason::NeedsRework);
-            let mut reason = format!(
-                "changes requested: {summary}; AutoFix {} ({}/{max}) works on the same branch",
-                child.id,
-                autofix_children + 1
-            );
-            // A fix of a fix: one chain per change. The new fix hangs off the same root, so it
-            // works on the root's branch and PR and the root follows it; this fix is superseded.
-            if let (TaskKind::Autofix | TaskKind::AutofixConflict, Some(root)) =
-                (task.kind, &task.parent_task_id)
-            {
-                child.parent_task_id = Some(root.clone());
-                to = TaskState::CANCELLED;
-                reason = format!(
-                    "changes requested: {summary}; superseded by AutoFix {} ({}/{max}) of {root} on the same branch",
-                    child.id,
+            child.parent_task_id = Some(lineage.root.clone());
+            hand_over(
+                task,
+                lineage,
+                child,
+                format!(
+                    "changes requested: {summary}; AutoFix {{child}} ({}/{max}) works on the same branch",
                     autofix_children + 1
-                );
-            }
-            VerdictDecision {
-                to,
-                attempts: None,
-                reason,
-                create: Some(child),
-                rejudge: false,
-                next_attempt_at: None,
-            }
+                ),
+            )
+        }
+        JudgeConclusion::Conflict { base, files } => {
+            let shown = files.iter().take(5).cloned().collect::<Vec<_>>().join(", ");
+            conflict_recovery(
+                task,
+                lineage,
+                &format!("the branch conflicts with {base} ({shown})"),
+                files,
+                config,
+                now,
+            )
         }
         JudgeConclusion::BaseMoved { base } => {
             // `merge_attempts` counts the first merge too: its retries are one fewer.
             let limit = config.limits.merge_attempts;
             let n = task.attempts.get(AttemptKey::Merge) + 1;
-            bounded_rejudge(
-                task,
-                AttemptKey::Merge,
-                limit.saturating_sub(1),
-                now.plus(i64::from(config.merge.retry_seconds) * crate::time::SECOND),
-                format!("approved, but {base} moved while merging: merged again later (merge attempt {n}/{limit})"),
-                format!("approved, but {base} moved under {n} merge attempts (limit {limit}). Decide: `opentiger task retry {}` when merges calm down", task.id),
-            )
+            if n >= limit {
+                let why = format!("{base} moved under {n} merge attempts (limit {limit})");
+                let mut d = conflict_recovery(task, lineage, &why, &[], config, now);
+                d.attempts = Some(task.attempts.bumped(AttemptKey::Merge));
+                return d;
+            }
+            VerdictDecision {
+                to: TaskState::blocked(BlockReason::AwaitingJudge),
+                attempts: Some(task.attempts.bumped(AttemptKey::Merge)),
+                reason: format!("approved, but {base} moved while merging: merged again later (merge attempt {n}/{limit})"),
+                create: None,
+                rejudge: true,
+                next_attempt_at: Some(now.plus(i64::from(config.merge.retry_seconds) * crate::time::SECOND)),
+                rebind_head: None,
+            }
         }
+        JudgeConclusion::Updated { head } => {
+            // Bringing the branch up to date is a merge attempt: a base that never stops moving
+            // ends in conflict recovery, not in an endless update loop.
+            let limit = config.limits.merge_attempts;
+            let n = task.attempts.get(AttemptKey::Merge) + 1;
+            if n >= limit {
+                let why = format!("the base moved under {n} updates of the branch (limit {limit})");
+                let mut d = conflict_recovery(task, lineage, &why, &[], config, now);
+                d.attempts = Some(task.attempts.bumped(AttemptKey::Merge));
+                return d;
+            }
+            VerdictDecision {
+                to: TaskState::blocked(BlockReason::AwaitingJudge),
+                attempts: Some(task.attempts.bumped(AttemptKey::Merge)),
+                reason: format!(
+                    "approved, but behind the base: the base was merged into the branch as {} (update {n}/{limit}); CI and the judge look at it next",
+                    short_sha(head)
+                ),
+                create: None,
+                rejudge: true,
+                next_attempt_at: None,
+                rebind_head: Some(head.clone()),
+            }
+        }
+        JudgeConclusion::Refused { reason } => VerdictDecision {
+            to: TaskState::blocked(BlockReason::AwaitingHuman),
+            attempts: None,
+            reason: format!(
+                "approved, but {reason}. Decide: merge it by hand (the task follows), or change the rule and `opentiger task retry {}`",
+                task.id
+            ),
+            create: None,
+            rejudge: false,
+            next_attempt_at: None,
+            rebind_head: None,
+        },
         JudgeConclusion::Failed { error } => {
             let limit = config.retry.max_judge_retries;
             let n = task.attempts.get(AttemptKey::Judge) + 1;
@@ -133,6 +239,104 @@ pub fn decide_verdict(
                 ),
             )
         }
+    }
+}
+
+/// The change cannot land as it is: a conflict fix on its branch while that budget lasts, then
+/// the goal recreated from the base while that one lasts, then a person decides.
+fn conflict_recovery(
+    task: &Task,
+    lineage: &Lineage,
+    why: &str,
+    files: &[String],
+    config: &Config,
+    now: Timestamp,
+) -> VerdictDecision {
+    let limits = &config.limits;
+    let (fixes, max_fixes) = (lineage.conflict_fixes, limits.max_conflict_autofix_attempts);
+    if fixes < max_fixes {
+        let mut child = derived_child(task, TaskKind::AutofixConflict, fixes + 1, max_fixes, now);
+        child.parent_task_id = Some(lineage.root.clone());
+        child.lane = Lane::ConflictRecovery;
+        child.priority = task.priority.max(0) + 90;
+        let mut notes = format!("The change cannot be merged: {why}.\n");
+        for f in files {
+            notes.push_str(&format!("- {f}\n"));
+        }
+        notes.push_str("The base branch has been merged into this branch and the conflicted files carry conflict markers. Resolve every conflict so both the base's changes and this change's goal are kept, and remove all markers.");
+        child.notes = notes;
+        return hand_over(
+            task,
+            lineage,
+            child,
+            format!(
+                "{why}; conflict fix {{child}} ({}/{max_fixes}) merges the base into the branch",
+                fixes + 1
+            ),
+        );
+    }
+    let (recreates, max_recreates) = (lineage.recreates, limits.max_recreate_attempts);
+    if recreates < max_recreates {
+        let mut child = derived_child(task, TaskKind::Recreate, recreates + 1, max_recreates, now);
+        child.parent_task_id = Some(lineage.origin.clone());
+        child.lane = Lane::ConflictRecovery;
+        child.priority = task.priority.max(0) + 85;
+        child.source_pr = None;
+        child.notes = format!(
+            "An earlier attempt at this goal could not be merged after {fixes} conflict fix(es): {why}. Implement the goal again from the current base branch; the earlier branch is abandoned."
+        );
+        // The goal's own task waits for the recreation; anything else of the old chain gives way.
+        return hand_over(
+            task,
+            &Lineage {
+                root: lineage.origin.clone(),
+                ..lineage.clone()
+            },
+            child,
+            format!(
+                "{why}, still after {fixes} conflict fix(es); recreated from the base as {{child}} ({}/{max_recreates}), the old branch and PR abandoned",
+                recreates + 1
+            ),
+        );
+    }
+    VerdictDecision {
+        to: TaskState::blocked(BlockReason::AwaitingHuman),
+        attempts: None,
+        reason: format!(
+            "{why}, still after {fixes} conflict fix(es) and {recreates} recreation(s) (limits {max_fixes} and {max_recreates}). Decide: resolve the conflict on the branch by hand and `opentiger task retry {id}`, or `opentiger task cancel {id}`",
+            id = task.id
+        ),
+        create: None,
+        rejudge: false,
+        next_attempt_at: None,
+        rebind_head: None,
+    }
+}
+
+/// The judged task hands the change to `child`: it waits for it (`needs_rework`) when it is the
+/// change's root, or gives way to it (`cancelled`) when it is itself a fix of that root — one
+/// chain per change, which the root follows. `{child}` in `reason` names the child.
+fn hand_over(task: &Task, lineage: &Lineage, child: Task, reason: String) -> VerdictDecision {
+    let reason = reason.replace("{child}", child.id.as_str());
+    let (to, reason) = if task.id == lineage.root {
+        (TaskState::blocked(BlockReason::NeedsRework), reason)
+    } else {
+        (
+            TaskState::CANCELLED,
+            format!(
+                "{reason}; superseded by {}, which {} follows",
+                child.id, lineage.root
+            ),
+        )
+    };
+    VerdictDecision {
+        to,
+        attempts: None,
+        reason,
+        create: Some(child),
+        rejudge: false,
+        next_attempt_at: None,
+        rebind_head: None,
     }
 }
 
@@ -154,6 +358,7 @@ fn bounded_rejudge(
             create: None,
             rejudge: false,
             next_attempt_at: None,
+            rebind_head: None,
         }
     } else {
         VerdictDecision {
@@ -163,6 +368,7 @@ fn bounded_rejudge(
             create: None,
             rejudge: true,
             next_attempt_at: Some(retry_at),
+            rebind_head: None,
         }
     }
 }
@@ -170,6 +376,51 @@ fn bounded_rejudge(
 /// The first ten characters of a commit id, for messages.
 pub(crate) fn short_sha(commit: &str) -> &str {
     commit.get(..10).unwrap_or(commit)
+}
+
+/// The title words of each kind of follow-up task ("AutoFix 2/3: <goal's title>").
+fn title_prefix(kind: TaskKind) -> Option<&'static str> {
+    match kind {
+        TaskKind::Autofix => Some("AutoFix"),
+        TaskKind::AutofixConflict => Some("Conflict fix"),
+        TaskKind::Recreate => Some("Recreate"),
+        TaskKind::Feature | TaskKind::Rework | TaskKind::PrReview | TaskKind::Docs => None,
+    }
+}
+
+/// The goal's title, without the "AutoFix k/m: " (or other follow-up prefix) of a follow-up.
+fn goal_title(task: &Task) -> &str {
+    title_prefix(task.kind)
+        .and_then(|prefix| task.title.strip_prefix(prefix))
+        .and_then(|rest| rest.split_once(": "))
+        .map_or(task.title.as_str(), |(_, title)| title)
+}
+
+/// A follow-up of `source` of `kind`, number `n` of at most `max`: same goal, paths, checks and
+/// issue; its id derives from the source, kind and number, so deciding twice creates it once.
+fn derived_child(source: &Task, kind: TaskKind, n: u32, max: u32, now: Timestamp) -> Task {
+    let id = TaskId(short_hash(&[
+        kind.as_str(),
+        source.id.as_str(),
+        &n.to_string(),
+    ]));
+    let prefix = title_prefix(kind).unwrap_or("Follow-up");
+    let title = format!("{prefix} {n}/{max}: {}", goal_title(source));
+    let mut child = Task::new(id, &title, &source.goal, now);
+    child.kind = kind;
+    child.role = source.role;
+    child.lane = Lane::ConflictRecovery;
+    child.risk = Risk::Medium.max(source.risk);
+    child.parent_task_id = Some(source.id.clone());
+    child.rework_depth = source.rework_depth;
+    child.allowed_paths = source.allowed_paths.clone();
+    child.commands = source.commands.clone();
+    child.touches = source.touches.clone();
+    child.target_area = source.target_area.clone();
+    child.issue_number = source.issue_number;
+    child.source_pr = source.source_pr;
+    child.status_reason = Some(format!("created from the review of {}", source.id));
+    child
 }
 
 /// The AutoFix child of DESIGN §4: tied to its source by a column, findings in its notes.
@@ -181,32 +432,8 @@ pub fn autofix_child(
     max: u32,
     now: Timestamp,
 ) -> Task {
-    let id = TaskId(short_hash(&["autofix", source.id.as_str(), &n.to_string()]));
-    // The goal's title, without the "AutoFix k/m: " of a fix being fixed again.
-    let title = source
-        .title
-        .split_once(": ")
-        .filter(|(prefix, _)| prefix.starts_with("AutoFix ") && source.kind == TaskKind::Autofix)
-        .map_or(source.title.as_str(), |(_, rest)| rest);
-    let mut child = Task::new(
-        id,
-        &format!("AutoFix {n}/{max}: {title}"),
-        &source.goal,
-        now,
-    );
-    child.kind = TaskKind::Autofix;
-    child.role = source.role;
-    child.lane = Lane::ConflictRecovery;
+    let mut child = derived_child(source, TaskKind::Autofix, n, max, now);
     child.priority = source.priority.max(0) + 80;
-    child.risk = Risk::Medium.max(source.risk);
-    child.parent_task_id = Some(source.id.clone());
-    child.rework_depth = source.rework_depth;
-    child.allowed_paths = source.allowed_paths.clone();
-    child.commands = source.commands.clone();
-    child.touches = source.touches.clone();
-    child.target_area = source.target_area.clone();
-    child.issue_number = source.issue_number;
-    child.source_pr = source.source_pr;
     let mut notes = format!("The review of this change asked for changes: {summary}\n");
     for f in findings {
         notes.push_str(&format!("- {f}\n"));
@@ -216,40 +443,7 @@ pub fn autofix_child(
         notes = format!("{}\n\n{notes}", source.notes.trim_end());
     }
     child.notes = notes;
-    child.status_reason = Some(format!("created from the review of {}", source.id));
     child
-}
-
-/// The decisions a verdict becomes, for the store to apply like any plan.
-pub fn verdict_actions(
-    task: &Task,
-    decision: &VerdictDecision,
-) -> Vec<(Option<TaskId>, &'static str, Action, String)> {
-    let mut out = Vec::new();
-    if let Some(child) = &decision.create {
-        out.push((
-            Some(child.id.clone()),
-            "judge.autofix_child",
-            Action::CreateTask {
-                task: Box::new(child.clone()),
-            },
-            format!("AutoFix for {}", task.id),
-        ));
-    }
-    if decision.to != task.state() {
-        out.push((
-            Some(task.id.clone()),
-            "judge.verdict",
-            Action::Transition {
-                from: task.state(),
-                to: decision.to,
-                attempts: decision.attempts.clone(),
-                next_attempt_at: None,
-            },
-            decision.reason.clone(),
-        ));
-    }
-    out
 }
 
 #[cfg(test)]
@@ -343,13 +537,28 @@ mod tests {
                     base: "main".into(),
                 },
                 0,
-                TaskState::blocked(BlockReason::AwaitingHuman),
+                TaskState::blocked(BlockReason::NeedsRework),
+                true,
+                "moved under 3 merge attempts (limit 3); conflict fix",
+            ),
+            (
+                "behind the base",
+                judged(),
+                JudgeConclusion::Updated {
+                    head: "0123456789abcdef".into(),
+                },
+                0,
+                TaskState::blocked(BlockReason::AwaitingJudge),
                 false,
-                "moved under 3 merge attempts",
+                "merged into the branch as 0123456789 (update 1/3)",
             ),
         ];
         for (name, t, conclusion, children, to, creates, reason) in cases {
-            let d = decide_verdict(&t, &conclusion, children, &config, NOW);
+            let lineage = Lineage {
+                autofixes: children,
+                ..Lineage::fresh(&t)
+            };
+            let d = decide_verdict(&t, &conclusion, &lineage, &config, NOW);
             assert_eq!(d.to, to, "{name}");
             assert_eq!(d.create.is_some(), creates, "{name}");
             assert!(d.reason.contains(reason), "{name}: {}", d.reason);
@@ -390,20 +599,182 @@ mod chain_tests {
             summary: "still red".into(),
             findings: vec!["fix test_sub".into()],
         };
-        let d = decide_verdict(&judged, &conclusion, 1, &config, NOW);
+        let chain = |autofixes| Lineage {
+            root: root.id.clone(),
+            origin: root.id.clone(),
+            autofixes,
+            conflict_fixes: 0,
+            recreates: 0,
+        };
+        let d = decide_verdict(&judged, &conclusion, &chain(1), &config, NOW);
         let second = d.create.expect("a second fix");
         assert_eq!(second.parent_task_id, Some(root.id.clone()));
         assert_eq!(second.title, "AutoFix 2/3: Add a greeting");
         assert_eq!(d.to, TaskState::CANCELLED);
-        assert!(d.reason.contains("superseded by AutoFix"), "{}", d.reason);
+        assert!(
+            d.reason.contains(&format!("superseded by {}", second.id)),
+            "{}",
+            d.reason
+        );
         assert_eq!(
             crate::workspace::task_branch(&second),
             crate::workspace::task_branch(&first),
             "same branch, same PR"
         );
         // The budget is the root's: the third request after three fixes waits on a person.
-        let d = decide_verdict(&judged, &conclusion, 3, &config, NOW);
+        let d = decide_verdict(&judged, &conclusion, &chain(3), &config, NOW);
         assert_eq!(d.to, TaskState::blocked(BlockReason::AwaitingHuman));
         assert!(d.create.is_none());
+    }
+}
+
+#[cfg(test)]
+mod conflict_tests {
+    use super::super::testkit::{task, TaskExt, NOW};
+    use super::*;
+    use std::collections::BTreeMap;
+
+    fn conflict() -> JudgeConclusion {
+        JudgeConclusion::Conflict {
+            base: "main".into(),
+            files: vec!["src/lib.rs".into()],
+        }
+    }
+
+    /// Every task of a small world, and the lineage of one of them as the store and the engine
+    /// compute it.
+    fn lineage_in(world: &[Task], judged: &Task) -> Lineage {
+        let by_id: BTreeMap<TaskId, Task> =
+            world.iter().map(|t| (t.id.clone(), t.clone())).collect();
+        Lineage::of(
+            judged,
+            |id| by_id.get(id).cloned(),
+            |parent, kind| {
+                world
+                    .iter()
+                    .filter(|t| t.parent_task_id.as_ref() == Some(parent) && t.kind == kind)
+                    .count() as u32
+            },
+        )
+    }
+
+    /// Conflicts escalate: conflict fixes on the branch, then a recreation from the base, then a
+    /// person — and never more children than the limits allow.
+    #[test]
+    fn conflicts_escalate_to_fixes_then_a_recreation_then_a_person() {
+        let config = Config::default(); // 2 conflict fixes, 1 recreation
+        let origin = task("origin")
+            .blocked(BlockReason::AwaitingJudge)
+            .with(|t| t.title = "Add a greeting".into());
+        let mut world = vec![origin.clone()];
+        // 1st conflict on the origin's own PR: fix 1/2 on the same branch, origin waits.
+        let d = decide_verdict(
+            &origin,
+            &conflict(),
+            &lineage_in(&world, &origin),
+            &config,
+            NOW,
+        );
+        assert_eq!(d.to, TaskState::blocked(BlockReason::NeedsRework));
+        let fix1 = d.create.expect("a conflict fix");
+        assert_eq!(fix1.kind, TaskKind::AutofixConflict);
+        assert_eq!(fix1.title, "Conflict fix 1/2: Add a greeting");
+        assert_eq!(fix1.parent_task_id, Some(origin.id.clone()));
+        assert_eq!(
+            crate::workspace::task_branch(&fix1),
+            crate::workspace::task_branch(&origin)
+        );
+        assert!(fix1.notes.contains("- src/lib.rs"), "{}", fix1.notes);
+        world.push(fix1.clone());
+        // The fix conflicts again: fix 2/2 of the origin, fix 1 gives way.
+        let judged = fix1.clone().blocked(BlockReason::AwaitingJudge);
+        let d = decide_verdict(
+            &judged,
+            &conflict(),
+            &lineage_in(&world, &judged),
+            &config,
+            NOW,
+        );
+        assert_eq!(d.to, TaskState::CANCELLED);
+        let fix2 = d.create.expect("a second conflict fix");
+        assert_eq!(fix2.title, "Conflict fix 2/2: Add a greeting");
+        assert_eq!(fix2.parent_task_id, Some(origin.id.clone()));
+        world.push(fix2.clone());
+        // Fixes spent: the goal is recreated from the base, on a branch of its own.
+        let judged = fix2.clone().blocked(BlockReason::AwaitingJudge);
+        let d = decide_verdict(
+            &judged,
+            &conflict(),
+            &lineage_in(&world, &judged),
+            &config,
+            NOW,
+        );
+        assert_eq!(d.to, TaskState::CANCELLED);
+        let recreate = d.create.expect("a recreation");
+        assert_eq!(recreate.kind, TaskKind::Recreate);
+        assert_eq!(recreate.title, "Recreate 1/1: Add a greeting");
+        assert_eq!(recreate.parent_task_id, Some(origin.id.clone()));
+        assert_eq!(recreate.source_pr, None, "a new PR");
+        assert_ne!(
+            crate::workspace::task_branch(&recreate),
+            crate::workspace::task_branch(&origin)
+        );
+        assert!(d.reason.contains("recreated from the base"), "{}", d.reason);
+        world.push(recreate.clone());
+        // The recreation has its own conflict-fix budget...
+        let judged = recreate.clone().blocked(BlockReason::AwaitingJudge);
+        let lineage = lineage_in(&world, &judged);
+        assert_eq!(
+            (lineage.root.clone(), lineage.origin.clone()),
+            (recreate.id.clone(), origin.id.clone())
+        );
+        let d = decide_verdict(&judged, &conflict(), &lineage, &config, NOW);
+        assert_eq!(d.to, TaskState::blocked(BlockReason::NeedsRework));
+        assert_eq!(
+            d.create.map(|c| c.parent_task_id),
+            Some(Some(recreate.id.clone()))
+        );
+        // ...but once that is spent too, the recreation budget of the goal is: a person decides.
+        let spent = Lineage {
+            conflict_fixes: 2,
+            ..lineage
+        };
+        let d = decide_verdict(&judged, &conflict(), &spent, &config, NOW);
+        assert_eq!(d.to, TaskState::blocked(BlockReason::AwaitingHuman));
+        assert!(d.create.is_none());
+        assert!(
+            d.reason
+                .contains("after 2 conflict fix(es) and 1 recreation(s)"),
+            "{}",
+            d.reason
+        );
+        assert!(d.reason.contains("opentiger task retry"), "{}", d.reason);
+    }
+
+    #[test]
+    fn limits_of_zero_skip_straight_to_the_next_step() {
+        let mut config = Config::default();
+        config.limits.max_conflict_autofix_attempts = 0;
+        let t = task("a").blocked(BlockReason::AwaitingJudge);
+        let d = decide_verdict(&t, &conflict(), &Lineage::fresh(&t), &config, NOW);
+        assert_eq!(d.create.map(|c| c.kind), Some(TaskKind::Recreate));
+        assert_eq!(d.to, TaskState::blocked(BlockReason::NeedsRework));
+        config.limits.max_recreate_attempts = 0;
+        let d = decide_verdict(&t, &conflict(), &Lineage::fresh(&t), &config, NOW);
+        assert_eq!(d.to, TaskState::blocked(BlockReason::AwaitingHuman));
+    }
+
+    #[test]
+    fn follow_up_ids_are_stable_and_distinct() {
+        let config = Config::default();
+        let t = task("a").blocked(BlockReason::AwaitingJudge);
+        let once = decide_verdict(&t, &conflict(), &Lineage::fresh(&t), &config, NOW);
+        let again = decide_verdict(&t, &conflict(), &Lineage::fresh(&t), &config, NOW.plus(5));
+        assert_eq!(
+            once.create.as_ref().map(|c| &c.id),
+            again.create.as_ref().map(|c| &c.id)
+        );
+        let fix = autofix_child(&t, "x", &[], 1, 3, NOW);
+        assert_ne!(once.create.map(|c| c.id), Some(fix.id));
     }
 }

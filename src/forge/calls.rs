@@ -258,8 +258,17 @@ impl GithubClient {
         Ok(raw.into())
     }
 
-    /// Writes `body` into the one comment on `issue` that carries `marker`, creating it only if
-    /// there is none.
+    /// Closes PR `number` without merging it; closing a closed PR changes nothing.
+    pub fn close_pull(&self, number: u64, now: Timestamp) -> Result<PullRequest, ForgeError> {
+        let raw: RawPull = self.call(
+            Method::PATCH,
+            &self.path(&format!("/pulls/{number}")),
+            Some(&json!({ "state": "closed" })),
+            now,
+        )?;
+        Ok(raw.into())
+    }
+
     /// `PUT /pulls/{n}/merge`, only if the head is still `head` (GitHub checks the `sha`).
     pub fn merge_pull(
         &self,

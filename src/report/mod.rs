@@ -104,6 +104,9 @@ pub fn describe_action(d: &Decision) -> String {
         Action::ResetJudgeClaim { run_id } => format!("make run {run_id} reviewable again"),
         Action::StartPlanner => "run the planner".to_string(),
         Action::OpenIssue => "open its GitHub issue".to_string(),
+        Action::ClosePull { pr, superseded_by } => {
+            format!("close PR #{pr}, superseded by {superseded_by}")
+        }
         Action::Wait { .. } => "wait".to_string(),
     };
     format!("{what}: {}", d.reason)

@@ -187,15 +187,22 @@ fn try_merge(
             .run(&["diff", "--name-only", "--diff-filter=U"])
             .unwrap_or_default();
         let _ = ws.git().run(&["merge", "--abort"]);
-        let files: Vec<String> = conflicts
-            .lines()
-            .map(|l| format!("conflicts with {base}: {l}"))
-            .collect();
-        return done(request_changes(
-            head,
-            format!("the branch conflicts with {base}"),
-            files,
-        ));
+        let files: Vec<String> = conflicts.lines().map(String::from).collect();
+        return done(JudgeResult {
+            judgement: Some(JudgementRow {
+                head_sha: head.to_string(),
+                verdict: Verdict::RequestChanges,
+                summary: format!("the branch conflicts with {base}"),
+                findings: files
+                    .iter()
+                    .map(|f| format!("conflicts with {base}: {f}"))
+                    .collect(),
+            }),
+            conclusion: JudgeConclusion::Conflict {
+                base: base.clone(),
+                files,
+            },
+        });
     }
     let merged = ws.head()?;
     let changes = changed_files(ws.git(), base_head, &merged)?;
@@ -223,6 +230,31 @@ fn try_merge(
                 ))
             }
         };
+    // github mode: a PR behind the base is brought up to date first (the merge just checked),
+    // so CI runs on what would land; the review comes after, on that head.
+    let behind = ws
+        .git()
+        .try_run(&["merge-base", "--is-ancestor", base_head, head])?
+        .is_none();
+    if let (true, Some(_), true, Some(branch)) = (
+        behind,
+        merger,
+        act.config.merge.update_when_behind,
+        run.branch.as_deref(),
+    ) {
+        if !branches.advance(branch, head, &merged)? {
+            return done(JudgeResult {
+                conclusion: JudgeConclusion::Failed {
+                    error: format!("{branch} moved while the base was merged into it"),
+                },
+                judgement: None,
+            });
+        }
+        return done(JudgeResult {
+            conclusion: JudgeConclusion::Updated { head: merged },
+            judgement: None,
+        });
+    }
     if reviewed.is_none() {
         let judge_agent = act.config.agents.effective(AgentRole::Judge);
         *reviewed = Some(if judge_agent.review {
@@ -308,16 +340,40 @@ fn merge_pull(
             }),
             conclusion: JudgeConclusion::Merged { commit },
         },
-        Ok(MergeAnswer::NotMergeable { message }) => request_changes(
-            head,
-            format!("approved, but GitHub cannot merge PR #{pr}: {message}"),
-            vec![format!("make PR #{pr} mergeable: {message}")],
-        ),
+        Ok(MergeAnswer::NotMergeable { message }) => JudgeResult {
+            conclusion: merge_refusal(pr, &message),
+            judgement: None,
+        },
         Ok(MergeAnswer::HeadMoved) => failed(format!(
             "PR #{pr} head moved after the review of {}: reviewed again",
             short_sha(head)
         )),
         Err(e) => failed(format!("merging PR #{pr} failed: {e}")),
+    }
+}
+
+/// What GitHub's refusal to merge an approved PR (405) means: the base moved under it (merge
+/// again later), the PR conflicts with the base (conflict recovery), or a rule of the repository
+/// a bot cannot satisfy (branch protection: a person decides).
+pub fn merge_refusal(pr: u64, message: &str) -> JudgeConclusion {
+    let m = message.to_ascii_lowercase();
+    if m.contains("base branch was modified") || m.contains("not up to date") {
+        JudgeConclusion::BaseMoved {
+            base: "the base branch".to_string(),
+        }
+    } else if m.contains("head branch was modified") {
+        JudgeConclusion::Failed {
+            error: format!("PR #{pr} head moved while merging: reviewed again"),
+        }
+    } else if m.contains("not mergeable") || m.contains("conflict") {
+        JudgeConclusion::Conflict {
+            base: "the base branch".to_string(),
+            files: Vec::new(),
+        }
+    } else {
+        JudgeConclusion::Refused {
+            reason: format!("GitHub refuses to merge PR #{pr}: {message}"),
+        }
     }
 }
 
@@ -457,6 +513,49 @@ fn merge_commit(
                 "-m",
                 &message,
             ])
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn merge_refusals_are_told_apart() {
+        let cases: &[(&str, &str)] = &[
+            (
+                "Base branch was modified. Review and try the merge again.",
+                "base moved",
+            ),
+            (
+                "Head branch is not up to date with the base branch",
+                "base moved",
+            ),
+            (
+                "Head branch was modified. Review and try the merge again.",
+                "failed",
+            ),
+            ("Pull Request is not mergeable", "conflict"),
+            ("Merge conflict", "conflict"),
+            (
+                "At least 1 approving review is required by reviewers with write access.",
+                "refused",
+            ),
+            ("Required status check \"build\" is expected.", "refused"),
+        ];
+        for (message, expect) in cases {
+            let got = match merge_refusal(7, message) {
+                JudgeConclusion::BaseMoved { .. } => "base moved",
+                JudgeConclusion::Failed { .. } => "failed",
+                JudgeConclusion::Conflict { .. } => "conflict",
+                JudgeConclusion::Refused { reason } => {
+                    assert!(reason.contains(message), "{reason}");
+                    "refused"
+                }
+                other => panic!("{message}: {other:?}"),
+            };
+            assert_eq!(got, *expect, "{message}");
         }
     }
 }

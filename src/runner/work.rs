@@ -10,7 +10,7 @@ use crate::config::AgentRole;
 use crate::engine::outcome::RunOutcome;
 use crate::executor::{self, AgentExit, AgentRequest};
 use crate::git::{Git, NumstatEntry};
-use crate::model::{FailureCode, Mode, Role, Run, RunId, Task};
+use crate::model::{FailureCode, Mode, Role, Run, RunId, Task, TaskKind};
 use crate::store::RunRecord;
 use crate::workspace::{task_branch, Branches, Workspace};
 
@@ -69,6 +69,18 @@ fn in_worktree(
     record.branch = Some(branch.clone());
     let base_ref = branches.tracking(base);
     let result = (|| {
+        if task.kind == TaskKind::AutofixConflict {
+            let result = fix_conflicts(act, task, (run_id, history), &ws, &base_ref, record)?;
+            if record.head_sha.as_deref() != Some(ws.start.as_str()) {
+                branches.publish(&branch).map_err(|e| CheckFailure {
+                    code: FailureCode::BranchDivergedRequiresRecreate,
+                    message: format!(
+                        "branch_diverged_requires_recreate: could not push {branch}: {e}"
+                    ),
+                })?;
+            }
+            return Ok(result);
+        }
         let agent = run_agent(act, task, run_id, history, &ws.path, record)?;
         let changes = ws.stage_changes().map_err(setup)?;
         if changes.is_empty() {
@@ -97,6 +109,97 @@ fn in_worktree(
         tracing::warn!("could not remove the worktree: {e}");
     }
     result
+}
+
+/// A conflict fix (`autofix_conflict`): the base is merged into the change's branch; conflicts
+/// are left marked for the agent to resolve, and the runner checks that no marker is left before
+/// it concludes the merge. A base that merges cleanly needs no agent. Policy and verification
+/// then judge the branch as its PR shows it: against the base.
+fn fix_conflicts(
+    act: &Act<'_>,
+    task: &Task,
+    (run_id, history): (&RunId, &[Run]),
+    ws: &Workspace,
+    base_ref: &str,
+    record: &mut RunRecord,
+) -> Result<WorkResult, CheckFailure> {
+    let git = ws.git();
+    let base = &act.config.base_branch;
+    let message = format!(
+        "Merge {base} into {}\n\nTask: {}\nRun: {run_id}",
+        ws.branch, task.id
+    );
+    let clean = git
+        .try_run(&[
+            "merge",
+            "--no-edit",
+            "--no-ff",
+            "-q",
+            "-m",
+            &message,
+            base_ref,
+        ])
+        .map_err(setup)?
+        .is_some();
+    let summary = if clean {
+        Some(if ws.head().map_err(setup)? == ws.start {
+            format!("{base} was already merged into the branch: nothing to resolve")
+        } else {
+            format!("{base} merged into the branch without conflicts")
+        })
+    } else {
+        let conflicted: Vec<String> = git
+            .run(&["diff", "--name-only", "--diff-filter=U"])
+            .map_err(setup)?
+            .lines()
+            .map(String::from)
+            .collect();
+        if conflicted.is_empty() {
+            return Err(setup_text(format!(
+                "merging {base} into {} failed without conflicts",
+                ws.branch
+            )));
+        }
+        let agent = run_agent(act, task, run_id, history, &ws.path, record)?;
+        let left: Vec<&String> = conflicted
+            .iter()
+            .filter(|f| has_conflict_markers(&ws.path.join(f)))
+            .collect();
+        if !left.is_empty() {
+            let _ = git.run(&["merge", "--abort"]);
+            return Err(CheckFailure {
+                code: FailureCode::ModelOrUnknownFailure,
+                message: format!(
+                    "conflict markers are still in {} after the agent finished",
+                    left.iter()
+                        .map(|f| f.as_str())
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                ),
+            });
+        }
+        git.run(&["add", "-A"]).map_err(setup)?;
+        git.run(&["commit", "--no-verify", "-q", "--no-edit"])
+            .map_err(setup)?;
+        agent
+    };
+    let head = ws.head().map_err(setup)?;
+    let changes = crate::workspace::changed_files(git, base_ref, &head).map_err(setup)?;
+    checks::check_policy(task, act.config, &changes)?;
+    checks::run_verification(task, act.config, &ws.path, &changes, act.redactor)?;
+    record.head_sha = Some(head);
+    record.summary = summary.clone().map(|s| act.redactor.excerpt(&s, 500));
+    Ok(success(summary, record))
+}
+
+/// A file still holding a conflict marker line (`<<<<<<< `, `=======`, `>>>>>>> `).
+fn has_conflict_markers(path: &Path) -> bool {
+    let Ok(text) = std::fs::read(path) else {
+        return false; // deleted as the resolution
+    };
+    String::from_utf8_lossy(&text)
+        .lines()
+        .any(|l| l.starts_with("<<<<<<< ") || l.starts_with(">>>>>>> ") || l == "=======")
 }
 
 /// Direct mode: the agent edits the repository in place. The change is measured against a

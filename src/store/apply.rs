@@ -22,6 +22,8 @@ pub struct ApplyReport {
     pub start_planner: bool,
     /// Planned tasks whose GitHub issue is to be opened.
     pub open_issues: Vec<TaskId>,
+    /// PRs to close: (task, PR, the task recreating its goal).
+    pub close_pulls: Vec<(TaskId, u64, TaskId)>,
 }
 
 impl Store {
@@ -191,6 +193,13 @@ impl Store {
                 Action::OpenIssue => {
                     if let Some(id) = task_id {
                         report.open_issues.push(id.clone());
+                    }
+                }
+                Action::ClosePull { pr, superseded_by } => {
+                    if let Some(id) = task_id {
+                        report
+                            .close_pulls
+                            .push((id.clone(), *pr, superseded_by.clone()));
                     }
                 }
                 Action::Wait { .. } => {}

@@ -215,24 +215,6 @@ impl Store {
             .collect())
     }
 
-    /// AutoFix tasks created so far for each PR.
-    pub fn autofix_by_pr(&self) -> Result<BTreeMap<u64, u32>, StoreError> {
-        let rows = self
-            .conn
-            .prepare(
-                "SELECT source_pr, count(*) FROM tasks
-                 WHERE kind = ?1 AND source_pr IS NOT NULL GROUP BY source_pr",
-            )?
-            .query_map([crate::model::TaskKind::Autofix.as_str()], |r| {
-                Ok((r.get::<_, i64>(0)?, r.get::<_, u32>(1)?))
-            })?
-            .collect::<Result<Vec<_>, _>>()?;
-        Ok(rows
-            .into_iter()
-            .filter_map(|(pr, n)| Some((u64::try_from(pr).ok()?, n)))
-            .collect())
-    }
-
     /// Stores what CI said about a PR's head; unchanged values write nothing.
     pub fn set_pull_checks(
         &mut self,

@@ -7,7 +7,7 @@ use super::tasks::{create_derived_task, record_event, write_transition, TaskChan
 use super::{Store, StoreError};
 use crate::engine::outcome::OutcomeDecision;
 use crate::engine::verdict::VerdictDecision;
-use crate::model::{RunId, TaskId, TaskState, TaskStatus, Verdict};
+use crate::model::{RunId, Task, TaskId, TaskState, TaskStatus, Verdict};
 
 /// The facts of a finished run, besides its status.
 #[derive(Clone, Debug, Default, PartialEq)]
@@ -244,6 +244,13 @@ impl Store {
                 [run_id.as_str()],
             )?;
         }
+        if let Some(head) = &decision.rebind_head {
+            // The base was merged into the run's branch: CI and the next review look at this head.
+            tx.execute(
+                "UPDATE runs SET head_sha = ?2 WHERE id = ?1",
+                params![run_id.as_str(), head],
+            )?;
+        }
         tx.execute("DELETE FROM leases WHERE task_id = ?1", [task_id.as_str()])?;
         record_event(
             &tx,
@@ -271,6 +278,41 @@ impl Store {
             params![task_id.as_str(), kind.as_str()],
             |r| r.get(0),
         )?)
+    }
+
+    /// The change `task` belongs to and its follow-ups so far (see [`Lineage::of`]): the task,
+    /// its source and its source's source are read, and their children counted.
+    ///
+    /// [`Lineage::of`]: crate::engine::verdict::Lineage::of
+    pub fn lineage(&self, task: &Task) -> Result<crate::engine::verdict::Lineage, StoreError> {
+        use crate::model::TaskKind;
+        let mut known = std::collections::BTreeMap::new();
+        let mut counts = std::collections::BTreeMap::new();
+        let mut next = Some(task.clone());
+        for _ in 0..3 {
+            let Some(t) = next.take() else { break };
+            for kind in [
+                TaskKind::Autofix,
+                TaskKind::AutofixConflict,
+                TaskKind::Recreate,
+            ] {
+                counts.insert((t.id.clone(), kind), self.count_children(&t.id, kind)?);
+            }
+            next = match &t.parent_task_id {
+                Some(parent) => match self.task(parent) {
+                    Ok(p) => Some(p),
+                    Err(StoreError::NoSuchTask(_)) => None,
+                    Err(e) => return Err(e),
+                },
+                None => None,
+            };
+            known.insert(t.id.clone(), t);
+        }
+        Ok(crate::engine::verdict::Lineage::of(
+            task,
+            |id| known.get(id).cloned(),
+            |id, kind| counts.get(&(id.clone(), kind)).copied().unwrap_or(0),
+        ))
     }
 
     /// Judgements recorded for a task and its children: how often this change was reviewed.

@@ -328,24 +328,3 @@ fn a_new_head_forgets_the_checks_of_the_old_one() {
     assert!(store.open_pull_checks().unwrap().is_empty());
     assert_eq!(store.pull_checks(3).unwrap(), None);
 }
-
-#[test]
-fn autofix_tasks_are_counted_per_pull_request() {
-    let mut store = Store::in_memory("mem").unwrap();
-    let mut fixes = Vec::new();
-    for (id, kind, pr) in [
-        ("f1", crate::model::TaskKind::Autofix, Some(7)),
-        ("f2", crate::model::TaskKind::Autofix, Some(7)),
-        ("f3", crate::model::TaskKind::Autofix, Some(8)),
-        ("x", crate::model::TaskKind::Feature, Some(7)),
-        ("f4", crate::model::TaskKind::Autofix, None),
-    ] {
-        let mut t = task(id, &[]);
-        t.kind = kind;
-        t.source_pr = pr;
-        fixes.push(t);
-    }
-    store.insert_tasks(&fixes, writer()).unwrap();
-    let counts = store.autofix_by_pr().unwrap();
-    assert_eq!(counts.into_iter().collect::<Vec<_>>(), vec![(7, 2), (8, 1)]);
-}
