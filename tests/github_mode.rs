@@ -508,29 +508,114 @@ fn ci_pending_past_the_timeout_waits_on_a_person() {
     );
 }
 
+fn kind_of_tasks(s: &Setup, kind: &str) -> Vec<serde_json::Value> {
+    tasks(s).into_iter().filter(|t| t["kind"] == kind).collect()
+}
+
+/// GitHub keeps calling the PR unmergeable: two conflict fixes on its branch (bounded), then the
+/// goal is recreated from the base in a new PR, the old PR is closed with a comment saying why,
+/// and the new PR is merged and closes the issue.
 #[test]
-fn an_approved_pr_github_refuses_to_merge_gets_an_autofix_and_a_visible_verdict() {
+fn a_pr_that_stays_unmergeable_is_conflict_fixed_then_recreated_in_a_new_pr_and_merged() {
     let s = setup();
-    task_with_a_pr(&s);
-    let pr = s.server.pulls()[0].clone();
-    s.server.set_mergeable(pr.number, Some(false), "dirty");
-    // No CI configured: the judge reviews, approves, and GitHub answers 405.
+    let issue = task_with_a_pr(&s);
+    let old = s.server.pulls()[0].clone();
+    s.server.set_mergeable(old.number, Some(false), "dirty");
     let out = tick(&s, "2026-11-21T12:05:00Z");
-    assert!(out.contains("cannot merge"), "{out}");
-    assert!(!s.server.pull(pr.number).unwrap().merged);
-    assert_eq!(autofix_tasks(&s).len(), 1, "{:?}", tasks(&s));
+    assert!(out.contains("conflict fix"), "{out}");
     let verdicts: Vec<_> = s
         .server
-        .comments(pr.number)
+        .comments(old.number)
         .into_iter()
         .filter(|c| c.body.contains("opentiger:verdict"))
         .collect();
     assert_eq!(verdicts.len(), 1, "{verdicts:?}");
-    assert!(
-        verdicts[0].body.contains("changes requested")
-            && verdicts[0].body.contains("not mergeable"),
-        "{verdicts:?}"
+    assert!(verdicts[0].body.contains("cannot merge"), "{verdicts:?}");
+    for minute in (10..60).step_by(5) {
+        tick(&s, &format!("2026-11-21T12:{minute:02}:00Z"));
+        if tasks(&s)
+            .iter()
+            .all(|t| t["status"] == "done" || t["status"] == "cancelled")
+        {
+            break;
+        }
+    }
+    let all = tasks(&s);
+    let fixes = kind_of_tasks(&s, "autofix_conflict");
+    assert_eq!(
+        fixes.len(),
+        2,
+        "max_conflict_autofix_attempts is 2: {all:?}"
     );
+    let recreated = kind_of_tasks(&s, "recreate");
+    assert_eq!(recreated.len(), 1, "{all:?}");
+    assert_eq!(recreated[0]["status"], "done", "{all:?}");
+    let origin = all.iter().find(|t| t["kind"] == "feature").unwrap();
+    assert_eq!(origin["status"], "done", "{all:?}");
+    // The old PR closed unmerged, with one comment naming the recreation; the new one merged.
+    let closed = s.server.pull(old.number).unwrap();
+    assert!(!closed.merged && closed.state == "closed", "{closed:?}");
+    let notes: Vec<_> = s
+        .server
+        .comments(old.number)
+        .into_iter()
+        .filter(|c| c.body.contains("opentiger:closed"))
+        .collect();
+    assert_eq!(notes.len(), 1, "{notes:?}");
+    assert!(
+        notes[0].body.contains(recreated[0]["id"].as_str().unwrap()),
+        "{notes:?}"
+    );
+    let pulls = s.server.pulls();
+    assert_eq!(pulls.len(), 2, "{pulls:?}");
+    let new = pulls.iter().find(|p| p.number != old.number).unwrap();
+    assert!(new.merged, "{new:?}");
+    assert_eq!(s.server.issue(issue).unwrap().state, "closed");
+}
+
+/// An approved PR behind the base gets the base merged into its branch first; CI runs on that
+/// head (pending, then green) and only then is it merged — once.
+#[test]
+fn an_approved_pr_behind_the_base_is_updated_then_merged_once_ci_is_green() {
+    let s = setup();
+    task_with_a_pr(&s);
+    let pr = s.server.pulls()[0].clone();
+    // Someone else lands a change on main meanwhile.
+    std::fs::write(s.clone.join("CHANGELOG.md"), "- other work\n").unwrap();
+    git(&s.clone, &["add", "CHANGELOG.md"]);
+    git(&s.clone, &["commit", "-q", "-m", "Other work"]);
+    git(&s.clone, &["push", "-q", "origin", "main"]);
+    let out = tick(&s, "2026-11-21T12:05:00Z");
+    assert!(out.contains("behind the base"), "{out}");
+    let updated = s.server.pull(pr.number).unwrap();
+    assert_ne!(
+        updated.head_sha, pr.head_sha,
+        "the base was merged into the branch"
+    );
+    assert!(!updated.merged);
+    // CI on the new head: pending holds the merge back, green lets it through.
+    s.server
+        .set_check_runs(&updated.head_sha, &[("test", "in_progress", None)]);
+    let out = tick(&s, "2026-11-21T12:10:00Z");
+    assert!(
+        out.contains("CI pending") || !out.contains("merged"),
+        "{out}"
+    );
+    assert!(!s.server.pull(pr.number).unwrap().merged);
+    s.server
+        .set_check_runs(&updated.head_sha, &[("test", "completed", Some("success"))]);
+    let out = tick(&s, "2026-11-21T12:15:00Z");
+    assert!(out.contains("approved and merged"), "{out}");
+    assert!(s.server.pull(pr.number).unwrap().merged);
+    tick(&s, "2026-11-21T12:20:00Z");
+    assert!(
+        tasks(&s).iter().all(|t| t["status"] == "done"),
+        "{:?}",
+        tasks(&s)
+    );
+    let log = git(&s.origin, &["log", "--format=%B", "main"]);
+    assert_eq!(log.matches("Task: ").count(), 1, "merged once: {log}");
+    assert!(git(&s.origin, &["show", "main:CHANGELOG.md"]).contains("other work"));
 }
 
 #[test]
