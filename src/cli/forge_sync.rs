@@ -332,6 +332,7 @@ impl Observed {
                     .push(serde_json::json!({ "issue": issue, "reason": reason.to_string() })),
             }
         }
+        lines.extend(self.import_pulls(ctx, store, writer)?);
         // The dashboard lists what was not imported, and why.
         store.set_cursor(
             "import:skipped",
@@ -341,6 +342,64 @@ impl Observed {
             },
             now,
         )?;
+        Ok(lines)
+    }
+}
+
+impl Observed {
+    /// `backlog.import_open_prs`: a review task for each new head of a trusted person's PR.
+    fn import_pulls(
+        &self,
+        ctx: &Context,
+        store: &mut Store,
+        writer: Writer<'_>,
+    ) -> Result<Vec<String>, Failure> {
+        use crate::engine::import::{import_pulls, PullImport};
+        let mut lines = Vec::new();
+        let reviews = store.pull_review_tasks()?;
+        let decisions = import_pulls(
+            &self.pulls,
+            &reviews,
+            &ctx.config.backlog,
+            &ctx.config.base_branch,
+            writer.now,
+        );
+        for decision in decisions {
+            match decision {
+                PullImport::Review { task, run, reason } => {
+                    if store.task(&task.id).is_ok() {
+                        continue;
+                    }
+                    let pr = run.pr_number.unwrap_or(0);
+                    store.insert_tasks(std::slice::from_ref(&task), writer)?;
+                    let run = crate::model::Run {
+                        tick_id: ctx.tick_id.clone(),
+                        ..*run
+                    };
+                    store.insert_run(&run)?;
+                    store.set_pull_state(
+                        pr,
+                        PullState::Open,
+                        run.head_sha.as_deref(),
+                        writer.now,
+                    )?;
+                    lines.push(reason);
+                }
+                PullImport::Supersede { task_id, reason } => {
+                    store.transition_task(
+                        &task_id,
+                        crate::model::TaskState::CANCELLED,
+                        &reason,
+                        crate::store::TaskChanges::default(),
+                        writer,
+                    )?;
+                    lines.push(format!("task {task_id}: {reason}"));
+                }
+                PullImport::Skip { pr, reason } => {
+                    lines.push(format!("PR #{pr} not reviewed: {reason}"));
+                }
+            }
+        }
         Ok(lines)
     }
 }
@@ -391,6 +450,7 @@ pub fn post_verdict(
     conclusion: &crate::engine::verdict::JudgeConclusion,
 ) -> Result<(), ForgeError> {
     use crate::engine::verdict::JudgeConclusion;
+    let person = task.kind == crate::model::TaskKind::PrReview;
     let text = match conclusion {
         JudgeConclusion::Merged { commit } => {
             format!(
@@ -406,9 +466,17 @@ pub fn post_verdict(
             for finding in findings {
                 text.push_str(&format!("\n- {finding}"));
             }
-            text.push_str("\n\nAn AutoFix task works on this branch, or a person decides once its budget is spent.");
+            text.push_str(if person {
+                "\n\nopentiger does not push to this branch: push a fix and the new head is reviewed again."
+            } else {
+                "\n\nAn AutoFix task works on this branch, or a person decides once its budget is spent."
+            });
             text
         }
+        JudgeConclusion::Approved { summary } => format!(
+            "**opentiger judge: approved** (task `{}`): {summary}\n\nNot merged automatically (`backlog.merge_imported_prs` is off): a maintainer merges it.",
+            task.id
+        ),
         JudgeConclusion::Conflict { base, files } => {
             let mut text = format!(
                 "**opentiger judge: cannot merge** (task `{}`): the branch conflicts with `{base}`.\n",
@@ -417,7 +485,11 @@ pub fn post_verdict(
             for file in files {
                 text.push_str(&format!("\n- {file}"));
             }
-            text.push_str("\n\nA conflict-fix task merges the base into this branch and resolves it; once that budget is spent the goal is recreated from the base (this PR is then closed), and after that a person decides.");
+            text.push_str(if person {
+                "\n\nMerge the base into this branch and resolve the conflicts; the new head is reviewed again."
+            } else {
+                "\n\nA conflict-fix task merges the base into this branch and resolves it; once that budget is spent the goal is recreated from the base (this PR is then closed), and after that a person decides."
+            });
             text
         }
         JudgeConclusion::Updated { head } => format!(

@@ -111,8 +111,12 @@ pub struct BacklogConfig {
     pub labels: Vec<String>,
     /// Author associations whose labelled issues are trusted.
     pub trusted_associations: Vec<String>,
-    /// Review open human PRs too.
+    /// Review open PRs people opened (from trusted authors, on branches of this repository):
+    /// each head gets a `pr_review` task, judged like the bot's own PRs, with the verdict as a
+    /// PR comment. Nothing is pushed to their branches.
     pub import_open_prs: bool,
+    /// Merge the imported PRs the judge approves (off: approving comments only).
+    pub merge_imported_prs: bool,
 }
 
 impl Default for BacklogConfig {
@@ -125,6 +129,7 @@ impl Default for BacklogConfig {
                 "COLLABORATOR".to_string(),
             ],
             import_open_prs: false,
+            merge_imported_prs: false,
         }
     }
 }

@@ -34,6 +34,9 @@ fn pr(n: u64, title: &str, body: &str) -> PullRequest {
         author: "bob".to_string(),
         html_url: format!("https://github.com/octo/repo/pull/{n}"),
         updated_at: at(-5),
+        author_association: "COLLABORATOR".to_string(),
+        draft: false,
+        from_fork: false,
     }
 }
 

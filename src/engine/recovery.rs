@@ -23,8 +23,49 @@ pub(crate) fn recover(w: &mut Working<'_>) {
         recover_blocked(w, &id);
     }
     for id in w.ids_in(TaskState::QUEUED) {
-        check_dependencies_exist(w, &id);
+        if w.tasks[&id].kind == TaskKind::PrReview {
+            review_person_pr_again(w, &id);
+        } else {
+            check_dependencies_exist(w, &id);
+        }
     }
+}
+
+/// A person's PR review put back in the queue (`task retry`): no worker runs it, the judge
+/// reviews its head again.
+fn review_person_pr_again(w: &mut Working<'_>, id: &TaskId) {
+    let run = w
+        .task_runs(id)
+        .iter()
+        .find(|r| r.status == RunStatus::Success)
+        .map(|r| r.id.clone());
+    let Some(run_id) = run else {
+        w.transition(
+            id,
+            TaskState::CANCELLED,
+            None,
+            Some(None),
+            "recovery.pr_review_without_head",
+            "a PR review without the head it reviews: the next push is imported again".to_string(),
+        );
+        return;
+    };
+    w.decide(
+        Some(id),
+        "recovery.pr_review_again",
+        Action::ResetJudgeClaim {
+            run_id: run_id.clone(),
+        },
+        format!("review run {run_id} again"),
+    );
+    w.transition(
+        id,
+        TaskState::blocked(BlockReason::AwaitingJudge),
+        None,
+        Some(None),
+        "recovery.pr_review_again",
+        "queued again by a person: the judge reviews the PR's head again".to_string(),
+    );
 }
 
 /// Leases that expired, whose holder ended, or that point at a task no longer running.

@@ -745,3 +745,30 @@ fn github_ci_on_the_pushed_head_decides_first() {
         reasons(&plan, "a")
     );
 }
+
+/// A person's PR review is never run by a worker: queued again (by `task retry`), it goes back
+/// to the judge with its head's run reviewable; without that run it ends.
+#[test]
+fn a_queued_pr_review_goes_back_to_the_judge() {
+    let review = || task("p").with(|t| t.kind = TaskKind::PrReview);
+    let mut judged = run("r1", "p", RunStatus::Success, at(-30));
+    judged.judged_at = Some(at(-20));
+    check(vec![
+        Case {
+            reason_has: &["the judge reviews the PR's head again"],
+            ..case(
+                "retried review",
+                snapshot(vec![review()], vec![judged], vec![]),
+                &[
+                    "recovery.pr_review_again p unjudge r1",
+                    "recovery.pr_review_again p -> blocked(awaiting_judge)",
+                ],
+            )
+        },
+        case(
+            "no head to review",
+            snapshot(vec![review()], vec![], vec![]),
+            &["recovery.pr_review_without_head p -> cancelled"],
+        ),
+    ]);
+}

@@ -39,6 +39,8 @@ pub enum JudgeConclusion {
     Updated { head: String },
     /// The forge refuses the merge for a reason no follow-up task can fix (branch protection).
     Refused { reason: String },
+    /// Approved and left for a person to merge (a person's PR, `backlog.merge_imported_prs` off).
+    Approved { summary: String },
 }
 
 /// The change a judged task belongs to, and the follow-up tasks it already had (the bounds of
@@ -118,7 +120,29 @@ pub fn decide_verdict(
     config: &Config,
     now: Timestamp,
 ) -> VerdictDecision {
+    if task.kind == TaskKind::PrReview {
+        if let Some(reviewed) = person_pr_reviewed(conclusion) {
+            return VerdictDecision {
+                to: TaskState::DONE,
+                attempts: None,
+                reason: reviewed,
+                create: None,
+                rejudge: false,
+                next_attempt_at: None,
+                rebind_head: None,
+            };
+        }
+    }
     match conclusion {
+        JudgeConclusion::Approved { summary } => VerdictDecision {
+            to: TaskState::DONE,
+            attempts: None,
+            reason: format!("approved, left for a person to merge: {summary}"),
+            create: None,
+            rejudge: false,
+            next_attempt_at: None,
+            rebind_head: None,
+        },
         JudgeConclusion::Merged { commit } => VerdictDecision {
             to: TaskState::DONE,
             attempts: None,
@@ -240,6 +264,30 @@ pub fn decide_verdict(
             )
         }
     }
+}
+
+/// A person's PR is reviewed, never worked on: nothing is pushed to their branch, so a verdict
+/// other than a failed review or a lost merge race ends the review (the PR comment says what to
+/// do; a new push is reviewed again as a new task). `None`: decided like any change.
+fn person_pr_reviewed(conclusion: &JudgeConclusion) -> Option<String> {
+    Some(match conclusion {
+        JudgeConclusion::Merged { .. }
+        | JudgeConclusion::Failed { .. }
+        | JudgeConclusion::BaseMoved { .. }
+        | JudgeConclusion::Updated { .. } => return None,
+        JudgeConclusion::Approved { summary } => {
+            format!("approved, left for a person to merge: {summary}")
+        }
+        JudgeConclusion::RequestChanges { summary, .. } => {
+            format!(
+                "changes requested ({summary}): the author decides; a new push is reviewed again"
+            )
+        }
+        JudgeConclusion::Conflict { base, .. } => {
+            format!("conflicts with {base}: the author resolves it; a new push is reviewed again")
+        }
+        JudgeConclusion::Refused { reason } => format!("approved, but {reason}"),
+    })
 }
 
 /// The change cannot land as it is: a conflict fix on its branch while that budget lasts, then

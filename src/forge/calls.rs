@@ -46,6 +46,14 @@ struct RawRef {
     #[serde(rename = "ref")]
     name: String,
     sha: String,
+    /// `null` when the head's repository was deleted.
+    #[serde(default)]
+    repo: Option<RawRepo>,
+}
+
+#[derive(Deserialize)]
+struct RawRepo {
+    full_name: String,
 }
 
 #[derive(Deserialize)]
@@ -67,6 +75,10 @@ struct RawPull {
     /// Only on a single PR: GitHub computes it lazily (`null` until known).
     #[serde(default)]
     mergeable_state: Option<String>,
+    #[serde(default)]
+    author_association: String,
+    #[serde(default)]
+    draft: Option<bool>,
 }
 
 #[derive(Deserialize)]
@@ -99,7 +111,12 @@ impl From<RawIssue> for Issue {
 
 impl From<RawPull> for PullRequest {
     fn from(raw: RawPull) -> PullRequest {
+        let repo = |r: &RawRef| r.repo.as_ref().map(|r| r.full_name.to_ascii_lowercase());
+        let from_fork = repo(&raw.head).is_none() || repo(&raw.head) != repo(&raw.base);
         PullRequest {
+            author_association: raw.author_association,
+            draft: raw.draft.unwrap_or(false),
+            from_fork,
             number: raw.number,
             title: raw.title,
             body: raw.body.unwrap_or_default(),

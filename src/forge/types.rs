@@ -88,6 +88,14 @@ pub struct PullRequest {
     pub author: String,
     pub html_url: String,
     pub updated_at: Timestamp,
+    /// The author's relation to the repository (`OWNER`, `MEMBER`, `COLLABORATOR`, `NONE`, ...).
+    #[serde(default)]
+    pub author_association: String,
+    #[serde(default)]
+    pub draft: bool,
+    /// The head branch lives in another repository (a fork, or one since deleted).
+    #[serde(default)]
+    pub from_fork: bool,
 }
 
 /// What CI says about a commit: check runs and commit statuses together.

@@ -10,7 +10,7 @@ use crate::engine::verdict::{short_sha, JudgeConclusion};
 use crate::executor::{self, AgentExit, AgentRequest};
 use crate::forge::calls::MergeAnswer;
 use crate::git::{Git, GitError};
-use crate::model::{Run, Task, Verdict};
+use crate::model::{Run, Task, TaskKind, Verdict};
 use crate::store::JudgementRow;
 use crate::workspace::{changed_files, diff_text, Branches, Workspace};
 
@@ -91,7 +91,7 @@ fn judge(
         // Merged already by an earlier review whose outcome was never recorded (its tick died):
         // adopt that merge instead of merging twice.
         if let Some(commit) = merged_before(&repo, &branches.tracking(base), task)? {
-            if act.config.merge.delete_branch {
+            if act.config.merge.delete_branch && task.kind != TaskKind::PrReview {
                 branches.delete(&branch);
             }
             return Ok(JudgeResult {
@@ -125,8 +125,10 @@ fn judge(
         let _ = ws.close();
         match attempt? {
             Attempt::Concluded(result) => {
+                // A person's branch is theirs to delete.
                 if matches!(result.conclusion, JudgeConclusion::Merged { .. })
                     && act.config.merge.delete_branch
+                    && task.kind != TaskKind::PrReview
                 {
                     branches.delete(&branch);
                 }
@@ -236,10 +238,12 @@ fn try_merge(
         .git()
         .try_run(&["merge-base", "--is-ancestor", base_head, head])?
         .is_none();
-    if let (true, Some(_), true, Some(branch)) = (
+    let ours = task.kind != TaskKind::PrReview;
+    if let (true, Some(_), true, true, Some(branch)) = (
         behind,
         merger,
         act.config.merge.update_when_behind,
+        ours,
         run.branch.as_deref(),
     ) {
         if !branches.advance(branch, head, &merged)? {
@@ -293,6 +297,17 @@ fn try_merge(
     };
     if verdict == Verdict::RequestChanges {
         return done(request_changes(head, summary, findings));
+    }
+    if !ours && !act.config.backlog.merge_imported_prs {
+        return done(JudgeResult {
+            judgement: Some(JudgementRow {
+                head_sha: head.to_string(),
+                verdict: Verdict::Approve,
+                summary: summary.clone(),
+                findings,
+            }),
+            conclusion: JudgeConclusion::Approved { summary },
+        });
     }
     if let Some(merger) = merger {
         return done(merge_pull(merger, task, run, head, summary, findings));

@@ -112,6 +112,20 @@ impl Store {
 }
 
 impl Store {
+    /// Every review task of a person's PR (`pr_review`), in any status.
+    pub fn pull_review_tasks(&self) -> Result<Vec<crate::model::Task>, StoreError> {
+        let sql = format!(
+            "SELECT {} FROM tasks WHERE kind = 'pr_review' ORDER BY created_at, id",
+            super::rows::TASK_COLUMNS
+        );
+        let tasks = self
+            .conn
+            .prepare(&sql)?
+            .query_map([], super::rows::task)?
+            .collect::<Result<_, _>>()?;
+        Ok(tasks)
+    }
+
     /// Every task linked to an issue, in any status, with its dependencies.
     pub fn tasks_with_issues(&self) -> Result<Vec<crate::model::Task>, StoreError> {
         let sql = format!(

@@ -23,7 +23,10 @@ use crate::model::graph::reachable;
 use crate::model::{short_hash, Lane, Role, Task, TaskId, TaskKind, TaskStatus};
 use crate::time::Timestamp;
 
+mod pulls;
 mod text;
+
+pub use pulls::{import_pulls, review_task_id, PullImport};
 
 use text::{allowed_paths, dependencies, explicit_role, priority, referencing_pr, risk};
 
