@@ -208,7 +208,7 @@ pub fn decide_verdict(
                 reason: format!("approved, but {base} moved while merging: merged again later (merge attempt {n}/{limit})"),
                 create: None,
                 rejudge: true,
-                next_attempt_at: Some(now.plus(i64::from(config.merge.retry_seconds) * crate::time::SECOND)),
+                next_attempt_at: Some(now.plus(doubling(config.merge.retry_seconds, n))),
                 rebind_head: None,
             }
         }
@@ -255,7 +255,7 @@ pub fn decide_verdict(
                 task,
                 AttemptKey::Judge,
                 limit,
-                now.plus(i64::from(config.retry.cooldown_seconds) * crate::time::SECOND),
+                now.plus(doubling(config.retry.cooldown_seconds, n)),
                 format!("the judge failed ({error}): reviewed again next tick (judge retry {n}/{limit})"),
                 format!(
                     "the judge failed {n} times (limit {limit}): {error}. A failed review is never an approval. Decide: fix the judge agent and `opentiger task retry {}`",
@@ -419,6 +419,15 @@ fn bounded_rejudge(
             rebind_head: None,
         }
     }
+}
+
+/// The wait before try `n` (1-based) of something that failed: `base_seconds`, doubled each
+/// time, at most a day (milliseconds).
+pub fn doubling(base_seconds: u32, n: u32) -> i64 {
+    let factor = 1_i64 << n.saturating_sub(1).min(20);
+    (i64::from(base_seconds) * crate::time::SECOND)
+        .saturating_mul(factor)
+        .min(24 * crate::time::HOUR)
 }
 
 /// The first ten characters of a commit id, for messages.
@@ -673,6 +682,43 @@ mod chain_tests {
         let d = decide_verdict(&judged, &conclusion, &chain(3), &config, NOW);
         assert_eq!(d.to, TaskState::blocked(BlockReason::AwaitingHuman));
         assert!(d.create.is_none());
+    }
+}
+
+#[cfg(test)]
+mod backoff_tests {
+    use super::super::testkit::{task, TaskExt, NOW};
+    use super::*;
+    use crate::time::{HOUR, SECOND};
+
+    #[test]
+    fn retries_of_reviews_and_merges_back_off() {
+        assert_eq!(doubling(30, 1), 30 * SECOND);
+        assert_eq!(doubling(30, 2), 60 * SECOND);
+        assert_eq!(doubling(30, 3), 120 * SECOND);
+        assert_eq!(doubling(300, 40), 24 * HOUR, "capped");
+        let config = Config::default();
+        let failed = JudgeConclusion::Failed {
+            error: "judge down".into(),
+        };
+        let waits: Vec<i64> = (0..3)
+            .map(|used| {
+                let t = task("a")
+                    .blocked(BlockReason::AwaitingJudge)
+                    .attempts(AttemptKey::Judge, used);
+                let d = decide_verdict(&t, &failed, &Lineage::fresh(&t), &config, NOW);
+                d.next_attempt_at.expect("a retry time").minus(NOW)
+            })
+            .collect();
+        assert_eq!(waits, vec![300 * SECOND, 600 * SECOND, 1200 * SECOND]);
+        let moved = JudgeConclusion::BaseMoved {
+            base: "main".into(),
+        };
+        let t = task("a")
+            .blocked(BlockReason::AwaitingJudge)
+            .attempts(AttemptKey::Merge, 1);
+        let d = decide_verdict(&t, &moved, &Lineage::fresh(&t), &config, NOW);
+        assert_eq!(d.next_attempt_at.map(|at| at.minus(NOW)), Some(60 * SECOND));
     }
 }
 
