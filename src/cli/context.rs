@@ -217,6 +217,10 @@ impl Context {
             } else {
                 BTreeMap::new()
             },
+            spend: crate::engine::Spend {
+                today_usd: store.spend_on(&self.now.day())?,
+                by_task: store.spend_of_queued_tasks()?,
+            },
             plan_signature,
             requirement_present,
             issue_backlog: 0,

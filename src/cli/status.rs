@@ -51,6 +51,12 @@ pub fn run(ctx: &Context, args: &StatusArgs) -> CmdResult {
             .body
             .and_then(|b| serde_json::from_str(&b).ok())
             .unwrap_or_default(),
+        spend: report::SpendView {
+            today_usd: store.spend_on(&ctx.now.day())?,
+            per_day_usd: ctx.config.budget.per_day_usd,
+            per_task_usd: ctx.config.budget.per_task_usd,
+            per_tick_usd: ctx.config.budget.per_tick_usd,
+        },
     };
     if args.json {
         let text = serde_json::to_string_pretty(&view).map_err(|e| Failure::tick(e.to_string()))?;

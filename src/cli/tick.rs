@@ -98,6 +98,10 @@ pub struct TickSummary {
     pub claimed: usize,
     pub judged: usize,
     pub stray: usize,
+    /// What this tick's runs cost (USD).
+    pub spent_usd: f64,
+    /// Today's spend after this tick and the daily budget, when the tick ran anything.
+    pub spend_today: Option<(f64, f64)>,
 }
 
 impl TickSummary {
@@ -109,6 +113,12 @@ impl TickSummary {
         for line in &self.lines {
             out.push_str(&format!("  {line}\n"));
         }
+        if let Some((today, budget)) = self.spend_today {
+            out.push_str(&format!(
+                "  spend: ${:.2} this tick, ${today:.2} today of budget.per_day_usd ${budget:.2}\n",
+                self.spent_usd
+            ));
+        }
         out
     }
 
@@ -117,6 +127,8 @@ impl TickSummary {
             "tick_id": self.tick_id, "decisions": self.decisions, "runs": self.claimed,
             "reviews": self.judged, "stray_outcomes": self.stray, "lines": self.lines,
             "github_requests": self.requests,
+            "spent_usd": self.spent_usd,
+            "spent_today_usd": self.spend_today.map(|(today, _)| today),
             "peak_memory_kib": peak_memory_kib(),
         })
     }
@@ -417,6 +429,21 @@ pub fn tick(ctx: &Context) -> Result<TickSummary, Failure> {
                 run_id,
                 history,
             } => {
+                // budget.per_tick_usd: once this tick's runs spent it, the rest go back to the
+                // queue unstarted.
+                if let Some(limit) = ctx.config.budget.per_tick_usd.filter(|l| *l > 0.0) {
+                    if summary.spent_usd >= limit {
+                        done.push(Done::Unstarted(
+                            task.id.clone(),
+                            run_id,
+                            format!(
+                                "not started: this tick's runs spent ${:.2}, budget.per_tick_usd is ${limit:.2}; queued for the next tick",
+                                summary.spent_usd
+                            ),
+                        ));
+                        continue;
+                    }
+                }
                 let _span = tracing::info_span!("run", task = %task.id, run = %run_id).entered();
                 let mut result = run_task(&act, &task, &run_id, &history);
                 if let (Some(client), true) = (
@@ -425,6 +452,7 @@ pub fn tick(ctx: &Context) -> Result<TickSummary, Failure> {
                 ) {
                     publish(ctx, client, &task, &run_id, &mut result);
                 }
+                summary.spent_usd += result.record.cost_usd;
                 done.push(Done::Work(task.id.clone(), run_id, result));
             }
             Work::Review { task, run, reviews } => {
@@ -484,6 +512,9 @@ pub fn tick(ctx: &Context) -> Result<TickSummary, Failure> {
     let recorded = ctx.record_state("record", |store| record(ctx, store, &done, now, &summary))?;
     summary.lines.extend(recorded.lines);
     summary.stray = recorded.stray;
+    if summary.claimed > 0 {
+        summary.spend_today = Some((recorded.spent_today, ctx.config.budget.per_day_usd));
+    }
     Ok(summary)
 }
 
@@ -595,6 +626,7 @@ fn claim(ctx: &Context, store: &mut Store) -> Result<Claimed, Failure> {
 struct RecordedLines {
     lines: Vec<String>,
     stray: usize,
+    spent_today: f64,
 }
 
 fn record(
@@ -612,6 +644,7 @@ fn record(
     let mut out = RecordedLines {
         lines: Vec::new(),
         stray: 0,
+        spent_today: 0.0,
     };
     for item in done {
         let recorded = match item {
@@ -662,6 +695,22 @@ fn record(
                 }
                 Recorded::Applied
             }
+            Done::Unstarted(task_id, run_id, why) => {
+                out.lines.push(format!("{task_id}: {why}"));
+                let decision = crate::engine::outcome::OutcomeDecision {
+                    run_status: crate::model::RunStatus::Cancelled,
+                    failure_code: None,
+                    to: crate::model::TaskState::QUEUED,
+                    attempts: None,
+                    next_attempt_at: Some(None),
+                    reason: why.clone(),
+                };
+                let record = crate::store::RunRecord {
+                    error: Some(why.clone()),
+                    ..Default::default()
+                };
+                store.record_run(task_id, run_id, &record, &decision, writer)?
+            }
             Done::PullClosed(task_id, pr, closed) => {
                 match closed {
                     Ok(()) => {
@@ -693,6 +742,7 @@ fn record(
             ));
         }
     }
+    out.spent_today = store.spend_on(&now.day())?;
     let pruned = store.prune(now, ctx.config.state.retention_days)?;
     if pruned > 0 {
         out.lines
@@ -754,6 +804,8 @@ enum Done {
     Review(TaskId, RunId, JudgeResult),
     Plan(PlanResult),
     PullClosed(TaskId, u64, Result<(), String>),
+    /// A claimed run not started (the tick's budget was spent): back to the queue.
+    Unstarted(TaskId, RunId, String),
 }
 
 /// Worktrees that leased tasks (of any tick) may be using right now.

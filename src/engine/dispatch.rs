@@ -85,6 +85,10 @@ pub(crate) fn dispatch(w: &mut Working<'_>) {
             w.wait(&id, None, "dispatch.dependency", why);
             continue;
         }
+        if let Some((until, why)) = over_budget(w, task) {
+            w.wait(&id, until, "dispatch.budget", why);
+            continue;
+        }
         eligible.push(id);
     }
     let now = w.now;
@@ -212,6 +216,35 @@ fn refusal(
                 return Some(format!("queued: lane {} is full ({used}/{cap})", task.lane));
             }
         }
+    }
+    None
+}
+
+/// DESIGN §9: a task that spent its budget, or a day that spent the daily one, starts no run.
+/// Raising the budget in the config lifts it at the next tick; the daily one lifts at midnight
+/// UTC. Budgets of 0 are off.
+fn over_budget(w: &Working<'_>, task: &Task) -> Option<(Option<Timestamp>, String)> {
+    let budget = &w.config.budget;
+    let spend = &w.snapshot.observations.spend;
+    if budget.per_day_usd > 0.0 && spend.today_usd >= budget.per_day_usd {
+        let tomorrow = w.now.start_of_day().plus(crate::time::DAY);
+        return Some((
+            Some(tomorrow),
+            format!(
+                "queued: today's spend ${:.2} reached budget.per_day_usd ${:.2}: runs start again at {tomorrow}, or raise the budget",
+                spend.today_usd, budget.per_day_usd
+            ),
+        ));
+    }
+    let spent = spend.by_task.get(&task.id).copied().unwrap_or(0.0);
+    if budget.per_task_usd > 0.0 && spent >= budget.per_task_usd {
+        return Some((
+            None,
+            format!(
+                "queued: this task spent ${spent:.2} over its attempts, its budget.per_task_usd is ${:.2}: raise the budget to let it run again, or `opentiger task cancel {}`",
+                budget.per_task_usd, task.id
+            ),
+        ));
     }
     None
 }

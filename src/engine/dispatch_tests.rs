@@ -127,3 +127,42 @@ fn claims_carry_a_lease_until_the_configured_expiry() {
         other => panic!("expected a claim, got {other:?}"),
     }
 }
+
+/// DESIGN §9 budgets: a day over `per_day_usd` starts nothing until midnight UTC; a task over
+/// `per_task_usd` waits while others run; raising a budget lifts it; 0 turns a budget off.
+#[test]
+fn budgets_hold_runs_back_and_say_how_to_lift_them() {
+    let with_spend = |today: f64, a: f64| {
+        let mut snap = snapshot(
+            vec![task("a"), task("b").with(|t| t.priority = -1)],
+            vec![],
+            vec![],
+        );
+        snap.observations.spend.today_usd = today;
+        snap.observations
+            .spend
+            .by_task
+            .insert(crate::model::TaskId("a".into()), a);
+        snap
+    };
+    let budgets = |day: f64, task: f64| {
+        let mut c = config(2, 2);
+        c.budget.per_day_usd = day;
+        c.budget.per_task_usd = task;
+        c
+    };
+    #[rustfmt::skip]
+    let cases: Vec<(&str, super::Snapshot, Config, &[&str], &str)> = vec![
+        ("under both", with_spend(1.0, 1.0), budgets(50.0, 5.0), &["a", "b"], ""),
+        ("the day is spent", with_spend(50.0, 1.0), budgets(50.0, 5.0), &[], "today's spend $50.00 reached budget.per_day_usd $50.00: runs start again at 2026-11-22T00:00:00Z"),
+        ("the task is spent", with_spend(6.0, 5.5), budgets(50.0, 5.0), &["b"], "this task spent $5.50 over its attempts, its budget.per_task_usd is $5.00"),
+        ("the task budget raised", with_spend(6.0, 5.5), budgets(50.0, 10.0), &["a", "b"], ""),
+        ("budgets off", with_spend(500.0, 500.0), budgets(0.0, 0.0), &["a", "b"], ""),
+    ];
+    for (name, snap, config, claims, reason) in cases {
+        let plan = plan_with(&snap, &config);
+        assert_eq!(claimed(&plan), *claims, "{name}");
+        let all = reasons(&plan, "a").join(" | ");
+        assert!(all.contains(reason), "{name}: {all}");
+    }
+}

@@ -46,6 +46,14 @@ pub struct Snapshot {
     pub observations: Observations,
 }
 
+/// The spend ledger as the budgets need it: today's total and each queued task's total over all
+/// its attempts (USD).
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Spend {
+    pub today_usd: f64,
+    pub by_task: BTreeMap<TaskId, f64>,
+}
+
 /// Facts about the outside world, gathered by the shell before planning.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct Observations {
@@ -61,6 +69,8 @@ pub struct Observations {
     pub pull_requests: BTreeMap<u64, PullState>,
     /// What CI last said about the head of each open PR (github mode), by number.
     pub pull_checks: BTreeMap<u64, gate::CiObservation>,
+    /// What was spent, for the budgets (DESIGN §9).
+    pub spend: Spend,
     /// Signature of what the planner would plan now (requirement content, and base head for an
     /// agent planner); `None` without a requirement.
     pub plan_signature: Option<String>,

@@ -58,6 +58,38 @@ pub struct StatusView {
     pub last_tick: Option<TickRecord>,
     /// Backlog issues that were not imported, and why (github mode).
     pub ignored_issues: Vec<serde_json::Value>,
+    pub spend: SpendView,
+}
+
+/// Spend against the budgets (DESIGN §9), in USD.
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct SpendView {
+    pub today_usd: f64,
+    pub per_day_usd: f64,
+    pub per_task_usd: f64,
+    pub per_tick_usd: Option<f64>,
+}
+
+impl SpendView {
+    /// One line for reports: `$1.20 today of $50.00 per day (per task $5.00)`.
+    pub fn line(&self) -> String {
+        let per_day = if self.per_day_usd > 0.0 {
+            format!("${:.2} per day", self.per_day_usd)
+        } else {
+            "no daily budget".to_string()
+        };
+        let mut text = format!("${:.2} today of {per_day}", self.today_usd);
+        if self.per_task_usd > 0.0 {
+            text.push_str(&format!(", ${:.2} per task", self.per_task_usd));
+        }
+        if let Some(t) = self.per_tick_usd {
+            text.push_str(&format!(", ${t:.2} per tick"));
+        }
+        if self.per_day_usd > 0.0 && self.today_usd >= self.per_day_usd {
+            text.push_str(" — daily budget spent: no run starts before midnight UTC");
+        }
+        text
+    }
 }
 
 impl RunView {
@@ -224,6 +256,7 @@ pub fn status_text(view: &StatusView) -> String {
         }
     );
     let _ = writeln!(out, "Preflight: {}", view.preflight);
+    let _ = writeln!(out, "Spend: {}", view.spend.line());
     match &view.last_tick {
         Some(t) => {
             let _ = writeln!(

@@ -145,7 +145,9 @@ impl Store {
                 params![pr as i64, record.head_sha, writer.now.0],
             )?;
         }
-        add_spend(&tx, task_id, record, writer)?;
+        if decision.run_status != crate::model::RunStatus::Cancelled {
+            add_spend(&tx, task_id, record, writer)?;
+        }
         record_event(
             &tx,
             writer,
@@ -322,6 +324,20 @@ impl Store {
             [root.as_str()],
             |r| r.get(0),
         )?)
+    }
+
+    /// What each queued task has spent over all its attempts (tasks that spent something).
+    pub fn spend_of_queued_tasks(
+        &self,
+    ) -> Result<std::collections::BTreeMap<TaskId, f64>, StoreError> {
+        let rows = self
+            .conn
+            .prepare(
+                "SELECT b.key, b.spent_usd FROM budgets b JOIN tasks t ON t.id = b.key                  WHERE b.scope = 'task' AND t.status = 'queued' AND b.spent_usd > 0",
+            )?
+            .query_map([], |r| Ok((TaskId(r.get(0)?), r.get(1)?)))?
+            .collect::<Result<_, _>>()?;
+        Ok(rows)
     }
 
     /// Spend so far on one UTC day.

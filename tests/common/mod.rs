@@ -164,7 +164,7 @@ impl GitRepo {
         g.judge("#!/bin/sh\necho '{\"verdict\": \"approve\", \"summary\": \"fine\"}' > \"$OPENTIGER_RESULT_FILE\"\n");
         g.planner("#!/bin/sh\necho '{\"tasks\": []}' > \"$OPENTIGER_RESULT_FILE\"\n");
         let config = format!(
-            "mode: {mode}\nagents:\n  default:\n    executor: command\n    command: [\"{agent}\"]\n    timeout_minutes: 1\n{default}  worker:\n    count: 1\n{worker}  planner:\n    command: [\"{planner_cmd}\"]\n{planner}  judge:\n    command: [\"{judge}\"]\nretry:\n  cooldown_seconds: 60\n{extra}",
+            "mode: {mode}\nagents:\n  default:\n    executor: command\n    command: [\"{agent}\"]\n    timeout_minutes: 1\n{default}  worker:\n{worker}  planner:\n    command: [\"{planner_cmd}\"]\n{planner}  judge:\n    command: [\"{judge}\"]\nretry:\n  cooldown_seconds: 60\n{extra}",
             mode = setup.mode,
             agent = g.tools.path().join("agent.sh").display(),
             judge = g.tools.path().join("judge.sh").display(),
