@@ -736,3 +736,122 @@ fn imported_prs_are_merged_when_configured_and_their_branch_is_kept() {
     );
     assert_eq!(git(&s.origin, &["show", "main:bob.txt"]), "hello from bob");
 }
+
+/// `opentiger` in another clone of the same origin (a matrix job's checkout).
+fn opentiger_in(s: &Setup, repo: &Path, now: &str, args: &[&str]) -> Command {
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_opentiger"));
+    cmd.arg("--repo")
+        .arg(repo)
+        .args(["--now", now])
+        .args(args)
+        .env("GITHUB_TOKEN", s.server.token())
+        .env("GITHUB_API_URL", s.server.base_url())
+        .env("GITHUB_REPOSITORY", "acme/widgets")
+        .env_remove("OPENTIGER_GITHUB_TOKEN")
+        .env_remove("GITHUB_RUN_ID");
+    cmd
+}
+
+/// DESIGN "Scaling out": one `tick --fan-out 3` claims three runs and prints them as a matrix;
+/// three `work --run` processes in three checkouts run them at once, sharing the state branch;
+/// every task is worked on exactly once, and a retried job does nothing.
+#[test]
+fn a_fan_out_matrix_is_worked_by_parallel_jobs_without_double_work() {
+    let s = setup();
+    let path = s.clone.join(".opentiger.yml");
+    let mut config = std::fs::read_to_string(&path).unwrap();
+    config.push_str("  worker:\n    count: 3\n");
+    std::fs::write(&path, config).unwrap();
+    for n in 1..=3 {
+        s.server.add_issue(
+            &format!("Add greeting {n}"),
+            "Please add a greeting file.",
+            &["opentiger"],
+            "alice",
+            "OWNER",
+        );
+    }
+    let out = opentiger(
+        &s,
+        "2026-11-21T12:00:00Z",
+        &["tick", "--fan-out", "3", "--json"],
+    );
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let summary: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let matrix = summary["matrix"]["include"].as_array().unwrap().clone();
+    assert_eq!(matrix.len(), 3, "{summary}");
+    assert!(s.server.pulls().is_empty(), "the claim job runs nothing");
+
+    // Three jobs, three checkouts, at once.
+    let jobs: Vec<_> = matrix
+        .iter()
+        .enumerate()
+        .map(|(i, entry)| {
+            let checkout = s.clone.parent().unwrap().join(format!("job-{i}"));
+            common::clone(&s.origin, &checkout);
+            std::fs::copy(&path, checkout.join(".opentiger.yml")).unwrap();
+            let run = entry["run"].as_str().unwrap().to_string();
+            let child = opentiger_in(
+                &s,
+                &checkout,
+                "2026-11-21T12:01:00Z",
+                &["work", "--run", &run],
+            )
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+            (checkout, run, child)
+        })
+        .collect();
+    let mut checkouts = Vec::new();
+    for (checkout, run, child) in jobs {
+        let out = child.wait_with_output().unwrap();
+        assert!(
+            out.status.success(),
+            "work {run}: {}\n{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+        checkouts.push((checkout, run));
+    }
+    let all = tasks(&s);
+    assert_eq!(all.len(), 3, "{all:?}");
+    for t in &all {
+        assert_eq!(t["block_reason"], "awaiting_judge", "{all:?}");
+    }
+    assert_eq!(s.server.pulls().len(), 3, "one PR per task");
+    let status = opentiger(&s, "2026-11-21T12:02:00Z", &["status", "--json", "--all"]);
+    let status: serde_json::Value = serde_json::from_slice(&status.stdout).unwrap();
+    let runs = status["runs"].as_array().unwrap();
+    assert_eq!(runs.len(), 3, "one run per task, no double work: {runs:?}");
+
+    // A retried job finds its run recorded and does nothing.
+    let (checkout, run) = &checkouts[0];
+    let again = opentiger_in(
+        &s,
+        checkout,
+        "2026-11-21T12:03:00Z",
+        &["work", "--run", run],
+    )
+    .output()
+    .unwrap();
+    assert!(
+        again.status.success(),
+        "{}",
+        String::from_utf8_lossy(&again.stderr)
+    );
+    assert!(String::from_utf8_lossy(&again.stdout).contains("already recorded"));
+
+    // The next ticks judge and merge all three.
+    for minute in [5, 10, 15] {
+        tick(&s, &format!("2026-11-21T12:{minute:02}:00Z"));
+    }
+    let all = tasks(&s);
+    assert!(all.iter().all(|t| t["status"] == "done"), "{all:?}");
+    assert!(s.server.pulls().iter().all(|p| p.merged));
+}

@@ -11,6 +11,7 @@ mod plan;
 mod status;
 mod task;
 mod tick;
+mod work;
 
 use std::path::PathBuf;
 
@@ -64,6 +65,8 @@ pub enum Command {
     Config(config_cmd::ConfigCommand),
     /// Run the whole loop on a built-in sample repository with the built-in scripted agent.
     Demo(DemoArgs),
+    /// Work on one run a `tick --fan-out` claimed, and record it (a fan-out matrix job).
+    Work(work::WorkArgs),
 }
 
 #[derive(clap::Args, Debug)]
@@ -144,6 +147,7 @@ fn run(cli: Cli) -> CmdResult {
     match &cli.command {
         Command::Config(cmd) => config_cmd::run(&cli, cmd),
         Command::Tick(args) => tick::run(&Context::load(&cli)?, args),
+        Command::Work(args) => work::run(&Context::load(&cli)?, args),
         Command::Status(args) => status::run(&Context::load(&cli)?, args),
         Command::Plan(args) => plan::run(&Context::load(&cli)?, args),
         Command::Task(cmd) => task::run(&Context::load(&cli)?, cmd),

@@ -43,21 +43,30 @@ pub struct TickArgs {
     /// Start at most this many runs (overrides limits.max_runs_per_tick).
     #[arg(long)]
     pub max_runs: Option<u32>,
+    /// Claim up to N runs without running them and print them as a job matrix, for N
+    /// `opentiger work --run ID` jobs (reviews, planning and issues are still done here).
+    #[arg(long, value_name = "N", conflicts_with = "max_runs")]
+    pub fan_out: Option<u32>,
 }
 
 pub fn run(ctx: &Context, args: &TickArgs) -> CmdResult {
     let mut config = ctx.config.clone();
-    if let Some(n) = args.max_runs {
+    if let Some(n) = args.max_runs.or(args.fan_out) {
         config.limits.max_runs_per_tick = n;
     }
-    let ctx = Context {
+    let mut ctx = Context {
         config,
         ..ctx.clone()
     };
     if args.dry_run {
         return dry_run(&ctx, args.json);
     }
-    let summary = tick(&ctx)?;
+    if args.fan_out.is_some() {
+        // The runs are leased to the fan-out until a work job takes them over: not to this
+        // process, whose end must not look like a dead holder.
+        ctx.agent_id = super::work::fan_out_holder(&ctx.tick_id);
+    }
+    let summary = tick_with(&ctx, args.fan_out.is_some())?;
     if args.json {
         println!(
             "{}",
@@ -98,6 +107,8 @@ pub struct TickSummary {
     pub claimed: usize,
     pub judged: usize,
     pub stray: usize,
+    /// `--fan-out`: the claimed runs, for work jobs (`{"task", "run"}` each).
+    pub matrix: Option<Vec<serde_json::Value>>,
     /// What this tick's runs cost (USD).
     pub spent_usd: f64,
     /// Today's spend after this tick and the daily budget, when the tick ran anything.
@@ -112,6 +123,12 @@ impl TickSummary {
         );
         for line in &self.lines {
             out.push_str(&format!("  {line}\n"));
+        }
+        if let Some(matrix) = &self.matrix {
+            out.push_str(&format!(
+                "  matrix: {}\n",
+                serde_json::json!({ "include": matrix })
+            ));
         }
         if let Some((today, budget)) = self.spend_today {
             out.push_str(&format!(
@@ -128,6 +145,7 @@ impl TickSummary {
             "reviews": self.judged, "stray_outcomes": self.stray, "lines": self.lines,
             "github_requests": self.requests,
             "spent_usd": self.spent_usd,
+            "matrix": self.matrix.as_ref().map(|m| serde_json::json!({ "include": m })),
             "spent_today_usd": self.spend_today.map(|(today, _)| today),
             "peak_memory_kib": peak_memory_kib(),
         })
@@ -316,11 +334,17 @@ impl PlanWork {
 }
 
 pub fn tick(ctx: &Context) -> Result<TickSummary, Failure> {
+    tick_with(ctx, false)
+}
+
+/// One tick; with `fan_out` the claimed runs are listed in the summary's matrix, not run.
+pub fn tick_with(ctx: &Context, fan_out: bool) -> Result<TickSummary, Failure> {
     preflight_checks(ctx)?;
     let span = tracing::info_span!("tick", id = %ctx.tick_id);
     let _enter = span.enter();
     let mut summary = TickSummary {
         tick_id: ctx.tick_id.to_string(),
+        matrix: fan_out.then(Vec::new),
         ..TickSummary::default()
     };
 
@@ -424,6 +448,11 @@ pub fn tick(ctx: &Context) -> Result<TickSummary, Failure> {
     let mut done = Vec::new();
     for item in work {
         match item {
+            Work::Run { task, run_id, .. } if fan_out => {
+                if let Some(m) = summary.matrix.as_mut() {
+                    m.push(serde_json::json!({ "task": task.id, "run": run_id }));
+                }
+            }
             Work::Run {
                 task,
                 run_id,
@@ -520,7 +549,7 @@ pub fn tick(ctx: &Context) -> Result<TickSummary, Failure> {
 
 /// Opens or updates the task's PR (github mode); a failure fails the run, whose retry adopts
 /// the pushed commit and tries the PR again.
-fn publish(
+pub(crate) fn publish(
     ctx: &Context,
     client: &GithubClient,
     task: &Task,

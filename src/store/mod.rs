@@ -21,7 +21,7 @@ use rusqlite::{Connection, OpenFlags};
 pub use apply::ApplyReport;
 pub use forge::Cursor;
 pub use plans::ReviewFeedback;
-pub use record::{JudgementRow, Recorded, RunRecord};
+pub use record::{Handover, JudgementRow, Recorded, RunRecord, FAN_OUT_PREFIX};
 pub use schema::LATEST as SCHEMA_VERSION;
 pub use snapshot::SnapshotLimits;
 pub use tasks::{NewTask, TaskChanges, TaskFilter, TickRecord, Writer};

@@ -44,6 +44,9 @@ pub struct JudgementRow {
     pub findings: Vec<String>,
 }
 
+/// Lease holders that are a fan-out's claims waiting for their work jobs.
+pub const FAN_OUT_PREFIX: &str = "fanout:";
+
 fn lease_holder(
     tx: &Transaction<'_>,
     task: &TaskId,
@@ -64,7 +67,77 @@ fn lease_holder(
     })
 }
 
+/// What `work --run` found when it came to take over a fanned-out run's lease.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Handover {
+    /// The lease is now this process's: run the task.
+    Taken(TaskId),
+    /// The run is already recorded (a job retried after it finished): nothing to do.
+    Finished(String),
+    /// Someone else holds it, or nobody (expired and reclaimed): not ours to run.
+    Held(Option<String>),
+    /// No such run.
+    Unknown,
+}
+
 impl Store {
+    /// Moves the lease of a fanned-out run (held by `fanout:<tick>`) to `to`, if it has not
+    /// expired, logging the handover. Anything else is reported, nothing changed.
+    pub fn take_over_lease(
+        &mut self,
+        run: &RunId,
+        to: &str,
+        writer: Writer<'_>,
+    ) -> Result<Handover, StoreError> {
+        let tx = self.conn.transaction()?;
+        let lease: Option<(String, String, i64)> = tx
+            .query_row(
+                "SELECT task_id, agent_id, expires_at FROM leases WHERE run_id = ?1",
+                [run.as_str()],
+                |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)),
+            )
+            .optional()?;
+        let Some((task, holder, expires_at)) = lease else {
+            let status: Option<String> = tx
+                .query_row(
+                    "SELECT status FROM runs WHERE id = ?1",
+                    [run.as_str()],
+                    |r| r.get(0),
+                )
+                .optional()?;
+            return Ok(match status {
+                None => Handover::Unknown,
+                Some(s) if s == crate::model::RunStatus::Running.as_str() => Handover::Held(None),
+                Some(s) => Handover::Finished(s),
+            });
+        };
+        if !holder.starts_with(FAN_OUT_PREFIX) || expires_at <= writer.now.0 {
+            return Ok(Handover::Held(Some(holder)));
+        }
+        tx.execute(
+            "UPDATE leases SET agent_id = ?2 WHERE run_id = ?1",
+            params![run.as_str(), to],
+        )?;
+        tx.execute(
+            "UPDATE runs SET agent_id = ?2 WHERE id = ?1",
+            params![run.as_str(), to],
+        )?;
+        let task = TaskId(task);
+        record_event(
+            &tx,
+            writer,
+            "lease.handover",
+            Some(&task),
+            Some(run),
+            None,
+            None,
+            &format!("run {run} taken over from {holder} by {to}"),
+            serde_json::json!({ "from": holder }),
+        )?;
+        tx.commit()?;
+        Ok(Handover::Taken(task))
+    }
+
     /// Applies a worker run's outcome: the run row, the task's transition, the spend ledger, and
     /// the lease released, in one transaction.
     pub fn record_run(
