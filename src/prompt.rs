@@ -1,7 +1,8 @@
 //! Agent prompts, rendered from handlebars templates.
 //!
-//! Three templates, `worker.md.hbs`, `judge.md.hbs` and `planner.md.hbs`, are embedded in the
-//! binary from `templates/`. A repository overrides one by putting a file of the same name in
+//! Three prompt templates, `worker.md.hbs`, `judge.md.hbs` and `planner.md.hbs`, and two report
+//! templates, `summary.md.hbs` (the job summary) and `dashboard.md.hbs` (the dashboard issue),
+//! are embedded in the binary from `templates/`. A repository overrides one by putting a file of the same name in
 //! `.opentiger/templates/` (DESIGN §2). [`Templates::load`] reads the overrides once; a template
 //! that does not parse is an error naming the file and the position.
 //!
@@ -39,13 +40,19 @@ pub enum TemplateName {
     Worker,
     Judge,
     Planner,
+    /// The GitHub Actions job summary of one tick (`report::board`).
+    Summary,
+    /// The dashboard issue, and `status --markdown` (`report::board`).
+    Dashboard,
 }
 
 impl TemplateName {
-    pub const ALL: [TemplateName; 3] = [
+    pub const ALL: [TemplateName; 5] = [
         TemplateName::Worker,
         TemplateName::Judge,
         TemplateName::Planner,
+        TemplateName::Summary,
+        TemplateName::Dashboard,
     ];
 
     /// The file name, in `templates/` and in [`OVERRIDE_DIR`].
@@ -54,6 +61,8 @@ impl TemplateName {
             TemplateName::Worker => "worker.md.hbs",
             TemplateName::Judge => "judge.md.hbs",
             TemplateName::Planner => "planner.md.hbs",
+            TemplateName::Summary => "summary.md.hbs",
+            TemplateName::Dashboard => "dashboard.md.hbs",
         }
     }
 
@@ -62,6 +71,8 @@ impl TemplateName {
             TemplateName::Worker => include_str!("../templates/worker.md.hbs"),
             TemplateName::Judge => include_str!("../templates/judge.md.hbs"),
             TemplateName::Planner => include_str!("../templates/planner.md.hbs"),
+            TemplateName::Summary => include_str!("../templates/summary.md.hbs"),
+            TemplateName::Dashboard => include_str!("../templates/dashboard.md.hbs"),
         }
     }
 }
@@ -101,7 +112,7 @@ pub enum PromptError {
 pub struct Templates {
     registry: Handlebars<'static>,
     /// Per [`TemplateName::ALL`] entry: the override file in use, if any.
-    overrides: [Option<PathBuf>; 3],
+    overrides: [Option<PathBuf>; TemplateName::ALL.len()],
 }
 
 impl Templates {
@@ -122,7 +133,7 @@ impl Templates {
         registry.set_strict_mode(false);
         registry.register_escape_fn(handlebars::no_escape);
         registry.register_helper("untrusted", Box::new(untrusted_helper));
-        let mut overrides = [None, None, None];
+        let mut overrides: [Option<PathBuf>; TemplateName::ALL.len()] = Default::default();
         for (slot, name) in overrides.iter_mut().zip(TemplateName::ALL) {
             let path = override_dir.map(|dir| dir.join(name.file_name()));
             let (source, file) = match path.filter(|p| p.is_file()) {
@@ -178,6 +189,15 @@ impl Templates {
 
     pub fn render_planner(&self, data: &PlannerPrompt) -> Result<String, PromptError> {
         self.render_data(TemplateName::Planner, data)
+    }
+
+    /// A report (`Summary` or `Dashboard`) of `data` (`report::board::BoardView`).
+    pub fn render_report(
+        &self,
+        name: TemplateName,
+        data: &impl Serialize,
+    ) -> Result<String, PromptError> {
+        self.render_data(name, data)
     }
 
     fn render_data(

@@ -32,7 +32,7 @@ fn setup() -> Setup {
     std::fs::set_permissions(&judge, std::fs::Permissions::from_mode(0o755)).unwrap();
     std::fs::write(
         clone.join(".opentiger.yml"),
-        format!("mode: github\nagents:\n  default:\n    executor: command\n    command: [\"{}\"]\n    timeout_minutes: 1\n  judge:\n    executor: command\n    command: [\"{}\"]\n    timeout_minutes: 1\n", agent.display(), judge.display()),
+        format!("mode: github\nagents:\n  default:\n    executor: command\n    command: [\"{}\"]\n    timeout_minutes: 1\n  judge:\n    executor: command\n    command: [\"{}\"]\n    timeout_minutes: 1\nreport:\n  dashboard_issue: false\n", agent.display(), judge.display()),
     )
     .unwrap();
     std::fs::write(clone.join("README.md"), "# widgets\n").unwrap();
@@ -59,6 +59,7 @@ fn opentiger(s: &Setup, now: &str, args: &[&str]) -> std::process::Output {
         .env("GITHUB_REPOSITORY", "acme/widgets")
         .env_remove("OPENTIGER_GITHUB_TOKEN")
         .env_remove("GITHUB_RUN_ID")
+        .env_remove("GITHUB_STEP_SUMMARY")
         .output()
         .unwrap()
 }
@@ -748,7 +749,8 @@ fn opentiger_in(s: &Setup, repo: &Path, now: &str, args: &[&str]) -> Command {
         .env("GITHUB_API_URL", s.server.base_url())
         .env("GITHUB_REPOSITORY", "acme/widgets")
         .env_remove("OPENTIGER_GITHUB_TOKEN")
-        .env_remove("GITHUB_RUN_ID");
+        .env_remove("GITHUB_RUN_ID")
+        .env_remove("GITHUB_STEP_SUMMARY");
     cmd
 }
 
@@ -759,8 +761,8 @@ fn opentiger_in(s: &Setup, repo: &Path, now: &str, args: &[&str]) -> Command {
 fn a_fan_out_matrix_is_worked_by_parallel_jobs_without_double_work() {
     let s = setup();
     let path = s.clone.join(".opentiger.yml");
-    let mut config = std::fs::read_to_string(&path).unwrap();
-    config.push_str("  worker:\n    count: 3\n");
+    let config = std::fs::read_to_string(&path).unwrap();
+    let config = config.replace("  judge:\n", "  worker:\n    count: 3\n  judge:\n");
     std::fs::write(&path, config).unwrap();
     for n in 1..=3 {
         s.server.add_issue(
@@ -854,4 +856,88 @@ fn a_fan_out_matrix_is_worked_by_parallel_jobs_without_double_work() {
     let all = tasks(&s);
     assert!(all.iter().all(|t| t["status"] == "done"), "{all:?}");
     assert!(s.server.pulls().iter().all(|p| p.merged));
+}
+
+/// DESIGN §9: after a tick that changed something, the dashboard issue says what waits on whom
+/// (one issue, found again by its label and marker, edited in place); with
+/// `$GITHUB_STEP_SUMMARY` set the tick appends its job summary; a quiet tick costs no dashboard
+/// request.
+#[test]
+fn the_dashboard_issue_and_job_summary_follow_the_ticks() {
+    let s = setup();
+    let path = s.clone.join(".opentiger.yml");
+    let config = std::fs::read_to_string(&path).unwrap();
+    std::fs::write(
+        &path,
+        config.replace("dashboard_issue: false", "dashboard_issue: true"),
+    )
+    .unwrap();
+    let summary_file = s.clone.parent().unwrap().join("step-summary.md");
+    let tick_with_summary = |now: &str| {
+        let out = opentiger_in(&s, &s.clone, now, &["tick"])
+            .env("GITHUB_STEP_SUMMARY", &summary_file)
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    };
+    s.server.add_issue(
+        "Add a greeting",
+        "Please add a greeting file. cc @someone",
+        &["opentiger"],
+        "alice",
+        "OWNER",
+    );
+    tick_with_summary("2026-11-21T12:00:00Z");
+    let dashboards = || -> Vec<_> {
+        s.server
+            .issues()
+            .into_iter()
+            .filter(|i| i.labels.iter().any(|l| l == "opentiger:dashboard"))
+            .collect()
+    };
+    let first = dashboards();
+    assert_eq!(first.len(), 1, "{first:?}");
+    let body = first[0].body.clone().unwrap_or_default();
+    assert!(body.contains("<!-- opentiger:dashboard -->"), "{body}");
+    assert!(body.contains("**Add a greeting**"), "{body}");
+    assert!(body.contains("awaiting_judge"), "{body}");
+    assert!(body.contains("**Spend:**"), "{body}");
+    let job = std::fs::read_to_string(&summary_file).unwrap();
+    assert!(job.contains("## opentiger tick"), "{job}");
+    assert!(job.contains("What this tick did"), "{job}");
+    assert!(job.contains("# opentiger dashboard"), "{job}");
+
+    // The judge merges: the same issue is edited, none added.
+    tick_with_summary("2026-11-21T12:05:00Z");
+    let second = dashboards();
+    assert_eq!(second.len(), 1, "{second:?}");
+    assert_eq!(second[0].number, first[0].number);
+    let body = second[0].body.clone().unwrap_or_default();
+    assert!(body.contains("## Recently finished"), "{body}");
+    assert!(body.contains("Nothing waits on a person."), "{body}");
+    assert_eq!(
+        std::fs::read_to_string(&summary_file)
+            .unwrap()
+            .matches("## opentiger tick")
+            .count(),
+        2
+    );
+
+    // A quiet tick: the usual conditional requests only, nothing for the dashboard.
+    tick(&s, "2026-11-21T12:10:00Z");
+    s.server.reset_counts();
+    tick(&s, "2026-11-21T12:15:00Z");
+    let calls = s.server.requests();
+    assert!(
+        calls.iter().all(
+            |r| !r.path_and_query.contains("labels=opentiger%3Adashboard")
+                && !r.path_and_query.contains("labels=opentiger:dashboard")
+        ),
+        "{calls:?}"
+    );
+    assert!(calls.len() <= 3, "{calls:?}");
 }

@@ -156,6 +156,7 @@ fn opentiger(repo: &Path, args: &[&str]) -> std::process::Output {
         .arg(repo)
         .args(args)
         .env_remove("GITHUB_RUN_ID")
+        .env_remove("GITHUB_STEP_SUMMARY")
         .output()
         .unwrap()
 }

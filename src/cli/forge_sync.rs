@@ -527,6 +527,42 @@ pub fn close_superseded_pull(
     Ok(())
 }
 
+/// The label of the dashboard issue, by which it is found again.
+pub const DASHBOARD_LABEL: &str = "opentiger:dashboard";
+
+/// Writes the dashboard into its one issue (found by label and marker; opened the first time),
+/// unless it already says exactly that. A tick killed after opening it finds it next time.
+pub fn update_dashboard(
+    client: &GithubClient,
+    ctx: &Context,
+    markdown: &str,
+) -> Result<Option<u64>, ForgeError> {
+    use crate::report::board::DASHBOARD_MARKER;
+    let now = ctx.later();
+    let existing = match client.backlog_issues(DASHBOARD_LABEL, None, now)? {
+        Conditional::Fresh { value, .. } => value
+            .into_iter()
+            .filter(|i| i.body.contains(DASHBOARD_MARKER))
+            .min_by_key(|i| i.number),
+        Conditional::NotModified => None,
+    };
+    match existing {
+        Some(issue) if issue.body.trim_end() == markdown.trim_end() => Ok(None),
+        Some(issue) => {
+            client.set_issue_body(issue.number, markdown, now)?;
+            Ok(Some(issue.number))
+        }
+        None => client
+            .create_issue(
+                &ctx.config.report.dashboard_title,
+                markdown,
+                &[DASHBOARD_LABEL.to_string()],
+                now,
+            )
+            .map(Some),
+    }
+}
+
 /// Approved PRs are merged by GitHub with the configured method, bound to the reviewed head.
 pub struct ApiMerger<'a> {
     pub client: &'a GithubClient,

@@ -8,7 +8,7 @@ mod context;
 mod forge_sync;
 mod lock;
 mod plan;
-mod status;
+pub(crate) mod status;
 mod task;
 mod tick;
 mod work;

@@ -4,8 +4,10 @@
 use clap::Args;
 
 use super::{CmdResult, Context, Failure};
+use crate::prompt::Templates;
+use crate::report::board::{render, BoardView, TickLines};
 use crate::report::{self, RunView, StatusView};
-use crate::store::TaskFilter;
+use crate::store::{Store, TaskFilter};
 
 #[derive(Args, Debug)]
 pub struct StatusArgs {
@@ -15,16 +17,63 @@ pub struct StatusArgs {
     /// Include done and cancelled tasks.
     #[arg(long)]
     pub all: bool,
+    /// The dashboard as markdown (what the dashboard issue shows).
+    #[arg(long, conflicts_with_all = ["json", "all"])]
+    pub markdown: bool,
 }
 
 pub fn run(ctx: &Context, args: &StatusArgs) -> CmdResult {
     let store = ctx.read_store()?;
-    let (_, plan) = ctx.plan(&store)?;
+    if args.markdown {
+        print!("{}", board_markdown(ctx, &store)?);
+        return Ok(());
+    }
+    let view = view(ctx, &store, args.all)?;
+    if args.json {
+        let text = serde_json::to_string_pretty(&view).map_err(|e| Failure::tick(e.to_string()))?;
+        println!("{text}");
+    } else {
+        print!("{}", report::status_text(&view));
+    }
+    Ok(())
+}
+
+/// The dashboard's markdown: active tasks and the last few finished ones.
+pub fn board_markdown(ctx: &Context, store: &Store) -> Result<String, Failure> {
+    let (board, _) = board(ctx, store, None)?;
+    Ok(board)
+}
+
+/// The dashboard and, given what a tick did, the job summary around it.
+pub fn board(
+    ctx: &Context,
+    store: &Store,
+    tick: Option<TickLines>,
+) -> Result<(String, Option<String>), Failure> {
+    let mut view = view(ctx, store, false)?;
+    let (_, plan) = ctx.plan(store)?;
+    for task in store.recently_finished(10)? {
+        view.tasks.push(report::task_view(&task, &plan));
+    }
+    let templates = Templates::load(&ctx.repo).map_err(|e| Failure::usage(e.to_string()))?;
+    let board = BoardView::of(&view, ctx.config.mode.as_str());
+    let redactor = ctx.redactor();
+    let (dashboard, summary) =
+        render(&templates, &board, tick).map_err(|e| Failure::usage(e.to_string()))?;
+    Ok((
+        redactor.redact(&dashboard),
+        summary.map(|s| redactor.redact(&s)),
+    ))
+}
+
+/// What `status` shows.
+pub fn view(ctx: &Context, store: &Store, all: bool) -> Result<StatusView, Failure> {
+    let (_, plan) = ctx.plan(store)?;
     let tasks = store.list_tasks(&TaskFilter {
         status: None,
-        include_terminal: args.all,
+        include_terminal: all,
     })?;
-    let view = StatusView {
+    Ok(StatusView {
         now: ctx.now,
         counts: store.status_counts()?,
         preflight: format!(
@@ -57,12 +106,5 @@ pub fn run(ctx: &Context, args: &StatusArgs) -> CmdResult {
             per_task_usd: ctx.config.budget.per_task_usd,
             per_tick_usd: ctx.config.budget.per_tick_usd,
         },
-    };
-    if args.json {
-        let text = serde_json::to_string_pretty(&view).map_err(|e| Failure::tick(e.to_string()))?;
-        println!("{text}");
-    } else {
-        print!("{}", report::status_text(&view));
-    }
-    Ok(())
+    })
 }

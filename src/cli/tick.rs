@@ -67,6 +67,7 @@ pub fn run(ctx: &Context, args: &TickArgs) -> CmdResult {
         ctx.agent_id = super::work::fan_out_holder(&ctx.tick_id);
     }
     let summary = tick_with(&ctx, args.fan_out.is_some())?;
+    report_tick(&ctx, &summary);
     if args.json {
         println!(
             "{}",
@@ -77,6 +78,54 @@ pub fn run(ctx: &Context, args: &TickArgs) -> CmdResult {
         print!("{}", summary.text());
     }
     Ok(())
+}
+
+/// After a tick: the job summary (GitHub Actions) and, in github mode after a tick that changed
+/// something, the dashboard issue. Visibility only: a failure here is a warning, never lost state.
+fn report_tick(ctx: &Context, summary: &TickSummary) {
+    let step_summary = std::env::var_os("GITHUB_STEP_SUMMARY")
+        .filter(|p| !p.is_empty() && ctx.config.report.job_summary);
+    let busy = summary.decisions > 0 || summary.claimed > 0 || summary.judged > 0;
+    let dashboard = ctx.config.mode == Mode::Github && ctx.config.report.dashboard_issue && busy;
+    if step_summary.is_none() && !dashboard {
+        return;
+    }
+    let rendered = ctx
+        .read_store()
+        .and_then(|store| super::status::board(ctx, &store, Some(summary.lines_for_report())));
+    let (board, job_summary) = match rendered {
+        Ok(r) => r,
+        Err(e) => {
+            tracing::warn!(
+                "could not render the job summary and dashboard: {}",
+                e.message
+            );
+            return;
+        }
+    };
+    if let (Some(path), Some(text)) = (step_summary, job_summary) {
+        use std::io::Write as _;
+        let written = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(&path)
+            .and_then(|mut f| f.write_all(text.as_bytes()));
+        if let Err(e) = written {
+            tracing::warn!("could not append to $GITHUB_STEP_SUMMARY: {e}");
+        }
+    }
+    if dashboard {
+        let updated = GithubClient::from_env(None, |k| std::env::var(k).ok())
+            .map_err(|e| e.to_string())
+            .and_then(|client| {
+                forge_sync::update_dashboard(&client, ctx, &board).map_err(|e| e.to_string())
+            });
+        match updated {
+            Ok(Some(n)) => tracing::info!("dashboard issue #{n} updated"),
+            Ok(None) => {}
+            Err(e) => tracing::warn!("could not update the dashboard issue: {e}"),
+        }
+    }
 }
 
 fn dry_run(ctx: &Context, json: bool) -> CmdResult {
@@ -137,6 +186,17 @@ impl TickSummary {
             ));
         }
         out
+    }
+
+    fn lines_for_report(&self) -> crate::report::board::TickLines {
+        crate::report::board::TickLines {
+            id: self.tick_id.clone(),
+            decisions: self.decisions,
+            runs: self.claimed,
+            reviews: self.judged,
+            spent: self.spend_today.map(|_| format!("${:.2}", self.spent_usd)),
+            lines: self.lines.clone(),
+        }
     }
 
     fn to_json(&self) -> serde_json::Value {

@@ -39,6 +39,29 @@ pub struct Config {
     pub budget: BudgetConfig,
     pub merge: MergeConfig,
     pub planner: PlannerConfig,
+    pub report: ReportConfig,
+}
+
+/// What people see besides `status` (DESIGN §9).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields, default)]
+pub struct ReportConfig {
+    /// github mode: keep one dashboard issue (labelled `opentiger:dashboard`) up to date after
+    /// each tick that changed something.
+    pub dashboard_issue: bool,
+    pub dashboard_title: String,
+    /// Append the tick's summary to `$GITHUB_STEP_SUMMARY` when it is set (GitHub Actions).
+    pub job_summary: bool,
+}
+
+impl Default for ReportConfig {
+    fn default() -> Self {
+        ReportConfig {
+            dashboard_issue: true,
+            dashboard_title: "opentiger dashboard".to_string(),
+            job_summary: true,
+        }
+    }
 }
 
 impl Default for Config {
@@ -59,6 +82,7 @@ impl Default for Config {
             budget: BudgetConfig::default(),
             merge: MergeConfig::default(),
             planner: PlannerConfig::default(),
+            report: ReportConfig::default(),
         }
     }
 }

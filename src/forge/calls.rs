@@ -393,6 +393,17 @@ impl GithubClient {
     }
 
     /// Opens an issue (the mirror of a planned task); returns its number.
+    /// Replaces an issue's body.
+    pub fn set_issue_body(&self, issue: u64, body: &str, now: Timestamp) -> Result<(), ForgeError> {
+        let _: serde_json::Value = self.call(
+            Method::PATCH,
+            &self.path(&format!("/issues/{issue}")),
+            Some(&json!({ "body": body })),
+            now,
+        )?;
+        Ok(())
+    }
+
     pub fn create_issue(
         &self,
         title: &str,

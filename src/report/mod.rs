@@ -1,5 +1,7 @@
 //! What people read: the dry-run plan, `status`, `task show`. Rendering only; no decisions.
 
+pub mod board;
+
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 

@@ -157,6 +157,19 @@ impl Store {
         Ok(out)
     }
 
+    /// The `limit` tasks that finished (done or cancelled) last, newest first.
+    pub fn recently_finished(&self, limit: usize) -> Result<Vec<Task>, StoreError> {
+        let sql = format!(
+            "SELECT {TASK_COLUMNS} FROM tasks WHERE status IN ('done', 'cancelled') ORDER BY updated_at DESC, id LIMIT ?1"
+        );
+        let tasks = self
+            .conn
+            .prepare(&sql)?
+            .query_map([limit as i64], rows::task)?
+            .collect::<Result<_, _>>()?;
+        Ok(tasks)
+    }
+
     /// Moves a task on behalf of a person or a rule, checking the move and logging it.
     pub fn transition_task(
         &mut self,

@@ -80,6 +80,7 @@ impl TestRepo {
             .env_remove("OPENTIGER_CONFIG")
             .env_remove("OPENTIGER_NOW")
             .env_remove("GITHUB_RUN_ID")
+            .env_remove("GITHUB_STEP_SUMMARY")
             .output()
             .expect("run opentiger");
         Out {

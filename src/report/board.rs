@@ -1,0 +1,295 @@
+//! The job summary and the dashboard issue (DESIGN §9): what a tick did, what waits on a person
+//! and what each active task waits for, PRs and their CI, spend against the budgets, the last
+//! tick. Built from the same [`StatusView`] as `status`, rendered by the `summary.md.hbs` and
+//! `dashboard.md.hbs` templates (overridable like the prompts).
+//!
+//! Titles and reasons can carry text from issues: they are flattened to one line, and mentions,
+//! HTML and links are defused, so a dashboard never pings anyone or embeds anything.
+
+use serde::Serialize;
+
+use super::{StatusView, TaskStatusView};
+use crate::prompt::{PromptError, TemplateName, Templates};
+
+/// What the dashboard issue carries, to be found again: never change it.
+pub const DASHBOARD_MARKER: &str = "<!-- opentiger:dashboard -->";
+
+/// Data of `dashboard.md.hbs`.
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct BoardView {
+    pub now: String,
+    pub mode: String,
+    pub last_tick: String,
+    /// `queued 2, done 5`.
+    pub counts: String,
+    pub spend: String,
+    /// Tasks waiting on a person's decision.
+    pub humans: Vec<TaskLine>,
+    pub humans_count: usize,
+    pub active_count: usize,
+    /// Other active tasks.
+    pub active: Vec<TaskLine>,
+    /// Done or cancelled tasks in the view (newest first, a few).
+    pub finished: Vec<TaskLine>,
+    /// Backlog issues not imported, and why.
+    pub ignored: Vec<String>,
+}
+
+/// One task, for people.
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct TaskLine {
+    pub id: String,
+    pub title: String,
+    pub state: String,
+    pub reason: String,
+    pub next: String,
+    pub pr: Option<u64>,
+    pub checks: Option<String>,
+}
+
+/// Data of `summary.md.hbs`: the tick and the rendered board.
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct SummaryView {
+    pub tick: TickLines,
+    pub board: String,
+}
+
+/// What one tick did.
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct TickLines {
+    pub id: String,
+    pub decisions: usize,
+    pub runs: usize,
+    pub reviews: usize,
+    /// `$0.42`, when the tick ran anything.
+    pub spent: Option<String>,
+    pub lines: Vec<String>,
+}
+
+/// Finished tasks shown on the board.
+const FINISHED_SHOWN: usize = 10;
+
+impl BoardView {
+    pub fn of(view: &StatusView, mode: &str) -> BoardView {
+        let mut board = BoardView {
+            now: view.now.to_string(),
+            mode: mode.to_string(),
+            last_tick: view.last_tick.as_ref().map_or("never".to_string(), |t| {
+                format!("{} by {}", t.started_at, plain(&t.agent_id))
+            }),
+            counts: if view.counts.is_empty() {
+                "none".to_string()
+            } else {
+                view.counts
+                    .iter()
+                    .map(|(k, v)| format!("{k} {v}"))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            },
+            spend: view.spend.line(),
+            ignored: view
+                .ignored_issues
+                .iter()
+                .map(|i| {
+                    plain(&format!(
+                        "#{}: {}",
+                        i["issue"],
+                        i["reason"].as_str().unwrap_or_default()
+                    ))
+                })
+                .collect(),
+            ..BoardView::default()
+        };
+        let mut finished: Vec<&TaskStatusView> = Vec::new();
+        for task in &view.tasks {
+            let line = TaskLine::of(task);
+            match (task.status.as_str(), task.block_reason.as_deref()) {
+                ("done" | "cancelled", _) => finished.push(task),
+                ("blocked", Some("awaiting_human" | "paused")) => board.humans.push(line),
+                _ => board.active.push(line),
+            }
+        }
+        board.humans_count = board.humans.len();
+        board.active_count = board.active.len();
+        finished.sort_by_key(|t| std::cmp::Reverse(t.updated_at));
+        board.finished = finished
+            .into_iter()
+            .take(FINISHED_SHOWN)
+            .map(TaskLine::of)
+            .collect();
+        board
+    }
+}
+
+impl TaskLine {
+    fn of(task: &TaskStatusView) -> TaskLine {
+        let state = match &task.block_reason {
+            Some(reason) => format!("{}({reason})", task.status),
+            None => task.status.clone(),
+        };
+        TaskLine {
+            id: task.id.clone(),
+            title: plain(&task.title),
+            state,
+            reason: plain(task.reason.as_deref().unwrap_or("")),
+            next: plain(&task.next_action),
+            pr: task.pr,
+            checks: task.checks.clone(),
+        }
+    }
+}
+
+/// Renders the dashboard (with its marker last) and, given a tick, the job summary around it.
+pub fn render(
+    templates: &Templates,
+    board: &BoardView,
+    tick: Option<TickLines>,
+) -> Result<(String, Option<String>), PromptError> {
+    let dashboard = format!(
+        "{}\n{DASHBOARD_MARKER}\n",
+        templates
+            .render_report(TemplateName::Dashboard, board)?
+            .trim_end()
+    );
+    let summary = match tick {
+        Some(tick) => Some(templates.render_report(
+            TemplateName::Summary,
+            &SummaryView {
+                tick: TickLines {
+                    lines: tick.lines.iter().map(|l| plain(l)).collect(),
+                    ..tick
+                },
+                board: dashboard.replace(DASHBOARD_MARKER, ""),
+            },
+        )?),
+        None => None,
+    };
+    Ok((dashboard, summary))
+}
+
+/// Text made safe for a markdown list item: one line, no HTML, no links or images, no mentions.
+pub fn plain(text: &str) -> String {
+    let one_line = text.split_whitespace().collect::<Vec<_>>().join(" ");
+    let mut out = String::with_capacity(one_line.len());
+    for c in one_line.chars() {
+        match c {
+            '<' => out.push_str("&lt;"),
+            '>' => out.push_str("&gt;"),
+            '[' | ']' | '!' | '*' | '_' | '|' | '\\' => {
+                out.push('\\');
+                out.push(c);
+            }
+            // A zero-width space after `@` keeps `@someone` from notifying them.
+            '@' => out.push_str("@\u{200B}"),
+            _ => out.push(c),
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::report::SpendView;
+    use crate::time::Timestamp;
+
+    fn task(id: &str, status: &str, block: Option<&str>, title: &str) -> TaskStatusView {
+        TaskStatusView {
+            id: id.into(),
+            title: title.into(),
+            status: status.into(),
+            block_reason: block.map(String::from),
+            kind: "feature".into(),
+            role: "worker".into(),
+            priority: 0,
+            attempts: Default::default(),
+            pr: None,
+            checks: None,
+            issue: None,
+            dependencies: vec![],
+            parent: None,
+            reason: Some(format!("why {id}")),
+            next_action: format!("next for {id}"),
+            next_attempt_at: None,
+            updated_at: Timestamp(0),
+        }
+    }
+
+    #[test]
+    fn the_board_sorts_tasks_by_who_acts_next_and_defuses_issue_text() {
+        let view = StatusView {
+            now: Timestamp::parse_rfc3339("2026-11-21T12:00:00Z").unwrap(),
+            counts: [("queued".to_string(), 1), ("blocked".to_string(), 2)]
+                .into_iter()
+                .collect(),
+            preflight: String::new(),
+            tasks: vec![
+                task(
+                    "a",
+                    "queued",
+                    None,
+                    "Fix <script> for @alice ![x](http://e/x.png)",
+                ),
+                task("b", "blocked", Some("awaiting_human"), "Decide"),
+                TaskStatusView {
+                    pr: Some(7),
+                    checks: Some("pending".into()),
+                    ..task("c", "blocked", Some("awaiting_judge"), "Review me")
+                },
+                task("d", "done", None, "Old"),
+            ],
+            runs: vec![],
+            last_tick: None,
+            ignored_issues: vec![serde_json::json!({"issue": 9, "reason": "opened by @eve"})],
+            spend: SpendView {
+                today_usd: 1.5,
+                per_day_usd: 50.0,
+                per_task_usd: 5.0,
+                per_tick_usd: None,
+            },
+        };
+        let board = BoardView::of(&view, "github");
+        assert_eq!(board.humans.len(), 1);
+        assert_eq!(board.active.len(), 2);
+        assert_eq!(board.finished.len(), 1);
+        let templates = Templates::builtin().unwrap();
+        let tick = TickLines {
+            id: "t1".into(),
+            decisions: 2,
+            runs: 1,
+            reviews: 0,
+            spent: Some("$0.40".into()),
+            lines: vec!["a \"Fix\": queued → running".into()],
+        };
+        let (dashboard, summary) = render(&templates, &board, Some(tick)).unwrap();
+        for needle in [
+            "## Waiting on a person (1)",
+            "- [ ] **Decide** (`b`, blocked(awaiting_human)): why b",
+            "decide: next for b",
+            "**Review me** (`c`, blocked(awaiting_judge)) · PR #7, CI pending",
+            "$1.50 today of $50.00 per day",
+            "## Recently finished",
+            "#9: opened by @\u{200B}eve",
+            DASHBOARD_MARKER,
+        ] {
+            assert!(
+                dashboard.contains(needle),
+                "`{needle}` not in:\n{dashboard}"
+            );
+        }
+        assert!(
+            !dashboard.contains("<script>") && !dashboard.contains("![x]"),
+            "{dashboard}"
+        );
+        assert!(!dashboard.contains("@alice"), "{dashboard}");
+        let summary = summary.unwrap();
+        assert!(summary.contains("## opentiger tick `t1`"), "{summary}");
+        assert!(summary.contains("2 decision(s), 1 run(s), 0 review(s) · spent $0.40"));
+        assert!(
+            summary.contains("- a \"Fix\": queued → running"),
+            "{summary}"
+        );
+        assert!(summary.contains("## Waiting on a person (1)"), "{summary}");
+        assert!(!summary.contains(DASHBOARD_MARKER));
+    }
+}
