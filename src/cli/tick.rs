@@ -18,11 +18,11 @@ use super::forge_sync;
 use super::{CmdResult, Context, Failure};
 use crate::config::AgentRole;
 use crate::engine::outcome::decide_outcome;
-use crate::engine::verdict::decide_verdict;
+use crate::engine::verdict::{decide_verdict, JudgeConclusion};
 use crate::executor;
 use crate::forge::github::GithubClient;
 use crate::git::Git;
-use crate::model::{Mode, PlanStatus, Run, RunId, Task, TaskId, TaskKind};
+use crate::model::{Mode, PlanStatus, Run, RunId, Task, TaskId, TaskKind, TaskState};
 use crate::prompt::{JudgeFeedback, Templates};
 use crate::report;
 use crate::runner::judge::{judge_run, JudgeResult};
@@ -98,6 +98,29 @@ pub struct TickSummary {
     pub claimed: usize,
     pub judged: usize,
     pub stray: usize,
+    /// Tasks this tick's runs and reviews finished (`done`).
+    pub tasks_done: usize,
+    /// Pull requests opened for a task for the first time (github mode).
+    pub prs_opened: usize,
+    /// Pull requests updated in place by a later run of the same change (github mode).
+    pub prs_updated: usize,
+    /// Reviews that merged their change (the PR in github mode, the base branch locally).
+    pub merged: usize,
+    /// What the agents of this tick's runs reported spending, in USD.
+    pub spend_usd: f64,
+    /// Runs that failed, one entry each (the GitHub Action turns them into annotations).
+    pub failures: Vec<RunFailure>,
+}
+
+/// A run of this tick that failed, and where that left its task.
+#[derive(Clone, Debug, serde::Serialize)]
+pub struct RunFailure {
+    pub task_id: String,
+    pub title: String,
+    pub failure_code: Option<&'static str>,
+    pub message: String,
+    /// The task's state after the failure, e.g. `queued` (retried) or `blocked(awaiting_human)`.
+    pub task_state: String,
 }
 
 impl TickSummary {
@@ -117,6 +140,9 @@ impl TickSummary {
             "tick_id": self.tick_id, "decisions": self.decisions, "runs": self.claimed,
             "reviews": self.judged, "stray_outcomes": self.stray, "lines": self.lines,
             "github_requests": self.requests,
+            "tasks_done": self.tasks_done, "prs_opened": self.prs_opened,
+            "prs_updated": self.prs_updated, "merged": self.merged,
+            "spend_usd": self.spend_usd, "failures": self.failures,
             "peak_memory_kib": peak_memory_kib(),
         })
     }
@@ -422,6 +448,11 @@ pub fn tick(ctx: &Context) -> Result<TickSummary, Failure> {
                     result.outcome.success && result.record.head_sha.is_some(),
                 ) {
                     publish(ctx, client, &task, &run_id, &mut result);
+                    match (result.record.pr_number, task.source_pr) {
+                        (Some(_), None) => summary.prs_opened += 1,
+                        (Some(_), Some(_)) => summary.prs_updated += 1,
+                        (None, _) => {}
+                    }
                 }
                 done.push(Done::Work(task.id.clone(), run_id, result));
             }
@@ -475,6 +506,10 @@ pub fn tick(ctx: &Context) -> Result<TickSummary, Failure> {
     let recorded = ctx.record_state("record", |store| record(ctx, store, &done, now, &summary))?;
     summary.lines.extend(recorded.lines);
     summary.stray = recorded.stray;
+    summary.tasks_done = recorded.tasks_done;
+    summary.merged = recorded.merged;
+    summary.spend_usd = recorded.spend_usd;
+    summary.failures = recorded.failures;
     Ok(summary)
 }
 
@@ -580,9 +615,14 @@ fn claim(ctx: &Context, store: &mut Store) -> Result<Claimed, Failure> {
     })
 }
 
+#[derive(Default)]
 struct RecordedLines {
     lines: Vec<String>,
     stray: usize,
+    tasks_done: usize,
+    merged: usize,
+    spend_usd: f64,
+    failures: Vec<RunFailure>,
 }
 
 fn record(
@@ -597,10 +637,7 @@ fn record(
         actor: ctx.agent_id.as_str(),
         now,
     };
-    let mut out = RecordedLines {
-        lines: Vec::new(),
-        stray: 0,
-    };
+    let mut out = RecordedLines::default();
     for item in done {
         let recorded = match item {
             Done::Work(task_id, run_id, WorkResult { outcome, record }) => {
@@ -613,11 +650,23 @@ fn record(
                     task.state(),
                     decision.to
                 ));
+                out.spend_usd += record.cost_usd;
                 if !outcome.success {
                     out.lines
                         .push(format!("    {}", first_line(&outcome.message)));
+                    out.failures.push(RunFailure {
+                        task_id: task.id.to_string(),
+                        title: task.title.clone(),
+                        failure_code: outcome.failure_code.map(|c| c.as_str()),
+                        message: first_line(&outcome.message),
+                        task_state: decision.to.to_string(),
+                    });
                 }
-                store.record_run(task_id, run_id, record, &decision, writer)?
+                let recorded = store.record_run(task_id, run_id, record, &decision, writer)?;
+                if recorded == Recorded::Applied && decision.to == TaskState::DONE {
+                    out.tasks_done += 1;
+                }
+                recorded
             }
             Done::Review(
                 task_id,
@@ -641,7 +690,20 @@ fn record(
                     truncate(&task.title),
                     decision.reason
                 ));
-                store.record_judgement(task_id, run_id, judgement.as_ref(), &decision, writer)?
+                if matches!(conclusion, JudgeConclusion::Merged { .. }) {
+                    out.merged += 1;
+                }
+                let recorded = store.record_judgement(
+                    task_id,
+                    run_id,
+                    judgement.as_ref(),
+                    &decision,
+                    writer,
+                )?;
+                if recorded == Recorded::Applied && decision.to == TaskState::DONE {
+                    out.tasks_done += 1;
+                }
+                recorded
             }
             Done::Issue(task_id, opened) => {
                 match opened {
