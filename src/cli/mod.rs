@@ -6,6 +6,7 @@
 mod config_cmd;
 mod context;
 mod forge_sync;
+mod init;
 mod lock;
 mod plan;
 mod status;
@@ -64,6 +65,8 @@ pub enum Command {
     Config(config_cmd::ConfigCommand),
     /// Run the whole loop on a built-in sample repository with the built-in scripted agent.
     Demo(DemoArgs),
+    /// Write a commented .opentiger.yml and, in github mode, the GitHub Actions workflow.
+    Init(init::InitArgs),
 }
 
 #[derive(clap::Args, Debug)]
@@ -143,6 +146,7 @@ pub fn main() -> i32 {
 fn run(cli: Cli) -> CmdResult {
     match &cli.command {
         Command::Config(cmd) => config_cmd::run(&cli, cmd),
+        Command::Init(args) => init::run(&cli, args),
         Command::Tick(args) => tick::run(&Context::load(&cli)?, args),
         Command::Status(args) => status::run(&Context::load(&cli)?, args),
         Command::Plan(args) => plan::run(&Context::load(&cli)?, args),
