@@ -5,6 +5,7 @@
 
 mod config_cmd;
 mod context;
+mod doctor;
 mod forge_sync;
 mod init;
 mod lock;
@@ -67,6 +68,8 @@ pub enum Command {
     Demo(DemoArgs),
     /// Write a commented .opentiger.yml and, in github mode, the GitHub Actions workflow.
     Init(init::InitArgs),
+    /// Check that a tick can run here: config, git, agents, token, state; each problem with its fix.
+    Doctor(doctor::DoctorArgs),
 }
 
 #[derive(clap::Args, Debug)]
@@ -147,6 +150,7 @@ fn run(cli: Cli) -> CmdResult {
     match &cli.command {
         Command::Config(cmd) => config_cmd::run(&cli, cmd),
         Command::Init(args) => init::run(&cli, args),
+        Command::Doctor(args) => doctor::run(&cli, args),
         Command::Tick(args) => tick::run(&Context::load(&cli)?, args),
         Command::Status(args) => status::run(&Context::load(&cli)?, args),
         Command::Plan(args) => plan::run(&Context::load(&cli)?, args),
