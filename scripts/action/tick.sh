@@ -114,6 +114,7 @@ if ((code != 0)); then
     echo "## opentiger tick: exit $code"
     echo
     echo '```text'
+    # shellcheck disable=SC2016 # literal backticks: a fence inside the message must not close ours
     printf '%s\n' "$message" | sed 's/```/`` `/g'
     echo '```'
   } >>"$summary"

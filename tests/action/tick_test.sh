@@ -5,6 +5,7 @@
 #
 # Usage: tests/action/tick_test.sh /path/to/opentiger   (run by tests/action.rs)
 # Prints one line per case and `N passed, N failed`; exits 1 when a case failed.
+# shellcheck disable=SC2016 # expected texts hold literal backticks and dollars
 set -euo pipefail
 
 here=$(cd "$(dirname "$0")" && pwd)
