@@ -69,7 +69,9 @@ if [[ ! $fan_out =~ ^[0-9]+$ ]]; then
   usage_error "input fan-out: \`$fan_out\` is not a whole number"
 fi
 
-args=(--repo "${INPUT_WORKING_DIRECTORY:-.}")
+# In the checkout, so `config` is relative to it as it is for a person running opentiger there.
+cd "${INPUT_WORKING_DIRECTORY:-.}"
+args=(--repo .)
 if [[ -n ${INPUT_CONFIG:-} ]]; then args+=(--config "$INPUT_CONFIG"); fi
 if [[ -n ${INPUT_MODE:-} ]]; then args+=(--mode "$INPUT_MODE"); fi
 args+=(tick --json)
