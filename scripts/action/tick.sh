@@ -92,7 +92,7 @@ log=$work/tick.log
 
 # The tick's log, folded. Its text may quote agents and issues: workflow commands in it are
 # switched off, so nothing it prints can set outputs, masks or annotations.
-echo "::group::opentiger ${args[*]}"
+echo "::group::$(escape_data "opentiger ${args[*]}")"
 stop=$(od -An -N16 -tx1 /dev/urandom | tr -d ' \n')
 echo "::stop-commands::$stop"
 set +e

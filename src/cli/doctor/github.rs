@@ -94,16 +94,27 @@ pub fn token_kind(token: &str) -> &'static str {
         .map_or("a token of unknown kind", |(_, kind)| kind)
 }
 
-/// The variable the tick takes its token from (the same order as `GithubClient::from_env`).
+/// The variable the tick takes its token from, as `GithubClient::from_env` picks it: the first
+/// one set, even if it is empty.
 fn token_source(vars: Vars<'_>) -> Option<(&'static str, String)> {
     ["OPENTIGER_GITHUB_TOKEN", "GITHUB_TOKEN"]
         .into_iter()
-        .find_map(|k| vars(k).filter(|v| !v.trim().is_empty()).map(|v| (k, v)))
+        .find_map(|k| vars(k).map(|v| (k, v)))
 }
 
 fn token(vars: Vars<'_>) -> Check {
-    if let Some((name, value)) = token_source(vars) {
-        return Check::ok("token", format!("{name} is set: {}", token_kind(&value)));
+    match token_source(vars) {
+        Some((name, value)) if value.trim().is_empty() => {
+            return Check::fail(
+                "token",
+                format!("{name} is set but empty (the tick reads it first, so it finds no token)"),
+                format!("set {name} to the token, or unset it"),
+            )
+        }
+        Some((name, value)) => {
+            return Check::ok("token", format!("{name} is set: {}", token_kind(&value)))
+        }
+        None => {}
     }
     if vars("GH_TOKEN").is_some_and(|v| !v.trim().is_empty()) {
         return Check::fail(
@@ -131,7 +142,7 @@ fn ci_trigger(vars: Vars<'_>) -> Check {
             "not in GitHub Actions (there, PRs opened with the workflow's GITHUB_TOKEN trigger no CI)",
         );
     }
-    match token_source(vars) {
+    match token_source(vars).filter(|(_, v)| !v.trim().is_empty()) {
         Some(("OPENTIGER_GITHUB_TOKEN", _)) => Check::ok(
             "CI trigger",
             "OPENTIGER_GITHUB_TOKEN is set: taken as an App token or PAT, whose PRs trigger CI",
@@ -279,7 +290,20 @@ mod tests {
                 Level::Fail,
                 "GH_TOKEN is set, but",
             ),
-            (&[("GITHUB_TOKEN", "  ")], Level::Fail, "no GitHub token"),
+            (
+                &[("GITHUB_TOKEN", "  ")],
+                Level::Fail,
+                "GITHUB_TOKEN is set but empty",
+            ),
+            (
+                &[
+                    ("OPENTIGER_GITHUB_TOKEN", ""),
+                    ("GITHUB_TOKEN", "ghs_abcdef123456"),
+                ],
+                Level::Fail,
+                "OPENTIGER_GITHUB_TOKEN is set but empty",
+            ),
+            (&[], Level::Fail, "no GitHub token"),
         ];
         for (env, level, detail) in cases {
             let lookup = vars(env);
