@@ -639,7 +639,8 @@ fn record(
     };
     let mut out = RecordedLines::default();
     for item in done {
-        let recorded = match item {
+        // What was recorded, and whether it finished the task.
+        let (recorded, finished) = match item {
             Done::Work(task_id, run_id, WorkResult { outcome, record }) => {
                 let task = store.task(task_id)?;
                 let decision = decide_outcome(&task, outcome, &ctx.config, now);
@@ -662,11 +663,10 @@ fn record(
                         task_state: decision.to.to_string(),
                     });
                 }
-                let recorded = store.record_run(task_id, run_id, record, &decision, writer)?;
-                if recorded == Recorded::Applied && decision.to == TaskState::DONE {
-                    out.tasks_done += 1;
-                }
-                recorded
+                (
+                    store.record_run(task_id, run_id, record, &decision, writer)?,
+                    decision.to == TaskState::DONE,
+                )
             }
             Done::Review(
                 task_id,
@@ -693,17 +693,16 @@ fn record(
                 if matches!(conclusion, JudgeConclusion::Merged { .. }) {
                     out.merged += 1;
                 }
-                let recorded = store.record_judgement(
-                    task_id,
-                    run_id,
-                    judgement.as_ref(),
-                    &decision,
-                    writer,
-                )?;
-                if recorded == Recorded::Applied && decision.to == TaskState::DONE {
-                    out.tasks_done += 1;
-                }
-                recorded
+                (
+                    store.record_judgement(
+                        task_id,
+                        run_id,
+                        judgement.as_ref(),
+                        &decision,
+                        writer,
+                    )?,
+                    decision.to == TaskState::DONE,
+                )
             }
             Done::Issue(task_id, opened) => {
                 match opened {
@@ -715,7 +714,7 @@ fn record(
                         "{task_id}: could not open its issue, tried again next tick: {e}"
                     )),
                 }
-                Recorded::Applied
+                (Recorded::Applied, false)
             }
             Done::Plan(plan) => {
                 out.lines.push(plan_line(plan));
@@ -723,9 +722,12 @@ fn record(
                     out.lines
                         .push("  (already planned by another tick: nothing created)".to_string());
                 }
-                Recorded::Applied
+                (Recorded::Applied, false)
             }
         };
+        if finished && recorded == Recorded::Applied {
+            out.tasks_done += 1;
+        }
         if let Recorded::Stray { holder } = recorded {
             out.stray += 1;
             out.lines.push(format!(

@@ -100,9 +100,8 @@ pub fn checks(config: &Config, repo: &Path, vars: Vars<'_>) -> Vec<Check> {
 
         if let Err(e) = executor::for_role(&agent, roles[0], repo) {
             let text = e.to_string();
-            let (detail, fix) = text
-                .split_once("\n  fix: ")
-                .map_or((text.as_str(), "see the configuration"), |(d, f)| (d, f));
+            let (detail, fix) = super::split_fix(&text);
+            let fix = fix.unwrap_or("correct the configuration (`opentiger config schema`)");
             let detail = detail
                 .strip_prefix(&format!("agents.{}: ", names[0]))
                 .unwrap_or(detail);

@@ -109,19 +109,12 @@ pub fn checks(cli: &Cli, online: bool, vars: Vars<'_>) -> Vec<Check> {
     let (mut config, source) = match config::load(&path, cli.config.is_some()) {
         Ok(loaded) => loaded,
         Err(e) => {
+            // The loader's own message names file, line and key; its fix goes on the fix line.
+            let text = e.to_string();
+            let (detail, _) = split_fix(&text);
             out.push(Check::fail(
                 "config",
-                format!(
-                    "{}{}: {}{}",
-                    e.file,
-                    e.line.map(|l| format!(":{l}")).unwrap_or_default(),
-                    if e.key.is_empty() {
-                        String::new()
-                    } else {
-                        format!("`{}`: ", e.key)
-                    },
-                    e.message
-                ),
+                detail,
                 format!(
                     "{} (the other checks need a configuration that loads)",
                     e.fix
@@ -347,6 +340,14 @@ fn workflow(repo: &Path) -> Check {
             "no workflow in .github/workflows mentions opentiger: nothing will tick on GitHub",
             format!("`opentiger init` writes {}", super::init::WORKFLOW_PATH),
         ),
+    }
+}
+
+/// A message in the project's error style, `what\n  fix: how`, as its two parts.
+fn split_fix(text: &str) -> (&str, Option<&str>) {
+    match text.split_once("\n  fix: ") {
+        Some((detail, fix)) => (detail, Some(fix)),
+        None => (text, None),
     }
 }
 
