@@ -941,3 +941,51 @@ fn the_dashboard_issue_and_job_summary_follow_the_ticks() {
     );
     assert!(calls.len() <= 3, "{calls:?}");
 }
+
+/// What the GitHub Action reads off `tick --json`: runs, PRs opened, merges, tasks done.
+#[test]
+fn tick_json_counts_prs_opened_merges_and_tasks_done() {
+    let s = setup();
+    s.server.add_issue(
+        "Add a greeting",
+        "Please.",
+        &["opentiger"],
+        "alice",
+        "OWNER",
+    );
+    let json = |now: &str| -> serde_json::Value {
+        let out = opentiger(&s, now, &["tick", "--json"]);
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        serde_json::from_slice(&out.stdout).unwrap()
+    };
+    let first = json("2026-11-21T12:00:00Z");
+    assert_eq!(
+        (
+            &first["runs"],
+            &first["prs_opened"],
+            &first["prs_updated"],
+            &first["merged"],
+            &first["tasks_done"]
+        ),
+        (&1.into(), &1.into(), &0.into(), &0.into(), &0.into()),
+        "{first}"
+    );
+    assert_eq!(first["failures"], serde_json::json!([]));
+    // No CI configured: the judge reviews and GitHub merges on the next tick.
+    let second = json("2026-11-21T12:05:00Z");
+    assert_eq!(
+        (
+            &second["reviews"],
+            &second["merged"],
+            &second["tasks_done"],
+            &second["prs_opened"]
+        ),
+        (&1.into(), &1.into(), &1.into(), &0.into()),
+        "{second}"
+    );
+    assert!(s.server.pulls()[0].merged);
+}

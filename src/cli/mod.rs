@@ -5,7 +5,9 @@
 
 mod config_cmd;
 mod context;
+mod doctor;
 mod forge_sync;
+mod init;
 mod lock;
 mod plan;
 pub(crate) mod status;
@@ -67,6 +69,10 @@ pub enum Command {
     Demo(DemoArgs),
     /// Work on one run a `tick --fan-out` claimed, and record it (a fan-out matrix job).
     Work(work::WorkArgs),
+    /// Write a commented .opentiger.yml and, in github mode, the GitHub Actions workflow.
+    Init(init::InitArgs),
+    /// Check that a tick can run here: config, git, agents, token, state; each problem with its fix.
+    Doctor(doctor::DoctorArgs),
 }
 
 #[derive(clap::Args, Debug)]
@@ -146,6 +152,8 @@ pub fn main() -> i32 {
 fn run(cli: Cli) -> CmdResult {
     match &cli.command {
         Command::Config(cmd) => config_cmd::run(&cli, cmd),
+        Command::Init(args) => init::run(&cli, args),
+        Command::Doctor(args) => doctor::run(&cli, args),
         Command::Tick(args) => tick::run(&Context::load(&cli)?, args),
         Command::Work(args) => work::run(&Context::load(&cli)?, args),
         Command::Status(args) => status::run(&Context::load(&cli)?, args),

@@ -18,11 +18,11 @@ use super::forge_sync;
 use super::{CmdResult, Context, Failure};
 use crate::config::AgentRole;
 use crate::engine::outcome::decide_outcome;
-use crate::engine::verdict::decide_verdict;
+use crate::engine::verdict::{decide_verdict, JudgeConclusion};
 use crate::executor;
 use crate::forge::github::GithubClient;
 use crate::git::Git;
-use crate::model::{Mode, PlanStatus, Run, RunId, Task, TaskId, TaskKind};
+use crate::model::{Mode, PlanStatus, Run, RunId, Task, TaskId, TaskKind, TaskState};
 use crate::prompt::{JudgeFeedback, Templates};
 use crate::report;
 use crate::runner::judge::{judge_run, JudgeResult};
@@ -158,10 +158,31 @@ pub struct TickSummary {
     pub stray: usize,
     /// `--fan-out`: the claimed runs, for work jobs (`{"task", "run"}` each).
     pub matrix: Option<Vec<serde_json::Value>>,
-    /// What this tick's runs cost (USD).
-    pub spent_usd: f64,
     /// Today's spend after this tick and the daily budget, when the tick ran anything.
     pub spend_today: Option<(f64, f64)>,
+    /// Tasks this tick's runs and reviews finished (`done`).
+    pub tasks_done: usize,
+    /// Pull requests opened for a task for the first time (github mode).
+    pub prs_opened: usize,
+    /// Pull requests updated in place by a later run of the same change (github mode).
+    pub prs_updated: usize,
+    /// Reviews that merged their change (the PR in github mode, the base branch locally).
+    pub merged: usize,
+    /// What the agents of this tick's runs reported spending, in USD.
+    pub spend_usd: f64,
+    /// Runs that failed, one entry each (the GitHub Action turns them into annotations).
+    pub failures: Vec<RunFailure>,
+}
+
+/// A run of this tick that failed, and where that left its task.
+#[derive(Clone, Debug, serde::Serialize)]
+pub struct RunFailure {
+    pub task_id: String,
+    pub title: String,
+    pub failure_code: Option<&'static str>,
+    pub message: String,
+    /// The task's state after the failure, e.g. `queued` (retried) or `blocked(awaiting_human)`.
+    pub task_state: String,
 }
 
 impl TickSummary {
@@ -182,7 +203,7 @@ impl TickSummary {
         if let Some((today, budget)) = self.spend_today {
             out.push_str(&format!(
                 "  spend: ${:.2} this tick, ${today:.2} today of budget.per_day_usd ${budget:.2}\n",
-                self.spent_usd
+                self.spend_usd
             ));
         }
         out
@@ -194,7 +215,7 @@ impl TickSummary {
             decisions: self.decisions,
             runs: self.claimed,
             reviews: self.judged,
-            spent: self.spend_today.map(|_| format!("${:.2}", self.spent_usd)),
+            spent: self.spend_today.map(|_| format!("${:.2}", self.spend_usd)),
             lines: self.lines.clone(),
         }
     }
@@ -204,9 +225,11 @@ impl TickSummary {
             "tick_id": self.tick_id, "decisions": self.decisions, "runs": self.claimed,
             "reviews": self.judged, "stray_outcomes": self.stray, "lines": self.lines,
             "github_requests": self.requests,
-            "spent_usd": self.spent_usd,
             "matrix": self.matrix.as_ref().map(|m| serde_json::json!({ "include": m })),
             "spent_today_usd": self.spend_today.map(|(today, _)| today),
+            "tasks_done": self.tasks_done, "prs_opened": self.prs_opened,
+            "prs_updated": self.prs_updated, "merged": self.merged,
+            "spend_usd": self.spend_usd, "failures": self.failures,
             "peak_memory_kib": peak_memory_kib(),
         })
     }
@@ -506,6 +529,8 @@ pub fn tick_with(ctx: &Context, fan_out: bool) -> Result<TickSummary, Failure> {
         state_file: ctx.state_path().ok(),
     };
     let mut done = Vec::new();
+    // What the runs of this tick spent so far, for budget.per_tick_usd.
+    let mut tick_spend = 0.0;
     for item in work {
         match item {
             Work::Run { task, run_id, .. } if fan_out => {
@@ -521,13 +546,13 @@ pub fn tick_with(ctx: &Context, fan_out: bool) -> Result<TickSummary, Failure> {
                 // budget.per_tick_usd: once this tick's runs spent it, the rest go back to the
                 // queue unstarted.
                 if let Some(limit) = ctx.config.budget.per_tick_usd.filter(|l| *l > 0.0) {
-                    if summary.spent_usd >= limit {
+                    if tick_spend >= limit {
                         done.push(Done::Unstarted(
                             task.id.clone(),
                             run_id,
                             format!(
                                 "not started: this tick's runs spent ${:.2}, budget.per_tick_usd is ${limit:.2}; queued for the next tick",
-                                summary.spent_usd
+                                tick_spend
                             ),
                         ));
                         continue;
@@ -540,8 +565,13 @@ pub fn tick_with(ctx: &Context, fan_out: bool) -> Result<TickSummary, Failure> {
                     result.outcome.success && result.record.head_sha.is_some(),
                 ) {
                     publish(ctx, client, &task, &run_id, &mut result);
+                    match (result.record.pr_number, task.source_pr) {
+                        (Some(_), None) => summary.prs_opened += 1,
+                        (Some(_), Some(_)) => summary.prs_updated += 1,
+                        (None, _) => {}
+                    }
                 }
-                summary.spent_usd += result.record.cost_usd;
+                tick_spend += result.record.cost_usd;
                 done.push(Done::Work(task.id.clone(), run_id, result));
             }
             Work::Review { task, run, reviews } => {
@@ -604,6 +634,10 @@ pub fn tick_with(ctx: &Context, fan_out: bool) -> Result<TickSummary, Failure> {
     if summary.claimed > 0 {
         summary.spend_today = Some((recorded.spent_today, ctx.config.budget.per_day_usd));
     }
+    summary.tasks_done = recorded.tasks_done;
+    summary.merged = recorded.merged;
+    summary.spend_usd = recorded.spend_usd;
+    summary.failures = recorded.failures;
     Ok(summary)
 }
 
@@ -712,10 +746,15 @@ fn claim(ctx: &Context, store: &mut Store) -> Result<Claimed, Failure> {
     })
 }
 
+#[derive(Default)]
 struct RecordedLines {
     lines: Vec<String>,
     stray: usize,
     spent_today: f64,
+    tasks_done: usize,
+    merged: usize,
+    spend_usd: f64,
+    failures: Vec<RunFailure>,
 }
 
 fn record(
@@ -730,13 +769,10 @@ fn record(
         actor: ctx.agent_id.as_str(),
         now,
     };
-    let mut out = RecordedLines {
-        lines: Vec::new(),
-        stray: 0,
-        spent_today: 0.0,
-    };
+    let mut out = RecordedLines::default();
     for item in done {
-        let recorded = match item {
+        // What was recorded, and whether it finished the task.
+        let (recorded, finished) = match item {
             Done::Work(task_id, run_id, WorkResult { outcome, record }) => {
                 let task = store.task(task_id)?;
                 let decision = decide_outcome(&task, outcome, &ctx.config, now);
@@ -747,11 +783,22 @@ fn record(
                     task.state(),
                     decision.to
                 ));
+                out.spend_usd += record.cost_usd;
                 if !outcome.success {
                     out.lines
                         .push(format!("    {}", first_line(&outcome.message)));
+                    out.failures.push(RunFailure {
+                        task_id: task.id.to_string(),
+                        title: task.title.clone(),
+                        failure_code: outcome.failure_code.map(|c| c.as_str()),
+                        message: first_line(&outcome.message),
+                        task_state: decision.to.to_string(),
+                    });
                 }
-                store.record_run(task_id, run_id, record, &decision, writer)?
+                (
+                    store.record_run(task_id, run_id, record, &decision, writer)?,
+                    decision.to == TaskState::DONE,
+                )
             }
             Done::Review(
                 task_id,
@@ -770,7 +817,19 @@ fn record(
                     truncate(&task.title),
                     decision.reason
                 ));
-                store.record_judgement(task_id, run_id, judgement.as_ref(), &decision, writer)?
+                if matches!(conclusion, JudgeConclusion::Merged { .. }) {
+                    out.merged += 1;
+                }
+                (
+                    store.record_judgement(
+                        task_id,
+                        run_id,
+                        judgement.as_ref(),
+                        &decision,
+                        writer,
+                    )?,
+                    decision.to == TaskState::DONE,
+                )
             }
             Done::Issue(task_id, opened) => {
                 match opened {
@@ -782,7 +841,7 @@ fn record(
                         "{task_id}: could not open its issue, tried again next tick: {e}"
                     )),
                 }
-                Recorded::Applied
+                (Recorded::Applied, false)
             }
             Done::Unstarted(task_id, run_id, why) => {
                 out.lines.push(format!("{task_id}: {why}"));
@@ -798,7 +857,10 @@ fn record(
                     error: Some(why.clone()),
                     ..Default::default()
                 };
-                store.record_run(task_id, run_id, &record, &decision, writer)?
+                (
+                    store.record_run(task_id, run_id, &record, &decision, writer)?,
+                    false,
+                )
             }
             Done::PullClosed(task_id, pr, closed) => {
                 match closed {
@@ -812,7 +874,7 @@ fn record(
                         "{task_id}: could not close PR #{pr}, tried again next tick: {e}"
                     )),
                 }
-                Recorded::Applied
+                (Recorded::Applied, false)
             }
             Done::Plan(plan) => {
                 out.lines.push(plan_line(plan));
@@ -820,9 +882,12 @@ fn record(
                     out.lines
                         .push("  (already planned by another tick: nothing created)".to_string());
                 }
-                Recorded::Applied
+                (Recorded::Applied, false)
             }
         };
+        if finished && recorded == Recorded::Applied {
+            out.tasks_done += 1;
+        }
         if let Recorded::Stray { holder } = recorded {
             out.stray += 1;
             out.lines.push(format!(

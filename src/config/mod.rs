@@ -234,6 +234,15 @@ pub enum AgentRole {
 }
 
 impl AgentRole {
+    /// Every role, in the order of the configuration file.
+    pub const ALL: [AgentRole; 5] = [
+        AgentRole::Planner,
+        AgentRole::Task(Role::Worker),
+        AgentRole::Task(Role::Tester),
+        AgentRole::Task(Role::Docser),
+        AgentRole::Judge,
+    ];
+
     pub fn name(self) -> &'static str {
         match self {
             AgentRole::Planner => "planner",

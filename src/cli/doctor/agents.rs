@@ -1,0 +1,372 @@
+//! The agent checks: for each set of roles that share an agent, can the tick start it? The
+//! executor as the tick builds it, its program (on PATH, or a path in the repository) and, for
+//! the known CLIs, a key variable that is set and passed through to the agent.
+
+use std::path::{Path, PathBuf};
+
+use super::{Check, Level, Vars};
+use crate::config::{AgentRole, Config, EffectiveAgent, ExecutorKind};
+use crate::executor;
+
+/// What a known agent CLI needs.
+struct KnownCli {
+    program: &'static str,
+    install: &'static str,
+    /// Any one of these gives it a model.
+    keys: &'static [&'static str],
+}
+
+fn known(kind: ExecutorKind) -> Option<KnownCli> {
+    match kind {
+        ExecutorKind::ClaudeCode => Some(KnownCli {
+            program: "claude",
+            install: "npm install --global @anthropic-ai/claude-code",
+            keys: &["ANTHROPIC_API_KEY", "CLAUDE_CODE_OAUTH_TOKEN"],
+        }),
+        ExecutorKind::Opencode => Some(KnownCli {
+            program: "opencode",
+            install: "npm install --global opencode-ai",
+            keys: &[
+                "ANTHROPIC_API_KEY",
+                "OPENAI_API_KEY",
+                "OPENROUTER_API_KEY",
+                "GEMINI_API_KEY",
+            ],
+        }),
+        ExecutorKind::Codex => Some(KnownCli {
+            program: "codex",
+            install: "npm install --global @openai/codex",
+            keys: &["OPENAI_API_KEY", "CODEX_API_KEY"],
+        }),
+        ExecutorKind::Aider => Some(KnownCli {
+            program: "aider",
+            install: "python -m pip install aider-chat",
+            keys: &[
+                "ANTHROPIC_API_KEY",
+                "OPENAI_API_KEY",
+                "OPENROUTER_API_KEY",
+                "GEMINI_API_KEY",
+            ],
+        }),
+        ExecutorKind::Command | ExecutorKind::Scripted => None,
+    }
+}
+
+/// Roles that share one agent set-up are checked (and reported) once.
+fn groups(config: &Config) -> Vec<(EffectiveAgent, Vec<AgentRole>)> {
+    let mut groups: Vec<(EffectiveAgent, Vec<AgentRole>)> = Vec::new();
+    for role in AgentRole::ALL {
+        let agent = config.agents.effective(role);
+        let used = match role {
+            AgentRole::Planner => config.planner.agent,
+            AgentRole::Judge => agent.review,
+            AgentRole::Task(_) => true,
+        };
+        if !used {
+            continue;
+        }
+        let same = |a: &EffectiveAgent| {
+            a.executor == agent.executor
+                && a.command == agent.command
+                && a.script == agent.script
+                && a.env_passthrough == agent.env_passthrough
+        };
+        match groups.iter_mut().find(|(a, _)| same(a)) {
+            Some((_, roles)) => roles.push(role),
+            None => groups.push((agent, vec![role])),
+        }
+    }
+    groups
+}
+
+pub fn checks(config: &Config, repo: &Path, vars: Vars<'_>) -> Vec<Check> {
+    let mut out = Vec::new();
+    for (agent, roles) in groups(config) {
+        let names: Vec<&str> = roles.iter().map(|r| r.name()).collect();
+        let who = if roles.len() == AgentRole::ALL.len() {
+            "all roles".to_string()
+        } else {
+            names.join(", ")
+        };
+        // The key to edit: `agents.default` when it is shared, else the role's own.
+        let key = if roles.len() > 1 {
+            "agents.default".to_string()
+        } else {
+            format!("agents.{}", names[0])
+        };
+        let kind = executor::kind_word(agent.executor);
+        let mut problems: Vec<(String, String)> = Vec::new();
+        let mut found = String::new();
+
+        if let Err(e) = executor::for_role(&agent, roles[0], repo) {
+            let text = e.to_string();
+            let (detail, fix) = super::split_fix(&text);
+            let fix = fix.unwrap_or("correct the configuration (`opentiger config schema`)");
+            let detail = detail
+                .strip_prefix(&format!("agents.{}: ", names[0]))
+                .unwrap_or(detail);
+            problems.push((detail.to_string(), fix.to_string()));
+        }
+        match (agent.executor, known(agent.executor)) {
+            (ExecutorKind::Command, _) => {
+                if let Some(program) = agent.command.as_ref().and_then(|c| c.first()) {
+                    match find_program(program, repo, vars("PATH").as_deref()) {
+                        Ok(path) => found = format!(" ({})", path.display()),
+                        Err(why) => problems.push((
+                            why,
+                            format!("install it, or correct {key}.command (a path with `/` is relative to the repository)"),
+                        )),
+                    }
+                }
+            }
+            (_, Some(cli)) => {
+                let program = agent
+                    .command
+                    .as_ref()
+                    .and_then(|c| c.first())
+                    .map_or(cli.program, |p| p.as_str());
+                match find_program(program, repo, vars("PATH").as_deref()) {
+                    Ok(path) => found = format!(" ({})", path.display()),
+                    Err(why) => problems.push((
+                        why,
+                        format!(
+                            "{} (or set {key}.command to the program's path)",
+                            cli.install
+                        ),
+                    )),
+                }
+                if let Some(problem) = key_problem(&cli, &agent, &key, vars) {
+                    problems.push(problem);
+                }
+            }
+            (_, None) => {}
+        }
+
+        // Without a usable agent the planner falls back to one task per acceptance criterion.
+        let planner_only = roles == [AgentRole::Planner];
+        let level = if planner_only {
+            Level::Warn
+        } else {
+            Level::Fail
+        };
+        if problems.is_empty() {
+            out.push(Check::ok("agents", format!("{who}: {kind}{found}")));
+        }
+        for (detail, fix) in problems {
+            let detail = if planner_only {
+                format!("{who}: {kind}: {detail} (the deterministic planner is used instead)")
+            } else {
+                format!("{who}: {kind}: {detail}")
+            };
+            out.push(Check {
+                level,
+                name: "agents",
+                detail,
+                fix: Some(fix),
+            });
+        }
+    }
+    out
+}
+
+/// A key the CLI can use must be set and passed through: agents see nothing else.
+fn key_problem(
+    cli: &KnownCli,
+    agent: &EffectiveAgent,
+    key: &str,
+    vars: Vars<'_>,
+) -> Option<(String, String)> {
+    let set: Vec<&str> = cli
+        .keys
+        .iter()
+        .copied()
+        .filter(|k| vars(k).is_some_and(|v| !v.trim().is_empty()))
+        .collect();
+    if set
+        .iter()
+        .any(|k| agent.env_passthrough.iter().any(|p| p == k))
+    {
+        return None;
+    }
+    if let Some(first) = set.first() {
+        return Some((
+            format!(
+                "{} is set but not in env_passthrough: the agent will not see it",
+                set.join(", ")
+            ),
+            format!("add {first} to {key}.env_passthrough"),
+        ));
+    }
+    let wanted = cli.keys[0];
+    Some((
+        format!("none of {} is set: the agent cannot reach its model", cli.keys.join(", ")),
+        format!(
+            "export {wanted}=... and list it in {key}.env_passthrough (in Actions: `env: {wanted}: ${{{{ secrets.{wanted} }}}}` on the opentiger step)"
+        ),
+    ))
+}
+
+/// Where `program` is: a path (with `/`, relative to the repository) or a name on `PATH`.
+fn find_program(program: &str, repo: &Path, path_var: Option<&str>) -> Result<PathBuf, String> {
+    if program.contains('/') {
+        let path = if Path::new(program).is_absolute() {
+            PathBuf::from(program)
+        } else {
+            repo.join(program)
+        };
+        if !path.is_file() {
+            return Err(format!("`{program}` does not exist ({})", path.display()));
+        }
+        if !is_executable(&path) {
+            return Err(format!("`{program}` is not executable (chmod +x it)"));
+        }
+        return Ok(path);
+    }
+    path_var
+        .unwrap_or_default()
+        .split(':')
+        .filter(|d| !d.is_empty())
+        .map(|d| Path::new(d).join(program))
+        .find(|p| p.is_file() && is_executable(p))
+        .ok_or_else(|| format!("`{program}` is not on PATH"))
+}
+
+fn is_executable(path: &Path) -> bool {
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::metadata(path).is_ok_and(|m| m.permissions().mode() & 0o111 != 0)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::load_str;
+
+    fn lookup(pairs: Vec<(&'static str, String)>) -> impl Fn(&str) -> Option<String> {
+        move |k: &str| pairs.iter().find(|(n, _)| *n == k).map(|(_, v)| v.clone())
+    }
+
+    fn program_dir(names: &[&str]) -> tempfile::TempDir {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = tempfile::tempdir().unwrap();
+        for name in names {
+            let p = dir.path().join(name);
+            std::fs::write(&p, "#!/bin/sh\n").unwrap();
+            std::fs::set_permissions(&p, std::fs::Permissions::from_mode(0o755)).unwrap();
+        }
+        dir
+    }
+
+    #[test]
+    fn roles_sharing_an_agent_are_one_check() {
+        let config = load_str(
+            "agents:\n  default:\n    executor: scripted\n  judge:\n    executor: command\n    command: [\"./judge.sh\"]\n",
+            "c.yml",
+        )
+        .unwrap();
+        let repo = program_dir(&["judge.sh"]);
+        let checks = checks(&config, repo.path(), &lookup(vec![]));
+        let details: Vec<&str> = checks.iter().map(|c| c.detail.as_str()).collect();
+        assert_eq!(checks.len(), 2, "{details:?}");
+        assert!(
+            details[0].starts_with("planner, worker, tester, docser: scripted"),
+            "{details:?}"
+        );
+        assert!(details[1].starts_with("judge: command ("), "{details:?}");
+        assert!(checks.iter().all(|c| c.level == Level::Ok));
+    }
+
+    #[test]
+    fn a_missing_program_or_key_names_its_fix() {
+        let bin = program_dir(&["my-agent"]);
+        let path = bin.path().display().to_string();
+        let repo = tempfile::tempdir().unwrap();
+        // A command found on PATH; the same name missing.
+        let config = load_str(
+            "agents:\n  default:\n    executor: command\n    command: [\"my-agent\"]\n",
+            "c.yml",
+        )
+        .unwrap();
+        let found = checks(&config, repo.path(), &lookup(vec![("PATH", path.clone())]));
+        assert!(found.iter().all(|c| c.level == Level::Ok), "{found:?}");
+        let missing = checks(
+            &config,
+            repo.path(),
+            &lookup(vec![("PATH", "/nonexistent".into())]),
+        );
+        assert_eq!(missing[0].level, Level::Fail);
+        assert!(
+            missing[0].detail.contains("`my-agent` is not on PATH"),
+            "{missing:?}"
+        );
+        assert!(missing[0]
+            .fix
+            .as_deref()
+            .unwrap_or("")
+            .contains("agents.default.command"));
+
+        // claude-code: its program, then its key, each with the fix.
+        let config = load_str("agents:\n  default:\n    executor: claude-code\n", "c.yml").unwrap();
+        let report = checks(
+            &config,
+            repo.path(),
+            &lookup(vec![("PATH", "/nonexistent".into())]),
+        );
+        let text = format!("{report:?}");
+        assert!(text.contains("`claude` is not on PATH"), "{text}");
+        assert!(
+            text.contains("npm install --global @anthropic-ai/claude-code"),
+            "{text}"
+        );
+        assert!(
+            text.contains("none of ANTHROPIC_API_KEY, CLAUDE_CODE_OAUTH_TOKEN is set"),
+            "{text}"
+        );
+
+        // A key that is set but not passed through is as good as missing.
+        let config = load_str(
+            "agents:\n  default:\n    executor: codex\n    env_passthrough: []\n",
+            "c.yml",
+        )
+        .unwrap();
+        let agent = config
+            .agents
+            .effective(AgentRole::Task(crate::model::Role::Worker));
+        let env = lookup(vec![("OPENAI_API_KEY", "sk-secret".into())]);
+        let problem = key_problem(
+            &known(ExecutorKind::Codex).unwrap(),
+            &agent,
+            "agents.default",
+            &env,
+        )
+        .unwrap();
+        assert!(
+            problem
+                .0
+                .contains("OPENAI_API_KEY is set but not in env_passthrough"),
+            "{problem:?}"
+        );
+        assert_eq!(
+            problem.1,
+            "add OPENAI_API_KEY to agents.default.env_passthrough"
+        );
+        assert!(!format!("{problem:?}").contains("sk-secret"));
+    }
+
+    #[test]
+    fn an_unusable_planner_alone_is_a_warning() {
+        let config = load_str(
+            "agents:\n  default:\n    executor: scripted\n  planner:\n    executor: command\n    command: [\"./nope.sh\"]\n",
+            "c.yml",
+        )
+        .unwrap();
+        let repo = tempfile::tempdir().unwrap();
+        let report = checks(&config, repo.path(), &lookup(vec![]));
+        let planner: Vec<&Check> = report
+            .iter()
+            .filter(|c| c.detail.starts_with("planner"))
+            .collect();
+        assert_eq!(planner.len(), 1, "{report:?}");
+        assert_eq!(planner[0].level, Level::Warn);
+        assert!(planner[0].detail.contains("deterministic planner"));
+    }
+}

@@ -1,0 +1,379 @@
+//! The github-mode checks: the remote, the repository name, the token (never printed), the
+//! "PRs made with the workflow's GITHUB_TOKEN do not trigger CI" trap, and with `--online` what
+//! GitHub says the token may do.
+
+use std::path::Path;
+
+use http::Method;
+use serde::Deserialize;
+
+use super::{Check, Vars};
+use crate::config::Config;
+use crate::forge::github::{ForgeError, GithubClient};
+use crate::git::Git;
+
+const APP_TOKEN_FIX: &str = "create a GitHub App (contents, issues and pull requests: read and write), mint its token in the workflow with actions/create-github-app-token, and give it to actions/checkout (`token:`) and to opentiger (the action's `token:` input, or OPENTIGER_GITHUB_TOKEN); the comments in .github/workflows/opentiger.yml show the steps";
+
+pub fn checks(config: &Config, repo: &Path, vars: Vars<'_>, online: bool) -> Vec<Check> {
+    let mut out = vec![remote(config, repo), repository(repo, vars)];
+    let token = token(vars);
+    let have_token = token.level != super::Level::Fail;
+    out.push(token);
+    out.push(ci_trigger(vars));
+    if online && have_token {
+        out.extend(permissions(config, vars));
+    }
+    out
+}
+
+fn remote(config: &Config, repo: &Path) -> Check {
+    match Git::new(repo).try_run(&["remote", "get-url", &config.remote]) {
+        Ok(Some(_)) => Check::ok(
+            "remote",
+            format!("`{}`: task branches and the state are pushed there", config.remote),
+        ),
+        _ => Check::fail(
+            "remote",
+            format!("no remote `{}`: github mode pushes task branches and the state to it", config.remote),
+            "run in a clone of the GitHub repository (actions/checkout in Actions), or set `remote:` to the remote's name",
+        ),
+    }
+}
+
+/// `GITHUB_REPOSITORY`, which the tick needs; when it is missing, a guess from `origin`.
+fn repository(repo: &Path, vars: Vars<'_>) -> Check {
+    let api = vars("GITHUB_API_URL").filter(|u| !u.trim().is_empty());
+    let api_note = api.map(|u| format!(" through {u}")).unwrap_or_default();
+    match vars("GITHUB_REPOSITORY") {
+        Some(r) if r.split('/').count() == 2 && !r.starts_with('/') && !r.ends_with('/') => {
+            Check::ok("repository", format!("{r}{api_note}"))
+        }
+        other => {
+            let guess = Git::new(repo)
+                .try_run(&["remote", "get-url", "origin"])
+                .ok()
+                .flatten()
+                .and_then(|url| owner_and_name(&url))
+                .unwrap_or_else(|| "owner/name".to_string());
+            Check::fail(
+                "repository",
+                match other {
+                    Some(r) => format!("GITHUB_REPOSITORY `{r}` is not owner/name"),
+                    None => "GITHUB_REPOSITORY is not set: which GitHub repository?".to_string(),
+                },
+                format!("export GITHUB_REPOSITORY={guess} (GitHub Actions sets it)"),
+            )
+        }
+    }
+}
+
+/// `owner/name` from a remote URL (https, ssh or scp-like); never the credentials in it.
+pub fn owner_and_name(url: &str) -> Option<String> {
+    let path = url.trim().trim_end_matches('/').trim_end_matches(".git");
+    let mut parts = path.rsplit(['/', ':']);
+    let name = parts.next().filter(|s| !s.is_empty())?;
+    let owner = parts.next().filter(|s| !s.is_empty() && !s.contains('@'))?;
+    Some(format!("{owner}/{name}"))
+}
+
+/// What kind of token a value is, by GitHub's documented prefixes; the value is never shown.
+pub fn token_kind(token: &str) -> &'static str {
+    let prefixes = [
+        ("github_pat_", "a fine-grained personal access token"),
+        ("ghp_", "a personal access token (classic)"),
+        (
+            "ghs_",
+            "an installation token (the workflow's GITHUB_TOKEN or a GitHub App's)",
+        ),
+        ("gho_", "an OAuth token"),
+        ("ghu_", "a GitHub App user token"),
+    ];
+    prefixes
+        .iter()
+        .find(|(p, _)| token.starts_with(p))
+        .map_or("a token of unknown kind", |(_, kind)| kind)
+}
+
+/// The variable the tick takes its token from, as `GithubClient::from_env` picks it: the first
+/// one set, even if it is empty.
+fn token_source(vars: Vars<'_>) -> Option<(&'static str, String)> {
+    ["OPENTIGER_GITHUB_TOKEN", "GITHUB_TOKEN"]
+        .into_iter()
+        .find_map(|k| vars(k).map(|v| (k, v)))
+}
+
+fn token(vars: Vars<'_>) -> Check {
+    match token_source(vars) {
+        Some((name, value)) if value.trim().is_empty() => {
+            return Check::fail(
+                "token",
+                format!("{name} is set but empty (the tick reads it first, so it finds no token)"),
+                format!("set {name} to the token, or unset it"),
+            )
+        }
+        Some((name, value)) => {
+            return Check::ok("token", format!("{name} is set: {}", token_kind(&value)))
+        }
+        None => {}
+    }
+    if vars("GH_TOKEN").is_some_and(|v| !v.trim().is_empty()) {
+        return Check::fail(
+            "token",
+            "GH_TOKEN is set, but opentiger reads GITHUB_TOKEN or OPENTIGER_GITHUB_TOKEN",
+            "export GITHUB_TOKEN=\"$GH_TOKEN\"",
+        );
+    }
+    Check::fail(
+        "token",
+        "no GitHub token: neither OPENTIGER_GITHUB_TOKEN nor GITHUB_TOKEN is set",
+        "in Actions the opentiger action passes its `token` input (default: the workflow's GITHUB_TOKEN); locally: export GITHUB_TOKEN=\"$(gh auth token)\"",
+    )
+}
+
+/// GitHub does not start workflows for events caused by a workflow's own GITHUB_TOKEN: PRs
+/// opened and branches pushed with it get no CI, and the CI gate then waits in vain. In
+/// Actions, a token from `GITHUB_TOKEN` that is not a personal access token is taken to be that
+/// one, unless `OPENTIGER_GITHUB_TOKEN` (where an App token goes) is set.
+fn ci_trigger(vars: Vars<'_>) -> Check {
+    let in_actions = vars("GITHUB_ACTIONS").as_deref() == Some("true");
+    if !in_actions {
+        return Check::ok(
+            "CI trigger",
+            "not in GitHub Actions (there, PRs opened with the workflow's GITHUB_TOKEN trigger no CI)",
+        );
+    }
+    match token_source(vars).filter(|(_, v)| !v.trim().is_empty()) {
+        Some(("OPENTIGER_GITHUB_TOKEN", _)) => Check::ok(
+            "CI trigger",
+            "OPENTIGER_GITHUB_TOKEN is set: taken as an App token or PAT, whose PRs trigger CI",
+        ),
+        Some((_, value)) if value.starts_with("ghp_") || value.starts_with("github_pat_") => {
+            Check::ok(
+                "CI trigger",
+                "a personal access token: its PRs trigger CI (they are authored by its user; an App token is better)",
+            )
+        }
+        Some(_) => Check::warn(
+            "CI trigger",
+            "the token looks like the workflow's GITHUB_TOKEN: PRs opened and branches pushed with it do not trigger workflows, so CI never runs on opentiger's PRs and they wait merge.checks_timeout_minutes for a person",
+            APP_TOKEN_FIX,
+        ),
+        None => Check::ok("CI trigger", "no token to check"),
+    }
+}
+
+#[derive(Deserialize)]
+struct RepoAnswer {
+    #[serde(default)]
+    permissions: Option<Permissions>,
+    #[serde(default)]
+    default_branch: Option<String>,
+}
+
+#[derive(Deserialize)]
+struct Permissions {
+    #[serde(default)]
+    admin: bool,
+    #[serde(default)]
+    push: bool,
+    #[serde(default)]
+    pull: bool,
+}
+
+/// `--online`: one `GET /repos/{owner}/{repo}` with the token.
+fn permissions(config: &Config, vars: Vars<'_>) -> Vec<Check> {
+    let client = match GithubClient::from_env(None, vars) {
+        Ok(c) => c,
+        // The repository or token check above already says what is missing.
+        Err(_) => return Vec::new(),
+    };
+    let name = client.repo.clone();
+    let answer: Result<RepoAnswer, ForgeError> = client.call(
+        Method::GET,
+        &client.path(""),
+        None,
+        crate::time::Timestamp::now(),
+    );
+    let mut out = Vec::new();
+    match answer {
+        Ok(repo) => {
+            out.push(match repo.permissions {
+                Some(p) if p.push && p.pull => Check::ok(
+                    "permissions",
+                    format!(
+                        "GitHub says this token may push to {name}{}",
+                        if p.admin { " (and administer it)" } else { "" }
+                    ),
+                ),
+                Some(_) => Check::fail(
+                    "permissions",
+                    format!("GitHub says this token cannot push to {name}: task branches, the state and merges need it"),
+                    "use a token with write access (in Actions: `permissions: contents: write` in the workflow, or an App token)",
+                ),
+                None => Check::ok(
+                    "permissions",
+                    format!("GitHub accepts the token for {name} (installation tokens list no permissions: the workflow's `permissions:` block decides)"),
+                ),
+            });
+            if let Some(default) = repo.default_branch.filter(|b| *b != config.base_branch) {
+                out.push(Check::warn(
+                    "permissions",
+                    format!(
+                        "{name}'s default branch is {default}, but base_branch is {}",
+                        config.base_branch
+                    ),
+                    "set `base_branch` to the branch PRs should go into (the example workflow checks out the default branch)",
+                ));
+            }
+        }
+        Err(ForgeError::Unauthorized {
+            status, message, ..
+        }) => out.push(Check::fail(
+            "permissions",
+            format!("GitHub refused the token for {name} ({status}: {message})"),
+            "set GITHUB_TOKEN (or OPENTIGER_GITHUB_TOKEN) to a valid token with access to the repository",
+        )),
+        Err(ForgeError::Http { status: 404, .. }) => out.push(Check::fail(
+            "permissions",
+            format!("{name} was not found with this token (404)"),
+            "check GITHUB_REPOSITORY, and that the token can see the repository",
+        )),
+        Err(ForgeError::RateLimited { until, .. }) => out.push(Check::warn(
+            "permissions",
+            format!("GitHub's rate limit is exhausted until {until}"),
+            "wait; ticks meanwhile wait too (and exit 0)",
+        )),
+        Err(e) => out.push(Check::fail(
+            "permissions",
+            format!("could not ask GitHub about {name}: {e}"),
+            "check GITHUB_API_URL (GitHub Enterprise) and the network",
+        )),
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::cli::doctor::Level;
+
+    fn vars(pairs: &'static [(&'static str, &'static str)]) -> impl Fn(&str) -> Option<String> {
+        move |k: &str| {
+            pairs
+                .iter()
+                .find(|(name, _)| *name == k)
+                .map(|(_, v)| v.to_string())
+        }
+    }
+
+    /// Variables, the expected level, and how the detail starts.
+    type TokenCase = (&'static [(&'static str, &'static str)], Level, &'static str);
+
+    #[test]
+    fn tokens_are_described_never_shown() {
+        let cases: &[TokenCase] = &[
+            (
+                &[("GITHUB_TOKEN", "ghs_abcdef123456")],
+                Level::Ok,
+                "GITHUB_TOKEN is set: an installation token",
+            ),
+            (
+                &[
+                    ("OPENTIGER_GITHUB_TOKEN", "ghp_abcdef123456"),
+                    ("GITHUB_TOKEN", "ghs_x"),
+                ],
+                Level::Ok,
+                "OPENTIGER_GITHUB_TOKEN is set: a personal access token (classic)",
+            ),
+            (
+                &[("GH_TOKEN", "gho_abcdef123456")],
+                Level::Fail,
+                "GH_TOKEN is set, but",
+            ),
+            (
+                &[("GITHUB_TOKEN", "  ")],
+                Level::Fail,
+                "GITHUB_TOKEN is set but empty",
+            ),
+            (
+                &[
+                    ("OPENTIGER_GITHUB_TOKEN", ""),
+                    ("GITHUB_TOKEN", "ghs_abcdef123456"),
+                ],
+                Level::Fail,
+                "OPENTIGER_GITHUB_TOKEN is set but empty",
+            ),
+            (&[], Level::Fail, "no GitHub token"),
+        ];
+        for (env, level, detail) in cases {
+            let lookup = vars(env);
+            let check = token(&lookup);
+            assert_eq!(check.level, *level, "{env:?}");
+            assert!(
+                check.detail.starts_with(detail),
+                "{env:?}: {}",
+                check.detail
+            );
+            assert!(
+                !check.detail.contains("abcdef"),
+                "the token leaked: {}",
+                check.detail
+            );
+        }
+    }
+
+    #[test]
+    fn the_workflow_token_trap_is_a_warning_in_actions_only() {
+        let cases: &[(&[(&str, &str)], Level)] = &[
+            (&[("GITHUB_TOKEN", "ghs_x")], Level::Ok),
+            (
+                &[("GITHUB_ACTIONS", "true"), ("GITHUB_TOKEN", "ghs_x")],
+                Level::Warn,
+            ),
+            (
+                &[("GITHUB_ACTIONS", "true"), ("GITHUB_TOKEN", "v1.0123abc")],
+                Level::Warn,
+            ),
+            (
+                &[("GITHUB_ACTIONS", "true"), ("GITHUB_TOKEN", "ghp_x")],
+                Level::Ok,
+            ),
+            (
+                &[
+                    ("GITHUB_ACTIONS", "true"),
+                    ("GITHUB_TOKEN", "ghs_x"),
+                    ("OPENTIGER_GITHUB_TOKEN", "ghs_app"),
+                ],
+                Level::Ok,
+            ),
+        ];
+        for (env, level) in cases {
+            let lookup = vars(env);
+            let check = ci_trigger(&lookup);
+            assert_eq!(check.level, *level, "{env:?}: {}", check.detail);
+            if check.level == Level::Warn {
+                let fix = check.fix.unwrap_or_default();
+                assert!(fix.contains("actions/create-github-app-token"), "{fix}");
+            }
+        }
+    }
+
+    #[test]
+    fn owner_and_name_come_from_any_remote_url_without_credentials() {
+        for (url, expected) in [
+            ("https://github.com/acme/widgets.git", Some("acme/widgets")),
+            (
+                "https://x-access-token:ghs_secret@github.com/acme/widgets",
+                Some("acme/widgets"),
+            ),
+            ("git@github.com:acme/widgets.git", Some("acme/widgets")),
+            (
+                "ssh://git@ghe.example.com/acme/widgets/",
+                Some("acme/widgets"),
+            ),
+            ("widgets", None),
+        ] {
+            assert_eq!(owner_and_name(url).as_deref(), expected, "{url}");
+        }
+    }
+}

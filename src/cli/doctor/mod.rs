@@ -1,0 +1,404 @@
+//! `opentiger doctor [--online]`: would a tick work here? One line per check — `ok`, `warn` or
+//! `fail` — and for each problem the fix.
+//!
+//! Offline by default: it reads the configuration, the repository, PATH and the environment and
+//! makes no network call, so it is quick and safe anywhere (a laptop, a workflow step, a test).
+//! `--online` also asks GitHub what the token may do (one `GET /repos/{owner}/{repo}`) and the
+//! remote whether the state ref exists (`git ls-remote`). A token is never printed.
+//!
+//! Exit code: 0 when no check failed (warnings allowed), 1 otherwise.
+//!
+//! Not for: fixing anything. Every check only reads.
+
+mod agents;
+mod github;
+
+use std::path::Path;
+
+use clap::Args;
+
+use super::context::config_path;
+use super::{Cli, CmdResult, Failure};
+use crate::config::{self, Config, ConfigSource, StoreKind};
+use crate::git::Git;
+use crate::model::Mode;
+use crate::statebranch::StateRef;
+
+#[derive(Args, Debug)]
+pub struct DoctorArgs {
+    /// Also ask GitHub about the token and the remote about the state ref (network calls).
+    #[arg(long)]
+    pub online: bool,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Level {
+    Ok,
+    Warn,
+    Fail,
+}
+
+impl Level {
+    fn word(self) -> &'static str {
+        match self {
+            Level::Ok => "ok",
+            Level::Warn => "warn",
+            Level::Fail => "fail",
+        }
+    }
+}
+
+/// One check's result.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Check {
+    pub level: Level,
+    pub name: &'static str,
+    pub detail: String,
+    /// What to do about a warning or a failure.
+    pub fix: Option<String>,
+}
+
+impl Check {
+    pub fn ok(name: &'static str, detail: impl Into<String>) -> Check {
+        Check {
+            level: Level::Ok,
+            name,
+            detail: detail.into(),
+            fix: None,
+        }
+    }
+    pub fn warn(name: &'static str, detail: impl Into<String>, fix: impl Into<String>) -> Check {
+        Check {
+            level: Level::Warn,
+            name,
+            detail: detail.into(),
+            fix: Some(fix.into()),
+        }
+    }
+    pub fn fail(name: &'static str, detail: impl Into<String>, fix: impl Into<String>) -> Check {
+        Check {
+            level: Level::Fail,
+            name,
+            detail: detail.into(),
+            fix: Some(fix.into()),
+        }
+    }
+}
+
+/// The environment as the checks see it: a variable lookup, so tests pass plain values.
+pub type Vars<'a> = &'a dyn Fn(&str) -> Option<String>;
+
+pub fn run(cli: &Cli, args: &DoctorArgs) -> CmdResult {
+    let lookup = |k: &str| std::env::var(k).ok();
+    let checks = checks(cli, args.online, &lookup);
+    print!("{}", render(&checks));
+    let failed = checks.iter().filter(|c| c.level == Level::Fail).count();
+    if failed > 0 {
+        return Err(Failure::tick(format!(
+            "{failed} check(s) failed: see the fixes above"
+        )));
+    }
+    Ok(())
+}
+
+/// Every check, in the order a person would fix them.
+pub fn checks(cli: &Cli, online: bool, vars: Vars<'_>) -> Vec<Check> {
+    let repo = cli.repo.as_path();
+    let mut out = Vec::new();
+    let path = config_path(cli);
+    let (mut config, source) = match config::load(&path, cli.config.is_some()) {
+        Ok(loaded) => loaded,
+        Err(e) => {
+            // The loader's own message names file, line and key; its fix goes on the fix line.
+            let text = e.to_string();
+            let (detail, _) = split_fix(&text);
+            out.push(Check::fail(
+                "config",
+                detail,
+                format!(
+                    "{} (the other checks need a configuration that loads)",
+                    e.fix
+                ),
+            ));
+            return out;
+        }
+    };
+    out.push(match &source {
+        ConfigSource::File(p) => Check::ok("config", format!("{} loads", p.display())),
+        ConfigSource::Defaults => Check::warn(
+            "config",
+            format!(
+                "no {}: every key has its default (github mode, claude-code agents)",
+                path.display()
+            ),
+            "`opentiger init` writes a commented one",
+        ),
+    });
+    if let Some(mode) = &cli.mode {
+        match mode.parse::<Mode>() {
+            Ok(m) => config.mode = m,
+            Err(e) => {
+                out.push(Check::fail(
+                    "mode",
+                    format!("--mode: {e}"),
+                    "use github, local-git or direct",
+                ));
+                return out;
+            }
+        }
+    }
+    out.push(Check::ok("mode", describe_mode(&config)));
+
+    let git_ok = Git::is_repository(repo);
+    if git_ok {
+        out.push(base_branch(&config, repo));
+    } else {
+        out.push(Check::fail(
+            "git",
+            format!("{} is not a git repository (or git is missing)", repo.display()),
+            "run `git init` and commit once (in Actions: actions/checkout), or point --repo at the repository",
+        ));
+    }
+    if config.mode == Mode::Github {
+        out.extend(github::checks(&config, repo, vars, online));
+    }
+    out.extend(agents::checks(&config, repo, vars));
+    if git_ok {
+        out.extend(state(&config, repo, online));
+    }
+    if config.mode == Mode::Github {
+        out.push(workflow(repo));
+    }
+    out
+}
+
+fn describe_mode(config: &Config) -> String {
+    let state = match config.store_kind() {
+        StoreKind::Branch => format!("state on the ref {}", config.state.branch),
+        StoreKind::File => format!("state in {}", config.state.path),
+    };
+    match config.mode {
+        Mode::Github => format!(
+            "github: issues labelled {} are tasks, changes are PRs into {}; {state}",
+            config.backlog.labels.join(" or "),
+            config.base_branch
+        ),
+        Mode::LocalGit => format!(
+            "local-git: the local backlog, changes merged into {} by the judge; {state}",
+            config.base_branch
+        ),
+        Mode::Direct => {
+            format!("direct: one worker edits the checkout in place, no judge; {state}")
+        }
+    }
+}
+
+fn base_branch(config: &Config, repo: &Path) -> Check {
+    let git = Git::new(repo);
+    let base = &config.base_branch;
+    if let Ok(Some(sha)) = git.resolve(&format!("refs/heads/{base}")) {
+        return Check::ok("base branch", format!("{base} at {}", short(&sha)));
+    }
+    let tracking = format!("refs/remotes/{}/{base}", config.remote);
+    if let Ok(Some(_)) = git.resolve(&tracking) {
+        return Check::fail(
+            "base branch",
+            format!("{base} exists only as {}/{base} here", config.remote),
+            format!("`git checkout {base}` creates it (in Actions: actions/checkout with `ref: {base}`)"),
+        );
+    }
+    Check::fail(
+        "base branch",
+        format!(
+            "{base} does not exist in {} (or has no commit)",
+            repo.display()
+        ),
+        "set `base_branch` in the configuration to an existing branch, or commit on it",
+    )
+}
+
+/// Where the state lives and whether it is there yet.
+fn state(config: &Config, repo: &Path, online: bool) -> Vec<Check> {
+    let s = &config.state;
+    let mut out = Vec::new();
+    match config.store_kind() {
+        StoreKind::Branch => {
+            let state = StateRef::new(repo, &s.branch, &s.remote, s.keep_commits);
+            let git = Git::new(repo);
+            let seen = [
+                Some(state.reference.clone()),
+                (!s.branch.starts_with("refs/"))
+                    .then(|| format!("refs/remotes/{}/{}", s.remote, s.branch)),
+            ]
+            .into_iter()
+            .flatten()
+            .find_map(|r| git.resolve(&r).ok().flatten().map(|sha| (r, sha)));
+            out.push(match (&state.remote, online) {
+                (Some(remote), true) => match git.run(&["ls-remote", remote, &state.reference]) {
+                    Ok(listed) if listed.trim().is_empty() => Check::ok(
+                        "state",
+                        format!("{} is not on {remote} yet: the first tick that saves creates it", state.reference),
+                    ),
+                    Ok(listed) => Check::ok(
+                        "state",
+                        format!("{} on {remote} at {}", state.reference, short(&listed)),
+                    ),
+                    Err(e) => Check::fail(
+                        "state",
+                        format!("could not ask {remote} for {}: {}", state.reference, first_line(&e.detail)),
+                        "check the remote's URL and credentials (in Actions, actions/checkout sets them up)",
+                    ),
+                },
+                (Some(remote), false) => match seen {
+                    Some((r, sha)) => Check::ok(
+                        "state",
+                        format!("{r} at {} here; ticks fetch the latest from {remote}", short(&sha)),
+                    ),
+                    None => Check::ok(
+                        "state",
+                        format!(
+                            "{} not fetched here: ticks fetch it from {remote}, or create it with their first save (--online asks {remote})",
+                            state.reference
+                        ),
+                    ),
+                },
+                (None, _) => match seen {
+                    Some((r, sha)) => Check::ok(
+                        "state",
+                        format!("{r} at {} (local: no remote `{}`)", short(&sha), s.remote),
+                    ),
+                    None => Check::ok(
+                        "state",
+                        format!("{} (local) does not exist yet: the first tick creates it", state.reference),
+                    ),
+                },
+            });
+        }
+        StoreKind::File => {
+            let path = crate::store::file_path(repo, &s.path);
+            out.push(match std::fs::metadata(&path) {
+                Ok(meta) => Check::ok(
+                    "state",
+                    format!("{} ({} bytes)", path.display(), meta.len()),
+                ),
+                Err(_) => Check::ok(
+                    "state",
+                    format!(
+                        "{} does not exist yet: the first tick creates it",
+                        path.display()
+                    ),
+                ),
+            });
+            if config.mode == Mode::Github {
+                out.push(Check::warn(
+                    "state",
+                    "state.store: file in github mode: in GitHub Actions the file is gone when the job ends",
+                    "use `state.store: branch` (the default in github mode)",
+                ));
+            }
+            let inside = Path::new(&s.path).is_relative();
+            let ignored = Git::new(repo)
+                .try_run(&["check-ignore", "--quiet", &s.path])
+                .ok()
+                .flatten()
+                .is_some();
+            if inside && !ignored {
+                out.push(Check::warn(
+                    "state",
+                    format!(
+                        "{} is not ignored by git: it would show up as a change",
+                        s.path
+                    ),
+                    format!("add `{}*` to .gitignore", s.path),
+                ));
+            }
+        }
+    }
+    out
+}
+
+/// In github mode some workflow must run the ticks.
+fn workflow(repo: &Path) -> Check {
+    let dir = repo.join(".github/workflows");
+    let found = std::fs::read_dir(&dir)
+        .into_iter()
+        .flatten()
+        .flatten()
+        .map(|e| e.path())
+        .filter(|p| p.extension().is_some_and(|x| x == "yml" || x == "yaml"))
+        .find(|p| std::fs::read_to_string(p).is_ok_and(|t| t.contains("opentiger")));
+    match found {
+        Some(p) => Check::ok(
+            "workflow",
+            format!(
+                "{} runs opentiger",
+                p.strip_prefix(repo).unwrap_or(&p).display()
+            ),
+        ),
+        None => Check::warn(
+            "workflow",
+            "no workflow in .github/workflows mentions opentiger: nothing will tick on GitHub",
+            format!("`opentiger init` writes {}", super::init::WORKFLOW_PATH),
+        ),
+    }
+}
+
+/// A message in the project's error style, `what\n  fix: how`, as its two parts.
+fn split_fix(text: &str) -> (&str, Option<&str>) {
+    match text.split_once("\n  fix: ") {
+        Some((detail, fix)) => (detail, Some(fix)),
+        None => (text, None),
+    }
+}
+
+fn short(sha: &str) -> &str {
+    sha.get(..10).unwrap_or(sha)
+}
+
+fn first_line(text: &str) -> &str {
+    text.lines().find(|l| !l.trim().is_empty()).unwrap_or("")
+}
+
+/// The report: one line per check, the fix indented under each problem, then the tally.
+pub fn render(checks: &[Check]) -> String {
+    let mut out = String::new();
+    for c in checks {
+        out.push_str(&format!(
+            "{:<4}  {:<11}  {}\n",
+            c.level.word(),
+            c.name,
+            c.detail
+        ));
+        if let Some(fix) = &c.fix {
+            out.push_str(&format!("{:19}fix: {fix}\n", ""));
+        }
+    }
+    let count = |level| checks.iter().filter(|c| c.level == level).count();
+    out.push_str(&format!(
+        "\n{} ok, {} warning(s), {} failed\n",
+        count(Level::Ok),
+        count(Level::Warn),
+        count(Level::Fail)
+    ));
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_report_puts_fixes_under_their_check() {
+        let text = render(&[
+            Check::ok("config", ".opentiger.yml loads"),
+            Check::fail("agents", "worker: `claude` is not on PATH", "npm install"),
+        ]);
+        assert_eq!(
+            text,
+            "ok    config       .opentiger.yml loads\n\
+             fail  agents       worker: `claude` is not on PATH\n\
+             \x20                  fix: npm install\n\
+             \n1 ok, 0 warning(s), 1 failed\n"
+        );
+    }
+}

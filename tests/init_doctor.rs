@@ -1,0 +1,419 @@
+//! `opentiger init` and `opentiger doctor` end to end: the real binary on temp repositories, the
+//! GitHub checks against the local stand-in (tests/common/github), never the network.
+
+mod common;
+
+use std::path::Path;
+use std::process::Command;
+
+use common::github::GithubServer;
+use common::{bare_origin, clone, git, Out};
+
+/// Variables of a real GitHub Actions job or a developer's shell that would change the answers.
+const AMBIENT: &[&str] = &[
+    "GITHUB_ACTIONS",
+    "GITHUB_TOKEN",
+    "OPENTIGER_GITHUB_TOKEN",
+    "GH_TOKEN",
+    "GITHUB_REPOSITORY",
+    "GITHUB_API_URL",
+    "ANTHROPIC_API_KEY",
+    "OPENTIGER_CONFIG",
+    "OPENTIGER_REPO",
+    "OPENTIGER_NOW",
+];
+
+const FAKE_TOKEN: &str = "ghs_doctorMustNeverPrintThis000000000";
+
+/// `opentiger --repo DIR ARGS` with exactly `env` on top of a cleaned environment.
+fn opentiger(dir: &Path, args: &[&str], env: &[(&str, &str)]) -> Out {
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_opentiger"));
+    cmd.arg("--repo").arg(dir).args(args);
+    for name in AMBIENT {
+        cmd.env_remove(name);
+    }
+    for (k, v) in env {
+        cmd.env(k, v);
+    }
+    let out = cmd.output().expect("run opentiger");
+    Out {
+        code: out.status.code().unwrap_or(-1),
+        stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
+        stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
+    }
+}
+
+/// A clone of a bare `origin` with one commit on main.
+fn cloned_repo(dir: &Path) -> std::path::PathBuf {
+    let origin = bare_origin(dir);
+    let repo = dir.join("clone");
+    clone(&origin, &repo);
+    std::fs::write(repo.join("README.md"), "# widgets\n").unwrap();
+    git(&repo, &["add", "-A"]);
+    git(&repo, &["commit", "-q", "-m", "initial"]);
+    git(&repo, &["push", "-q", "origin", "main"]);
+    repo
+}
+
+/// `executor: claude-code` in the written configuration becomes the built-in scripted agent.
+fn use_scripted_agent(repo: &Path) {
+    let path = repo.join(".opentiger.yml");
+    let text = std::fs::read_to_string(&path).unwrap();
+    assert!(text.contains("executor: claude-code"), "{text}");
+    std::fs::write(
+        path,
+        text.replace("executor: claude-code", "executor: scripted"),
+    )
+    .unwrap();
+}
+
+fn lines_at(report: &str, level: &str) -> Vec<String> {
+    report
+        .lines()
+        .filter(|l| l.starts_with(&format!("{level} ")))
+        .map(String::from)
+        .collect()
+}
+
+#[test]
+fn init_writes_a_loadable_config_and_the_example_workflow_then_doctor_passes_offline() {
+    let dir = tempfile::tempdir().unwrap();
+    let repo = cloned_repo(dir.path());
+
+    let init = opentiger(&repo, &["init"], &[]).ok();
+    assert!(init.stdout.contains("wrote"), "{}", init.stdout);
+    assert!(
+        init.stdout.contains("opentiger --repo"),
+        "next steps name doctor: {}",
+        init.stdout
+    );
+    let workflow = std::fs::read_to_string(repo.join(".github/workflows/opentiger.yml")).unwrap();
+    let example = std::fs::read_to_string(
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/workflows/opentiger.yml"),
+    )
+    .unwrap();
+    assert_eq!(
+        workflow, example,
+        "init writes the example workflow as it is"
+    );
+
+    // The real loader accepts the written file.
+    let shown = opentiger(&repo, &["config", "show", "--json"], &[])
+        .ok()
+        .json();
+    assert_eq!(shown["mode"], "github");
+    assert_eq!(shown["base_branch"], "main");
+    assert_eq!(shown["state"]["store"], "branch");
+
+    // As written, the agent is claude-code: without its CLI and key, doctor fails and says why.
+    let as_written = opentiger(
+        &repo,
+        &["doctor"],
+        &[
+            ("GITHUB_TOKEN", FAKE_TOKEN),
+            ("GITHUB_REPOSITORY", "acme/widgets"),
+            ("PATH", "/usr/bin:/bin:/usr/local/bin"),
+        ],
+    );
+    assert_eq!(as_written.code, 1, "{}", as_written.stdout);
+    assert!(
+        as_written.stdout.contains("ANTHROPIC_API_KEY"),
+        "{}",
+        as_written.stdout
+    );
+
+    // With an agent that runs anywhere, every offline check passes.
+    use_scripted_agent(&repo);
+    let env = [
+        ("GITHUB_TOKEN", FAKE_TOKEN),
+        ("GITHUB_REPOSITORY", "acme/widgets"),
+    ];
+    let doctor = opentiger(&repo, &["doctor"], &env);
+    assert_eq!(doctor.code, 0, "{}\n{}", doctor.stdout, doctor.stderr);
+    assert!(
+        lines_at(&doctor.stdout, "fail").is_empty(),
+        "{}",
+        doctor.stdout
+    );
+    assert!(
+        lines_at(&doctor.stdout, "warn").is_empty(),
+        "{}",
+        doctor.stdout
+    );
+    for check in [
+        "config",
+        "mode",
+        "base branch",
+        "remote",
+        "repository",
+        "token",
+        "CI trigger",
+        "agents",
+        "state",
+        "workflow",
+    ] {
+        assert!(
+            doctor
+                .stdout
+                .lines()
+                .any(|l| l.starts_with(&format!("ok    {check} "))),
+            "no ok line for {check}:\n{}",
+            doctor.stdout
+        );
+    }
+    assert!(doctor
+        .stdout
+        .contains("GITHUB_TOKEN is set: an installation token"));
+    assert!(!doctor.stdout.contains(FAKE_TOKEN) && !doctor.stderr.contains(FAKE_TOKEN));
+
+    // In GitHub Actions the same token is the workflow's own: a warning about CI, not a failure.
+    let in_actions = opentiger(
+        &repo,
+        &["doctor"],
+        &[
+            ("GITHUB_TOKEN", FAKE_TOKEN),
+            ("GITHUB_REPOSITORY", "acme/widgets"),
+            ("GITHUB_ACTIONS", "true"),
+        ],
+    );
+    assert_eq!(in_actions.code, 0, "{}", in_actions.stdout);
+    let warnings = lines_at(&in_actions.stdout, "warn");
+    assert_eq!(warnings.len(), 1, "{}", in_actions.stdout);
+    assert!(warnings[0].contains("CI trigger"), "{warnings:?}");
+    assert!(in_actions
+        .stdout
+        .contains("actions/create-github-app-token"));
+}
+
+#[test]
+fn init_in_local_git_mode_needs_no_github_and_keeps_the_state_out_of_git() {
+    let dir = tempfile::tempdir().unwrap();
+    let repo = dir.path().join("r");
+    std::fs::create_dir(&repo).unwrap();
+    git(&repo, &["init", "-q", "-b", "trunk"]);
+    git(&repo, &["commit", "-q", "--allow-empty", "-m", "initial"]);
+
+    let init = opentiger(&repo, &["--mode", "local-git", "init"], &[]).ok();
+    assert!(
+        init.stdout.contains("no workflow was written"),
+        "{}",
+        init.stdout
+    );
+    assert!(!repo.join(".github").exists());
+    let ignore = std::fs::read_to_string(repo.join(".gitignore")).unwrap();
+    assert!(ignore.contains(".opentiger/state.sqlite*"), "{ignore}");
+    let shown = opentiger(&repo, &["config", "show", "--json"], &[])
+        .ok()
+        .json();
+    assert_eq!(shown["mode"], "local-git");
+    assert_eq!(
+        shown["base_branch"], "trunk",
+        "the checked-out branch is the base"
+    );
+
+    use_scripted_agent(&repo);
+    let doctor = opentiger(&repo, &["doctor"], &[]);
+    assert_eq!(doctor.code, 0, "{}", doctor.stdout);
+    assert!(
+        lines_at(&doctor.stdout, "fail").is_empty(),
+        "{}",
+        doctor.stdout
+    );
+    assert!(
+        lines_at(&doctor.stdout, "warn").is_empty(),
+        "{}",
+        doctor.stdout
+    );
+    assert!(
+        !doctor.stdout.contains("token"),
+        "no GitHub checks locally: {}",
+        doctor.stdout
+    );
+
+    // And a tick runs there.
+    let tick = opentiger(&repo, &["tick"], &[]);
+    assert_eq!(tick.code, 0, "{}\n{}", tick.stdout, tick.stderr);
+}
+
+#[test]
+fn init_refuses_to_overwrite_without_force() {
+    let dir = tempfile::tempdir().unwrap();
+    let repo = dir.path();
+    git(repo, &["init", "-q", "-b", "main"]);
+    std::fs::write(repo.join(".opentiger.yml"), "mode: local-git\n").unwrap();
+
+    let refused = opentiger(repo, &["init"], &[]);
+    assert_eq!(refused.code, 2, "{}", refused.stderr);
+    assert!(
+        refused.stderr.contains(".opentiger.yml"),
+        "{}",
+        refused.stderr
+    );
+    assert!(refused.stderr.contains("--force"), "{}", refused.stderr);
+    assert!(!refused.stderr.contains("panicked"));
+    assert_eq!(
+        std::fs::read_to_string(repo.join(".opentiger.yml")).unwrap(),
+        "mode: local-git\n",
+        "left as it was"
+    );
+    assert!(
+        !repo.join(".github/workflows/opentiger.yml").exists(),
+        "nothing written when one file is refused"
+    );
+
+    let forced = opentiger(repo, &["init", "--force"], &[]).ok();
+    assert!(forced.stdout.contains(".github/workflows/opentiger.yml"));
+    let text = std::fs::read_to_string(repo.join(".opentiger.yml")).unwrap();
+    assert!(text.contains("written by `opentiger init`"), "{text}");
+}
+
+#[test]
+fn doctor_reports_a_missing_agent_cli_with_its_fix() {
+    let dir = tempfile::tempdir().unwrap();
+    let repo = dir.path();
+    git(repo, &["init", "-q", "-b", "main"]);
+    git(repo, &["commit", "-q", "--allow-empty", "-m", "initial"]);
+    std::fs::write(repo.join(".gitignore"), ".opentiger/state.sqlite*\n").unwrap();
+
+    std::fs::write(
+        repo.join(".opentiger.yml"),
+        "mode: local-git\nagents:\n  default:\n    executor: command\n    command: [\"opentiger-test-no-such-agent\"]\n",
+    )
+    .unwrap();
+    let out = opentiger(repo, &["doctor"], &[]);
+    assert_eq!(out.code, 1, "{}", out.stdout);
+    let fails = lines_at(&out.stdout, "fail");
+    assert_eq!(fails.len(), 1, "{}", out.stdout);
+    assert!(
+        fails[0].contains("`opentiger-test-no-such-agent` is not on PATH"),
+        "{fails:?}"
+    );
+    assert!(
+        out.stdout
+            .contains("fix: install it, or correct agents.default.command"),
+        "{}",
+        out.stdout
+    );
+    assert!(out.stderr.contains("1 check(s) failed"), "{}", out.stderr);
+
+    // A known CLI: the install command is the fix, and so is its key.
+    std::fs::write(
+        repo.join(".opentiger.yml"),
+        "mode: local-git\nagents:\n  default:\n    executor: codex\n    env_passthrough: [OPENAI_API_KEY]\n",
+    )
+    .unwrap();
+    let empty = tempfile::tempdir().unwrap();
+    let git_dir = which_dir("git");
+    let path = format!("{}:{}", empty.path().display(), git_dir);
+    let out = opentiger(repo, &["doctor"], &[("PATH", &path)]);
+    assert_eq!(out.code, 1, "{}", out.stdout);
+    assert!(
+        out.stdout.contains("`codex` is not on PATH"),
+        "{}",
+        out.stdout
+    );
+    assert!(
+        out.stdout
+            .contains("fix: npm install --global @openai/codex"),
+        "{}",
+        out.stdout
+    );
+    assert!(
+        out.stdout
+            .contains("none of OPENAI_API_KEY, CODEX_API_KEY is set"),
+        "{}",
+        out.stdout
+    );
+
+    // A configuration that does not load is the one failure reported, with file, line and fix.
+    std::fs::write(
+        repo.join(".opentiger.yml"),
+        "mode: local-git\nlimits:\n  max_run_per_tick: 2\n",
+    )
+    .unwrap();
+    let out = opentiger(repo, &["doctor"], &[]);
+    assert_eq!(out.code, 1);
+    let fails = lines_at(&out.stdout, "fail");
+    assert_eq!(fails.len(), 1, "{}", out.stdout);
+    assert!(
+        fails[0].contains(".opentiger.yml:3: `limits.max_run_per_tick`"),
+        "{fails:?}"
+    );
+    assert!(
+        out.stdout.contains("did you mean `max_runs_per_tick`?"),
+        "{}",
+        out.stdout
+    );
+}
+
+/// The folder holding `program` on this machine's PATH.
+fn which_dir(program: &str) -> String {
+    std::env::var("PATH")
+        .unwrap_or_default()
+        .split(':')
+        .find(|d| Path::new(d).join(program).is_file())
+        .unwrap_or("/usr/bin")
+        .to_string()
+}
+
+#[test]
+fn doctor_online_asks_github_what_the_token_may_do() {
+    let dir = tempfile::tempdir().unwrap();
+    let repo = cloned_repo(dir.path());
+    opentiger(&repo, &["init"], &[]).ok();
+    use_scripted_agent(&repo);
+    let server = GithubServer::start("acme", "widgets");
+    let base = server.base_url();
+
+    let env = [
+        ("GITHUB_TOKEN", server.token()),
+        ("GITHUB_REPOSITORY", "acme/widgets"),
+        ("GITHUB_API_URL", base.as_str()),
+    ];
+    let offline = opentiger(&repo, &["doctor"], &env).ok();
+    assert!(
+        !offline.stdout.contains("permissions"),
+        "offline asks nothing"
+    );
+    assert!(server.requests().is_empty(), "{:?}", server.requests());
+
+    let online = opentiger(&repo, &["doctor", "--online"], &env);
+    assert_eq!(online.code, 0, "{}\n{}", online.stdout, online.stderr);
+    assert!(
+        online
+            .stdout
+            .contains("ok    permissions  GitHub says this token may push to acme/widgets"),
+        "{}",
+        online.stdout
+    );
+    assert!(
+        online
+            .stdout
+            .contains("is not on origin yet: the first tick that saves creates it"),
+        "{}",
+        online.stdout
+    );
+    let requests = server.requests();
+    assert_eq!(requests.len(), 1, "{requests:?}");
+    assert_eq!(requests[0].path_and_query, "/repos/acme/widgets");
+    assert!(!online.stdout.contains(server.token()));
+
+    let refused = opentiger(
+        &repo,
+        &["doctor", "--online"],
+        &[
+            ("GITHUB_TOKEN", FAKE_TOKEN),
+            ("GITHUB_REPOSITORY", "acme/widgets"),
+            ("GITHUB_API_URL", base.as_str()),
+        ],
+    );
+    assert_eq!(refused.code, 1, "{}", refused.stdout);
+    assert!(
+        refused
+            .stdout
+            .contains("fail  permissions  GitHub refused the token"),
+        "{}",
+        refused.stdout
+    );
+    assert!(!refused.stdout.contains(FAKE_TOKEN));
+}
