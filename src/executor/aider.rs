@@ -102,11 +102,6 @@ pub fn parse(stdout: &str) -> Report {
         r.final_message = reply(&lines[start..end]);
     }
     let rest = &lines[after_reply..];
-    let errors: Vec<&str> = rest
-        .iter()
-        .copied()
-        .filter(|l| l.contains("litellm.") && l.contains("Error"))
-        .collect();
     if rest
         .iter()
         .any(|l| l.contains("reflections allowed, stopping"))
@@ -115,20 +110,40 @@ pub fn parse(stdout: &str) -> Report {
             AgentFailureKind::MaxTurns,
             "aider stopped its fix-up loop after its reflections cap, unfinished".to_string(),
         ));
-    } else if let Some(last) = errors.last() {
-        // The error's own text runs on over the next lines (aider wraps long lines).
-        let at = rest.iter().rposition(|l| l == last).unwrap_or(0);
-        let text = rest[at..rest.len().min(at + 4)].join(" ");
-        let rate_limited = errors.iter().any(|l| l.contains("RateLimitError"))
-            || rest.iter().any(|l| l.contains("rate limited you"));
-        r.failure = Some(if rate_limited || text.contains("overloaded_error") {
-            report::quota(&text)
+    } else if let Some(error) = last_litellm_error(rest) {
+        // aider's own gloss ("servers are down or overloaded", "Retrying in 8.0 seconds") is the
+        // same for any server error: only litellm's text says what happened.
+        let rate_limited = error.contains("RateLimitError") || error.contains("overloaded_error");
+        r.failure = Some(if rate_limited {
+            report::quota(&error)
         } else {
-            report::error_from_text(&text)
+            report::error_from_text(&error)
         });
         r.completed = false;
     }
     r
+}
+
+/// The last `litellm.…Error: …` message in `lines`, its wrapped continuation lines joined.
+fn last_litellm_error(lines: &[&str]) -> Option<String> {
+    let at = lines
+        .iter()
+        .rposition(|l| l.trim_start().starts_with("litellm.") && l.contains("Error"))?;
+    let gloss = |l: &&str| {
+        let l = l.trim();
+        l.is_empty() || l.starts_with("The API provider") || l.starts_with("Retrying in")
+    };
+    let end = lines[at + 1..]
+        .iter()
+        .position(gloss)
+        .map_or(lines.len(), |n| at + 1 + n);
+    Some(
+        lines[at..end]
+            .iter()
+            .map(|l| l.trim())
+            .collect::<Vec<_>>()
+            .join(" "),
+    )
 }
 
 /// `2.1k sent, 1.0k cache write, 500 cache hit, 180 received. Cost: $0.0090 message, …`:
@@ -310,6 +325,8 @@ mod tests {
             ("reflections.txt", true, Some(K::MaxTurns), Some(0.036), (8400, 720), Some("")),
             ("rate_limited.txt", false, Some(K::Quota { retry_hint: None }), None, (0, 0), None),
             ("garbage.txt", false, None, None, (0, 0), None),
+            // aider glosses any server error as "down or overloaded": not a quota.
+            ("connection_refused.txt", false, Some(K::Error), None, (0, 0), None),
         ];
         for (name, completed, kind, cost, (input, output), message) in cases {
             let r = parse(&fixture(name));
@@ -330,6 +347,12 @@ mod tests {
         }
         let quota = parse(&fixture("rate_limited.txt")).failure.unwrap();
         assert!(quota.message.contains("rate_limit_error"), "{quota:?}");
+        let refused = parse(&fixture("connection_refused.txt")).failure.unwrap();
+        assert_eq!(
+            refused.message,
+            "litellm.InternalServerError: AnthropicException - [Errno 111] Connection refused. \
+             Handle with `litellm.InternalServerError`."
+        );
     }
 
     #[test]

@@ -129,10 +129,15 @@ pub(super) fn assemble(
             Some(error_from_text(&last_lines(text, 20)))
         }),
         // A CLI that waits out a rate limit by itself until it is killed was stuck on a quota.
-        AgentExit::TimedOut => parsed_failure.filter(is_quota).or_else(|| {
-            let tail = last_lines(&out.output_tail, 20);
-            is_quota_message(&tail).then(|| quota(&tail))
-        }),
+        // When the CLI's own report names another error, the kill was not about a quota.
+        AgentExit::TimedOut => match parsed_failure {
+            Some(f) if is_quota(&f) => Some(f),
+            Some(_) => None,
+            None => {
+                let tail = last_lines(&out.output_tail, 20);
+                is_quota_message(&tail).then(|| quota(&tail))
+            }
+        },
     };
     if failure.is_some() && exit == AgentExit::Finished {
         exit = AgentExit::Failed(Some(0));
@@ -455,6 +460,7 @@ mod tests {
             ("non-zero exit, quota on stderr", Report::default(), Code(1), "Error: 429 Too Many Requests", worker, None, AgentExit::Failed(Some(1)), Some(K::Quota { retry_hint: None }), None, false),
             ("non-zero exit, other error", Report::default(), Code(2), "boom", worker, None, AgentExit::Failed(Some(2)), Some(K::Error), None, false),
             ("timeout stays a timeout", failed(K::Error), TimedOut, "", worker, None, AgentExit::TimedOut, None, Some("partial"), false),
+            ("a named error explains a timeout better than the tail", failed(K::Error), TimedOut, "servers overloaded, retrying", worker, None, AgentExit::TimedOut, None, Some("partial"), false),
             ("timeout while waiting out a rate limit", Report::default(), TimedOut, "rate limited, will retry in 30s", worker, None, AgentExit::TimedOut, Some(K::Quota { retry_hint: None }), None, false),
             ("the worker's result file wins for the summary", done("cli text"), Code(0), "", worker, Some(r#"{"summary": "from file", "cost_usd": 9}"#), AgentExit::Finished, None, Some("from file"), true),
             ("a judge's JSON from its final message", done(verdict), Code(0), "", AgentRole::Judge, None, AgentExit::Finished, None, Some("ok"), true),
