@@ -133,9 +133,13 @@ impl Default for BacklogConfig {
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "kebab-case")]
 pub enum ExecutorKind {
+    /// Claude Code: `claude -p --output-format json` (npm `@anthropic-ai/claude-code`).
     ClaudeCode,
+    /// OpenCode: `opencode run --format json` (npm `opencode-ai`).
     Opencode,
+    /// Codex: `codex exec --json` (npm `@openai/codex`).
     Codex,
+    /// aider: `aider --message-file` (PyPI `aider-chat`).
     Aider,
     /// Any program, given as `command:` (argv, run without a shell).
     Command,
@@ -147,6 +151,8 @@ pub enum ExecutorKind {
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields, default)]
 pub struct AgentConfig {
+    /// The program that plays this agent: a CLI adapter (`claude-code`, `opencode`, `codex`,
+    /// `aider`; its program must be installed), `command` or `scripted`.
     pub executor: Option<ExecutorKind>,
     /// The model the agent CLI uses, passed as its `--model` (for `opencode`, as
     /// `provider/model`); unset: the CLI's own default.
