@@ -235,7 +235,8 @@ pub fn extract_json_object(text: &str) -> Option<Value> {
 
 /// When a quota comes back, as a phrase the quota backoff reads (`engine::backoff`), from the
 /// forms CLIs print that it does not read itself: an epoch after "limit reached|" or in a
-/// `…-reset` header, "try again in 3 days 6 hours", a `retry-after` header in seconds.
+/// `…-reset` header, "try again in 3 days 6 hours", a `retryDelay` inside an escaped response
+/// body, a `retry-after` header in seconds.
 pub(super) fn quota_hint(text: &str) -> Option<String> {
     let lower = text.to_lowercase();
     let epoch = ["limit reached|", "ratelimit-unified-reset\":\""]
@@ -250,6 +251,18 @@ pub(super) fn quota_hint(text: &str) -> Option<String> {
         .and_then(|at| duration_words(&lower[at + "try again in ".len()..]))
     {
         return Some(format!("retry in {secs}s"));
+    }
+    // Google's `"retryDelay": "43s"`, also inside an escaped response body.
+    let unescaped = lower.replace('\\', "");
+    if let Some(secs) = unescaped.find("retrydelay").and_then(|at| {
+        let rest = unescaped[at + "retrydelay".len()..].trim_start_matches([' ', '"', ':', '=']);
+        let digits = rest
+            .chars()
+            .take_while(|c| c.is_ascii_digit() || *c == '.')
+            .count();
+        rest[..digits].parse::<f64>().ok()
+    }) {
+        return Some(format!("retry in {}s", secs.ceil().max(1.0) as i64));
     }
     number_after(&lower, "\"retry-after\":\"")
         .filter(|secs| *secs > 0)
@@ -400,6 +413,7 @@ mod tests {
             ("You've hit your usage limit. To get more access now, send a request to your admin or try again in 3 days 6 hours 57 minutes.", Some("retry in 284220s")),
             ("Rate limit reached, try again in 20s", Some("retry in 20s")),
             (r#"{"retry-after":"30"}"#, Some("retry in 30s")),
+            (r#"{"responseBody":"{\"details\":[{\"@type\":\"type.googleapis.com/google.rpc.RetryInfo\",\"retryDelay\": \"42.5s\"}]}"}"#, Some("retry in 43s")),
             ("You've hit your usage limit · resets 3pm", None),
             ("try again in a moment", None),
             ("", None),
