@@ -1,7 +1,10 @@
 //! The CLI adapters end to end against a fake CLI (`tests/fixtures/agents/fake-cli.sh`, linked
 //! under the CLI's name into a folder first on the agent's PATH): the argv and stdin each adapter
 //! gives its CLI, the environment it sees (the runner's filter plus the adapter's own settings,
-//! never a forge token), and the recorded output read back into an `AgentResult`.
+//! never a forge token), and the recorded output read back into an `AgentResult`. The last tests
+//! run whole ticks of the real binary with a fake `claude`, to see a CLI's report reach the task.
+
+mod common;
 
 use std::collections::BTreeMap;
 use std::fs;
@@ -15,6 +18,8 @@ use opentiger::executor::{
 };
 use opentiger::model::{Role, RunId, Task, TaskId};
 use opentiger::time::Timestamp;
+
+use common::{minute, GitRepo, Setup};
 
 const WORKER: AgentRole = AgentRole::Task(Role::Worker);
 const PROMPT: &str = "# Task\nAdd subtraction.\n";
@@ -426,4 +431,98 @@ fn a_cli_missing_at_run_time_is_unavailable_with_its_fix() {
         }
         other => panic!("{:?}", other.map(|r| r.exit)),
     }
+}
+
+/// A fake `claude` for whole ticks: linked into a folder of its own with its record beside it;
+/// it writes `files` into the workspace and prints `fixture`. Returns the link.
+fn fake_claude_for_ticks(g: &GitRepo, fixture: &str, exit: i32, files: &[(&str, &str)]) -> PathBuf {
+    let dir = g.tools_path().join("fake-claude");
+    fs::create_dir_all(dir.join("workspace")).unwrap();
+    let fixtures = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/agents");
+    let link = dir.join("claude");
+    std::os::unix::fs::symlink(fixtures.join("fake-cli.sh"), &link).unwrap();
+    fs::copy(fixtures.join(fixture), dir.join("stdout")).unwrap();
+    fs::write(dir.join("exit"), exit.to_string()).unwrap();
+    for (name, text) in files {
+        fs::write(dir.join("workspace").join(name), text).unwrap();
+    }
+    link
+}
+
+fn claude_worker(g: &GitRepo, link: &Path) {
+    let config = read(&g.path().join(".opentiger.yml")).replace(
+        "  worker:\n    count: 1\n",
+        &format!(
+            "  worker:\n    count: 1\n    executor: claude-code\n    command: [\"{}\"]\n",
+            link.display()
+        ),
+    );
+    fs::write(g.path().join(".opentiger.yml"), config).unwrap();
+}
+
+#[test]
+fn a_usage_limit_reported_with_exit_0_parks_the_task_until_the_cli_says() {
+    let g = GitRepo::with(Setup::default());
+    let link = fake_claude_for_ticks(&g, "claude-code/usage_limit.json", 0, &[("sub.txt", "x\n")]);
+    claude_worker(&g, &link);
+    let id = g.repo.add(&["--title", "Add sub", "--goal", "sub.txt"]);
+    g.tick(&minute(0)).ok();
+    let task = g.task_json(&id);
+    assert_eq!(
+        (task["status"].as_str(), task["block_reason"].as_str()),
+        (Some("blocked"), Some("quota_wait")),
+        "{task}"
+    );
+    // "usage limit reached|1760000400": 09:00 UTC, so tomorrow's, not the 2-minute backoff.
+    assert_eq!(
+        task["next_action"],
+        "quota_wait: retry after 2026-11-22T09:00:00Z (wait 1/12)"
+    );
+}
+
+#[test]
+fn a_claude_run_is_recorded_with_its_cost_and_a_turn_cap_fails_it() {
+    let g = GitRepo::with(Setup::default());
+    let link = fake_claude_for_ticks(&g, "claude-code/success.json", 0, &[("sub.txt", "x\n")]);
+    claude_worker(&g, &link);
+    let id = g.repo.add(&["--title", "Add sub", "--goal", "sub.txt"]);
+    g.tick(&minute(0)).ok();
+    let status = g
+        .repo
+        .run_at(&minute(0), &["status", "--json", "--all"])
+        .ok()
+        .json();
+    let run = &status["runs"].as_array().unwrap()[0];
+    assert_eq!(
+        (run["status"].as_str(), run["cost_usd"].as_f64()),
+        (Some("success"), Some(0.0216)),
+        "{run}"
+    );
+    assert_ne!(g.task_json(&id)["status"], "failed");
+
+    let g = GitRepo::with(Setup::default());
+    let link = fake_claude_for_ticks(&g, "claude-code/max_turns.json", 1, &[("sub.txt", "x\n")]);
+    claude_worker(&g, &link);
+    let id = g.repo.add(&["--title", "Add sub", "--goal", "sub.txt"]);
+    g.tick(&minute(0)).ok();
+    let status = g
+        .repo
+        .run_at(&minute(0), &["status", "--json", "--all"])
+        .ok()
+        .json();
+    let run = &status["runs"].as_array().unwrap()[0];
+    assert_eq!(run["failure_code"], "model_or_unknown_failure", "{run}");
+    assert!(
+        run["error"]
+            .as_str()
+            .unwrap()
+            .contains("agents.worker.max_turns = 100"),
+        "{run}"
+    );
+    assert_eq!(
+        run["cost_usd"].as_f64(),
+        Some(0.0324),
+        "spend is recorded on failure too"
+    );
+    assert_eq!(g.task_json(&id)["status"], "failed");
 }

@@ -318,7 +318,6 @@ mod tests {
 
     #[test]
     fn recorded_outputs_are_read() {
-        // (fixture, completed, failure, cost, tokens in/out, final message starts with)
         #[rustfmt::skip]
         let cases: &[Case] = &[
             ("success.txt", true, None, Some(0.009), (2100, 180), Some("I added `sub` to ops.py.")),

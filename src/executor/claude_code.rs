@@ -232,7 +232,6 @@ mod tests {
     #[test]
     fn recorded_outputs_are_read() {
         use AgentFailureKind as K;
-        // (fixture, failure kind, cost, input tokens, output tokens, final message starts with)
         #[rustfmt::skip]
         let cases: &[Case] = &[
             ("success.json", None, 0.0216, 3000, 840, "Added subtraction"),

@@ -203,7 +203,6 @@ mod tests {
 
     #[test]
     fn recorded_outputs_are_read() {
-        // (fixture, last-message file, completed, failure, tokens in/cached/out, final message)
         #[rustfmt::skip]
         let cases: &[Case] = &[
             ("success.jsonl", None, true, None, (24763, 24448, 122), Some("Added `sub`")),

@@ -224,7 +224,6 @@ mod tests {
 
     #[test]
     fn recorded_outputs_are_read() {
-        // (fixture, max turns, completed, failure, cost, tokens in/out, final message)
         #[rustfmt::skip]
         let cases: &[Case] = &[
             ("success.jsonl", 100, true, None, Some(0.0108), (1500, 420), Some("Added subtraction")),

@@ -464,7 +464,6 @@ mod tests {
         };
         let worker = AgentRole::Task(Role::Worker);
         let verdict = r#"Looks fine. {"verdict": "approve", "summary": "ok", "findings": []}"#;
-        // (name, report, exit, stderr, role, result file, expected exit, failure, summary, has JSON)
         #[rustfmt::skip]
         let cases: Vec<Case> = vec![
             ("clean success", done("did it"), Code(0), "", worker, None, AgentExit::Finished, None, Some("did it"), false),
