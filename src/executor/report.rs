@@ -276,7 +276,7 @@ fn number_after(text: &str, key: &str) -> Option<i64> {
     digits.parse().ok()
 }
 
-/// Seconds in "3 days 6 hours 57 minutes", "2h 5m", "90 seconds": number-unit pairs, summed.
+/// Seconds in "3 days 6 hours 57 minutes", "2h 5m", "2.5s": number-unit pairs, summed, rounded up.
 fn duration_words(text: &str) -> Option<i64> {
     let mut total = 0i64;
     let mut rest = text;
@@ -284,11 +284,13 @@ fn duration_words(text: &str) -> Option<i64> {
         let trimmed = rest
             .trim_start_matches([' ', ','])
             .trim_start_matches("and ");
-        let digits = trimmed.chars().take_while(char::is_ascii_digit).count();
-        if digits == 0 {
+        let digits = trimmed
+            .chars()
+            .take_while(|c| c.is_ascii_digit() || *c == '.')
+            .count();
+        let Ok(amount) = trimmed[..digits].trim_end_matches('.').parse::<f64>() else {
             break;
-        }
-        let amount: i64 = trimmed[..digits].parse().ok()?;
+        };
         let after = trimmed[digits..].trim_start();
         let unit_len = after.chars().take_while(char::is_ascii_alphabetic).count();
         let per = match &after[..unit_len] {
@@ -298,7 +300,7 @@ fn duration_words(text: &str) -> Option<i64> {
             "s" | "sec" | "secs" | "second" | "seconds" => 1,
             _ => break,
         };
-        total = total.saturating_add(amount.saturating_mul(per));
+        total = total.saturating_add((amount * per as f64).ceil() as i64);
         rest = &after[unit_len..];
     }
     (total > 0).then_some(total)
@@ -412,6 +414,7 @@ mod tests {
             (r#""anthropic-ratelimit-unified-reset":"1893456000""#, Some("resets at 00:00 UTC")),
             ("You've hit your usage limit. To get more access now, send a request to your admin or try again in 3 days 6 hours 57 minutes.", Some("retry in 284220s")),
             ("Rate limit reached, try again in 20s", Some("retry in 20s")),
+            ("Rate limit reached for gpt-5 on tokens per min (TPM): Limit 30000, Used 29000. Please try again in 2.5s.", Some("retry in 3s")),
             (r#"{"retry-after":"30"}"#, Some("retry in 30s")),
             (r#"{"responseBody":"{\"details\":[{\"@type\":\"type.googleapis.com/google.rpc.RetryInfo\",\"retryDelay\": \"42.5s\"}]}"}"#, Some("retry in 43s")),
             ("You've hit your usage limit · resets 3pm", None),
