@@ -313,8 +313,7 @@ fn doctor_reports_a_missing_agent_cli_with_its_fix() {
         out.stdout
     );
     assert!(
-        out.stdout
-            .contains("fix: npm install --global @openai/codex"),
+        out.stdout.contains("fix: npm install -g @openai/codex"),
         "{}",
         out.stdout
     );

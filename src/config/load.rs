@@ -248,6 +248,31 @@ fn validate(config: &Config, text: &str, file: &str) -> Result<(), ConfigError> 
                 "give a timeout in minutes, e.g. 30 (fractions allowed)",
             ));
         }
+        if agent.max_turns == 0 {
+            let key = format!("agents.{}.max_turns", role.name());
+            return Err(fail(
+                &key,
+                "must be at least 1".to_string(),
+                "give the most turns one run may take, e.g. 100",
+            ));
+        }
+        if let Some(pricing) = &agent.pricing {
+            let prices = [
+                ("input_per_mtok", Some(pricing.input_per_mtok)),
+                ("output_per_mtok", Some(pricing.output_per_mtok)),
+                ("cached_input_per_mtok", pricing.cached_input_per_mtok),
+            ];
+            for (field, price) in prices {
+                if let Some(price) = price.filter(|p| !(*p >= 0.0 && p.is_finite())) {
+                    let key = format!("agents.{}.pricing.{field}", role.name());
+                    return Err(fail(
+                        &key,
+                        format!("{price} is not a price"),
+                        "give a non-negative amount in USD per million tokens, e.g. 3",
+                    ));
+                }
+            }
+        }
     }
     if config.base_branch.trim().is_empty() {
         return Err(fail(
@@ -391,6 +416,28 @@ mod tests {
     }
 
     #[test]
+    fn adapter_keys_are_inherited() {
+        let config = load_str(
+            "agents:\n  default:\n    max_turns: 40\n    pricing: {input_per_mtok: 1.25, output_per_mtok: 10}\n  judge:\n    max_turns: 8\n",
+            "c.yml",
+        )
+        .unwrap();
+        let worker = config.agents.effective(AgentRole::Task(Role::Worker));
+        let judge = config.agents.effective(AgentRole::Judge);
+        assert_eq!((worker.max_turns, judge.max_turns), (40, 8));
+        let pricing = judge.pricing.expect("inherited from default");
+        assert_eq!(
+            (pricing.input_per_mtok, pricing.cached_input_per_mtok),
+            (1.25, None)
+        );
+        let defaults = Config::default().agents.effective(AgentRole::Planner);
+        assert_eq!(
+            (defaults.max_turns, defaults.pricing),
+            (crate::config::DEFAULT_MAX_TURNS, None)
+        );
+    }
+
+    #[test]
     fn bad_input_is_named_precisely() {
         let cases: &[(&str, Option<u64>, &str, &str, &str)] = &[
             // text, line, key, message contains, fix contains
@@ -429,6 +476,20 @@ mod tests {
                 "agents.worker.command",
                 "needs the program",
                 "argv list",
+            ),
+            (
+                "agents:\n  default:\n    executor: codex\n  judge:\n    max_turns: 0\n",
+                Some(5),
+                "agents.judge.max_turns",
+                "at least 1",
+                "e.g. 100",
+            ),
+            (
+                "agents:\n  worker:\n    pricing:\n      input_per_mtok: -1\n      output_per_mtok: 10\n",
+                Some(4),
+                "agents.worker.pricing.input_per_mtok",
+                "-1 is not a price",
+                "per million tokens",
             ),
             (
                 "retry:\n  quota:\n    factor: 1\n",

@@ -162,9 +162,13 @@ impl Default for BacklogConfig {
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "kebab-case")]
 pub enum ExecutorKind {
+    /// Claude Code: `claude -p --output-format json` (npm `@anthropic-ai/claude-code`).
     ClaudeCode,
+    /// OpenCode: `opencode run --format json` (npm `opencode-ai`).
     Opencode,
+    /// Codex: `codex exec --json` (npm `@openai/codex`).
     Codex,
+    /// aider: `aider --message-file` (PyPI `aider-chat`).
     Aider,
     /// Any program, given as `command:` (argv, run without a shell).
     Command,
@@ -176,9 +180,16 @@ pub enum ExecutorKind {
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields, default)]
 pub struct AgentConfig {
+    /// The program that plays this agent: a CLI adapter (`claude-code`, `opencode`, `codex`,
+    /// `aider`; its program must be installed), `command` or `scripted`.
     pub executor: Option<ExecutorKind>,
+    /// The model the agent CLI uses, passed as its `--model` (for `opencode`, as
+    /// `provider/model`); unset: the CLI's own default.
     pub model: Option<String>,
-    /// argv for `executor: command`, e.g. `["./my-agent.sh", "--fast"]`.
+    /// argv for `executor: command`, e.g. `["./my-agent.sh", "--fast"]`. For a CLI adapter
+    /// (`claude-code`, `opencode`, `codex`, `aider`), optional: the first item replaces the program
+    /// looked up on PATH (e.g. `["/opt/claude/bin/claude"]`) and the rest are passed to it before
+    /// the adapter's own arguments.
     pub command: Option<Vec<String>>,
     /// Minutes an agent run may take before its whole process group is killed (fractions allowed).
     pub timeout_minutes: Option<f64>,
@@ -190,7 +201,43 @@ pub struct AgentConfig {
     pub review: Option<bool>,
     /// `executor: scripted` only: a JSON script of what the agent does (see `opentiger demo`).
     pub script: Option<String>,
+    /// CLI adapters: the most turns one run may take (claude `--max-turns`, opencode agent
+    /// `steps`); a run that uses them all fails as unfinished instead of counting as done. codex
+    /// and aider have no such limit (the timeout bounds them). Default 100.
+    pub max_turns: Option<u32>,
+    /// CLI adapters: token prices for a CLI that reports tokens but no cost (codex; others only
+    /// when their own cost is missing or zero). Unset: such runs are recorded at $0.
+    pub pricing: Option<Pricing>,
 }
+
+/// What a model's tokens cost, in USD per million tokens.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Pricing {
+    /// USD per million input (prompt) tokens.
+    pub input_per_mtok: f64,
+    /// USD per million output (completion) tokens, reasoning included.
+    pub output_per_mtok: f64,
+    /// USD per million input tokens served from the provider's cache; unset: priced as input.
+    #[serde(default)]
+    pub cached_input_per_mtok: Option<f64>,
+}
+
+impl Pricing {
+    /// The cost of a run's tokens; `cached_input` is the part of `input` served from a cache.
+    pub fn cost(&self, input: i64, cached_input: i64, output: i64) -> f64 {
+        let per_token = |price: f64, tokens: i64| price * tokens.max(0) as f64 / 1_000_000.0;
+        let cached = cached_input.clamp(0, input.max(0));
+        let cached_price = self.cached_input_per_mtok.unwrap_or(self.input_per_mtok);
+        per_token(self.input_per_mtok, input.max(0) - cached)
+            + per_token(cached_price, cached)
+            + per_token(self.output_per_mtok, output)
+    }
+}
+
+/// A CLI adapter's turn cap when `max_turns` is set nowhere: high enough for real tasks, low
+/// enough that a looping agent stops long before its timeout.
+pub const DEFAULT_MAX_TURNS: u32 = 100;
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields, default)]
@@ -215,6 +262,8 @@ impl Default for AgentsConfig {
                 count: Some(1),
                 review: Some(true),
                 script: None,
+                max_turns: Some(DEFAULT_MAX_TURNS),
+                pricing: None,
             },
             planner: AgentConfig::default(),
             worker: AgentConfig::default(),
@@ -263,6 +312,8 @@ pub struct EffectiveAgent {
     pub count: u32,
     pub review: bool,
     pub script: Option<String>,
+    pub max_turns: u32,
+    pub pricing: Option<Pricing>,
 }
 
 impl EffectiveAgent {
@@ -303,6 +354,8 @@ impl AgentsConfig {
             count: pick!(count).unwrap_or(1),
             review: pick!(review).unwrap_or(true),
             script: pick!(script),
+            max_turns: pick!(max_turns).unwrap_or(DEFAULT_MAX_TURNS),
+            pricing: pick!(pricing),
         }
     }
 }

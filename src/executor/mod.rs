@@ -3,10 +3,22 @@
 //!
 //! - `command`: any program, run without a shell in the task's workspace;
 //! - `scripted`: the built-in deterministic agent of `opentiger demo` and the tests;
-//! - `claude-code`, `opencode`, `codex`, `aider`: CLI adapters (not in this build yet: choosing
-//!   one is reported as a configuration error naming the fix).
+//! - `claude-code`, `opencode`, `codex`, `aider`: adapters for the coding-agent CLIs. Each builds
+//!   the CLI's non-interactive command line ([`claude_code::args`], ...) and reads its
+//!   machine-readable output into one [`AgentResult`] ([`claude_code::parse`], ...): what the CLI
+//!   says about itself wins over its exit code, so an `is_error` result, a turn cap or a quota hit
+//!   is a failure even when the CLI exits 0. Both are pure functions; `cli` runs the process.
+//!
+//! Not here: deciding what a failure means for the task (`engine::outcome`), redaction (the
+//! caller's), budgets.
 
+pub mod aider;
+pub mod claude_code;
+mod cli;
+pub mod codex;
 mod command;
+pub mod opencode;
+mod report;
 mod scripted;
 
 use std::path::{Path, PathBuf};
@@ -17,7 +29,20 @@ use serde::Deserialize;
 use crate::config::{AgentRole, EffectiveAgent, ExecutorKind};
 use crate::model::{RunId, Task};
 
+pub use cli::{locate, AdapterConfig, Cli};
+
+/// The agent CLI an executor kind drives, if it is one of the adapters.
+pub fn known_cli(kind: ExecutorKind) -> Option<&'static Cli> {
+    match kind {
+        ExecutorKind::ClaudeCode => Some(&claude_code::CLI),
+        ExecutorKind::Opencode => Some(&opencode::CLI),
+        ExecutorKind::Codex => Some(&codex::CLI),
+        ExecutorKind::Aider => Some(&aider::CLI),
+        ExecutorKind::Command | ExecutorKind::Scripted => None,
+    }
+}
 pub use command::CommandExecutor;
+pub use report::{extract_json_object, Report};
 pub use scripted::{Script, ScriptedExecutor};
 
 /// One agent invocation.
@@ -40,11 +65,34 @@ pub struct AgentRequest<'a> {
 /// How the agent ended.
 #[derive(Clone, Debug, PartialEq)]
 pub enum AgentExit {
-    /// Exit code 0.
+    /// Exit code 0, and (for a CLI adapter) the CLI reported that it finished.
     Finished,
-    /// A non-zero exit code, or killed by a signal (`None`).
+    /// A non-zero exit code, killed by a signal (`None`), or — for a CLI adapter — exit code 0
+    /// with a report of failure (`Some(0)`: see [`AgentResult::failure`]).
     Failed(Option<i32>),
     TimedOut,
+}
+
+/// Why an agent run did not succeed, as a CLI adapter read it from the CLI's own report.
+#[derive(Clone, Debug, PartialEq)]
+pub struct AgentFailure {
+    pub kind: AgentFailureKind,
+    /// What the CLI said, unredacted: the caller redacts it before storing or showing it.
+    pub message: String,
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub enum AgentFailureKind {
+    /// A quota, a rate limit or an overloaded provider (HTTP 429/529, "usage limit reached"):
+    /// wait, then try again. `retry_hint` is a phrase the quota backoff reads ("retry in 90s",
+    /// "resets at 14:00 UTC") when the CLI said when; the message may carry one too.
+    Quota { retry_hint: Option<String> },
+    /// The run used all its turns (`agents.<role>.max_turns`, or the CLI's own fix-up cap).
+    MaxTurns,
+    /// The CLI stopped at its own spending cap.
+    Budget,
+    /// Anything else the CLI reported as an error, including output that could not be read.
+    Error,
 }
 
 /// What an agent run produced.
@@ -62,6 +110,8 @@ pub struct AgentResult {
     pub output_tokens: i64,
     pub session_id: Option<String>,
     pub summary: Option<String>,
+    /// Set by the CLI adapters when the CLI reported a failure; `exit` is then never `Finished`.
+    pub failure: Option<AgentFailure>,
 }
 
 impl AgentResult {
@@ -76,6 +126,7 @@ impl AgentResult {
             output_tokens: 0,
             session_id: None,
             summary: None,
+            failure: None,
         };
         r.take_result(result);
         r
@@ -145,12 +196,21 @@ pub fn for_role(
             };
             Ok(Box::new(ScriptedExecutor::new(script)))
         }
-        ExecutorKind::ClaudeCode | ExecutorKind::Opencode | ExecutorKind::Codex | ExecutorKind::Aider => {
-            Err(ExecutorError::Unavailable(format!(
-                "agents.{}: the `{}` adapter is not in this build yet\n  fix: use `executor: command` with `command: [...]` running the CLI yourself, or `executor: scripted` to try the loop",
-                role.name(),
-                kind_word(agent.executor)
-            )))
+        ExecutorKind::ClaudeCode => {
+            let config = AdapterConfig::for_role(agent, role, repo, &claude_code::CLI)?;
+            Ok(Box::new(claude_code::ClaudeCode::new(config)))
+        }
+        ExecutorKind::Opencode => {
+            let config = AdapterConfig::for_role(agent, role, repo, &opencode::CLI)?;
+            Ok(Box::new(opencode::Opencode::new(config)))
+        }
+        ExecutorKind::Codex => {
+            let config = AdapterConfig::for_role(agent, role, repo, &codex::CLI)?;
+            Ok(Box::new(codex::Codex::new(config)))
+        }
+        ExecutorKind::Aider => {
+            let config = AdapterConfig::for_role(agent, role, repo, &aider::CLI)?;
+            Ok(Box::new(aider::Aider::new(config)))
         }
     }
 }
@@ -214,6 +274,69 @@ pub const FORGE_TOKENS: &[&str] = &[
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::config::Config;
+
+    #[test]
+    fn a_missing_cli_is_reported_with_its_fix() {
+        let repo = tempfile::tempdir().unwrap();
+        let kinds = [
+            (
+                "claude-code",
+                "claude",
+                "npm install -g @anthropic-ai/claude-code",
+            ),
+            ("opencode", "opencode", "npm install -g opencode-ai"),
+            ("codex", "codex", "npm install -g @openai/codex"),
+            ("aider", "aider", "pip install aider-chat"),
+        ];
+        for (word, program, install) in kinds {
+            let yaml = format!(
+                "agents:\n  worker:\n    executor: {word}\n    command: [\"./bin/{program}\"]\n"
+            );
+            let config: Config = crate::config::load_str(&yaml, ".opentiger.yml").unwrap();
+            let role = AgentRole::Task(crate::model::Role::Worker);
+            let agent = config.agents.effective(role);
+            let err = for_role(&agent, role, repo.path()).err().expect("missing");
+            let text = err.to_string();
+            assert!(matches!(err, ExecutorError::Unavailable(_)), "{text}");
+            for part in [
+                format!("agents.worker.executor is `{word}`"),
+                format!("`./bin/{program}` does not exist"),
+                install.to_string(),
+                "agents.worker.command".to_string(),
+            ] {
+                assert!(text.contains(&part), "{part:?} not in {text}");
+            }
+        }
+    }
+
+    #[test]
+    fn programs_are_located_on_the_given_path() {
+        let dir = tempfile::tempdir().unwrap();
+        let bin = dir.path().join("bin");
+        std::fs::create_dir(&bin).unwrap();
+        std::os::unix::fs::symlink("/bin/sh", bin.join("claude")).unwrap();
+        std::fs::write(bin.join("codex"), "not executable").unwrap();
+        let path = format!("/nonexistent:{}", bin.display());
+        assert_eq!(
+            locate("claude", Some(&path), dir.path()),
+            Some(bin.join("claude"))
+        );
+        assert_eq!(
+            locate("codex", Some(&path), dir.path()),
+            None,
+            "not executable"
+        );
+        assert_eq!(locate("claude", None, dir.path()), None, "no PATH");
+        assert_eq!(
+            locate("./bin/claude", None, dir.path()),
+            Some(dir.path().join("./bin/claude"))
+        );
+        assert_eq!(
+            locate("/bin/sh", None, dir.path()),
+            Some(PathBuf::from("/bin/sh"))
+        );
+    }
 
     #[test]
     fn agents_see_only_what_is_passed() {

@@ -6,9 +6,9 @@ use std::path::Path;
 
 use super::checks::{self, CheckFailure};
 use super::Act;
-use crate::config::AgentRole;
+use crate::config::{AgentRole, EffectiveAgent};
 use crate::engine::outcome::RunOutcome;
-use crate::executor::{self, AgentExit, AgentRequest};
+use crate::executor::{self, AgentExit, AgentFailure, AgentFailureKind, AgentRequest};
 use crate::git::{Git, NumstatEntry};
 use crate::model::{FailureCode, Mode, Role, Run, RunId, Task, TaskKind};
 use crate::store::RunRecord;
@@ -347,6 +347,9 @@ fn run_agent(
         .summary
         .clone()
         .map(|s| act.redactor.excerpt(&s, 500));
+    if let Some(failure) = &result.failure {
+        return Err(reported_failure(failure, &agent, role, act.redactor));
+    }
     let tail = act.redactor.excerpt(&result.output_tail, 800);
     match result.exit {
         AgentExit::Finished => {}
@@ -376,6 +379,44 @@ fn run_agent(
         });
     }
     Ok(result.summary)
+}
+
+/// A failure the agent CLI reported about itself (DESIGN §6): a quota goes to `quota_wait` with
+/// its retry hint in the message (spec §3.4 reads it there); a turn or spending cap is an
+/// unfinished run; anything else is classified from its text (spec §3.2 message rules).
+fn reported_failure(
+    failure: &AgentFailure,
+    agent: &EffectiveAgent,
+    role: AgentRole,
+    redactor: &crate::redact::Redactor,
+) -> CheckFailure {
+    let text = redactor.excerpt(&failure.message, 600);
+    let (code, message) = match &failure.kind {
+        AgentFailureKind::Quota { retry_hint } => (
+            FailureCode::QuotaFailure,
+            match retry_hint {
+                Some(hint) => format!("the agent hit a quota or rate limit ({hint}): {text}"),
+                None => format!("the agent hit a quota or rate limit: {text}"),
+            },
+        ),
+        AgentFailureKind::MaxTurns => (
+            FailureCode::ModelOrUnknownFailure,
+            format!(
+                "the agent used all its turns (agents.{}.max_turns = {}) before finishing: {text}",
+                role.name(),
+                agent.max_turns
+            ),
+        ),
+        AgentFailureKind::Budget => (
+            FailureCode::ModelOrUnknownFailure,
+            format!("the agent stopped at its own spending cap before finishing: {text}"),
+        ),
+        AgentFailureKind::Error => (
+            FailureCode::ExecutionFailed,
+            format!("the agent reported an error: {text}"),
+        ),
+    };
+    CheckFailure { code, message }
 }
 
 /// Policy and verification of a change; `Ok((commands that passed, agent summary))`.
@@ -449,5 +490,73 @@ fn setup_text(message: String) -> CheckFailure {
     CheckFailure {
         code: FailureCode::SetupOrBootstrapIssue,
         message,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::Config;
+    use crate::engine::outcome::decide_outcome;
+    use crate::engine::testkit::{task, NOW};
+    use crate::model::{BlockReason, TaskState};
+    use crate::redact::Redactor;
+    use crate::time::SECOND;
+
+    fn failure(kind: AgentFailureKind, message: &str) -> AgentFailure {
+        AgentFailure {
+            kind,
+            message: message.to_string(),
+        }
+    }
+
+    /// A CLI's own report of failure reaches the outcome rules with the right code, and a quota
+    /// hint from the adapter sets the wait (spec §3.4).
+    #[test]
+    fn reported_failures_become_outcomes() {
+        let config = Config::default();
+        let role = AgentRole::Task(Role::Worker);
+        let agent = config.agents.effective(role);
+        let redactor = Redactor::new(["sk-secret".to_string()]);
+        #[rustfmt::skip]
+        let cases: &[(AgentFailure, FailureCode, TaskState, &str)] = &[
+            (failure(AgentFailureKind::Quota { retry_hint: Some("retry in 3600s".into()) }, "API Error: 429"),
+                FailureCode::QuotaFailure, TaskState::blocked(BlockReason::QuotaWait), "(retry in 3600s)"),
+            (failure(AgentFailureKind::Quota { retry_hint: None }, "usage limit reached"),
+                FailureCode::QuotaFailure, TaskState::blocked(BlockReason::QuotaWait), "quota or rate limit"),
+            (failure(AgentFailureKind::MaxTurns, "Reached maximum number of turns (100)"),
+                FailureCode::ModelOrUnknownFailure, TaskState::FAILED, "agents.worker.max_turns = 100"),
+            (failure(AgentFailureKind::Budget, "Reached maximum budget ($1)"),
+                FailureCode::ModelOrUnknownFailure, TaskState::FAILED, "spending cap"),
+            (failure(AgentFailureKind::Error, "Not logged in with sk-secret"),
+                FailureCode::ExecutionFailed, TaskState::FAILED, "reported an error"),
+        ];
+        for (f, code, to, says) in cases {
+            let check = reported_failure(f, &agent, role, &redactor);
+            assert_eq!(check.code, *code, "{f:?}");
+            assert!(check.message.contains(says), "{}", check.message);
+            assert!(!check.message.contains("sk-secret"), "{}", check.message);
+            let outcome = RunOutcome {
+                success: false,
+                failure_code: Some(check.code),
+                message: check.message,
+                no_changes: false,
+            };
+            let decision = decide_outcome(&task("a"), &outcome, &config, NOW);
+            assert_eq!(decision.to, *to, "{f:?}");
+        }
+        let hinted = reported_failure(&cases[0].0, &agent, role, &redactor);
+        let outcome = RunOutcome {
+            success: false,
+            failure_code: Some(hinted.code),
+            message: hinted.message,
+            no_changes: false,
+        };
+        let wait = decide_outcome(&task("a"), &outcome, &config, NOW)
+            .next_attempt_at
+            .flatten()
+            .expect("a retry time")
+            .minus(NOW);
+        assert_eq!(wait, 3600 * SECOND, "the provider's hint wins");
     }
 }

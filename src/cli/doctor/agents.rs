@@ -8,50 +8,6 @@ use super::{Check, Level, Vars};
 use crate::config::{AgentRole, Config, EffectiveAgent, ExecutorKind};
 use crate::executor;
 
-/// What a known agent CLI needs.
-struct KnownCli {
-    program: &'static str,
-    install: &'static str,
-    /// Any one of these gives it a model.
-    keys: &'static [&'static str],
-}
-
-fn known(kind: ExecutorKind) -> Option<KnownCli> {
-    match kind {
-        ExecutorKind::ClaudeCode => Some(KnownCli {
-            program: "claude",
-            install: "npm install --global @anthropic-ai/claude-code",
-            keys: &["ANTHROPIC_API_KEY", "CLAUDE_CODE_OAUTH_TOKEN"],
-        }),
-        ExecutorKind::Opencode => Some(KnownCli {
-            program: "opencode",
-            install: "npm install --global opencode-ai",
-            keys: &[
-                "ANTHROPIC_API_KEY",
-                "OPENAI_API_KEY",
-                "OPENROUTER_API_KEY",
-                "GEMINI_API_KEY",
-            ],
-        }),
-        ExecutorKind::Codex => Some(KnownCli {
-            program: "codex",
-            install: "npm install --global @openai/codex",
-            keys: &["OPENAI_API_KEY", "CODEX_API_KEY"],
-        }),
-        ExecutorKind::Aider => Some(KnownCli {
-            program: "aider",
-            install: "python -m pip install aider-chat",
-            keys: &[
-                "ANTHROPIC_API_KEY",
-                "OPENAI_API_KEY",
-                "OPENROUTER_API_KEY",
-                "GEMINI_API_KEY",
-            ],
-        }),
-        ExecutorKind::Command | ExecutorKind::Scripted => None,
-    }
-}
-
 /// Roles that share one agent set-up are checked (and reported) once.
 fn groups(config: &Config) -> Vec<(EffectiveAgent, Vec<AgentRole>)> {
     let mut groups: Vec<(EffectiveAgent, Vec<AgentRole>)> = Vec::new();
@@ -107,7 +63,7 @@ pub fn checks(config: &Config, repo: &Path, vars: Vars<'_>) -> Vec<Check> {
                 .unwrap_or(detail);
             problems.push((detail.to_string(), fix.to_string()));
         }
-        match (agent.executor, known(agent.executor)) {
+        match (agent.executor, executor::known_cli(agent.executor)) {
             (ExecutorKind::Command, _) => {
                 if let Some(program) = agent.command.as_ref().and_then(|c| c.first()) {
                     match find_program(program, repo, vars("PATH").as_deref()) {
@@ -135,7 +91,7 @@ pub fn checks(config: &Config, repo: &Path, vars: Vars<'_>) -> Vec<Check> {
                         ),
                     )),
                 }
-                if let Some(problem) = key_problem(&cli, &agent, &key, vars) {
+                if let Some(problem) = key_problem(cli, &agent, &key, vars) {
                     problems.push(problem);
                 }
             }
@@ -171,7 +127,7 @@ pub fn checks(config: &Config, repo: &Path, vars: Vars<'_>) -> Vec<Check> {
 
 /// A key the CLI can use must be set and passed through: agents see nothing else.
 fn key_problem(
-    cli: &KnownCli,
+    cli: &executor::Cli,
     agent: &EffectiveAgent,
     key: &str,
     vars: Vars<'_>,
@@ -314,7 +270,7 @@ mod tests {
         let text = format!("{report:?}");
         assert!(text.contains("`claude` is not on PATH"), "{text}");
         assert!(
-            text.contains("npm install --global @anthropic-ai/claude-code"),
+            text.contains("npm install -g @anthropic-ai/claude-code"),
             "{text}"
         );
         assert!(
@@ -333,7 +289,7 @@ mod tests {
             .effective(AgentRole::Task(crate::model::Role::Worker));
         let env = lookup(vec![("OPENAI_API_KEY", "sk-secret".into())]);
         let problem = key_problem(
-            &known(ExecutorKind::Codex).unwrap(),
+            executor::known_cli(ExecutorKind::Codex).unwrap(),
             &agent,
             "agents.default",
             &env,

@@ -1,0 +1,289 @@
+//! The `claude-code` adapter: Anthropic's Claude Code CLI (`claude`, npm
+//! `@anthropic-ai/claude-code`).
+//!
+//! Runs `claude -p --output-format json --max-turns N [--model M]` with the prompt on stdin, and
+//! - workers (worker, tester, docser): `--permission-mode acceptEdits --allowedTools
+//!   Bash,Read,Edit,Write,Glob,Grep --add-dir <scratch>` (edits without asking, shell commands,
+//!   and the scratch folder so the result file can be written; in print mode anything else that
+//!   would need a person's permission is denied);
+//! - judge and planner: `--permission-mode plan --disallowedTools Bash,Edit,Write,NotebookEdit`
+//!   (read-only; their JSON comes from the final message).
+//!
+//! Reads the one `result` object it prints (the last `"type":"result"` line, so a `stream-json`
+//! log parses too): `result` is the final message, `total_cost_usd` the cost, `session_id`,
+//! tokens from `modelUsage` (every model the run used) or else `usage`. `is_error: true` — which
+//! the CLI sets with `subtype: "success"` for API errors — is a failure; `api_error_status`
+//! 429/529 and usage-limit texts are quota failures; `error_max_turns` and `error_max_budget_usd`
+//! are turn-cap and spending-cap failures.
+
+use std::path::Path;
+
+use serde_json::Value;
+
+use super::cli::{run_adapter, Adapter, AdapterConfig, Cli, RunFiles};
+use super::report::{self, failure, int, json_lines, read_only, text_at, Report};
+use super::{AgentFailureKind, AgentRequest, AgentResult, Executor, ExecutorError};
+use crate::process::ProcessOutput;
+
+pub const CLI: Cli = Cli {
+    kind: "claude-code",
+    program: "claude",
+    install: "npm install -g @anthropic-ai/claude-code",
+    keys: &["ANTHROPIC_API_KEY", "CLAUDE_CODE_OAUTH_TOKEN"],
+};
+
+/// The tools a worker may use without asking (print mode denies what would need asking).
+const WORKER_TOOLS: &str = "Bash,Read,Edit,Write,Glob,Grep";
+/// The tools the read-only roles are denied, on top of plan mode.
+const READ_ONLY_DENIED: &str = "Bash,Edit,Write,NotebookEdit";
+
+pub struct ClaudeCode {
+    config: AdapterConfig,
+}
+
+impl ClaudeCode {
+    pub fn new(config: AdapterConfig) -> ClaudeCode {
+        ClaudeCode { config }
+    }
+}
+
+/// The arguments after `claude` (the prompt goes on stdin).
+pub fn args(config: &AdapterConfig, scratch: &Path) -> Vec<String> {
+    let mut args: Vec<String> = ["-p", "--output-format", "json", "--max-turns"]
+        .map(String::from)
+        .to_vec();
+    args.push(config.max_turns.to_string());
+    if let Some(model) = &config.model {
+        args.extend(["--model".to_string(), model.clone()]);
+    }
+    if read_only(config.role) {
+        args.extend(
+            [
+                "--permission-mode",
+                "plan",
+                "--disallowedTools",
+                READ_ONLY_DENIED,
+            ]
+            .map(String::from),
+        );
+    } else {
+        args.extend(
+            [
+                "--permission-mode",
+                "acceptEdits",
+                "--allowedTools",
+                WORKER_TOOLS,
+            ]
+            .map(String::from),
+        );
+        args.extend(["--add-dir".to_string(), scratch.display().to_string()]);
+    }
+    args
+}
+
+/// Reads `claude -p --output-format json` (or `stream-json`) output.
+pub fn parse(stdout: &str) -> Report {
+    let (events, _) = json_lines(stdout);
+    let Some(result) = events
+        .iter()
+        .rev()
+        .find(|e| text_at(e, "/type") == Some("result"))
+    else {
+        return Report::unreadable("claude printed no result object", stdout);
+    };
+    let mut r = Report {
+        completed: true,
+        final_message: text_at(result, "/result").map(String::from),
+        cost_usd: result.get("total_cost_usd").and_then(Value::as_f64),
+        session_id: text_at(result, "/session_id").map(String::from),
+        ..Report::default()
+    };
+    tokens(result, &mut r);
+    r.failure = failure_of(result);
+    r
+}
+
+/// Tokens of every model the run used (`modelUsage`), else of the main loop (`usage`).
+fn tokens(result: &Value, r: &mut Report) {
+    if let Some(models) = result
+        .get("modelUsage")
+        .and_then(Value::as_object)
+        .filter(|m| !m.is_empty())
+    {
+        for usage in models.values() {
+            let cached = int(usage, "/cacheReadInputTokens");
+            r.input_tokens +=
+                int(usage, "/inputTokens") + cached + int(usage, "/cacheCreationInputTokens");
+            r.cached_input_tokens += cached;
+            r.output_tokens += int(usage, "/outputTokens");
+        }
+        return;
+    }
+    let cached = int(result, "/usage/cache_read_input_tokens");
+    r.input_tokens = int(result, "/usage/input_tokens")
+        + cached
+        + int(result, "/usage/cache_creation_input_tokens");
+    r.cached_input_tokens = cached;
+    r.output_tokens = int(result, "/usage/output_tokens");
+}
+
+fn failure_of(result: &Value) -> Option<super::AgentFailure> {
+    let subtype = text_at(result, "/subtype").unwrap_or("");
+    let is_error = result
+        .get("is_error")
+        .and_then(Value::as_bool)
+        .unwrap_or(false);
+    if subtype == "success" && !is_error {
+        return None;
+    }
+    let errors: Vec<&str> = result
+        .get("errors")
+        .and_then(Value::as_array)
+        .map(|a| a.iter().filter_map(Value::as_str).collect())
+        .unwrap_or_default();
+    let message = text_at(result, "/result")
+        .filter(|t| !t.trim().is_empty())
+        .map(String::from)
+        .or_else(|| (!errors.is_empty()).then(|| errors.join("; ")))
+        .unwrap_or_else(|| format!("claude ended with `{subtype}`"));
+    let status = result.get("api_error_status").and_then(Value::as_i64);
+    Some(match (subtype, status) {
+        ("error_max_turns", _) => failure(AgentFailureKind::MaxTurns, message),
+        ("error_max_budget_usd", _) => failure(AgentFailureKind::Budget, message),
+        (_, Some(429 | 529)) => report::quota(&message),
+        _ => report::error_from_text(&message),
+    })
+}
+
+impl Adapter for ClaudeCode {
+    fn cli(&self) -> &'static Cli {
+        &CLI
+    }
+
+    fn config(&self) -> &AdapterConfig {
+        &self.config
+    }
+
+    fn args(&self, _files: &RunFiles, scratch: &Path) -> Vec<String> {
+        args(&self.config, scratch)
+    }
+
+    fn stdin(&self, prompt: &str) -> Option<Vec<u8>> {
+        Some(prompt.as_bytes().to_vec())
+    }
+
+    fn env(&self, _scratch: &Path) -> Vec<(String, String)> {
+        // An update mid-run in CI is pointless and slow.
+        vec![("DISABLE_AUTOUPDATER".into(), "1".into())]
+    }
+
+    fn parse(&self, out: &ProcessOutput, _scratch: &Path) -> Report {
+        parse(&out.stdout_tail)
+    }
+}
+
+impl Executor for ClaudeCode {
+    fn name(&self) -> &str {
+        CLI.kind
+    }
+
+    fn run(&self, req: &AgentRequest<'_>) -> Result<AgentResult, ExecutorError> {
+        run_adapter(self, req)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::AgentRole;
+    use crate::model::Role;
+
+    /// (fixture, failure kind, cost, input tokens, output tokens, final message starts with)
+    type Case<'a> = (&'a str, Option<AgentFailureKind>, f64, i64, i64, &'a str);
+
+    fn fixture(name: &str) -> String {
+        let path = format!(
+            "{}/tests/fixtures/agents/claude-code/{name}",
+            env!("CARGO_MANIFEST_DIR")
+        );
+        std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{path}: {e}"))
+    }
+
+    #[test]
+    fn argv_per_role() {
+        let scratch = Path::new("/scratch");
+        let mut worker = AdapterConfig::new(&CLI, AgentRole::Task(Role::Worker));
+        worker.model = Some("sonnet".into());
+        worker.max_turns = 40;
+        assert_eq!(
+            args(&worker, scratch).join(" "),
+            "-p --output-format json --max-turns 40 --model sonnet --permission-mode acceptEdits \
+             --allowedTools Bash,Read,Edit,Write,Glob,Grep --add-dir /scratch"
+        );
+        let judge = AdapterConfig::new(&CLI, AgentRole::Judge);
+        assert_eq!(
+            args(&judge, scratch).join(" "),
+            "-p --output-format json --max-turns 100 --permission-mode plan \
+             --disallowedTools Bash,Edit,Write,NotebookEdit"
+        );
+        let planner = AdapterConfig::new(&CLI, AgentRole::Planner);
+        assert!(args(&planner, scratch).contains(&"plan".to_string()));
+    }
+
+    #[test]
+    fn recorded_outputs_are_read() {
+        use AgentFailureKind as K;
+        #[rustfmt::skip]
+        let cases: &[Case] = &[
+            ("success.json", None, 0.0216, 3000, 840, "Added subtraction"),
+            ("not_logged_in.json", Some(K::Error), 0.0, 0, 0, "Not logged in"),
+            ("rate_limited_429.json", Some(K::Quota { retry_hint: None }), 0.0, 0, 0, "API Error: Request rejected (429)"),
+            ("overloaded_529.json", Some(K::Quota { retry_hint: None }), 0.0, 0, 0, "API Error: 529 Overloaded"),
+            ("usage_limit.json", Some(K::Quota { retry_hint: Some("resets at 09:00 UTC".into()) }), 0.0412, 6400, 310, "Claude AI usage limit"),
+            ("max_turns.json", Some(K::MaxTurns), 0.0324, 4500, 1260, ""),
+            ("budget.json", Some(K::Budget), 0.0216, 3000, 840, ""),
+            ("judge_verdict.json", None, 0.0631, 22200, 640, "The change adds"),
+        ];
+        for (name, kind, cost, input, output, message) in cases {
+            let r = parse(&fixture(name));
+            assert!(r.completed, "{name}");
+            assert_eq!(r.failure.as_ref().map(|f| f.kind.clone()), *kind, "{name}");
+            assert_eq!(r.cost_usd, Some(*cost), "{name}");
+            assert_eq!(
+                (r.input_tokens, r.output_tokens),
+                (*input, *output),
+                "{name}"
+            );
+            assert!(
+                r.final_message
+                    .as_deref()
+                    .unwrap_or("")
+                    .starts_with(message),
+                "{name}"
+            );
+            assert!(r.session_id.is_some(), "{name}");
+        }
+        let turns = parse(&fixture("max_turns.json")).failure.unwrap();
+        assert_eq!(turns.message, "Reached maximum number of turns (2)");
+    }
+
+    #[test]
+    fn unreadable_output_is_an_error_not_a_panic() {
+        let stream = format!(
+            "{{\"type\":\"system\",\"subtype\":\"init\"}}\n{}",
+            fixture("success.json")
+        );
+        let cases: &[(&str, bool)] = &[
+            (&fixture("truncated.json"), false),
+            ("", false),
+            ("Error: unknown option '--bogus'\n", false),
+            ("\u{0}\u{1}garbage{{{", false),
+            (&stream, true),
+        ];
+        for (text, ok) in cases {
+            let r = parse(text);
+            assert_eq!(r.completed, *ok, "{text:?}");
+            assert_eq!(r.failure.is_none(), *ok, "{text:?}");
+        }
+    }
+}

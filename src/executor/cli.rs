@@ -1,0 +1,295 @@
+//! Running an agent program: what the `command` executor and the CLI adapters share.
+//!
+//! The prompt goes to `prompt.md` in the run's scratch folder (and on stdin, or by file, as the
+//! program wants it), a stale `result.json` is removed first, and the program runs through
+//! [`crate::process::run`]: no shell, cwd = the workspace, exactly the given environment plus
+//! `OPENTIGER_PROMPT_FILE`/`OPENTIGER_RESULT_FILE`, its whole process group killed on timeout.
+//!
+//! For the CLI adapters, [`run_adapter`] adds the rest of the contract: the program is looked up
+//! on the agent's `PATH` (or given by `agents.<role>.command`), a missing one is an
+//! [`ExecutorError::Unavailable`] that names the install command, and the adapter's pure
+//! `args`/`parse` functions are applied around the process.
+
+use std::fs;
+use std::os::unix::fs::PermissionsExt;
+use std::path::{Path, PathBuf};
+
+use super::report::{self, Report};
+use super::{AgentExit, AgentRequest, AgentResult, ExecutorError};
+use crate::config::{AgentRole, EffectiveAgent, Pricing};
+use crate::process::{self, ExitStatusKind, ProcessError, ProcessOutput, ProcessSpec};
+
+/// How much of an agent's output is kept in [`AgentResult::output_tail`] (the end of it).
+pub(super) const TAIL_BYTES: usize = 16 * 1024;
+
+/// How much of a CLI adapter's stdout is kept for parsing. Event streams put what matters at the
+/// end (the result event, the last turn's usage), so a longer run only loses early events.
+const PARSE_BYTES: usize = 8 * 1024 * 1024;
+
+/// One agent CLI: its program name and how to install it.
+#[derive(Debug)]
+pub struct Cli {
+    /// The `executor:` word.
+    pub kind: &'static str,
+    /// The program looked up on PATH.
+    pub program: &'static str,
+    /// The command that installs it.
+    pub install: &'static str,
+    /// Variables that give it a model (any one will do); `doctor` checks one is set and passed.
+    pub keys: &'static [&'static str],
+}
+
+/// What a CLI adapter needs from `agents.<role>`, resolved.
+#[derive(Clone, Debug, PartialEq)]
+pub struct AdapterConfig {
+    pub role: AgentRole,
+    /// A bare name (looked up on the agent's PATH when it runs) or a path.
+    pub program: String,
+    /// Passed to the program before the adapter's own arguments (`command[1..]`).
+    pub extra_args: Vec<String>,
+    pub model: Option<String>,
+    pub max_turns: u32,
+    pub pricing: Option<Pricing>,
+}
+
+impl AdapterConfig {
+    /// The adapter settings of a role; the program must be found, so that a missing CLI is
+    /// reported before anything is claimed.
+    pub fn for_role(
+        agent: &EffectiveAgent,
+        role: AgentRole,
+        repo: &Path,
+        cli: &Cli,
+    ) -> Result<AdapterConfig, ExecutorError> {
+        let (program, extra_args) = match agent.command.as_deref() {
+            Some([first, rest @ ..]) => (first.clone(), rest.to_vec()),
+            _ => (cli.program.to_string(), Vec::new()),
+        };
+        let path_var = std::env::var("PATH").ok();
+        let Some(found) = locate(&program, path_var.as_deref(), repo) else {
+            return Err(ExecutorError::Unavailable(missing_program(
+                cli,
+                role,
+                &program,
+                path_var.as_deref(),
+            )));
+        };
+        // A relative path is taken from the repository, not from each run's workspace.
+        let program = if program.contains('/') {
+            found.display().to_string()
+        } else {
+            program
+        };
+        Ok(AdapterConfig {
+            role,
+            program,
+            extra_args,
+            model: agent.model.clone(),
+            max_turns: agent.max_turns,
+            pricing: agent.pricing.clone(),
+        })
+    }
+
+    /// Settings for tests and callers that build an adapter by hand: the CLI's own program name,
+    /// the default turn cap, no model and no pricing.
+    pub fn new(cli: &Cli, role: AgentRole) -> AdapterConfig {
+        AdapterConfig {
+            role,
+            program: cli.program.to_string(),
+            extra_args: Vec::new(),
+            model: None,
+            max_turns: crate::config::DEFAULT_MAX_TURNS,
+            pricing: None,
+        }
+    }
+}
+
+/// Where `program` is: a path with a `/` (relative to `repo`), or a bare name looked up on
+/// `path_var`. Only an executable file counts.
+pub fn locate(program: &str, path_var: Option<&str>, repo: &Path) -> Option<PathBuf> {
+    let executable = |p: &Path| {
+        fs::metadata(p).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+    };
+    if program.contains('/') {
+        let p = Path::new(program);
+        let p = if p.is_absolute() {
+            p.to_path_buf()
+        } else {
+            repo.join(p)
+        };
+        return executable(&p).then_some(p);
+    }
+    path_var?
+        .split(':')
+        .filter(|dir| !dir.is_empty())
+        .map(|dir| Path::new(dir).join(program))
+        .find(|p| executable(p))
+}
+
+fn missing_program(cli: &Cli, role: AgentRole, program: &str, path_var: Option<&str>) -> String {
+    let role = role.name();
+    let where_ = if program.contains('/') {
+        "does not exist or is not executable".to_string()
+    } else {
+        format!(
+            "was not found on PATH ({})",
+            path_var.unwrap_or("PATH is not set")
+        )
+    };
+    format!(
+        "agents.{role}.executor is `{kind}`, but its program `{program}` {where_}\n  fix: install it (`{install}`), or set `agents.{role}.command` to the program's full path, e.g. [\"/opt/{name}/bin/{name}\"]",
+        kind = cli.kind,
+        install = cli.install,
+        name = cli.program,
+    )
+}
+
+/// The prompt and result files of one run, in its scratch folder.
+pub(super) struct RunFiles {
+    pub prompt: PathBuf,
+    pub result: PathBuf,
+}
+
+impl RunFiles {
+    /// Writes the prompt file and removes a result file left from before.
+    pub fn prepare(req: &AgentRequest<'_>, prompt: &str) -> Result<RunFiles, ExecutorError> {
+        let files = RunFiles {
+            prompt: req.scratch.join("prompt.md"),
+            result: req.scratch.join("result.json"),
+        };
+        fs::write(&files.prompt, prompt).map_err(|e| {
+            ExecutorError::Io(format!("could not write {}: {e}", files.prompt.display()))
+        })?;
+        let _ = fs::remove_file(&files.result);
+        Ok(files)
+    }
+
+    /// The result file's JSON; `Err` text when it exists but is not JSON. Empty or absent: none.
+    pub fn read_result(&self) -> (Option<serde_json::Value>, Option<String>) {
+        match fs::read_to_string(&self.result) {
+            Ok(text) if text.trim().is_empty() => (None, None),
+            Ok(text) => match serde_json::from_str(&text) {
+                Ok(v) => (Some(v), None),
+                Err(e) => (None, Some(format!("the result file is not JSON: {e}"))),
+            },
+            Err(_) => (None, None),
+        }
+    }
+}
+
+/// What to run for one agent invocation.
+pub(super) struct Invocation {
+    pub program: String,
+    pub args: Vec<String>,
+    pub stdin: Option<Vec<u8>>,
+    /// Variables added to the request's environment (never secrets).
+    pub env: Vec<(String, String)>,
+    /// Bytes of stdout and stderr kept.
+    pub tail_bytes: usize,
+}
+
+/// Runs `inv` for `req`. `Err` only when the program could not be started: `on_missing` says
+/// what a user should do about a missing or unusable program.
+pub(super) fn execute(
+    req: &AgentRequest<'_>,
+    files: &RunFiles,
+    inv: Invocation,
+    on_missing: impl Fn(&ProcessError) -> String,
+) -> Result<ProcessOutput, ExecutorError> {
+    let mut env = req.env.clone();
+    env.extend(inv.env);
+    env.push((
+        "OPENTIGER_PROMPT_FILE".into(),
+        files.prompt.display().to_string(),
+    ));
+    env.push((
+        "OPENTIGER_RESULT_FILE".into(),
+        files.result.display().to_string(),
+    ));
+    let spec = ProcessSpec {
+        program: inv.program,
+        args: inv.args,
+        cwd: req.workspace.to_path_buf(),
+        env,
+        stdin: inv.stdin,
+        timeout: req.timeout,
+        tail_bytes: inv.tail_bytes,
+    };
+    process::run(&spec).map_err(|e| match e {
+        ProcessError::NotFound { .. } | ProcessError::NotExecutable { .. } => {
+            ExecutorError::Unavailable(on_missing(&e))
+        }
+        ProcessError::Spawn { .. } => ExecutorError::Io(e.to_string()),
+    })
+}
+
+/// How a process ended, as an agent exit (before any report of the program is considered).
+pub(super) fn exit_of(status: ExitStatusKind) -> AgentExit {
+    match status {
+        ExitStatusKind::Code(0) => AgentExit::Finished,
+        ExitStatusKind::Code(c) => AgentExit::Failed(Some(c)),
+        ExitStatusKind::Signal(_) => AgentExit::Failed(None),
+        ExitStatusKind::TimedOut => AgentExit::TimedOut,
+    }
+}
+
+/// One CLI adapter: the pure parts that differ per CLI. [`run_adapter`] does the rest.
+pub(super) trait Adapter {
+    fn cli(&self) -> &'static Cli;
+    fn config(&self) -> &AdapterConfig;
+    /// The arguments after the program (and after `command[1..]`).
+    fn args(&self, files: &RunFiles, scratch: &Path) -> Vec<String>;
+    /// What goes to stdin (`None`: the prompt goes by file only).
+    fn stdin(&self, prompt: &str) -> Option<Vec<u8>>;
+    /// Fixed, non-secret variables the CLI needs or should have in CI.
+    fn env(&self, scratch: &Path) -> Vec<(String, String)>;
+    /// Reads the CLI's output.
+    fn parse(&self, out: &ProcessOutput, scratch: &Path) -> Report;
+    /// Called after the program exits, with the names in the workspace's top folder before it
+    /// ran, e.g. to remove what the CLI leaves there.
+    fn clean_up(&self, _workspace: &Path, _before: &[String]) {}
+}
+
+/// The names in a folder (none when it cannot be read).
+pub(super) fn entries(dir: &Path) -> Vec<String> {
+    fs::read_dir(dir)
+        .map(|rd| {
+            rd.filter_map(Result::ok)
+                .map(|e| e.file_name().to_string_lossy().into_owned())
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// Runs a CLI adapter end to end: prompt (with the read-only note for the judge and planner),
+/// the process, then the CLI's report and the result file combined into one [`AgentResult`].
+pub(super) fn run_adapter(
+    adapter: &impl Adapter,
+    req: &AgentRequest<'_>,
+) -> Result<AgentResult, ExecutorError> {
+    let config = adapter.config();
+    let prompt = report::prompt_for(req.role, &req.prompt);
+    let files = RunFiles::prepare(req, &prompt)?;
+    let mut args = config.extra_args.clone();
+    args.extend(adapter.args(&files, req.scratch));
+    let inv = Invocation {
+        program: config.program.clone(),
+        args,
+        stdin: adapter.stdin(&prompt),
+        env: adapter.env(req.scratch),
+        tail_bytes: PARSE_BYTES,
+    };
+    let cli = adapter.cli();
+    let before = entries(req.workspace);
+    let out = execute(req, &files, inv, |e| {
+        format!(
+            "{e}\n  fix: install it (`{}`), or set `agents.{}.command` to the program's full path",
+            cli.install,
+            req.role.name()
+        )
+    });
+    adapter.clean_up(req.workspace, &before);
+    let out = out?;
+    let parsed = adapter.parse(&out, req.scratch);
+    Ok(report::assemble(parsed, &out, &files, req.role, config))
+}

@@ -1,0 +1,251 @@
+//! The `codex` adapter: OpenAI's Codex CLI (`codex`, npm `@openai/codex`).
+//!
+//! Runs `codex exec --json --color never --skip-git-repo-check --sandbox <mode> [--model M]
+//! --output-last-message <scratch>/last-message.txt [--add-dir <scratch>] -` with the prompt on
+//! stdin (`-`). Workers get `--sandbox workspace-write` plus the scratch folder (for the result
+//! file); the judge and the planner get `--sandbox read-only`. `codex exec` never asks for
+//! approval. Codex has no turn cap: `agents.<role>.max_turns` does not apply, the timeout bounds
+//! the run.
+//!
+//! Reads the JSON-lines events: `thread.started` (session id), `item.completed` of type
+//! `agent_message` (the final message; `--output-last-message` is the fallback when the stream's
+//! start was cut), `turn.completed` (token usage, summed: codex reports no cost, so the run is
+//! priced with `agents.<role>.pricing`), `turn.failed` (a failure; a quota text makes it a quota
+//! failure). `error` events are notes — codex prints "Reconnecting... 2/5" ones and carries on —
+//! and only explain a run that never completed its turn.
+
+use std::path::{Path, PathBuf};
+
+use super::cli::{run_adapter, Adapter, AdapterConfig, Cli, RunFiles};
+use super::report::{self, int, json_lines, read_only, text_at, Report};
+use super::{AgentRequest, AgentResult, Executor, ExecutorError};
+use crate::process::ProcessOutput;
+
+pub const CLI: Cli = Cli {
+    kind: "codex",
+    program: "codex",
+    install: "npm install -g @openai/codex",
+    keys: &["OPENAI_API_KEY", "CODEX_API_KEY"],
+};
+
+pub struct Codex {
+    config: AdapterConfig,
+}
+
+impl Codex {
+    pub fn new(config: AdapterConfig) -> Codex {
+        Codex { config }
+    }
+}
+
+/// Where codex writes its last message (`--output-last-message`).
+fn last_message_file(scratch: &Path) -> PathBuf {
+    scratch.join("last-message.txt")
+}
+
+/// The arguments after `codex` (the prompt goes on stdin).
+pub fn args(config: &AdapterConfig, scratch: &Path) -> Vec<String> {
+    let sandbox = if read_only(config.role) {
+        "read-only"
+    } else {
+        "workspace-write"
+    };
+    let mut args: Vec<String> = [
+        "exec",
+        "--json",
+        "--color",
+        "never",
+        "--skip-git-repo-check",
+        "--sandbox",
+        sandbox,
+    ]
+    .map(String::from)
+    .to_vec();
+    if let Some(model) = &config.model {
+        args.extend(["--model".to_string(), model.clone()]);
+    }
+    args.extend([
+        "--output-last-message".to_string(),
+        last_message_file(scratch).display().to_string(),
+    ]);
+    if !read_only(config.role) {
+        args.extend(["--add-dir".to_string(), scratch.display().to_string()]);
+    }
+    args.push("-".to_string());
+    args
+}
+
+/// Reads `codex exec --json` output; `last_message` is the `--output-last-message` file.
+pub fn parse(stdout: &str, last_message: Option<&str>) -> Report {
+    let (events, _) = json_lines(stdout);
+    if events.is_empty() && last_message.is_none() {
+        return Report::unreadable("codex printed no JSON events", stdout);
+    }
+    let mut r = Report::default();
+    let mut last_error: Option<String> = None;
+    for event in &events {
+        match text_at(event, "/type").unwrap_or("") {
+            "thread.started" => r.session_id = text_at(event, "/thread_id").map(String::from),
+            "item.completed" => match text_at(event, "/item/type") {
+                Some("agent_message") => {
+                    r.final_message = text_at(event, "/item/text").map(String::from);
+                }
+                Some("error") => last_error = text_at(event, "/item/message").map(String::from),
+                _ => {}
+            },
+            "turn.completed" => {
+                r.completed = true;
+                r.input_tokens += int(event, "/usage/input_tokens");
+                r.cached_input_tokens += int(event, "/usage/cached_input_tokens");
+                r.output_tokens += int(event, "/usage/output_tokens");
+            }
+            "turn.failed" => {
+                let message = text_at(event, "/error/message")
+                    .unwrap_or("codex reported a failed turn without a message");
+                r.failure = Some(report::error_from_text(message));
+            }
+            "error" => last_error = text_at(event, "/message").map(String::from),
+            _ => {}
+        }
+    }
+    if r.final_message.is_none() {
+        r.final_message = last_message
+            .map(str::trim)
+            .filter(|m| !m.is_empty())
+            .map(String::from);
+    }
+    if !r.completed && r.failure.is_none() {
+        if let Some(error) = last_error {
+            r.failure = Some(report::error_from_text(&error));
+        }
+    }
+    r
+}
+
+impl Adapter for Codex {
+    fn cli(&self) -> &'static Cli {
+        &CLI
+    }
+
+    fn config(&self) -> &AdapterConfig {
+        &self.config
+    }
+
+    fn args(&self, _files: &RunFiles, scratch: &Path) -> Vec<String> {
+        args(&self.config, scratch)
+    }
+
+    fn stdin(&self, prompt: &str) -> Option<Vec<u8>> {
+        Some(prompt.as_bytes().to_vec())
+    }
+
+    fn env(&self, _scratch: &Path) -> Vec<(String, String)> {
+        Vec::new()
+    }
+
+    fn parse(&self, out: &ProcessOutput, scratch: &Path) -> Report {
+        let last = std::fs::read_to_string(last_message_file(scratch)).ok();
+        parse(&out.stdout_tail, last.as_deref())
+    }
+}
+
+impl Executor for Codex {
+    fn name(&self) -> &str {
+        CLI.kind
+    }
+
+    fn run(&self, req: &AgentRequest<'_>) -> Result<AgentResult, ExecutorError> {
+        run_adapter(self, req)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::AgentRole;
+    use crate::executor::AgentFailureKind as K;
+    use crate::model::Role;
+
+    /// (fixture, last-message file, completed, failure, tokens in/cached/out, final message)
+    type Case<'a> = (
+        &'a str,
+        Option<&'a str>,
+        bool,
+        Option<K>,
+        (i64, i64, i64),
+        Option<&'a str>,
+    );
+
+    fn fixture(name: &str) -> String {
+        let path = format!(
+            "{}/tests/fixtures/agents/codex/{name}",
+            env!("CARGO_MANIFEST_DIR")
+        );
+        std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{path}: {e}"))
+    }
+
+    #[test]
+    fn argv_per_role() {
+        let scratch = Path::new("/s");
+        let mut worker = AdapterConfig::new(&CLI, AgentRole::Task(Role::Tester));
+        worker.model = Some("gpt-5-codex".into());
+        assert_eq!(
+            args(&worker, scratch).join(" "),
+            "exec --json --color never --skip-git-repo-check --sandbox workspace-write \
+             --model gpt-5-codex --output-last-message /s/last-message.txt --add-dir /s -"
+        );
+        let judge = AdapterConfig::new(&CLI, AgentRole::Judge);
+        assert_eq!(
+            args(&judge, scratch).join(" "),
+            "exec --json --color never --skip-git-repo-check --sandbox read-only \
+             --output-last-message /s/last-message.txt -"
+        );
+    }
+
+    #[test]
+    fn recorded_outputs_are_read() {
+        #[rustfmt::skip]
+        let cases: &[Case] = &[
+            ("success.jsonl", None, true, None, (24763, 24448, 122), Some("Added `sub`")),
+            ("turn_failed.jsonl", None, false, Some(K::Error), (0, 0, 0), None),
+            ("usage_limit.jsonl", None, false, Some(K::Quota { retry_hint: None }), (0, 0, 0), None),
+            // Killed while it retried a network that was not there: an error, not a quota.
+            ("network_retries.jsonl", None, false, Some(K::Error), (0, 0, 0), None),
+            // The stream's start was cut: the last message still comes from the file.
+            ("truncated.jsonl", Some("Done."), false, None, (0, 0, 0), Some("Done.")),
+        ];
+        for (name, last, completed, kind, (input, cached, output), message) in cases {
+            let r = parse(&fixture(name), *last);
+            assert_eq!(r.completed, *completed, "{name}");
+            assert_eq!(r.failure.as_ref().map(|f| f.kind.clone()), *kind, "{name}");
+            assert_eq!(
+                (r.input_tokens, r.cached_input_tokens, r.output_tokens),
+                (*input, *cached, *output),
+                "{name}"
+            );
+            let got = r.final_message.as_deref();
+            assert!(
+                got.unwrap_or("").starts_with(message.unwrap_or(""))
+                    && got.is_some() == message.is_some(),
+                "{name}: {got:?}"
+            );
+        }
+        let success = parse(&fixture("success.jsonl"), None);
+        assert_eq!(
+            success.session_id.as_deref(),
+            Some("0199a213-81c0-7800-8aa1-bbab2a035a53")
+        );
+        assert_eq!(success.cost_usd, None, "codex reports tokens only");
+        let quota = parse(&fixture("usage_limit.jsonl"), None).failure.unwrap();
+        assert!(quota.message.contains("try again at 3:28 PM"), "{quota:?}");
+    }
+
+    #[test]
+    fn garbage_is_an_error_not_a_panic() {
+        for text in ["", "not json\n", "{\"type\":", "\u{0}\u{ffff}"] {
+            let r = parse(text, None);
+            assert!(!r.completed, "{text:?}");
+            assert_eq!(r.failure.map(|f| f.kind), Some(K::Error), "{text:?}");
+        }
+    }
+}

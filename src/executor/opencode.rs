@@ -1,0 +1,294 @@
+//! The `opencode` adapter: the OpenCode CLI (`opencode`, npm `opencode-ai`).
+//!
+//! Runs `opencode run --format json [--model provider/model] [--agent plan]` with the prompt on
+//! stdin (`opencode run` reads a piped stdin as the message). Workers use the default `build`
+//! agent; the judge and the planner the built-in `plan` agent, which may not edit. Settings go in
+//! `OPENCODE_CONFIG_CONTENT` (merged over the user's and the project's config): the turn cap as
+//! the agents' `steps`, and permission to write the scratch folder (for the result file) — any
+//! other permission prompt is rejected by `opencode run`. `OPENCODE_DISABLE_AUTOUPDATE=1` too.
+//!
+//! Reads the JSON-lines events: `text` parts (the last one is the final message), `step_finish`
+//! parts (`cost` in USD and `tokens`, summed over steps; `reason`), `sessionID`, and `error`
+//! events (`APIError` with `statusCode` 429/529, or a quota text, is a quota failure; its
+//! `responseHeaders` may say when to retry). A run that took `max_turns` steps without ending on
+//! a final answer used up its turns.
+
+use std::path::Path;
+
+use serde_json::{json, Value};
+
+use super::cli::{run_adapter, Adapter, AdapterConfig, Cli, RunFiles};
+use super::report::{self, failure, int, json_lines, read_only, text_at, Report};
+use super::{AgentFailureKind, AgentRequest, AgentResult, Executor, ExecutorError};
+use crate::process::ProcessOutput;
+
+pub const CLI: Cli = Cli {
+    kind: "opencode",
+    program: "opencode",
+    install: "npm install -g opencode-ai",
+    keys: &[
+        "ANTHROPIC_API_KEY",
+        "OPENAI_API_KEY",
+        "OPENROUTER_API_KEY",
+        "GEMINI_API_KEY",
+    ],
+};
+
+pub struct Opencode {
+    config: AdapterConfig,
+}
+
+impl Opencode {
+    pub fn new(config: AdapterConfig) -> Opencode {
+        Opencode { config }
+    }
+}
+
+/// The arguments after `opencode` (the prompt goes on stdin).
+pub fn args(config: &AdapterConfig) -> Vec<String> {
+    let mut args: Vec<String> = ["run", "--format", "json"].map(String::from).to_vec();
+    if let Some(model) = &config.model {
+        args.extend(["--model".to_string(), model.clone()]);
+    }
+    if read_only(config.role) {
+        args.extend(["--agent".to_string(), "plan".to_string()]);
+    }
+    args
+}
+
+/// `OPENCODE_CONFIG_CONTENT`: the turn cap, and the scratch folder writable.
+pub fn config_content(config: &AdapterConfig, scratch: &Path) -> String {
+    let steps = json!({ "steps": config.max_turns });
+    let scratch_files = format!("{}/*", scratch.display());
+    json!({
+        "agent": { "build": steps, "plan": steps },
+        "permission": { "external_directory": { scratch_files: "allow" } },
+    })
+    .to_string()
+}
+
+/// Reads `opencode run --format json` output.
+pub fn parse(stdout: &str, max_turns: u32) -> Report {
+    let (events, _) = json_lines(stdout);
+    if events.is_empty() {
+        return Report::unreadable("opencode printed no JSON events", stdout);
+    }
+    let mut r = Report {
+        session_id: events
+            .iter()
+            .find_map(|e| text_at(e, "/sessionID"))
+            .map(String::from),
+        ..Report::default()
+    };
+    let (mut steps, mut finished_steps, mut cost) = (0u32, 0u32, 0.0f64);
+    let mut last_reason = None;
+    for event in &events {
+        match text_at(event, "/type").unwrap_or("") {
+            "step_start" => steps += 1,
+            "text" => {
+                if let Some(text) = text_at(event, "/part/text").filter(|t| !t.trim().is_empty()) {
+                    r.final_message = Some(text.to_string());
+                }
+            }
+            "step_finish" => {
+                finished_steps += 1;
+                last_reason = text_at(event, "/part/reason");
+                cost += event
+                    .pointer("/part/cost")
+                    .and_then(Value::as_f64)
+                    .unwrap_or(0.0);
+                let cached = int(event, "/part/tokens/cache/read");
+                r.input_tokens += int(event, "/part/tokens/input")
+                    + cached
+                    + int(event, "/part/tokens/cache/write");
+                r.cached_input_tokens += cached;
+                r.output_tokens +=
+                    int(event, "/part/tokens/output") + int(event, "/part/tokens/reasoning");
+            }
+            "error" => r.failure = Some(error_event(event)),
+            _ => {}
+        }
+    }
+    r.cost_usd = (finished_steps > 0).then_some(cost);
+    r.completed = finished_steps > 0 && r.failure.is_none();
+    let ended_on_answer = last_reason == Some("stop");
+    if r.failure.is_none() && (steps > max_turns || (steps >= max_turns && !ended_on_answer)) {
+        r.failure = Some(failure(
+            AgentFailureKind::MaxTurns,
+            format!("opencode took {steps} steps (cap {max_turns}) without a final answer"),
+        ));
+    }
+    r
+}
+
+fn error_event(event: &Value) -> super::AgentFailure {
+    let name = text_at(event, "/error/name").unwrap_or("error");
+    let message = text_at(event, "/error/data/message").unwrap_or(name);
+    let status = event
+        .pointer("/error/data/statusCode")
+        .and_then(Value::as_i64);
+    let text = format!("{name}: {message}");
+    if matches!(status, Some(429 | 529)) {
+        // The hint may be in the response headers; the message is what a person reads.
+        let mut f = report::quota(&text);
+        if let AgentFailureKind::Quota { retry_hint } = &mut f.kind {
+            *retry_hint = report::quota_hint(&event.to_string());
+        }
+        return f;
+    }
+    report::error_from_text(&text)
+}
+
+impl Adapter for Opencode {
+    fn cli(&self) -> &'static Cli {
+        &CLI
+    }
+
+    fn config(&self) -> &AdapterConfig {
+        &self.config
+    }
+
+    fn args(&self, _files: &RunFiles, _scratch: &Path) -> Vec<String> {
+        args(&self.config)
+    }
+
+    fn stdin(&self, prompt: &str) -> Option<Vec<u8>> {
+        Some(prompt.as_bytes().to_vec())
+    }
+
+    fn env(&self, scratch: &Path) -> Vec<(String, String)> {
+        vec![
+            (
+                "OPENCODE_CONFIG_CONTENT".into(),
+                config_content(&self.config, scratch),
+            ),
+            ("OPENCODE_DISABLE_AUTOUPDATE".into(), "1".into()),
+        ]
+    }
+
+    fn parse(&self, out: &ProcessOutput, _scratch: &Path) -> Report {
+        parse(&out.stdout_tail, self.config.max_turns)
+    }
+}
+
+impl Executor for Opencode {
+    fn name(&self) -> &str {
+        CLI.kind
+    }
+
+    fn run(&self, req: &AgentRequest<'_>) -> Result<AgentResult, ExecutorError> {
+        run_adapter(self, req)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::AgentRole;
+    use crate::executor::AgentFailureKind as K;
+    use crate::model::Role;
+
+    /// (fixture, max turns, completed, failure, cost, tokens in/out, final message)
+    type Case<'a> = (
+        &'a str,
+        u32,
+        bool,
+        Option<K>,
+        Option<f64>,
+        (i64, i64),
+        Option<&'a str>,
+    );
+
+    fn fixture(name: &str) -> String {
+        let path = format!(
+            "{}/tests/fixtures/agents/opencode/{name}",
+            env!("CARGO_MANIFEST_DIR")
+        );
+        std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{path}: {e}"))
+    }
+
+    #[test]
+    fn argv_and_config_per_role() {
+        let mut worker = AdapterConfig::new(&CLI, AgentRole::Task(Role::Docser));
+        worker.model = Some("anthropic/claude-sonnet-4-5".into());
+        worker.max_turns = 25;
+        assert_eq!(
+            args(&worker).join(" "),
+            "run --format json --model anthropic/claude-sonnet-4-5"
+        );
+        let planner = AdapterConfig::new(&CLI, AgentRole::Planner);
+        assert_eq!(args(&planner).join(" "), "run --format json --agent plan");
+        let content: Value =
+            serde_json::from_str(&config_content(&worker, Path::new("/tmp/s \"x\""))).unwrap();
+        assert_eq!(content["agent"]["build"]["steps"], 25);
+        assert_eq!(content["agent"]["plan"]["steps"], 25);
+        assert_eq!(
+            content["permission"]["external_directory"]["/tmp/s \"x\"/*"],
+            "allow"
+        );
+    }
+
+    #[test]
+    fn recorded_outputs_are_read() {
+        #[rustfmt::skip]
+        let cases: &[Case] = &[
+            ("success.jsonl", 100, true, None, Some(0.0108), (1500, 420), Some("Added subtraction")),
+            ("rate_limited_429.jsonl", 100, false,
+                Some(K::Quota { retry_hint: Some("resets at 00:00 UTC".into()) }), None, (0, 0), None),
+            ("provider_error.jsonl", 100, false, Some(K::Error), None, (0, 0), None),
+            ("tool_loop.jsonl", 3, true, Some(K::MaxTurns), Some(0.0432), (6000, 1680), None),
+            ("tool_loop.jsonl", 100, true, None, Some(0.0432), (6000, 1680), None),
+        ];
+        for (name, max, completed, kind, cost, (input, output), message) in cases {
+            let r = parse(&fixture(name), *max);
+            assert_eq!(r.completed, *completed, "{name}");
+            assert_eq!(r.failure.as_ref().map(|f| f.kind.clone()), *kind, "{name}");
+            assert_eq!(r.cost_usd.map(|c| (c * 1e6).round() / 1e6), *cost, "{name}");
+            assert_eq!(
+                (r.input_tokens, r.output_tokens),
+                (*input, *output),
+                "{name}"
+            );
+            assert_eq!(
+                r.final_message.as_deref().map(|m| &m[..m.len().min(17)]),
+                *message,
+                "{name}"
+            );
+            assert!(
+                r.session_id
+                    .as_deref()
+                    .is_some_and(|s| s.starts_with("ses_")),
+                "{name}"
+            );
+        }
+        let quota = parse(&fixture("rate_limited_429.jsonl"), 100)
+            .failure
+            .unwrap();
+        assert!(
+            quota
+                .message
+                .starts_with("APIError: This request would exceed"),
+            "{quota:?}"
+        );
+    }
+
+    #[test]
+    fn garbage_is_an_error_not_a_panic() {
+        let truncated = fixture("truncated.jsonl");
+        for text in [
+            "",
+            "opencode: command failed\n",
+            "{\"type\":\"text\"",
+            truncated.as_str(),
+        ] {
+            let r = parse(text, 100);
+            assert!(!r.completed, "{text:?}");
+            assert!(
+                r.failure.is_none() || r.failure.as_ref().is_some_and(|f| f.kind == K::Error),
+                "{text:?}"
+            );
+        }
+        // Nothing readable at all is reported as such.
+        assert_eq!(parse("", 100).failure.map(|f| f.kind), Some(K::Error));
+    }
+}
