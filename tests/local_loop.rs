@@ -536,3 +536,57 @@ fn a_spent_tick_budget_returns_the_other_claims_to_the_queue() {
     g.run_until_quiet(5, 5, 8);
     assert_eq!(g.task_json(&b)["status"], "done");
 }
+
+/// issue 9: an agent cut short (here: killed at its timeout) leaves its work in progress
+/// committed to the task branch; the next attempt starts from it instead of from scratch.
+#[test]
+fn work_of_an_agent_cut_short_is_kept_for_the_next_attempt() {
+    let g = GitRepo::with(Setup {
+        worker: "    timeout_minutes: 0.03\n",
+        ..Setup::default()
+    });
+    let tools = g.tools_path().display().to_string();
+    g.agent(&format!(
+        "#!/bin/sh\nif [ ! -f {tools}/first ]; then touch {tools}/first; echo half > part1.txt; exec sleep 30; fi\ntest -f part1.txt && echo resumed > {tools}/resumed\necho rest > part2.txt\n"
+    ));
+    let id = g.repo.add(&[
+        "--title",
+        "Two parts",
+        "--goal",
+        "part1.txt and part2.txt",
+        "--command",
+        "test -f part1.txt",
+        "--command",
+        "test -f part2.txt",
+    ]);
+    let first = g.tick(&minute(0));
+    assert!(
+        first.stdout.contains("running → failed"),
+        "{}",
+        first.stdout
+    );
+    let shown = g.repo.run(&["task", "show", &id]).ok().stdout;
+    assert!(
+        shown.contains("timed out") && shown.contains("its work in progress is committed"),
+        "{shown}"
+    );
+    let branch = git(
+        g.path(),
+        &[
+            "branch",
+            "--list",
+            "--format=%(refname:short)",
+            "opentiger/*",
+        ],
+    );
+    let wip = git(g.path(), &["log", "--format=%s", branch.trim()]);
+    assert!(wip.starts_with("[opentiger] WIP: Two parts"), "{wip}");
+    g.run_until_quiet(10, 5, 8);
+    assert_eq!(g.task_json(&id)["status"], "done");
+    assert!(
+        g.tools_path().join("resumed").exists(),
+        "the second attempt found the first one's work"
+    );
+    assert_eq!(g.file_on_main("part1.txt").as_deref(), Some("half\n"));
+    assert_eq!(g.file_on_main("part2.txt").as_deref(), Some("rest\n"));
+}

@@ -248,6 +248,31 @@ pub fn decide_verdict(
             next_attempt_at: None,
             rebind_head: None,
         },
+        JudgeConclusion::Failed { error } if super::classify::is_quota_message(error) => {
+            // The judge's agent is out of quota: wait it out like a run would (spec §3.4, the
+            // provider's hint first), on the quota budget, not the judge retry budget.
+            let waits = task.attempts.get(AttemptKey::Quota);
+            let max = config.retry.quota.max_waits;
+            let wait = super::backoff::quota_cooldown_ms(
+                &config.quota_backoff(),
+                task.id.as_str(),
+                waits,
+                error,
+                now.0,
+            );
+            bounded_rejudge(
+                task,
+                AttemptKey::Quota,
+                max,
+                now.plus(wait),
+                format!("the judge's agent is out of quota ({error}): reviewed again after the wait (quota wait {}/{max})", waits + 1),
+                format!(
+                    "the judge's agent hit its quota {} times (limit {max}): {error}. A failed review is never an approval. Decide: check the judge agent's plan or key, then `opentiger task retry {}`",
+                    waits + 1,
+                    task.id
+                ),
+            )
+        }
         JudgeConclusion::Failed { error } => {
             let limit = config.retry.max_judge_retries;
             let n = task.attempts.get(AttemptKey::Judge) + 1;
@@ -711,6 +736,32 @@ mod backoff_tests {
             })
             .collect();
         assert_eq!(waits, vec![300 * SECOND, 600 * SECOND, 1200 * SECOND]);
+        // The judge's agent out of quota: the provider's hint decides the wait, on the quota
+        // budget (the judge retry budget stays whole), bounded by retry.quota.max_waits.
+        let quota = JudgeConclusion::Failed {
+            error: "the judge agent hit a quota or rate limit: please retry in 600 seconds".into(),
+        };
+        let t = task("a").blocked(BlockReason::AwaitingJudge);
+        let d = decide_verdict(&t, &quota, &Lineage::fresh(&t), &config, NOW);
+        assert_eq!(d.to, TaskState::blocked(BlockReason::AwaitingJudge));
+        assert!(d.rejudge);
+        assert_eq!(
+            d.next_attempt_at.map(|at| at.minus(NOW)),
+            Some(600 * SECOND)
+        );
+        let used = d.attempts.expect("counted");
+        assert_eq!(
+            (used.get(AttemptKey::Quota), used.get(AttemptKey::Judge)),
+            (1, 0)
+        );
+        let spent = t.clone().attempts(AttemptKey::Quota, 12);
+        let d = decide_verdict(&spent, &quota, &Lineage::fresh(&spent), &config, NOW);
+        assert_eq!(d.to, TaskState::blocked(BlockReason::AwaitingHuman));
+        assert!(
+            d.reason.contains("hit its quota 13 times (limit 12)"),
+            "{}",
+            d.reason
+        );
         let moved = JudgeConclusion::BaseMoved {
             base: "main".into(),
         };

@@ -450,6 +450,18 @@ fn review(
     // The reviewer reads; it does not edit what it reviews.
     let _ = ws.git().run(&["reset", "-q", "--hard", merged]);
     let _ = ws.git().run(&["clean", "-q", "-fd"]);
+    if let Some(failure) = &result.failure {
+        let text = act.redactor.excerpt(&failure.message, 300);
+        return Err(match &failure.kind {
+            crate::executor::AgentFailureKind::Quota { retry_hint } => format!(
+                "the judge agent hit a quota or rate limit{}: {text}",
+                retry_hint
+                    .as_ref()
+                    .map_or(String::new(), |h| format!(" ({h})"))
+            ),
+            _ => format!("the judge agent reported a failure: {text}"),
+        });
+    }
     match result.exit {
         AgentExit::Finished => {}
         AgentExit::TimedOut => {

@@ -81,7 +81,15 @@ fn in_worktree(
             }
             return Ok(result);
         }
-        let agent = run_agent(act, task, run_id, history, &ws.path, record)?;
+        let agent = match run_agent(act, task, run_id, history, &ws.path, record) {
+            Ok(agent) => agent,
+            Err(failure) if record.cut_short => {
+                return Err(keep_progress(
+                    act, task, run_id, &ws, &branches, record, failure,
+                ))
+            }
+            Err(failure) => return Err(failure),
+        };
         let changes = ws.stage_changes().map_err(setup)?;
         if changes.is_empty() {
             if let Some(adopted) = adopt_earlier_commit(act, task, &ws, &base_ref, record)? {
@@ -109,6 +117,66 @@ fn in_worktree(
         tracing::warn!("could not remove the worktree: {e}");
     }
     result
+}
+
+/// An agent cut short (timeout, turn or spending cap) leaves unfinished work: it is committed
+/// to the task branch as work in progress (and published), so the next attempt starts from it
+/// instead of from scratch. Only what the path policy allows is kept. The run still fails with
+/// its cause; the message says what was kept.
+fn keep_progress(
+    act: &Act<'_>,
+    task: &Task,
+    run_id: &RunId,
+    ws: &Workspace,
+    branches: &Branches,
+    record: &mut RunRecord,
+    mut failure: CheckFailure,
+) -> CheckFailure {
+    let kept = (|| -> Result<Option<String>, String> {
+        let changes = ws.stage_changes().map_err(|e| e.to_string())?;
+        if changes.is_empty() {
+            return Ok(None);
+        }
+        if let Err(refused) = checks::check_policy(task, act.config, &changes) {
+            return Err(format!("it breaks the path policy ({})", refused.message));
+        }
+        let head = ws
+            .commit(
+                &format!("[opentiger] WIP: {}", task.title),
+                &format!(
+                    "Work in progress: the agent was cut short; the next attempt continues from here.\n\nTask: {}\nRun: {run_id}",
+                    task.id
+                ),
+            )
+            .map_err(|e| e.to_string())?;
+        branches.publish(&ws.branch).map_err(|e| e.to_string())?;
+        Ok(Some(head))
+    })();
+    match kept {
+        Ok(Some(head)) => {
+            let note = format!(
+                "; its work in progress is committed to {} ({}) and the next attempt continues from it",
+                ws.branch,
+                crate::engine::verdict::short_sha(&head)
+            );
+            failure.message = after_first_line(&failure.message, &note);
+            record.head_sha = Some(head);
+        }
+        Ok(None) => {}
+        Err(why) => {
+            let note = format!("; its unfinished changes were not kept: {why}");
+            failure.message = after_first_line(&failure.message, &note);
+        }
+    }
+    failure
+}
+
+/// `text` with `note` added to its first line (the line reports and `task show` print).
+fn after_first_line(text: &str, note: &str) -> String {
+    match text.split_once('\n') {
+        Some((first, rest)) => format!("{first}{note}\n{rest}"),
+        None => format!("{text}{note}"),
+    }
 }
 
 /// A conflict fix (`autofix_conflict`): the base is merged into the change's branch; conflicts
@@ -348,19 +416,24 @@ fn run_agent(
         .clone()
         .map(|s| act.redactor.excerpt(&s, 500));
     if let Some(failure) = &result.failure {
+        record.cut_short = matches!(
+            failure.kind,
+            AgentFailureKind::MaxTurns | AgentFailureKind::Budget
+        );
         return Err(reported_failure(failure, &agent, role, act.redactor));
     }
     let tail = act.redactor.excerpt(&result.output_tail, 800);
     match result.exit {
         AgentExit::Finished => {}
         AgentExit::TimedOut => {
+            record.cut_short = true;
             return Err(CheckFailure {
                 code: FailureCode::TransientOrFlakyFailure,
                 message: format!(
                     "the agent timed out after {:?} and was killed\n{tail}",
                     agent.timeout()
                 ),
-            })
+            });
         }
         AgentExit::Failed(code) => {
             let how = code.map_or("was killed by a signal".to_string(), |c| {

@@ -23,6 +23,9 @@ pub struct RunRecord {
     pub head_sha: Option<String>,
     /// The pull request the change is in (github mode).
     pub pr_number: Option<u64>,
+    /// The agent was cut short (timeout, turn or spending cap): what it changed is worth
+    /// keeping for the next attempt. Not stored.
+    pub cut_short: bool,
 }
 
 /// What happened to an outcome.
