@@ -247,6 +247,7 @@ mod tests {
                 per_task_usd: 5.0,
                 per_tick_usd: None,
             },
+            parked_executors: Vec::new(),
         };
         let board = BoardView::of(&view, "github");
         assert_eq!(board.humans.len(), 1);

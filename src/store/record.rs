@@ -23,6 +23,9 @@ pub struct RunRecord {
     pub head_sha: Option<String>,
     /// The pull request the change is in (github mode).
     pub pr_number: Option<u64>,
+    /// Which executor of its role's chain ran (not stored as such: `executor` says it for
+    /// people; the outcome reads it to park or clear the executor).
+    pub executor_use: Option<crate::engine::fallback::ExecutorUse>,
 }
 
 /// What happened to an outcome.
@@ -202,6 +205,9 @@ impl Store {
             writer,
         )?;
         tx.execute("DELETE FROM leases WHERE task_id = ?1", [task_id.as_str()])?;
+        if let Some(change) = &decision.executor {
+            super::executors::apply_change(&tx, change, writer.now)?;
+        }
         if let Some(pr) = record.pr_number {
             tx.execute(
                 "UPDATE runs SET pr_number = ?2 WHERE id = ?1",
