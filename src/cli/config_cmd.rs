@@ -48,6 +48,11 @@ pub fn run(cli: &Cli, cmd: &ConfigCommand) -> CmdResult {
             ] {
                 effective["agents"][role.name()] = serde_json::to_value(cfg.agents.effective(role))
                     .map_err(|e| Failure::tick(e.to_string()))?;
+                let fallbacks = &cfg.agents.chain(role)[1..];
+                if !fallbacks.is_empty() {
+                    effective["agents"][role.name()]["fallbacks"] = serde_json::to_value(fallbacks)
+                        .map_err(|e| Failure::tick(e.to_string()))?;
+                }
             }
             if *json {
                 println!(

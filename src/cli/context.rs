@@ -78,7 +78,9 @@ impl Context {
             AgentRole::Task(Role::Docser),
             AgentRole::Judge,
         ] {
-            names.extend(self.config.agents.effective(role).env_passthrough);
+            for agent in self.config.agents.chain(role) {
+                names.extend(agent.env_passthrough);
+            }
         }
         crate::redact::Redactor::from_env(&names, |k| std::env::var(k).ok())
     }
@@ -222,6 +224,7 @@ impl Context {
                 by_task: store.spend_of_queued_tasks()?,
             },
             plan_signature,
+            executor_waits: store.executor_waits()?,
             requirement_present,
             issue_backlog: 0,
             open_prs: 0,
@@ -258,12 +261,17 @@ impl Context {
         }
     }
 
-    /// Whether the planner agent can run here (configured on and its executor available).
+    /// Whether the planner agent can run here (configured on and an executor of its chain
+    /// available).
     pub fn planner_agent_usable(&self) -> bool {
         let role = crate::config::AgentRole::Planner;
         self.config.planner.agent
-            && crate::executor::for_role(&self.config.agents.effective(role), role, &self.repo)
-                .is_ok()
+            && self
+                .config
+                .agents
+                .chain(role)
+                .iter()
+                .any(|agent| crate::executor::build(agent, role, &self.repo).is_ok())
     }
 
     /// Snapshot and plan of the state as it is now.

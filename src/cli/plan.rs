@@ -6,7 +6,6 @@ use clap::Args;
 
 use super::tick::{plan_line, PlanWork};
 use super::{CmdResult, Context, Failure};
-use crate::config::AgentRole;
 use crate::engine::PreflightInputs;
 use crate::model::PlanStatus;
 use crate::prompt::Templates;
@@ -21,10 +20,12 @@ pub struct PlanArgs {
 }
 
 pub fn run(ctx: &Context, args: &PlanArgs) -> CmdResult {
+    let executor_waits;
     let mut work = {
         let store = ctx.read_store()?;
         let active = store.list_tasks(&TaskFilter::default())?;
         let observations = ctx.observations(&store)?;
+        executor_waits = observations.executor_waits.clone();
         let inputs = PreflightInputs::from_tasks(active.iter(), &observations);
         if inputs.i() || inputs.p() || inputs.l() {
             return Err(Failure::usage(format!(
@@ -68,19 +69,15 @@ pub fn run(ctx: &Context, args: &PlanArgs) -> CmdResult {
         )));
     }
     let templates = Templates::load(&ctx.repo).map_err(|e| Failure::usage(e.to_string()))?;
-    let redactor = crate::redact::Redactor::from_env(
-        &ctx.config
-            .agents
-            .effective(AgentRole::Planner)
-            .env_passthrough,
-        |k| std::env::var(k).ok(),
-    );
+    let redactor = ctx.redactor();
     let act = Act {
         repo: &ctx.repo,
         config: &ctx.config,
         redactor: &redactor,
         templates: &templates,
         state_file: ctx.state_path().ok(),
+        executor_waits: &executor_waits,
+        now: ctx.now,
     };
     let plan = work.run(&act, ctx.now);
     let writer = Writer {

@@ -106,5 +106,6 @@ pub fn view(ctx: &Context, store: &Store, all: bool) -> Result<StatusView, Failu
             per_task_usd: ctx.config.budget.per_task_usd,
             per_tick_usd: ctx.config.budget.per_tick_usd,
         },
+        parked_executors: report::parked_executors(&plan),
     })
 }

@@ -17,7 +17,7 @@ use super::context::PlanInputs;
 use super::forge_sync;
 use super::{CmdResult, Context, Failure};
 use crate::config::AgentRole;
-use crate::engine::outcome::decide_outcome;
+use crate::engine::outcome::{decide_outcome, RunExecutors};
 use crate::engine::verdict::{decide_verdict, JudgeConclusion};
 use crate::executor;
 use crate::forge::github::GithubClient;
@@ -301,49 +301,22 @@ fn check_agents(
             roles.push(role);
         }
     }
+    // A role may run when any executor of its chain can (issue 9 fallbacks).
     for role in roles {
-        let agent = ctx.config.agents.effective(role);
-        executor::for_role(&agent, role, &ctx.repo)
-            .map_err(|e| Failure::usage(format!("{}: {e}", ctx.config_source)))?;
-        if let Some(argv) = &agent.command {
-            check_program(ctx, role, argv)?;
+        let chain = ctx.config.agents.chain(role);
+        let mut errors = Vec::new();
+        for agent in &chain {
+            match executor::build(agent, role, &ctx.repo) {
+                Ok(_) => break,
+                Err(e) => errors.push(e.to_string()),
+            }
+        }
+        if errors.len() == chain.len() {
+            let why = executor::none_usable(role, &chain, &errors);
+            return Err(Failure::usage(format!("{}: {why}", ctx.config_source)));
         }
     }
     Ok(())
-}
-
-/// A missing agent program is the user's to fix: say so before claiming anything.
-fn check_program(ctx: &Context, role: AgentRole, argv: &[String]) -> Result<(), Failure> {
-    let agent = ctx.config.agents.effective(role);
-    if agent.executor != crate::config::ExecutorKind::Command {
-        return Ok(());
-    }
-    let Some(program) = argv.first() else {
-        return Ok(());
-    };
-    let found = if program.contains('/') {
-        let p = std::path::Path::new(program);
-        if p.is_absolute() {
-            p.exists()
-        } else {
-            ctx.repo.join(p).exists()
-        }
-    } else {
-        std::env::var("PATH")
-            .unwrap_or_default()
-            .split(':')
-            .any(|dir| std::path::Path::new(dir).join(program).is_file())
-    };
-    if found {
-        Ok(())
-    } else {
-        Err(Failure::usage(format!(
-            "{}: agents.{}.command: `{program}` was not found (looked on PATH, or relative to {})\n  fix: install it, or correct `command:`",
-            ctx.config_source,
-            role.name(),
-            ctx.repo.display()
-        )))
-    }
 }
 
 /// A claimed piece of work, with what the act phase needs to know about it.
@@ -527,6 +500,8 @@ pub fn tick_with(ctx: &Context, fan_out: bool) -> Result<TickSummary, Failure> {
         redactor: &redactor,
         templates: &templates,
         state_file: ctx.state_path().ok(),
+        executor_waits: &claimed.executor_waits,
+        now: ctx.now,
     };
     let mut done = Vec::new();
     // What the runs of this tick spent so far, for budget.per_tick_usd.
@@ -676,6 +651,8 @@ struct Claimed {
     lines: Vec<String>,
     work: Vec<Work>,
     in_use: Vec<std::path::PathBuf>,
+    /// Executors parked on a quota, as the plan saw them: runs choose their executor with them.
+    executor_waits: crate::engine::fallback::ExecutorWaits,
 }
 
 fn claim(ctx: &Context, store: &mut Store) -> Result<Claimed, Failure> {
@@ -743,6 +720,7 @@ fn claim(ctx: &Context, store: &mut Store) -> Result<Claimed, Failure> {
         lines,
         work,
         in_use: worktrees_in_use(ctx, store)?,
+        executor_waits: snapshot.observations.executor_waits.clone(),
     })
 }
 
@@ -775,7 +753,12 @@ fn record(
         let (recorded, finished) = match item {
             Done::Work(task_id, run_id, WorkResult { outcome, record }) => {
                 let task = store.task(task_id)?;
-                let decision = decide_outcome(&task, outcome, &ctx.config, now);
+                let waits = store.executor_waits()?;
+                let executors = RunExecutors {
+                    used: record.executor_use.as_ref(),
+                    waits: &waits,
+                };
+                let decision = decide_outcome(&task, outcome, &executors, &ctx.config, now);
                 out.lines.push(format!(
                     "{} {:?}: {} → {}",
                     task.id,
@@ -852,6 +835,7 @@ fn record(
                     attempts: None,
                     next_attempt_at: Some(None),
                     reason: why.clone(),
+                    executor: None,
                 };
                 let record = crate::store::RunRecord {
                     error: Some(why.clone()),

@@ -9,7 +9,7 @@
 use clap::Args;
 
 use super::{tick, CmdResult, Context, Failure};
-use crate::engine::outcome::decide_outcome;
+use crate::engine::outcome::{decide_outcome, RunExecutors};
 use crate::forge::github::GithubClient;
 use crate::model::{Mode, RunId, TickId};
 use crate::prompt::Templates;
@@ -74,6 +74,7 @@ pub fn run(ctx: &Context, args: &WorkArgs) -> CmdResult {
         .into_iter()
         .filter(|r| r.id != run_id)
         .collect();
+    let executor_waits = store.executor_waits()?;
     drop(store);
 
     let templates = Templates::load(&ctx.repo).map_err(|e| Failure::usage(e.to_string()))?;
@@ -84,6 +85,8 @@ pub fn run(ctx: &Context, args: &WorkArgs) -> CmdResult {
         redactor: &redactor,
         templates: &templates,
         state_file: ctx.state_path().ok(),
+        executor_waits: &executor_waits,
+        now: ctx.now,
     };
     let mut result = run_task(&act, &task, &run_id, &history);
     if let (Some(client), true) = (
@@ -97,7 +100,12 @@ pub fn run(ctx: &Context, args: &WorkArgs) -> CmdResult {
     let writer = Writer { now, ..writer };
     let (line, recorded) = ctx.record_state("record the run", |store| {
         let task = store.task(&task_id)?;
-        let decision = decide_outcome(&task, &result.outcome, &ctx.config, now);
+        let waits = store.executor_waits()?;
+        let executors = RunExecutors {
+            used: result.record.executor_use.as_ref(),
+            waits: &waits,
+        };
+        let decision = decide_outcome(&task, &result.outcome, &executors, &ctx.config, now);
         let line = format!(
             "{} {:?}: {} → {}",
             task.id,

@@ -228,12 +228,13 @@ fn validate(config: &Config, text: &str, file: &str) -> Result<(), ConfigError> 
         AgentRole::Task(Role::Docser),
         AgentRole::Judge,
     ];
-    for role in roles {
-        let agent = config.agents.effective(role);
+    validate_fallback_entries(config).map_err(|(key, message, fix)| fail(&key, message, &fix))?;
+    for agent in roles.into_iter().flat_map(|role| config.agents.chain(role)) {
+        let at = |field: &str| format!("{}.{field}", agent.config_key);
         if agent.executor == ExecutorKind::Command
             && agent.command.as_ref().is_none_or(|c| c.is_empty())
         {
-            let key = format!("agents.{}.command", role.name());
+            let key = at("command");
             return Err(fail(
                 &key,
                 "`executor: command` needs the program to run".to_string(),
@@ -241,7 +242,7 @@ fn validate(config: &Config, text: &str, file: &str) -> Result<(), ConfigError> 
             ));
         }
         if !(agent.timeout_minutes > 0.0 && agent.timeout_minutes.is_finite()) {
-            let key = format!("agents.{}.timeout_minutes", role.name());
+            let key = at("timeout_minutes");
             return Err(fail(
                 &key,
                 format!("{} is not a time limit", agent.timeout_minutes),
@@ -249,7 +250,7 @@ fn validate(config: &Config, text: &str, file: &str) -> Result<(), ConfigError> 
             ));
         }
         if agent.max_turns == 0 {
-            let key = format!("agents.{}.max_turns", role.name());
+            let key = at("max_turns");
             return Err(fail(
                 &key,
                 "must be at least 1".to_string(),
@@ -264,13 +265,29 @@ fn validate(config: &Config, text: &str, file: &str) -> Result<(), ConfigError> 
             ];
             for (field, price) in prices {
                 if let Some(price) = price.filter(|p| !(*p >= 0.0 && p.is_finite())) {
-                    let key = format!("agents.{}.pricing.{field}", role.name());
+                    let key = at(&format!("pricing.{field}"));
                     return Err(fail(
                         &key,
                         format!("{price} is not a price"),
                         "give a non-negative amount in USD per million tokens, e.g. 3",
                     ));
                 }
+            }
+        }
+    }
+    for role in roles {
+        let chain = config.agents.chain(role);
+        for (i, agent) in chain.iter().enumerate() {
+            let key = agent.executor_key();
+            if let Some(first) = chain[..i].iter().find(|a| a.executor_key() == key) {
+                return Err(fail(
+                    &agent.config_key,
+                    format!(
+                        "runs the same executor as `{}` (`{key}`), so it can never stand in for it",
+                        first.config_key
+                    ),
+                    "give it another executor or model, or remove it",
+                ));
             }
         }
     }
@@ -342,37 +359,127 @@ fn validate(config: &Config, text: &str, file: &str) -> Result<(), ConfigError> 
     Ok(())
 }
 
+/// What a fallback entry may not say, whatever it inherits: `(key, message, fix)`.
+fn validate_fallback_entries(config: &Config) -> Result<(), (String, String, String)> {
+    let mut lists = vec![("agents.default".to_string(), &config.agents.default)];
+    for role in AgentRole::ALL {
+        let owner = format!("agents.{}", role.name());
+        lists.push((owner, config.agents.entry(role)));
+    }
+    for (owner, agent) in lists {
+        for (i, entry) in agent.fallbacks.iter().flatten().enumerate() {
+            let at = format!("{owner}.fallbacks[{i}]");
+            if entry.fallbacks.is_some() {
+                return Err((
+                    format!("{at}.fallbacks"),
+                    "a fallback cannot have fallbacks of its own".to_string(),
+                    format!(
+                        "list every executor in `{owner}.fallbacks`, in the order they are tried"
+                    ),
+                ));
+            }
+            let role_keys = [
+                ("count", entry.count.is_some()),
+                ("review", entry.review.is_some()),
+            ];
+            if let Some((name, _)) = role_keys.iter().find(|(_, set)| *set) {
+                return Err((
+                    format!("{at}.{name}"),
+                    format!("`{name}` belongs to the role, not to one of its executors"),
+                    format!("set it as `{owner}.{name}`"),
+                ));
+            }
+        }
+    }
+    Ok(())
+}
+
 /// The line of a dotted key in block-style YAML, found by indentation (best effort). When the
 /// key itself is absent (a required value is missing), the line of its deepest present parent.
+/// A segment may pick a list item, as serde names it: `agents.worker.fallbacks[1].command`.
 pub fn line_of_key(text: &str, dotted: &str) -> Option<u64> {
-    let mut wanted = dotted.split('.').peekable();
+    let segments: Vec<(&str, Option<usize>)> = dotted.split('.').map(list_index).collect();
+    let mut at = 0;
     let mut min_indent = 0usize;
-    let mut current = wanted.next()?;
     let mut parent_line = None;
+    let mut list: Option<ListSearch> = None;
     for (i, line) in text.lines().enumerate() {
-        let trimmed = line.trim_start();
+        let mut trimmed = line.trim_start();
         if trimmed.is_empty() || trimmed.starts_with('#') {
             continue;
         }
-        let indent = line.len() - trimmed.len();
-        if indent < min_indent {
+        let mut indent = line.len() - trimmed.len();
+        if let Some(search) = &mut list {
+            let is_item = trimmed == "-" || trimmed.starts_with("- ");
+            let dash = *search.dash_indent.get_or_insert(indent);
+            if indent < search.key_indent || indent < dash || (indent == dash && !is_item) {
+                return parent_line; // the list ended before the item
+            }
+            if indent > dash || !is_item {
+                continue; // inside an earlier item
+            }
+            if search.skip > 0 {
+                search.skip -= 1;
+                continue;
+            }
+            list = None;
+            parent_line = Some(i as u64 + 1);
+            at += 1;
+            if at == segments.len() {
+                return parent_line;
+            }
+            min_indent = indent + 1;
+            // The item's first key sits on the dash's line.
+            let rest = trimmed[1..].trim_start();
+            indent += trimmed.len() - rest.len();
+            trimmed = rest;
+        } else if indent < min_indent {
             return parent_line;
         }
         let Some((key, _)) = trimmed.split_once(':') else {
             continue;
         };
-        if key.trim().trim_matches(|c| c == '"' || c == '\'') == current {
-            match wanted.next() {
-                Some(next) => {
-                    current = next;
-                    min_indent = indent + 1;
-                    parent_line = Some(i as u64 + 1);
+        let (name, index) = segments[at];
+        if key.trim().trim_matches(|c| c == '"' || c == '\'') != name {
+            continue;
+        }
+        parent_line = Some(i as u64 + 1);
+        match index {
+            Some(skip) => {
+                list = Some(ListSearch {
+                    skip,
+                    key_indent: indent,
+                    dash_indent: None,
+                })
+            }
+            None => {
+                at += 1;
+                if at == segments.len() {
+                    return parent_line;
                 }
-                None => return Some(i as u64 + 1),
+                min_indent = indent + 1;
             }
         }
     }
     parent_line
+}
+
+/// Looking for the n-th item of a block list under a key.
+struct ListSearch {
+    /// Items still to pass.
+    skip: usize,
+    key_indent: usize,
+    /// The indentation of the list's dashes, once the first is seen.
+    dash_indent: Option<usize>,
+}
+
+/// `fallbacks[1]` → (`fallbacks`, 1).
+fn list_index(segment: &str) -> (&str, Option<usize>) {
+    segment
+        .strip_suffix(']')
+        .and_then(|s| s.split_once('['))
+        .and_then(|(name, n)| Some((name, Some(n.parse().ok()?))))
+        .unwrap_or((segment, None))
 }
 
 /// The JSON Schema of the configuration, generated from the same types that parse it.
@@ -506,6 +613,55 @@ mod tests {
                 "relative",
             ),
             (
+                "agents:\n  worker:\n    fallbacks:\n      - executor: codex\n      - executor: command\n        timeout_minutes: 1\n",
+                Some(5),
+                "agents.worker.fallbacks[1].command",
+                "needs the program",
+                "argv list",
+            ),
+            (
+                "agents:\n  default:\n    fallbacks:\n    - executor: codex\n      timeout_minutes: 0\n",
+                Some(5),
+                "agents.default.fallbacks[0].timeout_minutes",
+                "not a time limit",
+                "in minutes",
+            ),
+            (
+                "agents:\n  worker:\n    fallbacks:\n      - executor: codex\n        fallbacks: [{executor: aider}]\n",
+                Some(5),
+                "agents.worker.fallbacks[0].fallbacks",
+                "cannot have fallbacks of its own",
+                "list every executor in `agents.worker.fallbacks`",
+            ),
+            (
+                "agents:\n  judge:\n    fallbacks:\n      - executor: codex\n        review: false\n",
+                Some(5),
+                "agents.judge.fallbacks[0].review",
+                "belongs to the role",
+                "set it as `agents.judge.review`",
+            ),
+            (
+                "agents:\n  worker:\n    executor: codex\n    fallbacks:\n      - executor: aider\n      - timeout_minutes: 5\n",
+                Some(6),
+                "agents.worker.fallbacks[1]",
+                "runs the same executor as `agents.worker` (`codex`)",
+                "another executor or model",
+            ),
+            (
+                "agents:\n  worker:\n    fallbacks:\n      - executor: codex\n        modle: o4-mini\n",
+                Some(5),
+                "agents.worker.fallbacks[0].modle",
+                "unknown key `modle`",
+                "did you mean `model`?",
+            ),
+            (
+                "agents:\n  worker:\n    fallbacks: [{executor: codx}]\n",
+                Some(3),
+                "agents.worker.fallbacks[0].executor",
+                "`codx` is not an accepted value",
+                "did you mean `codex`?",
+            ),
+            (
                 "mode: direct\nlimits: {}\nmode: github\n",
                 Some(3),
                 "mode",
@@ -537,6 +693,23 @@ mod tests {
         assert_eq!(line_of_key(text, "retry.quota.factor"), Some(7));
         assert_eq!(line_of_key(text, "merge.method"), None);
         assert_eq!(line_of_key(text, "limits.max_runs_per_tick"), Some(2));
+
+        let lists = "agents:\n  worker:\n    fallbacks:\n      - executor: codex\n        env_passthrough:\n          - A\n      # a comment\n      - executor: command\n        command: [x]\n  judge:\n    fallbacks:\n    - model: m\n    - executor: aider\n  tester:\n    fallbacks: [{executor: codex}]\n";
+        #[rustfmt::skip]
+        let cases = [
+            ("agents.worker.fallbacks[0].executor", Some(4)),
+            ("agents.worker.fallbacks[0].env_passthrough", Some(5)),
+            ("agents.worker.fallbacks[1]", Some(8)),
+            ("agents.worker.fallbacks[1].command", Some(9)),
+            ("agents.worker.fallbacks[1].model", Some(8)),
+            ("agents.worker.fallbacks[2].command", Some(3)),
+            ("agents.judge.fallbacks[1].executor", Some(13)),
+            ("agents.judge.fallbacks[0].executor", Some(12)),
+            ("agents.tester.fallbacks[0].executor", Some(15)),
+        ];
+        for (key, line) in cases {
+            assert_eq!(line_of_key(lists, key), line, "{key}");
+        }
     }
 
     #[test]

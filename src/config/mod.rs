@@ -3,6 +3,7 @@
 //! Every key has a default (DESIGN §13), so an almost empty file works. Unknown keys are errors.
 //! Loading and error reporting live in [`load`]; this file only says what the keys are.
 
+mod fallback;
 mod load;
 
 use std::collections::BTreeMap;
@@ -208,6 +209,12 @@ pub struct AgentConfig {
     /// CLI adapters: token prices for a CLI that reports tokens but no cost (codex; others only
     /// when their own cost is missing or zero). Unset: such runs are recorded at $0.
     pub pricing: Option<Pricing>,
+    /// Executors tried, in order, when this one waits on a quota or cannot run here (its
+    /// program is missing), e.g. `[{executor: codex, model: o4-mini}]`. Each entry takes the
+    /// keys above; unset ones come from this role's agent, except `model`, `command`, `script`
+    /// and `pricing`, which belong to one executor and are inherited only by an entry with the
+    /// same `executor`. `count` and `review` stay the role's. Unset: `agents.default.fallbacks`.
+    pub fallbacks: Option<Vec<AgentConfig>>,
 }
 
 /// What a model's tokens cost, in USD per million tokens.
@@ -264,6 +271,7 @@ impl Default for AgentsConfig {
                 script: None,
                 max_turns: Some(DEFAULT_MAX_TURNS),
                 pricing: None,
+                fallbacks: None,
             },
             planner: AgentConfig::default(),
             worker: AgentConfig::default(),
@@ -314,6 +322,10 @@ pub struct EffectiveAgent {
     pub script: Option<String>,
     pub max_turns: u32,
     pub pricing: Option<Pricing>,
+    /// Where this agent is configured, for messages: `agents.worker`, or
+    /// `agents.worker.fallbacks[0]` for a fallback.
+    #[serde(skip)]
+    pub config_key: String,
 }
 
 impl EffectiveAgent {
@@ -356,6 +368,7 @@ impl AgentsConfig {
             script: pick!(script),
             max_turns: pick!(max_turns).unwrap_or(DEFAULT_MAX_TURNS),
             pricing: pick!(pricing),
+            config_key: format!("agents.{}", role.name()),
         }
     }
 }

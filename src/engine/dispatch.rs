@@ -59,7 +59,9 @@ pub(crate) fn dispatch(w: &mut Working<'_>) {
         load.add(task);
     }
     let tick_cap = config.limits.max_runs_per_tick;
-    // spec §2.2 step 2: while any task waits on quota, run one thing at a time.
+    // spec §2.2 step 2: while any task waits on quota, run one thing at a time. An executor
+    // parked on a quota alone does not count (issue 9): its roles' fallbacks run meanwhile, and
+    // a role without a free one sends its task to quota_wait, which then counts.
     let quota_waiting = w
         .tasks
         .values()

@@ -166,3 +166,42 @@ fn budgets_hold_runs_back_and_say_how_to_lift_them() {
         assert!(all.contains(reason), "{name}: {all}");
     }
 }
+
+/// Issue 9: an executor parked on a quota is not a task waiting on one: the quota throttle
+/// (one run at a time) stays off, and the plan says which executor is parked until when.
+#[test]
+fn a_parked_executor_alone_does_not_throttle() {
+    use crate::engine::fallback::ExecutorWait;
+    let mut snap = snapshot(vec![task("a"), task("b")], vec![], vec![]);
+    for (key, minutes) in [("claude-code", 30), ("codex", -5)] {
+        let wait = ExecutorWait {
+            until: at(minutes),
+            hits: 1,
+            reason: "task q: 429".into(),
+        };
+        snap.observations.executor_waits.insert(key.into(), wait);
+    }
+    let plan = plan_with(&snap, &config(3, 3));
+    let mut ids = claimed(&plan);
+    ids.sort();
+    assert_eq!(ids, ["a", "b"]);
+    let parked: Vec<_> = plan
+        .decisions
+        .iter()
+        .filter(|d| d.rule == "executor.quota_wait")
+        .collect();
+    assert_eq!(parked.len(), 1, "a park that ended is not shown");
+    assert_eq!(
+        parked[0].action,
+        super::Action::Wait {
+            until: Some(at(30))
+        }
+    );
+    assert!(
+        parked[0].reason.starts_with(
+            "executor claude-code waits on quota until 2026-11-21T12:30:00Z (task q: 429)"
+        ),
+        "{}",
+        parked[0].reason
+    );
+}

@@ -11,6 +11,7 @@
 pub mod backoff;
 pub mod classify;
 mod dispatch;
+pub mod fallback;
 pub mod gate;
 pub mod import;
 pub mod outcome;
@@ -74,6 +75,8 @@ pub struct Observations {
     /// Signature of what the planner would plan now (requirement content, and base head for an
     /// agent planner); `None` without a requirement.
     pub plan_signature: Option<String>,
+    /// Executors parked on a quota, by key (`agents.<role>.fallbacks` run meanwhile).
+    pub executor_waits: fallback::ExecutorWaits,
 }
 
 /// Where a task's pull request stands.
@@ -361,6 +364,7 @@ pub fn plan(snapshot: &Snapshot, config: &Config, now: Timestamp) -> Plan {
         dispatch::dispatch(&mut w);
     }
     explain_remaining(&mut w, &gates);
+    fallback::explain_waits(&mut w);
     Plan {
         now,
         preflight: gates,

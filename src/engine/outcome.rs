@@ -1,12 +1,15 @@
 //! What a finished run does to its task (the record step, DESIGN §3 step 6), as a pure rule.
 //!
 //! - success → `blocked(awaiting_judge)`, or `done` in direct mode (no review there);
-//! - a quota signal → `blocked(quota_wait)` with the backoff of spec §3.4 (retry hints win),
-//!   bounded by `retry.quota.max_waits`;
+//! - a quota signal → the executor that hit it is parked (`fallback`); when another executor
+//!   of the role's chain is free, the task is queued again at once for it (no quota wait
+//!   spent); else `blocked(quota_wait)` with the backoff of spec §3.4 (retry hints win), or
+//!   until another executor is free if that is sooner, bounded by `retry.quota.max_waits`;
 //! - any other failure → `failed`, which recovery classifies and retries within its budget.
 
 use super::backoff::{quota_cooldown_ms, QuotaBackoff};
 use super::classify::is_quota_message;
+use super::fallback::{after_quota, ExecutorUse, ExecutorWait, ExecutorWaits};
 use crate::config::Config;
 use crate::model::{
     AttemptKey, Attempts, BlockReason, FailureCode, Mode, RunStatus, Task, TaskState,
@@ -33,6 +36,43 @@ pub struct OutcomeDecision {
     pub attempts: Option<Attempts>,
     pub next_attempt_at: Option<Option<Timestamp>>,
     pub reason: String,
+    /// What the run says about its executor's quota.
+    pub executor: Option<ExecutorChange>,
+}
+
+/// A change to the parked executors.
+#[derive(Clone, Debug, PartialEq)]
+pub enum ExecutorChange {
+    /// It hit a quota: parked until `wait.until`.
+    Park { key: String, wait: ExecutorWait },
+    /// It ran without hitting one: its park (and run of hits) ends.
+    Clear { key: String },
+}
+
+/// The executors as the record step sees them: which of its role's chain the run used (none
+/// when no agent started), and which executors are parked now.
+#[derive(Clone, Copy, Debug)]
+pub struct RunExecutors<'a> {
+    pub used: Option<&'a ExecutorUse>,
+    pub waits: &'a ExecutorWaits,
+}
+
+impl RunExecutors<'static> {
+    /// No executor information: the outcome rules as they are without fallbacks.
+    pub const NONE: RunExecutors<'static> = RunExecutors {
+        used: None,
+        waits: &ExecutorWaits::new(),
+    };
+}
+
+impl RunExecutors<'_> {
+    /// The run's executor ran and hit no quota: a park it had is over.
+    fn cleared(&self) -> Option<ExecutorChange> {
+        let key = self.used?.key()?;
+        self.waits.contains_key(key).then(|| ExecutorChange::Clear {
+            key: key.to_string(),
+        })
+    }
 }
 
 impl Config {
@@ -51,6 +91,7 @@ impl Config {
 pub fn decide_outcome(
     task: &Task,
     outcome: &RunOutcome,
+    executors: &RunExecutors<'_>,
     config: &Config,
     now: Timestamp,
 ) -> OutcomeDecision {
@@ -62,6 +103,7 @@ pub fn decide_outcome(
             attempts: None,
             next_attempt_at: Some(None),
             reason: format!("done without changes: {}", outcome.message),
+            executor: executors.cleared(),
         };
     }
     if outcome.success {
@@ -82,11 +124,46 @@ pub fn decide_outcome(
             attempts: None,
             next_attempt_at: Some(None),
             reason,
+            executor: executors.cleared(),
         };
     }
     let quota = outcome.failure_code == Some(FailureCode::QuotaFailure)
         || is_quota_message(&outcome.message);
     if quota {
+        // Only the agent's own failure parks its executor: a quota phrase in a verification
+        // command's output, or in a forge error after the agent finished, is not its provider's.
+        let agents_failure = matches!(
+            outcome.failure_code,
+            None | Some(FailureCode::QuotaFailure | FailureCode::ExecutionFailed)
+        );
+        let after = executors.used.filter(|_| agents_failure).and_then(|used| {
+            let why = format!("task {}: {}", task.id, first_line(&outcome.message));
+            let backoff = config.quota_backoff();
+            after_quota(used, executors.waits, &backoff, &outcome.message, why, now)
+        });
+        let park = after.as_ref().map(|a| ExecutorChange::Park {
+            key: a.key.clone(),
+            wait: a.park.clone(),
+        });
+        if let Some((a, (index, next))) = after.as_ref().and_then(|a| Some((a, a.next.clone()?))) {
+            let which = if index == 0 {
+                "the primary".to_string()
+            } else {
+                format!("fallback {index}")
+            };
+            return OutcomeDecision {
+                run_status: RunStatus::Failed,
+                failure_code: Some(FailureCode::QuotaFailure),
+                to: TaskState::QUEUED,
+                attempts: None,
+                next_attempt_at: Some(None),
+                reason: format!(
+                    "quota: executor {} waits until {}; queued again at once for {next} ({which})",
+                    a.key, a.park.until
+                ),
+                executor: park,
+            };
+        }
         let waits = task.attempts.get(AttemptKey::Quota);
         let max = config.retry.quota.max_waits;
         let attempts = task.attempts.bumped(AttemptKey::Quota);
@@ -102,6 +179,7 @@ pub fn decide_outcome(
                     waits + 1,
                     task.id
                 ),
+                executor: park,
             };
         }
         let wait = quota_cooldown_ms(
@@ -111,14 +189,24 @@ pub fn decide_outcome(
             &outcome.message,
             now.0,
         );
-        let at = now.plus(wait);
+        // Another executor of the chain may be free before this backoff ends.
+        let other_free_at = after.as_ref().and_then(|a| a.other_free_at);
+        let at = other_free_at.map_or(now.plus(wait), |free| free.min(now.plus(wait)));
+        let others = match other_free_at {
+            Some(_) => "; every other executor of the role waits on quota too",
+            None => "",
+        };
         return OutcomeDecision {
             run_status: RunStatus::Failed,
             failure_code: Some(FailureCode::QuotaFailure),
             to: TaskState::blocked(BlockReason::QuotaWait),
             attempts: Some(attempts),
             next_attempt_at: Some(Some(at)),
-            reason: format!("quota_wait: retry after {at} (wait {}/{max})", waits + 1),
+            reason: format!(
+                "quota_wait: retry after {at} (wait {}/{max}){others}",
+                waits + 1
+            ),
+            executor: park,
         };
     }
     let code = outcome.failure_code.unwrap_or(FailureCode::ExecutionFailed);
@@ -129,6 +217,7 @@ pub fn decide_outcome(
         attempts: None,
         next_attempt_at: None,
         reason: format!("run failed ({code}): {}", first_line(&outcome.message)),
+        executor: executors.cleared(),
     }
 }
 
@@ -211,7 +300,7 @@ mod tests {
             ),
         ];
         for (name, config, task, outcome, to, reason) in cases {
-            let d = decide_outcome(task, outcome, config, NOW);
+            let d = decide_outcome(task, outcome, &RunExecutors::NONE, config, NOW);
             assert_eq!(d.to, *to, "{name}");
             assert!(d.reason.contains(reason), "{name}: {}", d.reason);
         }
@@ -225,6 +314,7 @@ mod tests {
             let d = decide_outcome(
                 &t,
                 &outcome(false, Some(FailureCode::QuotaFailure), message),
+                &RunExecutors::NONE,
                 &config,
                 NOW,
             );
@@ -252,5 +342,113 @@ mod tests {
             at(3 * 60).minus(NOW)
         );
         assert_eq!(wait(0, "x"), wait(0, "x"), "deterministic");
+    }
+
+    /// Issue 9: a quota hit parks the run's executor; a free fallback takes the task at once,
+    /// without spending a quota wait; else `quota_wait`, no later than another executor is free.
+    #[test]
+    fn quota_hits_hand_the_task_to_a_free_fallback() {
+        use crate::engine::fallback::ChainEntry;
+        let config = Config {
+            mode: Mode::LocalGit,
+            ..Config::default()
+        };
+        let chain = |available: bool| {
+            vec![
+                ChainEntry {
+                    key: "claude-code".into(),
+                    available: true,
+                },
+                ChainEntry {
+                    key: "codex".into(),
+                    available,
+                },
+            ]
+        };
+        let parked = |key: &str, minutes: i64| -> ExecutorWaits {
+            let wait = ExecutorWait {
+                until: at(minutes),
+                hits: 1,
+                reason: "earlier".into(),
+            };
+            [(key.to_string(), wait)].into_iter().collect()
+        };
+        let quota = outcome(false, None, "rate limit exceeded, retry in 600s");
+        let tests_failed = outcome(false, Some(FailureCode::TestFailure), "assert");
+        type Case = (
+            &'static str,
+            Task,
+            RunOutcome,
+            Option<(bool, usize)>,
+            ExecutorWaits,
+            TaskState,
+            Option<Option<Timestamp>>,
+            &'static str,
+            Option<ExecutorChange>,
+        );
+        let park = |key: &str, minutes: i64, hits: u32| {
+            Some(ExecutorChange::Park {
+                key: key.to_string(),
+                wait: ExecutorWait {
+                    until: at(minutes),
+                    hits,
+                    reason: "task a: rate limit exceeded, retry in 600s".into(),
+                },
+            })
+        };
+        #[rustfmt::skip]
+        let cases: Vec<Case> = vec![
+            // name, task, outcome, (fallback available, index used), parked before, to,
+            // next attempt, reason, executor change
+            ("a free fallback takes over at once", task("a"), quota.clone(), Some((true, 0)), ExecutorWaits::new(),
+                TaskState::QUEUED, Some(None),
+                "quota: executor claude-code waits until 2026-11-21T12:10:00Z; queued again at once for codex (fallback 1)",
+                park("claude-code", 10, 1)),
+            ("even with the quota waits spent", task("a").attempts(AttemptKey::Quota, 12), quota.clone(), Some((true, 0)), ExecutorWaits::new(),
+                TaskState::QUEUED, Some(None), "for codex (fallback 1)", park("claude-code", 10, 1)),
+            ("the fallback hits it too, the primary's park is over", task("a"), quota.clone(), Some((true, 1)), parked("claude-code", -1),
+                TaskState::QUEUED, Some(None), "queued again at once for claude-code (the primary)", park("codex", 10, 1)),
+            ("every executor parked: wait until the first is free", task("a"), quota.clone(), Some((true, 1)), parked("claude-code", 3),
+                TaskState::blocked(BlockReason::QuotaWait), Some(Some(at(3))),
+                "quota_wait: retry after 2026-11-21T12:03:00Z (wait 1/12); every other executor of the role waits on quota too",
+                park("codex", 10, 1)),
+            ("a fallback that cannot run: today's quota_wait", task("a"), quota.clone(), Some((false, 0)), ExecutorWaits::new(),
+                TaskState::blocked(BlockReason::QuotaWait), Some(Some(at(10))),
+                "quota_wait: retry after 2026-11-21T12:10:00Z (wait 1/12)", park("claude-code", 10, 1)),
+            ("hits in a row count for the executor", task("a"), quota.clone(), Some((false, 0)), parked("claude-code", -30),
+                TaskState::blocked(BlockReason::QuotaWait), Some(Some(at(10))), "(wait 1/12)", park("claude-code", 10, 2)),
+            ("a quota phrase in verification output parks no executor", task("a"),
+                outcome(false, Some(FailureCode::VerificationCommandFailed), "429 Too Many Requests: retry in 600s"),
+                Some((true, 0)), ExecutorWaits::new(),
+                TaskState::blocked(BlockReason::QuotaWait), Some(Some(at(10))), "(wait 1/12)", None),
+            ("no executor ran: today's rule", task("a"), quota.clone(), None, ExecutorWaits::new(),
+                TaskState::blocked(BlockReason::QuotaWait), Some(Some(at(10))), "(wait 1/12)", None),
+            ("a success ends the executor's park", task("a"), outcome(true, None, "done"), Some((true, 0)), parked("claude-code", 3),
+                TaskState::blocked(BlockReason::AwaitingJudge), Some(None), "waiting for the judge",
+                Some(ExecutorChange::Clear { key: "claude-code".into() })),
+            ("so does another failure", task("a"), tests_failed.clone(), Some((true, 1)), parked("codex", 3),
+                TaskState::FAILED, None, "run failed", Some(ExecutorChange::Clear { key: "codex".into() })),
+            ("nothing parked, nothing to clear", task("a"), tests_failed, Some((true, 1)), parked("claude-code", 3),
+                TaskState::FAILED, None, "run failed", None),
+        ];
+        for (name, task, outcome, used, waits, to, next, reason, change) in cases {
+            let used = used.map(|(available, index)| ExecutorUse {
+                chain: chain(available),
+                index,
+            });
+            let executors = RunExecutors {
+                used: used.as_ref(),
+                waits: &waits,
+            };
+            let d = decide_outcome(&task, &outcome, &executors, &config, NOW);
+            assert_eq!(d.to, to, "{name}: {}", d.reason);
+            assert_eq!(d.next_attempt_at, next, "{name}");
+            assert!(d.reason.contains(reason), "{name}: {}", d.reason);
+            assert_eq!(d.executor, change, "{name}");
+            if to == TaskState::QUEUED {
+                assert_eq!(d.attempts, None, "{name}: no quota wait spent");
+                assert_eq!(d.failure_code, Some(FailureCode::QuotaFailure), "{name}");
+            }
+        }
     }
 }

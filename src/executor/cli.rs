@@ -69,7 +69,7 @@ impl AdapterConfig {
         let Some(found) = locate(&program, path_var.as_deref(), repo) else {
             return Err(ExecutorError::Unavailable(missing_program(
                 cli,
-                role,
+                &agent.config_key,
                 &program,
                 path_var.as_deref(),
             )));
@@ -126,8 +126,8 @@ pub fn locate(program: &str, path_var: Option<&str>, repo: &Path) -> Option<Path
         .find(|p| executable(p))
 }
 
-fn missing_program(cli: &Cli, role: AgentRole, program: &str, path_var: Option<&str>) -> String {
-    let role = role.name();
+/// `key` is where the agent is configured: `agents.worker`, `agents.worker.fallbacks[0]`.
+fn missing_program(cli: &Cli, key: &str, program: &str, path_var: Option<&str>) -> String {
     let where_ = if program.contains('/') {
         "does not exist or is not executable".to_string()
     } else {
@@ -137,7 +137,7 @@ fn missing_program(cli: &Cli, role: AgentRole, program: &str, path_var: Option<&
         )
     };
     format!(
-        "agents.{role}.executor is `{kind}`, but its program `{program}` {where_}\n  fix: install it (`{install}`), or set `agents.{role}.command` to the program's full path, e.g. [\"/opt/{name}/bin/{name}\"]",
+        "{key}.executor is `{kind}`, but its program `{program}` {where_}\n  fix: install it (`{install}`), or set `{key}.command` to the program's full path, e.g. [\"/opt/{name}/bin/{name}\"]",
         kind = cli.kind,
         install = cli.install,
         name = cli.program,

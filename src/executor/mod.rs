@@ -13,6 +13,7 @@
 //! caller's), budgets.
 
 pub mod aider;
+mod chain;
 pub mod claude_code;
 mod cli;
 pub mod codex;
@@ -29,6 +30,7 @@ use serde::Deserialize;
 use crate::config::{AgentRole, EffectiveAgent, ExecutorKind};
 use crate::model::{RunId, Task};
 
+pub use chain::{build, none_usable};
 pub use cli::{locate, AdapterConfig, Cli};
 
 /// The agent CLI an executor kind drives, if it is one of the adapters.
@@ -183,8 +185,8 @@ pub fn for_role(
             let argv = agent.command.clone().unwrap_or_default();
             if argv.is_empty() {
                 return Err(ExecutorError::Unavailable(format!(
-                    "agents.{}.command is empty: set it to the program to run, e.g. [\"./agent.sh\"]",
-                    role.name()
+                    "{}.command is empty: set it to the program to run, e.g. [\"./agent.sh\"]",
+                    agent.config_key
                 )));
             }
             Ok(Box::new(CommandExecutor::new(argv, repo)))
@@ -216,14 +218,7 @@ pub fn for_role(
 }
 
 pub fn kind_word(kind: ExecutorKind) -> &'static str {
-    match kind {
-        ExecutorKind::ClaudeCode => "claude-code",
-        ExecutorKind::Opencode => "opencode",
-        ExecutorKind::Codex => "codex",
-        ExecutorKind::Aider => "aider",
-        ExecutorKind::Command => "command",
-        ExecutorKind::Scripted => "scripted",
-    }
+    kind.as_str()
 }
 
 fn resolve(repo: &Path, path: &str) -> PathBuf {

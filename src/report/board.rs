@@ -33,6 +33,8 @@ pub struct BoardView {
     pub finished: Vec<TaskLine>,
     /// Backlog issues not imported, and why.
     pub ignored: Vec<String>,
+    /// Agent executors parked on a quota (their fallbacks run meanwhile).
+    pub parked: Vec<String>,
 }
 
 /// One task, for people.
@@ -87,6 +89,7 @@ impl BoardView {
                     .join(", ")
             },
             spend: view.spend.line(),
+            parked: view.parked_executors.iter().map(|l| plain(l)).collect(),
             ignored: view
                 .ignored_issues
                 .iter()
@@ -247,6 +250,7 @@ mod tests {
                 per_task_usd: 5.0,
                 per_tick_usd: None,
             },
+            parked_executors: vec!["claude-code waits on quota until 12:40".into()],
         };
         let board = BoardView::of(&view, "github");
         assert_eq!(board.humans.len(), 1);
@@ -270,6 +274,7 @@ mod tests {
             "$1.50 today of $50.00 per day",
             "## Recently finished",
             "#9: opened by @\u{200B}eve",
+            "**Agents parked on a quota:** claude-code waits on quota until 12:40",
             DASHBOARD_MARKER,
         ] {
             assert!(

@@ -43,6 +43,9 @@ pub struct RunView {
     pub task_id: String,
     pub status: String,
     pub agent_id: String,
+    /// The executor that ran, and why when it was a fallback, e.g. `codex (fallback 1:
+    /// claude-code waits on quota until 2026-11-21T12:40:00Z)`.
+    pub executor: Option<String>,
     pub started_at: Timestamp,
     pub finished_at: Option<Timestamp>,
     pub failure_code: Option<String>,
@@ -61,6 +64,17 @@ pub struct StatusView {
     /// Backlog issues that were not imported, and why (github mode).
     pub ignored_issues: Vec<serde_json::Value>,
     pub spend: SpendView,
+    /// Executors parked on a quota, one line each (`agents.<role>.fallbacks` run meanwhile).
+    pub parked_executors: Vec<String>,
+}
+
+/// The plan's lines about executors parked on a quota.
+pub fn parked_executors(plan: &Plan) -> Vec<String> {
+    plan.decisions
+        .iter()
+        .filter(|d| d.rule == "executor.quota_wait")
+        .map(|d| d.reason.clone())
+        .collect()
 }
 
 /// Spend against the budgets (DESIGN §9), in USD.
@@ -101,6 +115,7 @@ impl RunView {
             task_id: run.task_id.to_string(),
             status: run.status.to_string(),
             agent_id: run.agent_id.to_string(),
+            executor: run.executor.clone(),
             started_at: run.started_at,
             finished_at: run.finished_at,
             failure_code: run.failure_code.map(|c| c.to_string()),
@@ -273,6 +288,9 @@ pub fn status_text(view: &StatusView) -> String {
             let _ = writeln!(out, "Last tick: never");
         }
     }
+    for line in &view.parked_executors {
+        let _ = writeln!(out, "Parked: {line}");
+    }
     if view.tasks.is_empty() {
         let _ = writeln!(out, "\nNo active tasks.");
     } else {
@@ -375,11 +393,15 @@ pub fn task_text(task: &Task, next: &str, runs: &[Run], events: &[Event]) -> Str
         for r in runs {
             let _ = writeln!(
                 out,
-                "  {} {:<9} by {} at {}{}",
+                "  {} {:<9} by {} at {}{}{}",
                 r.id,
                 r.status,
                 r.agent_id,
                 r.started_at,
+                r.executor
+                    .as_deref()
+                    .map(|e| format!(" on {e}"))
+                    .unwrap_or_default(),
                 r.error
                     .as_deref()
                     .map(|e| format!(": {}", truncate(e, 100)))

@@ -413,8 +413,8 @@ fn review(
     verified: &[String],
     reviews_so_far: u32,
 ) -> Result<(Verdict, String, Vec<String>), String> {
-    let agent = act.config.agents.effective(AgentRole::Judge);
-    let exec = executor::for_role(&agent, AgentRole::Judge, act.repo).map_err(|e| e.to_string())?;
+    let chosen = super::executors::choose(act, AgentRole::Judge)?;
+    let (agent, exec) = (chosen.agent, chosen.exec);
     let diff = diff_text(ws.git(), base_head, merged, 60_000).map_err(|e| e.to_string())?;
     let scratch = tempfile::tempdir().map_err(|e| e.to_string())?;
     let prompt = super::prompts::judge(

@@ -3,6 +3,7 @@
 //! mean is made by the engine (`engine::outcome`, `engine::verdict`).
 
 mod checks;
+mod executors;
 pub mod judge;
 pub mod planner;
 mod prompts;
@@ -24,6 +25,10 @@ pub struct Act<'a> {
     pub templates: &'a Templates,
     /// The state file, when it lives inside the repository: never part of a change.
     pub state_file: Option<std::path::PathBuf>,
+    /// Executors parked on a quota when the work was claimed: their role's fallbacks run.
+    pub executor_waits: &'a crate::engine::fallback::ExecutorWaits,
+    /// The time the choice of executor is made at.
+    pub now: crate::time::Timestamp,
 }
 
 impl Act<'_> {

@@ -149,8 +149,8 @@ fn ask_agent(
     attempt: u32,
 ) -> Result<serde_json::Value, String> {
     let role = AgentRole::Planner;
-    let agent = act.config.agents.effective(role);
-    let exec = executor::for_role(&agent, role, act.repo).map_err(|e| e.to_string())?;
+    let chosen = super::executors::choose(act, role)?;
+    let (agent, exec) = (chosen.agent, chosen.exec);
     let git = Git::new(act.repo);
     let ws = Workspace::open_detached(&git, "planner", req.base_head).map_err(|e| e.to_string())?;
     let scratch = tempfile::tempdir().map_err(|e| e.to_string())?;

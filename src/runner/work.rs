@@ -379,9 +379,10 @@ fn run_agent(
     record: &mut RunRecord,
 ) -> Result<Option<String>, CheckFailure> {
     let role = AgentRole::Task(task.role);
-    let agent = act.config.agents.effective(role);
-    let exec = executor::for_role(&agent, role, act.repo).map_err(|e| setup_text(e.to_string()))?;
-    record.executor = Some(exec.name().to_string());
+    let chosen = super::executors::choose(act, role).map_err(setup_text)?;
+    let (agent, exec) = (chosen.agent, chosen.exec);
+    record.executor = Some(chosen.label);
+    record.executor_use = Some(chosen.usage);
     let scratch = tempfile::tempdir().map_err(|e| setup_text(e.to_string()))?;
     let prompt = super::prompts::worker(act, task, history, &scratch.path().join("result.json"))?;
     let env = executor::agent_env(
@@ -570,7 +571,7 @@ fn setup_text(message: String) -> CheckFailure {
 mod tests {
     use super::*;
     use crate::config::Config;
-    use crate::engine::outcome::decide_outcome;
+    use crate::engine::outcome::{decide_outcome, RunExecutors};
     use crate::engine::testkit::{task, NOW};
     use crate::model::{BlockReason, TaskState};
     use crate::redact::Redactor;
@@ -615,7 +616,7 @@ mod tests {
                 message: check.message,
                 no_changes: false,
             };
-            let decision = decide_outcome(&task("a"), &outcome, &config, NOW);
+            let decision = decide_outcome(&task("a"), &outcome, &RunExecutors::NONE, &config, NOW);
             assert_eq!(decision.to, *to, "{f:?}");
         }
         let hinted = reported_failure(&cases[0].0, &agent, role, &redactor);
@@ -625,7 +626,7 @@ mod tests {
             message: hinted.message,
             no_changes: false,
         };
-        let wait = decide_outcome(&task("a"), &outcome, &config, NOW)
+        let wait = decide_outcome(&task("a"), &outcome, &RunExecutors::NONE, &config, NOW)
             .next_attempt_at
             .flatten()
             .expect("a retry time")

@@ -6,6 +6,7 @@
 //! writes an event in the same SQL transaction.
 
 mod apply;
+mod executors;
 mod forge;
 mod plans;
 mod record;

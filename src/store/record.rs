@@ -26,6 +26,9 @@ pub struct RunRecord {
     /// The agent was cut short (timeout, turn or spending cap): what it changed is worth
     /// keeping for the next attempt. Not stored.
     pub cut_short: bool,
+    /// Which executor of its role's chain ran (not stored as such: `executor` says it for
+    /// people; the outcome reads it to park or clear the executor).
+    pub executor_use: Option<crate::engine::fallback::ExecutorUse>,
 }
 
 /// What happened to an outcome.
@@ -205,6 +208,9 @@ impl Store {
             writer,
         )?;
         tx.execute("DELETE FROM leases WHERE task_id = ?1", [task_id.as_str()])?;
+        if let Some(change) = &decision.executor {
+            super::executors::apply_change(&tx, change, writer.now)?;
+        }
         if let Some(pr) = record.pr_number {
             tx.execute(
                 "UPDATE runs SET pr_number = ?2 WHERE id = ?1",

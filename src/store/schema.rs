@@ -3,7 +3,7 @@
 //! A migration is appended, never edited: version N's SQL turns a version N-1 file into version N.
 
 /// Each entry migrates from version `index` to version `index + 1`.
-pub const MIGRATIONS: &[&str] = &[V1, V2, V3, V4, V5];
+pub const MIGRATIONS: &[&str] = &[V1, V2, V3, V4, V5, V6];
 
 pub const LATEST: i64 = MIGRATIONS.len() as i64;
 
@@ -206,4 +206,16 @@ ALTER TABLE forge_cursors ADD COLUMN body TEXT;
 /// What CI said about a task PR's head (github mode), for the judge.
 const V5: &str = r#"
 ALTER TABLE pull_states ADD COLUMN checks TEXT;
+"#;
+
+/// Executors parked on a quota (issue 9 fallbacks), by key (`claude-code`, `codex:o4-mini`):
+/// until when, how many quota hits in a row, and what parked it.
+const V6: &str = r#"
+CREATE TABLE executor_waits (
+    key        TEXT PRIMARY KEY,
+    until      INTEGER NOT NULL,
+    hits       INTEGER NOT NULL,
+    reason     TEXT NOT NULL,
+    updated_at INTEGER NOT NULL
+) STRICT;
 "#;

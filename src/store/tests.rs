@@ -328,3 +328,72 @@ fn a_new_head_forgets_the_checks_of_the_old_one() {
     assert!(store.open_pull_checks().unwrap().is_empty());
     assert_eq!(store.pull_checks(3).unwrap(), None);
 }
+
+/// Issue 9: a quota hit parks the run's executor in the same transaction as the outcome, and a
+/// later run of that executor that hits no quota ends the park.
+#[test]
+fn executor_waits_are_written_with_the_outcome() {
+    use crate::engine::fallback::{ChainEntry, ExecutorUse};
+    use crate::engine::outcome::{decide_outcome, RunExecutors, RunOutcome};
+    let mut store = Store::in_memory("mem").unwrap();
+    store.insert_tasks(&[task("a", &[])], writer()).unwrap();
+    let config = Config::default();
+    let holder = Writer {
+        tick_id: None,
+        actor: "local:box:1",
+        now: T0,
+    };
+    let used = |index| ExecutorUse {
+        chain: ["claude-code", "codex"]
+            .map(|key| ChainEntry {
+                key: key.to_string(),
+                available: true,
+            })
+            .to_vec(),
+        index,
+    };
+    let mut ticks = 0;
+    let mut run_once = |store: &mut Store, index: usize, success: bool| {
+        ticks += 1;
+        let mut snap = snapshot(store);
+        snap.tick_id = TickId::from(format!("t{ticks}").as_str());
+        let plan = engine::plan(&snap, &config, T0);
+        let (task_id, run_id) = store.apply_plan(&plan, holder).unwrap().claims[0].clone();
+        let outcome = RunOutcome {
+            success,
+            failure_code: None,
+            message: "rate limit exceeded, retry in 600s".to_string(),
+            no_changes: success,
+        };
+        let record = RunRecord {
+            executor_use: Some(used(index)),
+            ..RunRecord::default()
+        };
+        let waits = store.executor_waits().unwrap();
+        let executors = RunExecutors {
+            used: record.executor_use.as_ref(),
+            waits: &waits,
+        };
+        let task = store.task(&task_id).unwrap();
+        let decision = decide_outcome(&task, &outcome, &executors, &config, T0);
+        store
+            .record_run(&task_id, &run_id, &record, &decision, holder)
+            .unwrap();
+        store.task(&task_id).unwrap().state()
+    };
+    assert_eq!(run_once(&mut store, 0, false), TaskState::QUEUED);
+    let waits = store.executor_waits().unwrap();
+    let park = &waits["claude-code"];
+    assert_eq!(
+        (waits.len(), park.until, park.hits),
+        (1, T0.plus(600_000), 1)
+    );
+    assert!(park.reason.starts_with("task a: rate limit"), "{park:?}");
+    // The fallback finishes the task; the primary's park stays (its quota is not known to be
+    // over). A run of the primary that hits no quota ends it.
+    assert_eq!(run_once(&mut store, 1, true), TaskState::DONE);
+    assert_eq!(store.executor_waits().unwrap().len(), 1);
+    store.insert_tasks(&[task("b", &[])], writer()).unwrap();
+    assert_eq!(run_once(&mut store, 0, true), TaskState::DONE);
+    assert!(store.executor_waits().unwrap().is_empty());
+}

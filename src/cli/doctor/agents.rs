@@ -11,16 +11,8 @@ use crate::executor;
 /// Roles that share one agent set-up are checked (and reported) once.
 fn groups(config: &Config) -> Vec<(EffectiveAgent, Vec<AgentRole>)> {
     let mut groups: Vec<(EffectiveAgent, Vec<AgentRole>)> = Vec::new();
-    for role in AgentRole::ALL {
+    for role in AgentRole::ALL.into_iter().filter(|r| used(config, *r)) {
         let agent = config.agents.effective(role);
-        let used = match role {
-            AgentRole::Planner => config.planner.agent,
-            AgentRole::Judge => agent.review,
-            AgentRole::Task(_) => true,
-        };
-        if !used {
-            continue;
-        }
         let same = |a: &EffectiveAgent| {
             a.executor == agent.executor
                 && a.command == agent.command
@@ -51,68 +43,34 @@ pub fn checks(config: &Config, repo: &Path, vars: Vars<'_>) -> Vec<Check> {
             format!("agents.{}", names[0])
         };
         let kind = executor::kind_word(agent.executor);
-        let mut problems: Vec<(String, String)> = Vec::new();
-        let mut found = String::new();
-
-        if let Err(e) = executor::for_role(&agent, roles[0], repo) {
-            let text = e.to_string();
-            let (detail, fix) = super::split_fix(&text);
-            let fix = fix.unwrap_or("correct the configuration (`opentiger config schema`)");
-            let detail = detail
-                .strip_prefix(&format!("agents.{}: ", names[0]))
-                .unwrap_or(detail);
-            problems.push((detail.to_string(), fix.to_string()));
-        }
-        match (agent.executor, executor::known_cli(agent.executor)) {
-            (ExecutorKind::Command, _) => {
-                if let Some(program) = agent.command.as_ref().and_then(|c| c.first()) {
-                    match find_program(program, repo, vars("PATH").as_deref()) {
-                        Ok(path) => found = format!(" ({})", path.display()),
-                        Err(why) => problems.push((
-                            why,
-                            format!("install it, or correct {key}.command (a path with `/` is relative to the repository)"),
-                        )),
-                    }
-                }
-            }
-            (_, Some(cli)) => {
-                let program = agent
-                    .command
-                    .as_ref()
-                    .and_then(|c| c.first())
-                    .map_or(cli.program, |p| p.as_str());
-                match find_program(program, repo, vars("PATH").as_deref()) {
-                    Ok(path) => found = format!(" ({})", path.display()),
-                    Err(why) => problems.push((
-                        why,
-                        format!(
-                            "{} (or set {key}.command to the program's path)",
-                            cli.install
-                        ),
-                    )),
-                }
-                if let Some(problem) = key_problem(cli, &agent, &key, vars) {
-                    problems.push(problem);
-                }
-            }
-            (_, None) => {}
-        }
-
+        let (found, missing, key_problem) = problems(&agent, roles[0], &key, repo, vars);
+        // A role whose agent cannot run here runs a fallback that can (issue 9); a key that is
+        // not passed does not make the agent unavailable, so no fallback covers for it.
+        let covered = !missing.is_empty()
+            && roles.iter().all(|role| {
+                config.agents.chain(*role)[1..]
+                    .iter()
+                    .any(|f| problems(f, *role, &f.config_key, repo, vars).1.is_empty())
+            });
         // Without a usable agent the planner falls back to one task per acceptance criterion.
         let planner_only = roles == [AgentRole::Planner];
-        let level = if planner_only {
-            Level::Warn
-        } else {
-            Level::Fail
-        };
-        if problems.is_empty() {
+        if missing.is_empty() && key_problem.is_none() {
             out.push(Check::ok("agents", format!("{who}: {kind}{found}")));
         }
-        for (detail, fix) in problems {
-            let detail = if planner_only {
-                format!("{who}: {kind}: {detail} (the deterministic planner is used instead)")
+        let missing = missing.into_iter().map(|p| (p, covered));
+        for ((detail, fix), covered) in missing.chain(key_problem.map(|p| (p, false))) {
+            let (level, detail) = if covered {
+                (
+                    Level::Warn,
+                    format!("{who}: {kind}: {detail} (a fallback runs instead)"),
+                )
+            } else if planner_only {
+                (
+                    Level::Warn,
+                    format!("{who}: {kind}: {detail} (the deterministic planner is used instead)"),
+                )
             } else {
-                format!("{who}: {kind}: {detail}")
+                (Level::Fail, format!("{who}: {kind}: {detail}"))
             };
             out.push(Check {
                 level,
@@ -122,7 +80,101 @@ pub fn checks(config: &Config, repo: &Path, vars: Vars<'_>) -> Vec<Check> {
             });
         }
     }
+    out.extend(fallback_checks(config, repo, vars));
     out
+}
+
+/// Each fallback of the roles in use (issue 9), once per place it is configured: one that
+/// cannot run is a warning (the role's own agent runs without it).
+fn fallback_checks(config: &Config, repo: &Path, vars: Vars<'_>) -> Vec<Check> {
+    let mut seen: Vec<String> = Vec::new();
+    let mut out = Vec::new();
+    for role in AgentRole::ALL.into_iter().filter(|r| used(config, *r)) {
+        for agent in config.agents.chain(role).into_iter().skip(1) {
+            if seen.contains(&agent.config_key) {
+                continue;
+            }
+            seen.push(agent.config_key.clone());
+            let at = format!("{} ({})", agent.config_key, agent.executor_key());
+            let (found, missing, key_problem) =
+                problems(&agent, role, &agent.config_key, repo, vars);
+            if missing.is_empty() && key_problem.is_none() {
+                out.push(Check::ok("agents", format!("{at}{found}")));
+            }
+            for (detail, fix) in missing.into_iter().chain(key_problem) {
+                out.push(Check::warn("agents", format!("{at}: {detail}"), fix));
+            }
+        }
+    }
+    out
+}
+
+/// Whether the tick uses a role's agent at all.
+fn used(config: &Config, role: AgentRole) -> bool {
+    match role {
+        AgentRole::Planner => config.planner.agent,
+        AgentRole::Judge => config.agents.effective(role).review,
+        AgentRole::Task(_) => true,
+    }
+}
+
+/// A problem and its fix.
+type Problem = (String, String);
+
+/// What stands between one agent entry and a run: where its program was found, what makes it
+/// unavailable (the tick then runs a fallback), and a CLI key it will not see. `key` is where to
+/// fix it, e.g. `agents.default`.
+fn problems(
+    agent: &EffectiveAgent,
+    role: AgentRole,
+    key: &str,
+    repo: &Path,
+    vars: Vars<'_>,
+) -> (String, Vec<Problem>, Option<Problem>) {
+    let mut problems: Vec<Problem> = Vec::new();
+    let mut found = String::new();
+    if let Err(e) = executor::for_role(agent, role, repo) {
+        let text = e.to_string();
+        let (detail, fix) = super::split_fix(&text);
+        let fix = fix.unwrap_or("correct the configuration (`opentiger config schema`)");
+        let detail = detail
+            .strip_prefix(&format!("{}: ", agent.config_key))
+            .unwrap_or(detail);
+        problems.push((detail.to_string(), fix.to_string()));
+    }
+    match (agent.executor, executor::known_cli(agent.executor)) {
+        (ExecutorKind::Command, _) => {
+            if let Some(program) = agent.command.as_ref().and_then(|c| c.first()) {
+                match find_program(program, repo, vars("PATH").as_deref()) {
+                    Ok(path) => found = format!(" ({})", path.display()),
+                    Err(why) => problems.push((
+                        why,
+                        format!("install it, or correct {key}.command (a path with `/` is relative to the repository)"),
+                    )),
+                }
+            }
+        }
+        (_, Some(cli)) => {
+            let program = agent
+                .command
+                .as_ref()
+                .and_then(|c| c.first())
+                .map_or(cli.program, |p| p.as_str());
+            match find_program(program, repo, vars("PATH").as_deref()) {
+                Ok(path) => found = format!(" ({})", path.display()),
+                Err(why) => problems.push((
+                    why,
+                    format!(
+                        "{} (or set {key}.command to the program's path)",
+                        cli.install
+                    ),
+                )),
+            }
+            return (found, problems, key_problem(cli, agent, key, vars));
+        }
+        (_, None) => {}
+    }
+    (found, problems, None)
 }
 
 /// A key the CLI can use must be set and passed through: agents see nothing else.
@@ -324,5 +376,55 @@ mod tests {
         assert_eq!(planner.len(), 1, "{report:?}");
         assert_eq!(planner[0].level, Level::Warn);
         assert!(planner[0].detail.contains("deterministic planner"));
+    }
+
+    /// Issue 9: a missing program that a fallback covers is a warning; each fallback is checked
+    /// once where it is configured; a key the agent will not see is no reason to fall back.
+    #[test]
+    fn fallbacks_are_checked_and_cover_a_missing_program() {
+        let repo = tempfile::tempdir().unwrap();
+        let run = |yaml: &str| -> Vec<(Level, String)> {
+            let config = load_str(yaml, "c.yml").unwrap();
+            checks(&config, repo.path(), &lookup(vec![]))
+                .into_iter()
+                .map(|c| (c.level, c.detail))
+                .collect()
+        };
+        let covered = run("agents:\n  default:\n    executor: scripted\n  worker:\n    executor: command\n    command: [\"/nonexistent/agent\"]\n    fallbacks: [{command: [\"/bin/sh\"]}]\n");
+        assert!(
+            covered.contains(&(
+                Level::Warn,
+                "worker: command: `/nonexistent/agent` does not exist (/nonexistent/agent) (a fallback runs instead)".to_string()
+            )),
+            "{covered:?}"
+        );
+        assert!(
+            covered.contains(&(
+                Level::Ok,
+                "agents.worker.fallbacks[0] (command:/bin/sh) (/bin/sh)".to_string()
+            )),
+            "{covered:?}"
+        );
+
+        let shared = run("agents:\n  default:\n    executor: scripted\n    fallbacks: [{executor: command, command: [\"/nonexistent/fb\"]}]\n");
+        let fallbacks: Vec<_> = shared
+            .iter()
+            .filter(|(_, d)| d.starts_with("agents.default.fallbacks[0]"))
+            .collect();
+        assert_eq!(fallbacks.len(), 1, "once for every role: {shared:?}");
+        assert_eq!(fallbacks[0].0, Level::Warn);
+        assert!(
+            fallbacks[0].1.contains("`/nonexistent/fb` does not exist"),
+            "{shared:?}"
+        );
+        assert!(shared.iter().all(|(l, _)| *l != Level::Fail), "{shared:?}");
+
+        let no_key = run("agents:\n  default:\n    executor: scripted\n  worker:\n    executor: codex\n    command: [\"/bin/sh\"]\n    fallbacks: [{executor: scripted}]\n");
+        let worker: Vec<_> = no_key
+            .iter()
+            .filter(|(_, d)| d.starts_with("worker: codex"))
+            .collect();
+        assert_eq!(worker.len(), 1, "{no_key:?}");
+        assert_eq!(worker[0].0, Level::Fail, "{no_key:?}");
     }
 }

@@ -1,0 +1,192 @@
+//! Fallback executors (`agents.<role>.fallbacks`): the ordered chain of agents a role may run on.
+//!
+//! The chain is the role's effective agent, then each fallback entry laid over it. Which entry
+//! runs is decided elsewhere (`engine::fallback`, from what the runner can build and what waits
+//! on quota); this file only says what the entries are and what identifies each executor.
+
+use super::{AgentConfig, AgentRole, AgentsConfig, EffectiveAgent, ExecutorKind};
+
+impl ExecutorKind {
+    /// The `executor:` word.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ExecutorKind::ClaudeCode => "claude-code",
+            ExecutorKind::Opencode => "opencode",
+            ExecutorKind::Codex => "codex",
+            ExecutorKind::Aider => "aider",
+            ExecutorKind::Command => "command",
+            ExecutorKind::Scripted => "scripted",
+        }
+    }
+}
+
+impl EffectiveAgent {
+    /// What identifies this executor across roles and runs, so that a quota hit by one run
+    /// parks it for every role that uses it: the `executor:` word, plus the model for a CLI
+    /// adapter (`codex:o4-mini`: quotas are per model), the program for `command`
+    /// (`command:./agent.sh`) and the script for `scripted`.
+    pub fn executor_key(&self) -> String {
+        let word = self.executor.as_str();
+        let detail = match self.executor {
+            ExecutorKind::ClaudeCode
+            | ExecutorKind::Opencode
+            | ExecutorKind::Codex
+            | ExecutorKind::Aider => self.model.clone(),
+            ExecutorKind::Command => self.command.as_ref().and_then(|c| c.first().cloned()),
+            ExecutorKind::Scripted => self.script.clone(),
+        };
+        match detail {
+            Some(detail) => format!("{word}:{detail}"),
+            None => word.to_string(),
+        }
+    }
+}
+
+impl AgentsConfig {
+    /// The fallback entries of a role and the key they are written under: the role's own list
+    /// when it sets one (even an empty one), else `agents.default.fallbacks`.
+    pub fn fallback_entries(&self, role: AgentRole) -> (String, &[AgentConfig]) {
+        match &self.entry(role).fallbacks {
+            Some(list) => (format!("agents.{}.fallbacks", role.name()), list),
+            None => (
+                "agents.default.fallbacks".to_string(),
+                self.default.fallbacks.as_deref().unwrap_or_default(),
+            ),
+        }
+    }
+
+    /// The executors of a role in the order they are tried: its effective agent first, then its
+    /// fallbacks, each laid over the role's agent.
+    pub fn chain(&self, role: AgentRole) -> Vec<EffectiveAgent> {
+        let primary = self.effective(role);
+        let (key, entries) = self.fallback_entries(role);
+        let mut chain = Vec::with_capacity(entries.len() + 1);
+        for (i, entry) in entries.iter().enumerate() {
+            chain.push(over(&primary, entry, format!("{key}[{i}]")));
+        }
+        chain.insert(0, primary);
+        chain
+    }
+}
+
+/// A fallback entry over the role's agent. The keys that describe one executor (model, command,
+/// script, prices) are not carried over to another executor: a claude model name means nothing
+/// to codex, and a `command:` written for one program would replace another's.
+fn over(primary: &EffectiveAgent, entry: &AgentConfig, config_key: String) -> EffectiveAgent {
+    let executor = entry.executor.unwrap_or(primary.executor);
+    let same = executor == primary.executor;
+    EffectiveAgent {
+        executor,
+        model: tied(same, &entry.model, &primary.model),
+        command: tied(same, &entry.command, &primary.command),
+        timeout_minutes: entry.timeout_minutes.unwrap_or(primary.timeout_minutes),
+        env_passthrough: entry
+            .env_passthrough
+            .clone()
+            .unwrap_or_else(|| primary.env_passthrough.clone()),
+        count: primary.count,
+        review: primary.review,
+        script: tied(same, &entry.script, &primary.script),
+        max_turns: entry.max_turns.unwrap_or(primary.max_turns),
+        pricing: tied(same, &entry.pricing, &primary.pricing),
+        config_key,
+    }
+}
+
+/// The entry's own value, else the role's when the entry keeps the role's executor.
+fn tied<T: Clone>(same_executor: bool, own: &Option<T>, inherited: &Option<T>) -> Option<T> {
+    match own {
+        Some(value) => Some(value.clone()),
+        None if same_executor => inherited.clone(),
+        None => None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::load_str;
+    use crate::model::Role;
+
+    const WORKER: AgentRole = AgentRole::Task(Role::Worker);
+
+    fn chain(yaml: &str, role: AgentRole) -> Vec<EffectiveAgent> {
+        load_str(yaml, ".opentiger.yml").unwrap().agents.chain(role)
+    }
+
+    #[test]
+    fn fallbacks_inherit_from_the_role_but_not_another_executors_keys() {
+        let yaml = "agents:\n  default:\n    timeout_minutes: 20\n    env_passthrough: [ANTHROPIC_API_KEY]\n  worker:\n    model: opus\n    command: [\"/opt/claude\"]\n    max_turns: 40\n    pricing: {input_per_mtok: 3, output_per_mtok: 15}\n    fallbacks:\n      - executor: codex\n        model: o4-mini\n        env_passthrough: [OPENAI_API_KEY]\n      - model: sonnet\n        timeout_minutes: 5\n";
+        let chain = chain(yaml, WORKER);
+        let summary: Vec<_> = chain
+            .iter()
+            .map(|a| {
+                (
+                    a.executor_key(),
+                    a.config_key.as_str(),
+                    a.command.clone(),
+                    a.timeout_minutes,
+                    a.max_turns,
+                    a.pricing.is_some(),
+                    a.env_passthrough.join(","),
+                )
+            })
+            .collect();
+        let opt = Some(vec!["/opt/claude".to_string()]);
+        #[rustfmt::skip]
+        assert_eq!(summary, [
+            ("claude-code:opus".to_string(), "agents.worker", opt.clone(), 20.0, 40, true, "ANTHROPIC_API_KEY".to_string()),
+            ("codex:o4-mini".to_string(), "agents.worker.fallbacks[0]", None, 20.0, 40, false, "OPENAI_API_KEY".to_string()),
+            ("claude-code:sonnet".to_string(), "agents.worker.fallbacks[1]", opt, 5.0, 40, true, "ANTHROPIC_API_KEY".to_string()),
+        ]);
+    }
+
+    #[test]
+    fn default_fallbacks_apply_to_roles_that_set_none() {
+        let yaml = "agents:\n  default:\n    fallbacks: [{executor: codex}]\n  judge:\n    fallbacks: []\n  tester:\n    fallbacks: [{executor: aider, model: gpt-5}]\n";
+        let keys = |role| -> Vec<String> {
+            chain(yaml, role)
+                .iter()
+                .map(|a| format!("{} {}", a.executor_key(), a.config_key))
+                .collect()
+        };
+        assert_eq!(
+            keys(WORKER),
+            [
+                "claude-code agents.worker",
+                "codex agents.default.fallbacks[0]"
+            ]
+        );
+        assert_eq!(keys(AgentRole::Judge), ["claude-code agents.judge"]);
+        assert_eq!(
+            keys(AgentRole::Task(Role::Tester)),
+            [
+                "claude-code agents.tester",
+                "aider:gpt-5 agents.tester.fallbacks[0]"
+            ]
+        );
+        assert_eq!(chain("", WORKER).len(), 1, "no fallbacks by default");
+    }
+
+    #[test]
+    fn executor_keys_name_what_a_quota_belongs_to() {
+        let cases = [
+            ("executor: claude-code", "claude-code"),
+            ("executor: codex\n    model: o4-mini", "codex:o4-mini"),
+            (
+                "executor: command\n    command: [./agent.sh, --fast]",
+                "command:./agent.sh",
+            ),
+            (
+                "executor: command\n    command: [x]\n    model: m",
+                "command:x",
+            ),
+            ("executor: scripted", "scripted"),
+            ("executor: scripted\n    script: s.json", "scripted:s.json"),
+        ];
+        for (lines, key) in cases {
+            let yaml = format!("agents:\n  worker:\n    {lines}\n");
+            assert_eq!(chain(&yaml, WORKER)[0].executor_key(), key, "{lines}");
+        }
+    }
+}

@@ -1,0 +1,103 @@
+//! Whether an agent entry can run here, as the tick's pre-claim check and the runner both ask it
+//! for every executor of a role's chain (`agents.<role>.fallbacks`, issue 9).
+
+use std::path::Path;
+
+use super::{for_role, locate, Executor, ExecutorError};
+use crate::config::{AgentRole, EffectiveAgent, ExecutorKind};
+
+/// The executor of one agent entry, ready to run: [`for_role`], and for `executor: command` its
+/// program found too (on PATH, or relative to the repository when it has a `/`), so that a
+/// missing program makes the entry unavailable before anything is claimed, like a missing CLI.
+pub fn build(
+    agent: &EffectiveAgent,
+    role: AgentRole,
+    repo: &Path,
+) -> Result<Box<dyn Executor>, ExecutorError> {
+    if agent.executor == ExecutorKind::Command {
+        if let Some(program) = agent.command.as_ref().and_then(|c| c.first()) {
+            let path_var = std::env::var("PATH").ok();
+            if locate(program, path_var.as_deref(), repo).is_none() {
+                return Err(ExecutorError::Unavailable(format!(
+                    "{}.command: `{program}` was not found (looked on PATH, or relative to {})\n  fix: install it, or correct `command:`",
+                    agent.config_key,
+                    repo.display()
+                )));
+            }
+        }
+    }
+    for_role(agent, role, repo)
+}
+
+/// Why no executor of a role's chain can run: the error itself when the role has no fallbacks,
+/// else each executor's, in the order they were tried.
+pub fn none_usable(role: AgentRole, chain: &[EffectiveAgent], errors: &[String]) -> String {
+    if let [only] = errors {
+        return only.clone();
+    }
+    let mut text = format!(
+        "no executor of agents.{} can run here (tried in order):",
+        role.name()
+    );
+    for (agent, error) in chain.iter().zip(errors) {
+        text.push_str(&format!(
+            "\n  - {}: {}",
+            agent.executor_key(),
+            error
+                .lines()
+                .map(str::trim_start)
+                .collect::<Vec<_>>()
+                .join("\n    ")
+        ));
+    }
+    text
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::Role;
+
+    #[test]
+    fn a_chain_that_cannot_run_names_every_executor() {
+        let repo = tempfile::tempdir().unwrap();
+        let yaml = "agents:\n  worker:\n    executor: command\n    command: [\"./missing.sh\"]\n    fallbacks:\n      - executor: codex\n        command: [\"./bin/codex\"]\n      - executor: command\n        command: [\"sh\"]\n";
+        let config = crate::config::load_str(yaml, ".opentiger.yml").unwrap();
+        let role = AgentRole::Task(Role::Worker);
+        let chain = config.agents.chain(role);
+        let built: Vec<_> = chain.iter().map(|a| build(a, role, repo.path())).collect();
+        let errors: Vec<String> = built
+            .iter()
+            .filter_map(|b| b.as_ref().err().map(|e| e.to_string()))
+            .collect();
+        assert!(built[2].is_ok(), "sh is on PATH");
+        assert_eq!(errors.len(), 2);
+        assert!(
+            errors[0].starts_with("agents.worker.command: `./missing.sh` was not found"),
+            "{}",
+            errors[0]
+        );
+        assert!(
+            errors[1].starts_with(
+                "agents.worker.fallbacks[0].executor is `codex`, but its program `./bin/codex`"
+            ),
+            "{}",
+            errors[1]
+        );
+        let text = none_usable(role, &chain[..2], &errors);
+        assert!(
+            text.starts_with("no executor of agents.worker can run here (tried in order):\n  - command:./missing.sh: agents.worker.command:"),
+            "{text}"
+        );
+        assert!(
+            text.contains("\n  - codex: agents.worker.fallbacks[0].executor is `codex`"),
+            "{text}"
+        );
+        assert!(text.contains("\n    fix: install it (`npm install -g @openai/codex`), or set `agents.worker.fallbacks[0].command`"), "{text}");
+        assert_eq!(
+            none_usable(role, &chain[..1], &errors[..1]),
+            errors[0],
+            "no fallbacks: the error as it was"
+        );
+    }
+}
