@@ -657,11 +657,16 @@ fn push_branch(s: &Setup, branch: &str, file: &str, text: &str) {
     git(&s.clone, &["checkout", "-q", "main"]);
 }
 
-fn import_prs(s: &Setup, extra: &str) {
+/// PR import on (with `extra` backlog keys), and a PR by bob, a collaborator, on his branch.
+fn bobs_pr(s: &Setup, extra: &str) -> u64 {
     let path = s.clone.join(".opentiger.yml");
     let mut config = std::fs::read_to_string(&path).unwrap();
     config.push_str(&format!("backlog:\n  import_open_prs: true\n{extra}"));
     std::fs::write(path, config).unwrap();
+    s.server.set_permission("bob", "write");
+    push_branch(s, "bob-feature", "bob.txt", "hello from bob\n");
+    s.server
+        .add_pull("Add bob.txt", "Adds a file.", "bob-feature", "main", "bob")
 }
 
 /// `backlog.import_open_prs`: a collaborator's PR is reviewed like the bot's own (CI first,
@@ -670,12 +675,7 @@ fn import_prs(s: &Setup, extra: &str) {
 #[test]
 fn a_collaborators_pr_is_reviewed_and_commented_but_left_to_a_person_to_merge() {
     let s = setup();
-    import_prs(&s, "");
-    s.server.set_permission("bob", "write");
-    push_branch(&s, "bob-feature", "bob.txt", "hello from bob\n");
-    let pr = s
-        .server
-        .add_pull("Add bob.txt", "Adds a file.", "bob-feature", "main", "bob");
+    let pr = bobs_pr(&s, "");
     push_branch(&s, "eve-feature", "eve.txt", "hi\n");
     let outsider = s
         .server
@@ -720,12 +720,7 @@ fn a_collaborators_pr_is_reviewed_and_commented_but_left_to_a_person_to_merge() 
 #[test]
 fn imported_prs_are_merged_when_configured_and_their_branch_is_kept() {
     let s = setup();
-    import_prs(&s, "  merge_imported_prs: true\n");
-    s.server.set_permission("bob", "write");
-    push_branch(&s, "bob-feature", "bob.txt", "hello from bob\n");
-    let pr = s
-        .server
-        .add_pull("Add bob.txt", "Adds a file.", "bob-feature", "main", "bob");
+    let pr = bobs_pr(&s, "  merge_imported_prs: true\n");
     tick(&s, "2026-11-21T12:00:00Z");
     let out = tick(&s, "2026-11-21T12:01:00Z");
     assert!(out.contains("approved and merged"), "{out}");

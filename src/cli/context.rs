@@ -232,6 +232,25 @@ impl Context {
         })
     }
 
+    /// What the runner needs to act for this command: the repository, the configuration, and
+    /// the given templates, redactor and executor parks.
+    pub fn act<'a>(
+        &'a self,
+        templates: &'a crate::prompt::Templates,
+        redactor: &'a crate::redact::Redactor,
+        executor_waits: &'a crate::engine::fallback::ExecutorWaits,
+    ) -> crate::runner::Act<'a> {
+        crate::runner::Act {
+            repo: &self.repo,
+            config: &self.config,
+            redactor,
+            templates,
+            state_file: self.state_path().ok(),
+            executor_waits,
+            now: self.now,
+        }
+    }
+
     /// The requirement document, if it exists.
     pub fn requirement_text(&self) -> Option<String> {
         std::fs::read_to_string(self.repo.join(&self.config.requirement)).ok()

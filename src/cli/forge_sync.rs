@@ -458,40 +458,34 @@ pub fn post_verdict(
                 task.id
             )
         }
-        JudgeConclusion::RequestChanges { summary, findings } => {
-            let mut text = format!(
-                "**opentiger judge: changes requested** (task `{}`): {summary}\n",
+        JudgeConclusion::RequestChanges { summary, findings } => listed(
+            &format!(
+                "**opentiger judge: changes requested** (task `{}`): {summary}",
                 task.id
-            );
-            for finding in findings {
-                text.push_str(&format!("\n- {finding}"));
-            }
-            text.push_str(if person {
-                "\n\nopentiger does not push to this branch: push a fix and the new head is reviewed again."
+            ),
+            findings,
+            if person {
+                "opentiger does not push to this branch: push a fix and the new head is reviewed again."
             } else {
-                "\n\nAn AutoFix task works on this branch, or a person decides once its budget is spent."
-            });
-            text
-        }
+                "An AutoFix task works on this branch, or a person decides once its budget is spent."
+            },
+        ),
         JudgeConclusion::Approved { summary } => format!(
             "**opentiger judge: approved** (task `{}`): {summary}\n\nNot merged automatically (`backlog.merge_imported_prs` is off): a maintainer merges it.",
             task.id
         ),
-        JudgeConclusion::Conflict { base, files } => {
-            let mut text = format!(
-                "**opentiger judge: cannot merge** (task `{}`): the branch conflicts with `{base}`.\n",
+        JudgeConclusion::Conflict { base, files } => listed(
+            &format!(
+                "**opentiger judge: cannot merge** (task `{}`): the branch conflicts with `{base}`.",
                 task.id
-            );
-            for file in files {
-                text.push_str(&format!("\n- {file}"));
-            }
-            text.push_str(if person {
-                "\n\nMerge the base into this branch and resolve the conflicts; the new head is reviewed again."
+            ),
+            files,
+            if person {
+                "Merge the base into this branch and resolve the conflicts; the new head is reviewed again."
             } else {
-                "\n\nA conflict-fix task merges the base into this branch and resolves it; once that budget is spent the goal is recreated from the base (this PR is then closed), and after that a person decides."
-            });
-            text
-        }
+                "A conflict-fix task merges the base into this branch and resolves it; once that budget is spent the goal is recreated from the base (this PR is then closed), and after that a person decides."
+            },
+        ),
         JudgeConclusion::Updated { head } => format!(
             "**opentiger judge: approved, but behind the base** (task `{}`): the base was merged into this branch as {head}; it is merged once CI passes on that head.",
             task.id
@@ -505,6 +499,15 @@ pub fn post_verdict(
     let marker = format!("<!-- opentiger:verdict task={} run={run} -->", task.id);
     client.upsert_comment(pr, &marker, &ctx.redactor().redact(&text), ctx.later())?;
     Ok(())
+}
+
+/// A verdict comment: its first line, a list, and what happens next.
+fn listed(heading: &str, items: &[String], next: &str) -> String {
+    let mut text = format!("{heading}\n");
+    for item in items {
+        text.push_str(&format!("\n- {item}"));
+    }
+    format!("{text}\n\n{next}")
 }
 
 /// Closes the PR of a change whose goal is recreated from the base, after one comment saying

@@ -9,7 +9,6 @@ use super::{CmdResult, Context, Failure};
 use crate::engine::PreflightInputs;
 use crate::model::PlanStatus;
 use crate::prompt::Templates;
-use crate::runner::Act;
 use crate::store::{TaskFilter, Writer};
 
 #[derive(Args, Debug)]
@@ -70,15 +69,7 @@ pub fn run(ctx: &Context, args: &PlanArgs) -> CmdResult {
     }
     let templates = Templates::load(&ctx.repo).map_err(|e| Failure::usage(e.to_string()))?;
     let redactor = ctx.redactor();
-    let act = Act {
-        repo: &ctx.repo,
-        config: &ctx.config,
-        redactor: &redactor,
-        templates: &templates,
-        state_file: ctx.state_path().ok(),
-        executor_waits: &executor_waits,
-        now: ctx.now,
-    };
+    let act = ctx.act(&templates, &redactor, &executor_waits);
     let plan = work.run(&act, ctx.now);
     let writer = Writer {
         tick_id: Some(&ctx.tick_id),

@@ -494,15 +494,7 @@ pub fn tick_with(ctx: &Context, fan_out: bool) -> Result<TickSummary, Failure> {
     }
     .map_err(|e| Failure::usage(e.to_string()))?;
     let redactor = ctx.redactor();
-    let act = Act {
-        repo: &ctx.repo,
-        config: &ctx.config,
-        redactor: &redactor,
-        templates: &templates,
-        state_file: ctx.state_path().ok(),
-        executor_waits: &claimed.executor_waits,
-        now: ctx.now,
-    };
+    let act = ctx.act(&templates, &redactor, &claimed.executor_waits);
     let mut done = Vec::new();
     // What the runs of this tick spent so far, for budget.per_tick_usd.
     let mut tick_spend = 0.0;

@@ -14,7 +14,6 @@ use crate::forge::github::GithubClient;
 use crate::model::{Mode, RunId, TickId};
 use crate::prompt::Templates;
 use crate::runner::work::run_task;
-use crate::runner::Act;
 use crate::store::{Handover, Recorded, Writer, FAN_OUT_PREFIX};
 
 #[derive(Args, Debug)]
@@ -79,15 +78,7 @@ pub fn run(ctx: &Context, args: &WorkArgs) -> CmdResult {
 
     let templates = Templates::load(&ctx.repo).map_err(|e| Failure::usage(e.to_string()))?;
     let redactor = ctx.redactor();
-    let act = Act {
-        repo: &ctx.repo,
-        config: &ctx.config,
-        redactor: &redactor,
-        templates: &templates,
-        state_file: ctx.state_path().ok(),
-        executor_waits: &executor_waits,
-        now: ctx.now,
-    };
+    let act = ctx.act(&templates, &redactor, &executor_waits);
     let mut result = run_task(&act, &task, &run_id, &history);
     if let (Some(client), true) = (
         &forge,

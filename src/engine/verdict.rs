@@ -192,17 +192,14 @@ pub fn decide_verdict(
                 now,
             )
         }
-        JudgeConclusion::BaseMoved { base } => {
-            // `merge_attempts` counts the first merge too: its retries are one fewer.
-            let limit = config.limits.merge_attempts;
-            let n = task.attempts.get(AttemptKey::Merge) + 1;
-            if n >= limit {
-                let why = format!("{base} moved under {n} merge attempts (limit {limit})");
-                let mut d = conflict_recovery(task, lineage, &why, &[], config, now);
-                d.attempts = Some(task.attempts.bumped(AttemptKey::Merge));
-                return d;
-            }
-            VerdictDecision {
+        // `merge_attempts` counts the first merge too; each update from the base is one more.
+        JudgeConclusion::BaseMoved { base } => merge_attempt(
+            task,
+            lineage,
+            config,
+            now,
+            |n, limit| format!("{base} moved under {n} merge attempts (limit {limit})"),
+            |n, limit| VerdictDecision {
                 to: TaskState::blocked(BlockReason::AwaitingJudge),
                 attempts: Some(task.attempts.bumped(AttemptKey::Merge)),
                 reason: format!("approved, but {base} moved while merging: merged again later (merge attempt {n}/{limit})"),
@@ -210,20 +207,16 @@ pub fn decide_verdict(
                 rejudge: true,
                 next_attempt_at: Some(now.plus(doubling(config.merge.retry_seconds, n))),
                 rebind_head: None,
-            }
-        }
-        JudgeConclusion::Updated { head } => {
-            // Bringing the branch up to date is a merge attempt: a base that never stops moving
-            // ends in conflict recovery, not in an endless update loop.
-            let limit = config.limits.merge_attempts;
-            let n = task.attempts.get(AttemptKey::Merge) + 1;
-            if n >= limit {
-                let why = format!("the base moved under {n} updates of the branch (limit {limit})");
-                let mut d = conflict_recovery(task, lineage, &why, &[], config, now);
-                d.attempts = Some(task.attempts.bumped(AttemptKey::Merge));
-                return d;
-            }
-            VerdictDecision {
+            },
+        ),
+        // A base that never stops moving ends in conflict recovery, not in an endless update loop.
+        JudgeConclusion::Updated { head } => merge_attempt(
+            task,
+            lineage,
+            config,
+            now,
+            |n, limit| format!("the base moved under {n} updates of the branch (limit {limit})"),
+            |n, limit| VerdictDecision {
                 to: TaskState::blocked(BlockReason::AwaitingJudge),
                 attempts: Some(task.attempts.bumped(AttemptKey::Merge)),
                 reason: format!(
@@ -234,8 +227,8 @@ pub fn decide_verdict(
                 rejudge: true,
                 next_attempt_at: None,
                 rebind_head: Some(head.clone()),
-            }
-        }
+            },
+        ),
         JudgeConclusion::Refused { reason } => VerdictDecision {
             to: TaskState::blocked(BlockReason::AwaitingHuman),
             attempts: None,
@@ -313,6 +306,26 @@ fn person_pr_reviewed(conclusion: &JudgeConclusion) -> Option<String> {
         }
         JudgeConclusion::Refused { reason } => format!("approved, but {reason}"),
     })
+}
+
+/// Merge attempt `n` of `limits.merge_attempts`: `retry(n, limit)` while attempts are left, then
+/// conflict recovery saying `exhausted(n, limit)`.
+fn merge_attempt(
+    task: &Task,
+    lineage: &Lineage,
+    config: &Config,
+    now: Timestamp,
+    exhausted: impl FnOnce(u32, u32) -> String,
+    retry: impl FnOnce(u32, u32) -> VerdictDecision,
+) -> VerdictDecision {
+    let limit = config.limits.merge_attempts;
+    let n = task.attempts.get(AttemptKey::Merge) + 1;
+    if n < limit {
+        return retry(n, limit);
+    }
+    let mut d = conflict_recovery(task, lineage, &exhausted(n, limit), &[], config, now);
+    d.attempts = Some(task.attempts.bumped(AttemptKey::Merge));
+    d
 }
 
 /// The change cannot land as it is: a conflict fix on its branch while that budget lasts, then
@@ -812,14 +825,17 @@ mod conflict_tests {
             .blocked(BlockReason::AwaitingJudge)
             .with(|t| t.title = "Add a greeting".into());
         let mut world = vec![origin.clone()];
+        let judge_conflict = |world: &[Task], judged: &Task| {
+            decide_verdict(
+                judged,
+                &conflict(),
+                &lineage_in(world, judged),
+                &config,
+                NOW,
+            )
+        };
         // 1st conflict on the origin's own PR: fix 1/2 on the same branch, origin waits.
-        let d = decide_verdict(
-            &origin,
-            &conflict(),
-            &lineage_in(&world, &origin),
-            &config,
-            NOW,
-        );
+        let d = judge_conflict(&world, &origin);
         assert_eq!(d.to, TaskState::blocked(BlockReason::NeedsRework));
         let fix1 = d.create.expect("a conflict fix");
         assert_eq!(fix1.kind, TaskKind::AutofixConflict);
@@ -833,13 +849,7 @@ mod conflict_tests {
         world.push(fix1.clone());
         // The fix conflicts again: fix 2/2 of the origin, fix 1 gives way.
         let judged = fix1.clone().blocked(BlockReason::AwaitingJudge);
-        let d = decide_verdict(
-            &judged,
-            &conflict(),
-            &lineage_in(&world, &judged),
-            &config,
-            NOW,
-        );
+        let d = judge_conflict(&world, &judged);
         assert_eq!(d.to, TaskState::CANCELLED);
         let fix2 = d.create.expect("a second conflict fix");
         assert_eq!(fix2.title, "Conflict fix 2/2: Add a greeting");
@@ -847,13 +857,7 @@ mod conflict_tests {
         world.push(fix2.clone());
         // Fixes spent: the goal is recreated from the base, on a branch of its own.
         let judged = fix2.clone().blocked(BlockReason::AwaitingJudge);
-        let d = decide_verdict(
-            &judged,
-            &conflict(),
-            &lineage_in(&world, &judged),
-            &config,
-            NOW,
-        );
+        let d = judge_conflict(&world, &judged);
         assert_eq!(d.to, TaskState::CANCELLED);
         let recreate = d.create.expect("a recreation");
         assert_eq!(recreate.kind, TaskKind::Recreate);

@@ -18,9 +18,9 @@
 
 use std::path::Path;
 
-use super::cli::{run_adapter, Adapter, AdapterConfig, Cli, RunFiles};
+use super::cli::{Adapter, AdapterConfig, Cli, RunFiles};
 use super::report::{self, failure, read_only, Report};
-use super::{AgentFailureKind, AgentRequest, AgentResult, Executor, ExecutorError};
+use super::AgentFailureKind;
 use crate::process::ProcessOutput;
 
 pub const CLI: Cli = Cli {
@@ -263,16 +263,6 @@ impl Adapter for Aider {
                 }
             }
         }
-    }
-}
-
-impl Executor for Aider {
-    fn name(&self) -> &str {
-        CLI.kind
-    }
-
-    fn run(&self, req: &AgentRequest<'_>) -> Result<AgentResult, ExecutorError> {
-        run_adapter(self, req)
     }
 }
 

@@ -20,9 +20,9 @@ use std::path::Path;
 
 use serde_json::Value;
 
-use super::cli::{run_adapter, Adapter, AdapterConfig, Cli, RunFiles};
+use super::cli::{Adapter, AdapterConfig, Cli, RunFiles};
 use super::report::{self, failure, int, json_lines, read_only, text_at, Report};
-use super::{AgentFailureKind, AgentRequest, AgentResult, Executor, ExecutorError};
+use super::AgentFailureKind;
 use crate::process::ProcessOutput;
 
 pub const CLI: Cli = Cli {
@@ -179,16 +179,6 @@ impl Adapter for ClaudeCode {
 
     fn parse(&self, out: &ProcessOutput, _scratch: &Path) -> Report {
         parse(&out.stdout_tail)
-    }
-}
-
-impl Executor for ClaudeCode {
-    fn name(&self) -> &str {
-        CLI.kind
-    }
-
-    fn run(&self, req: &AgentRequest<'_>) -> Result<AgentResult, ExecutorError> {
-        run_adapter(self, req)
     }
 }
 

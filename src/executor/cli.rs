@@ -250,6 +250,20 @@ pub(super) trait Adapter {
     fn clean_up(&self, _workspace: &Path, _before: &[String]) {}
 }
 
+/// Every CLI adapter is an executor: its CLI's word names it, [`run_adapter`] runs it.
+impl<T: Adapter> super::Executor for T {
+    fn name(&self) -> &str {
+        self.cli().kind
+    }
+
+    fn run(
+        &self,
+        req: &super::AgentRequest<'_>,
+    ) -> Result<super::AgentResult, super::ExecutorError> {
+        run_adapter(self, req)
+    }
+}
+
 /// The names in a folder (none when it cannot be read).
 pub(super) fn entries(dir: &Path) -> Vec<String> {
     fs::read_dir(dir)

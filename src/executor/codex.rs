@@ -16,9 +16,8 @@
 
 use std::path::{Path, PathBuf};
 
-use super::cli::{run_adapter, Adapter, AdapterConfig, Cli, RunFiles};
+use super::cli::{Adapter, AdapterConfig, Cli, RunFiles};
 use super::report::{self, int, json_lines, read_only, text_at, Report};
-use super::{AgentRequest, AgentResult, Executor, ExecutorError};
 use crate::process::ProcessOutput;
 
 pub const CLI: Cli = Cli {
@@ -146,16 +145,6 @@ impl Adapter for Codex {
     fn parse(&self, out: &ProcessOutput, scratch: &Path) -> Report {
         let last = std::fs::read_to_string(last_message_file(scratch)).ok();
         parse(&out.stdout_tail, last.as_deref())
-    }
-}
-
-impl Executor for Codex {
-    fn name(&self) -> &str {
-        CLI.kind
-    }
-
-    fn run(&self, req: &AgentRequest<'_>) -> Result<AgentResult, ExecutorError> {
-        run_adapter(self, req)
     }
 }
 

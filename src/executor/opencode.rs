@@ -17,9 +17,9 @@ use std::path::Path;
 
 use serde_json::{json, Value};
 
-use super::cli::{run_adapter, Adapter, AdapterConfig, Cli, RunFiles};
+use super::cli::{Adapter, AdapterConfig, Cli, RunFiles};
 use super::report::{self, failure, int, json_lines, read_only, text_at, Report};
-use super::{AgentFailureKind, AgentRequest, AgentResult, Executor, ExecutorError};
+use super::AgentFailureKind;
 use crate::process::ProcessOutput;
 
 pub const CLI: Cli = Cli {
@@ -168,16 +168,6 @@ impl Adapter for Opencode {
 
     fn parse(&self, out: &ProcessOutput, _scratch: &Path) -> Report {
         parse(&out.stdout_tail, self.config.max_turns)
-    }
-}
-
-impl Executor for Opencode {
-    fn name(&self) -> &str {
-        CLI.kind
-    }
-
-    fn run(&self, req: &AgentRequest<'_>) -> Result<AgentResult, ExecutorError> {
-        run_adapter(self, req)
     }
 }
 
