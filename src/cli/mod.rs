@@ -13,6 +13,7 @@ mod plan;
 pub(crate) mod status;
 mod task;
 mod tick;
+mod tick_report;
 mod work;
 
 use std::path::PathBuf;

@@ -1,0 +1,152 @@
+//! What a tick reports: its summary (text for people, `--json` for the GitHub Action), and
+//! after the tick the job summary and the dashboard issue.
+
+use super::forge_sync;
+use super::Context;
+use crate::forge::github::GithubClient;
+use crate::model::Mode;
+
+/// What one tick did.
+#[derive(Default)]
+pub struct TickSummary {
+    pub tick_id: String,
+    /// GitHub requests made (github mode).
+    pub requests: u32,
+    pub decisions: usize,
+    pub lines: Vec<String>,
+    pub claimed: usize,
+    pub judged: usize,
+    pub stray: usize,
+    /// `--fan-out`: the claimed runs, for work jobs (`{"task", "run"}` each).
+    pub matrix: Option<Vec<serde_json::Value>>,
+    /// Today's spend after this tick and the daily budget, when the tick ran anything.
+    pub spend_today: Option<(f64, f64)>,
+    /// Tasks this tick's runs and reviews finished (`done`).
+    pub tasks_done: usize,
+    /// Pull requests opened for a task for the first time (github mode).
+    pub prs_opened: usize,
+    /// Pull requests updated in place by a later run of the same change (github mode).
+    pub prs_updated: usize,
+    /// Reviews that merged their change (the PR in github mode, the base branch locally).
+    pub merged: usize,
+    /// What the agents of this tick's runs reported spending, in USD.
+    pub spend_usd: f64,
+    /// Runs that failed, one entry each (the GitHub Action turns them into annotations).
+    pub failures: Vec<RunFailure>,
+}
+
+/// A run of this tick that failed, and where that left its task.
+#[derive(Clone, Debug, serde::Serialize)]
+pub struct RunFailure {
+    pub task_id: String,
+    pub title: String,
+    pub failure_code: Option<&'static str>,
+    pub message: String,
+    /// The task's state after the failure, e.g. `queued` (retried) or `blocked(awaiting_human)`.
+    pub task_state: String,
+}
+
+impl TickSummary {
+    pub fn text(&self) -> String {
+        let mut out = format!(
+            "tick {}: {} decision(s), {} run(s), {} review(s)\n",
+            self.tick_id, self.decisions, self.claimed, self.judged
+        );
+        for line in &self.lines {
+            out.push_str(&format!("  {line}\n"));
+        }
+        if let Some(matrix) = &self.matrix {
+            out.push_str(&format!(
+                "  matrix: {}\n",
+                serde_json::json!({ "include": matrix })
+            ));
+        }
+        if let Some((today, budget)) = self.spend_today {
+            out.push_str(&format!(
+                "  spend: ${:.2} this tick, ${today:.2} today of budget.per_day_usd ${budget:.2}\n",
+                self.spend_usd
+            ));
+        }
+        out
+    }
+
+    fn lines_for_report(&self) -> crate::report::board::TickLines {
+        crate::report::board::TickLines {
+            id: self.tick_id.clone(),
+            decisions: self.decisions,
+            runs: self.claimed,
+            reviews: self.judged,
+            spent: self.spend_today.map(|_| format!("${:.2}", self.spend_usd)),
+            lines: self.lines.clone(),
+        }
+    }
+
+    pub fn to_json(&self) -> serde_json::Value {
+        serde_json::json!({
+            "tick_id": self.tick_id, "decisions": self.decisions, "runs": self.claimed,
+            "reviews": self.judged, "stray_outcomes": self.stray, "lines": self.lines,
+            "github_requests": self.requests,
+            "matrix": self.matrix.as_ref().map(|m| serde_json::json!({ "include": m })),
+            "spent_today_usd": self.spend_today.map(|(today, _)| today),
+            "tasks_done": self.tasks_done, "prs_opened": self.prs_opened,
+            "prs_updated": self.prs_updated, "merged": self.merged,
+            "spend_usd": self.spend_usd, "failures": self.failures,
+            "peak_memory_kib": peak_memory_kib(),
+        })
+    }
+}
+
+/// After a tick: the job summary (GitHub Actions) and, in github mode after a tick that changed
+/// something, the dashboard issue. Visibility only: a failure here is a warning, never lost state.
+pub fn report_tick(ctx: &Context, summary: &TickSummary) {
+    let step_summary = std::env::var_os("GITHUB_STEP_SUMMARY")
+        .filter(|p| !p.is_empty() && ctx.config.report.job_summary);
+    let busy = summary.decisions > 0 || summary.claimed > 0 || summary.judged > 0;
+    let dashboard = ctx.config.mode == Mode::Github && ctx.config.report.dashboard_issue && busy;
+    if step_summary.is_none() && !dashboard {
+        return;
+    }
+    let rendered = ctx
+        .read_store()
+        .and_then(|store| super::status::board(ctx, &store, Some(summary.lines_for_report())));
+    let (board, job_summary) = match rendered {
+        Ok(r) => r,
+        Err(e) => {
+            tracing::warn!(
+                "could not render the job summary and dashboard: {}",
+                e.message
+            );
+            return;
+        }
+    };
+    if let (Some(path), Some(text)) = (step_summary, job_summary) {
+        use std::io::Write as _;
+        let written = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(&path)
+            .and_then(|mut f| f.write_all(text.as_bytes()));
+        if let Err(e) = written {
+            tracing::warn!("could not append to $GITHUB_STEP_SUMMARY: {e}");
+        }
+    }
+    if dashboard {
+        let updated = GithubClient::from_env(None, |k| std::env::var(k).ok())
+            .map_err(|e| e.to_string())
+            .and_then(|client| {
+                forge_sync::update_dashboard(&client, ctx, &board).map_err(|e| e.to_string())
+            });
+        match updated {
+            Ok(Some(n)) => tracing::info!("dashboard issue #{n} updated"),
+            Ok(None) => {}
+            Err(e) => tracing::warn!("could not update the dashboard issue: {e}"),
+        }
+    }
+}
+
+/// This process's peak resident memory (Linux), for `tick --json` and the benchmarks.
+fn peak_memory_kib() -> Option<u64> {
+    let status = std::fs::read_to_string("/proc/self/status").ok()?;
+    let line = status.lines().find(|l| l.starts_with("VmHWM:"))?;
+    line.split_whitespace().nth(1)?.parse().ok()
+}
