@@ -133,15 +133,19 @@ fn problems(
 ) -> (String, Vec<Problem>, Option<Problem>) {
     let mut problems: Vec<Problem> = Vec::new();
     let mut found = String::new();
-    if let Err(e) = executor::for_role(agent, role, repo) {
-        let text = e.to_string();
-        let (detail, fix) = super::split_fix(&text);
-        let fix = fix.unwrap_or("correct the configuration (`opentiger config schema`)");
-        let detail = detail
-            .strip_prefix(&format!("{}: ", agent.config_key))
-            .unwrap_or(detail);
-        problems.push((detail.to_string(), fix.to_string()));
-    }
+    // Building the executor as the tick does finds what the program checks below do not; a
+    // missing program is said once, by those checks.
+    let build_problem = || {
+        executor::for_role(agent, role, repo).err().map(|e| {
+            let text = e.to_string();
+            let (detail, fix) = super::split_fix(&text);
+            let fix = fix.unwrap_or("correct the configuration (`opentiger config schema`)");
+            let detail = detail
+                .strip_prefix(&format!("{}: ", agent.config_key))
+                .unwrap_or(detail);
+            (detail.to_string(), fix.to_string())
+        })
+    };
     match (agent.executor, executor::known_cli(agent.executor)) {
         (ExecutorKind::Command, _) => {
             if let Some(program) = agent.command.as_ref().and_then(|c| c.first()) {
@@ -170,9 +174,15 @@ fn problems(
                     ),
                 )),
             }
+            if problems.is_empty() {
+                problems.extend(build_problem());
+            }
             return (found, problems, key_problem(cli, agent, key, vars));
         }
         (_, None) => {}
+    }
+    if problems.is_empty() {
+        problems.extend(build_problem());
     }
     (found, problems, None)
 }
