@@ -20,7 +20,7 @@ pub use super::tick_report::{RunFailure, TickSummary};
 use super::{CmdResult, Context, Failure};
 use crate::config::AgentRole;
 use crate::engine::outcome::{decide_outcome, RunExecutors};
-use crate::engine::verdict::{decide_verdict, JudgeConclusion};
+use crate::engine::verdict::{decide_verdict, tick_budget_spent, JudgeConclusion};
 use crate::executor;
 use crate::forge::github::GithubClient;
 use crate::git::Git;
@@ -376,18 +376,9 @@ pub fn tick_with(ctx: &Context, fan_out: bool) -> Result<TickSummary, Failure> {
             } => {
                 // budget.per_tick_usd: once this tick's runs spent it, the rest go back to the
                 // queue unstarted.
-                if let Some(limit) = ctx.config.budget.per_tick_usd.filter(|l| *l > 0.0) {
-                    if tick_spend >= limit {
-                        done.push(Done::Unstarted(
-                            task.id.clone(),
-                            run_id,
-                            format!(
-                                "not started: this tick's runs spent ${:.2}, budget.per_tick_usd is ${limit:.2}; queued for the next tick",
-                                tick_spend
-                            ),
-                        ));
-                        continue;
-                    }
+                if let Some(why) = tick_budget_spent(&ctx.config.budget, tick_spend) {
+                    done.push(Done::Unstarted(task.id.clone(), run_id, why));
+                    continue;
                 }
                 let _span = tracing::info_span!("run", task = %task.id, run = %run_id).entered();
                 let mut result = run_task(&act, &task, &run_id, &history);

@@ -459,6 +459,42 @@ fn bounded_rejudge(
     }
 }
 
+/// What GitHub's refusal to merge an approved PR (405) means: the base moved under it (merge
+/// again later), the PR conflicts with the base (conflict recovery), or a rule of the repository
+/// a bot cannot satisfy (branch protection: a person decides).
+pub fn merge_refusal(pr: u64, message: &str) -> JudgeConclusion {
+    let m = message.to_ascii_lowercase();
+    if m.contains("base branch was modified") || m.contains("not up to date") {
+        JudgeConclusion::BaseMoved {
+            base: "the base branch".to_string(),
+        }
+    } else if m.contains("head branch was modified") {
+        JudgeConclusion::Failed {
+            error: format!("PR #{pr} head moved while merging: reviewed again"),
+        }
+    } else if m.contains("not mergeable") || m.contains("conflict") {
+        JudgeConclusion::Conflict {
+            base: "the base branch".to_string(),
+            files: Vec::new(),
+        }
+    } else {
+        JudgeConclusion::Refused {
+            reason: format!("GitHub refuses to merge PR #{pr}: {message}"),
+        }
+    }
+}
+
+/// `budget.per_tick_usd`: why a claimed run must not start once the tick's runs spent `spent`
+/// (it goes back to the queue unstarted), or `None` while the tick may go on. 0 or unset: off.
+pub fn tick_budget_spent(budget: &crate::config::BudgetConfig, spent: f64) -> Option<String> {
+    let limit = budget.per_tick_usd.filter(|l| *l > 0.0)?;
+    (spent >= limit).then(|| {
+        format!(
+            "not started: this tick's runs spent ${spent:.2}, budget.per_tick_usd is ${limit:.2}; queued for the next tick"
+        )
+    })
+}
+
 /// The wait before try `n` (1-based) of something that failed: `base_seconds`, doubled each
 /// time, at most a day (milliseconds).
 pub fn doubling(base_seconds: u32, n: u32) -> i64 {
@@ -730,6 +766,21 @@ mod backoff_tests {
     use crate::time::{HOUR, SECOND};
 
     #[test]
+    fn a_spent_tick_budget_stops_further_runs() {
+        let mut budget = crate::config::BudgetConfig::default();
+        assert_eq!(tick_budget_spent(&budget, 1e9), None, "unset: no limit");
+        budget.per_tick_usd = Some(0.0);
+        assert_eq!(tick_budget_spent(&budget, 1e9), None, "0: off");
+        budget.per_tick_usd = Some(1.0);
+        assert_eq!(tick_budget_spent(&budget, 0.99), None);
+        let why = tick_budget_spent(&budget, 1.5).expect("spent");
+        assert!(
+            why.contains("spent $1.50, budget.per_tick_usd is $1.00"),
+            "{why}"
+        );
+    }
+
+    #[test]
     fn retries_of_reviews_and_merges_back_off() {
         assert_eq!(doubling(30, 1), 30 * SECOND);
         assert_eq!(doubling(30, 2), 60 * SECOND);
@@ -925,5 +976,48 @@ mod conflict_tests {
         );
         let fix = autofix_child(&t, "x", &[], 1, 3, NOW);
         assert_ne!(once.create.map(|c| c.id), Some(fix.id));
+    }
+}
+
+#[cfg(test)]
+mod refusal_tests {
+    use super::*;
+
+    #[test]
+    fn merge_refusals_are_told_apart() {
+        let cases: &[(&str, &str)] = &[
+            (
+                "Base branch was modified. Review and try the merge again.",
+                "base moved",
+            ),
+            (
+                "Head branch is not up to date with the base branch",
+                "base moved",
+            ),
+            (
+                "Head branch was modified. Review and try the merge again.",
+                "failed",
+            ),
+            ("Pull Request is not mergeable", "conflict"),
+            ("Merge conflict", "conflict"),
+            (
+                "At least 1 approving review is required by reviewers with write access.",
+                "refused",
+            ),
+            ("Required status check \"build\" is expected.", "refused"),
+        ];
+        for (message, expect) in cases {
+            let got = match merge_refusal(7, message) {
+                JudgeConclusion::BaseMoved { .. } => "base moved",
+                JudgeConclusion::Failed { .. } => "failed",
+                JudgeConclusion::Conflict { .. } => "conflict",
+                JudgeConclusion::Refused { reason } => {
+                    assert!(reason.contains(message), "{reason}");
+                    "refused"
+                }
+                other => panic!("{message}: {other:?}"),
+            };
+            assert_eq!(got, *expect, "{message}");
+        }
     }
 }
