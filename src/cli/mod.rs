@@ -130,7 +130,7 @@ pub type CmdResult = Result<(), Failure>;
 
 /// Runs the CLI and returns the process exit code.
 pub fn main() -> i32 {
-    let cli = match Cli::try_parse() {
+    let mut cli = match Cli::try_parse() {
         Ok(cli) => cli,
         Err(e) => {
             let _ = e.print();
@@ -141,6 +141,16 @@ pub fn main() -> i32 {
         }
     };
     init_logging(cli.verbose, cli.quiet);
+    // Relative paths in the configuration (an agent's `./scripts/agent.sh`, the state file, the
+    // requirement) are relative to the repository: made absolute once here, they stay right
+    // whatever folder a program later runs in (a run's worktree, a scratch copy).
+    cli.repo = match std::path::absolute(&cli.repo) {
+        Ok(repo) => repo,
+        Err(e) => {
+            eprintln!("error: --repo {}: {e}", cli.repo.display());
+            return 2;
+        }
+    };
     match run(cli) {
         Ok(()) => 0,
         Err(f) => {
