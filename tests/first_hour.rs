@@ -58,7 +58,10 @@ fn status_of(cwd: &Path, repo_args: &[&str], id: &str) -> String {
     let mut args = repo_args.to_vec();
     args.extend(["--now", NOW, "task", "show", id, "--json"]);
     let out = run_in(cwd, &args).ok();
-    out.json()["task"]["status"].as_str().unwrap_or_default().to_string()
+    out.json()["task"]["status"]
+        .as_str()
+        .unwrap_or_default()
+        .to_string()
 }
 
 /// Item 1: a relative agent command works with `--repo` unset and with `--repo .`.
@@ -67,7 +70,9 @@ fn a_relative_agent_command_runs_from_the_repository_root() {
     for repo_args in [&[][..], &["--repo", "."][..]] {
         let repo = repo_with_relative_agent();
         let mut add = repo_args.to_vec();
-        add.extend(["--now", NOW, "task", "add", "--title", "Hello", "--goal", "g"]);
+        add.extend([
+            "--now", NOW, "task", "add", "--title", "Hello", "--goal", "g",
+        ]);
         let id = run_in(repo.path(), &add).ok().stdout.trim().to_string();
         for m in 0..3 {
             let now = common::minute(m * 10);
@@ -81,11 +86,204 @@ fn a_relative_agent_command_runs_from_the_repository_root() {
                 out.stderr
             );
         }
-        assert_eq!(status_of(repo.path(), repo_args, &id), "done", "{repo_args:?}");
+        assert_eq!(
+            status_of(repo.path(), repo_args, &id),
+            "done",
+            "{repo_args:?}"
+        );
         assert_eq!(
             git(repo.path(), &["show", "main:hello.txt"]),
             "hello",
             "{repo_args:?}"
         );
     }
+}
+
+/// A local-git repository with `config` and an agent that leaves a mark when it runs.
+fn repo_with_config(config: &str) -> TestRepo {
+    let repo = repo_with_relative_agent();
+    let marker = repo.path().join(".git/agent-ran");
+    executable(
+        &repo.path().join("scripts/agent.sh"),
+        &format!(
+            "#!/bin/sh\ntouch {}\necho hello > hello.txt\n",
+            marker.display()
+        ),
+    );
+    repo.file(
+        ".opentiger.yml",
+        &format!(
+            "mode: local-git\nagents:\n  default:\n    executor: command\n    command: [\"./scripts/agent.sh\"]\n  judge:\n    review: false\n{config}"
+        ),
+    );
+    repo
+}
+
+fn refused(out: &Out, needles: &[&str]) {
+    assert_eq!(
+        out.code, 2,
+        "expected exit 2\nstdout:\n{}\nstderr:\n{}",
+        out.stdout, out.stderr
+    );
+    for needle in needles {
+        assert!(
+            out.stderr.contains(needle),
+            "`{needle}` missing from:\n{}",
+            out.stderr
+        );
+    }
+}
+
+/// Item 2: a command or path that cannot run is refused where it enters, with the fix.
+#[test]
+fn commands_and_paths_that_cannot_run_are_refused_at_config_load() {
+    for (config, needles) in [
+        (
+            "verify:\n  commands: [\"cat a.txt | grep hi\"]\n",
+            &["verify.commands[0]", "`|`", "script"][..],
+        ),
+        (
+            "verify:\n  commands: [\"cargo build; cargo test\"]\n",
+            &["verify.commands[0]", "`;`", "&&"][..],
+        ),
+        (
+            "verify:\n  commands: [\"cargo test > out.txt\"]\n",
+            &["verify.commands[0]", "`>`"][..],
+        ),
+        (
+            "verify:\n  by_role:\n    tester: [\"echo $HOME\"]\n",
+            &["verify.by_role.tester[0]", "$HOME"][..],
+        ),
+        (
+            "verify:\n  when_changed:\n    - paths: [\"src/**\"]\n      commands: [\"cd src && make\"]\n",
+            &["verify.when_changed[0].commands[0]", "builtin"][..],
+        ),
+        (
+            "policy:\n  allowed_paths: [\"../other/**\"]\n",
+            &["policy.allowed_paths[0]", "`..`"][..],
+        ),
+        (
+            "policy:\n  allowed_paths: [\"/etc/**\"]\n",
+            &["policy.allowed_paths[0]", "relative to the repository root"][..],
+        ),
+        (
+            "policy:\n  denied_paths: [\"{a,b}/**\"]\n",
+            &["policy.denied_paths[0]", "alternatives"][..],
+        ),
+    ] {
+        let repo = repo_with_config(config);
+        refused(&run_in(repo.path(), &["--now", NOW, "task", "list"]), needles);
+        let doctor = run_in(repo.path(), &["--now", NOW, "doctor"]);
+        assert_ne!(doctor.code, 0, "{}", doctor.stdout);
+        for needle in needles {
+            assert!(doctor.stdout.contains(needle), "doctor: `{needle}` missing:\n{}", doctor.stdout);
+        }
+    }
+}
+
+#[test]
+fn task_add_refuses_commands_and_paths_that_cannot_run() {
+    let repo = repo_with_config("");
+    for (flags, needles) in [
+        (
+            &["--command", "cat a.txt | grep hi"][..],
+            &["--command", "`|`", "script"][..],
+        ),
+        (
+            &["--command", "make check; make"][..],
+            &["--command", "`;`"][..],
+        ),
+        (
+            &["--command", "sudo make"][..],
+            &["--command", "denied"][..],
+        ),
+        (
+            &["--allowed-path", "../x/**"][..],
+            &["--allowed-path", "`..`"][..],
+        ),
+        (
+            &["--allowed-path", "/abs/**"][..],
+            &["--allowed-path", "relative to the repository root"][..],
+        ),
+    ] {
+        let mut args = vec!["--now", NOW, "task", "add", "--title", "T", "--goal", "g"];
+        args.extend_from_slice(flags);
+        refused(&run_in(repo.path(), &args), needles);
+    }
+    let plan = repo.path().join(".git/plan.json");
+    std::fs::write(
+        &plan,
+        r#"{"tasks": [{"key": "a", "title": "A", "goal": "g", "commands": ["cargo test"]},
+                      {"key": "b", "title": "B", "goal": "g", "commands": ["cat a | grep b"]},
+                      {"key": "c", "title": "C", "goal": "g", "allowed_paths": ["/etc/**"]}]}"#,
+    )
+    .unwrap();
+    let out = run_in(
+        repo.path(),
+        &[
+            "--now",
+            NOW,
+            "task",
+            "add",
+            "--from",
+            plan.to_str().unwrap(),
+        ],
+    );
+    refused(
+        &out,
+        &["`b`", "commands[0]", "`|`", "`c`", "allowed_paths[0]"],
+    );
+    let list = run_in(repo.path(), &["--now", NOW, "task", "list", "--json"]).ok();
+    assert_eq!(
+        list.json().as_array().map(Vec::len),
+        Some(0),
+        "nothing was added: {}",
+        list.stdout
+    );
+}
+
+/// Item 2: a task whose commands stopped being runnable (the config changed after it was added)
+/// is never dispatched: it waits for a person, and the agent never runs.
+#[test]
+fn a_task_whose_commands_cannot_run_is_never_dispatched() {
+    let repo = repo_with_config("");
+    let add = [
+        "--now",
+        NOW,
+        "task",
+        "add",
+        "--title",
+        "T",
+        "--goal",
+        "g",
+        "--command",
+        "make check",
+    ];
+    let id = run_in(repo.path(), &add).ok().stdout.trim().to_string();
+    let config = std::fs::read_to_string(repo.path().join(".opentiger.yml")).unwrap();
+    repo.file(
+        ".opentiger.yml",
+        &format!("{config}verify:\n  denied_commands: [make]\n"),
+    );
+    let out = run_in(repo.path(), &["--now", NOW, "tick"]).ok();
+    assert!(
+        !repo.path().join(".git/agent-ran").exists(),
+        "the agent ran:\n{}",
+        out.stdout
+    );
+    let show = run_in(repo.path(), &["--now", NOW, "task", "show", &id, "--json"])
+        .ok()
+        .json();
+    assert_eq!(show["task"]["status"], "blocked", "{show}");
+    assert_eq!(show["task"]["block_reason"], "awaiting_human", "{show}");
+    let reason = show["task"]["status_reason"].as_str().unwrap_or_default();
+    assert!(
+        reason.contains("make check") && reason.contains("denied_commands"),
+        "{reason}"
+    );
+    assert!(
+        out.stdout.contains("make check"),
+        "the tick says why:\n{}",
+        out.stdout
+    );
 }

@@ -229,6 +229,7 @@ impl Context {
             issue_backlog: 0,
             open_prs: 0,
             dead_agents,
+            unrunnable: BTreeMap::new(), // filled in from the snapshot's tasks by `plan`
         })
     }
 
@@ -299,12 +300,13 @@ impl Context {
         let limits = SnapshotLimits {
             runs_per_task: self.config.retry.repeated_signature_threshold.max(6),
         };
-        let snapshot = store.load_snapshot(
+        let mut snapshot = store.load_snapshot(
             self.tick_id.clone(),
             self.agent_id.clone(),
             observations,
             limits,
         )?;
+        snapshot.observations.unrunnable = unrunnable(&snapshot.tasks, &self.config);
         let plan = engine::plan(&snapshot, &self.config, self.now);
         Ok((snapshot, plan))
     }
@@ -322,6 +324,34 @@ fn load_config(cli: &Cli) -> Result<(Config, ConfigSource), Failure> {
             .map_err(|e| Failure::usage(format!("--mode: {e}")))?;
     }
     Ok((config, source))
+}
+
+/// Queued tasks whose checks cannot run (the runner's own parsers), each with why.
+fn unrunnable(
+    tasks: &[crate::model::Task],
+    config: &Config,
+) -> BTreeMap<crate::model::TaskId, String> {
+    tasks
+        .iter()
+        .filter(|t| t.status == crate::model::TaskStatus::Queued)
+        .filter_map(|t| {
+            let problems = crate::runner::task_problems(t, config);
+            let first = problems.first()?;
+            let entry = match first.field {
+                crate::runner::TaskField::Commands => t.commands.get(first.index),
+                crate::runner::TaskField::AllowedPaths => t.allowed_paths.get(first.index),
+            };
+            let field = match first.field {
+                crate::runner::TaskField::Commands => "commands",
+                crate::runner::TaskField::AllowedPaths => "allowed_paths",
+            };
+            let entry = entry.map(String::as_str).unwrap_or_default();
+            Some((
+                t.id.clone(),
+                format!("{field} entry `{entry}`: {}", first.message),
+            ))
+        })
+        .collect()
 }
 
 /// Lease holders on this machine whose process has ended: their leases are reclaimed at once

@@ -9,6 +9,7 @@ use serde::Deserialize;
 use super::{CmdResult, Context, Failure};
 use crate::model::{BlockReason, Lane, Risk, Role, Task, TaskId, TaskState, TaskStatus};
 use crate::report;
+use crate::runner::TaskField;
 use crate::store::{TaskChanges, TaskFilter, Writer};
 
 #[derive(Subcommand, Debug)]
@@ -151,10 +152,30 @@ fn build_new_tasks(
                 }
                 task.dependencies.push(store.resolve_task_id(dep)?);
             }
+            let problems: Vec<String> = crate::runner::task_problems(&task, &ctx.config)
+                .into_iter()
+                .map(|p| {
+                    let (flag, list) = match p.field {
+                        TaskField::Commands => ("--command", &task.commands),
+                        TaskField::AllowedPaths => ("--allowed-path", &task.allowed_paths),
+                    };
+                    format!("{flag} `{}`: {}", list[p.index], p.message)
+                })
+                .collect();
+            if !problems.is_empty() {
+                return Err(Failure::usage(problems.join("\n")));
+            }
             vec![task]
         }
     };
     Ok(tasks)
+}
+
+fn field_name(field: TaskField) -> &'static str {
+    match field {
+        TaskField::Commands => "commands",
+        TaskField::AllowedPaths => "allowed_paths",
+    }
 }
 
 fn lane_of(role: Role) -> Lane {
@@ -250,6 +271,7 @@ fn tasks_from_plan_file(
         }
     }
     let mut tasks = Vec::new();
+    let mut problems = Vec::new();
     for t in plan.tasks {
         let mut task = Task::new(ids[&t.key].clone(), &t.title, &t.goal, ctx.now);
         task.role = t.role;
@@ -272,7 +294,20 @@ fn tasks_from_plan_file(
             };
             task.dependencies.push(id);
         }
+        for p in crate::runner::task_problems(&task, &ctx.config) {
+            problems.push(format!(
+                "{}: task `{}`: `{}[{}]`: {}",
+                path.display(),
+                t.key,
+                field_name(p.field),
+                p.index,
+                p.message
+            ));
+        }
         tasks.push(task);
+    }
+    if !problems.is_empty() {
+        return Err(Failure::usage(problems.join("\n")));
     }
     // Check cycles on the keys, which are what the person wrote.
     let id_to_key: BTreeMap<&TaskId, &String> = ids.iter().map(|(k, v)| (v, k)).collect();

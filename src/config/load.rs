@@ -342,20 +342,7 @@ fn validate(config: &Config, text: &str, file: &str) -> Result<(), ConfigError> 
             ));
         }
     }
-    for (key, globs) in [
-        ("policy.allowed_paths", &config.policy.allowed_paths),
-        ("policy.denied_paths", &config.policy.denied_paths),
-    ] {
-        for glob in globs {
-            if glob.starts_with('/') || glob.split('/').any(|seg| seg == "..") {
-                return Err(fail(
-                    key,
-                    format!("`{glob}` leaves the repository"),
-                    "write globs relative to the repository root, without `..`",
-                ));
-            }
-        }
-    }
+    super::entry::check(config).map_err(|(key, message, fix)| fail(&key, message, &fix))?;
     Ok(())
 }
 
@@ -608,8 +595,8 @@ mod tests {
             (
                 "policy:\n  allowed_paths: [\"../x\"]\n",
                 Some(2),
-                "policy.allowed_paths",
-                "leaves the repository",
+                "policy.allowed_paths[0]",
+                "is not a path pattern the policy can use",
                 "relative",
             ),
             (

@@ -3,6 +3,7 @@
 //! Every key has a default (DESIGN §13), so an almost empty file works. Unknown keys are errors.
 //! Loading and error reporting live in [`load`]; this file only says what the keys are.
 
+mod entry;
 mod fallback;
 mod load;
 
@@ -13,6 +14,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::model::{ExecutionMode, FailureCategory, Mode, Role};
 
+pub use entry::explain as explain_command_error;
 pub use load::{load, load_str, schema_json, ConfigError, ConfigSource};
 
 /// The whole configuration file.

@@ -1,6 +1,6 @@
 //! The dispatcher (spec §2.2 steps 2-5): which queued tasks this tick claims.
 //!
-//! Filters: cooldown (`next_attempt_at`), dependencies (**Better:** only `done` resolves one; a
+//! Filters: checks that cannot run (a person's fix first), cooldown (`next_attempt_at`), dependencies (**Better:** only `done` resolves one; a
 //! failed dependency makes its dependents wait), target-area exclusion, role slots, the tick's run
 //! cap and the quota throttle. Order: score (priority × risk + age + short timebox). Lanes: feature
 //! first up to its minimum, caps on conflict recovery and docs, and one forced pick when lane caps
@@ -73,6 +73,23 @@ pub(crate) fn dispatch(w: &mut Working<'_>) {
         let task = &w.tasks[&id];
         if task.kind == TaskKind::PrReview {
             continue; // judge-only work (spec §2.2 step 3)
+        }
+        // Issue 15: a run whose checks cannot run fails after the agent was paid for, and its
+        // rework fails the same way; a person fixes the task or the configuration instead.
+        if let Some(why) = w.snapshot.observations.unrunnable.get(&id) {
+            let reason = format!(
+                "not started, its checks cannot run: {why}\n  then: `opentiger task retry {id}` \
+                 after fixing the configuration, or `opentiger task cancel {id}` and add it again"
+            );
+            w.transition(
+                &id,
+                TaskState::blocked(BlockReason::AwaitingHuman),
+                None,
+                None,
+                "dispatch.unrunnable",
+                reason,
+            );
+            continue;
         }
         if let Some(at) = task.next_attempt_at.filter(|at| *at > w.now) {
             w.wait(

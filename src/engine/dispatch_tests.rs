@@ -205,3 +205,25 @@ fn a_parked_executor_alone_does_not_throttle() {
         parked[0].reason
     );
 }
+
+/// Issue 15: a queued task whose checks cannot run is never claimed; it waits for a person with
+/// the reason and the commands that move it on, and the other tasks are dispatched as usual.
+#[test]
+fn a_task_whose_checks_cannot_run_waits_for_a_person() {
+    let mut snap = snapshot(vec![task("bad"), task("good")], vec![], vec![]);
+    snap.observations
+        .unrunnable
+        .insert("bad".into(), "commands entry `a | b`: found `|`".into());
+    let plan = plan_with(&snap, &config(2, 2));
+    assert_eq!(claimed(&plan), ["good"]);
+    assert!(
+        writes(&plan).contains(&"dispatch.unrunnable bad -> blocked(awaiting_human)".to_string()),
+        "{:?}",
+        writes(&plan)
+    );
+    let why = reasons(&plan, "bad").join(" | ");
+    assert!(
+        why.contains("found `|`") && why.contains("opentiger task retry bad"),
+        "{why}"
+    );
+}

@@ -419,6 +419,10 @@ fn allowed_paths_come_from_the_issue_or_the_requirement() {
                 "`a/../../b`",
             ]),
         ("Allowed paths: ../up, C:/win, ~/home", &["docs/**"], &["docs/**"], &["`../up`", "`C:/win`", "`~/home`"]),
+        ("Allowed paths: `src/[ab`, !src/x, src/ok.rs", &[], &["src/ok.rs"], &[
+                "`src/[ab` from the issue was dropped: it is not a pattern the path policy can use: a `[` opens",
+                "(not quoted here) was dropped: it is not a pattern the path policy can use: `!` negation",
+            ]),
         ("Allowed paths: src/a b", &[], &[],
             &["An allowed path from the issue (not quoted here) was dropped: it contains spaces"]),
         ("No paths named here.", &["docs/**"], &["docs/**"], &[]),

@@ -77,6 +77,9 @@ pub struct Observations {
     pub plan_signature: Option<String>,
     /// Executors parked on a quota, by key (`agents.<role>.fallbacks` run meanwhile).
     pub executor_waits: fallback::ExecutorWaits,
+    /// Queued tasks whose checks cannot run whatever the agent does (a verification command
+    /// the runner cannot plan, a path pattern the policy cannot use), with what is wrong.
+    pub unrunnable: BTreeMap<TaskId, String>,
 }
 
 /// Where a task's pull request stands.

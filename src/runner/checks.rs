@@ -32,6 +32,58 @@ pub fn allowed_paths(task: &Task, config: &Config) -> Vec<String> {
     }
 }
 
+/// A task field whose entry cannot work.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum TaskField {
+    Commands,
+    AllowedPaths,
+}
+
+/// One entry of a task that cannot work: which field, which entry, what is wrong and the fix.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct TaskProblem {
+    pub field: TaskField,
+    pub index: usize,
+    pub message: String,
+}
+
+/// What would make this task's checks fail whatever the agent does, found before it runs: a
+/// verification command the runner cannot plan (shell syntax, a denied command) and a path
+/// pattern the policy cannot compile. The same parsers as [`run_verification`] and
+/// [`check_policy`], so what passes here is what the runner accepts.
+pub fn task_problems(task: &Task, config: &Config) -> Vec<TaskProblem> {
+    let mut problems = Vec::new();
+    for (index, text) in task.commands.iter().enumerate() {
+        let single = std::slice::from_ref(text);
+        if let Err((_, e)) = verify::check_commands(
+            single,
+            verify::CommandSource::Task,
+            "the task's `commands`",
+            &config.verify.denied_commands,
+        ) {
+            let (what, fix) = crate::config::explain_command_error(&e);
+            problems.push(TaskProblem {
+                field: TaskField::Commands,
+                index,
+                message: format!("{what}\n  fix: {fix}"),
+            });
+        }
+    }
+    for (index, pattern) in task.allowed_paths.iter().enumerate() {
+        if let Err(e) = policy::Glob::new(pattern) {
+            problems.push(TaskProblem {
+                field: TaskField::AllowedPaths,
+                index,
+                message: format!(
+                    "`{pattern}` is not a path pattern the policy can use\n  fix: {}",
+                    e.problem
+                ),
+            });
+        }
+    }
+    problems
+}
+
 /// Checks changed files against the policy (allowed/denied paths, size limits).
 pub fn check_policy(
     task: &Task,

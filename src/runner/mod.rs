@@ -15,7 +15,7 @@ use crate::config::Config;
 use crate::prompt::Templates;
 use crate::redact::Redactor;
 
-pub use checks::{allowed_paths, base_env};
+pub use checks::{allowed_paths, base_env, task_problems, TaskField, TaskProblem};
 
 /// What the act phase works with.
 pub struct Act<'a> {

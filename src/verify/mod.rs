@@ -223,42 +223,94 @@ pub fn plan_commands(
         }
     }
 
-    let builtin = builtin_denied_commands();
     let mut plan = VerifyPlan::default();
     for (commands, source, origin) in lists {
         for text in commands {
-            let specs = parse_command(text).map_err(|error| PlanError::Invalid {
-                command: text.clone(),
-                source,
-                origin: origin.clone(),
-                error,
-            })?;
-            for spec in specs {
-                if plan
+            for spec in checked(text, source, &origin, &config.denied_commands)? {
+                if !plan
                     .commands
                     .iter()
                     .any(|planned| same_command(&planned.spec, &spec))
                 {
-                    continue;
+                    plan.commands.push(PlannedCommand { spec, source });
                 }
-                let denied = match denied_by(&spec, &config.denied_commands) {
-                    Some(entry) => Some((entry, false)),
-                    None => denied_by(&spec, &builtin).map(|entry| (entry, true)),
-                };
-                if let Some((entry, builtin)) = denied {
-                    return Err(PlanError::Denied {
-                        command: spec.text,
-                        entry,
-                        source,
-                        origin,
-                        builtin,
-                    });
-                }
-                plan.commands.push(PlannedCommand { spec, source });
             }
         }
     }
     Ok(plan)
+}
+
+/// One command as the runner plans it: parsed without a shell, each `&&` piece checked against
+/// `verify.denied_commands` and the built-in denied commands.
+fn checked(
+    text: &str,
+    source: CommandSource,
+    origin: &str,
+    denied: &[String],
+) -> Result<Vec<CommandSpec>, PlanError> {
+    let specs = parse_command(text).map_err(|error| PlanError::Invalid {
+        command: text.to_string(),
+        source,
+        origin: origin.to_string(),
+        error,
+    })?;
+    let builtin = builtin_denied_commands();
+    for spec in &specs {
+        let hit = match denied_by(spec, denied) {
+            Some(entry) => Some((entry, false)),
+            None => denied_by(spec, &builtin).map(|entry| (entry, true)),
+        };
+        if let Some((entry, builtin)) = hit {
+            return Err(PlanError::Denied {
+                command: spec.text.clone(),
+                entry,
+                source,
+                origin: origin.to_string(),
+                builtin,
+            });
+        }
+    }
+    Ok(specs)
+}
+
+/// Checks `commands` where they enter (config load, `task add`, a plan file) exactly as
+/// [`plan_commands`] will when the run ends, so a command that cannot run is refused before any
+/// agent runs. `origin` says where they are written; the error comes with the entry's index.
+pub fn check_commands(
+    commands: &[String],
+    source: CommandSource,
+    origin: &str,
+    denied: &[String],
+) -> Result<(), (usize, PlanError)> {
+    for (i, text) in commands.iter().enumerate() {
+        checked(text, source, origin, denied).map_err(|e| (i, e))?;
+    }
+    Ok(())
+}
+
+/// Every command list of `verify` that a run may plan, each with its config key and source:
+/// `verify.commands`, each `verify.by_role.<role>`, each `verify.when_changed[i].commands`.
+pub fn config_lists(config: &VerifyConfig) -> Vec<(String, &[String], CommandSource)> {
+    let mut lists: Vec<(String, &[String], CommandSource)> = vec![(
+        "verify.commands".to_string(),
+        &config.commands,
+        CommandSource::Config,
+    )];
+    for (role, commands) in &config.by_role {
+        lists.push((
+            format!("verify.by_role.{role}"),
+            commands,
+            CommandSource::Role,
+        ));
+    }
+    for (i, rule) in config.when_changed.iter().enumerate() {
+        lists.push((
+            format!("verify.when_changed[{i}].commands"),
+            &rule.commands,
+            CommandSource::WhenChanged,
+        ));
+    }
+    lists
 }
 
 /// Same program, arguments and environment: running it again would prove nothing new.

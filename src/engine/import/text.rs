@@ -149,7 +149,7 @@ pub(super) fn allowed_paths(body: &str) -> (Vec<String>, Vec<String>) {
                     accepted.push(p);
                 }
             }),
-            Err(problem) => dropped.push(dropped_note(token, problem)),
+            Err(problem) => dropped.push(dropped_note(token, &problem)),
         }
     }
     (accepted, dropped)
@@ -171,7 +171,7 @@ pub(super) fn tokens(text: &str) -> Vec<&str> {
 }
 
 /// One path as written → the patterns it stands for, or why it is refused.
-pub(super) fn normalize_path(token: &str) -> Result<Vec<String>, &'static str> {
+pub(super) fn normalize_path(token: &str) -> Result<Vec<String>, String> {
     let quotes = ['`', '"', '\'', '“', '”', '‘', '’'];
     let mut path = token.trim().trim_matches(quotes).trim();
     while let Some(rest) = path.strip_prefix("./") {
@@ -181,18 +181,28 @@ pub(super) fn normalize_path(token: &str) -> Result<Vec<String>, &'static str> {
         return Ok(vec!["**".to_string()]);
     }
     if path.chars().any(|c| c.is_whitespace() || c.is_control()) {
-        return Err("it contains spaces; write one path per line or separate them by commas");
+        return Err(
+            "it contains spaces; write one path per line or separate them by commas".to_string(),
+        );
     }
     let bytes = path.as_bytes();
     let drive = bytes.len() >= 2 && bytes[0].is_ascii_alphabetic() && bytes[1] == b':';
     if path.starts_with(['/', '\\', '~']) || drive {
-        return Err("it is absolute; write it relative to the repository root");
+        return Err("it is absolute; write it relative to the repository root".to_string());
     }
     if path.split(['/', '\\']).any(|segment| segment == "..") {
-        return Err("it has a `..` segment, which would leave the repository");
+        return Err("it has a `..` segment, which would leave the repository".to_string());
     }
-    if path.contains(['*', '?', '[', '{']) {
-        return Ok(vec![path.to_string()]);
+    if path.contains(['*', '?', '[', '{', '!', '\\']) {
+        // Issue 15: checked by the matcher the runner's policy uses, so a task is never created
+        // with a pattern its run would then fail on.
+        return match crate::policy::Glob::new(path) {
+            Ok(_) => Ok(vec![path.to_string()]),
+            Err(e) => Err(format!(
+                "it is not a pattern the path policy can use: {}",
+                e.problem
+            )),
+        };
     }
     let path = path.trim_end_matches('/');
     let last = path.rsplit('/').next().unwrap_or(path);
