@@ -287,3 +287,44 @@ fn a_task_whose_commands_cannot_run_is_never_dispatched() {
         out.stdout
     );
 }
+
+/// Item 6: a reader that quits early (`| head -1`, `| grep -q .`) ends the command quietly.
+#[test]
+fn a_closed_stdout_ends_every_command_quietly() {
+    use std::process::Stdio;
+    let repo = repo_with_config("");
+    let id = run_in(
+        repo.path(),
+        &["--now", NOW, "task", "add", "--title", "T", "--goal", "g"],
+    )
+    .ok()
+    .stdout
+    .trim()
+    .to_string();
+    for args in [
+        &["config", "schema"][..],
+        &["config", "show"][..],
+        &["task", "list"][..],
+        &["task", "show", &id][..],
+        &["status"][..],
+        &["tick", "--dry-run"][..],
+        &["doctor"][..],
+    ] {
+        let mut child = Command::new(env!("CARGO_BIN_EXE_opentiger"))
+            .current_dir(repo.path())
+            .args(["--now", NOW])
+            .args(args)
+            .env_remove("OPENTIGER_REPO")
+            .env_remove("OPENTIGER_CONFIG")
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("spawn");
+        drop(child.stdout.take()); // the reader is gone before anything is written
+        let out = child.wait_with_output().expect("wait");
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(!stderr.contains("panicked"), "{args:?}: {stderr}");
+        assert_ne!(out.status.code(), Some(101), "{args:?}: {stderr}");
+        assert!(stderr.trim().is_empty(), "{args:?} is not quiet: {stderr}");
+    }
+}

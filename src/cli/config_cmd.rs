@@ -21,7 +21,7 @@ pub enum ConfigCommand {
 pub fn run(cli: &Cli, cmd: &ConfigCommand) -> CmdResult {
     match cmd {
         ConfigCommand::Schema => {
-            println!("{}", config::schema_json());
+            outln!("{}", config::schema_json());
             Ok(())
         }
         ConfigCommand::Show { json } => {
@@ -55,16 +55,16 @@ pub fn run(cli: &Cli, cmd: &ConfigCommand) -> CmdResult {
                 }
             }
             if *json {
-                println!(
+                outln!(
                     "{}",
                     serde_json::to_string_pretty(&effective)
                         .map_err(|e| Failure::tick(e.to_string()))?
                 );
             } else {
-                println!("# effective configuration from {source}");
+                outln!("# effective configuration from {source}");
                 let yaml = serde_saphyr::to_string(&effective)
                     .map_err(|e| Failure::tick(e.to_string()))?;
-                print!("{yaml}");
+                out!("{yaml}");
             }
             Ok(())
         }

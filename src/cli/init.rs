@@ -75,7 +75,7 @@ pub fn run(cli: &Cli, args: &InitArgs) -> CmdResult {
         }
     }
     report.push_str(&next_steps(mode, &base, repo));
-    print!("{report}");
+    out!("{report}");
     Ok(())
 }
 

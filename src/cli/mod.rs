@@ -3,6 +3,21 @@
 //!
 //! Exit codes (DESIGN §11): 0 ok, 1 tick error, 2 usage/config error, 3 state conflict.
 
+/// `println!` for a command's output: a closed stdout (the reader quit early, as `| head -1`
+/// does) ends the command quietly with exit 0 instead of a panic (exit 101).
+macro_rules! outln {
+    ($($arg:tt)*) => {
+        $crate::cli::write_stdout(format_args!("{}\n", format_args!($($arg)*)))?
+    };
+}
+
+/// `print!` for a command's output; see [`outln!`].
+macro_rules! out {
+    ($($arg:tt)*) => {
+        $crate::cli::write_stdout(format_args!($($arg)*))?
+    };
+}
+
 mod config_cmd;
 mod context;
 mod doctor;
@@ -91,6 +106,13 @@ pub struct Failure {
 }
 
 impl Failure {
+    /// stdout was closed by its reader: nothing more to say, and nothing went wrong.
+    pub fn closed_stdout() -> Failure {
+        Failure {
+            code: 0,
+            message: String::new(),
+        }
+    }
     pub fn usage(message: impl Into<String>) -> Failure {
         Failure {
             code: 2,
@@ -128,6 +150,18 @@ impl From<std::io::Error> for Failure {
 
 pub type CmdResult = Result<(), Failure>;
 
+/// Writes command output. A reader that went away (`EPIPE`) is [`Failure::closed_stdout`]; any
+/// other write error is a tick error.
+pub(crate) fn write_stdout(args: std::fmt::Arguments<'_>) -> Result<(), Failure> {
+    use std::io::Write;
+    let mut out = std::io::stdout().lock();
+    match out.write_fmt(args).and_then(|()| out.flush()) {
+        Ok(()) => Ok(()),
+        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Err(Failure::closed_stdout()),
+        Err(e) => Err(Failure::tick(format!("cannot write to stdout: {e}"))),
+    }
+}
+
 /// Runs the CLI and returns the process exit code.
 pub fn main() -> i32 {
     let mut cli = match Cli::try_parse() {
@@ -154,7 +188,9 @@ pub fn main() -> i32 {
     match run(cli) {
         Ok(()) => 0,
         Err(f) => {
-            eprintln!("error: {}", f.message);
+            if !f.message.is_empty() {
+                eprintln!("error: {}", f.message);
+            }
             f.code
         }
     }
@@ -172,7 +208,7 @@ fn run(cli: Cli) -> CmdResult {
         Command::Task(cmd) => task::run(&Context::load(&cli)?, cmd),
         Command::Demo(args) => {
             let report = crate::demo::run(&Context::load(&cli)?, args.keep.as_deref())?;
-            print!("{}", report.text);
+            out!("{}", report.text);
             if report.converged {
                 Ok(())
             } else {

@@ -48,7 +48,7 @@ pub fn run(ctx: &Context, args: &PlanArgs) -> CmdResult {
                 .last_created
                 .filter(|p| p.signature == work.inputs.signature)
             {
-                println!(
+                outln!(
                     "Already planned: plan {} at {} created {} task(s) from this requirement and base. `--force` plans again.",
                     last.id, last.created_at, last.task_count
                 );
@@ -79,9 +79,9 @@ pub fn run(ctx: &Context, args: &PlanArgs) -> CmdResult {
     let recorded = ctx.write_state("plan", |store| {
         Ok(store.record_plan(&plan.record, &plan.tasks, writer)?)
     })?;
-    println!("{}", plan_line(&plan));
+    outln!("{}", plan_line(&plan));
     if !recorded {
-        println!("(planned meanwhile by another command: nothing created)");
+        outln!("(planned meanwhile by another command: nothing created)");
     }
     match plan.record.status {
         PlanStatus::Created => Ok(()),

@@ -25,15 +25,15 @@ pub struct StatusArgs {
 pub fn run(ctx: &Context, args: &StatusArgs) -> CmdResult {
     let store = ctx.read_store()?;
     if args.markdown {
-        print!("{}", board_markdown(ctx, &store)?);
+        out!("{}", board_markdown(ctx, &store)?);
         return Ok(());
     }
     let view = view(ctx, &store, args.all)?;
     if args.json {
         let text = serde_json::to_string_pretty(&view).map_err(|e| Failure::tick(e.to_string()))?;
-        println!("{text}");
+        outln!("{text}");
     } else {
-        print!("{}", report::status_text(&view));
+        out!("{}", report::status_text(&view));
     }
     Ok(())
 }

@@ -113,7 +113,7 @@ fn add(ctx: &Context, args: &AddArgs) -> CmdResult {
         Ok(tasks)
     })?;
     for task in &tasks {
-        println!("{}", task.id);
+        outln!("{}", task.id);
     }
     Ok(())
 }
@@ -343,11 +343,11 @@ fn list(ctx: &Context, status: Option<TaskStatus>, all: bool, json: bool) -> Cmd
     if json {
         let text =
             serde_json::to_string_pretty(&tasks).map_err(|e| Failure::tick(e.to_string()))?;
-        println!("{text}");
+        outln!("{text}");
         return Ok(());
     }
     if tasks.is_empty() {
-        println!(
+        outln!(
             "No tasks{}.",
             if all || status.is_some() {
                 ""
@@ -357,7 +357,7 @@ fn list(ctx: &Context, status: Option<TaskStatus>, all: bool, json: bool) -> Cmd
         );
     }
     for t in &tasks {
-        println!(
+        outln!(
             "{:<12} {:<24} {:>4}  {}",
             t.id.as_str(),
             t.state().to_string(),
@@ -378,12 +378,12 @@ fn show(ctx: &Context, id: &str, json: bool) -> CmdResult {
     let events = store.events_of(&id, 50)?;
     if json {
         let value = serde_json::json!({ "task": task, "next_action": next, "runs": runs, "events": events });
-        println!(
+        outln!(
             "{}",
             serde_json::to_string_pretty(&value).map_err(|e| Failure::tick(e.to_string()))?
         );
     } else {
-        print!("{}", report::task_text(&task, &next, &runs, &events));
+        out!("{}", report::task_text(&task, &next, &runs, &events));
     }
     Ok(())
 }
@@ -411,7 +411,7 @@ fn retry(ctx: &Context, id: &str, reason: &str) -> CmdResult {
         store.transition_task(&id, TaskState::QUEUED, reason, changes, writer(ctx))?;
         Ok(format!("{id}: {} → queued", task.state()))
     })?;
-    println!("{line}");
+    outln!("{line}");
     Ok(())
 }
 
@@ -430,7 +430,7 @@ fn cancel(ctx: &Context, id: &str, reason: &str) -> CmdResult {
         store.transition_task(&id, TaskState::CANCELLED, reason, TaskChanges::default(), writer(ctx))?;
         Ok(format!("{id}: {} → cancelled", task.state()))
     })?;
-    println!("{line}");
+    outln!("{line}");
     Ok(())
 }
 
@@ -467,10 +467,10 @@ fn approve(ctx: &Context, id: Option<&str>, all: bool) -> CmdResult {
         Ok(lines)
     })?;
     if lines.is_empty() {
-        println!("No task waits for approval.");
+        outln!("No task waits for approval.");
     }
     for line in lines {
-        println!("{line}");
+        outln!("{line}");
     }
     Ok(())
 }

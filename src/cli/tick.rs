@@ -71,13 +71,13 @@ pub fn run(ctx: &Context, args: &TickArgs) -> CmdResult {
     let summary = tick_with(&ctx, args.fan_out.is_some())?;
     report_tick(&ctx, &summary);
     if args.json {
-        println!(
+        outln!(
             "{}",
             serde_json::to_string_pretty(&summary.to_json())
                 .map_err(|e| Failure::tick(e.to_string()))?
         );
     } else {
-        print!("{}", summary.text());
+        out!("{}", summary.text());
     }
     Ok(())
 }
@@ -87,14 +87,14 @@ fn dry_run(ctx: &Context, json: bool) -> CmdResult {
     let (snapshot, plan) = ctx.plan(&store)?;
     if json {
         let text = serde_json::to_string_pretty(&plan).map_err(|e| Failure::tick(e.to_string()))?;
-        println!("{text}");
+        outln!("{text}");
     } else {
         let tasks: BTreeMap<_, _> = snapshot
             .tasks
             .iter()
             .map(|t| (t.id.clone(), t.clone()))
             .collect();
-        print!("{}", report::plan_text(&plan, &tasks));
+        out!("{}", report::plan_text(&plan, &tasks));
     }
     Ok(())
 }

@@ -48,7 +48,7 @@ pub fn run(ctx: &Context, args: &WorkArgs) -> CmdResult {
     let task_id = match handover {
         Handover::Taken(task) => task,
         Handover::Finished(status) => {
-            println!("run {run_id} is already recorded ({status}): nothing to do");
+            outln!("run {run_id} is already recorded ({status}): nothing to do");
             return Ok(());
         }
         Handover::Held(holder) => {
@@ -107,15 +107,15 @@ pub fn run(ctx: &Context, args: &WorkArgs) -> CmdResult {
         let recorded = store.record_run(&task_id, &run_id, &result.record, &decision, writer)?;
         Ok((line, recorded))
     })?;
-    println!("work {run_id}: {line}");
+    outln!("work {run_id}: {line}");
     if !result.outcome.success {
-        println!(
+        outln!(
             "    {}",
             result.outcome.message.lines().next().unwrap_or_default()
         );
     }
     if let Recorded::Stray { holder } = recorded {
-        println!(
+        outln!(
             "outcome not applied, the lease is now {}",
             holder.as_deref().unwrap_or("gone")
         );

@@ -91,7 +91,7 @@ pub type Vars<'a> = &'a dyn Fn(&str) -> Option<String>;
 pub fn run(cli: &Cli, args: &DoctorArgs) -> CmdResult {
     let lookup = |k: &str| std::env::var(k).ok();
     let checks = checks(cli, args.online, &lookup);
-    print!("{}", render(&checks));
+    out!("{}", render(&checks));
     let failed = checks.iter().filter(|c| c.level == Level::Fail).count();
     if failed > 0 {
         return Err(Failure::tick(format!(
