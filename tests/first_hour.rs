@@ -11,8 +11,14 @@ use common::{git, Out, TestRepo, NOW};
 
 /// Runs the binary in `cwd` with `args` as given: no `--repo` is added.
 fn run_in(cwd: &Path, args: &[&str]) -> Out {
+    run_in_env(cwd, args, &[])
+}
+
+/// [`run_in`] with extra environment variables.
+fn run_in_env(cwd: &Path, args: &[&str], env: &[(&str, &str)]) -> Out {
     let out = Command::new(env!("CARGO_BIN_EXE_opentiger"))
         .current_dir(cwd)
+        .envs(env.iter().copied())
         .args(args)
         .env_remove("OPENTIGER_CONFIG")
         .env_remove("OPENTIGER_REPO")
@@ -326,5 +332,42 @@ fn a_closed_stdout_ends_every_command_quietly() {
         assert!(!stderr.contains("panicked"), "{args:?}: {stderr}");
         assert_ne!(out.status.code(), Some(101), "{args:?}: {stderr}");
         assert!(stderr.trim().is_empty(), "{args:?} is not quiet: {stderr}");
+    }
+}
+
+/// Item 11: the built-in `ANTHROPIC_API_KEY` passthrough is for the CLI adapters that need a
+/// key; a `command` agent sees only what its configuration lists.
+#[test]
+fn a_command_agent_gets_no_api_key_it_did_not_list() {
+    for (listed, expected) in [
+        ("", false),
+        ("    env_passthrough: [ANTHROPIC_API_KEY]\n", true),
+    ] {
+        let repo = repo_with_config("");
+        let seen = repo.path().join(".git/agent-env");
+        executable(
+            &repo.path().join("scripts/agent.sh"),
+            &format!(
+                "#!/bin/sh\nenv > {}\necho hello > hello.txt\n",
+                seen.display()
+            ),
+        );
+        repo.file(
+            ".opentiger.yml",
+            &format!("mode: local-git\nagents:\n  default:\n    executor: command\n    command: [\"./scripts/agent.sh\"]\n{listed}  judge:\n    review: false\n"),
+        );
+        run_in(
+            repo.path(),
+            &["--now", NOW, "task", "add", "--title", "T", "--goal", "g"],
+        )
+        .ok();
+        let key = [("ANTHROPIC_API_KEY", "sk-ant-test-value-1234567890")];
+        run_in_env(repo.path(), &["--now", NOW, "tick"], &key).ok();
+        let env = std::fs::read_to_string(&seen).expect("the agent ran");
+        assert_eq!(
+            env.contains("sk-ant-test-value-1234567890"),
+            expected,
+            "{listed:?}:\n{env}"
+        );
     }
 }

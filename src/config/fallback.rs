@@ -80,10 +80,16 @@ fn over(primary: &EffectiveAgent, entry: &AgentConfig, config_key: String) -> Ef
         model: tied(same, &entry.model, &primary.model),
         command: tied(same, &entry.command, &primary.command),
         timeout_minutes: entry.timeout_minutes.unwrap_or(primary.timeout_minutes),
-        env_passthrough: entry
-            .env_passthrough
-            .clone()
-            .unwrap_or_else(|| primary.env_passthrough.clone()),
+        // A key listed for one CLI is carried to another (it may use the same provider), but
+        // never to an arbitrary program that did not list it (issue 15).
+        env_passthrough: entry.env_passthrough.clone().unwrap_or_else(|| {
+            let needs_key = |kind: ExecutorKind| !kind.default_passthrough().is_empty();
+            if same || needs_key(executor) == needs_key(primary.executor) {
+                primary.env_passthrough.clone()
+            } else {
+                executor.default_passthrough()
+            }
+        }),
         count: primary.count,
         review: primary.review,
         script: tied(same, &entry.script, &primary.script),
@@ -139,6 +145,31 @@ mod tests {
             ("codex:o4-mini".to_string(), "agents.worker.fallbacks[0]", None, 20.0, 40, false, "OPENAI_API_KEY".to_string()),
             ("claude-code:sonnet".to_string(), "agents.worker.fallbacks[1]", opt, 5.0, 40, true, "ANTHROPIC_API_KEY".to_string()),
         ]);
+    }
+
+    /// Issue 15: the built-in key passthrough is for CLI adapters; an arbitrary command gets
+    /// what it lists, and a key listed for a CLI is not carried to a command fallback.
+    #[test]
+    fn api_keys_reach_only_agents_that_need_or_list_them() {
+        #[rustfmt::skip]
+        let cases: &[(&str, &[&str])] = &[
+            ("agents:\n  default:\n    executor: command\n    command: [x]\n", &[""]),
+            ("agents:\n  worker:\n    executor: command\n    command: [x]\n", &[""]),
+            ("agents:\n  worker:\n    executor: command\n    command: [x]\n    env_passthrough: [K]\n", &["K"]),
+            ("agents:\n  worker:\n    executor: codex\n", &["ANTHROPIC_API_KEY"]),
+            ("agents:\n  worker:\n    executor: scripted\n", &[""]),
+            ("agents:\n  default:\n    env_passthrough: [ANTHROPIC_API_KEY]\n  worker:\n    fallbacks: [{executor: command, command: [x]}, {executor: codex}]\n",
+                &["ANTHROPIC_API_KEY", "", "ANTHROPIC_API_KEY"]),
+            ("agents:\n  worker:\n    executor: command\n    command: [x]\n    fallbacks: [{executor: claude-code}]\n",
+                &["", "ANTHROPIC_API_KEY"]),
+        ];
+        for (yaml, expected) in cases {
+            let got: Vec<String> = chain(yaml, WORKER)
+                .iter()
+                .map(|a| a.env_passthrough.join(","))
+                .collect();
+            assert_eq!(got, *expected, "{yaml}");
+        }
     }
 
     #[test]

@@ -179,6 +179,21 @@ pub enum ExecutorKind {
     Scripted,
 }
 
+impl ExecutorKind {
+    /// What an agent of this kind is given when no `env_passthrough` is configured: the CLI
+    /// adapters, which need a model key, `ANTHROPIC_API_KEY`; an arbitrary `command` (and the
+    /// scripted agent) nothing, so no key reaches a program that did not ask for one.
+    pub fn default_passthrough(self) -> Vec<String> {
+        match self {
+            ExecutorKind::ClaudeCode
+            | ExecutorKind::Opencode
+            | ExecutorKind::Codex
+            | ExecutorKind::Aider => vec!["ANTHROPIC_API_KEY".to_string()],
+            ExecutorKind::Command | ExecutorKind::Scripted => Vec::new(),
+        }
+    }
+}
+
 /// Settings of one agent role. Unset keys are inherited from `agents.default`.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields, default)]
@@ -267,7 +282,8 @@ impl Default for AgentsConfig {
                 model: None,
                 command: None,
                 timeout_minutes: Some(30.0),
-                env_passthrough: Some(vec!["ANTHROPIC_API_KEY".to_string()]),
+                // Unset: each executor's own default (`ExecutorKind::default_passthrough`).
+                env_passthrough: None,
                 count: Some(1),
                 review: Some(true),
                 script: None,
@@ -359,12 +375,14 @@ impl AgentsConfig {
                 layers.iter().find_map(|l| l.$field.clone())
             };
         }
+        let executor = pick!(executor).unwrap_or(ExecutorKind::ClaudeCode);
         EffectiveAgent {
-            executor: pick!(executor).unwrap_or(ExecutorKind::ClaudeCode),
+            executor,
             model: pick!(model),
             command: pick!(command),
             timeout_minutes: pick!(timeout_minutes).unwrap_or(30.0),
-            env_passthrough: pick!(env_passthrough).unwrap_or_default(),
+            env_passthrough: pick!(env_passthrough)
+                .unwrap_or_else(|| executor.default_passthrough()),
             count: pick!(count).unwrap_or(1),
             review: pick!(review).unwrap_or(true),
             script: pick!(script),
