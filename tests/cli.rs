@@ -28,7 +28,11 @@ fn config_errors_name_file_line_key_and_fix() {
         ),
         (
             "limits:\n  lease_minutes: soon\n",
-            &[".opentiger.yml:2:", "`limits.lease_minutes`", "right type"],
+            &[
+                ".opentiger.yml:2:",
+                "`limits.lease_minutes`",
+                "`soon` is not a whole number",
+            ],
         ),
         (
             "mode: locl-git\n",

@@ -78,12 +78,12 @@ pub fn load_str(text: &str, file: &str) -> Result<Config, ConfigError> {
                 e.into_inner()
             })
         });
-    let config = parsed.map_err(|e| parse_error(&e, &path, file))?;
+    let config = parsed.map_err(|e| parse_error(&e, &path, file, text))?;
     validate(&config, text, file)?;
     Ok(config)
 }
 
-fn parse_error(err: &serde_saphyr::Error, path: &str, file: &str) -> ConfigError {
+fn parse_error(err: &serde_saphyr::Error, path: &str, file: &str, text: &str) -> ConfigError {
     let line = err.location().map(|l| l.line());
     let full = err.to_string();
     // The first line holds the message; the rest is a source snippet we do not need.
@@ -144,6 +144,15 @@ fn parse_error(err: &serde_saphyr::Error, path: &str, file: &str) -> ConfigError
             key,
             message: format!("`{value}` is not an accepted value"),
             fix: format!("{hint}use one of: {}", expected.join(", ")),
+        };
+    }
+    if let Some((line, message, fix)) = super::words::in_plain_words(&message, &key, text, line) {
+        return ConfigError {
+            file: file.to_string(),
+            line,
+            key,
+            message,
+            fix,
         };
     }
     let fix = if key.is_empty() {
@@ -229,17 +238,35 @@ fn validate(config: &Config, text: &str, file: &str) -> Result<(), ConfigError> 
         AgentRole::Judge,
     ];
     validate_fallback_entries(config).map_err(|(key, message, fix)| fail(&key, message, &fix))?;
-    for agent in roles.into_iter().flat_map(|role| config.agents.chain(role)) {
+    for (role, agent) in roles.into_iter().flat_map(|role| {
+        config
+            .agents
+            .chain(role)
+            .into_iter()
+            .map(move |a| (role, a))
+    }) {
         let at = |field: &str| format!("{}.{field}", agent.config_key);
         if agent.executor == ExecutorKind::Command
             && agent.command.as_ref().is_none_or(|c| c.is_empty())
         {
-            let key = at("command");
-            return Err(fail(
-                &key,
+            // Name the entry the user wrote: a role that sets neither key inherits both from
+            // `agents.default`, so the mistake is there, not on a role they never wrote.
+            let own = config.agents.entry(role);
+            let inherited = agent.config_key == format!("agents.{}", role.name())
+                && own.executor.is_none()
+                && own.command.is_none();
+            let entry = if inherited {
+                "agents.default".to_string()
+            } else {
+                agent.config_key.clone()
+            };
+            let mut error = fail(
+                &format!("{entry}.command"),
                 "`executor: command` needs the program to run".to_string(),
                 "set `command:` to an argv list, e.g. [\"./my-agent.sh\", \"--fast\"]",
-            ));
+            );
+            error.line = line_of_key(text, &format!("{entry}.executor")).or(error.line);
+            return Err(error);
         }
         if !(agent.timeout_minutes > 0.0 && agent.timeout_minutes.is_finite()) {
             let key = at("timeout_minutes");
@@ -560,13 +587,13 @@ mod tests {
                 "limits:\n  lease_minutes: soon\n",
                 Some(2),
                 "limits.lease_minutes",
-                "",
-                "right type",
+                "`soon` is not a whole number",
+                "write a whole number",
             ),
             ("mode: [\n", Some(1), "mode", "", ""),
             (
                 "agents:\n  worker:\n    executor: command\n",
-                Some(2),
+                Some(3),
                 "agents.worker.command",
                 "needs the program",
                 "argv list",

@@ -6,6 +6,7 @@
 mod entry;
 mod fallback;
 mod load;
+mod words;
 
 use std::collections::BTreeMap;
 
