@@ -371,3 +371,54 @@ fn a_command_agent_gets_no_api_key_it_did_not_list() {
         );
     }
 }
+
+/// Item 8: a tick that does nothing says why (here: a cooldown, with the way to skip it), and a
+/// person's `task retry` of a task waiting on its cooldown is allowed and clears the wait.
+#[test]
+fn an_idle_tick_says_why_and_retry_skips_a_cooldown() {
+    let repo = repo_with_config("retry:\n  cooldown_seconds: 300\n");
+    let marker = repo.path().join(".git/agent-ran");
+    executable(
+        &repo.path().join("scripts/agent.sh"),
+        &format!("#!/bin/sh\nif [ -f {m} ]; then echo hello > hello.txt; exit 0; fi\ntouch {m}\nexit 1\n", m = marker.display()),
+    );
+    let at = |m: u32| common::minute(m);
+    let add = ["--now", NOW, "task", "add", "--title", "T", "--goal", "g"];
+    let id = run_in(repo.path(), &add).ok().stdout.trim().to_string();
+    run_in(repo.path(), &["--now", &at(0), "tick"]).ok(); // the run fails
+    run_in(repo.path(), &["--now", &at(1), "tick"]).ok(); // back to the queue, with a cooldown
+    let idle = run_in(repo.path(), &["--now", &at(2), "tick"]).ok();
+    assert!(idle.stdout.contains("nothing to do"), "{}", idle.stdout);
+    assert!(
+        idle.stdout.contains(&id[..8]),
+        "names the task:\n{}",
+        idle.stdout
+    );
+    assert!(idle.stdout.contains("cooldown until"), "{}", idle.stdout);
+    assert!(
+        idle.stdout.contains(&format!("opentiger task retry {id}")),
+        "{}",
+        idle.stdout
+    );
+
+    let retried = run_in(repo.path(), &["--now", &at(2), "task", "retry", &id]).ok();
+    assert!(
+        retried.stdout.contains("cooldown"),
+        "says what it did: {}",
+        retried.stdout
+    );
+    let ran = run_in(repo.path(), &["--now", &at(2), "tick"]).ok();
+    assert!(
+        ran.stdout.contains("claim and run"),
+        "the wait was skipped:\n{}",
+        ran.stdout
+    );
+
+    let empty = repo_with_config("");
+    let quiet = run_in(empty.path(), &["--now", NOW, "tick"]).ok();
+    assert!(
+        quiet.stdout.contains("nothing to do: no active task"),
+        "{}",
+        quiet.stdout
+    );
+}

@@ -392,6 +392,11 @@ fn retry(ctx: &Context, id: &str, reason: &str) -> CmdResult {
     let line = ctx.write_state("task retry", |store| {
         let id = store.resolve_task_id(id)?;
         let task = store.task(&id)?;
+        // A queued task waiting on its cooldown: a person's retry ends the wait (issue 15).
+        if task.status == TaskStatus::Queued && task.next_attempt_at.is_some_and(|at| at > ctx.now) {
+            store.clear_cooldown(&id, reason, writer(ctx))?;
+            return Ok(format!("{id}: queued, its cooldown cleared: the next tick may start it"));
+        }
         let allowed = match task.status {
             TaskStatus::Failed | TaskStatus::Cancelled => true,
             TaskStatus::Blocked => matches!(
@@ -402,7 +407,7 @@ fn retry(ctx: &Context, id: &str, reason: &str) -> CmdResult {
         };
         if !allowed {
             return Err(Failure::usage(format!(
-                "task {id} is {}: only failed, cancelled or blocked (awaiting_human, paused, quota_wait, needs_rework) tasks can be retried",
+                "task {id} is {}: only failed, cancelled or blocked (awaiting_human, paused, quota_wait, needs_rework) tasks, and queued ones waiting on a cooldown, can be retried",
                 task.state()
             )));
         }

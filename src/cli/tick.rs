@@ -510,12 +510,14 @@ fn claim(ctx: &Context, store: &mut Store) -> Result<Claimed, Failure> {
     };
     let (snapshot, plan) = ctx.plan(store)?;
     check_agents(ctx, &snapshot, &plan)?;
-    let lines = plan
+    let mut lines = plan
         .decisions
         .iter()
         .filter(|d| d.writes())
         .map(|d| format!("[{}] {}", d.rule, report::describe_action(d)))
         .collect::<Vec<_>>();
+    let decisions = lines.len();
+    lines.extend(report::why_idle(&plan, &snapshot.tasks));
     let applied = store.apply_plan(&plan, writer)?;
     let mut work = Vec::new();
     for (task_id, run_id) in &applied.claims {
@@ -563,7 +565,7 @@ fn claim(ctx: &Context, store: &mut Store) -> Result<Claimed, Failure> {
         .is_none_or(|t| ctx.now.minus(t.started_at) >= crate::time::HOUR);
     Ok(Claimed {
         heartbeat_due,
-        decisions: lines.len(),
+        decisions,
         lines,
         work,
         in_use: worktrees_in_use(ctx, store)?,

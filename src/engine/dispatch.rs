@@ -96,7 +96,11 @@ pub(crate) fn dispatch(w: &mut Working<'_>) {
                 &id,
                 Some(at),
                 "dispatch.cooldown",
-                format!("queued: retry after {}", at.relative_to(w.now)),
+                format!(
+                    "queued: waits on its cooldown until {}; `opentiger task retry {id}` skips \
+                     the wait",
+                    at.relative_to(w.now)
+                ),
             );
             continue;
         }

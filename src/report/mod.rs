@@ -161,6 +161,43 @@ pub fn describe_action(d: &Decision) -> String {
     format!("{what}: {}", d.reason)
 }
 
+/// How many waiting tasks an idle tick names before it only counts the rest.
+const IDLE_LINES: usize = 5;
+
+/// Why a tick that changes nothing changes nothing, for people: each task's wait (a cooldown,
+/// a budget, a dependency), or that no task is active. Empty when the plan writes something.
+pub fn why_idle(plan: &Plan, tasks: &[Task]) -> Vec<String> {
+    if plan.decisions.iter().any(Decision::writes) {
+        return Vec::new();
+    }
+    let waits: Vec<&Decision> = plan
+        .decisions
+        .iter()
+        .filter(|d| matches!(d.action, Action::Wait { .. }))
+        .collect();
+    if waits.is_empty() {
+        return vec!["nothing to do: no active task (add one with `opentiger task add`)".into()];
+    }
+    let mut lines = vec!["nothing to do:".to_string()];
+    for d in waits.iter().take(IDLE_LINES) {
+        let who = match &d.task_id {
+            Some(id) => match tasks.iter().find(|t| &t.id == id) {
+                Some(t) => format!("{} \"{}\"", id.short(), truncate(&t.title, 40)),
+                None => id.short().to_string(),
+            },
+            None => "-".to_string(),
+        };
+        lines.push(format!("  {who}: {}", d.reason));
+    }
+    if waits.len() > IDLE_LINES {
+        lines.push(format!(
+            "  and {} more (`opentiger status`)",
+            waits.len() - IDLE_LINES
+        ));
+    }
+    lines
+}
+
 pub fn task_view(task: &Task, plan: &Plan) -> TaskStatusView {
     TaskStatusView {
         id: task.id.to_string(),

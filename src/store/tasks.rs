@@ -185,6 +185,45 @@ impl Store {
         Ok(())
     }
 
+    /// A person's retry of a queued task that waits on its cooldown: the wait ends and the
+    /// failure budgets start afresh, as for any retry; the status stays `queued`.
+    pub fn clear_cooldown(
+        &mut self,
+        id: &TaskId,
+        reason: &str,
+        writer: Writer<'_>,
+    ) -> Result<(), StoreError> {
+        let tx = self.conn.transaction()?;
+        let changed = tx.execute(
+            "UPDATE tasks SET next_attempt_at = NULL, attempts = ?2, status_reason = ?3, updated_at = ?4 \
+             WHERE id = ?1 AND status = 'queued'",
+            params![
+                id.as_str(),
+                to_json(&crate::model::Attempts::default()),
+                reason,
+                writer.now.0
+            ],
+        )?;
+        if changed == 0 {
+            return Err(StoreError::Invalid(format!(
+                "task {id} is no longer queued"
+            )));
+        }
+        record_event(
+            &tx,
+            writer,
+            "task.cooldown_cleared",
+            Some(id),
+            None,
+            None,
+            None,
+            reason,
+            serde_json::json!({}),
+        )?;
+        tx.commit()?;
+        Ok(())
+    }
+
     /// The newest runs of a task, newest first.
     pub fn runs_of(&self, id: &TaskId, limit: usize) -> Result<Vec<Run>, StoreError> {
         let sql = format!(
