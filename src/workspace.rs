@@ -29,6 +29,32 @@ pub fn task_branch(task: &Task) -> String {
     format!("opentiger/task-{owner}")
 }
 
+/// Where the next run of a task starts.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum NextStart {
+    /// From the base as it is then: the task's branch does not exist, or holds no commit that
+    /// the base does not have.
+    Base,
+    /// From the task's branch, which holds this many commits of earlier work (WIP kept).
+    Branch { commits: u32 },
+}
+
+/// Where the next run on `branch` starts, given `base` (a branch or ref).
+pub fn next_start(repo: &Git, branch: &str, base: &str) -> Result<NextStart, GitError> {
+    if !repo.branch_exists(branch)? || repo.resolve(base)?.is_none() {
+        return Ok(NextStart::Base);
+    }
+    let count = repo.run(&[
+        "rev-list",
+        "--count",
+        &format!("{base}..refs/heads/{branch}"),
+    ])?;
+    match count.trim().parse::<u32>() {
+        Ok(0) | Err(_) => Ok(NextStart::Base),
+        Ok(commits) => Ok(NextStart::Branch { commits }),
+    }
+}
+
 /// Where worktrees of this repository live.
 pub fn worktree_root(repo: &Git) -> Result<PathBuf, GitError> {
     Ok(repo.common_dir()?.join("opentiger").join("worktrees"))
@@ -61,6 +87,10 @@ impl Workspace {
         let path_text = path.display().to_string();
         if let Some(tip) = tip {
             repo.run(&["branch", "-f", branch, tip])?;
+        } else if next_start(repo, branch, base)? == NextStart::Base {
+            // No commit of its own (a run that failed before committing, e.g. on setup): start
+            // again from the base, so what was merged meanwhile (the fix) is there.
+            repo.run(&["branch", "-f", branch, base])?;
         }
         if repo.branch_exists(branch)? {
             repo.run(&["worktree", "add", "--force", &path_text, branch])?;

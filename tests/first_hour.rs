@@ -422,3 +422,41 @@ fn an_idle_tick_says_why_and_retry_skips_a_cooldown() {
         quiet.stdout
     );
 }
+
+/// Item 4: a retry after a failure that left no agent work on the task's branch starts from
+/// the current base, so the fix committed there meanwhile is in the next run; `task retry`
+/// says which start the next run gets.
+#[test]
+fn a_retry_without_agent_work_starts_from_the_current_base() {
+    let repo = repo_with_config("verify:\n  commands: [\"./check.sh\"]\n");
+    let add = ["--now", NOW, "task", "add", "--title", "T", "--goal", "g"];
+    let id = run_in(repo.path(), &add).ok().stdout.trim().to_string();
+    let first = run_in(repo.path(), &["--now", &common::minute(0), "tick"]).ok();
+    assert!(
+        first.stdout.contains("check.sh"),
+        "verification failed:\n{}",
+        first.stdout
+    );
+    // The person fixes the cause on main, then retries.
+    executable(
+        &repo.path().join("check.sh"),
+        "#!/bin/sh\ntest -s hello.txt\n",
+    );
+    git(repo.path(), &["add", "check.sh"]);
+    git(repo.path(), &["commit", "-q", "-m", "add check.sh"]);
+    let retry = run_in(
+        repo.path(),
+        &["--now", &common::minute(1), "task", "retry", &id],
+    )
+    .ok();
+    assert!(
+        retry.stdout.contains("starts from the current main"),
+        "{}",
+        retry.stdout
+    );
+    for m in [2, 3] {
+        run_in(repo.path(), &["--now", &common::minute(m), "tick"]).ok();
+    }
+    assert_eq!(status_of(repo.path(), &[], &id), "done");
+    assert_eq!(git(repo.path(), &["show", "main:hello.txt"]), "hello");
+}

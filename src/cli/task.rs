@@ -414,10 +414,27 @@ fn retry(ctx: &Context, id: &str, reason: &str) -> CmdResult {
         // A person's retry starts the budgets afresh: they decided the cause is dealt with.
         let changes = TaskChanges { attempts: Some(Default::default()), next_attempt_at: Some(None), needs_approval: Some(false) };
         store.transition_task(&id, TaskState::QUEUED, reason, changes, writer(ctx))?;
-        Ok(format!("{id}: {} → queued", task.state()))
+        Ok(format!("{id}: {} → queued; {}", task.state(), next_start_note(ctx, &task)))
     })?;
     outln!("{line}");
     Ok(())
+}
+
+/// Which start the next run of a retried task gets, said for the person who retried it.
+fn next_start_note(ctx: &Context, task: &Task) -> String {
+    use crate::workspace::{next_start, task_branch, NextStart};
+    let base = &ctx.config.base_branch;
+    let branch = task_branch(task);
+    match next_start(&crate::git::Git::new(&ctx.repo), &branch, base) {
+        Ok(NextStart::Base) => {
+            format!("the next run starts from the current {base} ({branch} holds no agent work)")
+        }
+        Ok(NextStart::Branch { commits }) => format!(
+            "the next run continues on {branch}, keeping its {commits} commit(s) of earlier work \
+             (WIP); `opentiger task cancel` and a new task start from {base} instead"
+        ),
+        Err(e) => format!("could not look at {branch}: {e}"),
+    }
 }
 
 fn cancel(ctx: &Context, id: &str, reason: &str) -> CmdResult {
