@@ -460,3 +460,69 @@ fn a_retry_without_agent_work_starts_from_the_current_base() {
     assert_eq!(status_of(repo.path(), &[], &id), "done");
     assert_eq!(git(repo.path(), &["show", "main:hello.txt"]), "hello");
 }
+
+/// Item 5: a failure the agent cannot act on (a setup failure: here a verification script
+/// missing from the repository) is not put into the next prompt as one to avoid repeating;
+/// one it can act on (a failing test) is.
+#[test]
+fn only_failures_the_agent_can_act_on_reach_the_next_prompt() {
+    let repo = repo_with_config("verify:\n  commands: [\"./check.sh\"]\n");
+    let prompts = repo.path().join(".git/prompts");
+    std::fs::create_dir_all(&prompts).unwrap();
+    executable(
+        &repo.path().join("scripts/agent.sh"),
+        &format!(
+            "#!/bin/sh\ncat > {}/$OPENTIGER_RUN_ID.md\necho hello > hello.txt\n",
+            prompts.display()
+        ),
+    );
+    git(repo.path(), &["add", "-A"]);
+    git(repo.path(), &["commit", "-q", "-m", "agent saves prompts"]);
+    let add = ["--now", NOW, "task", "add", "--title", "T", "--goal", "g"];
+    let id = run_in(repo.path(), &add).ok().stdout.trim().to_string();
+    run_in(repo.path(), &["--now", &common::minute(0), "tick"]).ok(); // setup: no check.sh
+    executable(
+        &repo.path().join("check.sh"),
+        "#!/bin/sh\necho 'assertion failed: 1 == 2'\nexit 1\n",
+    );
+    git(repo.path(), &["add", "check.sh"]);
+    git(repo.path(), &["commit", "-q", "-m", "add check.sh"]);
+    run_in(
+        repo.path(),
+        &["--now", &common::minute(1), "task", "retry", &id],
+    )
+    .ok();
+    run_in(repo.path(), &["--now", &common::minute(2), "tick"]).ok(); // a test failure
+    run_in(
+        repo.path(),
+        &["--now", &common::minute(3), "task", "retry", &id],
+    )
+    .ok();
+    run_in(repo.path(), &["--now", &common::minute(4), "tick"]).ok();
+    let mut texts: Vec<(std::time::SystemTime, String)> = std::fs::read_dir(&prompts)
+        .unwrap()
+        .map(|e| {
+            let e = e.unwrap();
+            (
+                e.metadata().unwrap().modified().unwrap(),
+                std::fs::read_to_string(e.path()).unwrap(),
+            )
+        })
+        .collect();
+    texts.sort_by_key(|(at, _)| *at);
+    assert_eq!(texts.len(), 3, "three runs");
+    assert!(
+        !texts[1].1.contains("Do not repeat"),
+        "a setup failure is not the agent's:\n{}",
+        texts[1].1
+    );
+    let third = &texts[2].1;
+    assert!(
+        third.contains("assertion failed"),
+        "a test failure is shown:\n{third}"
+    );
+    assert!(
+        !third.contains("No such file"),
+        "the setup failure is not:\n{third}"
+    );
+}

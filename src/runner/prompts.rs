@@ -21,6 +21,7 @@ pub fn worker(
     let failed: Vec<&Run> = history
         .iter()
         .filter(|r| matches!(r.status, RunStatus::Failed | RunStatus::Cancelled))
+        .filter(|r| agent_can_act(r))
         .take(FAILURES_SHOWN)
         .collect();
     let total = history.len();
@@ -63,6 +64,18 @@ pub fn worker(
         })
 }
 
+/// Whether an earlier failure belongs in the next prompt as one not to repeat: only what the
+/// agent can act on (its tests failed, it changed nothing, it touched a denied path, it looped),
+/// not the runner's setup, the environment or a permission prompt (issue 15).
+fn agent_can_act(run: &Run) -> bool {
+    use crate::model::FailureCategory as C;
+    let message = run.error.as_deref().unwrap_or_default();
+    match classify(message, run.failure_code).category {
+        C::Env | C::Setup | C::Permission => false,
+        C::Noop | C::Policy | C::Test | C::Flaky | C::Model | C::ModelLoop => true,
+    }
+}
+
 pub fn judge(
     act: &Act<'_>,
     task: &Task,
@@ -91,4 +104,31 @@ pub fn judge(
         code: FailureCode::SetupOrBootstrapIssue,
         message: format!("the judge prompt could not be rendered: {e}"),
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::agent_can_act;
+    use crate::engine::testkit::{at, failed_run};
+    use crate::model::FailureCode;
+
+    #[test]
+    fn only_failures_the_agent_can_act_on_are_shown_again() {
+        #[rustfmt::skip]
+        let cases = [
+            (FailureCode::TestFailure, "assertion failed", true),
+            (FailureCode::NoActionableChanges, "no diff", true),
+            (FailureCode::PolicyViolation, "change to denied path", true),
+            (FailureCode::ModelDoomLoop, "same edit again", true),
+            (FailureCode::SetupOrBootstrapIssue, "could not create the worktree", false),
+            (FailureCode::VerificationCommandMissingScript, "./check.sh: No such file", false),
+            (FailureCode::EnvironmentIssue, "disk full", false),
+            (FailureCode::QuotaFailure, "429", false),
+            (FailureCode::ExternalDirectoryPermissionPrompt, "permission prompt", false),
+        ];
+        for (code, message, shown) in cases {
+            let run = failed_run("r", "t", Some(code), message, at(0));
+            assert_eq!(agent_can_act(&run), shown, "{code}");
+        }
+    }
 }
