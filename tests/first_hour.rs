@@ -18,13 +18,13 @@ fn run_in(cwd: &Path, args: &[&str]) -> Out {
 fn run_in_env(cwd: &Path, args: &[&str], env: &[(&str, &str)]) -> Out {
     let out = Command::new(env!("CARGO_BIN_EXE_opentiger"))
         .current_dir(cwd)
-        .envs(env.iter().copied())
         .args(args)
         .env_remove("OPENTIGER_CONFIG")
         .env_remove("OPENTIGER_REPO")
         .env_remove("OPENTIGER_NOW")
         .env_remove("GITHUB_RUN_ID")
         .env_remove("GITHUB_STEP_SUMMARY")
+        .envs(env.iter().copied())
         .output()
         .expect("run opentiger");
     Out {
@@ -524,5 +524,71 @@ fn only_failures_the_agent_can_act_on_reach_the_next_prompt() {
     assert!(
         !third.contains("No such file"),
         "the setup failure is not:\n{third}"
+    );
+}
+
+/// Item 7: a failed verification shows the command's last lines (the cause) in `tick`, its
+/// `--json` failures, `task show` and the job summary; a long path is cut in the middle, the
+/// reason never.
+#[test]
+fn a_failure_shows_its_cause_not_a_cut_headline() {
+    let deep = "tools/a-very-long-directory-name-for-checks/and-another-level-of-nesting/yet-another-folder";
+    let check = format!("{deep}/run-the-whole-verification-suite.sh");
+    let repo = repo_with_config(&format!(
+        "verify:\n  commands: [\"{check} --offline --quiet\"]\n"
+    ));
+    let mut script = String::from("#!/bin/sh\n");
+    for i in 0..40 {
+        script.push_str(&format!("echo 'compiling crate number {i}'\n"));
+    }
+    script.push_str(
+        "echo 'error[E0425]: cannot find value `the_real_cause` in this scope'\nexit 1\n",
+    );
+    executable(&repo.path().join(&check), &script);
+    git(repo.path(), &["add", "-A"]);
+    git(repo.path(), &["commit", "-q", "-m", "add the check"]);
+    let add = ["--now", NOW, "task", "add", "--title", "T", "--goal", "g"];
+    let id = run_in(repo.path(), &add).ok().stdout.trim().to_string();
+    let summary = repo.path().join(".git/step-summary.md");
+    let summary_text = summary.display().to_string();
+    let out = run_in_env(
+        repo.path(),
+        &["--now", NOW, "tick", "--json"],
+        &[("GITHUB_STEP_SUMMARY", summary_text.as_str())],
+    )
+    .ok();
+    let json = out.json();
+    let failure = &json["failures"][0];
+    let tail = failure["output_tail"].to_string();
+    assert!(tail.contains("the_real_cause"), "{failure}");
+    let message = failure["message"].as_str().unwrap();
+    for part in [
+        "Verification failed at tools/",
+        "suite.sh --offline --quiet [config]:",
+        "the_real_cause",
+    ] {
+        assert!(message.contains(part), "`{part}` missing: {failure}");
+    }
+    let lines = json["lines"].to_string();
+    assert!(lines.contains("the_real_cause"), "tick lines: {lines}");
+    assert!(
+        !lines.contains("compiling crate number 3\\n"),
+        "bounded: {lines}"
+    );
+    let text = std::fs::read_to_string(&summary).expect("job summary written");
+    assert!(
+        text.contains("cannot find value `the\\_real\\_cause`"),
+        "job summary:\n{text}"
+    );
+    let show = run_in(repo.path(), &["--now", NOW, "task", "show", &id]).ok();
+    assert!(
+        show.stdout.contains("the_real_cause"),
+        "task show:\n{}",
+        show.stdout
+    );
+    assert!(
+        show.stdout.contains("suite.sh --offline --quiet"),
+        "{}",
+        show.stdout
     );
 }

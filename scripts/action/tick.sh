@@ -162,7 +162,7 @@ done < <(jq -r '
   (.failures // [])[]
   | [ (if (.task_state | contains("awaiting_human")) then "error" else "warning" end),
       "opentiger task \(.task_id): \(.title)",
-      "\(.failure_code // "failed"): \(.message) (task is now \(.task_state))" ]
+      "\(.failure_code // "failed"): \(.message) (task is now \(.task_state))\((.output_tail // []) | if length > 0 then " — last output: " + join(" / ") else "" end)" ]
   | map(gsub("[\t\n\r]"; " ")) | @tsv' "$json")
 
 published=$(jq -r '(.prs_opened // 0) + (.prs_updated // 0)' "$json")
@@ -181,7 +181,10 @@ fi
     "",
     (if ((.failures // []) | length) > 0 then
       "### Failed runs\n",
-      ((.failures // [])[] | "- `\(.task_id)` \(.title | md): \(.failure_code // "failed") — \(.message | md) → `\(.task_state)`"),
+      ((.failures // [])[] | "- `\(.task_id)` \(.title | md): \(.failure_code // "failed") — \(.message | md) → `\(.task_state)`",
+        (if ((.output_tail // []) | length) > 0 then
+          "  ```text", ((.output_tail // [])[] | "  " + gsub("`"; "'"'"'")), "  ```"
+        else empty end)),
       ""
     else empty end),
     (if ((.lines // []) | length) > 0 then

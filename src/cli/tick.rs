@@ -24,7 +24,7 @@ use crate::engine::verdict::{decide_verdict, tick_budget_spent, JudgeConclusion}
 use crate::executor;
 use crate::forge::github::GithubClient;
 use crate::git::Git;
-use crate::model::{Mode, PlanStatus, Run, RunId, Task, TaskId, TaskKind, TaskState};
+use crate::model::{excerpt, Mode, PlanStatus, Run, RunId, Task, TaskId, TaskKind, TaskState};
 use crate::prompt::{JudgeFeedback, Templates};
 use crate::report;
 use crate::runner::judge::{judge_run, JudgeResult};
@@ -617,13 +617,17 @@ fn record(
                 ));
                 out.spend_usd += record.cost_usd;
                 if !outcome.success {
+                    let headline = excerpt::headline(&outcome.message);
+                    let tail = excerpt::tail(&outcome.message);
+                    out.lines.push(format!("    {headline}"));
                     out.lines
-                        .push(format!("    {}", first_line(&outcome.message)));
+                        .extend(tail.iter().map(|l| format!("      | {l}")));
                     out.failures.push(RunFailure {
                         task_id: task.id.to_string(),
                         title: task.title.clone(),
                         failure_code: outcome.failure_code.map(|c| c.as_str()),
-                        message: first_line(&outcome.message),
+                        message: headline,
+                        output_tail: tail,
                         task_state: decision.to.to_string(),
                     });
                 }
@@ -812,11 +816,4 @@ fn worktrees_in_use(ctx: &Context, store: &Store) -> Result<Vec<std::path::PathB
 
 fn truncate(text: &str) -> String {
     report::truncate(text, 50)
-}
-
-fn first_line(text: &str) -> String {
-    report::truncate(
-        text.lines().find(|l| !l.trim().is_empty()).unwrap_or(""),
-        160,
-    )
 }

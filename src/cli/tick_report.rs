@@ -42,6 +42,8 @@ pub struct RunFailure {
     pub title: String,
     pub failure_code: Option<&'static str>,
     pub message: String,
+    /// The last lines of the failing command's output (redacted, bounded): the cause.
+    pub output_tail: Vec<String>,
     /// The task's state after the failure, e.g. `queued` (retried) or `blocked(awaiting_human)`.
     pub task_state: String,
 }

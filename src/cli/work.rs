@@ -111,8 +111,11 @@ pub fn run(ctx: &Context, args: &WorkArgs) -> CmdResult {
     if !result.outcome.success {
         outln!(
             "    {}",
-            result.outcome.message.lines().next().unwrap_or_default()
+            crate::model::excerpt::headline(&result.outcome.message)
         );
+        for line in crate::model::excerpt::tail(&result.outcome.message) {
+            outln!("      | {line}");
+        }
     }
     if let Recorded::Stray { holder } = recorded {
         outln!(

@@ -221,12 +221,9 @@ pub fn decide_outcome(
     }
 }
 
+/// What failed and why, in one line (the headline and, under it, the cause).
 fn first_line(text: &str) -> String {
-    let line = text
-        .lines()
-        .find(|l| !l.trim().is_empty())
-        .unwrap_or("no output");
-    line.chars().take(200).collect()
+    crate::model::excerpt::headline(text)
 }
 
 #[cfg(test)]

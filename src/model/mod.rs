@@ -3,6 +3,7 @@
 //! These are plain data. The store reads and writes them; the engine decides on them. Nothing here
 //! does I/O.
 
+pub mod excerpt;
 pub mod graph;
 mod ids;
 mod plan;

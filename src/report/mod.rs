@@ -441,9 +441,15 @@ pub fn task_text(task: &Task, next: &str, runs: &[Run], events: &[Event]) -> Str
                     .unwrap_or_default(),
                 r.error
                     .as_deref()
-                    .map(|e| format!(": {}", truncate(e, 100)))
+                    .map(|e| format!(": {}", crate::model::excerpt::headline(e)))
                     .unwrap_or_default()
             );
+        }
+        // The newest failure's last output lines: the cause (issue 15).
+        if let Some(error) = runs.iter().find_map(|r| r.error.as_deref()) {
+            for line in crate::model::excerpt::tail(error) {
+                let _ = writeln!(out, "      | {line}");
+            }
         }
     }
     if !events.is_empty() {

@@ -96,7 +96,8 @@ fake '{"tick_id": "t1", "decisions": 3, "runs": 2, "reviews": 1, "stray_outcomes
   "prs_opened": 1, "prs_updated": 0, "merged": 1, "spend_usd": 0.123456,
   "failures": [
     {"task_id": "abc", "title": "Fix, the: parser", "failure_code": "verification_failed",
-     "message": "cargo test failed\twith a tab", "task_state": "queued"},
+     "message": "cargo test failed\twith a tab", "task_state": "queued",
+     "output_tail": ["compiling", "error: `the cause`"]},
     {"task_id": "def", "title": "Stuck | <b>", "failure_code": null, "message": "gave up",
      "task_state": "blocked(awaiting_human)"}],
   "matrix": {"include": [{"run": "r1"}]}}' 0
@@ -113,7 +114,7 @@ check "argv: --fan-out" has_line "$work/argv" "--fan-out"
 check "log folded" has_text "$work/stdout" "::group::opentiger --repo . tick --json --max-runs 3 --fan-out 2"
 check "group closed" has_line "$work/stdout" "::endgroup::"
 check "a retried failure is a warning" has_line "$work/stdout" \
-  "::warning title=opentiger task abc%3A Fix%2C the%3A parser::verification_failed: cargo test failed with a tab (task is now queued)"
+  "::warning title=opentiger task abc%3A Fix%2C the%3A parser::verification_failed: cargo test failed with a tab (task is now queued) — last output: compiling / error: \`the cause\`"
 check "a failure waiting on a person is an error" has_line "$work/stdout" \
   "::error title=opentiger task def%3A Stuck | <b>::failed: gave up (task is now blocked(awaiting_human))"
 check "the GITHUB_TOKEN trap is a warning when PRs were opened" has_text "$work/stdout" \
@@ -121,6 +122,7 @@ check "the GITHUB_TOKEN trap is a warning when PRs were opened" has_text "$work/
 check "summary heading" has_line "$work/summary" '## opentiger tick `t1`'
 check "summary figures" has_line "$work/summary" '| 2 | 1 | 1 | 1 | 0 | 1 | $0.12 | 7 |'
 check "summary failures, escaped" has_text "$work/summary" '- `def` Stuck \| &lt;b>: failed — gave up → `blocked(awaiting_human)`'
+check "summary failure output, fenced" has_line "$work/summary" "  error: 'the cause'"
 check "summary report lines, fenced" has_line "$work/summary" "[dispatch.claim] claim 'x'"
 check "summary token note" has_text "$work/summary" "> [!WARNING]"
 for f in stdout output summary; do
