@@ -984,3 +984,55 @@ fn tick_json_counts_prs_opened_merges_and_tasks_done() {
     );
     assert!(s.server.pulls()[0].merged);
 }
+
+/// Issue 15 item 9: a dry run reads GitHub (GETs only, conditional where it can) and shows
+/// what a real tick would import and start, writing nothing; `--offline` asks GitHub nothing.
+#[test]
+fn a_dry_run_reads_github_and_shows_what_it_would_import() {
+    let s = setup();
+    let n = s.server.add_issue(
+        "Add a greeting",
+        "Please add a greeting file.",
+        &["opentiger"],
+        "alice",
+        "OWNER",
+    );
+    s.server.reset_counts();
+    let out = opentiger(&s, "2026-11-21T12:00:00Z", &["tick", "--dry-run"]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{text}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(text.contains("a real tick would first apply"), "{text}");
+    assert!(text.contains(&format!("imported issue #{n}")), "{text}");
+    assert!(
+        text.contains("claim and run"),
+        "the imported task would start:\n{text}"
+    );
+    let requests = s.server.requests();
+    assert!(!requests.is_empty(), "GitHub was asked");
+    assert!(
+        requests.iter().all(|r| r.method == "GET"),
+        "read-only: {requests:?}"
+    );
+    assert!(tasks(&s).is_empty(), "nothing was written");
+    let json = opentiger(&s, "2026-11-21T12:00:00Z", &["tick", "--dry-run", "--json"]);
+    let plan: serde_json::Value = serde_json::from_slice(&json.stdout).unwrap();
+    assert!(
+        plan["observed"].to_string().contains(&format!("#{n}")),
+        "{plan}"
+    );
+
+    s.server.reset_counts();
+    let offline = opentiger(
+        &s,
+        "2026-11-21T12:00:00Z",
+        &["tick", "--dry-run", "--offline"],
+    );
+    let text = String::from_utf8_lossy(&offline.stdout);
+    assert!(offline.status.success(), "{text}");
+    assert!(!text.contains("imported issue"), "{text}");
+    assert_eq!(s.server.request_count(), 0, "--offline asks GitHub nothing");
+}

@@ -45,6 +45,9 @@ pub struct TickArgs {
     /// Start at most this many runs (overrides limits.max_runs_per_tick).
     #[arg(long)]
     pub max_runs: Option<u32>,
+    /// With --dry-run: plan from the state alone, without reading GitHub (github mode).
+    #[arg(long, requires = "dry_run")]
+    pub offline: bool,
     /// Claim up to N runs without running them and print them as a job matrix, for N
     /// `opentiger work --run ID` jobs (reviews, planning and issues are still done here).
     #[arg(long, value_name = "N", conflicts_with = "max_runs")]
@@ -61,7 +64,7 @@ pub fn run(ctx: &Context, args: &TickArgs) -> CmdResult {
         ..ctx.clone()
     };
     if args.dry_run {
-        return dry_run(&ctx, args.json);
+        return dry_run(&ctx, args.json, args.offline);
     }
     if args.fan_out.is_some() {
         // The runs are leased to the fan-out until a work job takes them over: not to this
@@ -82,13 +85,42 @@ pub fn run(ctx: &Context, args: &TickArgs) -> CmdResult {
     Ok(())
 }
 
-fn dry_run(ctx: &Context, json: bool) -> CmdResult {
-    let store = ctx.read_store()?;
+/// The plan the next tick would make, changing nothing. In github mode (unless `offline`) it
+/// reads GitHub first, as a tick does (GETs only, conditional with the stored ETags), and
+/// applies what it saw to the state in memory, so the plan shows the imports a tick would make.
+fn dry_run(ctx: &Context, json: bool, offline: bool) -> CmdResult {
+    let mut store = ctx.read_store()?;
+    let observed = match ctx.config.mode {
+        Mode::Github if !offline => {
+            let client = GithubClient::from_env(None, |k| std::env::var(k).ok()).map_err(|e| {
+                Failure::usage(format!(
+                    "{e}\n  or: `opentiger tick --dry-run --offline` plans from the state alone"
+                ))
+            })?;
+            let seen = forge_sync::observe(ctx, &client, &store)?;
+            let writer = Writer {
+                tick_id: Some(&ctx.tick_id),
+                actor: ctx.agent_id.as_str(),
+                now: ctx.now,
+            };
+            seen.apply(ctx, &mut store, writer)?
+        }
+        Mode::Github | Mode::LocalGit | Mode::Direct => Vec::new(),
+    };
     let (snapshot, plan) = ctx.plan(&store)?;
     if json {
-        let text = serde_json::to_string_pretty(&plan).map_err(|e| Failure::tick(e.to_string()))?;
+        let mut value = serde_json::to_value(&plan).map_err(|e| Failure::tick(e.to_string()))?;
+        value["observed"] = serde_json::json!(observed);
+        let text =
+            serde_json::to_string_pretty(&value).map_err(|e| Failure::tick(e.to_string()))?;
         outln!("{text}");
     } else {
+        if !observed.is_empty() {
+            outln!("From GitHub (read-only, nothing saved), a real tick would first apply:");
+            for line in &observed {
+                outln!("  {line}");
+            }
+        }
         let tasks: BTreeMap<_, _> = snapshot
             .tasks
             .iter()
