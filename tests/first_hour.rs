@@ -592,3 +592,74 @@ fn a_failure_shows_its_cause_not_a_cut_headline() {
         show.stdout
     );
 }
+
+/// Item 12: `--help` describes every option and keeps the global ones apart; `demo --help`
+/// lists only what applies; numbers are checked; a short id prefix says how long it must be.
+#[test]
+fn help_and_arguments_speak_plainly() {
+    let repo = repo_with_config("");
+    let help = run_in(repo.path(), &["task", "add", "--help"]).ok().stdout;
+    let (own, global) = help.split_once("Global options:").expect(&help);
+    assert!(
+        own.contains("--priority") && !own.contains("--repo"),
+        "{help}"
+    );
+    assert!(
+        global.contains("--repo") && !global.contains("--priority"),
+        "{help}"
+    );
+    for line in own.lines().filter(|l| l.trim_start().starts_with("--")) {
+        let described = line.split_once('>').map_or(line, |(_, rest)| rest);
+        assert!(
+            !described.trim().is_empty() && !described.trim().starts_with('['),
+            "no description: {line}\n{help}"
+        );
+    }
+    let demo = run_in(repo.path(), &["demo", "--help"]).ok().stdout;
+    for absent in ["--repo", "--config", "--mode"] {
+        assert!(
+            !demo.contains(absent),
+            "demo --help lists {absent}:\n{demo}"
+        );
+    }
+    let refused = run_in(repo.path(), &["demo", "--repo", "elsewhere"]);
+    assert_eq!(refused.code, 2, "{}", refused.stderr);
+    assert!(refused.stderr.contains("--repo"), "{}", refused.stderr);
+
+    let add = |p: &str| {
+        run_in(
+            repo.path(),
+            &[
+                "--now",
+                NOW,
+                "task",
+                "add",
+                "--title",
+                "T",
+                "--goal",
+                "g",
+                "--priority",
+                p,
+            ],
+        )
+    };
+    let id = add("-5").ok().stdout.trim().to_string();
+    let show = run_in(repo.path(), &["--now", NOW, "task", "show", &id, "--json"])
+        .ok()
+        .json();
+    assert_eq!(show["task"]["priority"], -5);
+    let big = add("5000");
+    assert_eq!(big.code, 2);
+    assert!(big.stderr.contains("-1000..=1000"), "{}", big.stderr);
+    for args in [
+        &["tick", "--fan-out", "0"][..],
+        &["tick", "--max-runs", "100000"][..],
+    ] {
+        let out = run_in(repo.path(), args);
+        assert_eq!(out.code, 2, "{args:?}: {}", out.stderr);
+        assert!(out.stderr.contains("is not in"), "{args:?}: {}", out.stderr);
+    }
+    let short = run_in(repo.path(), &["--now", NOW, "task", "show", &id[..3]]);
+    assert_eq!(short.code, 2);
+    assert!(short.stderr.contains("at least 4"), "{}", short.stderr);
+}

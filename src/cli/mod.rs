@@ -33,10 +33,17 @@ mod work;
 
 use std::path::PathBuf;
 
-use clap::{Parser, Subcommand};
+use clap::{CommandFactory, FromArgMatches, Parser, Subcommand};
 
 pub use context::Context;
 pub use tick::{tick as tick_once, TickSummary};
+
+/// The help heading of the options every command takes, listed apart from its own.
+const GLOBAL: &str = "Global options";
+
+/// Global options that mean nothing to `demo` (it builds its own sample repository): left out
+/// of its help and refused when given.
+const NOT_FOR_DEMO: [&str; 3] = ["repo", "config", "mode"];
 
 #[derive(Parser, Debug)]
 #[command(
@@ -46,22 +53,22 @@ pub use tick::{tick as tick_once, TickSummary};
 )]
 pub struct Cli {
     /// Repository to work on.
-    #[arg(long, global = true, default_value = ".", env = "OPENTIGER_REPO")]
+    #[arg(long, global = true, help_heading = GLOBAL, default_value = ".", env = "OPENTIGER_REPO")]
     pub repo: PathBuf,
     /// Configuration file [default: <repo>/.opentiger.yml].
-    #[arg(long, global = true, env = "OPENTIGER_CONFIG")]
+    #[arg(long, global = true, help_heading = GLOBAL, env = "OPENTIGER_CONFIG")]
     pub config: Option<PathBuf>,
     /// Override `mode` from the configuration.
-    #[arg(long, global = true, value_parser = ["github", "local-git", "direct"])]
+    #[arg(long, global = true, help_heading = GLOBAL, value_parser = ["github", "local-git", "direct"])]
     pub mode: Option<String>,
     /// Pretend it is this time (RFC 3339), for tests and what-if questions.
-    #[arg(long, global = true, env = "OPENTIGER_NOW")]
+    #[arg(long, global = true, help_heading = GLOBAL, env = "OPENTIGER_NOW")]
     pub now: Option<String>,
     /// More log output (-v info, -vv debug).
-    #[arg(short, long, global = true, action = clap::ArgAction::Count)]
+    #[arg(short, long, global = true, help_heading = GLOBAL, action = clap::ArgAction::Count)]
     pub verbose: u8,
     /// Only errors.
-    #[arg(short, long, global = true)]
+    #[arg(short, long, global = true, help_heading = GLOBAL)]
     pub quiet: bool,
     #[command(subcommand)]
     pub command: Command,
@@ -162,10 +169,42 @@ pub(crate) fn write_stdout(args: std::fmt::Arguments<'_>) -> Result<(), Failure>
     }
 }
 
+/// The command line as clap builds it. `demo` gets hidden stand-ins for the global options
+/// that mean nothing to it: a global option is not copied to a command that has its own, so
+/// they stay out of `demo --help`, and `run` refuses them when given.
+pub fn command() -> clap::Command {
+    Cli::command().mut_subcommand("demo", |demo| {
+        NOT_FOR_DEMO.into_iter().fold(demo, |demo, id| {
+            let stand_in = clap::Arg::new(id).long(id).hide(true).num_args(1);
+            demo.arg(match id {
+                "mode" => stand_in,
+                _ => stand_in.value_parser(clap::value_parser!(PathBuf)),
+            })
+        })
+    })
+}
+
 /// Runs the CLI and returns the process exit code.
 pub fn main() -> i32 {
-    let mut cli = match Cli::try_parse() {
-        Ok(cli) => cli,
+    let parsed = command().try_get_matches().and_then(|matches| {
+        if let Some(("demo", demo)) = matches.subcommand() {
+            let given = NOT_FOR_DEMO
+                .into_iter()
+                .find(|id| demo.value_source(id) == Some(clap::parser::ValueSource::CommandLine));
+            if let Some(id) = given {
+                return Ok(Err(id));
+            }
+        }
+        Cli::from_arg_matches(&matches).map(Ok)
+    });
+    let mut cli = match parsed {
+        Ok(Ok(cli)) => cli,
+        Ok(Err(id)) => {
+            eprintln!(
+                "error: --{id} does not apply to `demo`: it builds and runs its own sample repository\n  fix: leave out --{id} (`--keep DIR` keeps the sample)"
+            );
+            return 2;
+        }
         Err(e) => {
             let _ = e.print();
             return match e.kind() {
@@ -234,4 +273,35 @@ fn init_logging(verbose: u8, quiet: bool) {
         .with_writer(std::io::stderr)
         .with_target(false)
         .try_init();
+}
+
+#[cfg(test)]
+mod tests {
+    /// Issue 15: `--help` describes every option of every command.
+    #[test]
+    fn every_option_has_a_description() {
+        fn walk(cmd: &clap::Command, path: &str, missing: &mut Vec<String>) {
+            for arg in cmd.get_arguments() {
+                let id = arg.get_id().as_str();
+                if arg.is_hide_set() || id == "help" || id == "version" {
+                    continue;
+                }
+                if arg
+                    .get_help()
+                    .is_none_or(|h| h.to_string().trim().is_empty())
+                {
+                    missing.push(format!("{path} {id}"));
+                }
+            }
+            for sub in cmd.get_subcommands() {
+                walk(sub, &format!("{path} {}", sub.get_name()), missing);
+            }
+        }
+        let mut missing = Vec::new();
+        walk(&super::command(), "opentiger", &mut missing);
+        assert!(
+            missing.is_empty(),
+            "options without a description: {missing:#?}"
+        );
+    }
 }

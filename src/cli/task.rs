@@ -18,21 +18,27 @@ pub enum TaskCommand {
     Add(AddArgs),
     /// List tasks (active ones unless --all or --status).
     List {
+        /// Only tasks with this status (queued, running, done, failed, blocked, cancelled).
         #[arg(long)]
         status: Option<TaskStatus>,
+        /// Finished (done, cancelled) tasks too.
         #[arg(long)]
         all: bool,
+        /// Print JSON.
         #[arg(long)]
         json: bool,
     },
     /// Show one task: state, why, next action, runs and events.
     Show {
+        /// The task's id, or a unique prefix of 4 or more characters.
         id: String,
+        /// Print JSON.
         #[arg(long)]
         json: bool,
     },
     /// Send a failed, blocked or cancelled task back to the queue (a person's decision).
     Retry {
+        /// The task's id, or a unique prefix of 4 or more characters.
         id: String,
         /// Why, for the event log.
         #[arg(long, default_value = "retried by a person")]
@@ -49,7 +55,9 @@ pub enum TaskCommand {
     },
     /// Cancel a task that is not done.
     Cancel {
+        /// The task's id, or a unique prefix of 4 or more characters.
         id: String,
+        /// Why, for the event log.
         #[arg(long, default_value = "cancelled by a person")]
         reason: String,
     },
@@ -57,11 +65,13 @@ pub enum TaskCommand {
 
 #[derive(Args, Debug)]
 pub struct AddArgs {
+    /// A short title, shown in lists and as the commit and PR subject.
     #[arg(long, required_unless_present = "from")]
     pub title: Option<String>,
     /// What must be true when the task is done (machine-verifiable).
     #[arg(long, required_unless_present = "from")]
     pub goal: Option<String>,
+    /// Who works on it: worker, tester or docser.
     #[arg(long, default_value = "worker")]
     pub role: Role,
     /// Globs the change may touch (repeatable; default: policy.allowed_paths).
@@ -73,13 +83,17 @@ pub struct AddArgs {
     /// Tasks that must be done first (repeatable; ids or unique prefixes).
     #[arg(long = "depends-on")]
     pub depends_on: Vec<String>,
-    #[arg(long, default_value_t = 0)]
+    /// Higher runs first, from -1000 to 1000 (negative: after the default 0).
+    #[arg(long, default_value_t = 0, allow_negative_numbers = true,
+          value_parser = clap::value_parser!(i64).range(-1000..=1000))]
     pub priority: i64,
+    /// low, medium or high: a riskier task is picked later and may wait for a person.
     #[arg(long, default_value = "low")]
     pub risk: Risk,
     /// Use this id instead of a generated one (letters, digits, `-`, `_`).
     #[arg(long)]
     pub id: Option<String>,
+    /// Extra context for the agent, put into its prompt.
     #[arg(long, default_value = "")]
     pub notes: String,
     /// Add every task of a plan file (the planner's JSON: {"tasks": [{"key", "title", "goal", ...}]}).

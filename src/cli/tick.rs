@@ -42,15 +42,16 @@ pub struct TickArgs {
     /// Print the plan (with --dry-run) or the tick's summary as JSON.
     #[arg(long)]
     pub json: bool,
-    /// Start at most this many runs (overrides limits.max_runs_per_tick).
-    #[arg(long)]
+    /// Start at most this many runs, 0 to 100 (overrides limits.max_runs_per_tick).
+    #[arg(long, value_parser = clap::value_parser!(u32).range(0..=100))]
     pub max_runs: Option<u32>,
     /// With --dry-run: plan from the state alone, without reading GitHub (github mode).
     #[arg(long, requires = "dry_run")]
     pub offline: bool,
     /// Claim up to N runs without running them and print them as a job matrix, for N
     /// `opentiger work --run ID` jobs (reviews, planning and issues are still done here).
-    #[arg(long, value_name = "N", conflicts_with = "max_runs")]
+    #[arg(long, value_name = "N", conflicts_with = "max_runs",
+          value_parser = clap::value_parser!(u32).range(1..=100))]
     pub fan_out: Option<u32>,
 }
 

@@ -64,7 +64,9 @@ impl Store {
             return Ok(TaskId(id));
         }
         if given.len() < 4 {
-            return Err(StoreError::NoSuchTask(given.to_string()));
+            return Err(StoreError::Invalid(format!(
+                "task {given} not found, and a shortened id needs at least 4 characters\n  fix: give at least 4 characters of the id (`opentiger task list` shows them)"
+            )));
         }
         let pattern = format!("{}%", given.replace(['%', '_'], ""));
         let mut stmt = self
