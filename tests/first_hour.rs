@@ -663,3 +663,42 @@ fn help_and_arguments_speak_plainly() {
     assert_eq!(short.code, 2);
     assert!(short.stderr.contains("at least 4"), "{}", short.stderr);
 }
+
+/// Item 13: `status` speaks the user's language: the preflight formula only with --verbose,
+/// no issue/PR words in a local mode, and no made-up run ids that change at every call.
+#[test]
+fn status_speaks_the_users_language() {
+    let repo = repo_with_config("");
+    let empty = run_in(repo.path(), &["--now", NOW, "status"]).ok().stdout;
+    for jargon in ["Preflight", "[R=", "S0", "issue/PR"] {
+        assert!(!empty.contains(jargon), "`{jargon}` in:\n{empty}");
+    }
+    assert!(empty.contains("nothing to do"), "{empty}");
+    run_in(
+        repo.path(),
+        &["--now", NOW, "task", "add", "--title", "T", "--goal", "g"],
+    )
+    .ok();
+    let next = |now: &str| -> String {
+        let out = run_in(repo.path(), &["--now", now, "status"]).ok().stdout;
+        out.lines()
+            .filter(|l| l.contains("next:"))
+            .collect::<Vec<_>>()
+            .join("\n")
+    };
+    let first = next(NOW);
+    assert!(first.contains("next tick"), "{first}");
+    assert!(!first.contains("(run "), "no hypothetical run id: {first}");
+    assert_eq!(
+        first,
+        next("2026-11-21T12:00:07Z"),
+        "the same at every call"
+    );
+    let verbose = run_in(repo.path(), &["--now", NOW, "status", "--verbose"])
+        .ok()
+        .stdout;
+    assert!(
+        verbose.contains("Preflight: S4 [R=0 I=0 P=0 L=1]"),
+        "{verbose}"
+    );
+}

@@ -242,7 +242,7 @@ fn run(cli: Cli) -> CmdResult {
         Command::Doctor(args) => doctor::run(&cli, args),
         Command::Tick(args) => tick::run(&Context::load(&cli)?, args),
         Command::Work(args) => work::run(&Context::load(&cli)?, args),
-        Command::Status(args) => status::run(&Context::load(&cli)?, args),
+        Command::Status(args) => status::run(&Context::load(&cli)?, args, cli.verbose > 0),
         Command::Plan(args) => plan::run(&Context::load(&cli)?, args),
         Command::Task(cmd) => task::run(&Context::load(&cli)?, cmd),
         Command::Demo(args) => {

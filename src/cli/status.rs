@@ -22,7 +22,8 @@ pub struct StatusArgs {
     pub markdown: bool,
 }
 
-pub fn run(ctx: &Context, args: &StatusArgs) -> CmdResult {
+/// `verbose` (`-v`/`--verbose`) adds the preflight formula.
+pub fn run(ctx: &Context, args: &StatusArgs, verbose: bool) -> CmdResult {
     let store = ctx.read_store()?;
     if args.markdown {
         out!("{}", board_markdown(ctx, &store)?);
@@ -33,7 +34,7 @@ pub fn run(ctx: &Context, args: &StatusArgs) -> CmdResult {
         let text = serde_json::to_string_pretty(&view).map_err(|e| Failure::tick(e.to_string()))?;
         outln!("{text}");
     } else {
-        out!("{}", report::status_text(&view));
+        out!("{}", report::status_text(&view, verbose));
     }
     Ok(())
 }
@@ -82,6 +83,7 @@ pub fn view(ctx: &Context, store: &Store, all: bool) -> Result<StatusView, Failu
             plan.preflight.inputs.flags(),
             plan.preflight.summary
         ),
+        next: plan.preflight.summary.clone(),
         tasks: tasks
             .iter()
             .map(|t| {

@@ -115,7 +115,9 @@ pub fn preflight(inputs: &PreflightInputs) -> Preflight {
         (_, false, true, true) => "S5",
     };
     let summary = match class {
-        "S0" => "Requirements empty and no issue/PR backlog found: nothing to do".to_string(),
+        "S0" => "nothing to do: no task and no requirement document (add a task with \
+                 `opentiger task add`, or write the requirement)"
+            .to_string(),
         "S1" => "requirement present, no backlog: the planner creates tasks".to_string(),
         "S2" => format!(
             "issue backlog ({}) first: planner skipped",

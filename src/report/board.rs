@@ -226,6 +226,7 @@ mod tests {
                 .into_iter()
                 .collect(),
             preflight: String::new(),
+            next: String::new(),
             tasks: vec![
                 task(
                     "a",

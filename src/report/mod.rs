@@ -57,7 +57,10 @@ pub struct RunView {
 pub struct StatusView {
     pub now: Timestamp,
     pub counts: BTreeMap<String, i64>,
+    /// The preflight class, its inputs and summary: `S4 [R=0 I=0 P=0 L=1]: …` (`--verbose`).
     pub preflight: String,
+    /// What the loop does next, in words (the preflight summary alone).
+    pub next: String,
     pub tasks: Vec<TaskStatusView>,
     pub runs: Vec<RunView>,
     pub last_tick: Option<TickRecord>,
@@ -130,6 +133,12 @@ impl RunView {
 pub fn next_action(plan: &Plan, task: &Task) -> String {
     let decisions: Vec<&Decision> = plan.for_task(&task.id).collect();
     if let Some(d) = decisions.iter().find(|d| d.writes()) {
+        // A claim's run id and lease are made up at every call (they come from the tick that
+        // would claim): said without them, so the answer does not change between calls.
+        if let Action::Claim { .. } = d.action {
+            let why = d.reason.split("; lease until").next().unwrap_or(&d.reason);
+            return format!("next tick: claim and run: {why}");
+        }
         return format!("next tick: {}", describe_action(d));
     }
     match decisions.first() {
@@ -292,7 +301,9 @@ pub fn plan_text(plan: &Plan, tasks: &BTreeMap<TaskId, Task>) -> String {
     out
 }
 
-pub fn status_text(view: &StatusView) -> String {
+/// `status` for people. The preflight formula (`S4 [R=0 I=0 P=0 L=1]`) only when `verbose`;
+/// otherwise, with no active task, what happens next in words.
+pub fn status_text(view: &StatusView, verbose: bool) -> String {
     let mut out = String::new();
     let counts: Vec<String> = view
         .counts
@@ -309,7 +320,11 @@ pub fn status_text(view: &StatusView) -> String {
             counts.join(", ")
         }
     );
-    let _ = writeln!(out, "Preflight: {}", view.preflight);
+    if verbose {
+        let _ = writeln!(out, "Preflight: {}", view.preflight);
+    } else if view.tasks.is_empty() {
+        let _ = writeln!(out, "Next: {}", view.next);
+    }
     let _ = writeln!(out, "Spend: {}", view.spend.line());
     match &view.last_tick {
         Some(t) => {
