@@ -702,3 +702,28 @@ fn status_speaks_the_users_language() {
         "{verbose}"
     );
 }
+
+/// Item 3: a program a run needs that is in the working tree but not on the base branch (runs
+/// start from the base) is reported by `doctor`, with the fix.
+#[test]
+fn doctor_reports_a_program_missing_from_the_base_branch() {
+    let repo = repo_with_config("verify:\n  commands: [\"./check.sh --quick\"]\n");
+    executable(&repo.path().join("check.sh"), "#!/bin/sh\nexit 0\n");
+    let out = run_in(repo.path(), &["--now", NOW, "doctor"]);
+    assert_ne!(out.code, 0, "{}", out.stdout);
+    assert!(out.stdout.contains("./check.sh"), "{}", out.stdout);
+    assert!(out.stdout.contains("not on `main`"), "{}", out.stdout);
+    assert!(
+        out.stdout.contains("commit it, runs start from `main`"),
+        "{}",
+        out.stdout
+    );
+    git(repo.path(), &["add", "check.sh"]);
+    git(repo.path(), &["commit", "-q", "-m", "add check.sh"]);
+    let out = run_in(repo.path(), &["--now", NOW, "doctor"]);
+    assert!(!out.stdout.contains("not on `main`"), "{}", out.stdout);
+    std::fs::remove_file(repo.path().join("check.sh")).unwrap();
+    git(repo.path(), &["commit", "-qam", "remove check.sh"]);
+    let out = run_in(repo.path(), &["--now", NOW, "doctor"]);
+    assert!(out.stdout.contains("does not exist"), "{}", out.stdout);
+}

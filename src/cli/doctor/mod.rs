@@ -11,6 +11,7 @@
 //! Not for: fixing anything. Every check only reads.
 
 mod agents;
+mod files;
 mod github;
 
 use std::path::Path;
@@ -163,6 +164,9 @@ pub fn checks(cli: &Cli, online: bool, vars: Vars<'_>) -> Vec<Check> {
         out.extend(github::checks(&config, repo, vars, online));
     }
     out.extend(agents::checks(&config, repo, vars));
+    if git_ok {
+        out.extend(files::checks(&config, repo));
+    }
     if git_ok {
         out.extend(state(&config, repo, online));
     }
