@@ -24,6 +24,10 @@ pub struct InitArgs {
     /// Replace files that already exist.
     #[arg(long)]
     pub force: bool,
+    /// Your own agent program (`executor: command`), e.g. ./scripts/agent.sh: run without a
+    /// shell from the repository root's path, the prompt on stdin. Default: claude-code.
+    #[arg(long, value_name = "PROGRAM")]
+    pub agent_command: Option<String>,
 }
 
 pub fn run(cli: &Cli, args: &InitArgs) -> CmdResult {
@@ -41,7 +45,10 @@ pub fn run(cli: &Cli, args: &InitArgs) -> CmdResult {
         )));
     }
     let base = current_branch(repo).unwrap_or_else(|| "main".to_string());
-    let mut files: Vec<(PathBuf, String)> = vec![(config_path(cli), config_text(mode, &base))];
+    let mut files: Vec<(PathBuf, String)> = vec![(
+        config_path(cli),
+        config_text(mode, &base, args.agent_command.as_deref()),
+    )];
     if mode == Mode::Github {
         files.push((repo.join(WORKFLOW_PATH), WORKFLOW.to_string()));
     }
@@ -74,7 +81,12 @@ pub fn run(cli: &Cli, args: &InitArgs) -> CmdResult {
             report.push_str(&format!("added `{line}` to .gitignore\n"));
         }
     }
-    report.push_str(&next_steps(mode, &base, repo));
+    report.push_str(&next_steps(
+        mode,
+        &base,
+        repo,
+        args.agent_command.as_deref(),
+    ));
     out!("{report}");
     Ok(())
 }
@@ -130,8 +142,19 @@ fn ignore_state_file(repo: &Path) -> Result<Option<String>, Failure> {
     Ok(Some(LINE.to_string()))
 }
 
-fn next_steps(mode: Mode, base: &str, repo: &Path) -> String {
-    let doctor = if repo == Path::new(".") {
+fn next_steps(mode: Mode, base: &str, repo: &Path, agent: Option<&str>) -> String {
+    let choose = match agent {
+        Some(program) => format!(
+            "write the agent {program}: the prompt comes on stdin; as the judge\n\
+             \x20    (OPENTIGER_ROLE=judge) it writes its verdict to $OPENTIGER_RESULT_FILE; make it\n\
+             \x20    executable and commit it"
+        ),
+        None => "choose the agent: agents.default in .opentiger.yml (claude-code needs `claude` on PATH\n\
+                 \x20    and ANTHROPIC_API_KEY; any program works with `executor: command`)"
+            .to_string(),
+    };
+    let here = std::env::current_dir().is_ok_and(|cwd| cwd == repo);
+    let doctor = if here {
         "opentiger doctor".to_string()
     } else {
         format!("opentiger --repo {} doctor", repo.display())
@@ -147,8 +170,7 @@ fn next_steps(mode: Mode, base: &str, repo: &Path) -> String {
         ),
         Mode::LocalGit | Mode::Direct => format!(
             "\nnext:\n\
-             \x20 1. choose the agent: agents.default in .opentiger.yml (claude-code needs `claude` on PATH\n\
-             \x20    and ANTHROPIC_API_KEY; any program works with `executor: command`)\n\
+             \x20 1. {choose}\n\
              \x20 2. check the set-up: {doctor}\n\
              \x20 3. opentiger task add --title \"...\" --goal \"...\", then opentiger tick (again and again)\n\
              \x20 no workflow was written: {mode} mode runs where you run `opentiger tick`\n\
@@ -158,7 +180,24 @@ fn next_steps(mode: Mode, base: &str, repo: &Path) -> String {
 }
 
 /// The commented configuration for `mode`, with `base` as the base branch.
-pub fn config_text(mode: Mode, base: &str) -> String {
+/// With `agent_command`, the agent is that program (`executor: command`) and no key is passed.
+pub fn config_text(mode: Mode, base: &str, agent_command: Option<&str>) -> String {
+    let agent = match agent_command {
+        Some(program) => format!(
+            "\x20   executor: command\n\
+             \x20   command: [{}]\n\
+             \x20   timeout_minutes: 30\n\
+             \x20   # The only variables an agent sees besides PATH, HOME and OPENTIGER_*; never the\n\
+             \x20   # GitHub token. List your agent's API key here if it needs one.\n\
+             \x20   env_passthrough: []\n",
+            serde_json::to_string(program).unwrap_or_default()
+        ),
+        None => "\x20   executor: claude-code\n\
+                 \x20   timeout_minutes: 30\n\
+                 \x20   # The only variables an agent sees besides PATH and HOME; never the GitHub token.\n\
+                 \x20   env_passthrough: [ANTHROPIC_API_KEY]\n"
+            .to_string(),
+    };
     let (intro, state) = match mode {
         Mode::Github => (
             "# github: issues labelled `opentiger` (and tasks from docs/requirement.md) are the backlog;\n\
@@ -200,10 +239,7 @@ pub fn config_text(mode: Mode, base: &str) -> String {
          \x20 default:\n\
          \x20   # claude-code | opencode | codex | aider (their CLI on PATH), command (any program:\n\
          \x20   # `command: [\"./scripts/agent.sh\"]`, run without a shell) or scripted (the demo's agent).\n\
-         \x20   executor: claude-code\n\
-         \x20   timeout_minutes: 30\n\
-         \x20   # The only variables an agent sees besides PATH and HOME; never the GitHub token.\n\
-         \x20   env_passthrough: [ANTHROPIC_API_KEY]\n\
+         {agent}\
          \x20 judge:\n\
          \x20   review: true # false: CI, the path policy and verification alone decide\n\
          \n\
@@ -238,7 +274,7 @@ mod tests {
     #[test]
     fn every_mode_writes_a_config_the_loader_accepts() {
         for mode in [Mode::Github, Mode::LocalGit, Mode::Direct] {
-            let text = config_text(mode, "trunk");
+            let text = config_text(mode, "trunk", None);
             let config =
                 load_str(&text, ".opentiger.yml").unwrap_or_else(|e| panic!("{mode}: {e}\n{text}"));
             assert_eq!(config.mode, mode);
@@ -252,9 +288,24 @@ mod tests {
         }
     }
 
+    /// `--agent-command`: the program is every role's agent, quoted as one argv word, and no
+    /// API key is passed to it.
+    #[test]
+    fn an_agent_command_is_written_as_the_default_agent() {
+        use crate::config::{AgentRole, ExecutorKind};
+        let text = config_text(Mode::LocalGit, "main", Some("./my agent \"x\".sh"));
+        let config = load_str(&text, ".opentiger.yml").unwrap_or_else(|e| panic!("{e}\n{text}"));
+        for role in AgentRole::ALL {
+            let agent = config.agents.effective(role);
+            assert_eq!(agent.executor, ExecutorKind::Command);
+            assert_eq!(agent.command, Some(vec!["./my agent \"x\".sh".to_string()]));
+            assert!(agent.env_passthrough.is_empty());
+        }
+    }
+
     #[test]
     fn the_workflow_filters_on_the_backlog_label_the_config_names() {
-        let config = load_str(&config_text(Mode::Github, "main"), "c.yml").unwrap();
+        let config = load_str(&config_text(Mode::Github, "main", None), "c.yml").unwrap();
         for label in &config.backlog.labels {
             assert!(
                 WORKFLOW.contains(&format!("github.event.label.name == '{label}'")),
