@@ -60,7 +60,7 @@ pub fn headline(message: &str) -> String {
     let Some(first) = lines.next() else {
         return "no output".to_string();
     };
-    let last = lines.last();
+    let last = lines.next_back();
     match last {
         Some(last) if first.ends_with(':') => {
             let cause = fit(last.trim(), LINE_WIDTH / 2);
