@@ -2,7 +2,7 @@
 
 use clap::Subcommand;
 
-use super::{context::config_path, Cli, CmdResult, Failure};
+use super::{Cli, CmdResult, Failure};
 use crate::config::{self, AgentRole};
 use crate::model::Role;
 
@@ -25,7 +25,7 @@ pub fn run(cli: &Cli, cmd: &ConfigCommand) -> CmdResult {
             Ok(())
         }
         ConfigCommand::Show { json } => {
-            let path = config_path(cli);
+            let path = cli.config_path();
             let (mut cfg, source) = config::load(&path, cli.config.is_some())?;
             if let Some(mode) = &cli.mode {
                 cfg.mode = mode

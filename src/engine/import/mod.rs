@@ -18,9 +18,9 @@ use std::fmt;
 use serde::Serialize;
 
 use crate::config::BacklogConfig;
-use crate::forge::types::{Issue, PullRequest};
 use crate::model::graph::reachable;
 use crate::model::{short_hash, Lane, Role, Task, TaskId, TaskKind, TaskStatus};
+use crate::model::{Issue, PullRequest};
 use crate::time::Timestamp;
 
 mod pulls;

@@ -3,7 +3,7 @@
 
 use std::collections::BTreeSet;
 
-use crate::forge::{Issue, PullRequest};
+use crate::model::{Issue, PullRequest};
 use crate::model::{Risk, Role};
 
 /// The role the issue names, and where it says so: a label, else a `Role:` line of the body.

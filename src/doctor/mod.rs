@@ -1,5 +1,5 @@
-//! `opentiger doctor [--online]`: would a tick work here? One line per check — `ok`, `warn` or
-//! `fail` — and for each problem the fix.
+//! What `opentiger doctor [--online]` checks: would a tick work here? One line per check —
+//! `ok`, `warn` or `fail` — and for each problem the fix.
 //!
 //! Offline by default: it reads the configuration, the repository, PATH and the environment and
 //! makes no network call, so it is quick and safe anywhere (a laptop, a workflow step, a test).
@@ -15,21 +15,11 @@ mod github;
 
 use std::path::Path;
 
-use clap::Args;
-
-use super::context::config_path;
-use super::{Cli, CmdResult, Failure};
 use crate::config::{self, Config, ConfigSource, StoreKind};
 use crate::git::Git;
 use crate::model::Mode;
 use crate::statebranch::StateRef;
-
-#[derive(Args, Debug)]
-pub struct DoctorArgs {
-    /// Also ask GitHub about the token and the remote about the state ref (network calls).
-    #[arg(long)]
-    pub online: bool,
-}
+use crate::tick::ContextOptions;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Level {
@@ -39,7 +29,7 @@ pub enum Level {
 }
 
 impl Level {
-    fn word(self) -> &'static str {
+    pub fn word(self) -> &'static str {
         match self {
             Level::Ok => "ok",
             Level::Warn => "warn",
@@ -88,25 +78,12 @@ impl Check {
 /// The environment as the checks see it: a variable lookup, so tests pass plain values.
 pub type Vars<'a> = &'a dyn Fn(&str) -> Option<String>;
 
-pub fn run(cli: &Cli, args: &DoctorArgs) -> CmdResult {
-    let lookup = |k: &str| std::env::var(k).ok();
-    let checks = checks(cli, args.online, &lookup);
-    print!("{}", render(&checks));
-    let failed = checks.iter().filter(|c| c.level == Level::Fail).count();
-    if failed > 0 {
-        return Err(Failure::tick(format!(
-            "{failed} check(s) failed: see the fixes above"
-        )));
-    }
-    Ok(())
-}
-
 /// Every check, in the order a person would fix them.
-pub fn checks(cli: &Cli, online: bool, vars: Vars<'_>) -> Vec<Check> {
-    let repo = cli.repo.as_path();
+pub fn checks(options: &ContextOptions, online: bool, vars: Vars<'_>) -> Vec<Check> {
+    let repo = options.repo.as_path();
     let mut out = Vec::new();
-    let path = config_path(cli);
-    let (mut config, source) = match config::load(&path, cli.config.is_some()) {
+    let path = options.config_path();
+    let (mut config, source) = match config::load(&path, options.config.is_some()) {
         Ok(loaded) => loaded,
         Err(e) => {
             // The loader's own message names file, line and key; its fix goes on the fix line.
@@ -134,7 +111,7 @@ pub fn checks(cli: &Cli, online: bool, vars: Vars<'_>) -> Vec<Check> {
             "`opentiger init` writes a commented one",
         ),
     });
-    if let Some(mode) = &cli.mode {
+    if let Some(mode) = &options.mode {
         match mode.parse::<Mode>() {
             Ok(m) => config.mode = m,
             Err(e) => {
@@ -338,7 +315,7 @@ fn workflow(repo: &Path) -> Check {
         None => Check::warn(
             "workflow",
             "no workflow in .github/workflows mentions opentiger: nothing will tick on GitHub",
-            format!("`opentiger init` writes {}", super::init::WORKFLOW_PATH),
+            format!("`opentiger init` writes {}", crate::init::WORKFLOW_PATH),
         ),
     }
 }

@@ -255,7 +255,7 @@ fn permissions(config: &Config, vars: Vars<'_>) -> Vec<Check> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::cli::doctor::Level;
+    use crate::doctor::Level;
 
     fn vars(pairs: &'static [(&'static str, &'static str)]) -> impl Fn(&str) -> Option<String> {
         move |k: &str| {

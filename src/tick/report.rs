@@ -1,7 +1,7 @@
 //! What a tick reports: its summary (text for people, `--json` for the GitHub Action), and
 //! after the tick the job summary and the dashboard issue.
 
-use super::forge_sync;
+use super::publish;
 use super::Context;
 use crate::forge::github::GithubClient;
 use crate::model::Mode;
@@ -134,7 +134,7 @@ pub fn report_tick(ctx: &Context, summary: &TickSummary) {
         let updated = GithubClient::from_env(None, |k| std::env::var(k).ok())
             .map_err(|e| e.to_string())
             .and_then(|client| {
-                forge_sync::update_dashboard(&client, ctx, &board).map_err(|e| e.to_string())
+                publish::update_dashboard(&client, ctx, &board).map_err(|e| e.to_string())
             });
         match updated {
             Ok(Some(n)) => tracing::info!("dashboard issue #{n} updated"),
