@@ -254,4 +254,26 @@ mod tests {
         }
         assert!(WORKFLOW.contains("cancel-in-progress: false"));
     }
+
+    /// The workflow `init` writes runs the release `init` came from: the action at this major
+    /// version of the repository Cargo.toml names, and `version:` this very release.
+    #[test]
+    fn the_workflow_pins_the_release_init_came_from() {
+        use crate::release;
+        assert!(
+            WORKFLOW.contains(&format!(
+                "\n  OPENTIGER_VERSION: {}\n",
+                release::release_tag()
+            )),
+            "the example workflow's OPENTIGER_VERSION must be {} (Cargo.toml's version)",
+            release::release_tag()
+        );
+        assert!(
+            WORKFLOW.contains(&format!("uses: {}\n", release::action_reference())),
+            "the example workflow must use {}",
+            release::action_reference()
+        );
+        assert!(WORKFLOW.contains("version: ${{ env.OPENTIGER_VERSION }}"));
+        assert!(!WORKFLOW.contains("@main"));
+    }
 }
