@@ -276,4 +276,33 @@ mod tests {
         assert!(WORKFLOW.contains("version: ${{ env.OPENTIGER_VERSION }}"));
         assert!(!WORKFLOW.contains("@main"));
     }
+
+    /// The agent CLI is installed at the version its adapter was tested against: the one the
+    /// fixtures were recorded with.
+    #[test]
+    fn the_workflows_pin_the_agent_cli_the_adapter_was_tested_against() {
+        let fixtures = include_str!("../tests/fixtures/agents/README.md");
+        let tested = fixtures
+            .split("(claude ")
+            .nth(1)
+            .and_then(|rest| rest.split([',', ')']).next())
+            .expect("the fixtures README names the claude version they were recorded with");
+        let fanout = include_str!("../examples/workflows/opentiger-fanout.yml");
+        for (name, text) in [("opentiger.yml", WORKFLOW), ("opentiger-fanout.yml", fanout)] {
+            assert!(
+                text.contains(&format!("\n  CLAUDE_CODE_VERSION: {tested}\n")),
+                "{name} must pin claude-code {tested}"
+            );
+            for line in text.lines().filter(|l| l.contains("npm install")) {
+                assert!(
+                    line.contains("@anthropic-ai/claude-code@$CLAUDE_CODE_VERSION"),
+                    "{name}: {line}"
+                );
+            }
+            assert!(
+                text.contains("key: npm-claude-code-${{ env.CLAUDE_CODE_VERSION }}"),
+                "{name} caches npm's downloads by that version"
+            );
+        }
+    }
 }
