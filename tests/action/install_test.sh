@@ -59,6 +59,7 @@ chmod +x "$work/foreign/opentiger"
 mkdir -p "$work/tools"
 cat >"$work/tools/gh" <<'EOF'
 #!/usr/bin/env bash
+if [[ " $* " == *" --help "* ]]; then exit "${FAKE_GH_HELP_EXIT:-0}"; fi
 printf '%s\n' "$@" >"$FAKE_GH_ARGV"
 if [[ ${FAKE_GH_EXIT:-0} != 0 ]]; then echo "no attestations found for the subject" >&2; fi
 exit "${FAKE_GH_EXIT:-0}"
@@ -168,6 +169,15 @@ check "exit 0 (got $rc)" test "$rc" = 0
 check "found" has_line "$work/output" "found=true"
 check "says provenance was not checked" has_text "$work/stdout" "gh is not installed, so the build provenance is not checked"
 finish_case "good asset without gh"
+
+# --- a gh too old for attestations: the checksum alone, said so ----------------------------------
+rm -rf "$work/releases/v1.0.3"
+FAKE_GH_HELP_EXIT=1 run_install download
+check "exit 0 (got $rc)" test "$rc" = 0
+check "found" has_line "$work/output" "found=true"
+check "says why provenance was not checked" has_text "$work/stdout" 'this gh has no `attestation` command'
+check "verify not called" test ! -e "$FAKE_GH_ARGV"
+finish_case "good asset with an old gh"
 
 # --- gh rejects the attestation: an error -------------------------------------------------------
 release v1.0.4 "${all_targets[@]}"
