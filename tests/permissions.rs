@@ -82,7 +82,10 @@ fn calls(source: &str) -> Vec<(String, String)> {
     for (at, _) in source.match_indices(".path(") {
         let before = &source[..at];
         // `path: self.path(…)` fills an error's field; it is not a request.
-        if before.trim_end_matches(|c: char| c.is_alphanumeric() || c == '_').ends_with("path: ") {
+        if before
+            .trim_end_matches(|c: char| c.is_alphanumeric() || c == '_')
+            .ends_with("path: ")
+        {
             continue;
         }
         let rest = source[at + ".path(".len()..].trim_start();
@@ -203,7 +206,10 @@ fn the_scanner_reads_methods_paths_and_listings() {
         [
             ("GET".to_string(), "/repos/{}/{}/issues".to_string()),
             ("PATCH".to_string(), "/repos/{}/{}/pulls/{}".to_string()),
-            ("DELETE".to_string(), "/repos/{}/{}/issues/{}/labels/{}".to_string()),
+            (
+                "DELETE".to_string(),
+                "/repos/{}/{}/issues/{}/labels/{}".to_string()
+            ),
             ("GET".to_string(), "/repos/{}/{}".to_string()),
         ]
     );

@@ -140,7 +140,11 @@ pub fn checks(repo: &Path) -> Vec<Check> {
         if !found.runs_opentiger {
             continue;
         }
-        let shown = path.strip_prefix(repo).unwrap_or(&path).display().to_string();
+        let shown = path
+            .strip_prefix(repo)
+            .unwrap_or(&path)
+            .display()
+            .to_string();
         if found.problems.is_empty() {
             let pins = if found.pins.is_empty() {
                 String::new()
@@ -149,7 +153,10 @@ pub fn checks(repo: &Path) -> Vec<Check> {
                 pins.dedup();
                 format!(" (the action at {})", pins.join(", "))
             };
-            out.push(Check::ok("workflow", format!("{shown} runs opentiger{pins}")));
+            out.push(Check::ok(
+                "workflow",
+                format!("{shown} runs opentiger{pins}"),
+            ));
         }
         for problem in found.problems {
             out.push(Check::warn(
@@ -249,9 +256,9 @@ mod tests {
             install.with.get("install-only"),
             Some(&serde_json::Value::Bool(true))
         );
-        assert!(work
-            .steps
-            .iter()
-            .any(|s| s.run.as_deref().is_some_and(|r| r.starts_with("opentiger work"))));
+        assert!(work.steps.iter().any(|s| s
+            .run
+            .as_deref()
+            .is_some_and(|r| r.starts_with("opentiger work"))));
     }
 }
