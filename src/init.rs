@@ -288,7 +288,10 @@ mod tests {
             .and_then(|rest| rest.split([',', ')']).next())
             .expect("the fixtures README names the claude version they were recorded with");
         let fanout = include_str!("../examples/workflows/opentiger-fanout.yml");
-        for (name, text) in [("opentiger.yml", WORKFLOW), ("opentiger-fanout.yml", fanout)] {
+        for (name, text) in [
+            ("opentiger.yml", WORKFLOW),
+            ("opentiger-fanout.yml", fanout),
+        ] {
             assert!(
                 text.contains(&format!("\n  CLAUDE_CODE_VERSION: {tested}\n")),
                 "{name} must pin claude-code {tested}"

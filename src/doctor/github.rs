@@ -365,9 +365,9 @@ mod tests {
         let permissions =
             "contents, issues and pull requests: read and write; checks and commit statuses: read";
         assert!(APP_TOKEN_FIX.contains(permissions), "{APP_TOKEN_FIX}");
-        let readme = include_str!("../../../README.md").replace('\n', " ");
+        let readme = include_str!("../../README.md").replace('\n', " ");
         assert!(readme.contains(permissions), "README");
-        let workflow = crate::cli::init::WORKFLOW
+        let workflow = crate::init::WORKFLOW
             .lines()
             .map(|l| l.trim().trim_start_matches('#').trim())
             .collect::<Vec<_>>()
