@@ -254,4 +254,58 @@ mod tests {
         }
         assert!(WORKFLOW.contains("cancel-in-progress: false"));
     }
+
+    /// The workflow `init` writes runs the release `init` came from: the action at this major
+    /// version of the repository Cargo.toml names, and `version:` this very release.
+    #[test]
+    fn the_workflow_pins_the_release_init_came_from() {
+        use crate::release;
+        assert!(
+            WORKFLOW.contains(&format!(
+                "\n  OPENTIGER_VERSION: {}\n",
+                release::release_tag()
+            )),
+            "the example workflow's OPENTIGER_VERSION must be {} (Cargo.toml's version)",
+            release::release_tag()
+        );
+        assert!(
+            WORKFLOW.contains(&format!("uses: {}\n", release::action_reference())),
+            "the example workflow must use {}",
+            release::action_reference()
+        );
+        assert!(WORKFLOW.contains("version: ${{ env.OPENTIGER_VERSION }}"));
+        assert!(!WORKFLOW.contains("@main"));
+    }
+
+    /// The agent CLI is installed at the version its adapter was tested against: the one the
+    /// fixtures were recorded with.
+    #[test]
+    fn the_workflows_pin_the_agent_cli_the_adapter_was_tested_against() {
+        let fixtures = include_str!("../tests/fixtures/agents/README.md");
+        let tested = fixtures
+            .split("(claude ")
+            .nth(1)
+            .and_then(|rest| rest.split([',', ')']).next())
+            .expect("the fixtures README names the claude version they were recorded with");
+        let fanout = include_str!("../examples/workflows/opentiger-fanout.yml");
+        for (name, text) in [
+            ("opentiger.yml", WORKFLOW),
+            ("opentiger-fanout.yml", fanout),
+        ] {
+            assert!(
+                text.contains(&format!("\n  CLAUDE_CODE_VERSION: {tested}\n")),
+                "{name} must pin claude-code {tested}"
+            );
+            for line in text.lines().filter(|l| l.contains("npm install")) {
+                assert!(
+                    line.contains("@anthropic-ai/claude-code@$CLAUDE_CODE_VERSION"),
+                    "{name}: {line}"
+                );
+            }
+            assert!(
+                text.contains("key: npm-claude-code-${{ env.CLAUDE_CODE_VERSION }}"),
+                "{name} caches npm's downloads by that version"
+            );
+        }
+    }
 }

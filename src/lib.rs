@@ -20,6 +20,7 @@ pub mod policy;
 pub mod process;
 pub mod prompt;
 pub mod redact;
+pub mod release;
 pub mod report;
 pub mod runner;
 pub mod statebranch;

@@ -4,7 +4,8 @@
 //! Offline by default: it reads the configuration, the repository, PATH and the environment and
 //! makes no network call, so it is quick and safe anywhere (a laptop, a workflow step, a test).
 //! `--online` also asks GitHub what the token may do (one `GET /repos/{owner}/{repo}`) and the
-//! remote whether the state ref exists (`git ls-remote`). A token is never printed.
+//! remote whether the state ref exists (`git ls-remote`). A token is never printed. In github
+//! mode it also reads the workflows: one must run opentiger, pinned to a release (`workflow`).
 //!
 //! Exit code: 0 when no check failed (warnings allowed), 1 otherwise.
 //!
@@ -12,6 +13,7 @@
 
 mod agents;
 mod github;
+mod workflow;
 
 use std::path::Path;
 
@@ -144,7 +146,7 @@ pub fn checks(options: &ContextOptions, online: bool, vars: Vars<'_>) -> Vec<Che
         out.extend(state(&config, repo, online));
     }
     if config.mode == Mode::Github {
-        out.push(workflow(repo));
+        out.extend(workflow::checks(repo));
     }
     out
 }
@@ -292,32 +294,6 @@ fn state(config: &Config, repo: &Path, online: bool) -> Vec<Check> {
         }
     }
     out
-}
-
-/// In github mode some workflow must run the ticks.
-fn workflow(repo: &Path) -> Check {
-    let dir = repo.join(".github/workflows");
-    let found = std::fs::read_dir(&dir)
-        .into_iter()
-        .flatten()
-        .flatten()
-        .map(|e| e.path())
-        .filter(|p| p.extension().is_some_and(|x| x == "yml" || x == "yaml"))
-        .find(|p| std::fs::read_to_string(p).is_ok_and(|t| t.contains("opentiger")));
-    match found {
-        Some(p) => Check::ok(
-            "workflow",
-            format!(
-                "{} runs opentiger",
-                p.strip_prefix(repo).unwrap_or(&p).display()
-            ),
-        ),
-        None => Check::warn(
-            "workflow",
-            "no workflow in .github/workflows mentions opentiger: nothing will tick on GitHub",
-            format!("`opentiger init` writes {}", crate::init::WORKFLOW_PATH),
-        ),
-    }
 }
 
 /// A message in the project's error style, `what\n  fix: how`, as its two parts.

@@ -84,6 +84,7 @@ pub(super) fn act(
                     continue;
                 }
                 let _span = tracing::info_span!("run", task = %task.id, run = %run_id).entered();
+                summary.started += 1;
                 let mut result = run_task(&act, &task, &run_id, &history);
                 if let (Some(client), true) = (
                     forge,

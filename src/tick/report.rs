@@ -14,7 +14,11 @@ pub struct TickSummary {
     pub requests: u32,
     pub decisions: usize,
     pub lines: Vec<String>,
+    /// Runs claimed by this tick: started here, or with `--fan-out` listed in the matrix.
     pub claimed: usize,
+    /// Runs this tick started (none with `--fan-out`; a run a spent tick budget sent back to the
+    /// queue is not started).
+    pub started: usize,
     pub judged: usize,
     pub stray: usize,
     /// `--fan-out`: the claimed runs, for work jobs (`{"task", "run"}` each).
@@ -50,15 +54,16 @@ impl TickSummary {
     pub fn text(&self) -> String {
         let mut out = format!(
             "tick {}: {} decision(s), {} run(s), {} review(s)\n",
-            self.tick_id, self.decisions, self.claimed, self.judged
+            self.tick_id, self.decisions, self.started, self.judged
         );
         for line in &self.lines {
             out.push_str(&format!("  {line}\n"));
         }
         if let Some(matrix) = &self.matrix {
             out.push_str(&format!(
-                "  matrix: {}\n",
-                serde_json::json!({ "include": matrix })
+                "  matrix: {} ({} claimed for work jobs)\n",
+                serde_json::json!({ "include": matrix }),
+                matrix.len()
             ));
         }
         if let Some((today, budget)) = self.spend_today {
@@ -74,7 +79,7 @@ impl TickSummary {
         crate::report::board::TickLines {
             id: self.tick_id.clone(),
             decisions: self.decisions,
-            runs: self.claimed,
+            runs: self.started,
             reviews: self.judged,
             spent: self.spend_today.map(|_| format!("${:.2}", self.spend_usd)),
             lines: self.lines.clone(),
@@ -83,7 +88,8 @@ impl TickSummary {
 
     pub fn to_json(&self) -> serde_json::Value {
         serde_json::json!({
-            "tick_id": self.tick_id, "decisions": self.decisions, "runs": self.claimed,
+            "tick_id": self.tick_id, "decisions": self.decisions, "runs": self.started,
+            "claimed": self.matrix.as_ref().map_or(0, Vec::len),
             "reviews": self.judged, "stray_outcomes": self.stray, "lines": self.lines,
             "github_requests": self.requests,
             "matrix": self.matrix.as_ref().map(|m| serde_json::json!({ "include": m })),
