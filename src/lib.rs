@@ -1,25 +1,31 @@
 //! opentiger: an autonomous coding loop for one repository, advanced one CI tick at a time.
 //!
 //! See ARCHITECTURE.md for the map. The shape is a functional core ([`engine`]: plain data in,
-//! a [`engine::Plan`] out) inside an imperative shell ([`cli`], [`store`]).
+//! a [`engine::Plan`] out) inside an imperative shell: [`tick`] runs one step of the loop through the edges ([`store`],
+//! [`forge`], [`runner`]); [`cli`] parses arguments and prints.
 
 pub mod cli;
 pub mod config;
 pub mod demo;
+pub mod doctor;
 pub mod engine;
 pub mod executor;
+pub mod failure;
 pub mod forge;
 pub mod git;
+pub mod init;
 pub mod model;
 pub mod planner;
 pub mod policy;
 pub mod process;
 pub mod prompt;
 pub mod redact;
+pub mod release;
 pub mod report;
 pub mod runner;
 pub mod statebranch;
 pub mod store;
+pub mod tick;
 pub mod time;
 pub mod verify;
 pub mod workspace;

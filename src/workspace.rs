@@ -8,26 +8,7 @@
 use std::path::{Path, PathBuf};
 
 use crate::git::{parse_numstat_z, Git, GitError, NumstatEntry};
-use crate::model::{Task, TaskKind};
-
-/// The branch a task's work lives on. AutoFix children work on their source's branch and PR
-/// (DESIGN §8: the PR is updated in place, not replaced).
-pub fn task_branch(task: &Task) -> String {
-    let owner = match (task.kind, &task.parent_task_id) {
-        (TaskKind::Autofix | TaskKind::AutofixConflict, Some(parent)) => parent.short().to_string(),
-        (
-            TaskKind::Feature
-            | TaskKind::Autofix
-            | TaskKind::AutofixConflict
-            | TaskKind::Recreate
-            | TaskKind::Rework
-            | TaskKind::PrReview
-            | TaskKind::Docs,
-            _,
-        ) => task.id.short().to_string(),
-    };
-    format!("opentiger/task-{owner}")
-}
+pub use crate::model::task_branch;
 
 /// Where the next run of a task starts.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

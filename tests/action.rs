@@ -53,6 +53,90 @@ fn action_scripts_turn_a_tick_into_outputs_annotations_and_a_summary() {
     println!("{stdout}");
 }
 
+/// install.sh against a fake release served over HTTP from a temp folder: a good asset, a bad
+/// checksum, a missing asset, the wrong architecture (tests/action/install_test.sh).
+#[test]
+fn install_sh_installs_only_checked_release_assets_and_builds_only_without_one() {
+    for tool in ["bash", "curl", "tar", "sha256sum"] {
+        if !have(tool) {
+            let why = format!("`{tool}` is not installed: the install.sh test cannot run");
+            if std::env::var_os("CI").is_some() {
+                panic!("{why}; CI must run it");
+            }
+            eprintln!("skipped: {why}");
+            return;
+        }
+    }
+    let served = tempfile::tempdir().expect("temp dir");
+    let base_url = serve_files(served.path().to_path_buf());
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/action/install_test.sh");
+    let out = Command::new("bash")
+        .arg(&script)
+        .arg(served.path())
+        .arg(&base_url)
+        .env_remove("GITHUB_OUTPUT")
+        .env_remove("GITHUB_STEP_SUMMARY")
+        .env_remove("GITHUB_PATH")
+        .env_remove("VERSION")
+        .env_remove("GH_TOKEN")
+        .output()
+        .expect("run bash");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        out.status.success(),
+        "tests/action/install_test.sh failed:\n{stdout}\n{stderr}"
+    );
+    assert!(
+        stdout.contains(" passed, 0 failed"),
+        "no tally:\n{stdout}\n{stderr}"
+    );
+    println!("{stdout}");
+}
+
+/// A static file server on 127.0.0.1 for GETs under `root` (404 for anything else), like a
+/// release download host; it lives as long as the test process. Returns its base URL.
+fn serve_files(root: std::path::PathBuf) -> String {
+    use std::io::{BufRead, BufReader, Write};
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+    let url = format!("http://{}", listener.local_addr().expect("address"));
+    std::thread::spawn(move || {
+        for stream in listener.incoming().flatten() {
+            let mut reader = BufReader::new(&stream);
+            let mut request = String::new();
+            if reader.read_line(&mut request).is_err() {
+                continue;
+            }
+            // The headers, up to the blank line; nothing in them matters here.
+            let mut line = String::new();
+            while reader.read_line(&mut line).is_ok_and(|n| n > 0) && line.trim() != "" {
+                line.clear();
+            }
+            let path = request.split_whitespace().nth(1).unwrap_or("/");
+            let file = (!path.contains(".."))
+                .then(|| root.join(path.trim_start_matches('/')))
+                .filter(|p| p.is_file())
+                .and_then(|p| std::fs::read(p).ok());
+            let mut stream = &stream;
+            let _ = match file {
+                Some(body) => stream
+                    .write_all(
+                        format!(
+                            "HTTP/1.1 200 OK\r\ncontent-length: {}\r\nconnection: close\r\n\r\n",
+                            body.len()
+                        )
+                        .as_bytes(),
+                    )
+                    .and_then(|()| stream.write_all(&body)),
+                None => stream.write_all(
+                    b"HTTP/1.1 404 Not Found\r\ncontent-length: 9\r\nconnection: close\r\n\r\nNot Found",
+                ),
+            };
+        }
+    });
+    url
+}
+
 /// actionlint checks workflows, not action metadata: this checks what it would miss in
 /// action.yml — every run step has a shell and calls a script that exists, every `inputs.X`
 /// is declared, every `steps.ID` exists, and every output the action promises is written by the
@@ -163,6 +247,7 @@ fn action_yml_refers_only_to_what_it_declares() {
             for name in names(text, "steps.download.outputs.")
                 .into_iter()
                 .chain(names(text, "steps.build.outputs."))
+                .chain(names(text, "steps.installed.outputs."))
             {
                 if name == "cache-hit" {
                     continue;
@@ -175,15 +260,16 @@ fn action_yml_refers_only_to_what_it_declares() {
             }
         }
     }
-    let tick = scripts("tick");
+    // Every output is the tick's (tick.sh), except the installed binary's path (install.sh).
     for (name, output) in &action.outputs {
+        let step = if name == "bin" { "installed" } else { "tick" };
         assert_eq!(
             output.value,
-            format!("${{{{ steps.tick.outputs.{name} }}}}")
+            format!("${{{{ steps.{step}.outputs.{name} }}}}")
         );
         assert!(
-            tick.contains(name.as_str()),
-            "tick.sh never writes the output {name}"
+            scripts(step).contains(&format!("output {name} ")),
+            "the script of step {step} never writes the output {name}"
         );
     }
 }

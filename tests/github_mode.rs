@@ -782,6 +782,9 @@ fn a_fan_out_matrix_is_worked_by_parallel_jobs_without_double_work() {
     let matrix = summary["matrix"]["include"].as_array().unwrap().clone();
     assert_eq!(matrix.len(), 3, "{summary}");
     assert!(s.server.pulls().is_empty(), "the claim job runs nothing");
+    // The action's `runs` output counts runs started, `claimed` the work jobs' runs.
+    assert_eq!(summary["runs"], 0, "{summary}");
+    assert_eq!(summary["claimed"], 3, "{summary}");
 
     // Three jobs, three checkouts, at once.
     let jobs: Vec<_> = matrix

@@ -183,6 +183,34 @@ fn init_writes_a_loadable_config_and_the_example_workflow_then_doctor_passes_off
     assert!(in_actions
         .stdout
         .contains("actions/create-github-app-token"));
+
+    // A workflow that follows `@main` is reported (offline, and so with --online too), with the
+    // pinned use as the fix; the tick still runs, so it is a warning.
+    let path = repo.join(".github/workflows/opentiger.yml");
+    let pinned = std::fs::read_to_string(&path).unwrap();
+    let major = opentiger::release::major_tag();
+    std::fs::write(
+        &path,
+        pinned.replace(&format!("/opentiger@{major}\n"), "/opentiger@main\n"),
+    )
+    .unwrap();
+    let on_main = opentiger(&repo, &["doctor"], &env);
+    assert_eq!(on_main.code, 0, "{}", on_main.stdout);
+    let warnings = lines_at(&on_main.stdout, "warn");
+    assert_eq!(warnings.len(), 1, "{}", on_main.stdout);
+    assert!(
+        warnings[0].contains(".github/workflows/opentiger.yml: job `tick`: `uses: opentiger/opentiger@main` follows the branch `main`"),
+        "{warnings:?}"
+    );
+    assert!(
+        on_main.stdout.contains(&format!(
+            "fix: pin the major version and the release: `uses: {}` with `version: {}`",
+            opentiger::release::action_reference(),
+            opentiger::release::release_tag()
+        )),
+        "{}",
+        on_main.stdout
+    );
 }
 
 #[test]

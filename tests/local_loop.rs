@@ -522,7 +522,12 @@ fn a_spent_tick_budget_returns_the_other_claims_to_the_queue() {
         .add(&["--title", "First", "--goal", "a", "--priority", "9"]);
     let b = g.repo.add(&["--title", "Second", "--goal", "b"]);
     let out = g.tick(&minute(0));
-    assert!(out.stdout.contains("2 run(s)"), "{}", out.stdout);
+    // Two claimed, one started: the summary counts runs started.
+    assert!(
+        out.stdout.contains("2 decision(s), 1 run(s)"),
+        "{}",
+        out.stdout
+    );
     assert!(
         out.stdout
             .contains("not started: this tick's runs spent $1.50, budget.per_tick_usd is $1.00"),

@@ -255,7 +255,9 @@ fn concurrent_ticks_in_eight_clones_run_every_task_exactly_once() {
     const TASKS: usize = 40;
     const CLONES: usize = 8;
     let o = Origin::new(
-        "  worker:\n    count: 8\nlimits:\n  max_runs_per_tick: 1\n",
+        // A review that lost every merge race to the other clones is retried after the cooldown:
+        // keep it short, this test is about never claiming twice, not about waiting.
+        "  worker:\n    count: 8\nlimits:\n  max_runs_per_tick: 1\nretry:\n  cooldown_seconds: 1\n",
         "#!/bin/sh\nsleep 0.$(( $$ % 3 ))\nmkdir -p out\necho \"$OPENTIGER_TASK_ID\" > \"out/$OPENTIGER_TASK_ID.txt\"\n",
     );
     let clones: Vec<PathBuf> = (0..CLONES).map(|i| o.clone(&format!("c{i}"))).collect();

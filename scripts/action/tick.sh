@@ -121,7 +121,7 @@ if ((code != 0)); then
     printf '%s\n' "$message" | sed 's/```/`` `/g'
     echo '```'
   } >>"$summary"
-  for name in tasks-done prs-opened prs-merged runs spend-usd; do output "$name" 0; done
+  for name in tasks-done prs-opened prs-merged runs claimed spend-usd; do output "$name" 0; done
   output matrix '{"include":[]}'
   if ((code == 3)); then exit 0; fi
   exit "$code"
@@ -137,7 +137,7 @@ md='def md: gsub("[|]"; "\\|") | gsub("<"; "&lt;") | gsub("`"; "'"'"'");'
 
 if [[ $dry_run == true ]]; then
   # `tick --dry-run --json` prints the plan: every decision with its rule and reason.
-  for name in tasks-done prs-opened prs-merged runs; do output "$name" 0; done
+  for name in tasks-done prs-opened prs-merged runs claimed; do output "$name" 0; done
   output spend-usd 0
   output matrix '{"include":[]}'
   jq -r "$md"'
@@ -152,6 +152,8 @@ output tasks-done "$(number .tasks_done)"
 output prs-opened "$(number .prs_opened)"
 output prs-merged "$(number .merged)"
 output runs "$(number .runs)"
+# Fan-out claims: runs the work jobs of the matrix start, not this tick.
+output claimed "$(number .claimed)"
 output spend-usd "$(jq -r '(.spend_usd // 0) * 10000 | round / 10000' "$json")"
 output matrix "$(jq -c '.matrix // {"include": []}' "$json")"
 

@@ -2,7 +2,7 @@
 
 use clap::Subcommand;
 
-use super::{context::config_path, Cli, CmdResult, Failure};
+use super::{Cli, CmdResult, Failure};
 use crate::config::{self, AgentRole};
 use crate::model::Role;
 
@@ -25,8 +25,9 @@ pub fn run(cli: &Cli, cmd: &ConfigCommand) -> CmdResult {
             Ok(())
         }
         ConfigCommand::Show { json } => {
-            let path = config_path(cli);
-            let (mut cfg, source) = config::load(&path, cli.config.is_some())?;
+            let path = cli.config_path();
+            let (mut cfg, source) =
+                config::load_checked(&path, cli.config.is_some(), &crate::verify::config_problem)?;
             if let Some(mode) = &cli.mode {
                 cfg.mode = mode
                     .parse()

@@ -1,5 +1,5 @@
-//! The command line: argument parsing, the shared context (repo, config, clock, state), exit
-//! codes. Each command lives in its own file and only wires the store, the engine and the report.
+//! The command line: clap types, one short function per command that calls the library, and
+//! printing. It decides nothing and nothing imports it; a tick itself is [`crate::tick`].
 //!
 //! Exit codes (DESIGN §11): 0 ok, 1 tick error, 2 usage/config error, 3 state conflict.
 
@@ -19,24 +19,20 @@ macro_rules! out {
 }
 
 mod config_cmd;
-mod context;
 mod doctor;
-mod forge_sync;
 mod init;
-mod lock;
 mod plan;
-pub(crate) mod status;
+mod status;
 mod task;
 mod tick;
-mod tick_report;
 mod work;
 
 use std::path::PathBuf;
 
 use clap::{CommandFactory, FromArgMatches, Parser, Subcommand};
 
-pub use context::Context;
-pub use tick::{tick as tick_once, TickSummary};
+pub use crate::failure::Failure;
+use crate::tick::{Context, ContextOptions};
 
 /// The help heading of the options every command takes, listed apart from its own.
 const GLOBAL: &str = "Global options";
@@ -105,57 +101,24 @@ pub struct DemoArgs {
     pub keep: Option<PathBuf>,
 }
 
-/// A failure with its exit code and a message for the person who hit it.
-#[derive(Debug, Clone)]
-pub struct Failure {
-    pub code: i32,
-    pub message: String,
-}
-
-impl Failure {
-    /// stdout was closed by its reader: nothing more to say, and nothing went wrong.
-    pub fn closed_stdout() -> Failure {
-        Failure {
-            code: 0,
-            message: String::new(),
-        }
-    }
-    pub fn usage(message: impl Into<String>) -> Failure {
-        Failure {
-            code: 2,
-            message: message.into(),
-        }
-    }
-    pub fn tick(message: impl Into<String>) -> Failure {
-        Failure {
-            code: 1,
-            message: message.into(),
-        }
-    }
-}
-
-impl From<crate::config::ConfigError> for Failure {
-    fn from(e: crate::config::ConfigError) -> Self {
-        Failure::usage(e.to_string())
-    }
-}
-
-impl From<crate::store::StoreError> for Failure {
-    fn from(e: crate::store::StoreError) -> Self {
-        Failure {
-            code: if e.is_user_error() { 2 } else { 1 },
-            message: e.to_string(),
-        }
-    }
-}
-
-impl From<std::io::Error> for Failure {
-    fn from(e: std::io::Error) -> Self {
-        Failure::tick(e.to_string())
-    }
-}
-
 pub type CmdResult = Result<(), Failure>;
+
+impl Cli {
+    /// What a [`Context`] is loaded from: the repository and the global overrides.
+    pub fn context_options(&self) -> ContextOptions {
+        ContextOptions {
+            repo: self.repo.clone(),
+            config: self.config.clone(),
+            mode: self.mode.clone(),
+            now: self.now.clone(),
+        }
+    }
+
+    /// The configuration file's path as given or defaulted.
+    pub fn config_path(&self) -> PathBuf {
+        self.context_options().config_path()
+    }
+}
 
 /// Writes command output. A reader that went away (`EPIPE`) is [`Failure::closed_stdout`]; any
 /// other write error is a tick error.
@@ -236,17 +199,18 @@ pub fn main() -> i32 {
 }
 
 fn run(cli: Cli) -> CmdResult {
+    let context = || Context::load(&cli.context_options());
     match &cli.command {
         Command::Config(cmd) => config_cmd::run(&cli, cmd),
         Command::Init(args) => init::run(&cli, args),
         Command::Doctor(args) => doctor::run(&cli, args),
-        Command::Tick(args) => tick::run(&Context::load(&cli)?, args),
-        Command::Work(args) => work::run(&Context::load(&cli)?, args),
-        Command::Status(args) => status::run(&Context::load(&cli)?, args, cli.verbose > 0),
-        Command::Plan(args) => plan::run(&Context::load(&cli)?, args),
-        Command::Task(cmd) => task::run(&Context::load(&cli)?, cmd),
+        Command::Tick(args) => tick::run(&context()?, args),
+        Command::Work(args) => work::run(&context()?, args),
+        Command::Status(args) => status::run(&context()?, args, cli.verbose > 0),
+        Command::Plan(args) => plan::run(&context()?, args),
+        Command::Task(cmd) => task::run(&context()?, cmd),
         Command::Demo(args) => {
-            let report = crate::demo::run(&Context::load(&cli)?, args.keep.as_deref())?;
+            let report = crate::demo::run(&context()?, args.keep.as_deref())?;
             out!("{}", report.text);
             if report.converged {
                 Ok(())

@@ -4,12 +4,12 @@
 
 use clap::Args;
 
-use super::tick::{plan_line, PlanWork};
 use super::{CmdResult, Context, Failure};
 use crate::engine::PreflightInputs;
 use crate::model::PlanStatus;
 use crate::prompt::Templates;
 use crate::store::{TaskFilter, Writer};
+use crate::tick::{plan_line, PlanWork};
 
 #[derive(Args, Debug)]
 pub struct PlanArgs {

@@ -1,20 +1,11 @@
-//! `opentiger work --run ID`: the work half of a fan-out (DESIGN §3 "Scaling out"). A
-//! `tick --fan-out N` claims runs under a `fanout:<tick>` lease and prints them as a job matrix;
-//! each matrix job takes one run's lease over (so its own end, not the claim job's, is what
-//! recovery watches), runs the task like a tick would, and records the outcome.
-//!
-//! A job retried after its run was recorded does nothing; a run whose lease expired or was
-//! taken by someone else is refused: only one process ever works on a run.
+//! `opentiger work --run ID`: the work half of a fan-out; prints what
+//! [`crate::tick::work::work_run`] did.
 
 use clap::Args;
 
-use super::{tick, CmdResult, Context, Failure};
-use crate::engine::outcome::{decide_outcome, RunExecutors};
-use crate::forge::github::GithubClient;
-use crate::model::{Mode, RunId, TickId};
-use crate::prompt::Templates;
-use crate::runner::work::run_task;
-use crate::store::{Handover, Recorded, Writer, FAN_OUT_PREFIX};
+use super::{CmdResult, Context};
+use crate::model::RunId;
+use crate::tick::work::{work_run, WorkDone};
 
 #[derive(Args, Debug)]
 pub struct WorkArgs {
@@ -23,105 +14,31 @@ pub struct WorkArgs {
     pub run: String,
 }
 
-/// The lease holder of a fan-out's claims.
-pub fn fan_out_holder(tick: &TickId) -> crate::model::AgentId {
-    crate::model::AgentId::from(format!("{FAN_OUT_PREFIX}{tick}").as_str())
-}
-
 pub fn run(ctx: &Context, args: &WorkArgs) -> CmdResult {
     let run_id = RunId(args.run.trim().to_string());
-    let writer = Writer {
-        tick_id: Some(&ctx.tick_id),
-        actor: ctx.agent_id.as_str(),
-        now: ctx.now,
-    };
-    let forge = match ctx.config.mode {
-        Mode::Github => Some(
-            GithubClient::from_env(None, |k| std::env::var(k).ok())
-                .map_err(|e| Failure::usage(e.to_string()))?,
-        ),
-        Mode::LocalGit | Mode::Direct => None,
-    };
-    let handover = ctx.write_state("take over the run", |store| {
-        Ok(store.take_over_lease(&run_id, ctx.agent_id.as_str(), writer)?)
-    })?;
-    let task_id = match handover {
-        Handover::Taken(task) => task,
-        Handover::Finished(status) => {
+    match work_run(ctx, &run_id)? {
+        WorkDone::AlreadyRecorded(status) => {
             outln!("run {run_id} is already recorded ({status}): nothing to do");
-            return Ok(());
         }
-        Handover::Held(holder) => {
-            return Err(Failure {
-                code: 3,
-                message: format!(
-                    "run {run_id} is not waiting for a work job: its lease is {}. Nothing was done; the next tick recovers it if it is stuck",
-                    holder.map_or("gone (expired and reclaimed)".to_string(), |h| format!("held by {h}"))
-                ),
-            })
+        WorkDone::Recorded {
+            line,
+            failure,
+            stray,
+        } => {
+            outln!("work {run_id}: {line}");
+            if let Some(failure) = failure {
+                outln!("    {}", crate::model::excerpt::headline(&failure));
+                for line in crate::model::excerpt::tail(&failure) {
+                    outln!("      | {line}");
+                }
+            }
+            if let Some(holder) = stray {
+                outln!(
+                    "outcome not applied, the lease is now {}",
+                    holder.as_deref().unwrap_or("gone")
+                );
+            }
         }
-        Handover::Unknown => {
-            return Err(Failure::usage(format!(
-                "no run {run_id} in the state: pass an id from the matrix `opentiger tick --fan-out N` printed"
-            )))
-        }
-    };
-    let store = ctx.read_store()?;
-    let task = store.task(&task_id)?;
-    let history: Vec<_> = store
-        .runs_of(&task_id, 10)?
-        .into_iter()
-        .filter(|r| r.id != run_id)
-        .collect();
-    let executor_waits = store.executor_waits()?;
-    drop(store);
-
-    let templates = Templates::load(&ctx.repo).map_err(|e| Failure::usage(e.to_string()))?;
-    let redactor = ctx.redactor();
-    let act = ctx.act(&templates, &redactor, &executor_waits);
-    let mut result = run_task(&act, &task, &run_id, &history);
-    if let (Some(client), true) = (
-        &forge,
-        result.outcome.success && result.record.head_sha.is_some(),
-    ) {
-        tick::publish(ctx, client, &task, &run_id, &mut result);
-    }
-
-    let now = ctx.later();
-    let writer = Writer { now, ..writer };
-    let (line, recorded) = ctx.record_state("record the run", |store| {
-        let task = store.task(&task_id)?;
-        let waits = store.executor_waits()?;
-        let executors = RunExecutors {
-            used: result.record.executor_use.as_ref(),
-            waits: &waits,
-        };
-        let decision = decide_outcome(&task, &result.outcome, &executors, &ctx.config, now);
-        let line = format!(
-            "{} {:?}: {} → {}",
-            task.id,
-            crate::report::truncate(&task.title, 50),
-            task.state(),
-            decision.to
-        );
-        let recorded = store.record_run(&task_id, &run_id, &result.record, &decision, writer)?;
-        Ok((line, recorded))
-    })?;
-    outln!("work {run_id}: {line}");
-    if !result.outcome.success {
-        outln!(
-            "    {}",
-            crate::model::excerpt::headline(&result.outcome.message)
-        );
-        for line in crate::model::excerpt::tail(&result.outcome.message) {
-            outln!("      | {line}");
-        }
-    }
-    if let Recorded::Stray { holder } = recorded {
-        outln!(
-            "outcome not applied, the lease is now {}",
-            holder.as_deref().unwrap_or("gone")
-        );
     }
     Ok(())
 }

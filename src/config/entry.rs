@@ -1,28 +1,17 @@
-//! The configuration's verification commands and path patterns, checked at load with the parsers
-//! the runner uses when a run ends (`verify`, `policy`), so a command or path that cannot work is
-//! refused before any agent runs, not after it has been paid for.
+//! The configuration's path patterns, checked at load with the matcher the runner's policy
+//! uses (`policy::Glob`), so a pattern that cannot work is refused before any agent runs. The
+//! verification commands are checked by `verify::config_problem`, which the loading commands
+//! pass to [`super::load_checked`] (`verify` reads the configuration, so the configuration
+//! cannot call it).
 //!
 //! Not for: the commands and paths of tasks (`task add`, plan files and issue imports check
 //! those where they enter, with the same parsers).
 
 use crate::policy::Glob;
-use crate::verify::{self, PlanError};
 
-/// `(key, message, fix)` of the first entry that cannot work.
+/// `(key, message, fix)` of the first pattern that cannot work.
 pub(super) fn check(config: &super::Config) -> Result<(), (String, String, String)> {
     let verify = &config.verify;
-    for (key, commands, source) in verify::config_lists(verify) {
-        verify::check_commands(
-            commands,
-            source,
-            &format!("`{key}`"),
-            &verify.denied_commands,
-        )
-        .map_err(|(i, e)| {
-            let (message, fix) = explain(&e);
-            (format!("{key}[{i}]"), message, fix)
-        })?;
-    }
     let mut globs: Vec<(String, &[String])> = vec![
         (
             "policy.allowed_paths".to_string(),
@@ -48,33 +37,4 @@ pub(super) fn check(config: &super::Config) -> Result<(), (String, String, Strin
         }
     }
     Ok(())
-}
-
-/// A command's problem for a config error: what is wrong, and the fix.
-pub fn explain(e: &PlanError) -> (String, String) {
-    match e {
-        PlanError::Invalid { error, .. } => (
-            error.to_string(),
-            "write one program and its arguments per entry; a pipeline, redirect, `;` or \
-             variable belongs in a script file in the repository, run as `./scripts/check.sh`"
-                .to_string(),
-        ),
-        PlanError::Denied {
-            command,
-            entry,
-            builtin,
-            ..
-        } => (
-            format!("`{command}` is denied: it matches `{entry}`"),
-            if *builtin {
-                format!(
-                    "remove it: `{entry}` is always denied (the runner, not the agent, pushes, \
-                     and verification needs neither the network nor root)"
-                )
-            } else {
-                format!("remove it, or remove `{entry}` from `verify.denied_commands`")
-            },
-        ),
-        PlanError::InvalidGlob { error, .. } => (error.to_string(), error.problem.to_string()),
-    }
 }

@@ -40,11 +40,33 @@ pub struct ConfigError {
     pub fix: String,
 }
 
+/// A check of a loaded configuration made by a module the configuration cannot depend on
+/// (`verify::config_problem`): `(key, message, fix)` of the first problem.
+pub type ExtraCheck<'a> = &'a dyn Fn(&Config) -> Result<(), (String, String, String)>;
+
 /// Loads the config file at `path`; a missing file means all defaults unless `required`.
 pub fn load(path: &Path, required: bool) -> Result<(Config, ConfigSource), ConfigError> {
+    load_checked(path, required, &|_| Ok(()))
+}
+
+/// [`load`], with `extra` checked too; its problem is reported like every other, with the
+/// file, the line of its key and the fix.
+pub fn load_checked(
+    path: &Path,
+    required: bool,
+    extra: ExtraCheck<'_>,
+) -> Result<(Config, ConfigSource), ConfigError> {
     match std::fs::read_to_string(path) {
         Ok(text) => {
-            let config = load_str(&text, &path.display().to_string())?;
+            let file = path.display().to_string();
+            let config = load_str(&text, &file)?;
+            extra(&config).map_err(|(key, message, fix)| ConfigError {
+                line: line_of_key(&text, &key),
+                file,
+                key,
+                message,
+                fix,
+            })?;
             Ok((config, ConfigSource::File(path.to_path_buf())))
         }
         Err(e) if e.kind() == std::io::ErrorKind::NotFound && !required => {

@@ -15,8 +15,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::model::{ExecutionMode, FailureCategory, Mode, Role};
 
-pub use entry::explain as explain_command_error;
-pub use load::{load, load_str, schema_json, ConfigError, ConfigSource};
+pub use load::{load, load_checked, load_str, schema_json, ConfigError, ConfigSource, ExtraCheck};
 
 /// The whole configuration file.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
@@ -660,7 +659,7 @@ impl Config {
             .budgets
             .get(&category)
             .copied()
-            .unwrap_or_else(|| crate::engine::classify::category_budget(category))
+            .unwrap_or_else(|| default_category_budget(category))
     }
 
     /// How many runs of a role may be in flight at once (direct mode: one, spec §4).
@@ -669,5 +668,39 @@ impl Config {
             Mode::Direct => 1,
             Mode::Github | Mode::LocalGit => self.agents.effective(AgentRole::Task(role)).count,
         }
+    }
+}
+
+/// spec §3.4: default retry budget per failure category.
+pub fn default_category_budget(category: FailureCategory) -> u32 {
+    match category {
+        FailureCategory::Env => 5,
+        FailureCategory::Setup => 3,
+        FailureCategory::Permission => 0,
+        FailureCategory::Noop => 0,
+        FailureCategory::Policy => 3,
+        FailureCategory::Test => 3,
+        FailureCategory::Flaky => 6,
+        FailureCategory::Model => 3,
+        FailureCategory::ModelLoop => 1,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use FailureCategory as C;
+
+    #[test]
+    fn budgets_match_the_spec_defaults() {
+        #[rustfmt::skip]
+        let cases: &[(C, u32)] = &[
+            (C::Env, 5), (C::Setup, 3), (C::Permission, 0), (C::Noop, 0), (C::Policy, 3),
+            (C::Test, 3), (C::Flaky, 6), (C::Model, 3), (C::ModelLoop, 1),
+        ];
+        for (category, budget) in cases {
+            assert_eq!(default_category_budget(*category), *budget, "{category}");
+        }
+        assert_eq!(cases.len(), C::ALL.len());
     }
 }

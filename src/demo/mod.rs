@@ -8,10 +8,10 @@
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
-use crate::cli::{tick_once, Context, Failure};
 use crate::git::Git;
 use crate::model::{Lane, Role, Task, TaskId};
 use crate::store::{Store, TaskFilter, Writer};
+use crate::tick::{tick as tick_once, Context, Failure};
 use crate::time::{Timestamp, MINUTE};
 
 const LIB_RS: &str = include_str!("sample/lib.rs.txt");

@@ -310,3 +310,14 @@ fn claim(w: &mut Working<'_>, task: &Task, rule: &'static str) {
         reason,
     );
 }
+
+/// `budget.per_tick_usd`: why a claimed run must not start once the tick's runs spent `spent`
+/// (it goes back to the queue unstarted), or `None` while the tick may go on. 0 or unset: off.
+pub fn tick_budget_spent(budget: &crate::config::BudgetConfig, spent: f64) -> Option<String> {
+    let limit = budget.per_tick_usd.filter(|l| *l > 0.0)?;
+    (spent >= limit).then(|| {
+        format!(
+            "not started: this tick's runs spent ${spent:.2}, budget.per_tick_usd is ${limit:.2}; queued for the next tick"
+        )
+    })
+}

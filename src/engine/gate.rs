@@ -9,7 +9,7 @@
 
 use super::verdict::{short_sha, JudgeConclusion};
 use crate::config::MergeConfig;
-use crate::forge::Checks;
+use crate::model::Checks;
 use crate::model::Run;
 use crate::time::{Timestamp, MINUTE};
 

@@ -3,7 +3,7 @@
 use super::import::{import_issues, issue_task_id, ImportDecision, ImportInput, SkipReason};
 use super::testkit::*;
 use crate::config::BacklogConfig;
-use crate::forge::{AuthorAssociation, Issue, IssueEvent, PullRequest};
+use crate::model::{AuthorAssociation, Issue, IssueEvent, PullRequest};
 use crate::model::{Lane, Risk, Role, Task, TaskId, TaskStatus};
 
 fn issue(n: u64) -> Issue {
@@ -80,6 +80,11 @@ impl World {
             tasks: &self.tasks,
             config: &self.config,
             default_allowed: &self.default_allowed,
+            pattern_problem: &|p| {
+                crate::policy::Glob::new(p)
+                    .err()
+                    .map(|e| e.problem.to_string())
+            },
             now: NOW,
         })
     }

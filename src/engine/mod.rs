@@ -12,6 +12,7 @@ pub mod backoff;
 pub mod classify;
 mod dispatch;
 pub mod fallback;
+mod followup;
 pub mod gate;
 pub mod import;
 pub mod outcome;
@@ -30,6 +31,7 @@ use crate::model::{
 };
 use crate::time::Timestamp;
 
+pub use dispatch::tick_budget_spent;
 pub use preflight::{preflight, Preflight, PreflightInputs};
 
 /// What the engine sees: the state plus observations of the world.

@@ -158,7 +158,7 @@ pub fn ci(
     let names = |list: &[&str]| list.iter().map(|s| s.to_string()).collect();
     super::gate::CiObservation {
         head_sha: head.into(),
-        checks: crate::forge::Checks {
+        checks: crate::model::Checks {
             state: state.into(),
             failing: names(failing),
             pending: names(pending),

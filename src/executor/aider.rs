@@ -18,7 +18,8 @@
 
 use std::path::Path;
 
-use super::cli::{Adapter, AdapterConfig, Cli, RunFiles};
+use super::adapter::Adapter;
+use super::cli::{AdapterConfig, Cli, RunFiles};
 use super::report::{self, failure, read_only, Report};
 use super::AgentFailureKind;
 use crate::process::ProcessOutput;

@@ -5,17 +5,15 @@
 //! [`crate::process::run`]: no shell, cwd = the workspace, exactly the given environment plus
 //! `OPENTIGER_PROMPT_FILE`/`OPENTIGER_RESULT_FILE`, its whole process group killed on timeout.
 //!
-//! For the CLI adapters, [`run_adapter`] adds the rest of the contract: the program is looked up
-//! on the agent's `PATH` (or given by `agents.<role>.command`), a missing one is an
-//! [`ExecutorError::Unavailable`] that names the install command, and the adapter's pure
-//! `args`/`parse` functions are applied around the process.
+//! For the CLI adapters, [`AdapterConfig::for_role`] looks the program up on the agent's `PATH`
+//! (or takes `agents.<role>.command`); a missing one is an [`ExecutorError::Unavailable`] that
+//! names the install command. The rest of an adapter's run is `adapter.rs`.
 
 use std::fs;
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 
-use super::report::{self, Report};
-use super::{AgentExit, AgentRequest, AgentResult, ExecutorError};
+use super::{AgentExit, AgentRequest, ExecutorError};
 use crate::config::{AgentRole, EffectiveAgent, Pricing};
 use crate::process::{self, ExitStatusKind, ProcessError, ProcessOutput, ProcessSpec};
 
@@ -24,7 +22,7 @@ pub(super) const TAIL_BYTES: usize = 16 * 1024;
 
 /// How much of a CLI adapter's stdout is kept for parsing. Event streams put what matters at the
 /// end (the result event, the last turn's usage), so a longer run only loses early events.
-const PARSE_BYTES: usize = 8 * 1024 * 1024;
+pub(super) const PARSE_BYTES: usize = 8 * 1024 * 1024;
 
 /// One agent CLI: its program name and how to install it.
 #[derive(Debug)]
@@ -233,37 +231,6 @@ pub(super) fn exit_of(status: ExitStatusKind) -> AgentExit {
     }
 }
 
-/// One CLI adapter: the pure parts that differ per CLI. [`run_adapter`] does the rest.
-pub(super) trait Adapter {
-    fn cli(&self) -> &'static Cli;
-    fn config(&self) -> &AdapterConfig;
-    /// The arguments after the program (and after `command[1..]`).
-    fn args(&self, files: &RunFiles, scratch: &Path) -> Vec<String>;
-    /// What goes to stdin (`None`: the prompt goes by file only).
-    fn stdin(&self, prompt: &str) -> Option<Vec<u8>>;
-    /// Fixed, non-secret variables the CLI needs or should have in CI.
-    fn env(&self, scratch: &Path) -> Vec<(String, String)>;
-    /// Reads the CLI's output.
-    fn parse(&self, out: &ProcessOutput, scratch: &Path) -> Report;
-    /// Called after the program exits, with the names in the workspace's top folder before it
-    /// ran, e.g. to remove what the CLI leaves there.
-    fn clean_up(&self, _workspace: &Path, _before: &[String]) {}
-}
-
-/// Every CLI adapter is an executor: its CLI's word names it, [`run_adapter`] runs it.
-impl<T: Adapter> super::Executor for T {
-    fn name(&self) -> &str {
-        self.cli().kind
-    }
-
-    fn run(
-        &self,
-        req: &super::AgentRequest<'_>,
-    ) -> Result<super::AgentResult, super::ExecutorError> {
-        run_adapter(self, req)
-    }
-}
-
 /// The names in a folder (none when it cannot be read).
 pub(super) fn entries(dir: &Path) -> Vec<String> {
     fs::read_dir(dir)
@@ -273,37 +240,4 @@ pub(super) fn entries(dir: &Path) -> Vec<String> {
                 .collect()
         })
         .unwrap_or_default()
-}
-
-/// Runs a CLI adapter end to end: prompt (with the read-only note for the judge and planner),
-/// the process, then the CLI's report and the result file combined into one [`AgentResult`].
-pub(super) fn run_adapter(
-    adapter: &impl Adapter,
-    req: &AgentRequest<'_>,
-) -> Result<AgentResult, ExecutorError> {
-    let config = adapter.config();
-    let prompt = report::prompt_for(req.role, &req.prompt);
-    let files = RunFiles::prepare(req, &prompt)?;
-    let mut args = config.extra_args.clone();
-    args.extend(adapter.args(&files, req.scratch));
-    let inv = Invocation {
-        program: config.program.clone(),
-        args,
-        stdin: adapter.stdin(&prompt),
-        env: adapter.env(req.scratch),
-        tail_bytes: PARSE_BYTES,
-    };
-    let cli = adapter.cli();
-    let before = entries(req.workspace);
-    let out = execute(req, &files, inv, |e| {
-        format!(
-            "{e}\n  fix: install it (`{}`), or set `agents.{}.command` to the program's full path",
-            cli.install,
-            req.role.name()
-        )
-    });
-    adapter.clean_up(req.workspace, &before);
-    let out = out?;
-    let parsed = adapter.parse(&out, req.scratch);
-    Ok(report::assemble(parsed, &out, &files, req.role, config))
 }

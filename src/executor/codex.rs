@@ -16,7 +16,8 @@
 
 use std::path::{Path, PathBuf};
 
-use super::cli::{Adapter, AdapterConfig, Cli, RunFiles};
+use super::adapter::Adapter;
+use super::cli::{AdapterConfig, Cli, RunFiles};
 use super::report::{self, int, json_lines, read_only, text_at, Report};
 use crate::process::ProcessOutput;
 

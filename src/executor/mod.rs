@@ -12,6 +12,7 @@
 //! Not here: deciding what a failure means for the task (`engine::outcome`), redaction (the
 //! caller's), budgets.
 
+mod adapter;
 pub mod aider;
 mod chain;
 pub mod claude_code;

@@ -17,7 +17,8 @@ use std::path::Path;
 
 use serde_json::{json, Value};
 
-use super::cli::{Adapter, AdapterConfig, Cli, RunFiles};
+use super::adapter::Adapter;
+use super::cli::{AdapterConfig, Cli, RunFiles};
 use super::report::{self, failure, int, json_lines, read_only, text_at, Report};
 use super::AgentFailureKind;
 use crate::process::ProcessOutput;

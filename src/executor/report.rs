@@ -20,7 +20,7 @@ use serde_json::Value;
 use super::cli::{exit_of, AdapterConfig, RunFiles, TAIL_BYTES};
 use super::{AgentExit, AgentFailure, AgentFailureKind, AgentResult};
 use crate::config::AgentRole;
-use crate::engine::classify::is_quota_message;
+use crate::model::is_quota_message;
 use crate::process::ProcessOutput;
 
 /// What a CLI said about its run, read from its machine-readable output.

@@ -10,7 +10,7 @@ use serde::Deserialize;
 use serde_json::{json, Value};
 
 use super::github::{Conditional, ForgeError, GithubClient};
-use super::types::{AuthorAssociation, Checks, Issue, PullRequest};
+use crate::model::{AuthorAssociation, Checks, Issue, PullRequest};
 use crate::time::Timestamp;
 
 #[derive(Deserialize)]

@@ -6,6 +6,5 @@
 
 pub mod calls;
 pub mod github;
-pub mod types;
 
-pub use types::{AuthorAssociation, Checks, Issue, IssueEvent, Label, PullRequest, User};
+pub use crate::model::{AuthorAssociation, Checks, Issue, IssueEvent, PullRequest};

@@ -1,12 +1,16 @@
 //! The typed state model: ids, tasks, runs, leases, events and the legal status moves.
 //!
-//! These are plain data. The store reads and writes them; the engine decides on them. Nothing here
-//! does I/O.
+//! These are plain data. The store reads and writes them; the engine decides on them; the forge
+//! converts GitHub's objects into them (`forge.rs`). Nothing here does I/O, and nothing here
+//! depends on another module of ours but `time`.
 
 pub mod excerpt;
+mod forge;
 pub mod graph;
 mod ids;
 mod plan;
+mod quota;
+pub mod text;
 mod transition;
 mod vocab;
 
@@ -16,8 +20,10 @@ use serde::{Deserialize, Serialize};
 
 use crate::time::Timestamp;
 
+pub use forge::{AuthorAssociation, Checks, Issue, IssueEvent, PullRequest};
 pub use ids::{short_hash, AgentId, RunId, TaskId, TickId};
 pub use plan::{PlanHistory, PlanRecord, PlanStatus};
+pub use quota::is_quota_message;
 pub use transition::{check_transition, IllegalTransition, TaskState};
 pub use vocab::{
     AttemptKey, BlockReason, ExecutionMode, FailureCategory, FailureCode, Lane, MergeStatus, Mode,
@@ -223,4 +229,23 @@ pub struct Event {
     pub to_state: Option<String>,
     pub reason: String,
     pub payload: serde_json::Value,
+}
+
+/// The branch a task's work lives on. AutoFix children work on their source's branch and PR
+/// (DESIGN §8: the PR is updated in place, not replaced).
+pub fn task_branch(task: &Task) -> String {
+    let owner = match (task.kind, &task.parent_task_id) {
+        (TaskKind::Autofix | TaskKind::AutofixConflict, Some(parent)) => parent.short().to_string(),
+        (
+            TaskKind::Feature
+            | TaskKind::Autofix
+            | TaskKind::AutofixConflict
+            | TaskKind::Recreate
+            | TaskKind::Rework
+            | TaskKind::PrReview
+            | TaskKind::Docs,
+            _,
+        ) => task.id.short().to_string(),
+    };
+    format!("opentiger/task-{owner}")
 }

@@ -61,7 +61,7 @@ pub fn task_problems(task: &Task, config: &Config) -> Vec<TaskProblem> {
             "the task's `commands`",
             &config.verify.denied_commands,
         ) {
-            let (what, fix) = crate::config::explain_command_error(&e);
+            let (what, fix) = verify::explain(&e);
             problems.push(TaskProblem {
                 field: TaskField::Commands,
                 index,

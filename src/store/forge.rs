@@ -189,7 +189,7 @@ impl Store {
     pub fn pull_checks(
         &self,
         number: u64,
-    ) -> Result<Option<(Option<String>, crate::forge::Checks)>, StoreError> {
+    ) -> Result<Option<(Option<String>, crate::model::Checks)>, StoreError> {
         let row: Option<(Option<String>, Option<String>)> = self
             .conn
             .query_row(
@@ -234,7 +234,7 @@ impl Store {
         &mut self,
         number: u64,
         head_sha: &str,
-        checks: &crate::forge::Checks,
+        checks: &crate::model::Checks,
     ) -> Result<(), StoreError> {
         let text = serde_json::to_string(checks).unwrap_or_default();
         self.conn.execute(

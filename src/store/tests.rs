@@ -289,7 +289,7 @@ fn pull_checks_round_trip() {
     store
         .set_pull_state(3, crate::engine::PullState::Open, Some("abc"), T0)
         .unwrap();
-    let checks = crate::forge::Checks {
+    let checks = crate::model::Checks {
         state: "failure".into(),
         failing: vec!["build".into()],
         pending: vec![],
@@ -308,7 +308,7 @@ fn a_new_head_forgets_the_checks_of_the_old_one() {
     store
         .set_pull_state(3, PullState::Open, Some("abc"), T0)
         .unwrap();
-    let red = crate::forge::Checks {
+    let red = crate::model::Checks {
         state: "failure".into(),
         failing: vec!["build".into()],
         pending: vec![],

@@ -13,6 +13,7 @@
 //! Denied commands are a guard rail against an agent's or a planner's mistakes, not a sandbox: a
 //! script in the repository can still do anything its user can.
 
+mod entry;
 mod parse;
 
 use std::fmt;
@@ -21,6 +22,7 @@ use crate::config::VerifyConfig;
 use crate::model::Role;
 use crate::policy::{Glob, GlobError};
 
+pub use entry::{config_problem, explain};
 pub use parse::{parse_command, CommandError, Quote, ShellOperator};
 
 /// One program to run, as argv plus extra environment.

@@ -100,11 +100,11 @@ fake '{"tick_id": "t1", "decisions": 3, "runs": 2, "reviews": 1, "stray_outcomes
      "output_tail": ["compiling", "error: `the cause`"]},
     {"task_id": "def", "title": "Stuck | <b>", "failure_code": null, "message": "gave up",
      "task_state": "blocked(awaiting_human)"}],
-  "matrix": {"include": [{"run": "r1"}]}}' 0
+  "claimed": 1, "matrix": {"include": [{"run": "r1"}]}}' 0
 export INPUT_FAN_OUT=2 FAKE_FAN_OUT=1 INPUT_MAX_RUNS=3 OPENTIGER_WORKFLOW_TOKEN=true
 run_tick
 check "exit 0 (got $rc)" test "$rc" = 0
-for pair in tasks-done=1 prs-opened=1 prs-merged=1 runs=2 spend-usd=0.1235 exit-code=0 \
+for pair in tasks-done=1 prs-opened=1 prs-merged=1 runs=2 claimed=1 spend-usd=0.1235 exit-code=0 \
   'matrix={"include":[{"run":"r1"}]}'; do
   check "output $pair" has_line "$work/output" "$pair"
 done
@@ -140,6 +140,7 @@ check "warned" has_text "$work/stdout" "::warning title=opentiger action::fan-ou
 check "no --fan-out passed" lacks_text "$work/argv" "--fan-out"
 check "empty matrix" has_line "$work/output" 'matrix={"include":[]}'
 check "older JSON without the new figures reads as 0" has_line "$work/output" "tasks-done=0"
+check "no claims without fan-out" has_line "$work/output" "claimed=0"
 check "a quiet tick says so" has_text "$work/summary" "Nothing to do this tick."
 finish_case "fan-out without --fan-out support"
 

@@ -9,13 +9,13 @@
 //! computing cooldowns (see `backoff`), or reading logs. Matching is plain substring search plus
 //! small hand-written scanners; every phrase is matched against lower-cased text.
 
-mod quota;
 mod signature;
 mod verification;
 
 use crate::model::{FailureCategory, FailureCode};
 
-pub use quota::is_quota_message;
+pub use crate::model::is_quota_message;
+use crate::model::text::*;
 pub use signature::failure_signature;
 pub use verification::verification_failure_code;
 
@@ -227,87 +227,6 @@ fn ends_with_explicit_stderr_unavailable(text: &str) -> bool {
     })
 }
 
-/// spec §3.4: default retry budget per failure category.
-pub fn category_budget(category: FailureCategory) -> u32 {
-    match category {
-        FailureCategory::Env => 5,
-        FailureCategory::Setup => 3,
-        FailureCategory::Permission => 0,
-        FailureCategory::Noop => 0,
-        FailureCategory::Policy => 3,
-        FailureCategory::Test => 3,
-        FailureCategory::Flaky => 6,
-        FailureCategory::Model => 3,
-        FailureCategory::ModelLoop => 1,
-    }
-}
-
-// ---- small text helpers (ASCII word boundaries, as JavaScript's `\b`) ----
-
-fn is_word_byte(b: u8) -> bool {
-    b.is_ascii_alphanumeric() || b == b'_'
-}
-
-fn starts_word(bytes: &[u8], at: usize) -> bool {
-    at == 0 || !is_word_byte(bytes[at - 1])
-}
-
-fn ends_word(bytes: &[u8], end: usize) -> bool {
-    bytes.get(end).is_none_or(|b| !is_word_byte(*b))
-}
-
-fn contains_any(text: &str, needles: &[&str]) -> bool {
-    needles.iter().any(|n| text.contains(n))
-}
-
-fn contains_all(text: &str, needles: &[&str]) -> bool {
-    needles.iter().all(|n| text.contains(n))
-}
-
-/// `text` after the first `needle`.
-fn after<'a>(text: &'a str, needle: &str) -> Option<&'a str> {
-    text.find(needle).map(|at| &text[at + needle.len()..])
-}
-
-/// `\b<word>\b` somewhere in `text`.
-fn has_word(text: &str, word: &str) -> bool {
-    let bytes = text.as_bytes();
-    text.match_indices(word)
-        .any(|(at, m)| starts_word(bytes, at) && ends_word(bytes, at + m.len()))
-}
-
-fn any_word(text: &str, words: &[&str]) -> bool {
-    words.iter().any(|w| has_word(text, w))
-}
-
-/// Any word built by [`combine`] from one of `forms`.
-fn any_word_form(text: &str, forms: &[&[&[&str]]]) -> bool {
-    forms
-        .iter()
-        .any(|parts| combine(parts).iter().any(|w| has_word(text, w)))
-}
-
-/// `\b<prefix>` somewhere in `text`.
-fn has_word_prefix(text: &str, prefix: &str) -> bool {
-    let bytes = text.as_bytes();
-    text.match_indices(prefix)
-        .any(|(at, _)| starts_word(bytes, at))
-}
-
-/// Every concatenation of one choice per part: `[["a"], ["", "-"], ["b"]]` → `["ab", "a-b"]`.
-fn combine(parts: &[&[&str]]) -> Vec<String> {
-    parts.iter().fold(vec![String::new()], |acc, choices| {
-        acc.iter()
-            .flat_map(|head| choices.iter().map(move |c| format!("{head}{c}")))
-            .collect()
-    })
-}
-
-/// Runs of whitespace become one space.
-fn squash_whitespace(text: &str) -> String {
-    text.split_whitespace().collect::<Vec<_>>().join(" ")
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -398,18 +317,5 @@ mod tests {
             };
             assert_eq!(classify(message, *code), expected, "{message:?}");
         }
-    }
-
-    #[test]
-    fn budgets_match_the_spec_defaults() {
-        #[rustfmt::skip]
-        let cases: &[(C, u32)] = &[
-            (C::Env, 5), (C::Setup, 3), (C::Permission, 0), (C::Noop, 0), (C::Policy, 3),
-            (C::Test, 3), (C::Flaky, 6), (C::Model, 3), (C::ModelLoop, 1),
-        ];
-        for (category, budget) in cases {
-            assert_eq!(category_budget(*category), *budget, "{category}");
-        }
-        assert_eq!(cases.len(), C::ALL.len());
     }
 }

@@ -18,9 +18,9 @@ use std::fmt;
 use serde::Serialize;
 
 use crate::config::BacklogConfig;
-use crate::forge::types::{Issue, PullRequest};
 use crate::model::graph::reachable;
 use crate::model::{short_hash, Lane, Role, Task, TaskId, TaskKind, TaskStatus};
+use crate::model::{Issue, PullRequest};
 use crate::time::Timestamp;
 
 mod pulls;
@@ -31,7 +31,7 @@ pub use pulls::{import_pulls, review_task_id, PullImport};
 use text::{allowed_paths, dependencies, explicit_role, priority, referencing_pr, risk};
 
 /// What the import decides on.
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone, Copy)]
 pub struct ImportInput<'a> {
     /// Open issues carrying a backlog label (filtered by the caller; checked again here).
     pub issues: &'a [Issue],
@@ -42,6 +42,10 @@ pub struct ImportInput<'a> {
     /// The requirement's allowed paths, used when the issue names none (empty: the config
     /// policy applies).
     pub default_allowed: &'a [String],
+    /// Why a path pattern cannot be used by the path policy, if it cannot: the policy's own
+    /// matcher, given by the shell (the engine does not depend on `policy`), so a task is never
+    /// created with a pattern its run would then fail on.
+    pub pattern_problem: &'a dyn Fn(&str) -> Option<String>,
     pub now: Timestamp,
 }
 
@@ -238,7 +242,7 @@ fn draft(
     );
     let (role, role_source) =
         role.unwrap_or((Role::Worker, "by default: the issue names none".to_string()));
-    let (accepted, dropped) = allowed_paths(&issue.body);
+    let (accepted, dropped) = allowed_paths(&issue.body, input.pattern_problem);
     let mut notes = vec![format!(
         "Imported from GitHub issue #{n} ({}) opened by @{}.",
         issue.html_url, issue.author

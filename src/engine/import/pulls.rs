@@ -8,7 +8,7 @@
 //! Like issues, the PR's text reaches no trusted field except its title.
 
 use crate::config::BacklogConfig;
-use crate::forge::types::PullRequest;
+use crate::model::PullRequest;
 use crate::model::{
     short_hash, AgentId, BlockReason, Lane, Role, Run, RunId, RunStatus, Task, TaskId, TaskKind,
     TaskStatus, TickId,

@@ -3,7 +3,7 @@
 
 use std::collections::BTreeSet;
 
-use crate::forge::{Issue, PullRequest};
+use crate::model::{Issue, PullRequest};
 use crate::model::{Risk, Role};
 
 /// The role the issue names, and where it says so: a label, else a `Role:` line of the body.
@@ -125,7 +125,10 @@ pub(super) fn section_lines<'b>(body: &'b str, names: &[&str]) -> Vec<&'b str> {
 
 /// spec §6 item 4: the paths of the `## Allowed Paths` section (one per line or bullet) and of
 /// inline `Allowed paths: a, b` lines, and a note per path dropped.
-pub(super) fn allowed_paths(body: &str) -> (Vec<String>, Vec<String>) {
+pub(super) fn allowed_paths(
+    body: &str,
+    pattern_problem: &dyn Fn(&str) -> Option<String>,
+) -> (Vec<String>, Vec<String>) {
     let section = section_lines(body, &["allowed paths", "allowed path"])
         .into_iter()
         .map(|line| line.trim())
@@ -143,7 +146,7 @@ pub(super) fn allowed_paths(body: &str) -> (Vec<String>, Vec<String>) {
         });
     let (mut accepted, mut dropped) = (Vec::new(), Vec::new());
     for token in section.chain(inline).flat_map(tokens) {
-        match normalize_path(token) {
+        match normalize_path(token, pattern_problem) {
             Ok(list) => list.into_iter().for_each(|p| {
                 if !accepted.contains(&p) {
                     accepted.push(p);
@@ -171,7 +174,10 @@ pub(super) fn tokens(text: &str) -> Vec<&str> {
 }
 
 /// One path as written → the patterns it stands for, or why it is refused.
-pub(super) fn normalize_path(token: &str) -> Result<Vec<String>, String> {
+pub(super) fn normalize_path(
+    token: &str,
+    pattern_problem: &dyn Fn(&str) -> Option<String>,
+) -> Result<Vec<String>, String> {
     let quotes = ['`', '"', '\'', '“', '”', '‘', '’'];
     let mut path = token.trim().trim_matches(quotes).trim();
     while let Some(rest) = path.strip_prefix("./") {
@@ -196,11 +202,10 @@ pub(super) fn normalize_path(token: &str) -> Result<Vec<String>, String> {
     if path.contains(['*', '?', '[', '{', '!', '\\']) {
         // Issue 15: checked by the matcher the runner's policy uses, so a task is never created
         // with a pattern its run would then fail on.
-        return match crate::policy::Glob::new(path) {
-            Ok(_) => Ok(vec![path.to_string()]),
-            Err(e) => Err(format!(
-                "it is not a pattern the path policy can use: {}",
-                e.problem
+        return match pattern_problem(path) {
+            None => Ok(vec![path.to_string()]),
+            Some(problem) => Err(format!(
+                "it is not a pattern the path policy can use: {problem}"
             )),
         };
     }

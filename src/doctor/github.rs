@@ -12,7 +12,7 @@ use crate::config::Config;
 use crate::forge::github::{ForgeError, GithubClient};
 use crate::git::Git;
 
-const APP_TOKEN_FIX: &str = "create a GitHub App (contents, issues and pull requests: read and write), mint its token in the workflow with actions/create-github-app-token, and give it to actions/checkout (`token:`) and to opentiger (the action's `token:` input, or OPENTIGER_GITHUB_TOKEN); the comments in .github/workflows/opentiger.yml show the steps";
+const APP_TOKEN_FIX: &str = "create a GitHub App (contents, issues and pull requests: read and write; checks and commit statuses: read), mint its token in the workflow with actions/create-github-app-token, and give it to actions/checkout (`token:`) and to opentiger (the action's `token:` input, or OPENTIGER_GITHUB_TOKEN); the comments in .github/workflows/opentiger.yml show the steps";
 
 pub fn checks(config: &Config, repo: &Path, vars: Vars<'_>, online: bool) -> Vec<Check> {
     let mut out = vec![remote(config, repo), repository(repo, vars)];
@@ -255,7 +255,7 @@ fn permissions(config: &Config, vars: Vars<'_>) -> Vec<Check> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::cli::doctor::Level;
+    use crate::doctor::Level;
 
     fn vars(pairs: &'static [(&'static str, &'static str)]) -> impl Fn(&str) -> Option<String> {
         move |k: &str| {
@@ -356,6 +356,23 @@ mod tests {
                 assert!(fix.contains("actions/create-github-app-token"), "{fix}");
             }
         }
+    }
+
+    /// The App's permissions are said the same way in the fix, the README and the workflow's
+    /// comment: all five of the README's permissions table.
+    #[test]
+    fn the_app_token_fix_lists_every_permission_the_readme_does() {
+        let permissions =
+            "contents, issues and pull requests: read and write; checks and commit statuses: read";
+        assert!(APP_TOKEN_FIX.contains(permissions), "{APP_TOKEN_FIX}");
+        let readme = include_str!("../../README.md").replace('\n', " ");
+        assert!(readme.contains(permissions), "README");
+        let workflow = crate::init::WORKFLOW
+            .lines()
+            .map(|l| l.trim().trim_start_matches('#').trim())
+            .collect::<Vec<_>>()
+            .join(" ");
+        assert!(workflow.contains(permissions), "the workflow's comment");
     }
 
     #[test]

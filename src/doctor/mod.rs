@@ -1,10 +1,11 @@
-//! `opentiger doctor [--online]`: would a tick work here? One line per check — `ok`, `warn` or
-//! `fail` — and for each problem the fix.
+//! What `opentiger doctor [--online]` checks: would a tick work here? One line per check —
+//! `ok`, `warn` or `fail` — and for each problem the fix.
 //!
 //! Offline by default: it reads the configuration, the repository, PATH and the environment and
 //! makes no network call, so it is quick and safe anywhere (a laptop, a workflow step, a test).
 //! `--online` also asks GitHub what the token may do (one `GET /repos/{owner}/{repo}`) and the
-//! remote whether the state ref exists (`git ls-remote`). A token is never printed.
+//! remote whether the state ref exists (`git ls-remote`). A token is never printed. In github
+//! mode it also reads the workflows: one must run opentiger, pinned to a release (`workflow`).
 //!
 //! Exit code: 0 when no check failed (warnings allowed), 1 otherwise.
 //!
@@ -13,24 +14,15 @@
 mod agents;
 mod files;
 mod github;
+mod workflow;
 
 use std::path::Path;
 
-use clap::Args;
-
-use super::context::config_path;
-use super::{Cli, CmdResult, Failure};
 use crate::config::{self, Config, ConfigSource, StoreKind};
 use crate::git::Git;
 use crate::model::Mode;
 use crate::statebranch::StateRef;
-
-#[derive(Args, Debug)]
-pub struct DoctorArgs {
-    /// Also ask GitHub about the token and the remote about the state ref (network calls).
-    #[arg(long)]
-    pub online: bool,
-}
+use crate::tick::ContextOptions;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Level {
@@ -40,7 +32,7 @@ pub enum Level {
 }
 
 impl Level {
-    fn word(self) -> &'static str {
+    pub fn word(self) -> &'static str {
         match self {
             Level::Ok => "ok",
             Level::Warn => "warn",
@@ -89,25 +81,16 @@ impl Check {
 /// The environment as the checks see it: a variable lookup, so tests pass plain values.
 pub type Vars<'a> = &'a dyn Fn(&str) -> Option<String>;
 
-pub fn run(cli: &Cli, args: &DoctorArgs) -> CmdResult {
-    let lookup = |k: &str| std::env::var(k).ok();
-    let checks = checks(cli, args.online, &lookup);
-    out!("{}", render(&checks));
-    let failed = checks.iter().filter(|c| c.level == Level::Fail).count();
-    if failed > 0 {
-        return Err(Failure::tick(format!(
-            "{failed} check(s) failed: see the fixes above"
-        )));
-    }
-    Ok(())
-}
-
 /// Every check, in the order a person would fix them.
-pub fn checks(cli: &Cli, online: bool, vars: Vars<'_>) -> Vec<Check> {
-    let repo = cli.repo.as_path();
+pub fn checks(options: &ContextOptions, online: bool, vars: Vars<'_>) -> Vec<Check> {
+    let repo = options.repo.as_path();
     let mut out = Vec::new();
-    let path = config_path(cli);
-    let (mut config, source) = match config::load(&path, cli.config.is_some()) {
+    let path = options.config_path();
+    let (mut config, source) = match config::load_checked(
+        &path,
+        options.config.is_some(),
+        &crate::verify::config_problem,
+    ) {
         Ok(loaded) => loaded,
         Err(e) => {
             // The loader's own message names file, line and key; its fix goes on the fix line.
@@ -135,7 +118,7 @@ pub fn checks(cli: &Cli, online: bool, vars: Vars<'_>) -> Vec<Check> {
             "`opentiger init` writes a commented one",
         ),
     });
-    if let Some(mode) = &cli.mode {
+    if let Some(mode) = &options.mode {
         match mode.parse::<Mode>() {
             Ok(m) => config.mode = m,
             Err(e) => {
@@ -171,7 +154,7 @@ pub fn checks(cli: &Cli, online: bool, vars: Vars<'_>) -> Vec<Check> {
         out.extend(state(&config, repo, online));
     }
     if config.mode == Mode::Github {
-        out.push(workflow(repo));
+        out.extend(workflow::checks(repo));
     }
     out
 }
@@ -319,32 +302,6 @@ fn state(config: &Config, repo: &Path, online: bool) -> Vec<Check> {
         }
     }
     out
-}
-
-/// In github mode some workflow must run the ticks.
-fn workflow(repo: &Path) -> Check {
-    let dir = repo.join(".github/workflows");
-    let found = std::fs::read_dir(&dir)
-        .into_iter()
-        .flatten()
-        .flatten()
-        .map(|e| e.path())
-        .filter(|p| p.extension().is_some_and(|x| x == "yml" || x == "yaml"))
-        .find(|p| std::fs::read_to_string(p).is_ok_and(|t| t.contains("opentiger")));
-    match found {
-        Some(p) => Check::ok(
-            "workflow",
-            format!(
-                "{} runs opentiger",
-                p.strip_prefix(repo).unwrap_or(&p).display()
-            ),
-        ),
-        None => Check::warn(
-            "workflow",
-            "no workflow in .github/workflows mentions opentiger: nothing will tick on GitHub",
-            format!("`opentiger init` writes {}", super::init::WORKFLOW_PATH),
-        ),
-    }
 }
 
 /// A message in the project's error style, `what\n  fix: how`, as its two parts.

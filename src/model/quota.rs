@@ -1,6 +1,6 @@
 //! Quota and rate-limit detection in agent output (spec §2.3 "Quota detection (worker)").
 
-use super::*;
+use super::text::*;
 
 /// Whether an agent's error output says it hit a quota or rate limit (spec §2.3, "Quota
 /// detection (worker)"): a direct phrase, or a quota signal together with a cooldown or scope
@@ -121,8 +121,6 @@ fn am_pm_clock_end(bytes: &[u8], i: usize) -> Option<usize> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    #[allow(unused_imports)]
-    use crate::model::{FailureCategory as C, FailureCode as F};
 
     #[test]
     fn quota_messages_are_recognised() {

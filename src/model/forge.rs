@@ -1,20 +1,12 @@
-//! Slim mirrors of GitHub's REST objects (issues, pull requests, users, labels).
+//! What the forge tells about the repository, as plain data the engine reads: issues, pull
+//! requests, who labelled what, and CI's checks on a commit. The forge converts GitHub's wire
+//! objects into these (`forge::calls`); nothing here knows about HTTP.
 
 use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
 use crate::time::Timestamp;
-
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-pub struct User {
-    pub login: String,
-}
-
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Label {
-    pub name: String,
-}
 
 /// How the author of an issue relates to the repository (GitHub's `author_association`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]

@@ -1,11 +1,12 @@
-//! What every command needs: the repository, the configuration, the time, who we are, and the
-//! way to the state.
+//! What a tick (and every command that reads or writes the state) runs in: the repository, the
+//! configuration, the time read once, who we are, and the way to the state — read-only copies,
+//! and writes under the file lock or by compare-and-swap on a state branch.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
 use super::lock::{process_alive, FileLock};
-use super::{Cli, Failure};
+use super::Failure;
 use crate::config::{self, Config, ConfigSource, StoreKind};
 use crate::engine::{self, Observations, Plan, Snapshot};
 use crate::git::Git;
@@ -34,6 +35,28 @@ fn state_error(state: &StateRef, detail: &str) -> Failure {
     Failure::tick(format!("state {}: {detail}", state.describe()))
 }
 
+/// Where a context comes from: the repository and the overrides a person gave (`--config`,
+/// `--mode`, `--now`).
+#[derive(Clone, Debug, Default)]
+pub struct ContextOptions {
+    pub repo: PathBuf,
+    /// The configuration file [default: `<repo>/.opentiger.yml`, optional there].
+    pub config: Option<PathBuf>,
+    /// Overrides `mode` from the configuration.
+    pub mode: Option<String>,
+    /// Pretend it is this time (RFC 3339).
+    pub now: Option<String>,
+}
+
+impl ContextOptions {
+    /// The configuration file's path as given or defaulted.
+    pub fn config_path(&self) -> PathBuf {
+        self.config
+            .clone()
+            .unwrap_or_else(|| Path::new(&self.repo).join(".opentiger.yml"))
+    }
+}
+
 #[derive(Clone)]
 pub struct Context {
     pub repo: PathBuf,
@@ -47,22 +70,22 @@ pub struct Context {
 }
 
 impl Context {
-    pub fn load(cli: &Cli) -> Result<Context, Failure> {
-        let (config, config_source) = load_config(cli)?;
-        let now = match &cli.now {
+    pub fn load(options: &ContextOptions) -> Result<Context, Failure> {
+        let (config, config_source) = load_config(options)?;
+        let now = match &options.now {
             Some(text) => {
                 Timestamp::parse_rfc3339(text).map_err(|e| Failure::usage(format!("--now: {e}")))?
             }
             None => Timestamp::now(),
         };
         Ok(Context {
-            repo: cli.repo.clone(),
+            repo: options.repo.clone(),
             config,
             config_source,
             now,
             agent_id: AgentId::detect(|k| std::env::var(k).ok()),
             tick_id: TickId::fresh(now.0),
-            fixed_clock: cli.now.is_some(),
+            fixed_clock: options.now.is_some(),
         })
     }
 
@@ -312,13 +335,13 @@ impl Context {
     }
 }
 
-fn load_config(cli: &Cli) -> Result<(Config, ConfigSource), Failure> {
-    let (path, required) = match &cli.config {
-        Some(p) => (p.clone(), true),
-        None => (cli.repo.join(".opentiger.yml"), false),
-    };
-    let (mut config, source) = config::load(&path, required)?;
-    if let Some(mode) = &cli.mode {
+fn load_config(options: &ContextOptions) -> Result<(Config, ConfigSource), Failure> {
+    let (mut config, source) = config::load_checked(
+        &options.config_path(),
+        options.config.is_some(),
+        &crate::verify::config_problem,
+    )?;
+    if let Some(mode) = &options.mode {
         config.mode = mode
             .parse::<Mode>()
             .map_err(|e| Failure::usage(format!("--mode: {e}")))?;
@@ -368,13 +391,6 @@ fn dead_local_holders(store: &Store) -> Result<BTreeSet<AgentId>, Failure> {
         }
     }
     Ok(dead)
-}
-
-/// The configuration file's path as given or defaulted, for `config show`.
-pub fn config_path(cli: &Cli) -> PathBuf {
-    cli.config
-        .clone()
-        .unwrap_or_else(|| Path::new(&cli.repo).join(".opentiger.yml"))
 }
 
 /// What a plan is made from.

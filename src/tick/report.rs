@@ -1,7 +1,7 @@
 //! What a tick reports: its summary (text for people, `--json` for the GitHub Action), and
 //! after the tick the job summary and the dashboard issue.
 
-use super::forge_sync;
+use super::publish;
 use super::Context;
 use crate::forge::github::GithubClient;
 use crate::model::Mode;
@@ -14,7 +14,11 @@ pub struct TickSummary {
     pub requests: u32,
     pub decisions: usize,
     pub lines: Vec<String>,
+    /// Runs claimed by this tick: started here, or with `--fan-out` listed in the matrix.
     pub claimed: usize,
+    /// Runs this tick started (none with `--fan-out`; a run a spent tick budget sent back to the
+    /// queue is not started).
+    pub started: usize,
     pub judged: usize,
     pub stray: usize,
     /// `--fan-out`: the claimed runs, for work jobs (`{"task", "run"}` each).
@@ -52,15 +56,16 @@ impl TickSummary {
     pub fn text(&self) -> String {
         let mut out = format!(
             "tick {}: {} decision(s), {} run(s), {} review(s)\n",
-            self.tick_id, self.decisions, self.claimed, self.judged
+            self.tick_id, self.decisions, self.started, self.judged
         );
         for line in &self.lines {
             out.push_str(&format!("  {line}\n"));
         }
         if let Some(matrix) = &self.matrix {
             out.push_str(&format!(
-                "  matrix: {}\n",
-                serde_json::json!({ "include": matrix })
+                "  matrix: {} ({} claimed for work jobs)\n",
+                serde_json::json!({ "include": matrix }),
+                matrix.len()
             ));
         }
         if let Some((today, budget)) = self.spend_today {
@@ -76,7 +81,7 @@ impl TickSummary {
         crate::report::board::TickLines {
             id: self.tick_id.clone(),
             decisions: self.decisions,
-            runs: self.claimed,
+            runs: self.started,
             reviews: self.judged,
             spent: self.spend_today.map(|_| format!("${:.2}", self.spend_usd)),
             lines: self.lines.clone(),
@@ -85,7 +90,8 @@ impl TickSummary {
 
     pub fn to_json(&self) -> serde_json::Value {
         serde_json::json!({
-            "tick_id": self.tick_id, "decisions": self.decisions, "runs": self.claimed,
+            "tick_id": self.tick_id, "decisions": self.decisions, "runs": self.started,
+            "claimed": self.matrix.as_ref().map_or(0, Vec::len),
             "reviews": self.judged, "stray_outcomes": self.stray, "lines": self.lines,
             "github_requests": self.requests,
             "matrix": self.matrix.as_ref().map(|m| serde_json::json!({ "include": m })),
@@ -136,7 +142,7 @@ pub fn report_tick(ctx: &Context, summary: &TickSummary) {
         let updated = GithubClient::from_env(None, |k| std::env::var(k).ok())
             .map_err(|e| e.to_string())
             .and_then(|client| {
-                forge_sync::update_dashboard(&client, ctx, &board).map_err(|e| e.to_string())
+                publish::update_dashboard(&client, ctx, &board).map_err(|e| e.to_string())
             });
         match updated {
             Ok(Some(n)) => tracing::info!("dashboard issue #{n} updated"),

@@ -1,0 +1,264 @@
+//! doctor's workflow check (github mode): some workflow in `.github/workflows` runs opentiger,
+//! and it runs a fixed release of it — the action pinned to a release tag or a commit, never a
+//! branch such as `@main` (every tick would run whatever is pushed there next, holding the write
+//! token and the agent's key), with `version:` set, and no `cargo install --git` of opentiger
+//! (whatever the default branch is at, in every job).
+//!
+//! Not for: linting workflows (actionlint does that) or checking the pinned tag exists.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+
+use serde::Deserialize;
+
+use super::Check;
+use crate::release::{self, Pin};
+
+#[derive(Deserialize)]
+struct Workflow {
+    #[serde(default)]
+    jobs: BTreeMap<String, Job>,
+}
+
+#[derive(Deserialize)]
+struct Job {
+    #[serde(default)]
+    steps: Vec<Step>,
+}
+
+#[derive(Deserialize)]
+struct Step {
+    #[serde(default)]
+    uses: Option<String>,
+    #[serde(default)]
+    run: Option<String>,
+    #[serde(default)]
+    with: BTreeMap<String, serde_json::Value>,
+}
+
+/// A problem with how one workflow runs opentiger.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Problem {
+    pub detail: String,
+    pub fix: String,
+}
+
+/// What one workflow file says about opentiger: whether it runs it, and what is wrong with how.
+#[derive(Debug, Default, PartialEq, Eq)]
+pub struct Inspection {
+    pub runs_opentiger: bool,
+    /// The pins of its `uses:` of the action, for the report.
+    pub pins: Vec<String>,
+    pub problems: Vec<Problem>,
+}
+
+/// Reads one workflow's text. A file that is not a workflow (or not YAML) is taken at its word
+/// only: it runs opentiger if it names it.
+pub fn inspect(text: &str) -> Inspection {
+    let mut out = Inspection {
+        runs_opentiger: text.contains("opentiger"),
+        ..Inspection::default()
+    };
+    let Ok(workflow) = serde_saphyr::from_str::<Workflow>(text) else {
+        return out;
+    };
+    let pinned = format!(
+        "pin the major version and the release: `uses: {}` with `version: {}` (what `opentiger init --force` writes)",
+        release::action_reference(),
+        release::release_tag()
+    );
+    for (job, step) in workflow
+        .jobs
+        .iter()
+        .flat_map(|(name, job)| job.steps.iter().map(move |s| (name, s)))
+    {
+        if let Some(uses) = &step.uses {
+            match release::action_pin(uses) {
+                Some(Pin::Branch(branch)) => out.problems.push(Problem {
+                    detail: format!(
+                        "job `{job}`: `uses: {uses}` follows the branch `{branch}`: every tick runs whatever is pushed there next, with your write token and the agent's key"
+                    ),
+                    fix: pinned.clone(),
+                }),
+                Some(Pin::Release(r) | Pin::Commit(r)) => {
+                    out.pins.push(r);
+                    if !step.with.contains_key("version") {
+                        out.problems.push(Problem {
+                            detail: format!(
+                                "job `{job}`: `uses: {uses}` has no `version:`, so opentiger is built from source where no build is cached (minutes)"
+                            ),
+                            fix: format!(
+                                "add `version: {}` under `with:`: the release's checked binary is downloaded instead",
+                                release::release_tag()
+                            ),
+                        });
+                    }
+                }
+                None => {}
+            }
+        }
+        let builds_from_git = step.run.as_deref().is_some_and(|run| {
+            run.lines().any(|line| {
+                line.contains("cargo install")
+                    && line.contains("--git")
+                    && line.contains("opentiger")
+            })
+        });
+        if builds_from_git {
+            out.problems.push(Problem {
+                detail: format!(
+                    "job `{job}`: `cargo install --git` of opentiger builds whatever the default branch is at, in every job (maybe not the version the other jobs run)"
+                ),
+                fix: format!(
+                    "install through the action: `uses: {}` with `version: {}` and `install-only: true`",
+                    release::action_reference(),
+                    release::release_tag()
+                ),
+            });
+        }
+    }
+    out
+}
+
+/// Every workflow of the repository that runs opentiger, and what is wrong with how.
+pub fn checks(repo: &Path) -> Vec<Check> {
+    let dir = repo.join(".github/workflows");
+    let mut files: Vec<_> = std::fs::read_dir(&dir)
+        .into_iter()
+        .flatten()
+        .flatten()
+        .map(|e| e.path())
+        .filter(|p| p.extension().is_some_and(|x| x == "yml" || x == "yaml"))
+        .collect();
+    files.sort();
+    let mut out = Vec::new();
+    for path in files {
+        let Ok(text) = std::fs::read_to_string(&path) else {
+            continue;
+        };
+        let found = inspect(&text);
+        if !found.runs_opentiger {
+            continue;
+        }
+        let shown = path
+            .strip_prefix(repo)
+            .unwrap_or(&path)
+            .display()
+            .to_string();
+        if found.problems.is_empty() {
+            let pins = if found.pins.is_empty() {
+                String::new()
+            } else {
+                let mut pins = found.pins.clone();
+                pins.dedup();
+                format!(" (the action at {})", pins.join(", "))
+            };
+            out.push(Check::ok(
+                "workflow",
+                format!("{shown} runs opentiger{pins}"),
+            ));
+        }
+        for problem in found.problems {
+            out.push(Check::warn(
+                "workflow",
+                format!("{shown}: {}", problem.detail),
+                problem.fix,
+            ));
+        }
+    }
+    if out.is_empty() {
+        out.push(Check::warn(
+            "workflow",
+            "no workflow in .github/workflows mentions opentiger: nothing will tick on GitHub",
+            format!("`opentiger init` writes {}", crate::init::WORKFLOW_PATH),
+        ));
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const FANOUT: &str = include_str!("../../examples/workflows/opentiger-fanout.yml");
+
+    fn details(text: &str) -> Vec<String> {
+        inspect(text)
+            .problems
+            .into_iter()
+            .map(|p| p.detail)
+            .collect()
+    }
+
+    #[test]
+    fn the_example_workflows_run_a_pinned_release() {
+        for (name, text) in [
+            ("opentiger.yml", crate::init::WORKFLOW),
+            ("opentiger-fanout.yml", FANOUT),
+        ] {
+            let found = inspect(text);
+            assert!(found.runs_opentiger, "{name}");
+            assert_eq!(found.problems, [], "{name}");
+            assert!(!found.pins.is_empty(), "{name} uses the action");
+            assert!(
+                found.pins.iter().all(|p| *p == release::major_tag()),
+                "{name}: {:?}",
+                found.pins
+            );
+        }
+    }
+
+    #[test]
+    fn branch_pins_missing_versions_and_git_builds_are_reported() {
+        let cases: &[(&str, &[&str])] = &[
+            (
+                "jobs:\n  t:\n    steps:\n      - uses: opentiger/opentiger@main\n",
+                &["job `t`: `uses: opentiger/opentiger@main` follows the branch `main`"],
+            ),
+            (
+                "jobs:\n  t:\n    steps:\n      - uses: acme/opentiger@v1\n",
+                &["job `t`: `uses: acme/opentiger@v1` has no `version:`"],
+            ),
+            (
+                "jobs:\n  t:\n    steps:\n      - uses: acme/opentiger@v1\n        with:\n          version: v1.2.0\n",
+                &[],
+            ),
+            (
+                "jobs:\n  w:\n    steps:\n      - run: cargo install --locked --git https://github.com/opentiger/opentiger opentiger\n",
+                &["job `w`: `cargo install --git` of opentiger"],
+            ),
+            // The repository's own CI builds the action from its checkout.
+            (
+                "jobs:\n  a:\n    steps:\n      - uses: ./\n        with:\n          mode: local-git\n",
+                &[],
+            ),
+            ("not: [a workflow", &[]),
+        ];
+        for (text, expected) in cases {
+            let found = details(text);
+            assert_eq!(found.len(), expected.len(), "{text}: {found:?}");
+            for (detail, start) in found.iter().zip(expected.iter()) {
+                assert!(detail.starts_with(start), "{text}: {detail}");
+            }
+        }
+    }
+
+    #[test]
+    fn fan_out_work_jobs_install_through_the_action() {
+        let workflow: Workflow = serde_saphyr::from_str(FANOUT).expect("the example parses");
+        let work = &workflow.jobs["work"];
+        let install = work
+            .steps
+            .iter()
+            .find(|s| s.uses.as_deref().and_then(release::action_pin).is_some())
+            .expect("the work job uses the action");
+        assert_eq!(
+            install.with.get("install-only"),
+            Some(&serde_json::Value::Bool(true))
+        );
+        assert!(work.steps.iter().any(|s| s
+            .run
+            .as_deref()
+            .is_some_and(|r| r.starts_with("opentiger work"))));
+    }
+}

@@ -1,0 +1,338 @@
+//! Tasks on their way to a merge (spec §2.4, DESIGN §8): a review claimed when due, a PR
+//! followed on GitHub (merged, closed, its CI gate), a person's PR reviewed again on a new head,
+//! a PR superseded by a recreation closed.
+
+use super::super::gate::{checks_gate, CheckGate};
+use super::super::verdict::{decide_verdict, short_sha, Lineage};
+use super::super::{Action, Working};
+use crate::model::{AttemptKey, BlockReason, Mode, RunId, RunStatus, TaskId, TaskKind, TaskState};
+use crate::time::SECOND;
+
+/// A person's PR review put back in the queue (`task retry`): no worker runs it, the judge
+/// reviews its head again.
+pub(super) fn review_person_pr_again(w: &mut Working<'_>, id: &TaskId) {
+    let run = w
+        .task_runs(id)
+        .iter()
+        .find(|r| r.status == RunStatus::Success)
+        .map(|r| r.id.clone());
+    let Some(run_id) = run else {
+        w.transition(
+            id,
+            TaskState::CANCELLED,
+            None,
+            Some(None),
+            "recovery.pr_review_without_head",
+            "a PR review without the head it reviews: the next push is imported again".to_string(),
+        );
+        return;
+    };
+    w.decide(
+        Some(id),
+        "recovery.pr_review_again",
+        Action::ResetJudgeClaim {
+            run_id: run_id.clone(),
+        },
+        format!("review run {run_id} again"),
+    );
+    w.transition(
+        id,
+        TaskState::blocked(BlockReason::AwaitingJudge),
+        None,
+        Some(None),
+        "recovery.pr_review_again",
+        "queued again by a person: the judge reviews the PR's head again".to_string(),
+    );
+}
+
+/// A recreation whose goal has been recreated again since (its own conflicts ran out): the
+/// newer recreation, which this one gives way to.
+pub(super) fn newer_recreation(w: &Working<'_>, id: &TaskId) -> Option<TaskId> {
+    let task = &w.tasks[id];
+    let origin = task.parent_task_id.as_ref()?;
+    if task.kind != TaskKind::Recreate {
+        return None;
+    }
+    w.tasks
+        .values()
+        .filter(|t| t.kind == TaskKind::Recreate && t.parent_task_id.as_ref() == Some(origin))
+        .filter(|t| t.created_at > task.created_at)
+        .map(|t| t.id.clone())
+        .next()
+}
+
+/// github mode: the open PR of a change whose goal is recreated elsewhere is closed, with a
+/// comment saying by what (spec §2.4: the old PR is closed when the goal is recreated).
+pub(super) fn close_superseded_pull(w: &mut Working<'_>, id: &TaskId, by: &TaskId) {
+    let Some(pr) = w.tasks[id].source_pr else {
+        return;
+    };
+    let open =
+        w.snapshot.observations.pull_requests.get(&pr) == Some(&super::super::PullState::Open);
+    if w.config.mode == Mode::Github && open {
+        w.decide(
+            Some(id),
+            "judge.close_superseded_pr",
+            Action::ClosePull {
+                pr,
+                superseded_by: by.clone(),
+            },
+            format!("PR #{pr} is abandoned: its goal is recreated from the base as {by}"),
+        );
+    }
+}
+
+/// `awaiting_judge` without a reviewable run (its run was lost or never recorded): retried a
+/// bounded number of times, then a person decides.
+pub(super) fn recover_awaiting_judge(w: &mut Working<'_>, id: &TaskId) {
+    if w.config.mode == Mode::Github {
+        follow_pull_request(w, id);
+        return;
+    }
+    let reviewable = w
+        .task_runs(id)
+        .iter()
+        .any(|r| r.status == RunStatus::Success && r.judged_at.is_none());
+    let being_judged = w.leases.contains_key(id);
+    if reviewable || being_judged {
+        return; // judge_work, or the judge holding the lease, takes care of it.
+    }
+    let task = &w.tasks[id];
+    let due = task
+        .updated_at
+        .plus(i64::from(w.config.retry.cooldown_seconds) * SECOND);
+    if due > w.now {
+        w.wait(
+            id,
+            Some(due),
+            "recovery.awaiting_judge",
+            format!(
+                "awaiting_judge without a reviewable run: requeued after {due} unless one appears"
+            ),
+        );
+        return;
+    }
+    let used = task.attempts.get(AttemptKey::Judge);
+    let limit = w.config.retry.max_judge_retries;
+    if used >= limit {
+        w.transition(
+            id,
+            TaskState::blocked(BlockReason::AwaitingHuman),
+            None,
+            None,
+            "recovery.judge_budget_exhausted",
+            format!("no reviewable run after {used} judge retries (limit {limit}). Decide: `opentiger task retry {id}` or `opentiger task cancel {id}`"),
+        );
+    } else {
+        let attempts = task.attempts.bumped(AttemptKey::Judge);
+        w.transition(
+            id,
+            TaskState::QUEUED,
+            Some(attempts),
+            Some(None),
+            "recovery.awaiting_judge_retry",
+            format!(
+                "no reviewable run: run it again (judge retry {}/{limit})",
+                used + 1
+            ),
+        );
+    }
+}
+
+/// github mode: a task whose change is in a pull request follows the PR (spec §6: merged PRs
+/// close their issue; DESIGN §8). Merged → done; closed unmerged → cancelled with the reason;
+/// open → waits for its review and merge.
+pub(super) fn follow_pull_request(w: &mut Working<'_>, id: &TaskId) {
+    let Some(pr) = w.tasks[id].source_pr else {
+        w.wait(
+            id,
+            None,
+            "recovery.awaiting_pr",
+            "waits for its pull request to be opened".to_string(),
+        );
+        return;
+    };
+    match w.snapshot.observations.pull_requests.get(&pr).copied() {
+        Some(super::super::PullState::Merged) => w.transition(id, TaskState::DONE, None, Some(None), "recovery.pr_merged", format!("PR #{pr} was merged")),
+        Some(super::super::PullState::Closed) => w.transition(
+            id,
+            TaskState::CANCELLED,
+            None,
+            Some(None),
+            "recovery.pr_closed",
+            format!("PR #{pr} was closed without being merged; reopen it or `opentiger task retry {id}`"),
+        ),
+        Some(super::super::PullState::Open) => gate_open_pull_request(w, id, pr),
+        None => w.wait(id, None, "recovery.awaiting_pr", format!("PR #{pr} is open: waits for review and merge")),
+    }
+}
+
+/// github mode, an open PR: CI on the head the task's run pushed decides first (DESIGN §8).
+/// Red CI requests changes through a bounded AutoFix child on the same branch and PR; CI pending
+/// past `merge.checks_timeout_minutes` waits on a person; otherwise the PR waits for its merge.
+pub(super) fn gate_open_pull_request(w: &mut Working<'_>, id: &TaskId, pr: u64) {
+    let run = w
+        .task_runs(id)
+        .iter()
+        .copied()
+        .find(|r| r.status == RunStatus::Success && r.pr_number == Some(pr));
+    let Some(run) = run else {
+        w.wait(
+            id,
+            None,
+            "recovery.awaiting_pr",
+            format!("PR #{pr} is open: waits for review and merge"),
+        );
+        return;
+    };
+    let observed = w.snapshot.observations.pull_checks.get(&pr);
+    match checks_gate(run, observed, &w.config.merge, w.now) {
+        CheckGate::Proceed { note } => {
+            if !review_if_due(w, id) {
+                w.wait(
+                    id,
+                    None,
+                    "judge.checks_passed",
+                    format!("PR #{pr}: {note}; waits for review and merge"),
+                );
+            }
+        }
+        CheckGate::Stale { observed } => w.wait(
+            id,
+            None,
+            "judge.head_moved",
+            format!(
+                "PR #{pr} head moved to {} after run {}: waits for review and merge",
+                short_sha(&observed),
+                run.id
+            ),
+        ),
+        CheckGate::Wait { pending, deadline } => w.wait(
+            id,
+            Some(deadline),
+            "judge.checks_pending",
+            format!(
+                "PR #{pr}: CI pending ({}); a person decides if still pending at {deadline}",
+                if pending.is_empty() {
+                    "not read yet".to_string()
+                } else {
+                    pending.join(", ")
+                }
+            ),
+        ),
+        CheckGate::TimedOut { reason } => w.transition(
+            id,
+            TaskState::blocked(BlockReason::AwaitingHuman),
+            None,
+            Some(None),
+            "judge.checks_timeout",
+            format!("PR #{pr}: {reason}"),
+        ),
+        CheckGate::Failed(conclusion) => {
+            let task = w.tasks[id].clone();
+            // The snapshot holds a blocked task's children and its source's: all a lineage needs.
+            let lineage = Lineage::of(
+                &task,
+                |t| w.tasks.get(t).cloned(),
+                |parent, kind| {
+                    let n = w
+                        .tasks
+                        .values()
+                        .filter(|t| t.parent_task_id.as_ref() == Some(parent) && t.kind == kind)
+                        .count();
+                    u32::try_from(n).unwrap_or(u32::MAX)
+                },
+            );
+            let decision = decide_verdict(&task, &conclusion, &lineage, w.config, w.now);
+            if let Some(child) = decision.create {
+                let reason = format!("AutoFix for {id} on PR #{pr}");
+                w.decide(
+                    Some(&child.id.clone()),
+                    "judge.autofix_child",
+                    Action::CreateTask {
+                        task: Box::new(child),
+                    },
+                    reason,
+                );
+            }
+            w.transition(
+                id,
+                decision.to,
+                decision.attempts,
+                Some(None),
+                "judge.checks_failed",
+                format!("PR #{pr}: {}", decision.reason),
+            );
+        }
+    }
+}
+
+/// Emits the judge's work: one review per task with an unjudged successful run (spec §2.4 step 3:
+/// newest run per task). In direct mode there is no judge: such tasks are done (spec §2.4).
+pub(crate) fn judge_work(w: &mut Working<'_>) {
+    if w.config.mode == Mode::Github {
+        return; // A PR is reviewed once CI passed on its head: see `gate_open_pull_request`.
+    }
+    for id in w.ids_in(TaskState::blocked(BlockReason::AwaitingJudge)) {
+        review_if_due(w, &id);
+    }
+}
+
+/// Claims the review of the task's newest successful, unjudged run, or waits out the backoff of
+/// a failed review. `false` when there is nothing to review (or it is being reviewed).
+pub(super) fn review_if_due(w: &mut Working<'_>, id: &TaskId) -> bool {
+    let leased = w.leases.contains_key(id) && !w.released_judge_leases.contains(id);
+    if leased {
+        return false;
+    }
+    let reset: Vec<RunId> = w
+        .decisions
+        .iter()
+        .filter(|d| d.task_id.as_ref() == Some(id))
+        .filter_map(|d| match &d.action {
+            Action::ResetJudgeClaim { run_id } => Some(run_id.clone()),
+            _ => None,
+        })
+        .collect();
+    let run = w
+        .task_runs(id)
+        .iter()
+        .find(|r| {
+            r.status == RunStatus::Success && (r.judged_at.is_none() || reset.contains(&r.id))
+        })
+        .map(|r| r.id.clone());
+    let Some(run_id) = run else { return false };
+    if let Some(at) = w.tasks[id].next_attempt_at.filter(|at| *at > w.now) {
+        w.wait(
+            id,
+            Some(at),
+            "judge.backoff",
+            format!("reviewed again after {at} (the last review failed)"),
+        );
+        return true;
+    }
+    if w.config.mode == Mode::Direct {
+        w.transition(
+            id,
+            TaskState::DONE,
+            None,
+            None,
+            "judge.direct_mode",
+            format!("direct mode has no review: run {run_id} accepted"),
+        );
+    } else {
+        let expires_at = w
+            .now
+            .plus(i64::from(w.config.limits.lease_minutes) * crate::time::MINUTE);
+        w.decide(
+            Some(id),
+            "judge.review",
+            Action::Judge {
+                run_id: run_id.clone(),
+                expires_at,
+            },
+            format!("run {run_id} succeeded and is not judged yet"),
+        );
+    }
+    true
+}

@@ -1,0 +1,74 @@
+//! A CLI adapter's run: the pure parts that differ per CLI (the [`Adapter`] trait: arguments,
+//! stdin, environment, parsing of its output) around the shared process edge (`cli.rs`), the
+//! CLI's report combined with the exit and the result file (`report.rs`).
+
+use std::path::Path;
+
+use super::cli::{entries, execute, AdapterConfig, Cli, Invocation, RunFiles, PARSE_BYTES};
+use super::report::{self, Report};
+use super::{AgentRequest, AgentResult, ExecutorError};
+use crate::process::ProcessOutput;
+
+/// One CLI adapter: the pure parts that differ per CLI. [`run_adapter`] does the rest.
+pub(super) trait Adapter {
+    fn cli(&self) -> &'static Cli;
+    fn config(&self) -> &AdapterConfig;
+    /// The arguments after the program (and after `command[1..]`).
+    fn args(&self, files: &RunFiles, scratch: &Path) -> Vec<String>;
+    /// What goes to stdin (`None`: the prompt goes by file only).
+    fn stdin(&self, prompt: &str) -> Option<Vec<u8>>;
+    /// Fixed, non-secret variables the CLI needs or should have in CI.
+    fn env(&self, scratch: &Path) -> Vec<(String, String)>;
+    /// Reads the CLI's output.
+    fn parse(&self, out: &ProcessOutput, scratch: &Path) -> Report;
+    /// Called after the program exits, with the names in the workspace's top folder before it
+    /// ran, e.g. to remove what the CLI leaves there.
+    fn clean_up(&self, _workspace: &Path, _before: &[String]) {}
+}
+
+/// Every CLI adapter is an executor: its CLI's word names it, [`run_adapter`] runs it.
+impl<T: Adapter> super::Executor for T {
+    fn name(&self) -> &str {
+        self.cli().kind
+    }
+
+    fn run(
+        &self,
+        req: &super::AgentRequest<'_>,
+    ) -> Result<super::AgentResult, super::ExecutorError> {
+        run_adapter(self, req)
+    }
+}
+
+/// Runs a CLI adapter end to end: prompt (with the read-only note for the judge and planner),
+/// the process, then the CLI's report and the result file combined into one [`AgentResult`].
+pub(super) fn run_adapter(
+    adapter: &impl Adapter,
+    req: &AgentRequest<'_>,
+) -> Result<AgentResult, ExecutorError> {
+    let config = adapter.config();
+    let prompt = report::prompt_for(req.role, &req.prompt);
+    let files = RunFiles::prepare(req, &prompt)?;
+    let mut args = config.extra_args.clone();
+    args.extend(adapter.args(&files, req.scratch));
+    let inv = Invocation {
+        program: config.program.clone(),
+        args,
+        stdin: adapter.stdin(&prompt),
+        env: adapter.env(req.scratch),
+        tail_bytes: PARSE_BYTES,
+    };
+    let cli = adapter.cli();
+    let before = entries(req.workspace);
+    let out = execute(req, &files, inv, |e| {
+        format!(
+            "{e}\n  fix: install it (`{}`), or set `agents.{}.command` to the program's full path",
+            cli.install,
+            req.role.name()
+        )
+    });
+    adapter.clean_up(req.workspace, &before);
+    let out = out?;
+    let parsed = adapter.parse(&out, req.scratch);
+    Ok(report::assemble(parsed, &out, &files, req.role, config))
+}

@@ -1,0 +1,67 @@
+//! Small text matchers shared by the rules that read free text (failure classification, quota
+//! detection): whole words with ASCII word boundaries (as JavaScript's `\b`), word forms built
+//! from parts, and whitespace squashing. Pure functions over `&str`; no rule lives here.
+
+pub fn is_word_byte(b: u8) -> bool {
+    b.is_ascii_alphanumeric() || b == b'_'
+}
+
+pub fn starts_word(bytes: &[u8], at: usize) -> bool {
+    at == 0 || !is_word_byte(bytes[at - 1])
+}
+
+pub fn ends_word(bytes: &[u8], end: usize) -> bool {
+    bytes.get(end).is_none_or(|b| !is_word_byte(*b))
+}
+
+pub fn contains_any(text: &str, needles: &[&str]) -> bool {
+    needles.iter().any(|n| text.contains(n))
+}
+
+pub fn contains_all(text: &str, needles: &[&str]) -> bool {
+    needles.iter().all(|n| text.contains(n))
+}
+
+/// `text` after the first `needle`.
+pub fn after<'a>(text: &'a str, needle: &str) -> Option<&'a str> {
+    text.find(needle).map(|at| &text[at + needle.len()..])
+}
+
+/// `\b<word>\b` somewhere in `text`.
+pub fn has_word(text: &str, word: &str) -> bool {
+    let bytes = text.as_bytes();
+    text.match_indices(word)
+        .any(|(at, m)| starts_word(bytes, at) && ends_word(bytes, at + m.len()))
+}
+
+pub fn any_word(text: &str, words: &[&str]) -> bool {
+    words.iter().any(|w| has_word(text, w))
+}
+
+/// Any word built by [`combine`] from one of `forms`.
+pub fn any_word_form(text: &str, forms: &[&[&[&str]]]) -> bool {
+    forms
+        .iter()
+        .any(|parts| combine(parts).iter().any(|w| has_word(text, w)))
+}
+
+/// `\b<prefix>` somewhere in `text`.
+pub fn has_word_prefix(text: &str, prefix: &str) -> bool {
+    let bytes = text.as_bytes();
+    text.match_indices(prefix)
+        .any(|(at, _)| starts_word(bytes, at))
+}
+
+/// Every concatenation of one choice per part: `[["a"], ["", "-"], ["b"]]` → `["ab", "a-b"]`.
+pub fn combine(parts: &[&[&str]]) -> Vec<String> {
+    parts.iter().fold(vec![String::new()], |acc, choices| {
+        acc.iter()
+            .flat_map(|head| choices.iter().map(move |c| format!("{head}{c}")))
+            .collect()
+    })
+}
+
+/// Runs of whitespace become one space.
+pub fn squash_whitespace(text: &str) -> String {
+    text.split_whitespace().collect::<Vec<_>>().join(" ")
+}

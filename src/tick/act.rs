@@ -1,0 +1,181 @@
+//! Phase 2 of a tick, **act** (DESIGN §3 step 5), without the lock: each claimed run, review,
+//! planner run, issue to open and PR to close, in order; in github mode a finished run's PR is
+//! opened or updated and a verdict commented. What happened is collected as [`Done`] for
+//! [`super::record`].
+//!
+//! Not for: changing the state (everything learned here is recorded in phase 3, lease-checked).
+
+use super::claim::{Claimed, Work};
+use super::publish;
+use super::{Context, Failure, TickSummary};
+use crate::engine::tick_budget_spent;
+use crate::forge::github::GithubClient;
+use crate::git::Git;
+use crate::model::{Mode, RunId, Task, TaskId};
+use crate::prompt::Templates;
+use crate::runner::judge::{judge_run, JudgeResult};
+use crate::runner::planner::PlanResult;
+use crate::runner::work::{run_task, WorkResult};
+use crate::workspace::remove_leftovers;
+
+pub(super) enum Done {
+    Issue(TaskId, Result<u64, String>),
+    Work(TaskId, RunId, WorkResult),
+    Review(TaskId, RunId, JudgeResult),
+    Plan(PlanResult),
+    PullClosed(TaskId, u64, Result<(), String>),
+    /// A claimed run not started (the tick's budget was spent): back to the queue.
+    Unstarted(TaskId, RunId, String),
+}
+
+/// Runs the claimed work; with `fan_out` the claimed runs are listed in the summary's matrix
+/// instead of run here.
+pub(super) fn act(
+    ctx: &Context,
+    forge: Option<&GithubClient>,
+    claimed: Claimed,
+    fan_out: bool,
+    summary: &mut TickSummary,
+) -> Result<Vec<Done>, Failure> {
+    let Claimed {
+        work,
+        in_use,
+        executor_waits,
+        ..
+    } = claimed;
+    let git = Git::new(&ctx.repo);
+    if ctx.config.mode == Mode::LocalGit {
+        match remove_leftovers(&git, &in_use) {
+            Ok(removed) if !removed.is_empty() => summary.lines.push(format!(
+                "removed {} leftover worktree(s) of killed ticks",
+                removed.len()
+            )),
+            Ok(_) => {}
+            Err(e) => tracing::warn!("could not clean up worktrees: {e}"),
+        }
+    }
+    let templates = if work.is_empty() {
+        Templates::builtin()
+    } else {
+        Templates::load(&ctx.repo)
+    }
+    .map_err(|e| Failure::usage(e.to_string()))?;
+    let redactor = ctx.redactor();
+    let act = ctx.act(&templates, &redactor, &executor_waits);
+    let mut done = Vec::new();
+    // What the runs of this tick spent so far, for budget.per_tick_usd.
+    let mut tick_spend = 0.0;
+    for item in work {
+        match item {
+            Work::Run { task, run_id, .. } if fan_out => {
+                if let Some(m) = summary.matrix.as_mut() {
+                    m.push(serde_json::json!({ "task": task.id, "run": run_id }));
+                }
+            }
+            Work::Run {
+                task,
+                run_id,
+                history,
+            } => {
+                // budget.per_tick_usd: once this tick's runs spent it, the rest go back to the
+                // queue unstarted.
+                if let Some(why) = tick_budget_spent(&ctx.config.budget, tick_spend) {
+                    done.push(Done::Unstarted(task.id.clone(), run_id, why));
+                    continue;
+                }
+                let _span = tracing::info_span!("run", task = %task.id, run = %run_id).entered();
+                summary.started += 1;
+                let mut result = run_task(&act, &task, &run_id, &history);
+                if let (Some(client), true) = (
+                    forge,
+                    result.outcome.success && result.record.head_sha.is_some(),
+                ) {
+                    publish_run(ctx, client, &task, &run_id, &mut result);
+                    match (result.record.pr_number, task.source_pr) {
+                        (Some(_), None) => summary.prs_opened += 1,
+                        (Some(_), Some(_)) => summary.prs_updated += 1,
+                        (None, _) => {}
+                    }
+                }
+                tick_spend += result.record.cost_usd;
+                done.push(Done::Work(task.id.clone(), run_id, result));
+            }
+            Work::Review { task, run, reviews } => {
+                let _span = tracing::info_span!("review", task = %task.id, run = %run.id).entered();
+                let merger = forge.map(|client| publish::ApiMerger {
+                    client,
+                    method: ctx.config.merge.method,
+                    now: ctx.later(),
+                });
+                let result = judge_run(
+                    &act,
+                    &task,
+                    &run,
+                    reviews,
+                    merger
+                        .as_ref()
+                        .map(|m| m as &dyn crate::runner::judge::PullMerger),
+                );
+                if let (Some(client), Some(pr)) = (forge, run.pr_number) {
+                    // Visibility only: a comment that could not be posted loses no state.
+                    if let Err(e) = publish::post_verdict(
+                        client,
+                        ctx,
+                        pr,
+                        &task,
+                        run.id.as_str(),
+                        &result.conclusion,
+                    ) {
+                        tracing::warn!("could not comment the verdict on PR #{pr}: {e}");
+                    }
+                }
+                done.push(Done::Review(task.id.clone(), run.id.clone(), result));
+            }
+            Work::Plan(plan) => {
+                let _span = tracing::info_span!("plan").entered();
+                done.push(Done::Plan(plan.run(&act, ctx.now)));
+            }
+            Work::OpenIssue(task) => {
+                if let Some(client) = forge {
+                    let opened = publish::open_issue(client, ctx, &task).map_err(|e| e.to_string());
+                    done.push(Done::Issue(task.id.clone(), opened));
+                }
+            }
+            Work::ClosePull(task, pr, by) => {
+                if let Some(client) = forge {
+                    let closed = publish::close_superseded_pull(client, ctx, pr, &task, &by)
+                        .map_err(|e| e.to_string());
+                    done.push(Done::PullClosed(task, pr, closed));
+                }
+            }
+        }
+    }
+    Ok(done)
+}
+
+/// Opens or updates the task's PR (github mode); a failure fails the run, whose retry adopts
+/// the pushed commit and tries the PR again.
+pub(crate) fn publish_run(
+    ctx: &Context,
+    client: &GithubClient,
+    task: &Task,
+    run_id: &RunId,
+    result: &mut WorkResult,
+) {
+    let branch = result.record.branch.clone().unwrap_or_default();
+    let summary = result.record.summary.clone().unwrap_or_default();
+    match publish::publish_pull(client, ctx, task, run_id.as_str(), &branch, &summary) {
+        Ok(pr) => result.record.pr_number = Some(pr),
+        Err(e) => {
+            let message =
+                format!("the change is pushed, but its pull request could not be opened: {e}");
+            result.outcome = crate::engine::outcome::RunOutcome {
+                success: false,
+                failure_code: Some(crate::model::FailureCode::TransientOrFlakyFailure),
+                message: message.clone(),
+                no_changes: false,
+            };
+            result.record.error = Some(message);
+        }
+    }
+}

@@ -1,0 +1,269 @@
+//! Phase 1 of a tick, **claim** (DESIGN §3 step 4), under the state lock: the checks that must
+//! hold before anything is claimed, then load → `engine::plan` → `Store::apply_plan`, and the
+//! list of work the act phase will do. Only state changes here: on a state branch this may run
+//! again on fresher state after a lost race.
+//!
+//! Not for: running anything slow (agents, git work, the network) — that is [`super::act`].
+
+use super::{Context, Failure, PlanInputs};
+use crate::config::AgentRole;
+use crate::executor;
+use crate::git::Git;
+use crate::model::{Mode, Run, RunId, Task, TaskId, TaskKind};
+use crate::prompt::JudgeFeedback;
+use crate::runner::planner::{run_planner, PlanRequest, PlanResult};
+use crate::runner::Act;
+use crate::store::{Store, Writer};
+use crate::workspace::{task_branch, worktree_root};
+
+/// Checks that must hold before anything is claimed: a claim that cannot run only burns the
+/// task's retry budget.
+pub(super) fn preflight_checks(ctx: &Context) -> Result<(), Failure> {
+    let config = &ctx.config;
+    match config.mode {
+        Mode::Github => {
+            let branches = crate::workspace::Branches::new(&Git::new(&ctx.repo), &config.remote);
+            if branches.remote.is_none() {
+                return Err(Failure::usage(format!(
+                    "{}: `mode: github` pushes task branches to the remote `{}`, which {} does not have\n  fix: run in a clone of the repository (actions/checkout), or set `remote:`",
+                    ctx.config_source,
+                    config.remote,
+                    ctx.repo.display()
+                )));
+            }
+        }
+        Mode::LocalGit | Mode::Direct => {}
+    }
+    if !Git::is_repository(&ctx.repo) {
+        return Err(Failure::usage(format!(
+            "{} is not a git repository\n  fix: run `git init` and commit, or point --repo at a repository",
+            ctx.repo.display()
+        )));
+    }
+    let git = Git::new(&ctx.repo);
+    if git
+        .resolve(&format!("refs/heads/{}", config.base_branch))
+        .map_err(|e| Failure::tick(e.to_string()))?
+        .is_none()
+    {
+        return Err(Failure::usage(format!(
+            "{}: base branch `{}` does not exist in {}\n  fix: set `base_branch` to an existing branch (and make sure it has a commit)",
+            ctx.config_source,
+            config.base_branch,
+            ctx.repo.display()
+        )));
+    }
+    Ok(())
+}
+
+/// The agents this plan would start must be runnable: a claim that cannot run only burns the
+/// task's retry budget. Checked before anything is applied.
+pub(super) fn check_agents(
+    ctx: &Context,
+    snapshot: &crate::engine::Snapshot,
+    plan: &crate::engine::Plan,
+) -> Result<(), Failure> {
+    let mut roles = Vec::new();
+    for d in &plan.decisions {
+        let role = match &d.action {
+            crate::engine::Action::Claim { .. } => d
+                .task_id
+                .as_ref()
+                .and_then(|id| snapshot.tasks.iter().find(|t| &t.id == id))
+                .map(|t| AgentRole::Task(t.role)),
+            crate::engine::Action::Judge { .. }
+                if ctx.config.agents.effective(AgentRole::Judge).review =>
+            {
+                Some(AgentRole::Judge)
+            }
+            _ => None,
+        };
+        if let Some(role) = role.filter(|r| !roles.contains(r)) {
+            roles.push(role);
+        }
+    }
+    // A role may run when any executor of its chain can (issue 9 fallbacks).
+    for role in roles {
+        let chain = ctx.config.agents.chain(role);
+        let mut errors = Vec::new();
+        for agent in &chain {
+            match executor::build(agent, role, &ctx.repo) {
+                Ok(_) => break,
+                Err(e) => errors.push(e.to_string()),
+            }
+        }
+        if errors.len() == chain.len() {
+            let why = executor::none_usable(role, &chain, &errors);
+            return Err(Failure::usage(format!("{}: {why}", ctx.config_source)));
+        }
+    }
+    Ok(())
+}
+
+/// A claimed piece of work, with what the act phase needs to know about it.
+pub(super) enum Work {
+    Run {
+        task: Task,
+        run_id: RunId,
+        history: Vec<Run>,
+    },
+    Review {
+        task: Task,
+        run: Box<Run>,
+        reviews: u32,
+    },
+    Plan(Box<PlanWork>),
+    /// Open the GitHub issue mirroring a planned task.
+    OpenIssue(Task),
+    /// Close a PR whose goal is recreated: (task, PR, the recreating task).
+    ClosePull(TaskId, u64, TaskId),
+}
+
+/// What a planner run needs, read under the lock in the claim phase.
+pub struct PlanWork {
+    pub requirement: String,
+    pub inputs: PlanInputs,
+    pub existing: Vec<Task>,
+    pub feedback: Vec<JudgeFeedback>,
+}
+
+impl PlanWork {
+    /// Gathers the planner's inputs from the state and the repository.
+    pub fn gather(ctx: &Context, store: &Store) -> Result<Option<PlanWork>, Failure> {
+        let Some(requirement) = ctx.requirement_text().filter(|t| !t.trim().is_empty()) else {
+            return Ok(None);
+        };
+        let inputs = ctx.plan_inputs(&requirement);
+        let existing = store.list_tasks(&crate::store::TaskFilter::default())?;
+        let feedback = store
+            .recent_feedback(5)?
+            .into_iter()
+            .map(|f| JudgeFeedback {
+                task_title: f.task_title,
+                verdict: f.verdict,
+                summary: f.summary,
+                findings: f.findings,
+            })
+            .collect();
+        Ok(Some(PlanWork {
+            requirement,
+            inputs,
+            existing,
+            feedback,
+        }))
+    }
+
+    pub fn run(&self, act: &Act<'_>, now: crate::time::Timestamp) -> PlanResult {
+        run_planner(
+            act,
+            &PlanRequest {
+                requirement: &self.requirement,
+                requirement_hash: &self.inputs.requirement_hash,
+                base_head: &self.inputs.base_head,
+                signature: &self.inputs.signature,
+                agent: self.inputs.agent,
+                existing: &self.existing,
+                feedback: self.feedback.clone(),
+                now,
+            },
+        )
+    }
+}
+
+/// What the claim phase hands to the act phase.
+pub(super) struct Claimed {
+    /// The last heartbeat is an hour old (or missing): record one even if the tick is quiet.
+    pub(super) heartbeat_due: bool,
+    pub(super) decisions: usize,
+    pub(super) lines: Vec<String>,
+    pub(super) work: Vec<Work>,
+    pub(super) in_use: Vec<std::path::PathBuf>,
+    /// Executors parked on a quota, as the plan saw them: runs choose their executor with them.
+    pub(super) executor_waits: crate::engine::fallback::ExecutorWaits,
+}
+
+pub(super) fn claim(ctx: &Context, store: &mut Store) -> Result<Claimed, Failure> {
+    let writer = Writer {
+        tick_id: Some(&ctx.tick_id),
+        actor: ctx.agent_id.as_str(),
+        now: ctx.now,
+    };
+    let (snapshot, plan) = ctx.plan(store)?;
+    check_agents(ctx, &snapshot, &plan)?;
+    let mut lines = plan
+        .decisions
+        .iter()
+        .filter(|d| d.writes())
+        .map(|d| format!("[{}] {}", d.rule, crate::report::describe_action(d)))
+        .collect::<Vec<_>>();
+    let decisions = lines.len();
+    lines.extend(crate::report::why_idle(&plan, &snapshot.tasks));
+    let applied = store.apply_plan(&plan, writer)?;
+    let mut work = Vec::new();
+    for (task_id, run_id) in &applied.claims {
+        let task = store.task(task_id)?;
+        let history = store
+            .runs_of(task_id, 10)?
+            .into_iter()
+            .filter(|r| &r.id != run_id)
+            .collect();
+        work.push(Work::Run {
+            task,
+            run_id: run_id.clone(),
+            history,
+        });
+    }
+    for (task_id, run_id) in &applied.judge {
+        let task = store.task(task_id)?;
+        let Some(run) = store.run(run_id)? else {
+            continue;
+        };
+        let root = match (task.kind, &task.parent_task_id) {
+            (TaskKind::Autofix | TaskKind::AutofixConflict, Some(parent)) => parent.clone(),
+            _ => task.id.clone(),
+        };
+        let reviews = store.reviews_of_lineage(&root)?;
+        work.push(Work::Review {
+            task,
+            run: Box::new(run),
+            reviews,
+        });
+    }
+    if applied.start_planner {
+        if let Some(plan) = PlanWork::gather(ctx, store)? {
+            work.push(Work::Plan(Box::new(plan)));
+        }
+    }
+    for task_id in &applied.open_issues {
+        work.push(Work::OpenIssue(store.task(task_id)?));
+    }
+    for (task_id, pr, by) in &applied.close_pulls {
+        work.push(Work::ClosePull(task_id.clone(), *pr, by.clone()));
+    }
+    let heartbeat_due = store
+        .last_tick()?
+        .is_none_or(|t| ctx.now.minus(t.started_at) >= crate::time::HOUR);
+    Ok(Claimed {
+        heartbeat_due,
+        decisions,
+        lines,
+        work,
+        in_use: worktrees_in_use(ctx, store)?,
+        executor_waits: snapshot.observations.executor_waits.clone(),
+    })
+}
+
+/// Worktrees that leased tasks (of any tick) may be using right now.
+fn worktrees_in_use(ctx: &Context, store: &Store) -> Result<Vec<std::path::PathBuf>, Failure> {
+    let Ok(root) = worktree_root(&Git::new(&ctx.repo)) else {
+        return Ok(Vec::new());
+    };
+    let mut paths = Vec::new();
+    for (task_id, _) in store.leased_tasks()? {
+        let task = store.task(&task_id)?;
+        let name = task_branch(&task).replace('/', "__");
+        paths.push(root.join(&name));
+        paths.push(root.join(format!("review__{name}")));
+    }
+    Ok(paths)
+}

@@ -1,0 +1,166 @@
+//! One tick of the loop (DESIGN §3), the application layer between the command line and the
+//! edges: the [`Context`] a tick runs in (configuration, the time read once, who we are, the
+//! state and its compare-and-swap write loop), the observe step of github mode
+//! ([`observe`]), the three phases — [`claim`], [`act`], [`record`] — what a tick reports
+//! ([`report`]), and the work half of a fan-out ([`work`]).
+//!
+//! Every decision is the engine's; every effect goes through an edge (`store`, `statebranch`,
+//! `forge`, `runner`). Not for: argument parsing or printing (that is `cli`), or any rule.
+//!
+//! With `--dry-run` the command line stops after planning (`Context::plan` on a read-only
+//! copy of the state): nothing is written.
+
+mod act;
+mod claim;
+mod context;
+mod lock;
+pub mod observe;
+mod publish;
+mod record;
+mod report;
+pub mod status;
+pub mod work;
+
+use crate::forge::github::GithubClient;
+use crate::model::Mode;
+use crate::store::Writer;
+
+pub use crate::failure::Failure;
+pub use claim::PlanWork;
+pub use context::{Context, ContextOptions, PlanInputs};
+pub use lock::{process_alive, FileLock};
+pub use record::plan_line;
+pub use report::{report_tick, RunFailure, TickSummary};
+
+/// What a dry run sees of GitHub (github mode; nothing elsewhere): the tick's observe step
+/// (GETs only, conditional with the stored ETags) applied to `store`, which must be a copy in
+/// memory, so the plan made from it shows what a real tick would import. Returns the lines a
+/// tick would print for it.
+pub fn observe_into(
+    ctx: &Context,
+    store: &mut crate::store::Store,
+) -> Result<Vec<String>, Failure> {
+    match ctx.config.mode {
+        Mode::Github => {
+            let client = GithubClient::from_env(None, |k| std::env::var(k).ok()).map_err(|e| {
+                Failure::usage(format!(
+                    "{e}\n  or: `opentiger tick --dry-run --offline` plans from the state alone"
+                ))
+            })?;
+            let seen = observe::observe(ctx, &client, store)?;
+            let writer = Writer {
+                tick_id: Some(&ctx.tick_id),
+                actor: ctx.agent_id.as_str(),
+                now: ctx.now,
+            };
+            seen.apply(ctx, store, writer)
+        }
+        Mode::LocalGit | Mode::Direct => Ok(Vec::new()),
+    }
+}
+
+pub fn tick(ctx: &Context) -> Result<TickSummary, Failure> {
+    tick_with(ctx, false)
+}
+
+/// One tick; with `fan_out` the claimed runs are listed in the summary's matrix, not run.
+pub fn tick_with(ctx: &Context, fan_out: bool) -> Result<TickSummary, Failure> {
+    claim::preflight_checks(ctx)?;
+    let span = tracing::info_span!("tick", id = %ctx.tick_id);
+    let _enter = span.enter();
+    let mut summary = TickSummary {
+        tick_id: ctx.tick_id.to_string(),
+        matrix: fan_out.then(Vec::new),
+        ..TickSummary::default()
+    };
+
+    // github mode: observe GitHub first (conditional requests; nothing locked meanwhile).
+    let forge = match ctx.config.mode {
+        Mode::Github => Some(
+            GithubClient::from_env(None, |k| std::env::var(k).ok())
+                .map_err(|e| Failure::usage(e.to_string()))?,
+        ),
+        Mode::LocalGit | Mode::Direct => None,
+    };
+    let observed = match &forge {
+        Some(client) => Some(observe::observe(ctx, client, &ctx.read_store()?)?),
+        None => None,
+    };
+    if let Some(until) = observed.as_ref().and_then(|o| o.wait_until) {
+        // A rate limit is a wait, not an error: remember it and stop here (exit 0).
+        let writer = Writer {
+            tick_id: Some(&ctx.tick_id),
+            actor: ctx.agent_id.as_str(),
+            now: ctx.now,
+        };
+        let lines = ctx.write_state("rate limit", |store| {
+            observed
+                .as_ref()
+                .map_or(Ok(Vec::new()), |o| o.apply(ctx, store, writer))
+        })?;
+        summary.lines = lines;
+        summary.lines.push(format!(
+            "waiting for GitHub's rate limit until {until}: nothing else done this tick"
+        ));
+        return Ok(summary);
+    }
+
+    // Phase 1: claim. On a state branch this may run again on fresher state if another tick
+    // saved first; it only changes state.
+    let mut claimed = ctx.write_state("claim", |store| {
+        let mut lines = match &observed {
+            Some(o) => o.apply(
+                ctx,
+                store,
+                Writer {
+                    tick_id: Some(&ctx.tick_id),
+                    actor: ctx.agent_id.as_str(),
+                    now: ctx.now,
+                },
+            )?,
+            None => Vec::new(),
+        };
+        let mut claimed = claim::claim(ctx, store)?;
+        lines.append(&mut claimed.lines);
+        claimed.lines = lines;
+        Ok(claimed)
+    })?;
+    summary.requests = forge.as_ref().map_or(0, |c| c.requests.get());
+    summary.decisions = claimed.decisions;
+    summary.lines = std::mem::take(&mut claimed.lines);
+    let heartbeat_due = claimed.heartbeat_due;
+    summary.claimed = claimed
+        .work
+        .iter()
+        .filter(|w| matches!(w, claim::Work::Run { .. }))
+        .count();
+    summary.judged = claimed
+        .work
+        .iter()
+        .filter(|w| matches!(w, claim::Work::Review { .. }))
+        .count();
+
+    // A quiet tick (nothing decided, nothing to run) stops here: nothing to record, nothing to
+    // push, unless the hourly heartbeat is due.
+    if summary.decisions == 0 && claimed.work.is_empty() && !heartbeat_due {
+        return Ok(summary);
+    }
+
+    let done = act::act(ctx, forge.as_ref(), claimed, fan_out, &mut summary)?;
+
+    // Phase 3: record, on the latest state, only where our leases still hold.
+    let now = ctx.later();
+    let recorded = ctx.record_state("record", |store| {
+        record::record(ctx, store, &done, now, &summary)
+    })?;
+    summary.lines.extend(recorded.lines);
+    summary.stray = recorded.stray;
+    if summary.claimed > 0 {
+        summary.spend_today = Some((recorded.spent_today, ctx.config.budget.per_day_usd));
+    }
+    summary.tasks_done = recorded.tasks_done;
+    summary.merged = recorded.merged;
+    summary.spend_usd = recorded.spend_usd;
+    summary.failures = recorded.failures;
+    Ok(summary)
+}

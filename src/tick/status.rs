@@ -1,0 +1,82 @@
+//! The status view and the dashboard of this moment, built from the state and the plan the
+//! engine makes of it: what `status` prints, and what a tick's job summary and dashboard issue
+//! show. Rendering to text and markdown is the `report` module's.
+
+use super::{Context, Failure};
+use crate::prompt::Templates;
+use crate::report::board::{render, BoardView, TickLines};
+use crate::report::{self, RunView, StatusView};
+use crate::store::{Store, TaskFilter};
+
+/// The dashboard's markdown: active tasks and the last few finished ones.
+pub fn board_markdown(ctx: &Context, store: &Store) -> Result<String, Failure> {
+    let (board, _) = board(ctx, store, None)?;
+    Ok(board)
+}
+
+/// The dashboard and, given what a tick did, the job summary around it.
+pub fn board(
+    ctx: &Context,
+    store: &Store,
+    tick: Option<TickLines>,
+) -> Result<(String, Option<String>), Failure> {
+    let mut view = view(ctx, store, false)?;
+    let (_, plan) = ctx.plan(store)?;
+    for task in store.recently_finished(10)? {
+        view.tasks.push(report::task_view(&task, &plan));
+    }
+    let templates = Templates::load(&ctx.repo).map_err(|e| Failure::usage(e.to_string()))?;
+    let board = BoardView::of(&view, ctx.config.mode.as_str());
+    let redactor = ctx.redactor();
+    let (dashboard, summary) =
+        render(&templates, &board, tick).map_err(|e| Failure::usage(e.to_string()))?;
+    Ok((
+        redactor.redact(&dashboard),
+        summary.map(|s| redactor.redact(&s)),
+    ))
+}
+
+/// What `status` shows.
+pub fn view(ctx: &Context, store: &Store, all: bool) -> Result<StatusView, Failure> {
+    let (_, plan) = ctx.plan(store)?;
+    let tasks = store.list_tasks(&TaskFilter {
+        status: None,
+        include_terminal: all,
+    })?;
+    Ok(StatusView {
+        now: ctx.now,
+        counts: store.status_counts()?,
+        preflight: format!(
+            "{} [{}]: {}",
+            plan.preflight.class,
+            plan.preflight.inputs.flags(),
+            plan.preflight.summary
+        ),
+        next: plan.preflight.summary.clone(),
+        tasks: tasks
+            .iter()
+            .map(|t| {
+                let mut view = report::task_view(t, &plan);
+                view.checks = t
+                    .source_pr
+                    .and_then(|pr| store.pull_checks(pr).ok().flatten())
+                    .map(|(_, c)| c.state);
+                view
+            })
+            .collect(),
+        runs: store.recent_runs(10)?.iter().map(RunView::of).collect(),
+        last_tick: store.last_tick()?,
+        ignored_issues: store
+            .cursor("import:skipped")?
+            .body
+            .and_then(|b| serde_json::from_str(&b).ok())
+            .unwrap_or_default(),
+        spend: report::SpendView {
+            today_usd: store.spend_on(&ctx.now.day())?,
+            per_day_usd: ctx.config.budget.per_day_usd,
+            per_task_usd: ctx.config.budget.per_task_usd,
+            per_tick_usd: ctx.config.budget.per_tick_usd,
+        },
+        parked_executors: report::parked_executors(&plan),
+    })
+}

@@ -1,0 +1,122 @@
+//! `opentiger work --run ID`: the work half of a fan-out (DESIGN §3 "Scaling out"). A
+//! `tick --fan-out N` claims runs under a `fanout:<tick>` lease and prints them as a job matrix;
+//! each matrix job takes one run's lease over (so its own end, not the claim job's, is what
+//! recovery watches), runs the task like a tick would, and records the outcome.
+//!
+//! A job retried after its run was recorded does nothing; a run whose lease expired or was
+//! taken by someone else is refused: only one process ever works on a run.
+
+use super::{act::publish_run, Context, Failure};
+use crate::engine::outcome::{decide_outcome, RunExecutors};
+use crate::forge::github::GithubClient;
+use crate::model::{Mode, RunId, TickId};
+use crate::prompt::Templates;
+use crate::runner::work::run_task;
+use crate::store::{Handover, Recorded, Writer, FAN_OUT_PREFIX};
+
+/// The lease holder of a fan-out's claims.
+pub fn fan_out_holder(tick: &TickId) -> crate::model::AgentId {
+    crate::model::AgentId::from(format!("{FAN_OUT_PREFIX}{tick}").as_str())
+}
+
+/// What `work --run` did with its run.
+pub enum WorkDone {
+    /// A retried job: the run was recorded already, with this status.
+    AlreadyRecorded(String),
+    /// The run was worked and its outcome recorded.
+    Recorded {
+        /// `<task> "<title>": <from> → <to>`.
+        line: String,
+        /// The run's failure message (redacted), when it failed.
+        failure: Option<String>,
+        /// The lease moved on meanwhile: the outcome was not applied (its holder, if any).
+        stray: Option<Option<String>>,
+    },
+}
+
+/// Takes over one fan-out run's lease, works on it like a tick would, and records it.
+pub fn work_run(ctx: &Context, run_id: &RunId) -> Result<WorkDone, Failure> {
+    let run_id = run_id.clone();
+    let writer = Writer {
+        tick_id: Some(&ctx.tick_id),
+        actor: ctx.agent_id.as_str(),
+        now: ctx.now,
+    };
+    let forge = match ctx.config.mode {
+        Mode::Github => Some(
+            GithubClient::from_env(None, |k| std::env::var(k).ok())
+                .map_err(|e| Failure::usage(e.to_string()))?,
+        ),
+        Mode::LocalGit | Mode::Direct => None,
+    };
+    let handover = ctx.write_state("take over the run", |store| {
+        Ok(store.take_over_lease(&run_id, ctx.agent_id.as_str(), writer)?)
+    })?;
+    let task_id = match handover {
+        Handover::Taken(task) => task,
+        Handover::Finished(status) => return Ok(WorkDone::AlreadyRecorded(status.to_string())),
+        Handover::Held(holder) => {
+            return Err(Failure {
+                code: 3,
+                message: format!(
+                    "run {run_id} is not waiting for a work job: its lease is {}. Nothing was done; the next tick recovers it if it is stuck",
+                    holder.map_or("gone (expired and reclaimed)".to_string(), |h| format!("held by {h}"))
+                ),
+            })
+        }
+        Handover::Unknown => {
+            return Err(Failure::usage(format!(
+                "no run {run_id} in the state: pass an id from the matrix `opentiger tick --fan-out N` printed"
+            )))
+        }
+    };
+    let store = ctx.read_store()?;
+    let task = store.task(&task_id)?;
+    let history: Vec<_> = store
+        .runs_of(&task_id, 10)?
+        .into_iter()
+        .filter(|r| r.id != run_id)
+        .collect();
+    let executor_waits = store.executor_waits()?;
+    drop(store);
+
+    let templates = Templates::load(&ctx.repo).map_err(|e| Failure::usage(e.to_string()))?;
+    let redactor = ctx.redactor();
+    let act = ctx.act(&templates, &redactor, &executor_waits);
+    let mut result = run_task(&act, &task, &run_id, &history);
+    if let (Some(client), true) = (
+        &forge,
+        result.outcome.success && result.record.head_sha.is_some(),
+    ) {
+        publish_run(ctx, client, &task, &run_id, &mut result);
+    }
+
+    let now = ctx.later();
+    let writer = Writer { now, ..writer };
+    let (line, recorded) = ctx.record_state("record the run", |store| {
+        let task = store.task(&task_id)?;
+        let waits = store.executor_waits()?;
+        let executors = RunExecutors {
+            used: result.record.executor_use.as_ref(),
+            waits: &waits,
+        };
+        let decision = decide_outcome(&task, &result.outcome, &executors, &ctx.config, now);
+        let line = format!(
+            "{} {:?}: {} → {}",
+            task.id,
+            crate::report::truncate(&task.title, 50),
+            task.state(),
+            decision.to
+        );
+        let recorded = store.record_run(&task_id, &run_id, &result.record, &decision, writer)?;
+        Ok((line, recorded))
+    })?;
+    Ok(WorkDone::Recorded {
+        line,
+        failure: (!result.outcome.success).then(|| result.outcome.message.clone()),
+        stray: match recorded {
+            Recorded::Stray { holder } => Some(holder),
+            Recorded::Applied => None,
+        },
+    })
+}

@@ -1,0 +1,254 @@
+//! The shape of the code, checked (ARCHITECTURE.md, issue 13): the engine reads only the model,
+//! the configuration and the time; nothing imports the command line; no two modules import each
+//! other. Reads `src/` as text: what counts is every `crate::`/`super::` path in code that ships
+//! (comments and `#[cfg(test)]` modules left out).
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::{Path, PathBuf};
+
+/// A module, as its path below `src/` without the extension: `["engine", "gate"]`.
+type ModPath = Vec<String>;
+
+struct Source {
+    module: ModPath,
+    code: String,
+}
+
+fn sources() -> Vec<Source> {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+    let mut files = Vec::new();
+    collect(&root, &mut files);
+    files
+        .into_iter()
+        .filter_map(|path| {
+            let rel = path.strip_prefix(&root).ok()?.with_extension("");
+            let mut module: ModPath = rel
+                .components()
+                .map(|c| c.as_os_str().to_string_lossy().into_owned())
+                .collect();
+            if module.last().is_some_and(|m| m == "mod") {
+                module.pop();
+            }
+            if module.first().is_some_and(|m| m == "main" || m == "lib") {
+                return None;
+            }
+            // Test-only files (`dispatch_tests.rs`, `tests.rs`) are not part of what ships.
+            if module
+                .last()
+                .is_some_and(|m| m == "tests" || m.ends_with("_tests"))
+            {
+                return None;
+            }
+            let text = std::fs::read_to_string(&path).ok()?;
+            Some(Source {
+                module,
+                code: shipped_code(&text),
+            })
+        })
+        .collect()
+}
+
+fn collect(dir: &Path, out: &mut Vec<PathBuf>) {
+    for entry in std::fs::read_dir(dir).expect("src/ is readable").flatten() {
+        let path = entry.path();
+        if path.is_dir() {
+            collect(&path, out);
+        } else if path.extension().is_some_and(|e| e == "rs") {
+            out.push(path);
+        }
+    }
+}
+
+/// The file without comments and without what follows its first `#[cfg(test)]` (test modules
+/// sit at the end of a file here).
+fn shipped_code(text: &str) -> String {
+    let code = text.split("#[cfg(test)]").next().unwrap_or("");
+    code.lines()
+        .map(|line| match line.find("//") {
+            Some(at) => &line[..at],
+            None => line,
+        })
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+/// The modules a file names: `crate::a::b` gives `[a, b]`; `super::b` and `use super::{b, c}`
+/// give siblings. Identifiers only (lower case: modules, not types).
+fn named_paths(source: &Source) -> Vec<ModPath> {
+    let mut out = Vec::new();
+    let code = &source.code;
+    let parent: ModPath = source.module[..source.module.len() - 1].to_vec();
+    for (at, _) in code.match_indices("crate::") {
+        if at > 0 && is_ident_byte(code.as_bytes()[at - 1]) {
+            continue;
+        }
+        let rest = &code[at + "crate::".len()..];
+        out.push(module_words(rest));
+    }
+    for (at, _) in code.match_indices("super::") {
+        if at > 0 && (is_ident_byte(code.as_bytes()[at - 1]) || code[..at].ends_with("super::")) {
+            continue;
+        }
+        let rest = &code[at + "super::".len()..];
+        if let Some(group) = rest.strip_prefix('{') {
+            let end = group.find('}').unwrap_or(group.len());
+            for item in group[..end].split(',') {
+                let words = module_words(item.trim());
+                if !words.is_empty() {
+                    out.push(parent.iter().cloned().chain(words).collect());
+                }
+            }
+        } else {
+            let words = module_words(rest);
+            out.push(parent.iter().cloned().chain(words).collect());
+        }
+    }
+    out
+}
+
+fn is_ident_byte(b: u8) -> bool {
+    b.is_ascii_alphanumeric() || b == b'_'
+}
+
+/// The leading `a::b::c` of `text`, lower-case words only.
+fn module_words(text: &str) -> ModPath {
+    let mut words = Vec::new();
+    let mut rest = text;
+    loop {
+        let len = rest.bytes().take_while(|b| is_ident_byte(*b)).count();
+        let word = &rest[..len];
+        if word.is_empty() || !word.bytes().next().is_some_and(|b| b.is_ascii_lowercase()) {
+            break;
+        }
+        words.push(word.to_string());
+        match rest[len..].strip_prefix("::") {
+            Some(next) => rest = next,
+            None => break,
+        }
+    }
+    words
+}
+
+/// The module tree, to tell a module from a function or constant of the same spelling.
+fn module_set(sources: &[Source]) -> BTreeSet<ModPath> {
+    let mut set = BTreeSet::new();
+    for s in sources {
+        for n in 1..=s.module.len() {
+            set.insert(s.module[..n].to_vec());
+        }
+    }
+    set
+}
+
+/// Edges between sibling modules (same parent, the top level included): a file in `a/x` naming
+/// `a/y/...` makes `a/x → a/y`; naming `b/...` at the top makes `a → b`.
+fn edges(sources: &[Source]) -> BTreeMap<ModPath, BTreeSet<ModPath>> {
+    let modules = module_set(sources);
+    let mut edges: BTreeMap<ModPath, BTreeSet<ModPath>> = BTreeMap::new();
+    for source in sources {
+        for path in named_paths(source) {
+            // The longest prefix of the path that is a module.
+            let Some(target) = (1..=path.len())
+                .rev()
+                .map(|n| path[..n].to_vec())
+                .find(|p| modules.contains(p))
+            else {
+                continue;
+            };
+            // The first level where the two differ: those two siblings depend.
+            let common = source
+                .module
+                .iter()
+                .zip(&target)
+                .take_while(|(a, b)| a == b)
+                .count();
+            if common >= source.module.len() || common >= target.len() {
+                continue; // a module naming itself, a parent or a child of itself
+            }
+            edges
+                .entry(source.module[..=common].to_vec())
+                .or_default()
+                .insert(target[..=common].to_vec());
+        }
+    }
+    edges
+}
+
+#[test]
+fn the_engine_reads_only_the_model_the_configuration_and_the_time() {
+    let allowed = ["engine", "model", "config", "time"];
+    let mut offenders = Vec::new();
+    for source in sources().iter().filter(|s| s.module[0] == "engine") {
+        for path in named_paths(source) {
+            if let Some(top) = path.first() {
+                if !allowed.contains(&top.as_str()) {
+                    offenders.push(format!(
+                        "src/{}: crate::{}",
+                        source.module.join("/"),
+                        path.join("::")
+                    ));
+                }
+            }
+        }
+    }
+    assert!(
+        offenders.is_empty(),
+        "src/engine may use only model, config and time; move the data into `model` or the rule next to its data:\n{}",
+        offenders.join("\n")
+    );
+}
+
+#[test]
+fn nothing_imports_the_command_line() {
+    let mut offenders = Vec::new();
+    for source in sources().iter().filter(|s| s.module[0] != "cli") {
+        for path in named_paths(source) {
+            if path.first().is_some_and(|m| m == "cli") {
+                offenders.push(format!("src/{}", source.module.join("/")));
+            }
+        }
+    }
+    assert!(
+        offenders.is_empty(),
+        "`cli` is the outermost layer; these import it: {offenders:?}"
+    );
+}
+
+#[test]
+fn no_two_modules_import_each_other() {
+    let edges = edges(&sources());
+    let mut cycles = Vec::new();
+    for (from, targets) in &edges {
+        for to in targets {
+            if from < to && edges.get(to).is_some_and(|back| back.contains(from)) {
+                cycles.push(format!("{} <-> {}", from.join("/"), to.join("/")));
+            }
+        }
+    }
+    assert!(
+        cycles.is_empty(),
+        "modules that import each other: {cycles:?}"
+    );
+}
+
+#[test]
+fn the_checker_sees_imports_it_must_see() {
+    // The rules above pass vacuously if the parser finds nothing: check it on known arrows.
+    let edges = edges(&sources());
+    let has = |a: &[&str], b: &[&str]| {
+        let a: ModPath = a.iter().map(|s| s.to_string()).collect();
+        let b: ModPath = b.iter().map(|s| s.to_string()).collect();
+        edges.get(&a).is_some_and(|t| t.contains(&b))
+    };
+    assert!(has(&["cli"], &["tick"]), "cli → tick");
+    assert!(has(&["tick"], &["engine"]), "tick → engine");
+    assert!(has(&["engine"], &["model"]), "engine → model");
+    assert!(
+        has(&["tick", "act"], &["tick", "claim"]),
+        "tick/act → tick/claim"
+    );
+    assert!(
+        has(&["executor", "adapter"], &["executor", "report"]),
+        "executor/adapter → executor/report"
+    );
+}
