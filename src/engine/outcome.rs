@@ -5,11 +5,15 @@
 //!   of the role's chain is free, the task is queued again at once for it (no quota wait
 //!   spent); else `blocked(quota_wait)` with the backoff of spec §3.4 (retry hints win), or
 //!   until another executor is free if that is sooner, bounded by `retry.quota.max_waits`;
+//! - an `agent_config` failure (issue 18: no key, an invalid one, not logged in, an unknown
+//!   model) → the executor is parked until its configuration changes or a person retries; when
+//!   another executor of the chain is free the task is queued again at once for it, else
+//!   `blocked(awaiting_human)` at once with the fix: never retried as it is;
 //! - any other failure → `failed`, which recovery classifies and retries within its budget.
 
 use super::backoff::{quota_cooldown_ms, QuotaBackoff};
-use super::classify::is_quota_message;
-use super::fallback::{after_quota, ExecutorUse, ExecutorWait, ExecutorWaits};
+use super::classify::{is_agent_config_message, is_quota_message};
+use super::fallback::{after_config, after_quota, ExecutorUse, ExecutorWait, ExecutorWaits};
 use crate::config::Config;
 use crate::model::{
     AttemptKey, Attempts, BlockReason, FailureCode, Mode, RunStatus, Task, TaskState,
@@ -127,15 +131,24 @@ pub fn decide_outcome(
             executor: executors.cleared(),
         };
     }
+    // The agent's own failure: a verification command's output or a forge error after the agent
+    // finished says nothing about the agent's key, quota or configuration.
+    let agents_failure = matches!(
+        outcome.failure_code,
+        None | Some(FailureCode::QuotaFailure | FailureCode::ExecutionFailed)
+    );
+    let config_error = outcome.failure_code == Some(FailureCode::AgentConfig)
+        || (agents_failure
+            && outcome.failure_code != Some(FailureCode::QuotaFailure)
+            && is_agent_config_message(&outcome.message));
+    if config_error {
+        return config_outcome(task, outcome, executors, now);
+    }
     let quota = outcome.failure_code == Some(FailureCode::QuotaFailure)
         || is_quota_message(&outcome.message);
     if quota {
         // Only the agent's own failure parks its executor: a quota phrase in a verification
         // command's output, or in a forge error after the agent finished, is not its provider's.
-        let agents_failure = matches!(
-            outcome.failure_code,
-            None | Some(FailureCode::QuotaFailure | FailureCode::ExecutionFailed)
-        );
         let after = executors.used.filter(|_| agents_failure).and_then(|used| {
             let why = format!("task {}: {}", task.id, first_line(&outcome.message));
             let backoff = config.quota_backoff();
@@ -218,6 +231,65 @@ pub fn decide_outcome(
         next_attempt_at: None,
         reason: format!("run failed ({code}): {}", first_line(&outcome.message)),
         executor: executors.cleared(),
+    }
+}
+
+/// Issue 18: the agent cannot reach its model as configured. Another run of the same executor
+/// fails the same way, so it is parked (for every role using it) and the task goes to a free
+/// fallback at once, or to a person with the fix the runner wrote into the message.
+fn config_outcome(
+    task: &Task,
+    outcome: &RunOutcome,
+    executors: &RunExecutors<'_>,
+    now: Timestamp,
+) -> OutcomeDecision {
+    let why = format!("task {}: {}", task.id, first_line(&outcome.message));
+    let after = executors
+        .used
+        .and_then(|used| after_config(used, executors.waits, why, now));
+    let park = after.as_ref().map(|a| ExecutorChange::Park {
+        key: a.key.clone(),
+        wait: a.park.clone(),
+    });
+    if let Some((a, (index, next))) = after.as_ref().and_then(|a| Some((a, a.next.clone()?))) {
+        let which = if index == 0 {
+            "the primary".to_string()
+        } else {
+            format!("fallback {index}")
+        };
+        return OutcomeDecision {
+            run_status: RunStatus::Failed,
+            failure_code: Some(FailureCode::AgentConfig),
+            to: TaskState::QUEUED,
+            attempts: None,
+            next_attempt_at: Some(None),
+            reason: format!(
+                "agent_config: executor {} cannot reach its model as configured and waits until its configuration changes; queued again at once for {next} ({which}): {}",
+                a.key,
+                first_line(&outcome.message)
+            ),
+            executor: park,
+        };
+    }
+    let fix = outcome
+        .message
+        .lines()
+        .map(str::trim)
+        .find(|l| l.starts_with("fix:"))
+        .map(|l| format!("; {l}"))
+        .unwrap_or_default();
+    OutcomeDecision {
+        run_status: RunStatus::Failed,
+        failure_code: Some(FailureCode::AgentConfig),
+        to: TaskState::blocked(BlockReason::AwaitingHuman),
+        attempts: Some(task.attempts.bumped(AttemptKey::AgentConfig)),
+        next_attempt_at: Some(None),
+        reason: format!(
+            "agent_config (not retried): {}{fix}; then `opentiger task retry {}`",
+            first_line(&outcome.message),
+            task.id
+        ),
+        executor: park,
     }
 }
 
@@ -358,10 +430,12 @@ mod tests {
                 ChainEntry {
                     key: "claude-code".into(),
                     available: true,
+                    config: String::new(),
                 },
                 ChainEntry {
                     key: "codex".into(),
                     available,
+                    config: String::new(),
                 },
             ]
         };
@@ -370,6 +444,7 @@ mod tests {
                 until: at(minutes),
                 hits: 1,
                 reason: "earlier".into(),
+                config: None,
             };
             [(key.to_string(), wait)].into_iter().collect()
         };
@@ -393,6 +468,7 @@ mod tests {
                     until: at(minutes),
                     hits,
                     reason: "task a: rate limit exceeded, retry in 600s".into(),
+                    config: None,
                 },
             })
         };
@@ -448,6 +524,80 @@ mod tests {
             if to == TaskState::QUEUED {
                 assert_eq!(d.attempts, None, "{name}: no quota wait spent");
                 assert_eq!(d.failure_code, Some(FailureCode::QuotaFailure), "{name}");
+            }
+        }
+    }
+
+    /// Issue 18: a configuration error is never retried as it is: the executor is parked for its
+    /// configuration, a free fallback takes the task at once, else a person gets the fix.
+    #[test]
+    fn config_errors_go_to_a_fallback_or_a_person_at_once() {
+        use crate::engine::fallback::ChainEntry;
+        let config = Config {
+            mode: Mode::LocalGit,
+            ..Config::default()
+        };
+        let entry = |key: &str| ChainEntry {
+            key: key.into(),
+            available: true,
+            config: format!("{key}-fp"),
+        };
+        let message = "the agent cannot reach its model as configured (claude-code): Not logged in · Please run /login\n  fix: set ANTHROPIC_API_KEY in the workflow's env";
+        let reported = outcome(false, Some(FailureCode::AgentConfig), message);
+        // A command agent's output, classified from its words.
+        let printed = outcome(
+            false,
+            Some(FailureCode::ExecutionFailed),
+            "the agent exited with code 1\nNot logged in · Please run /login",
+        );
+        // The same words in a test's output are not the agent's configuration.
+        let in_tests = outcome(
+            false,
+            Some(FailureCode::VerificationCommandFailed),
+            "Not logged in · Please run /login",
+        );
+        type Case = (
+            &'static str,
+            RunOutcome,
+            usize,
+            TaskState,
+            &'static str,
+            Option<&'static str>,
+        );
+        #[rustfmt::skip]
+        let cases: Vec<Case> = vec![
+            ("alone: a person, with the fix", reported.clone(), 1, TaskState::blocked(BlockReason::AwaitingHuman),
+                "agent_config (not retried): the agent cannot reach its model as configured (claude-code): Not logged in · Please run /login; fix: set ANTHROPIC_API_KEY in the workflow's env; then `opentiger task retry a`",
+                Some("claude-code")),
+            ("a fallback takes over", reported, 2, TaskState::QUEUED,
+                "agent_config: executor claude-code cannot reach its model as configured and waits until its configuration changes; queued again at once for codex (fallback 1)",
+                Some("claude-code")),
+            ("classified from a command's output", printed, 1, TaskState::blocked(BlockReason::AwaitingHuman), "agent_config (not retried)", Some("claude-code")),
+            ("not from a verification command", in_tests, 1, TaskState::FAILED, "run failed", None),
+        ];
+        for (name, outcome, len, to, reason, parked) in cases {
+            let used = ExecutorUse {
+                chain: vec![entry("claude-code"), entry("codex")][..len].to_vec(),
+                index: 0,
+            };
+            let waits = ExecutorWaits::new();
+            let executors = RunExecutors {
+                used: Some(&used),
+                waits: &waits,
+            };
+            let d = decide_outcome(&task("a"), &outcome, &executors, &config, NOW);
+            assert_eq!(d.to, to, "{name}: {}", d.reason);
+            assert!(d.reason.contains(reason), "{name}: {}", d.reason);
+            match (&d.executor, parked) {
+                (Some(ExecutorChange::Park { key, wait }), Some(k)) => {
+                    assert_eq!(key, k, "{name}");
+                    assert_eq!(wait.config.as_deref(), Some("claude-code-fp"), "{name}");
+                }
+                (None, None) => {}
+                (other, _) => panic!("{name}: {other:?}"),
+            }
+            if to != TaskState::FAILED {
+                assert_eq!(d.failure_code, Some(FailureCode::AgentConfig), "{name}");
             }
         }
     }

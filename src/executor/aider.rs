@@ -34,6 +34,8 @@ pub const CLI: Cli = Cli {
         "OPENROUTER_API_KEY",
         "GEMINI_API_KEY",
     ],
+    // aider also reads keys from these files in the home folder.
+    logins: &[".env", ".aider.conf.yml"],
 };
 
 const FLAGS: &[&str] = &[

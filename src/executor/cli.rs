@@ -33,8 +33,12 @@ pub struct Cli {
     pub program: &'static str,
     /// The command that installs it.
     pub install: &'static str,
-    /// Variables that give it a model (any one will do); `doctor` checks one is set and passed.
+    /// Variables that give it a model (any one will do); `doctor` checks one is set and passed,
+    /// and a tick does not start it without one (issue 18) unless it has a login.
     pub keys: &'static [&'static str],
+    /// Files under `$HOME` where the CLI keeps a login made by hand (`claude /login`, `codex
+    /// login`): with one, it may run without a key in its environment.
+    pub logins: &'static [&'static str],
 }
 
 /// What a CLI adapter needs from `agents.<role>`, resolved.

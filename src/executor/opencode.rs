@@ -33,6 +33,7 @@ pub const CLI: Cli = Cli {
         "OPENROUTER_API_KEY",
         "GEMINI_API_KEY",
     ],
+    logins: &[".local/share/opencode/auth.json"],
 };
 
 pub struct Opencode {
@@ -226,7 +227,7 @@ mod tests {
             ("success.jsonl", 100, true, None, Some(0.0108), (1500, 420), Some("Added subtraction")),
             ("rate_limited_429.jsonl", 100, false,
                 Some(K::Quota { retry_hint: Some("resets at 00:00 UTC".into()) }), None, (0, 0), None),
-            ("provider_error.jsonl", 100, false, Some(K::Error), None, (0, 0), None),
+            ("provider_error.jsonl", 100, false, Some(K::Config), None, (0, 0), None),
             ("tool_loop.jsonl", 3, true, Some(K::MaxTurns), Some(0.0432), (6000, 1680), None),
             ("tool_loop.jsonl", 100, true, None, Some(0.0432), (6000, 1680), None),
         ];

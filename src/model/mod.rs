@@ -8,6 +8,7 @@ mod forge;
 pub mod graph;
 mod ids;
 mod plan;
+mod agent_config;
 mod quota;
 pub mod text;
 mod transition;
@@ -22,6 +23,7 @@ use crate::time::Timestamp;
 pub use forge::{AuthorAssociation, Checks, Issue, IssueEvent, PullRequest};
 pub use ids::{short_hash, AgentId, RunId, TaskId, TickId};
 pub use plan::{PlanHistory, PlanRecord, PlanStatus};
+pub use agent_config::is_agent_config_message;
 pub use quota::is_quota_message;
 pub use transition::{check_transition, IllegalTransition, TaskState};
 pub use vocab::{
