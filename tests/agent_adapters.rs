@@ -22,6 +22,8 @@ use opentiger::time::Timestamp;
 use common::{minute, GitRepo, Setup};
 
 const WORKER: AgentRole = AgentRole::Task(Role::Worker);
+/// The key a whole tick gives a fake `claude` (it is not started without one).
+const KEY: &[(&str, &str)] = &[("ANTHROPIC_API_KEY", "sk-ant-test-key")];
 const PROMPT: &str = "# Task\nAdd subtraction.\n";
 
 /// One run of an adapter against the fake CLI, and what the fake recorded.
@@ -224,7 +226,7 @@ fn claude_code_errors_reported_with_any_exit_code_are_failures() {
     let cases = [
         ("claude-code/rate_limited_429.json", 1, "quota"),
         ("claude-code/max_turns.json", 1, "turns"),
-        ("claude-code/not_logged_in.json", 0, "error"),
+        ("claude-code/not_logged_in.json", 0, "config"),
     ];
     for (fixture, code, kind) in cases {
         let run = FakeRun::new("claude", fixture, code);
@@ -235,9 +237,60 @@ fn claude_code_errors_reported_with_any_exit_code_are_failures() {
             Some(AgentFailureKind::Quota { .. }) => "quota",
             Some(AgentFailureKind::MaxTurns) => "turns",
             Some(AgentFailureKind::Error) => "error",
+            Some(AgentFailureKind::Config) => "config",
             other => panic!("{fixture}: {other:?}"),
         };
         assert_eq!(got, kind, "{fixture}");
+    }
+}
+
+/// Issue 18: every CLI's "no key, bad key, not logged in" output, exit 0 or not, is a
+/// configuration error, which the runner records as `agent_config` (never retried).
+#[test]
+fn every_clis_key_errors_are_configuration_errors() {
+    let cases: [(&str, &str, i32, &dyn Executor); 4] = [
+        (
+            "claude",
+            "claude-code/not_logged_in.json",
+            1,
+            &claude_code::ClaudeCode::new(config(&claude_code::CLI, WORKER, None)),
+        ),
+        (
+            "codex",
+            "codex/turn_failed.jsonl",
+            1,
+            &codex::Codex::new(config(&codex::CLI, WORKER, None)),
+        ),
+        (
+            "opencode",
+            "opencode/provider_error.jsonl",
+            0,
+            &opencode::Opencode::new(config(
+                &opencode::CLI,
+                WORKER,
+                Some("anthropic/claude-sonnet-4-5"),
+            )),
+        ),
+        // aider exits 0 after it.
+        (
+            "aider",
+            "aider/missing_key.txt",
+            0,
+            &aider::Aider::new(config(&aider::CLI, WORKER, None)),
+        ),
+    ];
+    for (program, fixture, code, exec) in cases {
+        let run = FakeRun::new(program, fixture, code);
+        let r = run.run(exec, WORKER).unwrap();
+        assert_eq!(r.exit, AgentExit::Failed(Some(code)), "{fixture}");
+        let f = r.failure.expect(fixture);
+        assert_eq!(f.kind, AgentFailureKind::Config, "{fixture}: {}", f.message);
+        assert!(
+            r.output_tail
+                .contains("[opentiger] the agent CLI cannot reach its model as configured"),
+            "{fixture}: {}",
+            r.output_tail
+        );
     }
 }
 
@@ -466,7 +519,7 @@ fn a_usage_limit_reported_with_exit_0_parks_the_task_until_the_cli_says() {
     let link = fake_claude_for_ticks(&g, "claude-code/usage_limit.json", 0, &[("sub.txt", "x\n")]);
     claude_worker(&g, &link);
     let id = g.repo.add(&["--title", "Add sub", "--goal", "sub.txt"]);
-    g.tick(&minute(0)).ok();
+    g.tick_env(&minute(0), KEY).ok();
     let task = g.task_json(&id);
     assert_eq!(
         (task["status"].as_str(), task["block_reason"].as_str()),
@@ -486,7 +539,7 @@ fn a_claude_run_is_recorded_with_its_cost_and_a_turn_cap_fails_it() {
     let link = fake_claude_for_ticks(&g, "claude-code/success.json", 0, &[("sub.txt", "x\n")]);
     claude_worker(&g, &link);
     let id = g.repo.add(&["--title", "Add sub", "--goal", "sub.txt"]);
-    g.tick(&minute(0)).ok();
+    g.tick_env(&minute(0), KEY).ok();
     let status = g
         .repo
         .run_at(&minute(0), &["status", "--json", "--all"])
@@ -504,7 +557,7 @@ fn a_claude_run_is_recorded_with_its_cost_and_a_turn_cap_fails_it() {
     let link = fake_claude_for_ticks(&g, "claude-code/max_turns.json", 1, &[("sub.txt", "x\n")]);
     claude_worker(&g, &link);
     let id = g.repo.add(&["--title", "Add sub", "--goal", "sub.txt"]);
-    g.tick(&minute(0)).ok();
+    g.tick_env(&minute(0), KEY).ok();
     let status = g
         .repo
         .run_at(&minute(0), &["status", "--json", "--all"])
