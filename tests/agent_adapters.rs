@@ -59,8 +59,18 @@ impl FakeRun {
     }
 
     fn run(&self, executor: &dyn Executor, role: AgentRole) -> Result<AgentResult, ExecutorError> {
+        self.run_with(executor, role, &[])
+    }
+
+    /// `run`, with these variables also set and passed through.
+    fn run_with(
+        &self,
+        executor: &dyn Executor,
+        role: AgentRole,
+        passed: &[(&str, &str)],
+    ) -> Result<AgentResult, ExecutorError> {
         let path = format!("{}:/usr/bin:/bin", self.bin.display());
-        let outside: BTreeMap<&str, String> = [
+        let mut outside: BTreeMap<&str, String> = [
             ("PATH", path),
             ("HOME", self.workspace.display().to_string()),
             ("ANTHROPIC_API_KEY", "sk-ant-test-key".to_string()),
@@ -70,13 +80,18 @@ impl FakeRun {
         ]
         .into_iter()
         .collect();
+        let mut listed = vec![
+            "ANTHROPIC_API_KEY".to_string(),
+            "GITHUB_TOKEN".to_string(),
+            "FAKE_CLI_DIR".to_string(),
+        ];
+        for (k, v) in passed {
+            outside.insert(k, v.to_string());
+            listed.push(k.to_string());
+        }
         // What the runner does (runner/work.rs): the listed variables only, never a forge token.
         let env = agent_env(
-            &[
-                "ANTHROPIC_API_KEY".to_string(),
-                "GITHUB_TOKEN".to_string(),
-                "FAKE_CLI_DIR".to_string(),
-            ],
+            &listed,
             |k| outside.get(k).cloned(),
             &[("OPENTIGER_ROLE", role.name().to_string())],
         );
@@ -292,6 +307,29 @@ fn every_clis_key_errors_are_configuration_errors() {
             r.output_tail
         );
     }
+}
+
+/// Issue 18: `codex exec` reads `CODEX_API_KEY` and `-c openai_base_url`, not `OPENAI_API_KEY`
+/// and `OPENAI_BASE_URL`.
+#[test]
+fn codex_gets_its_key_and_base_url_the_way_it_reads_them() {
+    let run = FakeRun::new("codex", "codex/success.jsonl", 0);
+    let exec = codex::Codex::new(config(&codex::CLI, WORKER, None));
+    let passed = [
+        ("OPENAI_API_KEY", "sk-openai-test"),
+        ("OPENAI_BASE_URL", "http://127.0.0.1:9/v1"),
+    ];
+    let r = run.run_with(&exec, WORKER, &passed).unwrap();
+    assert_eq!(r.exit, AgentExit::Finished);
+    let env = run.env();
+    assert_eq!(
+        env.get("CODEX_API_KEY").map(String::as_str),
+        Some("sk-openai-test")
+    );
+    assert_eq!(
+        run.argv()[..3],
+        ["-c", "openai_base_url=\"http://127.0.0.1:9/v1\"", "exec"]
+    );
 }
 
 #[test]

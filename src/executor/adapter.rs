@@ -13,12 +13,14 @@ use crate::process::ProcessOutput;
 pub(super) trait Adapter {
     fn cli(&self) -> &'static Cli;
     fn config(&self) -> &AdapterConfig;
-    /// The arguments after the program (and after `command[1..]`).
-    fn args(&self, files: &RunFiles, scratch: &Path) -> Vec<String>;
+    /// The arguments after the program (and after `command[1..]`); `given` is the environment
+    /// the agent is given (an adapter may turn a variable its CLI ignores into a flag).
+    fn args(&self, files: &RunFiles, scratch: &Path, given: &[(String, String)]) -> Vec<String>;
     /// What goes to stdin (`None`: the prompt goes by file only).
     fn stdin(&self, prompt: &str) -> Option<Vec<u8>>;
-    /// Fixed, non-secret variables the CLI needs or should have in CI.
-    fn env(&self, scratch: &Path) -> Vec<(String, String)>;
+    /// Variables the CLI needs or should have in CI: fixed, non-secret ones, or a variable of
+    /// `given` under the name the CLI reads (codex's key).
+    fn env(&self, scratch: &Path, given: &[(String, String)]) -> Vec<(String, String)>;
     /// Reads the CLI's output.
     fn parse(&self, out: &ProcessOutput, scratch: &Path) -> Report;
     /// Called after the program exits, with the names in the workspace's top folder before it
@@ -50,12 +52,12 @@ pub(super) fn run_adapter(
     let prompt = report::prompt_for(req.role, &req.prompt);
     let files = RunFiles::prepare(req, &prompt)?;
     let mut args = config.extra_args.clone();
-    args.extend(adapter.args(&files, req.scratch));
+    args.extend(adapter.args(&files, req.scratch, &req.env));
     let inv = Invocation {
         program: config.program.clone(),
         args,
         stdin: adapter.stdin(&prompt),
-        env: adapter.env(req.scratch),
+        env: adapter.env(req.scratch, &req.env),
         tail_bytes: PARSE_BYTES,
     };
     let cli = adapter.cli();

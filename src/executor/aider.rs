@@ -234,7 +234,7 @@ impl Adapter for Aider {
         &self.config
     }
 
-    fn args(&self, files: &RunFiles, scratch: &Path) -> Vec<String> {
+    fn args(&self, files: &RunFiles, scratch: &Path, _given: &[(String, String)]) -> Vec<String> {
         args(&self.config, &files.prompt, scratch)
     }
 
@@ -242,7 +242,7 @@ impl Adapter for Aider {
         None
     }
 
-    fn env(&self, _scratch: &Path) -> Vec<(String, String)> {
+    fn env(&self, _scratch: &Path, _given: &[(String, String)]) -> Vec<(String, String)> {
         Vec::new()
     }
 

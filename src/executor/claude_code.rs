@@ -166,7 +166,7 @@ impl Adapter for ClaudeCode {
         &self.config
     }
 
-    fn args(&self, _files: &RunFiles, scratch: &Path) -> Vec<String> {
+    fn args(&self, _files: &RunFiles, scratch: &Path, _given: &[(String, String)]) -> Vec<String> {
         args(&self.config, scratch)
     }
 
@@ -174,7 +174,7 @@ impl Adapter for ClaudeCode {
         Some(prompt.as_bytes().to_vec())
     }
 
-    fn env(&self, _scratch: &Path) -> Vec<(String, String)> {
+    fn env(&self, _scratch: &Path, _given: &[(String, String)]) -> Vec<(String, String)> {
         // An update mid-run in CI is pointless and slow.
         vec![("DISABLE_AUTOUPDATER".into(), "1".into())]
     }

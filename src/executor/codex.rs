@@ -1,10 +1,13 @@
 //! The `codex` adapter: OpenAI's Codex CLI (`codex`, npm `@openai/codex`).
 //!
-//! Runs `codex exec --json --color never --skip-git-repo-check --sandbox <mode> [--model M]
+//! Runs `codex [-c openai_base_url="<OPENAI_BASE_URL>"] exec --json --color never
+//! --skip-git-repo-check --sandbox <mode> [--model M]
 //! --output-last-message <scratch>/last-message.txt [--add-dir <scratch>] -` with the prompt on
 //! stdin (`-`). Workers get `--sandbox workspace-write` plus the scratch folder (for the result
 //! file); the judge and the planner get `--sandbox read-only`. `codex exec` never asks for
-//! approval. Codex has no turn cap: `agents.<role>.max_turns` does not apply, the timeout bounds
+//! approval. `codex exec` reads its key from `CODEX_API_KEY` only and ignores `OPENAI_BASE_URL`
+//! (issue 18), so a passed `OPENAI_API_KEY` is given as `CODEX_API_KEY` when that is not set, and
+//! a passed `OPENAI_BASE_URL` becomes the `-c` override above. Codex has no turn cap: `agents.<role>.max_turns` does not apply, the timeout bounds
 //! the run.
 //!
 //! Reads the JSON-lines events: `thread.started` (session id), `item.completed` of type
@@ -76,6 +79,36 @@ pub fn args(config: &AdapterConfig, scratch: &Path) -> Vec<String> {
     args
 }
 
+/// A variable of the agent's environment, when set and not blank.
+fn lookup<'a>(given: &'a [(String, String)], name: &str) -> Option<&'a str> {
+    given
+        .iter()
+        .find(|(k, v)| k == name && !v.trim().is_empty())
+        .map(|(_, v)| v.as_str())
+}
+
+/// `codex exec` reads its key from `CODEX_API_KEY` only (issue 18: with `OPENAI_API_KEY` alone
+/// every request gets a 401), so a passed `OPENAI_API_KEY` is given under that name too.
+pub fn key_env(given: &[(String, String)]) -> Vec<(String, String)> {
+    match (
+        lookup(given, "CODEX_API_KEY"),
+        lookup(given, "OPENAI_API_KEY"),
+    ) {
+        (None, Some(key)) => vec![("CODEX_API_KEY".to_string(), key.to_string())],
+        _ => Vec::new(),
+    }
+}
+
+/// codex ignores `OPENAI_BASE_URL`; its configuration key `openai_base_url`, set with `-c`
+/// before the subcommand, is what it reads. The value is a TOML string.
+pub fn base_url_override(url: Option<&str>) -> Vec<String> {
+    let Some(url) = url else {
+        return Vec::new();
+    };
+    let quoted = url.replace('\\', "\\\\").replace('"', "\\\"");
+    vec!["-c".to_string(), format!("openai_base_url=\"{quoted}\"")]
+}
+
 /// Reads `codex exec --json` output; `last_message` is the `--output-last-message` file.
 pub fn parse(stdout: &str, last_message: Option<&str>) -> Report {
     let (events, _) = json_lines(stdout);
@@ -132,16 +165,18 @@ impl Adapter for Codex {
         &self.config
     }
 
-    fn args(&self, _files: &RunFiles, scratch: &Path) -> Vec<String> {
-        args(&self.config, scratch)
+    fn args(&self, _files: &RunFiles, scratch: &Path, given: &[(String, String)]) -> Vec<String> {
+        let mut all = base_url_override(lookup(given, "OPENAI_BASE_URL"));
+        all.extend(args(&self.config, scratch));
+        all
     }
 
     fn stdin(&self, prompt: &str) -> Option<Vec<u8>> {
         Some(prompt.as_bytes().to_vec())
     }
 
-    fn env(&self, _scratch: &Path) -> Vec<(String, String)> {
-        Vec::new()
+    fn env(&self, _scratch: &Path, given: &[(String, String)]) -> Vec<(String, String)> {
+        key_env(given)
     }
 
     fn parse(&self, out: &ProcessOutput, scratch: &Path) -> Report {
@@ -191,6 +226,38 @@ mod tests {
             "exec --json --color never --skip-git-repo-check --sandbox read-only \
              --output-last-message /s/last-message.txt -"
         );
+    }
+
+    #[test]
+    fn the_key_and_base_url_reach_codex_the_way_it_reads_them() {
+        let given = |pairs: &[(&str, &str)]| -> Vec<(String, String)> {
+            pairs
+                .iter()
+                .map(|(k, v)| (k.to_string(), v.to_string()))
+                .collect()
+        };
+        assert_eq!(
+            key_env(&given(&[("OPENAI_API_KEY", "sk-1")])),
+            given(&[("CODEX_API_KEY", "sk-1")])
+        );
+        assert_eq!(
+            key_env(&given(&[
+                ("OPENAI_API_KEY", "sk-1"),
+                ("CODEX_API_KEY", "sk-2")
+            ])),
+            vec![]
+        );
+        assert_eq!(key_env(&given(&[("OPENAI_API_KEY", " ")])), vec![]);
+        assert_eq!(key_env(&[]), vec![]);
+        assert_eq!(
+            base_url_override(Some("http://127.0.0.1:8080/v1")),
+            ["-c", "openai_base_url=\"http://127.0.0.1:8080/v1\""]
+        );
+        assert_eq!(
+            base_url_override(Some("a\"b\\c"))[1],
+            "openai_base_url=\"a\\\"b\\\\c\""
+        );
+        assert!(base_url_override(None).is_empty());
     }
 
     #[test]

@@ -150,7 +150,7 @@ impl Adapter for Opencode {
         &self.config
     }
 
-    fn args(&self, _files: &RunFiles, _scratch: &Path) -> Vec<String> {
+    fn args(&self, _files: &RunFiles, _scratch: &Path, _given: &[(String, String)]) -> Vec<String> {
         args(&self.config)
     }
 
@@ -158,7 +158,7 @@ impl Adapter for Opencode {
         Some(prompt.as_bytes().to_vec())
     }
 
-    fn env(&self, scratch: &Path) -> Vec<(String, String)> {
+    fn env(&self, scratch: &Path, _given: &[(String, String)]) -> Vec<(String, String)> {
         vec![
             (
                 "OPENCODE_CONFIG_CONTENT".into(),
