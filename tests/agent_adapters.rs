@@ -6,149 +6,21 @@
 
 mod common;
 
-use std::collections::BTreeMap;
 use std::fs;
 use std::path::{Path, PathBuf};
-use std::time::Duration;
 
 use opentiger::config::{AgentRole, Pricing};
 use opentiger::executor::{
-    agent_env, aider, claude_code, codex, opencode, AdapterConfig, AgentExit, AgentFailureKind,
-    AgentRequest, AgentResult, Cli, Executor, ExecutorError,
+    aider, claude_code, codex, opencode, AgentExit, AgentFailureKind, ExecutorError,
 };
-use opentiger::model::{Role, RunId, Task, TaskId};
-use opentiger::time::Timestamp;
+use opentiger::model::Role;
 
+use common::fake_cli::{config, read, FakeRun, PROMPT};
 use common::{minute, GitRepo, Setup};
 
 const WORKER: AgentRole = AgentRole::Task(Role::Worker);
 /// The key a whole tick gives a fake `claude` (it is not started without one).
 const KEY: &[(&str, &str)] = &[("ANTHROPIC_API_KEY", "sk-ant-test-key")];
-const PROMPT: &str = "# Task\nAdd subtraction.\n";
-
-/// One run of an adapter against the fake CLI, and what the fake recorded.
-struct FakeRun {
-    _dir: tempfile::TempDir,
-    record: PathBuf,
-    scratch: PathBuf,
-    workspace: PathBuf,
-    bin: PathBuf,
-}
-
-impl FakeRun {
-    /// A fake `program` that prints `fixture` (from tests/fixtures/agents/) and exits `exit`.
-    fn new(program: &str, fixture: &str, exit: i32) -> FakeRun {
-        let dir = tempfile::tempdir().unwrap();
-        let run = FakeRun {
-            record: dir.path().join("record"),
-            scratch: dir.path().join("scratch"),
-            workspace: dir.path().join("workspace"),
-            bin: dir.path().join("bin"),
-            _dir: dir,
-        };
-        for d in [&run.record, &run.scratch, &run.workspace, &run.bin] {
-            fs::create_dir(d).unwrap();
-        }
-        let fixtures = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/agents");
-        // A link, not a copy: exec of a just-written file can fail with ETXTBSY while other test
-        // threads fork.
-        std::os::unix::fs::symlink(fixtures.join("fake-cli.sh"), run.bin.join(program)).unwrap();
-        fs::copy(fixtures.join(fixture), run.record.join("stdout")).unwrap();
-        fs::write(run.record.join("exit"), exit.to_string()).unwrap();
-        run
-    }
-
-    fn run(&self, executor: &dyn Executor, role: AgentRole) -> Result<AgentResult, ExecutorError> {
-        self.run_with(executor, role, &[])
-    }
-
-    /// `run`, with these variables also set and passed through.
-    fn run_with(
-        &self,
-        executor: &dyn Executor,
-        role: AgentRole,
-        passed: &[(&str, &str)],
-    ) -> Result<AgentResult, ExecutorError> {
-        let path = format!("{}:/usr/bin:/bin", self.bin.display());
-        let mut outside: BTreeMap<&str, String> = [
-            ("PATH", path),
-            ("HOME", self.workspace.display().to_string()),
-            ("ANTHROPIC_API_KEY", "sk-ant-test-key".to_string()),
-            ("GITHUB_TOKEN", "ghp_forge_token".to_string()),
-            ("UNLISTED_SECRET", "nope".to_string()),
-            ("FAKE_CLI_DIR", self.record.display().to_string()),
-        ]
-        .into_iter()
-        .collect();
-        let mut listed = vec![
-            "ANTHROPIC_API_KEY".to_string(),
-            "GITHUB_TOKEN".to_string(),
-            "FAKE_CLI_DIR".to_string(),
-        ];
-        for (k, v) in passed {
-            outside.insert(k, v.to_string());
-            listed.push(k.to_string());
-        }
-        // What the runner does (runner/work.rs): the listed variables only, never a forge token.
-        let env = agent_env(
-            &listed,
-            |k| outside.get(k).cloned(),
-            &[("OPENTIGER_ROLE", role.name().to_string())],
-        );
-        let task = Task::new(TaskId::from("t1"), "Add subtraction", "sub()", Timestamp(0));
-        let request = AgentRequest {
-            role,
-            task: &task,
-            run_id: &RunId::from("r1"),
-            workspace: &self.workspace,
-            prompt: PROMPT.to_string(),
-            env,
-            timeout: Duration::from_secs(20),
-            attempt: 0,
-            scratch: &self.scratch,
-        };
-        executor.run(&request)
-    }
-
-    fn argv(&self) -> Vec<String> {
-        read(&self.record.join("argv"))
-            .lines()
-            .map(String::from)
-            .collect()
-    }
-
-    fn stdin(&self) -> String {
-        read(&self.record.join("stdin"))
-    }
-
-    fn env(&self) -> BTreeMap<String, String> {
-        read(&self.record.join("env"))
-            .lines()
-            .filter_map(|l| l.split_once('='))
-            .map(|(k, v)| (k.to_string(), v.to_string()))
-            .collect()
-    }
-
-    fn scratch(&self, name: &str) -> String {
-        self.scratch.join(name).display().to_string()
-    }
-
-    /// The fake writes this to `$OPENTIGER_RESULT_FILE`.
-    fn with_result_file(self, json: &str) -> FakeRun {
-        fs::write(self.record.join("result.json"), json).unwrap();
-        self
-    }
-}
-
-fn read(path: &Path) -> String {
-    fs::read_to_string(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
-}
-
-fn config(cli: &Cli, role: AgentRole, model: Option<&str>) -> AdapterConfig {
-    let mut c = AdapterConfig::new(cli, role);
-    c.model = model.map(String::from);
-    c
-}
 
 /// What every adapter's CLI must see and must not see.
 fn assert_env(run: &FakeRun, own: &[(&str, &str)]) {
@@ -257,79 +129,6 @@ fn claude_code_errors_reported_with_any_exit_code_are_failures() {
         };
         assert_eq!(got, kind, "{fixture}");
     }
-}
-
-/// Issue 18: every CLI's "no key, bad key, not logged in" output, exit 0 or not, is a
-/// configuration error, which the runner records as `agent_config` (never retried).
-#[test]
-fn every_clis_key_errors_are_configuration_errors() {
-    let cases: [(&str, &str, i32, &dyn Executor); 4] = [
-        (
-            "claude",
-            "claude-code/not_logged_in.json",
-            1,
-            &claude_code::ClaudeCode::new(config(&claude_code::CLI, WORKER, None)),
-        ),
-        (
-            "codex",
-            "codex/turn_failed.jsonl",
-            1,
-            &codex::Codex::new(config(&codex::CLI, WORKER, None)),
-        ),
-        (
-            "opencode",
-            "opencode/provider_error.jsonl",
-            0,
-            &opencode::Opencode::new(config(
-                &opencode::CLI,
-                WORKER,
-                Some("anthropic/claude-sonnet-4-5"),
-            )),
-        ),
-        // aider exits 0 after it.
-        (
-            "aider",
-            "aider/missing_key.txt",
-            0,
-            &aider::Aider::new(config(&aider::CLI, WORKER, None)),
-        ),
-    ];
-    for (program, fixture, code, exec) in cases {
-        let run = FakeRun::new(program, fixture, code);
-        let r = run.run(exec, WORKER).unwrap();
-        assert_eq!(r.exit, AgentExit::Failed(Some(code)), "{fixture}");
-        let f = r.failure.expect(fixture);
-        assert_eq!(f.kind, AgentFailureKind::Config, "{fixture}: {}", f.message);
-        assert!(
-            r.output_tail
-                .contains("[opentiger] the agent CLI cannot reach its model as configured"),
-            "{fixture}: {}",
-            r.output_tail
-        );
-    }
-}
-
-/// Issue 18: `codex exec` reads `CODEX_API_KEY` and `-c openai_base_url`, not `OPENAI_API_KEY`
-/// and `OPENAI_BASE_URL`.
-#[test]
-fn codex_gets_its_key_and_base_url_the_way_it_reads_them() {
-    let run = FakeRun::new("codex", "codex/success.jsonl", 0);
-    let exec = codex::Codex::new(config(&codex::CLI, WORKER, None));
-    let passed = [
-        ("OPENAI_API_KEY", "sk-openai-test"),
-        ("OPENAI_BASE_URL", "http://127.0.0.1:9/v1"),
-    ];
-    let r = run.run_with(&exec, WORKER, &passed).unwrap();
-    assert_eq!(r.exit, AgentExit::Finished);
-    let env = run.env();
-    assert_eq!(
-        env.get("CODEX_API_KEY").map(String::as_str),
-        Some("sk-openai-test")
-    );
-    assert_eq!(
-        run.argv()[..3],
-        ["-c", "openai_base_url=\"http://127.0.0.1:9/v1\"", "exec"]
-    );
 }
 
 #[test]

@@ -30,7 +30,7 @@ pub fn build(
     let exec = for_role(agent, role, repo)?;
     let home = std::env::var_os("HOME").map(std::path::PathBuf::from);
     if let Some(text) = missing_key(agent, |k| std::env::var(k).ok(), home.as_deref()) {
-        return Err(ExecutorError::MissingKey(text));
+        return Err(ExecutorError::Misconfigured(text));
     }
     Ok(exec)
 }

@@ -15,7 +15,7 @@ use std::path::{Path, PathBuf};
 
 use super::{AgentExit, AgentRequest, ExecutorError};
 use crate::config::{AgentRole, EffectiveAgent, Pricing};
-use crate::process::{self, ExitStatusKind, ProcessError, ProcessOutput, ProcessSpec};
+use crate::process::{self, ExitStatusKind, ProcessError, ProcessOutput, ProcessSpec, Watch};
 
 /// How much of an agent's output is kept in [`AgentResult::output_tail`] (the end of it).
 pub(super) const TAIL_BYTES: usize = 16 * 1024;
@@ -188,6 +188,7 @@ pub(super) struct Invocation {
     pub env: Vec<(String, String)>,
     /// Bytes of stdout and stderr kept.
     pub tail_bytes: usize,
+    pub watch: Option<Watch>,
 }
 
 /// Runs `inv` for `req`. `Err` only when the program could not be started: `on_missing` says
@@ -216,6 +217,7 @@ pub(super) fn execute(
         stdin: inv.stdin,
         timeout: req.timeout,
         tail_bytes: inv.tail_bytes,
+        watch: inv.watch,
     };
     process::run(&spec).map_err(|e| match e {
         ProcessError::NotFound { .. } | ProcessError::NotExecutable { .. } => {

@@ -16,10 +16,16 @@
 //! priced with `agents.<role>.pricing`), `turn.failed` (a failure; a quota text makes it a quota
 //! failure). `error` events are notes — codex prints "Reconnecting... 2/5" ones and carries on —
 //! and only explain a run that never completed its turn.
+//!
+//! Without a network codex prints "Reconnecting…" until it is killed (issue 18: six 30-minute
+//! timeouts). [`ReconnectWatch`] stops it after [`MAX_RECONNECTS`] reconnects, or
+//! [`RECONNECT_STALL`] after the first, with no progress in between: a transient failure
+//! naming the last reconnect message.
 
 use std::path::{Path, PathBuf};
+use std::time::Duration;
 
-use super::adapter::Adapter;
+use super::adapter::{Adapter, Watcher};
 use super::cli::{AdapterConfig, Cli, RunFiles};
 use super::report::{self, int, json_lines, read_only, text_at, Report};
 use crate::process::ProcessOutput;
@@ -156,6 +162,60 @@ pub fn parse(stdout: &str, last_message: Option<&str>) -> Report {
     r
 }
 
+/// Reconnects in a row, with no progress between them, after which codex is stopped.
+pub const MAX_RECONNECTS: u32 = 10;
+/// How long after its first reconnect, with no progress since, codex is stopped.
+pub const RECONNECT_STALL: Duration = Duration::from_secs(120);
+
+/// Watches `codex exec --json` for a reconnect loop (see the module documentation).
+#[derive(Default)]
+pub struct ReconnectWatch {
+    reconnects: u32,
+    first: Option<Duration>,
+    last: String,
+}
+
+impl ReconnectWatch {
+    fn stop(&self, at: Duration) -> super::AgentFailure {
+        let since = self.first.map_or(0, |f| at.saturating_sub(f).as_secs());
+        report::failure(
+            super::AgentFailureKind::Error,
+            format!(
+                "codex could not reach its provider: {} reconnects in {since}s with no progress, stopped; last: {}",
+                self.reconnects, self.last
+            ),
+        )
+    }
+}
+
+impl Watcher for ReconnectWatch {
+    fn line(&mut self, line: &str, at: Duration) -> Option<super::AgentFailure> {
+        let Ok(event) = serde_json::from_str::<serde_json::Value>(line) else {
+            return None;
+        };
+        let kind = text_at(&event, "/type").unwrap_or("");
+        let message = text_at(&event, "/message").unwrap_or("");
+        if kind == "error" && message.starts_with("Reconnecting") {
+            self.reconnects += 1;
+            self.first.get_or_insert(at);
+            self.last = message.to_string();
+            return (self.reconnects >= MAX_RECONNECTS).then(|| self.stop(at));
+        }
+        // A completed item or turn is progress; notes about the transport are not.
+        let progress = kind.starts_with("turn.")
+            || (kind.starts_with("item.") && text_at(&event, "/item/type") != Some("error"));
+        if progress {
+            *self = ReconnectWatch::default();
+        }
+        None
+    }
+
+    fn poll(&mut self, at: Duration) -> Option<super::AgentFailure> {
+        let first = self.first?;
+        (at.saturating_sub(first) >= RECONNECT_STALL).then(|| self.stop(at))
+    }
+}
+
 impl Adapter for Codex {
     fn cli(&self) -> &'static Cli {
         &CLI
@@ -182,6 +242,10 @@ impl Adapter for Codex {
     fn parse(&self, out: &ProcessOutput, scratch: &Path) -> Report {
         let last = std::fs::read_to_string(last_message_file(scratch)).ok();
         parse(&out.stdout_tail, last.as_deref())
+    }
+
+    fn watcher(&self) -> Option<Box<dyn Watcher>> {
+        Some(Box::new(ReconnectWatch::default()))
     }
 }
 
@@ -306,5 +370,44 @@ mod tests {
             assert!(!r.completed, "{text:?}");
             assert_eq!(r.failure.map(|f| f.kind), Some(K::Error), "{text:?}");
         }
+    }
+
+    /// Issue 18: the no-network reconnect loop is stopped in bounded time, not at the timeout.
+    #[test]
+    fn a_reconnect_loop_is_stopped() {
+        let secs = Duration::from_secs;
+        let recorded = fixture("network_retries.jsonl");
+        let mut watch = ReconnectWatch::default();
+        for (i, line) in recorded.lines().enumerate() {
+            assert_eq!(watch.line(line, secs(i as u64)), None, "{line}");
+        }
+        // The recording's 7 reconnects, then nothing for a while: stopped by the stall bound.
+        assert_eq!(watch.poll(secs(60)), None);
+        let f = watch.poll(secs(2) + RECONNECT_STALL).expect("stopped");
+        assert_eq!(f.kind, K::Error);
+        assert!(
+            f.message.starts_with("codex could not reach its provider: 9 reconnects in 120s with no progress, stopped; last: Reconnecting... waiting for network"),
+            "{}",
+            f.message
+        );
+        // Many reconnects quickly: stopped at the count.
+        let reconnect = r#"{"type":"error","message":"Reconnecting... waiting for network"}"#;
+        let mut watch = ReconnectWatch::default();
+        let stopped = (0..20).find_map(|i| watch.line(reconnect, secs(i)).map(|_| i));
+        assert_eq!(stopped, Some(u64::from(MAX_RECONNECTS) - 1));
+        // Progress in between starts the count again.
+        let mut watch = ReconnectWatch::default();
+        let progress = r#"{"type":"item.completed","item":{"type":"agent_message","text":"x"}}"#;
+        for i in 0..30 {
+            let line = if i % 5 == 4 { progress } else { reconnect };
+            assert_eq!(watch.line(line, secs(i)), None);
+        }
+        assert_eq!(watch.poll(secs(29)), None);
+        // The success fixture never trips it.
+        let mut watch = ReconnectWatch::default();
+        for line in fixture("success.jsonl").lines() {
+            assert_eq!(watch.line(line, secs(1)), None);
+        }
+        assert_eq!(watch.poll(secs(10_000)), None);
     }
 }

@@ -8,7 +8,7 @@
 //! Not here: reading what a CLI printed about its key (`engine::classify`, `report`).
 
 use super::{known_cli, Cli};
-use crate::config::EffectiveAgent;
+use crate::config::{EffectiveAgent, ExecutorKind};
 use crate::model::short_hash;
 
 /// The keys of `cli` the agent is given: set (not blank) and passed through.
@@ -25,14 +25,21 @@ fn given<'a>(
         .collect()
 }
 
-/// Why the agent cannot reach a model, when its CLI needs a key, none is given and it has no
-/// login of its own under `home`: the problem and its fix, naming the configuration key.
+/// Why the agent cannot reach a model as configured: its CLI needs a key, none is given and it
+/// has no login of its own under `home`; or it is opencode without a model, which would
+/// silently use opencode's own hosted default. The problem and its fix, naming the key.
 pub fn missing_key(
     agent: &EffectiveAgent,
     lookup: impl Fn(&str) -> Option<String>,
     home: Option<&std::path::Path>,
 ) -> Option<String> {
     let cli = known_cli(agent.executor)?;
+    if agent.executor == ExecutorKind::Opencode && agent.model.is_none() {
+        return Some(format!(
+            "{key}.executor is `opencode`, but no model is set: opencode would run on its own hosted default provider, not yours; it was not started\n  fix: set `{key}.model` to `provider/model`, e.g. `anthropic/claude-sonnet-4-5`",
+            key = agent.config_key
+        ));
+    }
     if !given(cli, agent, &lookup).is_empty() {
         return None;
     }
@@ -173,6 +180,20 @@ mod tests {
         std::fs::write(home.path().join(".claude/.credentials.json"), "{}").unwrap();
         assert_eq!(missing_key(&claude, none, Some(home.path())), None);
         assert_eq!(missing_key(&command, none, None), None, "not a known CLI");
+        // opencode with no model would use its own hosted default without any key.
+        let opencode = agent("agents:\n  worker:\n    executor: opencode\n");
+        let text = missing_key(&opencode, env(&[("ANTHROPIC_API_KEY", "sk")]), None).unwrap();
+        assert!(
+            text.contains("no model is set") && text.contains("fix: set `agents.worker.model`"),
+            "{text}"
+        );
+        let with_model = agent(
+            "agents:\n  worker:\n    executor: opencode\n    model: anthropic/claude-sonnet-4-5\n",
+        );
+        assert_eq!(
+            missing_key(&with_model, env(&[("ANTHROPIC_API_KEY", "sk")]), None),
+            None
+        );
     }
 
     #[test]

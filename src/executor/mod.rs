@@ -172,9 +172,10 @@ pub enum ExecutorError {
     /// The agent program is missing or unusable: a user can fix it.
     #[error("{0}")]
     Unavailable(String),
-    /// The agent would only fail: it is given no key (issue 18). A user can fix it.
+    /// The agent would only fail as configured: it is given no key, or no model where the CLI
+    /// would fall back to a default of its own (issue 18). A user can fix it.
     #[error("{0}")]
-    MissingKey(String),
+    Misconfigured(String),
     #[error("{0}")]
     Io(String),
 }

@@ -456,6 +456,7 @@ mod tests {
             stderr_bytes: stderr.len() as u64,
             duration: std::time::Duration::from_secs(1),
             timed_out: status == crate::process::ExitStatusKind::TimedOut,
+            stopped: None,
         }
     }
 

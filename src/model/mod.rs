@@ -4,11 +4,11 @@
 //! converts GitHub's objects into them (`forge.rs`). Nothing here does I/O, and nothing here
 //! depends on another module of ours but `time`.
 
+mod agent_config;
 mod forge;
 pub mod graph;
 mod ids;
 mod plan;
-mod agent_config;
 mod quota;
 pub mod text;
 mod transition;
@@ -20,10 +20,10 @@ use serde::{Deserialize, Serialize};
 
 use crate::time::Timestamp;
 
+pub use agent_config::is_agent_config_message;
 pub use forge::{AuthorAssociation, Checks, Issue, IssueEvent, PullRequest};
 pub use ids::{short_hash, AgentId, RunId, TaskId, TickId};
 pub use plan::{PlanHistory, PlanRecord, PlanStatus};
-pub use agent_config::is_agent_config_message;
 pub use quota::is_quota_message;
 pub use transition::{check_transition, IllegalTransition, TaskState};
 pub use vocab::{

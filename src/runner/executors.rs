@@ -60,7 +60,7 @@ pub fn choose(act: &Act<'_>, role: AgentRole) -> Result<Chosen, NoExecutor> {
         let errors: Vec<&ExecutorError> = built.iter().filter_map(|b| b.as_ref().err()).collect();
         let config = errors
             .iter()
-            .all(|e| matches!(e, ExecutorError::MissingKey(_)));
+            .all(|e| matches!(e, ExecutorError::Misconfigured(_)));
         let texts: Vec<String> = errors.iter().map(|e| e.to_string()).collect();
         return Err(NoExecutor {
             message: executor::none_usable(role, &chain, &texts),

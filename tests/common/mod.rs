@@ -1,6 +1,7 @@
 //! A throw-away repository and the real binary, for end-to-end tests.
 #![allow(dead_code)]
 
+pub mod fake_cli;
 pub mod github;
 
 use std::path::{Path, PathBuf};

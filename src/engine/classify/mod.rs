@@ -15,8 +15,8 @@ mod verification;
 
 use crate::model::{FailureCategory, FailureCode};
 
-pub use crate::model::{is_agent_config_message, is_quota_message};
 use crate::model::text::*;
+pub use crate::model::{is_agent_config_message, is_quota_message};
 pub use signature::failure_signature;
 pub use verification::verification_failure_code;
 
@@ -120,7 +120,9 @@ const MESSAGE_RULES: &[(Pattern, FailureCode)] = &[
         "verification commands failed"]), FailureCode::TestFailure),
     (Pattern::Phrases(&["rate limit", "rate limits", "rate limited", "rate-limited",
         "rate_limit", "ratelimit", "429", "503", "502", "timeout", "timeouterror", "timed out",
-        "econnreset", "eai_again", "temporarily unavailable"]),
+        "econnreset", "eai_again", "temporarily unavailable",
+        // Issue 18: an agent stopped in a reconnect loop (`executor::codex`).
+        "could not reach its provider"]),
         FailureCode::TransientOrFlakyFailure),
     (Pattern::Phrases(&["doom loop detected", "excessive planning chatter detected"]),
         FailureCode::ModelDoomLoop),
@@ -330,6 +332,7 @@ mod tests {
             ("2 tests failed", None, C::Test, true, "test_failure"),
             ("you have been rate limited", None, C::Flaky, true, "transient_or_flaky_failure"),
             ("Error 4291 in module", None, C::Model, true, "model_or_unknown_failure"),
+            ("the agent reported an error: codex could not reach its provider: 9 reconnects in 120s", Some(F::ExecutionFailed), C::Flaky, true, "transient_or_flaky_failure"),
             // Earlier rules win over later ones.
             ("no changes were made; test failed", None, C::Noop, false, "no_actionable_changes"),
             ("command not found: vitest", None, C::Setup, true, "setup_or_bootstrap_issue"),
