@@ -126,6 +126,11 @@ fn not_logged_in_hands_the_task_to_a_configured_fallback() {
         ),
         "{task}"
     );
+    let status = g.repo.run(&["status"]).ok().stdout;
+    assert!(
+        status.contains("Parked: executor claude-code cannot reach its model as configured (task "),
+        "{status}"
+    );
     for m in 1..6 {
         g.tick_env(&minute(m), KEY).ok();
     }

@@ -177,6 +177,13 @@ fn problems(
             if problems.is_empty() {
                 problems.extend(build_problem());
             }
+            // Issue 18: without a model opencode runs on its own hosted default, not yours.
+            if agent.executor == ExecutorKind::Opencode && agent.model.is_none() {
+                problems.push((
+                    "no model is set: opencode would use its own hosted default provider, so the tick does not start it".to_string(),
+                    format!("set {key}.model to provider/model, e.g. anthropic/claude-sonnet-4-5"),
+                ));
+            }
             return (found, problems, key_problem(cli, agent, key, vars));
         }
         (_, None) => {}
@@ -368,6 +375,23 @@ mod tests {
             "add OPENAI_API_KEY to agents.default.env_passthrough"
         );
         assert!(!format!("{problem:?}").contains("sk-secret"));
+
+        // Issue 18: opencode without a model is not started; doctor says so.
+        let config = load_str("agents:\n  default:\n    executor: opencode\n", "c.yml").unwrap();
+        let report = checks(
+            &config,
+            repo.path(),
+            &lookup(vec![("PATH", "/nonexistent".into())]),
+        );
+        let text = format!("{report:?}");
+        assert!(
+            text.contains("no model is set: opencode would use its own hosted default"),
+            "{text}"
+        );
+        assert!(
+            text.contains("set agents.default.model to provider/model"),
+            "{text}"
+        );
     }
 
     #[test]
