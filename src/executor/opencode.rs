@@ -440,7 +440,7 @@ mod tests {
         let mut watch = TurnWatch::new(100);
         watch_lines(&mut watch, &limited);
         watch.line(
-            &fixture("success.jsonl").lines().next().unwrap().to_string(),
+            fixture("success.jsonl").lines().next().unwrap(),
             last,
         );
         assert_eq!(watch.poll(last + QUOTA_QUIET * 2), None);
