@@ -439,10 +439,7 @@ mod tests {
         // It went on by itself: no quota.
         let mut watch = TurnWatch::new(100);
         watch_lines(&mut watch, &limited);
-        watch.line(
-            fixture("success.jsonl").lines().next().unwrap(),
-            last,
-        );
+        watch.line(fixture("success.jsonl").lines().next().unwrap(), last);
         assert_eq!(watch.poll(last + QUOTA_QUIET * 2), None);
     }
 }
