@@ -6,132 +6,21 @@
 
 mod common;
 
-use std::collections::BTreeMap;
 use std::fs;
 use std::path::{Path, PathBuf};
-use std::time::Duration;
 
 use opentiger::config::{AgentRole, Pricing};
 use opentiger::executor::{
-    agent_env, aider, claude_code, codex, opencode, AdapterConfig, AgentExit, AgentFailureKind,
-    AgentRequest, AgentResult, Cli, Executor, ExecutorError,
+    aider, claude_code, codex, opencode, AgentExit, AgentFailureKind, ExecutorError,
 };
-use opentiger::model::{Role, RunId, Task, TaskId};
-use opentiger::time::Timestamp;
+use opentiger::model::Role;
 
+use common::fake_cli::{config, read, FakeRun, PROMPT};
 use common::{minute, GitRepo, Setup};
 
 const WORKER: AgentRole = AgentRole::Task(Role::Worker);
-const PROMPT: &str = "# Task\nAdd subtraction.\n";
-
-/// One run of an adapter against the fake CLI, and what the fake recorded.
-struct FakeRun {
-    _dir: tempfile::TempDir,
-    record: PathBuf,
-    scratch: PathBuf,
-    workspace: PathBuf,
-    bin: PathBuf,
-}
-
-impl FakeRun {
-    /// A fake `program` that prints `fixture` (from tests/fixtures/agents/) and exits `exit`.
-    fn new(program: &str, fixture: &str, exit: i32) -> FakeRun {
-        let dir = tempfile::tempdir().unwrap();
-        let run = FakeRun {
-            record: dir.path().join("record"),
-            scratch: dir.path().join("scratch"),
-            workspace: dir.path().join("workspace"),
-            bin: dir.path().join("bin"),
-            _dir: dir,
-        };
-        for d in [&run.record, &run.scratch, &run.workspace, &run.bin] {
-            fs::create_dir(d).unwrap();
-        }
-        let fixtures = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/agents");
-        // A link, not a copy: exec of a just-written file can fail with ETXTBSY while other test
-        // threads fork.
-        std::os::unix::fs::symlink(fixtures.join("fake-cli.sh"), run.bin.join(program)).unwrap();
-        fs::copy(fixtures.join(fixture), run.record.join("stdout")).unwrap();
-        fs::write(run.record.join("exit"), exit.to_string()).unwrap();
-        run
-    }
-
-    fn run(&self, executor: &dyn Executor, role: AgentRole) -> Result<AgentResult, ExecutorError> {
-        let path = format!("{}:/usr/bin:/bin", self.bin.display());
-        let outside: BTreeMap<&str, String> = [
-            ("PATH", path),
-            ("HOME", self.workspace.display().to_string()),
-            ("ANTHROPIC_API_KEY", "sk-ant-test-key".to_string()),
-            ("GITHUB_TOKEN", "ghp_forge_token".to_string()),
-            ("UNLISTED_SECRET", "nope".to_string()),
-            ("FAKE_CLI_DIR", self.record.display().to_string()),
-        ]
-        .into_iter()
-        .collect();
-        // What the runner does (runner/work.rs): the listed variables only, never a forge token.
-        let env = agent_env(
-            &[
-                "ANTHROPIC_API_KEY".to_string(),
-                "GITHUB_TOKEN".to_string(),
-                "FAKE_CLI_DIR".to_string(),
-            ],
-            |k| outside.get(k).cloned(),
-            &[("OPENTIGER_ROLE", role.name().to_string())],
-        );
-        let task = Task::new(TaskId::from("t1"), "Add subtraction", "sub()", Timestamp(0));
-        let request = AgentRequest {
-            role,
-            task: &task,
-            run_id: &RunId::from("r1"),
-            workspace: &self.workspace,
-            prompt: PROMPT.to_string(),
-            env,
-            timeout: Duration::from_secs(20),
-            attempt: 0,
-            scratch: &self.scratch,
-        };
-        executor.run(&request)
-    }
-
-    fn argv(&self) -> Vec<String> {
-        read(&self.record.join("argv"))
-            .lines()
-            .map(String::from)
-            .collect()
-    }
-
-    fn stdin(&self) -> String {
-        read(&self.record.join("stdin"))
-    }
-
-    fn env(&self) -> BTreeMap<String, String> {
-        read(&self.record.join("env"))
-            .lines()
-            .filter_map(|l| l.split_once('='))
-            .map(|(k, v)| (k.to_string(), v.to_string()))
-            .collect()
-    }
-
-    fn scratch(&self, name: &str) -> String {
-        self.scratch.join(name).display().to_string()
-    }
-
-    /// The fake writes this to `$OPENTIGER_RESULT_FILE`.
-    fn with_result_file(self, json: &str) -> FakeRun {
-        fs::write(self.record.join("result.json"), json).unwrap();
-        self
-    }
-}
-
-fn read(path: &Path) -> String {
-    fs::read_to_string(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
-}
-
-fn config(cli: &Cli, role: AgentRole, model: Option<&str>) -> AdapterConfig {
-    let mut c = AdapterConfig::new(cli, role);
-    c.model = model.map(String::from);
-    c
-}
+/// The key a whole tick gives a fake `claude` (it is not started without one).
+const KEY: &[(&str, &str)] = &[("ANTHROPIC_API_KEY", "sk-ant-test-key")];
 
 /// What every adapter's CLI must see and must not see.
 fn assert_env(run: &FakeRun, own: &[(&str, &str)]) {
@@ -224,7 +113,7 @@ fn claude_code_errors_reported_with_any_exit_code_are_failures() {
     let cases = [
         ("claude-code/rate_limited_429.json", 1, "quota"),
         ("claude-code/max_turns.json", 1, "turns"),
-        ("claude-code/not_logged_in.json", 0, "error"),
+        ("claude-code/not_logged_in.json", 0, "config"),
     ];
     for (fixture, code, kind) in cases {
         let run = FakeRun::new("claude", fixture, code);
@@ -235,6 +124,7 @@ fn claude_code_errors_reported_with_any_exit_code_are_failures() {
             Some(AgentFailureKind::Quota { .. }) => "quota",
             Some(AgentFailureKind::MaxTurns) => "turns",
             Some(AgentFailureKind::Error) => "error",
+            Some(AgentFailureKind::Config) => "config",
             other => panic!("{fixture}: {other:?}"),
         };
         assert_eq!(got, kind, "{fixture}");
@@ -466,7 +356,7 @@ fn a_usage_limit_reported_with_exit_0_parks_the_task_until_the_cli_says() {
     let link = fake_claude_for_ticks(&g, "claude-code/usage_limit.json", 0, &[("sub.txt", "x\n")]);
     claude_worker(&g, &link);
     let id = g.repo.add(&["--title", "Add sub", "--goal", "sub.txt"]);
-    g.tick(&minute(0)).ok();
+    g.tick_env(&minute(0), KEY).ok();
     let task = g.task_json(&id);
     assert_eq!(
         (task["status"].as_str(), task["block_reason"].as_str()),
@@ -486,7 +376,7 @@ fn a_claude_run_is_recorded_with_its_cost_and_a_turn_cap_fails_it() {
     let link = fake_claude_for_ticks(&g, "claude-code/success.json", 0, &[("sub.txt", "x\n")]);
     claude_worker(&g, &link);
     let id = g.repo.add(&["--title", "Add sub", "--goal", "sub.txt"]);
-    g.tick(&minute(0)).ok();
+    g.tick_env(&minute(0), KEY).ok();
     let status = g
         .repo
         .run_at(&minute(0), &["status", "--json", "--all"])
@@ -504,7 +394,7 @@ fn a_claude_run_is_recorded_with_its_cost_and_a_turn_cap_fails_it() {
     let link = fake_claude_for_ticks(&g, "claude-code/max_turns.json", 1, &[("sub.txt", "x\n")]);
     claude_worker(&g, &link);
     let id = g.repo.add(&["--title", "Add sub", "--goal", "sub.txt"]);
-    g.tick(&minute(0)).ok();
+    g.tick_env(&minute(0), KEY).ok();
     let status = g
         .repo
         .run_at(&minute(0), &["status", "--json", "--all"])

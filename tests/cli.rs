@@ -477,7 +477,7 @@ fn broken_state_files_are_refused_cleanly() {
     drop(Store::open_file(&newer.state_path()).unwrap());
     rusqlite::Connection::open(newer.state_path())
         .unwrap()
-        .pragma_update(None, "user_version", 7)
+        .pragma_update(None, "user_version", 99)
         .unwrap();
     let before = std::fs::read(newer.state_path()).unwrap();
     for args in [
@@ -489,7 +489,7 @@ fn broken_state_files_are_refused_cleanly() {
         assert_eq!(out.code, 2, "{args:?}");
         assert!(
             out.stderr
-                .contains("written by a newer opentiger (schema 7"),
+                .contains("written by a newer opentiger (schema 99"),
             "{}",
             out.stderr
         );

@@ -347,7 +347,14 @@ fn doctor_reports_a_missing_agent_cli_with_its_fix() {
     );
     assert!(
         out.stdout
-            .contains("none of OPENAI_API_KEY, CODEX_API_KEY is set"),
+            .contains("none of CODEX_API_KEY, OPENAI_API_KEY is set"),
+        "{}",
+        out.stdout
+    );
+    // Issue 18: `codex exec` reads CODEX_API_KEY, so that is the variable the fix names.
+    assert!(
+        out.stdout
+            .contains("export CODEX_API_KEY=... and list it in agents.default.env_passthrough"),
         "{}",
         out.stdout
     );

@@ -428,7 +428,18 @@ fn retry(ctx: &Context, id: &str, reason: &str) -> CmdResult {
         // A person's retry starts the budgets afresh: they decided the cause is dealt with.
         let changes = TaskChanges { attempts: Some(Default::default()), next_attempt_at: Some(None), needs_approval: Some(false) };
         store.transition_task(&id, TaskState::QUEUED, reason, changes, writer(ctx))?;
-        Ok(format!("{id}: {} → queued; {}", task.state(), next_start_note(ctx, &task)))
+        // Issue 18: a person retrying says the agents' configuration is dealt with.
+        let unparked = store.clear_config_parks()?;
+        let note = if unparked > 0 {
+            format!(" ({unparked} executor(s) parked for their configuration may run again)")
+        } else {
+            String::new()
+        };
+        Ok(format!(
+            "{id}: {} → queued{note}; {}",
+            task.state(),
+            next_start_note(ctx, &task)
+        ))
     })?;
     outln!("{line}");
     Ok(())

@@ -683,6 +683,8 @@ pub fn default_category_budget(category: FailureCategory) -> u32 {
         FailureCategory::Flaky => 6,
         FailureCategory::Model => 3,
         FailureCategory::ModelLoop => 1,
+        // Issue 18: never retried; the task waits for a person (or a fallback runs it).
+        FailureCategory::AgentConfig => 0,
     }
 }
 
@@ -696,7 +698,7 @@ mod tests {
         #[rustfmt::skip]
         let cases: &[(C, u32)] = &[
             (C::Env, 5), (C::Setup, 3), (C::Permission, 0), (C::Noop, 0), (C::Policy, 3),
-            (C::Test, 3), (C::Flaky, 6), (C::Model, 3), (C::ModelLoop, 1),
+            (C::Test, 3), (C::Flaky, 6), (C::Model, 3), (C::ModelLoop, 1), (C::AgentConfig, 0),
         ];
         for (category, budget) in cases {
             assert_eq!(default_category_budget(*category), *budget, "{category}");

@@ -177,6 +177,13 @@ fn problems(
             if problems.is_empty() {
                 problems.extend(build_problem());
             }
+            // Issue 18: without a model opencode runs on its own hosted default, not yours.
+            if agent.executor == ExecutorKind::Opencode && agent.model.is_none() {
+                problems.push((
+                    "no model is set: opencode would use its own hosted default provider, so the tick does not start it".to_string(),
+                    format!("set {key}.model to provider/model, e.g. anthropic/claude-sonnet-4-5"),
+                ));
+            }
             return (found, problems, key_problem(cli, agent, key, vars));
         }
         (_, None) => {}
@@ -214,6 +221,12 @@ fn key_problem(
             ),
             format!("add {first} to {key}.env_passthrough"),
         ));
+    }
+    // A login made by hand on this machine (`claude /login`, `codex login`) serves too: the
+    // tick starts the CLI then (issue 18, `executor::missing_key`).
+    let home = vars("HOME").map(std::path::PathBuf::from);
+    if home.is_some_and(|h| cli.logins.iter().any(|l| h.join(l).is_file())) {
+        return None;
     }
     let wanted = cli.keys[0];
     Some((
@@ -368,6 +381,36 @@ mod tests {
             "add OPENAI_API_KEY to agents.default.env_passthrough"
         );
         assert!(!format!("{problem:?}").contains("sk-secret"));
+
+        // Issue 18: a login of the CLI's own under $HOME serves as its key, as in a tick.
+        let claude = load_str("agents:\n  default:\n    executor: claude-code\n", "c.yml").unwrap();
+        let agent = claude
+            .agents
+            .effective(AgentRole::Task(crate::model::Role::Worker));
+        let cli = executor::known_cli(ExecutorKind::ClaudeCode).unwrap();
+        let home = tempfile::tempdir().unwrap();
+        let with_home = lookup(vec![("HOME", home.path().display().to_string())]);
+        assert!(key_problem(cli, &agent, "agents.default", &with_home).is_some());
+        std::fs::create_dir_all(home.path().join(".claude")).unwrap();
+        std::fs::write(home.path().join(".claude/.credentials.json"), "{}").unwrap();
+        assert_eq!(key_problem(cli, &agent, "agents.default", &with_home), None);
+
+        // Issue 18: opencode without a model is not started; doctor says so.
+        let config = load_str("agents:\n  default:\n    executor: opencode\n", "c.yml").unwrap();
+        let report = checks(
+            &config,
+            repo.path(),
+            &lookup(vec![("PATH", "/nonexistent".into())]),
+        );
+        let text = format!("{report:?}");
+        assert!(
+            text.contains("no model is set: opencode would use its own hosted default"),
+            "{text}"
+        );
+        assert!(
+            text.contains("set agents.default.model to provider/model"),
+            "{text}"
+        );
     }
 
     #[test]

@@ -178,6 +178,7 @@ fn a_parked_executor_alone_does_not_throttle() {
             until: at(minutes),
             hits: 1,
             reason: "task q: 429".into(),
+            config: None,
         };
         snap.observations.executor_waits.insert(key.into(), wait);
     }

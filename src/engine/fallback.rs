@@ -8,6 +8,11 @@
 //! every role that lists a fallback runs on the next executor that is free. A run that ends any
 //! other way shows the executor's quota is fine again: its park is cleared.
 //!
+//! An executor whose run ended in an `agent_config` failure (issue 18: no key, an invalid one,
+//! not logged in, an unknown model) is parked with the fingerprint of its configuration
+//! ([`ChainEntry::config`]) instead of a time: it stays parked until that fingerprint changes
+//! (the configuration or the keys it is given changed) or a person retries a task.
+//!
 //! Pure: the runner says which executors of the chain it could build (a missing program, an
 //! unreadable script), the state says which are parked. Not for: building executors
 //! (`executor`, `runner`), or what the quota does to the task (`outcome`, which asks
@@ -27,6 +32,21 @@ pub struct ExecutorWait {
     pub hits: u32,
     /// What parked it, for people.
     pub reason: String,
+    /// Parked for its configuration (issue 18), not a quota: the fingerprint it was parked with;
+    /// `until` does not apply.
+    pub config: Option<String>,
+}
+
+impl ExecutorWait {
+    /// A park for the configuration an executor ran with.
+    pub fn for_config(fingerprint: &str, reason: String, now: Timestamp) -> ExecutorWait {
+        ExecutorWait {
+            until: now,
+            hits: 0,
+            reason,
+            config: Some(fingerprint.to_string()),
+        }
+    }
 }
 
 /// Parked executors by key.
@@ -36,8 +56,11 @@ pub type ExecutorWaits = BTreeMap<String, ExecutorWait>;
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct ChainEntry {
     pub key: String,
-    /// It could be built here (its program exists, its script reads).
+    /// It could be built here (its program exists, its script reads, its key is given).
     pub available: bool,
+    /// The fingerprint of its configuration and of which keys it is given: a park for its
+    /// configuration holds while this stays the same.
+    pub config: String,
 }
 
 /// Which executor of its role's chain a run used: kept with the run's result for its outcome.
@@ -68,6 +91,7 @@ pub struct Choice {
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Skipped {
     Parked { key: String, until: Timestamp },
+    Misconfigured { key: String },
     Unavailable { key: String },
 }
 
@@ -75,14 +99,41 @@ impl Skipped {
     fn describe(&self) -> String {
         match self {
             Skipped::Parked { key, until } => format!("{key} waits on quota until {until}"),
+            Skipped::Misconfigured { key } => {
+                format!("{key} cannot reach its model as configured")
+            }
             Skipped::Unavailable { key } => format!("{key} is unavailable"),
         }
     }
 }
 
-/// Until when `key` is parked, if it still is.
-pub fn parked_until(waits: &ExecutorWaits, key: &str, now: Timestamp) -> Option<Timestamp> {
-    waits.get(key).map(|w| w.until).filter(|until| *until > now)
+/// Why an executor of a chain is parked now.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Park {
+    Quota(Timestamp),
+    /// Its configuration failed and has not changed since.
+    Config,
+}
+
+/// Whether `entry` is parked now: on a quota until a time, or for its unchanged configuration.
+pub fn parked(waits: &ExecutorWaits, entry: &ChainEntry, now: Timestamp) -> Option<Park> {
+    let wait = waits.get(&entry.key)?;
+    match &wait.config {
+        Some(fingerprint) => (*fingerprint == entry.config).then_some(Park::Config),
+        None => (wait.until > now).then_some(Park::Quota(wait.until)),
+    }
+}
+
+/// Until when `entry` is parked on a quota, if it still is.
+pub fn parked_until(
+    waits: &ExecutorWaits,
+    entry: &ChainEntry,
+    now: Timestamp,
+) -> Option<Timestamp> {
+    match parked(waits, entry, now)? {
+        Park::Quota(until) => Some(until),
+        Park::Config => None,
+    }
 }
 
 /// The first executor of the chain that can run and is not parked (see [`Choice::ready`] for
@@ -91,7 +142,7 @@ pub fn choose_executor(chain: &[ChainEntry], waits: &ExecutorWaits, now: Timesta
     let mut skipped = Vec::new();
     for (index, entry) in chain.iter().enumerate() {
         let key = entry.key.clone();
-        match (entry.available, parked_until(waits, &entry.key, now)) {
+        match (entry.available, parked(waits, entry, now)) {
             (true, None) => {
                 return Choice {
                     index,
@@ -99,7 +150,8 @@ pub fn choose_executor(chain: &[ChainEntry], waits: &ExecutorWaits, now: Timesta
                     skipped,
                 }
             }
-            (true, Some(until)) => skipped.push(Skipped::Parked { key, until }),
+            (true, Some(Park::Quota(until))) => skipped.push(Skipped::Parked { key, until }),
+            (true, Some(Park::Config)) => skipped.push(Skipped::Misconfigured { key }),
             (false, _) => skipped.push(Skipped::Unavailable { key }),
         }
     }
@@ -159,6 +211,7 @@ pub fn after_quota(
         until: now.plus(wait),
         hits: hits.saturating_add(1),
         reason,
+        config: None,
     };
     let mut parked = waits.clone();
     parked.insert(key.clone(), park.clone());
@@ -171,13 +224,45 @@ pub fn after_quota(
         .iter()
         .enumerate()
         .filter(|(i, e)| *i != used.index && e.available)
-        .filter_map(|(_, e)| parked_until(&parked, &e.key, now))
+        .filter_map(|(_, e)| parked_until(&parked, e, now))
         .min();
     Some(AfterQuota {
         key,
         park,
         next,
         other_free_at,
+    })
+}
+
+/// What an `agent_config` failure of the executor a run used means for the chain (issue 18).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct AfterConfig {
+    pub key: String,
+    pub park: ExecutorWait,
+    /// The executor that takes over at once (index in the chain, key), if one is free.
+    pub next: Option<(usize, String)>,
+}
+
+/// Parks the executor `used` ran on for its configuration, and says which executor of the chain,
+/// if any, can run the task now.
+pub fn after_config(
+    used: &ExecutorUse,
+    waits: &ExecutorWaits,
+    reason: String,
+    now: Timestamp,
+) -> Option<AfterConfig> {
+    let entry = used.chain.get(used.index)?;
+    let park = ExecutorWait::for_config(&entry.config, reason, now);
+    let mut parked = waits.clone();
+    parked.insert(entry.key.clone(), park.clone());
+    let choice = choose_executor(&used.chain, &parked, now);
+    let next = choice
+        .ready
+        .then(|| (choice.index, used.chain[choice.index].key.clone()));
+    Some(AfterConfig {
+        key: entry.key.clone(),
+        park,
+        next,
     })
 }
 
@@ -188,9 +273,24 @@ pub(crate) fn explain_waits(w: &mut Working<'_>) {
     let waits = &w.snapshot.observations.executor_waits;
     let parked: Vec<(String, Timestamp, String)> = waits
         .iter()
-        .filter(|(_, wait)| wait.until > w.now)
+        .filter(|(_, wait)| wait.until > w.now && wait.config.is_none())
         .map(|(key, wait)| (key.clone(), wait.until, wait.reason.clone()))
         .collect();
+    let misconfigured: Vec<(String, String)> = waits
+        .iter()
+        .filter(|(_, wait)| wait.config.is_some())
+        .map(|(key, wait)| (key.clone(), wait.reason.clone()))
+        .collect();
+    for (key, reason) in misconfigured {
+        w.decide(
+            None,
+            "executor.agent_config",
+            Action::Wait { until: None },
+            format!(
+                "executor {key} cannot reach its model as configured ({reason}); it waits until its configuration or keys change, or a person retries a task"
+            ),
+        );
+    }
     for (key, until, reason) in parked {
         w.decide(
             None,
@@ -231,6 +331,7 @@ mod tests {
             .map(|(key, available)| ChainEntry {
                 key: key.to_string(),
                 available: *available,
+                config: format!("{key}-config"),
             })
             .collect()
     }
@@ -243,6 +344,7 @@ mod tests {
                     until: at(*minutes),
                     hits: 1,
                     reason: "quota".to_string(),
+                    config: None,
                 };
                 (key.to_string(), wait)
             })
@@ -326,5 +428,38 @@ mod tests {
             NOW,
         );
         assert_eq!(none, None);
+    }
+
+    #[test]
+    fn a_config_park_holds_until_the_configuration_changes() {
+        let entries = chain(&[("claude-code", true), ("codex", true)]);
+        let used = ExecutorUse {
+            chain: entries.clone(),
+            index: 0,
+        };
+        let after = after_config(&used, &BTreeMap::new(), "not logged in".into(), NOW)
+            .expect("an executor ran");
+        assert_eq!(after.key, "claude-code");
+        assert_eq!(after.next, Some((1, "codex".to_string())));
+        let waits: ExecutorWaits = [(after.key.clone(), after.park.clone())].into();
+        // Hours later, unchanged: still parked, the fallback runs.
+        let later = NOW.plus(100 * 3_600_000);
+        let choice = choose_executor(&entries, &waits, later);
+        assert_eq!((choice.index, choice.ready), (1, true));
+        assert_eq!(
+            choice.label(&entries),
+            "codex (fallback 1: claude-code cannot reach its model as configured)"
+        );
+        // Its configuration (or the keys it is given) changed: it runs again.
+        let mut changed = entries.clone();
+        changed[0].config = "new".into();
+        assert_eq!(choose_executor(&changed, &waits, NOW).index, 0);
+        // No fallback: nobody takes over.
+        let alone = ExecutorUse {
+            chain: entries[..1].to_vec(),
+            index: 0,
+        };
+        let after = after_config(&alone, &BTreeMap::new(), "r".into(), NOW).unwrap();
+        assert_eq!(after.next, None);
     }
 }

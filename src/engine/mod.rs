@@ -467,6 +467,8 @@ mod dispatch_tests;
 #[cfg(test)]
 mod import_tests;
 #[cfg(test)]
+mod outcome_tests;
+#[cfg(test)]
 mod planner_tests;
 #[cfg(test)]
 mod recovery_tests;

@@ -5,11 +5,15 @@
 //!   of the role's chain is free, the task is queued again at once for it (no quota wait
 //!   spent); else `blocked(quota_wait)` with the backoff of spec §3.4 (retry hints win), or
 //!   until another executor is free if that is sooner, bounded by `retry.quota.max_waits`;
+//! - an `agent_config` failure (issue 18: no key, an invalid one, not logged in, an unknown
+//!   model) → the executor is parked until its configuration changes or a person retries; when
+//!   another executor of the chain is free the task is queued again at once for it, else
+//!   `blocked(awaiting_human)` at once with the fix: never retried as it is;
 //! - any other failure → `failed`, which recovery classifies and retries within its budget.
 
 use super::backoff::{quota_cooldown_ms, QuotaBackoff};
-use super::classify::is_quota_message;
-use super::fallback::{after_quota, ExecutorUse, ExecutorWait, ExecutorWaits};
+use super::classify::{is_agent_config_message, is_quota_message};
+use super::fallback::{after_config, after_quota, ExecutorUse, ExecutorWait, ExecutorWaits};
 use crate::config::Config;
 use crate::model::{
     AttemptKey, Attempts, BlockReason, FailureCode, Mode, RunStatus, Task, TaskState,
@@ -127,15 +131,24 @@ pub fn decide_outcome(
             executor: executors.cleared(),
         };
     }
+    // The agent's own failure: a verification command's output or a forge error after the agent
+    // finished says nothing about the agent's key, quota or configuration.
+    let agents_failure = matches!(
+        outcome.failure_code,
+        None | Some(FailureCode::QuotaFailure | FailureCode::ExecutionFailed)
+    );
+    let config_error = outcome.failure_code == Some(FailureCode::AgentConfig)
+        || (agents_failure
+            && outcome.failure_code != Some(FailureCode::QuotaFailure)
+            && is_agent_config_message(&outcome.message));
+    if config_error {
+        return config_outcome(task, outcome, executors, now);
+    }
     let quota = outcome.failure_code == Some(FailureCode::QuotaFailure)
         || is_quota_message(&outcome.message);
     if quota {
         // Only the agent's own failure parks its executor: a quota phrase in a verification
         // command's output, or in a forge error after the agent finished, is not its provider's.
-        let agents_failure = matches!(
-            outcome.failure_code,
-            None | Some(FailureCode::QuotaFailure | FailureCode::ExecutionFailed)
-        );
         let after = executors.used.filter(|_| agents_failure).and_then(|used| {
             let why = format!("task {}: {}", task.id, first_line(&outcome.message));
             let backoff = config.quota_backoff();
@@ -221,231 +234,66 @@ pub fn decide_outcome(
     }
 }
 
+/// Issue 18: the agent cannot reach its model as configured. Another run of the same executor
+/// fails the same way, so it is parked (for every role using it) and the task goes to a free
+/// fallback at once, or to a person with the fix the runner wrote into the message.
+fn config_outcome(
+    task: &Task,
+    outcome: &RunOutcome,
+    executors: &RunExecutors<'_>,
+    now: Timestamp,
+) -> OutcomeDecision {
+    let why = format!("task {}: {}", task.id, first_line(&outcome.message));
+    let after = executors
+        .used
+        .and_then(|used| after_config(used, executors.waits, why, now));
+    let park = after.as_ref().map(|a| ExecutorChange::Park {
+        key: a.key.clone(),
+        wait: a.park.clone(),
+    });
+    if let Some((a, (index, next))) = after.as_ref().and_then(|a| Some((a, a.next.clone()?))) {
+        let which = if index == 0 {
+            "the primary".to_string()
+        } else {
+            format!("fallback {index}")
+        };
+        return OutcomeDecision {
+            run_status: RunStatus::Failed,
+            failure_code: Some(FailureCode::AgentConfig),
+            to: TaskState::QUEUED,
+            attempts: None,
+            next_attempt_at: Some(None),
+            reason: format!(
+                "agent_config: executor {} cannot reach its model as configured and waits until its configuration changes; queued again at once for {next} ({which}): {}",
+                a.key,
+                first_line(&outcome.message)
+            ),
+            executor: park,
+        };
+    }
+    let fix = outcome
+        .message
+        .lines()
+        .map(str::trim)
+        .find(|l| l.starts_with("fix:"))
+        .map(|l| format!("; {l}"))
+        .unwrap_or_default();
+    OutcomeDecision {
+        run_status: RunStatus::Failed,
+        failure_code: Some(FailureCode::AgentConfig),
+        to: TaskState::blocked(BlockReason::AwaitingHuman),
+        attempts: Some(task.attempts.bumped(AttemptKey::AgentConfig)),
+        next_attempt_at: Some(None),
+        reason: format!(
+            "agent_config (not retried): {}{fix}; then `opentiger task retry {}`",
+            first_line(&outcome.message),
+            task.id
+        ),
+        executor: park,
+    }
+}
+
 /// What failed and why, in one line (the headline and, under it, the cause).
 fn first_line(text: &str) -> String {
     crate::model::excerpt::headline(text)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::super::testkit::{at, task, TaskExt, NOW};
-    use super::*;
-
-    fn outcome(success: bool, code: Option<FailureCode>, message: &str) -> RunOutcome {
-        RunOutcome {
-            success,
-            failure_code: code,
-            message: message.to_string(),
-            no_changes: false,
-        }
-    }
-
-    #[test]
-    fn outcomes_move_tasks() {
-        let local = Config {
-            mode: Mode::LocalGit,
-            ..Config::default()
-        };
-        let direct = Config {
-            mode: Mode::Direct,
-            ..Config::default()
-        };
-        let cases: &[(&str, &Config, Task, RunOutcome, TaskState, &str)] = &[
-            (
-                "success waits for the judge",
-                &local,
-                task("a"),
-                outcome(true, None, "done"),
-                TaskState::blocked(BlockReason::AwaitingJudge),
-                "waiting for the judge",
-            ),
-            (
-                "direct success is done",
-                &direct,
-                task("a"),
-                outcome(true, None, "done"),
-                TaskState::DONE,
-                "direct mode",
-            ),
-            (
-                "test failure fails the run",
-                &local,
-                task("a"),
-                outcome(
-                    false,
-                    Some(FailureCode::VerificationCommandFailed),
-                    "\nassert 1 == 2\nmore",
-                ),
-                TaskState::FAILED,
-                "run failed (verification_command_failed): assert 1 == 2",
-            ),
-            (
-                "quota parks the task",
-                &local,
-                task("a"),
-                outcome(false, None, "429 Too Many Requests: please retry in 600s"),
-                TaskState::blocked(BlockReason::QuotaWait),
-                "quota_wait: retry after 2026-11-21T12:10:00Z (wait 1/12)",
-            ),
-            (
-                "quota waits are bounded",
-                &local,
-                task("a").attempts(AttemptKey::Quota, 12),
-                outcome(false, Some(FailureCode::QuotaFailure), "quota"),
-                TaskState::blocked(BlockReason::AwaitingHuman),
-                "quota hit 13 times (limit 12)",
-            ),
-        ];
-        for (name, config, task, outcome, to, reason) in cases {
-            let d = decide_outcome(task, outcome, &RunExecutors::NONE, config, NOW);
-            assert_eq!(d.to, *to, "{name}");
-            assert!(d.reason.contains(reason), "{name}: {}", d.reason);
-        }
-    }
-
-    #[test]
-    fn quota_backoff_grows_and_honours_hints() {
-        let config = Config::default();
-        let wait = |waits: u32, message: &str| {
-            let t = task("a").attempts(AttemptKey::Quota, waits);
-            let d = decide_outcome(
-                &t,
-                &outcome(false, Some(FailureCode::QuotaFailure), message),
-                &RunExecutors::NONE,
-                &config,
-                NOW,
-            );
-            d.next_attempt_at
-                .flatten()
-                .expect("a retry time")
-                .minus(NOW)
-        };
-        let base = 120 * SECOND;
-        let first = wait(0, "rate limited");
-        assert!((base..=base + base / 5).contains(&first), "{first}");
-        let third = wait(2, "rate limited");
-        assert!(
-            (4 * base..=4 * base + 4 * base / 5).contains(&third),
-            "{third}"
-        );
-        assert_eq!(
-            wait(11, "rate limited"),
-            1800 * SECOND,
-            "capped at max_seconds"
-        );
-        // A hint longer than the backoff wins, without jitter or cap.
-        assert_eq!(
-            wait(0, "You've hit your usage limit. Resets at 3pm"),
-            at(3 * 60).minus(NOW)
-        );
-        assert_eq!(wait(0, "x"), wait(0, "x"), "deterministic");
-    }
-
-    /// Issue 9: a quota hit parks the run's executor; a free fallback takes the task at once,
-    /// without spending a quota wait; else `quota_wait`, no later than another executor is free.
-    #[test]
-    fn quota_hits_hand_the_task_to_a_free_fallback() {
-        use crate::engine::fallback::ChainEntry;
-        let config = Config {
-            mode: Mode::LocalGit,
-            ..Config::default()
-        };
-        let chain = |available: bool| {
-            vec![
-                ChainEntry {
-                    key: "claude-code".into(),
-                    available: true,
-                },
-                ChainEntry {
-                    key: "codex".into(),
-                    available,
-                },
-            ]
-        };
-        let parked = |key: &str, minutes: i64| -> ExecutorWaits {
-            let wait = ExecutorWait {
-                until: at(minutes),
-                hits: 1,
-                reason: "earlier".into(),
-            };
-            [(key.to_string(), wait)].into_iter().collect()
-        };
-        let quota = outcome(false, None, "rate limit exceeded, retry in 600s");
-        let tests_failed = outcome(false, Some(FailureCode::TestFailure), "assert");
-        type Case = (
-            &'static str,
-            Task,
-            RunOutcome,
-            Option<(bool, usize)>,
-            ExecutorWaits,
-            TaskState,
-            Option<Option<Timestamp>>,
-            &'static str,
-            Option<ExecutorChange>,
-        );
-        let park = |key: &str, minutes: i64, hits: u32| {
-            Some(ExecutorChange::Park {
-                key: key.to_string(),
-                wait: ExecutorWait {
-                    until: at(minutes),
-                    hits,
-                    reason: "task a: rate limit exceeded, retry in 600s".into(),
-                },
-            })
-        };
-        #[rustfmt::skip]
-        let cases: Vec<Case> = vec![
-            // name, task, outcome, (fallback available, index used), parked before, to,
-            // next attempt, reason, executor change
-            ("a free fallback takes over at once", task("a"), quota.clone(), Some((true, 0)), ExecutorWaits::new(),
-                TaskState::QUEUED, Some(None),
-                "quota: executor claude-code waits until 2026-11-21T12:10:00Z; queued again at once for codex (fallback 1)",
-                park("claude-code", 10, 1)),
-            ("even with the quota waits spent", task("a").attempts(AttemptKey::Quota, 12), quota.clone(), Some((true, 0)), ExecutorWaits::new(),
-                TaskState::QUEUED, Some(None), "for codex (fallback 1)", park("claude-code", 10, 1)),
-            ("the fallback hits it too, the primary's park is over", task("a"), quota.clone(), Some((true, 1)), parked("claude-code", -1),
-                TaskState::QUEUED, Some(None), "queued again at once for claude-code (the primary)", park("codex", 10, 1)),
-            ("every executor parked: wait until the first is free", task("a"), quota.clone(), Some((true, 1)), parked("claude-code", 3),
-                TaskState::blocked(BlockReason::QuotaWait), Some(Some(at(3))),
-                "quota_wait: retry after 2026-11-21T12:03:00Z (wait 1/12); every other executor of the role waits on quota too",
-                park("codex", 10, 1)),
-            ("a fallback that cannot run: today's quota_wait", task("a"), quota.clone(), Some((false, 0)), ExecutorWaits::new(),
-                TaskState::blocked(BlockReason::QuotaWait), Some(Some(at(10))),
-                "quota_wait: retry after 2026-11-21T12:10:00Z (wait 1/12)", park("claude-code", 10, 1)),
-            ("hits in a row count for the executor", task("a"), quota.clone(), Some((false, 0)), parked("claude-code", -30),
-                TaskState::blocked(BlockReason::QuotaWait), Some(Some(at(10))), "(wait 1/12)", park("claude-code", 10, 2)),
-            ("a quota phrase in verification output parks no executor", task("a"),
-                outcome(false, Some(FailureCode::VerificationCommandFailed), "429 Too Many Requests: retry in 600s"),
-                Some((true, 0)), ExecutorWaits::new(),
-                TaskState::blocked(BlockReason::QuotaWait), Some(Some(at(10))), "(wait 1/12)", None),
-            ("no executor ran: today's rule", task("a"), quota.clone(), None, ExecutorWaits::new(),
-                TaskState::blocked(BlockReason::QuotaWait), Some(Some(at(10))), "(wait 1/12)", None),
-            ("a success ends the executor's park", task("a"), outcome(true, None, "done"), Some((true, 0)), parked("claude-code", 3),
-                TaskState::blocked(BlockReason::AwaitingJudge), Some(None), "waiting for the judge",
-                Some(ExecutorChange::Clear { key: "claude-code".into() })),
-            ("so does another failure", task("a"), tests_failed.clone(), Some((true, 1)), parked("codex", 3),
-                TaskState::FAILED, None, "run failed", Some(ExecutorChange::Clear { key: "codex".into() })),
-            ("nothing parked, nothing to clear", task("a"), tests_failed, Some((true, 1)), parked("claude-code", 3),
-                TaskState::FAILED, None, "run failed", None),
-        ];
-        for (name, task, outcome, used, waits, to, next, reason, change) in cases {
-            let used = used.map(|(available, index)| ExecutorUse {
-                chain: chain(available),
-                index,
-            });
-            let executors = RunExecutors {
-                used: used.as_ref(),
-                waits: &waits,
-            };
-            let d = decide_outcome(&task, &outcome, &executors, &config, NOW);
-            assert_eq!(d.to, to, "{name}: {}", d.reason);
-            assert_eq!(d.next_attempt_at, next, "{name}");
-            assert!(d.reason.contains(reason), "{name}: {}", d.reason);
-            assert_eq!(d.executor, change, "{name}");
-            if to == TaskState::QUEUED {
-                assert_eq!(d.attempts, None, "{name}: no quota wait spent");
-                assert_eq!(d.failure_code, Some(FailureCode::QuotaFailure), "{name}");
-            }
-        }
-    }
 }

@@ -11,7 +11,8 @@
 //!
 //! aider has no machine-readable output, and exits 0 even when the provider refused every request,
 //! so its text is read: `Tokens: 2.1k sent, 180 received. Cost: $0.0090 message, …` lines (summed;
-//! no line at all means no reply), the reply before the last of them (the final message), a
+//! `Cost:` may wrap to the next line; "sent" already counts cache writes; no line at all means no
+//! reply), the reply before the last of them (the final message), a
 //! `litellm.RateLimitError` not followed by a reply (a quota failure), other `litellm.…Error`s not
 //! followed by a reply (an error), and "Only 3 reflections allowed, stopping." (unfinished: turn
 //! cap).
@@ -34,6 +35,8 @@ pub const CLI: Cli = Cli {
         "OPENROUTER_API_KEY",
         "GEMINI_API_KEY",
     ],
+    // aider also reads keys from these files in the home folder.
+    logins: &[".env", ".aider.conf.yml"],
 };
 
 const FLAGS: &[&str] = &[
@@ -92,7 +95,14 @@ pub fn parse(stdout: &str) -> Report {
     let mut previous_reply_end = None;
     for (i, line) in lines.iter().enumerate() {
         if let Some(usage) = line.trim().strip_prefix("Tokens:") {
-            let (input, cached, output, message_cost) = usage_line(usage);
+            // With both cache figures aider's line is too long: `Cost:` goes on the next line.
+            let next = lines.get(i + 1).map(|l| l.trim()).unwrap_or("");
+            let usage = if !usage.contains("Cost:") && next.starts_with("Cost:") {
+                format!("{usage} {next}")
+            } else {
+                usage.to_string()
+            };
+            let (input, cached, output, message_cost) = usage_line(&usage);
             r.input_tokens += input;
             r.cached_input_tokens += cached;
             r.output_tokens += output;
@@ -154,7 +164,8 @@ fn last_litellm_error(lines: &[&str]) -> Option<String> {
 }
 
 /// `2.1k sent, 1.0k cache write, 500 cache hit, 180 received. Cost: $0.0090 message, …`:
-/// (input, cached input, output, this message's USD).
+/// (input, cached input, output, this message's USD). "sent" already counts the cache writes
+/// (issue 18), not the cache hits.
 fn usage_line(usage: &str) -> (i64, i64, i64, f64) {
     let (tokens, cost) = usage.split_once("Cost:").unwrap_or((usage, ""));
     let (mut input, mut cached, mut output) = (0, 0, 0);
@@ -165,7 +176,6 @@ fn usage_line(usage: &str) -> (i64, i64, i64, f64) {
         };
         match words.collect::<Vec<_>>().join(" ").as_str() {
             "sent" => input += count,
-            "cache write" => input += count,
             "cache hit" => {
                 input += count;
                 cached += count;
@@ -213,6 +223,7 @@ fn reply(lines: &[&str]) -> Option<String> {
         "litellm.",
         "The API provider",
         "Retrying in",
+        "Cost:",
     ];
     let start = lines
         .iter()
@@ -232,7 +243,7 @@ impl Adapter for Aider {
         &self.config
     }
 
-    fn args(&self, files: &RunFiles, scratch: &Path) -> Vec<String> {
+    fn args(&self, files: &RunFiles, scratch: &Path, _given: &[(String, String)]) -> Vec<String> {
         args(&self.config, &files.prompt, scratch)
     }
 
@@ -240,7 +251,7 @@ impl Adapter for Aider {
         None
     }
 
-    fn env(&self, _scratch: &Path) -> Vec<(String, String)> {
+    fn env(&self, _scratch: &Path, _given: &[(String, String)]) -> Vec<(String, String)> {
         Vec::new()
     }
 
@@ -323,6 +334,10 @@ mod tests {
             ("garbage.txt", false, None, None, (0, 0), None),
             // aider glosses any server error as "down or overloaded": not a quota.
             ("connection_refused.txt", false, Some(K::Error), None, (0, 0), None),
+            // Issue 18: exit 0 after it; the key, not a flaky provider.
+            ("missing_key.txt", false, Some(K::Config), None, (0, 0), None),
+            // Both cache figures: `Cost:` on the next line, still read.
+            ("cache_cost_wrapped.txt", true, None, Some(0.0412), (15200, 180), Some("I added `sub` to ops.py.")),
         ];
         for (name, completed, kind, cost, (input, output), message) in cases {
             let r = parse(&fixture(name));
@@ -353,9 +368,10 @@ mod tests {
 
     #[test]
     fn usage_lines_and_counts() {
+        // The cache writes are part of "sent" already: counted once.
         assert_eq!(
             usage_line(" 12k sent, 1.5k cache write, 3.2k cache hit, 1.1k received. Cost: $0.05 message, $0.20 session."),
-            (16_700, 3_200, 1_100, 0.05)
+            (15_200, 3_200, 1_100, 0.05)
         );
         assert_eq!(usage_line(" garbage"), (0, 0, 0, 0.0));
         assert_eq!(count("2.1k"), Some(2100));

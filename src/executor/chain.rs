@@ -1,9 +1,10 @@
 //! Whether an agent entry can run here, as the tick's pre-claim check and the runner both ask it
-//! for every executor of a role's chain (`agents.<role>.fallbacks`, issue 9).
+//! for every executor of a role's chain (`agents.<role>.fallbacks`, issue 9): its program is
+//! found, and a CLI is given a key or has a login (issue 18).
 
 use std::path::Path;
 
-use super::{for_role, locate, Executor, ExecutorError};
+use super::{for_role, locate, missing_key, Executor, ExecutorError};
 use crate::config::{AgentRole, EffectiveAgent, ExecutorKind};
 
 /// The executor of one agent entry, ready to run: [`for_role`], and for `executor: command` its
@@ -26,7 +27,12 @@ pub fn build(
             }
         }
     }
-    for_role(agent, role, repo)
+    let exec = for_role(agent, role, repo)?;
+    let home = std::env::var_os("HOME").map(std::path::PathBuf::from);
+    if let Some(text) = missing_key(agent, |k| std::env::var(k).ok(), home.as_deref()) {
+        return Err(ExecutorError::Misconfigured(text));
+    }
+    Ok(exec)
 }
 
 /// Why no executor of a role's chain can run: the error itself when the role has no fallbacks,

@@ -31,6 +31,7 @@ pub const CLI: Cli = Cli {
     program: "claude",
     install: "npm install -g @anthropic-ai/claude-code",
     keys: &["ANTHROPIC_API_KEY", "CLAUDE_CODE_OAUTH_TOKEN"],
+    logins: &[".claude/.credentials.json"],
 };
 
 /// The tools a worker may use without asking (print mode denies what would need asking).
@@ -165,7 +166,7 @@ impl Adapter for ClaudeCode {
         &self.config
     }
 
-    fn args(&self, _files: &RunFiles, scratch: &Path) -> Vec<String> {
+    fn args(&self, _files: &RunFiles, scratch: &Path, _given: &[(String, String)]) -> Vec<String> {
         args(&self.config, scratch)
     }
 
@@ -173,7 +174,7 @@ impl Adapter for ClaudeCode {
         Some(prompt.as_bytes().to_vec())
     }
 
-    fn env(&self, _scratch: &Path) -> Vec<(String, String)> {
+    fn env(&self, _scratch: &Path, _given: &[(String, String)]) -> Vec<(String, String)> {
         // An update mid-run in CI is pointless and slow.
         vec![("DISABLE_AUTOUPDATER".into(), "1".into())]
     }
@@ -227,7 +228,7 @@ mod tests {
         #[rustfmt::skip]
         let cases: &[Case] = &[
             ("success.json", None, 0.0216, 3000, 840, "Added subtraction"),
-            ("not_logged_in.json", Some(K::Error), 0.0, 0, 0, "Not logged in"),
+            ("not_logged_in.json", Some(K::Config), 0.0, 0, 0, "Not logged in"),
             ("rate_limited_429.json", Some(K::Quota { retry_hint: None }), 0.0, 0, 0, "API Error: Request rejected (429)"),
             ("overloaded_529.json", Some(K::Quota { retry_hint: None }), 0.0, 0, 0, "API Error: 529 Overloaded"),
             ("usage_limit.json", Some(K::Quota { retry_hint: Some("resets at 09:00 UTC".into()) }), 0.0412, 6400, 310, "Claude AI usage limit"),

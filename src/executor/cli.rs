@@ -15,7 +15,7 @@ use std::path::{Path, PathBuf};
 
 use super::{AgentExit, AgentRequest, ExecutorError};
 use crate::config::{AgentRole, EffectiveAgent, Pricing};
-use crate::process::{self, ExitStatusKind, ProcessError, ProcessOutput, ProcessSpec};
+use crate::process::{self, ExitStatusKind, ProcessError, ProcessOutput, ProcessSpec, Watch};
 
 /// How much of an agent's output is kept in [`AgentResult::output_tail`] (the end of it).
 pub(super) const TAIL_BYTES: usize = 16 * 1024;
@@ -33,8 +33,12 @@ pub struct Cli {
     pub program: &'static str,
     /// The command that installs it.
     pub install: &'static str,
-    /// Variables that give it a model (any one will do); `doctor` checks one is set and passed.
+    /// Variables that give it a model (any one will do); `doctor` checks one is set and passed,
+    /// and a tick does not start it without one (issue 18) unless it has a login.
     pub keys: &'static [&'static str],
+    /// Files under `$HOME` where the CLI keeps a login made by hand (`claude /login`, `codex
+    /// login`): with one, it may run without a key in its environment.
+    pub logins: &'static [&'static str],
 }
 
 /// What a CLI adapter needs from `agents.<role>`, resolved.
@@ -184,6 +188,7 @@ pub(super) struct Invocation {
     pub env: Vec<(String, String)>,
     /// Bytes of stdout and stderr kept.
     pub tail_bytes: usize,
+    pub watch: Option<Watch>,
 }
 
 /// Runs `inv` for `req`. `Err` only when the program could not be started: `on_missing` says
@@ -212,6 +217,7 @@ pub(super) fn execute(
         stdin: inv.stdin,
         timeout: req.timeout,
         tail_bytes: inv.tail_bytes,
+        watch: inv.watch,
     };
     process::run(&spec).map_err(|e| match e {
         ProcessError::NotFound { .. } | ProcessError::NotExecutable { .. } => {

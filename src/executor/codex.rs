@@ -1,10 +1,13 @@
 //! The `codex` adapter: OpenAI's Codex CLI (`codex`, npm `@openai/codex`).
 //!
-//! Runs `codex exec --json --color never --skip-git-repo-check --sandbox <mode> [--model M]
+//! Runs `codex [-c openai_base_url="<OPENAI_BASE_URL>"] exec --json --color never
+//! --skip-git-repo-check --sandbox <mode> [--model M]
 //! --output-last-message <scratch>/last-message.txt [--add-dir <scratch>] -` with the prompt on
 //! stdin (`-`). Workers get `--sandbox workspace-write` plus the scratch folder (for the result
 //! file); the judge and the planner get `--sandbox read-only`. `codex exec` never asks for
-//! approval. Codex has no turn cap: `agents.<role>.max_turns` does not apply, the timeout bounds
+//! approval. `codex exec` reads its key from `CODEX_API_KEY` only and ignores `OPENAI_BASE_URL`
+//! (issue 18), so a passed `OPENAI_API_KEY` is given as `CODEX_API_KEY` when that is not set, and
+//! a passed `OPENAI_BASE_URL` becomes the `-c` override above. Codex has no turn cap: `agents.<role>.max_turns` does not apply, the timeout bounds
 //! the run.
 //!
 //! Reads the JSON-lines events: `thread.started` (session id), `item.completed` of type
@@ -13,10 +16,16 @@
 //! priced with `agents.<role>.pricing`), `turn.failed` (a failure; a quota text makes it a quota
 //! failure). `error` events are notes — codex prints "Reconnecting... 2/5" ones and carries on —
 //! and only explain a run that never completed its turn.
+//!
+//! Without a network codex prints "Reconnecting…" until it is killed (issue 18: six 30-minute
+//! timeouts). [`ReconnectWatch`] stops it after [`MAX_RECONNECTS`] reconnects, or
+//! [`RECONNECT_STALL`] after the first, with no progress in between: a transient failure
+//! naming the last reconnect message.
 
 use std::path::{Path, PathBuf};
+use std::time::Duration;
 
-use super::adapter::Adapter;
+use super::adapter::{Adapter, Watcher};
 use super::cli::{AdapterConfig, Cli, RunFiles};
 use super::report::{self, int, json_lines, read_only, text_at, Report};
 use crate::process::ProcessOutput;
@@ -25,7 +34,8 @@ pub const CLI: Cli = Cli {
     kind: "codex",
     program: "codex",
     install: "npm install -g @openai/codex",
-    keys: &["OPENAI_API_KEY", "CODEX_API_KEY"],
+    keys: &["CODEX_API_KEY", "OPENAI_API_KEY"],
+    logins: &[".codex/auth.json"],
 };
 
 pub struct Codex {
@@ -75,6 +85,36 @@ pub fn args(config: &AdapterConfig, scratch: &Path) -> Vec<String> {
     args
 }
 
+/// A variable of the agent's environment, when set and not blank.
+fn lookup<'a>(given: &'a [(String, String)], name: &str) -> Option<&'a str> {
+    given
+        .iter()
+        .find(|(k, v)| k == name && !v.trim().is_empty())
+        .map(|(_, v)| v.as_str())
+}
+
+/// `codex exec` reads its key from `CODEX_API_KEY` only (issue 18: with `OPENAI_API_KEY` alone
+/// every request gets a 401), so a passed `OPENAI_API_KEY` is given under that name too.
+pub fn key_env(given: &[(String, String)]) -> Vec<(String, String)> {
+    match (
+        lookup(given, "CODEX_API_KEY"),
+        lookup(given, "OPENAI_API_KEY"),
+    ) {
+        (None, Some(key)) => vec![("CODEX_API_KEY".to_string(), key.to_string())],
+        _ => Vec::new(),
+    }
+}
+
+/// codex ignores `OPENAI_BASE_URL`; its configuration key `openai_base_url`, set with `-c`
+/// before the subcommand, is what it reads. The value is a TOML string.
+pub fn base_url_override(url: Option<&str>) -> Vec<String> {
+    let Some(url) = url else {
+        return Vec::new();
+    };
+    let quoted = url.replace('\\', "\\\\").replace('"', "\\\"");
+    vec!["-c".to_string(), format!("openai_base_url=\"{quoted}\"")]
+}
+
 /// Reads `codex exec --json` output; `last_message` is the `--output-last-message` file.
 pub fn parse(stdout: &str, last_message: Option<&str>) -> Report {
     let (events, _) = json_lines(stdout);
@@ -122,6 +162,60 @@ pub fn parse(stdout: &str, last_message: Option<&str>) -> Report {
     r
 }
 
+/// Reconnects in a row, with no progress between them, after which codex is stopped.
+pub const MAX_RECONNECTS: u32 = 10;
+/// How long after its first reconnect, with no progress since, codex is stopped.
+pub const RECONNECT_STALL: Duration = Duration::from_secs(120);
+
+/// Watches `codex exec --json` for a reconnect loop (see the module documentation).
+#[derive(Default)]
+pub struct ReconnectWatch {
+    reconnects: u32,
+    first: Option<Duration>,
+    last: String,
+}
+
+impl ReconnectWatch {
+    fn stop(&self, at: Duration) -> super::AgentFailure {
+        let since = self.first.map_or(0, |f| at.saturating_sub(f).as_secs());
+        report::failure(
+            super::AgentFailureKind::Error,
+            format!(
+                "codex could not reach its provider: {} reconnects in {since}s with no progress, stopped; last: {}",
+                self.reconnects, self.last
+            ),
+        )
+    }
+}
+
+impl Watcher for ReconnectWatch {
+    fn line(&mut self, line: &str, at: Duration) -> Option<super::AgentFailure> {
+        let Ok(event) = serde_json::from_str::<serde_json::Value>(line) else {
+            return None;
+        };
+        let kind = text_at(&event, "/type").unwrap_or("");
+        let message = text_at(&event, "/message").unwrap_or("");
+        if kind == "error" && message.starts_with("Reconnecting") {
+            self.reconnects += 1;
+            self.first.get_or_insert(at);
+            self.last = message.to_string();
+            return (self.reconnects >= MAX_RECONNECTS).then(|| self.stop(at));
+        }
+        // A completed item or turn is progress; notes about the transport are not.
+        let progress = kind.starts_with("turn.")
+            || (kind.starts_with("item.") && text_at(&event, "/item/type") != Some("error"));
+        if progress {
+            *self = ReconnectWatch::default();
+        }
+        None
+    }
+
+    fn poll(&mut self, at: Duration) -> Option<super::AgentFailure> {
+        let first = self.first?;
+        (at.saturating_sub(first) >= RECONNECT_STALL).then(|| self.stop(at))
+    }
+}
+
 impl Adapter for Codex {
     fn cli(&self) -> &'static Cli {
         &CLI
@@ -131,21 +225,27 @@ impl Adapter for Codex {
         &self.config
     }
 
-    fn args(&self, _files: &RunFiles, scratch: &Path) -> Vec<String> {
-        args(&self.config, scratch)
+    fn args(&self, _files: &RunFiles, scratch: &Path, given: &[(String, String)]) -> Vec<String> {
+        let mut all = base_url_override(lookup(given, "OPENAI_BASE_URL"));
+        all.extend(args(&self.config, scratch));
+        all
     }
 
     fn stdin(&self, prompt: &str) -> Option<Vec<u8>> {
         Some(prompt.as_bytes().to_vec())
     }
 
-    fn env(&self, _scratch: &Path) -> Vec<(String, String)> {
-        Vec::new()
+    fn env(&self, _scratch: &Path, given: &[(String, String)]) -> Vec<(String, String)> {
+        key_env(given)
     }
 
     fn parse(&self, out: &ProcessOutput, scratch: &Path) -> Report {
         let last = std::fs::read_to_string(last_message_file(scratch)).ok();
         parse(&out.stdout_tail, last.as_deref())
+    }
+
+    fn watcher(&self) -> Option<Box<dyn Watcher>> {
+        Some(Box::new(ReconnectWatch::default()))
     }
 }
 
@@ -193,11 +293,44 @@ mod tests {
     }
 
     #[test]
+    fn the_key_and_base_url_reach_codex_the_way_it_reads_them() {
+        let given = |pairs: &[(&str, &str)]| -> Vec<(String, String)> {
+            pairs
+                .iter()
+                .map(|(k, v)| (k.to_string(), v.to_string()))
+                .collect()
+        };
+        assert_eq!(
+            key_env(&given(&[("OPENAI_API_KEY", "sk-1")])),
+            given(&[("CODEX_API_KEY", "sk-1")])
+        );
+        assert_eq!(
+            key_env(&given(&[
+                ("OPENAI_API_KEY", "sk-1"),
+                ("CODEX_API_KEY", "sk-2")
+            ])),
+            vec![]
+        );
+        assert_eq!(key_env(&given(&[("OPENAI_API_KEY", " ")])), vec![]);
+        assert_eq!(key_env(&[]), vec![]);
+        assert_eq!(
+            base_url_override(Some("http://127.0.0.1:8080/v1")),
+            ["-c", "openai_base_url=\"http://127.0.0.1:8080/v1\""]
+        );
+        assert_eq!(
+            base_url_override(Some("a\"b\\c"))[1],
+            "openai_base_url=\"a\\\"b\\\\c\""
+        );
+        assert!(base_url_override(None).is_empty());
+    }
+
+    #[test]
     fn recorded_outputs_are_read() {
         #[rustfmt::skip]
         let cases: &[Case] = &[
             ("success.jsonl", None, true, None, (24763, 24448, 122), Some("Added `sub`")),
-            ("turn_failed.jsonl", None, false, Some(K::Error), (0, 0, 0), None),
+            // `unexpected status 401 Unauthorized`: the key (issue 18), not a test failure.
+            ("turn_failed.jsonl", None, false, Some(K::Config), (0, 0, 0), None),
             ("usage_limit.jsonl", None, false, Some(K::Quota { retry_hint: None }), (0, 0, 0), None),
             // Killed while it retried a network that was not there: an error, not a quota.
             ("network_retries.jsonl", None, false, Some(K::Error), (0, 0, 0), None),
@@ -237,5 +370,44 @@ mod tests {
             assert!(!r.completed, "{text:?}");
             assert_eq!(r.failure.map(|f| f.kind), Some(K::Error), "{text:?}");
         }
+    }
+
+    /// Issue 18: the no-network reconnect loop is stopped in bounded time, not at the timeout.
+    #[test]
+    fn a_reconnect_loop_is_stopped() {
+        let secs = Duration::from_secs;
+        let recorded = fixture("network_retries.jsonl");
+        let mut watch = ReconnectWatch::default();
+        for (i, line) in recorded.lines().enumerate() {
+            assert_eq!(watch.line(line, secs(i as u64)), None, "{line}");
+        }
+        // The recording's 7 reconnects, then nothing for a while: stopped by the stall bound.
+        assert_eq!(watch.poll(secs(60)), None);
+        let f = watch.poll(secs(2) + RECONNECT_STALL).expect("stopped");
+        assert_eq!(f.kind, K::Error);
+        assert!(
+            f.message.starts_with("codex could not reach its provider: 9 reconnects in 120s with no progress, stopped; last: Reconnecting... waiting for network"),
+            "{}",
+            f.message
+        );
+        // Many reconnects quickly: stopped at the count.
+        let reconnect = r#"{"type":"error","message":"Reconnecting... waiting for network"}"#;
+        let mut watch = ReconnectWatch::default();
+        let stopped = (0..20).find_map(|i| watch.line(reconnect, secs(i)).map(|_| i));
+        assert_eq!(stopped, Some(u64::from(MAX_RECONNECTS) - 1));
+        // Progress in between starts the count again.
+        let mut watch = ReconnectWatch::default();
+        let progress = r#"{"type":"item.completed","item":{"type":"agent_message","text":"x"}}"#;
+        for i in 0..30 {
+            let line = if i % 5 == 4 { progress } else { reconnect };
+            assert_eq!(watch.line(line, secs(i)), None);
+        }
+        assert_eq!(watch.poll(secs(29)), None);
+        // The success fixture never trips it.
+        let mut watch = ReconnectWatch::default();
+        for line in fixture("success.jsonl").lines() {
+            assert_eq!(watch.line(line, secs(1)), None);
+        }
+        assert_eq!(watch.poll(secs(10_000)), None);
     }
 }

@@ -46,6 +46,7 @@ impl Executor for CommandExecutor {
             stdin: Some(req.prompt.clone().into_bytes()),
             env: Vec::new(),
             tail_bytes: TAIL_BYTES,
+            watch: None,
         };
         let out = cli::execute(req, &files, inv, |e| {
             format!("agents.{}.command: {e}", req.role.name())

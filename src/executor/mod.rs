@@ -19,6 +19,7 @@ pub mod claude_code;
 mod cli;
 pub mod codex;
 mod command;
+mod keys;
 pub mod opencode;
 mod report;
 mod scripted;
@@ -33,6 +34,7 @@ use crate::model::{RunId, Task};
 
 pub use chain::{build, none_usable};
 pub use cli::{locate, AdapterConfig, Cli};
+pub use keys::{config_fingerprint, config_fix, missing_key};
 
 /// The agent CLI an executor kind drives, if it is one of the adapters.
 pub fn known_cli(kind: ExecutorKind) -> Option<&'static Cli> {
@@ -94,6 +96,10 @@ pub enum AgentFailureKind {
     MaxTurns,
     /// The CLI stopped at its own spending cap.
     Budget,
+    /// The CLI cannot reach its model as configured: no key or an invalid one, not logged in,
+    /// an unknown model or provider, a CLI configuration it refuses (issue 18). Another run
+    /// fails the same way: a person fixes it, or a fallback executor takes over.
+    Config,
     /// Anything else the CLI reported as an error, including output that could not be read.
     Error,
 }
@@ -166,6 +172,10 @@ pub enum ExecutorError {
     /// The agent program is missing or unusable: a user can fix it.
     #[error("{0}")]
     Unavailable(String),
+    /// The agent would only fail as configured: it is given no key, or no model where the CLI
+    /// would fall back to a default of its own (issue 18). A user can fix it.
+    #[error("{0}")]
+    Misconfigured(String),
     #[error("{0}")]
     Io(String),
 }

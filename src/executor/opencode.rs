@@ -10,14 +10,22 @@
 //! Reads the JSON-lines events: `text` parts (the last one is the final message), `step_finish`
 //! parts (`cost` in USD and `tokens`, summed over steps; `reason`), `sessionID`, and `error`
 //! events (`APIError` with `statusCode` 429/529, or a quota text, is a quota failure; its
-//! `responseHeaders` may say when to retry). A run that took `max_turns` steps without ending on
-//! a final answer used up its turns.
+//! `responseHeaders` may say when to retry). A run that took `max_turns` steps used up its
+//! turns, even when its last step ended on an answer: at its `steps` limit opencode makes the
+//! model answer, so a capped run looks finished (issue 18).
+//!
+//! `steps` is only a prompt to the model, not a cap: [`TurnWatch`] counts the steps while the
+//! CLI runs and stops it at `max_turns`; it also stops a CLI that keeps quiet after reporting a
+//! rate limit (opencode retries it by itself, `retry-after` long), as a quota failure. A worker
+//! with no model is not started (`executor::missing_key`): opencode would use its own hosted
+//! default.
 
 use std::path::Path;
+use std::time::Duration;
 
 use serde_json::{json, Value};
 
-use super::adapter::Adapter;
+use super::adapter::{Adapter, Watcher};
 use super::cli::{AdapterConfig, Cli, RunFiles};
 use super::report::{self, failure, int, json_lines, read_only, text_at, Report};
 use super::AgentFailureKind;
@@ -33,6 +41,7 @@ pub const CLI: Cli = Cli {
         "OPENROUTER_API_KEY",
         "GEMINI_API_KEY",
     ],
+    logins: &[".local/share/opencode/auth.json"],
 };
 
 pub struct Opencode {
@@ -113,13 +122,93 @@ pub fn parse(stdout: &str, max_turns: u32) -> Report {
     r.cost_usd = (finished_steps > 0).then_some(cost);
     r.completed = finished_steps > 0 && r.failure.is_none();
     let ended_on_answer = last_reason == Some("stop");
-    if r.failure.is_none() && (steps > max_turns || (steps >= max_turns && !ended_on_answer)) {
+    if r.failure.is_none() && steps >= max_turns {
+        let how = if ended_on_answer {
+            "its answer was forced by the cap"
+        } else {
+            "without a final answer"
+        };
         r.failure = Some(failure(
             AgentFailureKind::MaxTurns,
-            format!("opencode took {steps} steps (cap {max_turns}) without a final answer"),
+            format!("opencode took {steps} steps (cap {max_turns}): {how}"),
         ));
     }
     r
+}
+
+/// How long opencode may stay quiet after reporting a rate limit before it counts as waiting it
+/// out by itself.
+pub const QUOTA_QUIET: Duration = Duration::from_secs(60);
+
+/// Watches `opencode run --format json` while it runs (see the module documentation).
+pub struct TurnWatch {
+    max_turns: u32,
+    steps: u32,
+    /// A rate limit it reported, and when: cleared by any later event.
+    quota: Option<(Duration, super::AgentFailure)>,
+}
+
+impl TurnWatch {
+    pub fn new(max_turns: u32) -> TurnWatch {
+        TurnWatch {
+            max_turns,
+            steps: 0,
+            quota: None,
+        }
+    }
+}
+
+impl Watcher for TurnWatch {
+    fn line(&mut self, line: &str, at: Duration) -> Option<super::AgentFailure> {
+        let Ok(event) = serde_json::from_str::<Value>(line) else {
+            return None;
+        };
+        self.quota = None;
+        match text_at(&event, "/type").unwrap_or("") {
+            "step_finish" => {
+                self.steps += 1;
+                // At the cap an answer ends the run by itself; anything else would go on.
+                let answered = text_at(&event, "/part/reason") == Some("stop");
+                (self.steps >= self.max_turns && !answered).then(|| {
+                    failure(
+                        AgentFailureKind::MaxTurns,
+                        format!(
+                            "opencode reached {} steps (cap {}) and was stopped: its `steps` setting does not hold a model that keeps calling tools",
+                            self.steps, self.max_turns
+                        ),
+                    )
+                })
+            }
+            "step_start" if self.steps >= self.max_turns => Some(failure(
+                AgentFailureKind::MaxTurns,
+                format!(
+                    "opencode started step {} (cap {}) and was stopped",
+                    self.steps + 1,
+                    self.max_turns
+                ),
+            )),
+            "error" => {
+                let f = error_event(&event);
+                if matches!(f.kind, AgentFailureKind::Quota { .. }) {
+                    self.quota = Some((at, f));
+                }
+                None
+            }
+            _ => None,
+        }
+    }
+
+    fn poll(&mut self, at: Duration) -> Option<super::AgentFailure> {
+        let (since, f) = self.quota.as_ref()?;
+        (at.saturating_sub(*since) >= QUOTA_QUIET).then(|| {
+            let mut f = f.clone();
+            f.message = format!(
+                "{} (opencode went on waiting it out by itself and was stopped)",
+                f.message
+            );
+            f
+        })
+    }
 }
 
 fn error_event(event: &Value) -> super::AgentFailure {
@@ -149,7 +238,7 @@ impl Adapter for Opencode {
         &self.config
     }
 
-    fn args(&self, _files: &RunFiles, _scratch: &Path) -> Vec<String> {
+    fn args(&self, _files: &RunFiles, _scratch: &Path, _given: &[(String, String)]) -> Vec<String> {
         args(&self.config)
     }
 
@@ -157,7 +246,7 @@ impl Adapter for Opencode {
         Some(prompt.as_bytes().to_vec())
     }
 
-    fn env(&self, scratch: &Path) -> Vec<(String, String)> {
+    fn env(&self, scratch: &Path, _given: &[(String, String)]) -> Vec<(String, String)> {
         vec![
             (
                 "OPENCODE_CONFIG_CONTENT".into(),
@@ -169,6 +258,10 @@ impl Adapter for Opencode {
 
     fn parse(&self, out: &ProcessOutput, _scratch: &Path) -> Report {
         parse(&out.stdout_tail, self.config.max_turns)
+    }
+
+    fn watcher(&self) -> Option<Box<dyn Watcher>> {
+        Some(Box::new(TurnWatch::new(self.config.max_turns)))
     }
 }
 
@@ -226,7 +319,7 @@ mod tests {
             ("success.jsonl", 100, true, None, Some(0.0108), (1500, 420), Some("Added subtraction")),
             ("rate_limited_429.jsonl", 100, false,
                 Some(K::Quota { retry_hint: Some("resets at 00:00 UTC".into()) }), None, (0, 0), None),
-            ("provider_error.jsonl", 100, false, Some(K::Error), None, (0, 0), None),
+            ("provider_error.jsonl", 100, false, Some(K::Config), None, (0, 0), None),
             ("tool_loop.jsonl", 3, true, Some(K::MaxTurns), Some(0.0432), (6000, 1680), None),
             ("tool_loop.jsonl", 100, true, None, Some(0.0432), (6000, 1680), None),
         ];
@@ -281,5 +374,72 @@ mod tests {
         }
         // Nothing readable at all is reported as such.
         assert_eq!(parse("", 100).failure.map(|f| f.kind), Some(K::Error));
+    }
+
+    /// Feeds a fixture's lines to a watch, one second apart; the line number it stopped at.
+    fn watch_lines(
+        watch: &mut TurnWatch,
+        text: &str,
+    ) -> Option<(usize, super::super::AgentFailure)> {
+        text.lines().enumerate().find_map(|(i, line)| {
+            watch
+                .line(line, Duration::from_secs(i as u64))
+                .map(|f| (i, f))
+        })
+    }
+
+    /// Issue 18: `steps` is only a prompt; the watch stops the CLI at the cap.
+    #[test]
+    fn the_turn_cap_is_enforced_while_it_runs() {
+        let tool_loop = fixture("tool_loop.jsonl");
+        let finishes: Vec<usize> = tool_loop
+            .lines()
+            .enumerate()
+            .filter(|(_, l)| l.contains("\"type\":\"step_finish\""))
+            .map(|(i, _)| i)
+            .collect();
+        let (at, f) = watch_lines(&mut TurnWatch::new(3), &tool_loop).expect("stopped");
+        assert_eq!(at, finishes[2], "at the third step_finish");
+        assert_eq!(f.kind, K::MaxTurns);
+        assert!(
+            f.message
+                .contains("reached 3 steps (cap 3) and was stopped"),
+            "{}",
+            f.message
+        );
+        assert_eq!(watch_lines(&mut TurnWatch::new(100), &tool_loop), None);
+        // An answer at the cap ends the run by itself: not stopped, but read as capped.
+        let success = fixture("success.jsonl");
+        assert_eq!(watch_lines(&mut TurnWatch::new(1), &success), None);
+        let capped = parse(&success, 1).failure.expect("capped");
+        assert_eq!(capped.kind, K::MaxTurns);
+        assert!(
+            capped.message.contains("forced by the cap"),
+            "{}",
+            capped.message
+        );
+        assert_eq!(parse(&success, 2).failure, None);
+    }
+
+    /// Issue 18: a rate limit opencode waits out by itself is a quota wait, not a timeout.
+    #[test]
+    fn a_rate_limit_waited_out_inside_opencode_is_a_quota() {
+        let limited = fixture("rate_limited_429.jsonl");
+        let mut watch = TurnWatch::new(100);
+        assert_eq!(watch_lines(&mut watch, &limited), None);
+        let last = Duration::from_secs(limited.lines().count() as u64 - 1);
+        assert_eq!(watch.poll(last + Duration::from_secs(30)), None, "not yet");
+        let f = watch.poll(last + QUOTA_QUIET).expect("stopped");
+        assert!(matches!(f.kind, K::Quota { .. }), "{f:?}");
+        assert!(
+            f.message.contains("waiting it out by itself"),
+            "{}",
+            f.message
+        );
+        // It went on by itself: no quota.
+        let mut watch = TurnWatch::new(100);
+        watch_lines(&mut watch, &limited);
+        watch.line(fixture("success.jsonl").lines().next().unwrap(), last);
+        assert_eq!(watch.poll(last + QUOTA_QUIET * 2), None);
     }
 }

@@ -20,7 +20,7 @@ use serde_json::Value;
 use super::cli::{exit_of, AdapterConfig, RunFiles, TAIL_BYTES};
 use super::{AgentExit, AgentFailure, AgentFailureKind, AgentResult};
 use crate::config::AgentRole;
-use crate::model::is_quota_message;
+use crate::model::{is_agent_config_message, is_quota_message};
 use crate::process::ProcessOutput;
 
 /// What a CLI said about its run, read from its machine-readable output.
@@ -59,11 +59,15 @@ pub(super) fn failure(kind: AgentFailureKind, message: String) -> AgentFailure {
     AgentFailure { kind, message }
 }
 
-/// An error text as a failure: a quota failure (with its hint) when it says so, else an error.
+/// An error text as a failure: a quota failure (with its hint) or a configuration error when it
+/// says so, else an error.
 pub(super) fn error_from_text(text: &str) -> AgentFailure {
     let text = text.trim();
     if is_quota_message(text) {
         return quota(text);
+    }
+    if is_agent_config_message(text) {
+        return failure(AgentFailureKind::Config, text.to_string());
     }
     failure(AgentFailureKind::Error, text.to_string())
 }
@@ -208,6 +212,9 @@ fn kind_text(kind: &AgentFailureKind) -> String {
         AgentFailureKind::Quota { retry_hint: None } => "quota or rate limit".to_string(),
         AgentFailureKind::MaxTurns => "stopped at its turn cap".to_string(),
         AgentFailureKind::Budget => "stopped at its spending cap".to_string(),
+        AgentFailureKind::Config => {
+            "the agent CLI cannot reach its model as configured".to_string()
+        }
         AgentFailureKind::Error => "the agent CLI reported an error".to_string(),
     }
 }
@@ -430,7 +437,12 @@ mod tests {
     fn error_text_is_a_quota_failure_when_it_says_so() {
         let f = error_from_text("API Error: Request rejected (429) · please try again later");
         assert!(is_quota(&f), "{f:?}");
+        // Issue 18: a login or key problem is a configuration error, never retried as it is.
         let f = error_from_text("Not logged in · Please run /login");
+        assert_eq!(f.kind, AgentFailureKind::Config);
+        let f = error_from_text("unexpected status 401 Unauthorized: Missing bearer");
+        assert_eq!(f.kind, AgentFailureKind::Config);
+        let f = error_from_text("Unexpected server error");
         assert_eq!(f.kind, AgentFailureKind::Error);
     }
 
@@ -444,6 +456,7 @@ mod tests {
             stderr_bytes: stderr.len() as u64,
             duration: std::time::Duration::from_secs(1),
             timed_out: status == crate::process::ExitStatusKind::TimedOut,
+            stopped: None,
         }
     }
 

@@ -4,6 +4,7 @@
 //! converts GitHub's objects into them (`forge.rs`). Nothing here does I/O, and nothing here
 //! depends on another module of ours but `time`.
 
+mod agent_config;
 pub mod excerpt;
 mod forge;
 pub mod graph;
@@ -20,6 +21,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::time::Timestamp;
 
+pub use agent_config::is_agent_config_message;
 pub use forge::{AuthorAssociation, Checks, Issue, IssueEvent, PullRequest};
 pub use ids::{short_hash, AgentId, RunId, TaskId, TickId};
 pub use plan::{PlanHistory, PlanRecord, PlanStatus};

@@ -1,6 +1,6 @@
 //! Small text matchers shared by the rules that read free text (failure classification, quota
-//! detection): whole words with ASCII word boundaries (as JavaScript's `\b`), word forms built
-//! from parts, and whitespace squashing. Pure functions over `&str`; no rule lives here.
+//! detection): whole words and phrases with ASCII word boundaries (as JavaScript's `\b`), never
+//! the inside of a word (issue 18), word forms built from parts, and whitespace squashing. Pure functions over `&str`; no rule lives here.
 
 pub fn is_word_byte(b: u8) -> bool {
     b.is_ascii_alphanumeric() || b == b'_'
@@ -14,12 +14,30 @@ pub fn ends_word(bytes: &[u8], end: usize) -> bool {
     bytes.get(end).is_none_or(|b| !is_word_byte(*b))
 }
 
-pub fn contains_any(text: &str, needles: &[&str]) -> bool {
-    needles.iter().any(|n| text.contains(n))
+/// Any of `phrases` in `text`, as whole words ([`has_phrase`]).
+pub fn contains_any(text: &str, phrases: &[&str]) -> bool {
+    phrases.iter().any(|p| has_phrase(text, p))
 }
 
-pub fn contains_all(text: &str, needles: &[&str]) -> bool {
-    needles.iter().all(|n| text.contains(n))
+/// Every one of `phrases` in `text`, as whole words ([`has_phrase`]).
+pub fn contains_all(text: &str, phrases: &[&str]) -> bool {
+    phrases.iter().all(|p| has_phrase(text, p))
+}
+
+/// `phrase` in `text` as whole words (issue 18): where the phrase begins (ends) with a letter,
+/// digit or `_`, the text before (after) it must not be one, so "expected" is not found in
+/// "unexpected" nor "env" in "environment". A phrase edge that is punctuation (`/login`,
+/// `package.json`) needs no boundary.
+pub fn has_phrase(text: &str, phrase: &str) -> bool {
+    let bytes = text.as_bytes();
+    let p = phrase.as_bytes();
+    let (Some(first), Some(last)) = (p.first(), p.last()) else {
+        return false;
+    };
+    text.match_indices(phrase).any(|(at, m)| {
+        (!is_word_byte(*first) || starts_word(bytes, at))
+            && (!is_word_byte(*last) || ends_word(bytes, at + m.len()))
+    })
 }
 
 /// `text` after the first `needle`.

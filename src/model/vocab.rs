@@ -188,6 +188,9 @@ vocabulary! {
         QuotaFailure => "quota_failure",
         BranchDivergedRequiresRecreate => "branch_diverged_requires_recreate",
         ExecutionFailed => "execution_failed",
+        /// The agent cannot reach its model as configured: a missing or invalid key, not
+        /// logged in, an unknown model or provider, an invalid CLI configuration (issue 18).
+        AgentConfig => "agent_config",
     }
 }
 
@@ -203,6 +206,8 @@ vocabulary! {
         Flaky => "flaky",
         Model => "model",
         ModelLoop => "model_loop",
+        /// The agent's configuration (key, login, model, provider): only a person fixes it.
+        AgentConfig => "agent_config",
     }
 }
 
@@ -219,6 +224,7 @@ vocabulary! {
         Flaky => "flaky",
         Model => "model",
         ModelLoop => "model_loop",
+        AgentConfig => "agent_config",
         /// Quota waits taken.
         Quota => "quota",
         /// Judge retries after a failed review (LLM down, CI timeout).
@@ -242,6 +248,7 @@ impl From<FailureCategory> for AttemptKey {
             FailureCategory::Flaky => AttemptKey::Flaky,
             FailureCategory::Model => AttemptKey::Model,
             FailureCategory::ModelLoop => AttemptKey::ModelLoop,
+            FailureCategory::AgentConfig => AttemptKey::AgentConfig,
         }
     }
 }

@@ -67,15 +67,16 @@ pub struct StatusView {
     /// Backlog issues that were not imported, and why (github mode).
     pub ignored_issues: Vec<serde_json::Value>,
     pub spend: SpendView,
-    /// Executors parked on a quota, one line each (`agents.<role>.fallbacks` run meanwhile).
+    /// Executors parked on a quota or for their configuration, one line each
+    /// (`agents.<role>.fallbacks` run meanwhile).
     pub parked_executors: Vec<String>,
 }
 
-/// The plan's lines about executors parked on a quota.
+/// The plan's lines about executors parked on a quota or for their configuration (issue 18).
 pub fn parked_executors(plan: &Plan) -> Vec<String> {
     plan.decisions
         .iter()
-        .filter(|d| d.rule == "executor.quota_wait")
+        .filter(|d| d.rule == "executor.quota_wait" || d.rule == "executor.agent_config")
         .map(|d| d.reason.clone())
         .collect()
 }

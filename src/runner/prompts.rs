@@ -71,7 +71,7 @@ fn agent_can_act(run: &Run) -> bool {
     use crate::model::FailureCategory as C;
     let message = run.error.as_deref().unwrap_or_default();
     match classify(message, run.failure_code).category {
-        C::Env | C::Setup | C::Permission => false,
+        C::Env | C::Setup | C::Permission | C::AgentConfig => false,
         C::Noop | C::Policy | C::Test | C::Flaky | C::Model | C::ModelLoop => true,
     }
 }

@@ -379,7 +379,15 @@ fn run_agent(
     record: &mut RunRecord,
 ) -> Result<Option<String>, CheckFailure> {
     let role = AgentRole::Task(task.role);
-    let chosen = super::executors::choose(act, role).map_err(setup_text)?;
+    let chosen = super::executors::choose(act, role).map_err(|e| CheckFailure {
+        // Issue 18: an agent given no key is not started, and waiting would not give it one.
+        code: if e.config {
+            FailureCode::AgentConfig
+        } else {
+            FailureCode::SetupOrBootstrapIssue
+        },
+        message: e.message,
+    })?;
     let (agent, exec) = (chosen.agent, chosen.exec);
     record.executor = Some(chosen.label);
     record.executor_use = Some(chosen.usage);
@@ -484,6 +492,14 @@ fn reported_failure(
         AgentFailureKind::Budget => (
             FailureCode::ModelOrUnknownFailure,
             format!("the agent stopped at its own spending cap before finishing: {text}"),
+        ),
+        AgentFailureKind::Config => (
+            FailureCode::AgentConfig,
+            format!(
+                "the agent cannot reach its model as configured ({}): {text}\n  {}",
+                agent.executor_key(),
+                executor::config_fix(agent)
+            ),
         ),
         AgentFailureKind::Error => (
             FailureCode::ExecutionFailed,
@@ -602,8 +618,12 @@ mod tests {
                 FailureCode::ModelOrUnknownFailure, TaskState::FAILED, "agents.worker.max_turns = 100"),
             (failure(AgentFailureKind::Budget, "Reached maximum budget ($1)"),
                 FailureCode::ModelOrUnknownFailure, TaskState::FAILED, "spending cap"),
-            (failure(AgentFailureKind::Error, "Not logged in with sk-secret"),
+            (failure(AgentFailureKind::Error, "it crashed with sk-secret"),
                 FailureCode::ExecutionFailed, TaskState::FAILED, "reported an error"),
+            // Issue 18: not retried; a person gets the fix.
+            (failure(AgentFailureKind::Config, "Not logged in · Please run /login (sk-secret)"),
+                FailureCode::AgentConfig, TaskState::blocked(BlockReason::AwaitingHuman),
+                "fix: set ANTHROPIC_API_KEY in the workflow's env (`env: ANTHROPIC_API_KEY: ${{ secrets.ANTHROPIC_API_KEY }}`) and list it in `agents.worker.env_passthrough`"),
         ];
         for (f, code, to, says) in cases {
             let check = reported_failure(f, &agent, role, &redactor);

@@ -3,7 +3,7 @@
 //! A migration is appended, never edited: version N's SQL turns a version N-1 file into version N.
 
 /// Each entry migrates from version `index` to version `index + 1`.
-pub const MIGRATIONS: &[&str] = &[V1, V2, V3, V4, V5, V6];
+pub const MIGRATIONS: &[&str] = &[V1, V2, V3, V4, V5, V6, V7];
 
 pub const LATEST: i64 = MIGRATIONS.len() as i64;
 
@@ -218,4 +218,10 @@ CREATE TABLE executor_waits (
     reason     TEXT NOT NULL,
     updated_at INTEGER NOT NULL
 ) STRICT;
+"#;
+
+/// Executors parked for their configuration (issue 18: `agent_config`): the fingerprint of the
+/// configuration they failed with; such a park holds until it changes, not until a time.
+const V7: &str = r#"
+ALTER TABLE executor_waits ADD COLUMN config TEXT;
 "#;

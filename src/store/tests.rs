@@ -348,6 +348,7 @@ fn executor_waits_are_written_with_the_outcome() {
             .map(|key| ChainEntry {
                 key: key.to_string(),
                 available: true,
+                config: String::new(),
             })
             .to_vec(),
         index,

@@ -1,6 +1,7 @@
 //! A throw-away repository and the real binary, for end-to-end tests.
 #![allow(dead_code)]
 
+pub mod fake_cli;
 pub mod github;
 
 use std::path::{Path, PathBuf};
@@ -71,7 +72,14 @@ impl TestRepo {
     }
 
     pub fn run_at(&self, now: &str, args: &[&str]) -> Out {
-        let out = Command::new(env!("CARGO_BIN_EXE_opentiger"))
+        self.run_env(now, args, &[])
+    }
+
+    /// Runs `opentiger` with these variables set; the agents' keys of the test's own
+    /// environment are never seen.
+    pub fn run_env(&self, now: &str, args: &[&str], env: &[(&str, &str)]) -> Out {
+        let mut command = Command::new(env!("CARGO_BIN_EXE_opentiger"));
+        command
             .arg("--repo")
             .arg(self.path())
             .arg("--now")
@@ -80,7 +88,12 @@ impl TestRepo {
             .env_remove("OPENTIGER_CONFIG")
             .env_remove("OPENTIGER_NOW")
             .env_remove("GITHUB_RUN_ID")
-            .env_remove("GITHUB_STEP_SUMMARY")
+            .env_remove("GITHUB_STEP_SUMMARY");
+        for key in AGENT_KEYS {
+            command.env_remove(key);
+        }
+        let out = command
+            .envs(env.iter().copied())
             .output()
             .expect("run opentiger");
         Out {
@@ -97,6 +110,16 @@ impl TestRepo {
         self.run(&all).ok().stdout.trim().to_string()
     }
 }
+
+/// The variables that give an agent CLI its model.
+pub const AGENT_KEYS: &[&str] = &[
+    "ANTHROPIC_API_KEY",
+    "CLAUDE_CODE_OAUTH_TOKEN",
+    "OPENAI_API_KEY",
+    "CODEX_API_KEY",
+    "OPENROUTER_API_KEY",
+    "GEMINI_API_KEY",
+];
 
 /// A git repository with one commit on `main`, a folder for agent scripts outside it, and a
 /// config that runs `agent.sh` as every task agent and `judge.sh` as the judge.
@@ -228,6 +251,11 @@ impl GitRepo {
     /// A `tick` at `now`.
     pub fn tick(&self, now: &str) -> Out {
         self.repo.run_at(now, &["tick"])
+    }
+
+    /// A `tick` at `now` with these variables set (an agent's key).
+    pub fn tick_env(&self, now: &str, env: &[(&str, &str)]) -> Out {
+        self.repo.run_env(now, &["tick"], env)
     }
 
     /// The task's status as `status --json` shows it.

@@ -6,16 +6,17 @@
 //! and the normalized failure signature used for repeated-failure escalation (spec §3.4).
 //!
 //! Not for: deciding what to do with a classification (retry budgets are applied by recovery),
-//! computing cooldowns (see `backoff`), or reading logs. Matching is plain substring search plus
-//! small hand-written scanners; every phrase is matched against lower-cased text.
+//! computing cooldowns (see `backoff`), or reading logs. Phrases match whole words of the
+//! lower-cased text, never the inside of a word (issue 18: "unexpected" is not "expected",
+//! "environment" is not "env"), plus small hand-written scanners.
 
 mod signature;
 mod verification;
 
 use crate::model::{FailureCategory, FailureCode};
 
-pub use crate::model::is_quota_message;
 use crate::model::text::*;
+pub use crate::model::{is_agent_config_message, is_quota_message};
 pub use signature::failure_signature;
 pub use verification::verification_failure_code;
 
@@ -69,6 +70,8 @@ fn classify_code(code: FailureCode) -> Option<Classification> {
         FailureCode::TransientOrFlakyFailure => (C::Flaky, true, code),
         FailureCode::ModelDoomLoop => (C::ModelLoop, true, code),
         FailureCode::ModelOrUnknownFailure => (C::Model, true, code),
+        // Issue 18: another run with the same key, login or model fails the same way.
+        FailureCode::AgentConfig => (C::AgentConfig, false, code),
         FailureCode::ExecutionFailed => return None,
     };
     Some(Classification {
@@ -80,7 +83,7 @@ fn classify_code(code: FailureCode) -> Option<Classification> {
 
 /// What a message rule looks for in the lower-cased message.
 enum Pattern {
-    /// Any of these substrings.
+    /// Any of these phrases, as whole words ([`has_phrase`]).
     Phrases(&'static [&'static str]),
     /// A rule a substring list cannot say.
     Check(fn(&str) -> bool),
@@ -91,6 +94,8 @@ enum Pattern {
 #[rustfmt::skip]
 const MESSAGE_RULES: &[(Pattern, FailureCode)] = &[
     (Pattern::Check(is_external_directory_prompt), FailureCode::ExternalDirectoryPermissionPrompt),
+    // Issue 18, before the setup and transient rules: a login or key problem is not retried.
+    (Pattern::Check(is_agent_config_message), FailureCode::AgentConfig),
     (Pattern::Phrases(&["no changes were made", "no relevant changes were made",
         "no commits between"]), FailureCode::NoActionableChanges),
     (Pattern::Phrases(&["policy violation", "denied command", "outside allowed paths",
@@ -104,17 +109,26 @@ const MESSAGE_RULES: &[(Pattern, FailureCode)] = &[
     (Pattern::Phrases(&["package.json", "pnpm-workspace.yaml", "cannot find module", "enoent",
         "command not found", "repository not found", "authentication failed", "permission denied",
         "no commits between", "no history in common"]), FailureCode::SetupOrBootstrapIssue),
-    // spec §3.2: plain `env` as a substring, as in the original (it also hits "environment").
+    // spec §3.2 matched `env` inside any word ("environment", "envelope"); here it is a word.
     (Pattern::Phrases(&["database_url", "redis_url", "connection refused", "dns", "env"]),
         FailureCode::EnvironmentIssue),
     (Pattern::Phrases(&["branch_diverged_requires_recreate", "non-fast-forward",
         "failed to push some refs"]), FailureCode::BranchDivergedRequiresRecreate),
-    (Pattern::Phrases(&["vitest", "playwright", "assert", "expected", "test failed",
+    // The spec's `assert` and `test failed` inside longer words, spelt out as words.
+    (Pattern::Phrases(&["vitest", "playwright", "assert", "assertion", "assertionerror",
+        "assertion failed", "assert_eq", "expected", "test failed", "tests failed",
         "verification commands failed"]), FailureCode::TestFailure),
-    (Pattern::Phrases(&["rate limit", "429", "503", "502", "timeout", "timed out", "econnreset",
-        "eai_again", "temporarily unavailable"]), FailureCode::TransientOrFlakyFailure),
-    (Pattern::Phrases(&["doom loop detected", "excessive planning chatter detected",
-        "unsupported pseudo tool call detected: todo"]), FailureCode::ModelDoomLoop),
+    (Pattern::Phrases(&["rate limit", "rate limits", "rate limited", "rate-limited",
+        "rate_limit", "ratelimit", "429", "503", "502", "timeout", "timeouterror", "timed out",
+        "econnreset", "eai_again", "temporarily unavailable",
+        // Issue 18: an agent stopped in a reconnect loop (`executor::codex`).
+        "could not reach its provider"]),
+        FailureCode::TransientOrFlakyFailure),
+    (Pattern::Phrases(&["doom loop detected", "excessive planning chatter detected"]),
+        FailureCode::ModelDoomLoop),
+    // `todo`, `todowrite`, `todoread`: the start of a tool's name.
+    (Pattern::Check(|t| has_word_prefix(t, "unsupported pseudo tool call detected: todo")),
+        FailureCode::ModelDoomLoop),
 ];
 
 /// Test runners saying there was nothing to run.
@@ -254,6 +268,7 @@ mod tests {
             (F::TransientOrFlakyFailure, C::Flaky, true, "transient_or_flaky_failure"),
             (F::ModelDoomLoop, C::ModelLoop, true, "model_doom_loop"),
             (F::ModelOrUnknownFailure, C::Model, true, "model_or_unknown_failure"),
+            (F::AgentConfig, C::AgentConfig, false, "agent_config"),
         ];
         for (code, category, retryable, reason) in cases {
             // The message would say otherwise: the code wins.
@@ -305,6 +320,19 @@ mod tests {
             ("Unsupported pseudo tool call detected: todowrite", None, C::ModelLoop, true, "model_doom_loop"),
             ("the agent gave up", None, C::Model, true, "model_or_unknown_failure"),
             ("", None, C::Model, true, "model_or_unknown_failure"),
+            // Issue 18: words, not the inside of words, and the real CLIs' configuration errors.
+            ("unexpected status 401 Unauthorized: Missing bearer or basic authentication in header", None, C::AgentConfig, false, "agent_config"),
+            ("Not logged in · Please run /login", Some(F::ExecutionFailed), C::AgentConfig, false, "agent_config"),
+            ("litellm.AuthenticationError: Missing Anthropic API Key", None, C::AgentConfig, false, "agent_config"),
+            ("ProviderAuthError: Invalid API key", None, C::AgentConfig, false, "agent_config"),
+            ("Unexpected server error", None, C::Model, true, "model_or_unknown_failure"),
+            ("the environment was set up", None, C::Model, true, "model_or_unknown_failure"),
+            ("env: 'node': No such file or directory", None, C::Env, true, "environment_issue"),
+            ("thread 'main' panicked: assertion failed: x > 0", None, C::Test, true, "test_failure"),
+            ("2 tests failed", None, C::Test, true, "test_failure"),
+            ("you have been rate limited", None, C::Flaky, true, "transient_or_flaky_failure"),
+            ("Error 4291 in module", None, C::Model, true, "model_or_unknown_failure"),
+            ("the agent reported an error: codex could not reach its provider: 9 reconnects in 120s", Some(F::ExecutionFailed), C::Flaky, true, "transient_or_flaky_failure"),
             // Earlier rules win over later ones.
             ("no changes were made; test failed", None, C::Noop, false, "no_actionable_changes"),
             ("command not found: vitest", None, C::Setup, true, "setup_or_bootstrap_issue"),

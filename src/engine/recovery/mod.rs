@@ -104,7 +104,7 @@ fn escalate(w: &mut Working<'_>, id: &TaskId, why: &str, class: &Classification)
     let max_depth = w.config.limits.max_rework_depth;
     let needs_person = match class.category {
         // A permission prompt or a broken environment is not fixed by another agent run.
-        FailureCategory::Permission | FailureCategory::Env => true,
+        FailureCategory::Permission | FailureCategory::Env | FailureCategory::AgentConfig => true,
         FailureCategory::Setup
         | FailureCategory::Noop
         | FailureCategory::Policy

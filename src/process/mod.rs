@@ -14,9 +14,15 @@
 //! - stdin is written from a thread and then closed, so a child that never reads it cannot
 //!   deadlock us. stdout and stderr are read concurrently; only the last `tail_bytes` of each are
 //!   kept (an agent can print gigabytes), plus the total byte counts.
+//! - An optional [`Watch`] reads stdout line by line while the program runs and may stop it
+//!   early (`watch.rs`): its reason is [`ProcessOutput::stopped`].
 //!
 //! Not here: deciding what a failure means (the engine's `classify`), and redacting the output
 //! (the caller passes the tails through `redact::Redactor` before storing or showing them).
+
+mod watch;
+
+pub use watch::{OutputWatch, Watch};
 
 use std::collections::VecDeque;
 use std::fs;
@@ -50,6 +56,8 @@ pub struct ProcessSpec {
     pub timeout: Duration,
     /// How many bytes of the end of stdout, and of stderr, are kept.
     pub tail_bytes: usize,
+    /// Reads stdout while the program runs and may stop it early.
+    pub watch: Option<Watch>,
 }
 
 /// How the program ended.
@@ -77,6 +85,8 @@ pub struct ProcessOutput {
     pub stderr_bytes: u64,
     pub duration: Duration,
     pub timed_out: bool,
+    /// The [`Watch`] stopped it (its group was killed), for this reason.
+    pub stopped: Option<String>,
 }
 
 impl ProcessOutput {
@@ -160,7 +170,13 @@ pub fn run(spec: &ProcessSpec) -> Result<ProcessOutput, ProcessError> {
     })?;
     let pid = child.id();
     tracing::debug!(pid, "started");
-    let (stdout, stderr) = match start_threads(&mut child, spec) {
+
+    let stop = Arc::new(Mutex::new(None));
+    let feed = spec
+        .watch
+        .clone()
+        .map(|w| (watch::LineFeed::new(w, stop.clone()), started));
+    let (stdout, stderr) = match start_threads(&mut child, spec, feed) {
         Ok(captures) => captures,
         Err(source) => {
             kill_group(pid);
@@ -168,8 +184,12 @@ pub fn run(spec: &ProcessSpec) -> Result<ProcessOutput, ProcessError> {
             return Err(spawn_failed(spec, source));
         }
     };
-
-    let timed_out = watch(pid, started + spec.timeout, [&stdout, &stderr]);
+    let end = watch(pid, started, spec, [&stdout, &stderr], &stop);
+    let timed_out = matches!(end, End::TimedOut);
+    let stopped = match end {
+        End::Stopped(reason) => Some(reason),
+        End::Exited | End::TimedOut => None,
+    };
     // The leader is a zombie now (or dying of our SIGKILL), which keeps its pid, and so the group
     // id, from being reused: killing the group here can only hit what the program left behind.
     kill_group(pid);
@@ -205,6 +225,7 @@ pub fn run(spec: &ProcessSpec) -> Result<ProcessOutput, ProcessError> {
         stderr_bytes,
         duration,
         timed_out,
+        stopped,
     })
 }
 
@@ -298,7 +319,11 @@ impl Capture {
 }
 
 /// Starts the stdin writer and the two readers; returns the stdout and stderr captures.
-fn start_threads(child: &mut Child, spec: &ProcessSpec) -> io::Result<(Capture, Capture)> {
+fn start_threads(
+    child: &mut Child,
+    spec: &ProcessSpec,
+    feed: Option<(watch::LineFeed, Instant)>,
+) -> io::Result<(Capture, Capture)> {
     if let (Some(mut stdin), Some(bytes)) = (child.stdin.take(), spec.stdin.clone()) {
         // Not joined: if the child never reads, the write ends with a broken pipe once it exits.
         // Dropping `stdin` at the end closes it, so the child sees end of file.
@@ -314,8 +339,8 @@ fn start_threads(child: &mut Child, spec: &ProcessSpec) -> io::Result<(Capture, 
             })?;
     }
     let (stdout, stderr) = (Capture::new(spec.tail_bytes), Capture::new(spec.tail_bytes));
-    start_reader("process-stdout", child.stdout.take(), &stdout)?;
-    start_reader("process-stderr", child.stderr.take(), &stderr)?;
+    start_reader("process-stdout", child.stdout.take(), &stdout, feed)?;
+    start_reader("process-stderr", child.stderr.take(), &stderr, None)?;
     Ok((stdout, stderr))
 }
 
@@ -323,6 +348,7 @@ fn start_reader(
     name: &str,
     source: Option<impl Read + Send + 'static>,
     capture: &Capture,
+    mut feed: Option<(watch::LineFeed, Instant)>,
 ) -> io::Result<()> {
     let capture = capture.clone();
     let Some(mut source) = source else {
@@ -334,7 +360,12 @@ fn start_reader(
         loop {
             match source.read(&mut buf) {
                 Ok(0) => break,
-                Ok(n) => capture.lock().push(&buf[..n]),
+                Ok(n) => {
+                    capture.lock().push(&buf[..n]);
+                    if let Some((feed, started)) = feed.as_mut() {
+                        feed.push(&buf[..n], started.elapsed());
+                    }
+                }
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
                 Err(e) => {
                     capture.lock().error = Some(e);
@@ -347,16 +378,41 @@ fn start_reader(
     Ok(())
 }
 
-/// Waits until the leader exits (left unreaped) or `deadline` passes (then kills the group and
-/// returns true). Kills the group early if reading its output fails.
-fn watch(pid: u32, deadline: Instant, captures: [&Capture; 2]) -> bool {
+/// How a run ended, as [`watch`] saw it.
+enum End {
+    Exited,
+    TimedOut,
+    Stopped(String),
+}
+
+/// Waits until the leader exits (left unreaped), the timeout passes or the spec's [`Watch`] says
+/// stop (then kills the group). Kills the group early if reading its output fails.
+fn watch(
+    pid: u32,
+    started: Instant,
+    spec: &ProcessSpec,
+    captures: [&Capture; 2],
+    stop: &Mutex<Option<String>>,
+) -> End {
+    let deadline = started + spec.timeout;
     let mut killed = false;
     while !has_exited(pid) {
         let now = Instant::now();
         if now >= deadline {
             tracing::warn!(pid, "timed out; killing its process group");
             kill_group(pid);
-            return true;
+            return End::TimedOut;
+        }
+        let polled = spec.watch.as_ref().and_then(|w| w.poll(now - started));
+        let reason = stop
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .take()
+            .or(polled);
+        if let Some(reason) = reason {
+            tracing::info!(pid, %reason, "stopped by its output watch; killing its process group");
+            kill_group(pid);
+            return End::Stopped(reason);
         }
         for capture in captures {
             if let (Some(e), false) = (&capture.lock().error, killed) {
@@ -367,7 +423,7 @@ fn watch(pid: u32, deadline: Instant, captures: [&Capture; 2]) -> bool {
         }
         thread::sleep(POLL_INTERVAL.min(deadline - now));
     }
-    false
+    End::Exited
 }
 
 /// Whether `pid` (our child) has exited, without reaping it (`WNOWAIT`).
@@ -461,194 +517,4 @@ impl Tail {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn sh(script: &str, timeout_ms: u64) -> ProcessSpec {
-        ProcessSpec {
-            program: "sh".into(),
-            args: vec!["-c".into(), script.into()],
-            cwd: std::env::temp_dir(),
-            env: vec![("PATH".into(), std::env::var("PATH").unwrap_or_default())],
-            stdin: None,
-            timeout: Duration::from_millis(timeout_ms),
-            tail_bytes: 4096,
-        }
-    }
-
-    /// Runs `script`, which starts `sleep 60 &` and writes its pid to a file, and checks that the
-    /// sleep is dead (or a zombie nobody reaped: in a container, pid 1 may never reap) afterwards.
-    fn run_leaving_a_grandchild(script: &str, timeout_ms: u64) -> ProcessOutput {
-        let dir = tempfile::tempdir().unwrap();
-        let mut spec = sh(script, timeout_ms);
-        spec.cwd = dir.path().to_path_buf();
-        let out = run(&spec).unwrap();
-        assert!(out.duration < Duration::from_secs(2), "{:?}", out.duration);
-        let pid = fs::read_to_string(dir.path().join("grandchild.pid")).unwrap();
-        let pid: libc::pid_t = pid.trim().parse().unwrap();
-        let dead = (0..100).any(|_| {
-            thread::sleep(Duration::from_millis(10));
-            // SAFETY: signal 0 only checks that the process exists.
-            let gone = unsafe { libc::kill(pid, 0) } != 0;
-            let stat = fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
-            gone || stat.rsplit(") ").next().unwrap_or("").starts_with('Z')
-        });
-        assert!(dead, "grandchild {pid} survived");
-        out
-    }
-
-    #[test]
-    fn exit_codes_and_signals() {
-        let cases = [
-            ("exit 0", ExitStatusKind::Code(0)),
-            ("exit 3", ExitStatusKind::Code(3)),
-            ("kill -TERM $$", ExitStatusKind::Signal(libc::SIGTERM)),
-        ];
-        for (script, expected) in cases {
-            let out = run(&sh(script, 5_000)).unwrap();
-            assert_eq!((out.status, out.timed_out), (expected, false), "{script}");
-        }
-    }
-
-    #[test]
-    fn stdin_is_delivered_then_closed_and_need_not_be_read() {
-        let mut spec = sh("cat; echo '<eof>'", 5_000);
-        spec.stdin = Some(b"the prompt\n".to_vec());
-        let out = run(&spec).unwrap();
-        assert_eq!(out.stdout_tail, "the prompt\n<eof>\n");
-        assert_eq!(out.output_tail, out.stdout_tail);
-
-        // Far more than a pipe buffer, to a child that never reads it.
-        let mut spec = sh("echo ignored", 5_000);
-        spec.stdin = Some(vec![b'x'; 4 * 1024 * 1024]);
-        let out = run(&spec).unwrap();
-        assert_eq!(
-            (out.status, out.stdout_tail.as_str()),
-            (ExitStatusKind::Code(0), "ignored\n")
-        );
-    }
-
-    #[test]
-    fn environment_is_only_what_the_spec_gives() {
-        let mut spec = sh("env", 5_000);
-        spec.env.push(("OT_GIVEN".into(), "yes".into()));
-        let out = run(&spec).unwrap();
-        assert!(
-            out.stdout_tail.contains("OT_GIVEN=yes\n"),
-            "{}",
-            out.stdout_tail
-        );
-        // What the test process has (HOME, CARGO_*, ...) must not show up; only what we passed
-        // and what the shell sets for itself.
-        let allowed = ["PATH", "OT_GIVEN", "PWD", "OLDPWD", "SHLVL", "_"];
-        for line in out.stdout_tail.lines() {
-            let key = line.split('=').next().unwrap_or("");
-            assert!(allowed.contains(&key), "inherited variable leaked: {line}");
-        }
-        assert!(std::env::vars().any(|(k, _)| !allowed.contains(&k.as_str())));
-    }
-
-    #[test]
-    fn only_the_tail_of_a_huge_output_is_kept() {
-        let script = "head -c 5000000 /dev/zero | tr '\\0' a; printf END; echo oops >&2";
-        let mut spec = sh(script, 10_000);
-        spec.tail_bytes = 1000;
-        let out = run(&spec).unwrap();
-        assert_eq!((out.stdout_bytes, out.stdout_tail.len()), (5_000_003, 1000));
-        assert!(out.stdout_tail.ends_with("aaaEND"));
-        assert_eq!((out.stderr_tail.as_str(), out.stderr_bytes), ("oops\n", 5));
-        assert!(out.output_tail.starts_with("[stdout]\naaa"));
-        assert!(out.output_tail.ends_with("END\n[stderr]\noops\n"));
-    }
-
-    #[test]
-    fn ring_buffer_keeps_the_end_and_drops_a_cut_character() {
-        let mut tail = Tail::new(5);
-        tail.push(b"abc");
-        tail.push(b"def");
-        assert_eq!(tail.text(), "bcdef");
-        tail.push("xé".as_bytes()); // "efx" + the 2 bytes of é
-        assert_eq!(tail.text(), "efxé");
-        tail.push("éé".as_bytes()); // the first é loses its first byte
-        assert_eq!(tail.text(), "éé");
-        tail.push(&[b'z'; 12]);
-        assert_eq!((tail.text().as_str(), tail.total), ("zzzzz", 25));
-        let mut nothing = Tail::new(0);
-        nothing.push(b"abc");
-        assert_eq!((nothing.text().as_str(), nothing.total), ("", 3));
-    }
-
-    #[test]
-    fn timeout_kills_the_whole_process_group() {
-        let script = "sleep 60 & echo $! > grandchild.pid; echo started; wait";
-        let out = run_leaving_a_grandchild(script, 300);
-        assert_eq!(
-            (out.status, out.timed_out),
-            (ExitStatusKind::TimedOut, true)
-        );
-        assert_eq!(out.stdout_tail, "started\n");
-    }
-
-    #[test]
-    fn what_the_program_leaves_running_is_killed_when_it_exits() {
-        // The background sleep holds stdout open: without the group kill we would wait 60 s.
-        let out = run_leaving_a_grandchild("sleep 60 & echo $! > grandchild.pid", 5_000);
-        assert_eq!(
-            (out.status, out.timed_out),
-            (ExitStatusKind::Code(0), false)
-        );
-    }
-
-    #[test]
-    fn bare_names_are_looked_up_on_the_given_path_only() {
-        let dir = tempfile::tempdir().unwrap();
-        // A symlink, not a written script: exec of a just-written file can fail with ETXTBSY
-        // while other test threads fork.
-        std::os::unix::fs::symlink("/bin/sh", dir.path().join("my-agent")).unwrap();
-        let mut spec = sh("echo found", 5_000);
-        spec.program = "my-agent".into();
-        spec.env = vec![("PATH".into(), dir.path().display().to_string())];
-        assert_eq!(run(&spec).unwrap().stdout_tail, "found\n");
-
-        spec.program = "./my-agent".into();
-        spec.cwd = dir.path().to_path_buf();
-        assert_eq!(run(&spec).unwrap().stdout_tail, "found\n");
-    }
-
-    #[test]
-    fn errors_say_what_is_missing() {
-        let mut spec = sh("", 1_000);
-        spec.program = "claude".into();
-        spec.env = vec![("PATH".into(), "/nonexistent/bin:/also/not".into())];
-        let err = run(&spec).unwrap_err();
-        assert!(matches!(err, ProcessError::NotFound { .. }));
-        let expected = "`claude` was not found on PATH (/nonexistent/bin:/also/not, the PATH \
-                        given to the process); install it, or give its full path";
-        assert_eq!(err.to_string(), expected);
-
-        spec.env.clear();
-        assert!(run(&spec)
-            .unwrap_err()
-            .to_string()
-            .contains("no PATH was given"));
-
-        let dir = tempfile::tempdir().unwrap();
-        spec.cwd = dir.path().to_path_buf();
-        spec.program = "./agent.sh".into();
-        let err = run(&spec).unwrap_err().to_string();
-        assert!(err.contains("`./agent.sh` was not found"), "{err}");
-
-        fs::write(dir.path().join("agent.sh"), "#!/bin/sh\n").unwrap();
-        let err = run(&spec).unwrap_err();
-        assert!(matches!(err, ProcessError::NotExecutable { .. }), "{err}");
-        assert!(err.to_string().contains("chmod +x"));
-
-        spec.program = "/bin/sh".into();
-        spec.cwd = dir.path().join("gone");
-        let err = run(&spec).unwrap_err().to_string();
-        assert!(
-            err.contains("working directory") && err.contains("does not exist"),
-            "{err}"
-        );
-    }
-}
+mod tests;

@@ -1,0 +1,216 @@
+//! An agent CLI's key (issue 18): whether the agent is given one, the fix a person needs when it
+//! is missing or refused, and the fingerprint of what an executor runs with, so a park for its
+//! configuration ends when that changes.
+//!
+//! A CLI runs when one of its keys (`Cli::keys`) is set and listed in the agent's
+//! `env_passthrough`, or when it has a login of its own under `$HOME` (`Cli::logins`, made by
+//! hand on a laptop). Without either it would only fail: the runner does not start it.
+//! Not here: reading what a CLI printed about its key (`engine::classify`, `report`).
+
+use super::{known_cli, Cli};
+use crate::config::{EffectiveAgent, ExecutorKind};
+use crate::model::short_hash;
+
+/// The keys of `cli` the agent is given: set (not blank) and passed through.
+fn given<'a>(
+    cli: &'a Cli,
+    agent: &EffectiveAgent,
+    lookup: &impl Fn(&str) -> Option<String>,
+) -> Vec<&'a str> {
+    cli.keys
+        .iter()
+        .copied()
+        .filter(|k| agent.env_passthrough.iter().any(|p| p == k))
+        .filter(|k| lookup(k).is_some_and(|v| !v.trim().is_empty()))
+        .collect()
+}
+
+/// Why the agent cannot reach a model as configured: its CLI needs a key, none is given and it
+/// has no login of its own under `home`; or it is opencode without a model, which would
+/// silently use opencode's own hosted default. The problem and its fix, naming the key.
+pub fn missing_key(
+    agent: &EffectiveAgent,
+    lookup: impl Fn(&str) -> Option<String>,
+    home: Option<&std::path::Path>,
+) -> Option<String> {
+    let cli = known_cli(agent.executor)?;
+    if agent.executor == ExecutorKind::Opencode && agent.model.is_none() {
+        return Some(format!(
+            "{key}.executor is `opencode`, but no model is set: opencode would run on its own hosted default provider, not yours; it was not started\n  fix: set `{key}.model` to `provider/model`, e.g. `anthropic/claude-sonnet-4-5`",
+            key = agent.config_key
+        ));
+    }
+    if !given(cli, agent, &lookup).is_empty() {
+        return None;
+    }
+    if home.is_some_and(|h| cli.logins.iter().any(|l| h.join(l).is_file())) {
+        return None;
+    }
+    let set: Vec<&str> = cli
+        .keys
+        .iter()
+        .copied()
+        .filter(|k| lookup(k).is_some_and(|v| !v.trim().is_empty()))
+        .collect();
+    let problem = match set.first() {
+        Some(k) => format!(
+            "{k} is set but not listed in {}.env_passthrough",
+            agent.config_key
+        ),
+        None => format!("none of {} is set", cli.keys.join(", ")),
+    };
+    Some(format!(
+        "{key}.executor is `{kind}`, but the agent is given no key: {problem}, so it cannot reach its model; it was not started\n  {}",
+        fix(cli, agent),
+        key = agent.config_key,
+        kind = cli.kind,
+    ))
+}
+
+/// `fix: …` for an agent that cannot reach its model as configured: the key to set and pass,
+/// and the model to check.
+pub fn config_fix(agent: &EffectiveAgent) -> String {
+    match known_cli(agent.executor) {
+        Some(cli) => fix(cli, agent),
+        None => format!(
+            "fix: check the key, login and model the agent at {} uses",
+            agent.config_key
+        ),
+    }
+}
+
+fn fix(cli: &Cli, agent: &EffectiveAgent) -> String {
+    let wanted = cli.keys[0];
+    let model = match &agent.model {
+        Some(m) => format!(
+            " and that `{}.model` ({m}) is a model it may use",
+            agent.config_key
+        ),
+        None => String::new(),
+    };
+    format!(
+        "fix: set {wanted} in the workflow's env (`env: {wanted}: ${{{{ secrets.{wanted} }}}}`) and list it in `{key}.env_passthrough`; check that the key is valid{model}",
+        key = agent.config_key
+    )
+}
+
+/// What an executor runs with, as a short hash: its configuration and which of its CLI's keys
+/// it is given (names only: no secret, not even hashed, goes into the state). A park for its
+/// configuration holds while this stays the same.
+pub fn config_fingerprint(
+    agent: &EffectiveAgent,
+    lookup: impl Fn(&str) -> Option<String>,
+) -> String {
+    let keys = known_cli(agent.executor)
+        .map(|cli| given(cli, agent, &lookup).join(","))
+        .unwrap_or_default();
+    let command = agent.command.as_deref().unwrap_or_default().join("\u{1f}");
+    short_hash(&[
+        &agent.executor_key(),
+        agent.model.as_deref().unwrap_or(""),
+        &command,
+        &agent.env_passthrough.join(","),
+        agent.script.as_deref().unwrap_or(""),
+        &keys,
+    ])
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::{AgentRole, Config};
+    use crate::model::Role;
+
+    fn agent(yaml: &str) -> EffectiveAgent {
+        let config: Config = crate::config::load_str(yaml, ".opentiger.yml").unwrap();
+        config.agents.effective(AgentRole::Task(Role::Worker))
+    }
+
+    #[test]
+    fn a_cli_without_a_key_or_login_is_not_started() {
+        let claude = agent("agents:\n  worker:\n    executor: claude-code\n");
+        let codex = agent(
+            "agents:\n  worker:\n    executor: codex\n    env_passthrough: [OPENAI_API_KEY]\n",
+        );
+        let command = agent("agents:\n  worker:\n    executor: command\n    command: [x]\n");
+        let home = tempfile::tempdir().unwrap();
+        let env = |pairs: &'static [(&'static str, &'static str)]| {
+            move |k: &str| {
+                pairs
+                    .iter()
+                    .find(|(n, _)| *n == k)
+                    .map(|(_, v)| v.to_string())
+            }
+        };
+        let none = env(&[]);
+        let text = missing_key(&claude, none, Some(home.path())).expect("no key");
+        for part in [
+            "agents.worker.executor is `claude-code`, but the agent is given no key: none of ANTHROPIC_API_KEY, CLAUDE_CODE_OAUTH_TOKEN is set",
+            "fix: set ANTHROPIC_API_KEY in the workflow's env",
+            "list it in `agents.worker.env_passthrough`",
+        ] {
+            assert!(text.contains(part), "{part:?} not in {text}");
+        }
+        assert_eq!(
+            missing_key(&claude, env(&[("ANTHROPIC_API_KEY", "sk")]), None),
+            None
+        );
+        assert!(
+            missing_key(&claude, env(&[("ANTHROPIC_API_KEY", "  ")]), None).is_some(),
+            "blank"
+        );
+        let unlisted =
+            missing_key(&claude, env(&[("CLAUDE_CODE_OAUTH_TOKEN", "t")]), None).unwrap();
+        assert!(
+            unlisted.contains(
+                "CLAUDE_CODE_OAUTH_TOKEN is set but not listed in agents.worker.env_passthrough"
+            ),
+            "{unlisted}"
+        );
+        // codex: the key it reads, or OPENAI_API_KEY (mapped to it by the adapter).
+        assert_eq!(
+            missing_key(&codex, env(&[("OPENAI_API_KEY", "sk")]), None),
+            None
+        );
+        assert!(missing_key(&codex, none, None)
+            .unwrap()
+            .contains("fix: set CODEX_API_KEY"));
+        // A login made by hand on this machine.
+        std::fs::create_dir_all(home.path().join(".claude")).unwrap();
+        std::fs::write(home.path().join(".claude/.credentials.json"), "{}").unwrap();
+        assert_eq!(missing_key(&claude, none, Some(home.path())), None);
+        assert_eq!(missing_key(&command, none, None), None, "not a known CLI");
+        // opencode with no model would use its own hosted default without any key.
+        let opencode = agent("agents:\n  worker:\n    executor: opencode\n");
+        let text = missing_key(&opencode, env(&[("ANTHROPIC_API_KEY", "sk")]), None).unwrap();
+        assert!(
+            text.contains("no model is set") && text.contains("fix: set `agents.worker.model`"),
+            "{text}"
+        );
+        let with_model = agent(
+            "agents:\n  worker:\n    executor: opencode\n    model: anthropic/claude-sonnet-4-5\n",
+        );
+        assert_eq!(
+            missing_key(&with_model, env(&[("ANTHROPIC_API_KEY", "sk")]), None),
+            None
+        );
+    }
+
+    #[test]
+    fn the_fingerprint_follows_the_configuration_and_the_keys_given() {
+        let claude = agent("agents:\n  worker:\n    executor: claude-code\n");
+        let opus = agent("agents:\n  worker:\n    executor: claude-code\n    model: opus\n");
+        let with = |k: &str| (k == "ANTHROPIC_API_KEY").then(|| "sk-1".to_string());
+        let other_value = |k: &str| (k == "ANTHROPIC_API_KEY").then(|| "sk-2".to_string());
+        let without = |_: &str| None;
+        let a = config_fingerprint(&claude, with);
+        assert_eq!(
+            a,
+            config_fingerprint(&claude, other_value),
+            "values are not part of it"
+        );
+        assert_ne!(a, config_fingerprint(&claude, without));
+        assert_ne!(a, config_fingerprint(&opus, with));
+        assert_eq!(a.len(), 12);
+    }
+}

@@ -1,0 +1,83 @@
+//! Watching a program's stdout while it runs, to stop it early (issue 18): an agent CLI that
+//! ignores its turn cap, or that retries a dead network or a long rate limit by itself until the
+//! timeout, says so in its output long before the timeout.
+//!
+//! The caller gives an [`OutputWatch`]: each complete stdout line goes to it (from the reader
+//! thread), and it is polled while the program runs; the first `Some(reason)` stops the program
+//! (its whole group is killed) and is reported as [`super::ProcessOutput::stopped`]. Time comes
+//! in as the time since the start, so a watch is a pure state machine that tests drive by hand.
+
+use std::fmt;
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::Duration;
+
+/// What decides, from a program's output, that it should be stopped.
+pub trait OutputWatch: Send {
+    /// A complete line of stdout (without its newline), `at` this long after the start.
+    fn line(&mut self, line: &str, at: Duration) -> Option<String>;
+    /// Called about every poll interval while the program runs.
+    fn poll(&mut self, _at: Duration) -> Option<String> {
+        None
+    }
+}
+
+/// A shared [`OutputWatch`], as a [`super::ProcessSpec`] carries it.
+#[derive(Clone)]
+pub struct Watch(Arc<Mutex<dyn OutputWatch>>);
+
+impl Watch {
+    pub fn new(watch: impl OutputWatch + 'static) -> Watch {
+        Watch(Arc::new(Mutex::new(watch)))
+    }
+
+    fn with<T>(&self, f: impl FnOnce(&mut dyn OutputWatch) -> T) -> T {
+        let mut guard = self.0.lock().unwrap_or_else(PoisonError::into_inner);
+        f(&mut *guard)
+    }
+
+    pub(super) fn poll(&self, at: Duration) -> Option<String> {
+        self.with(|w| w.poll(at))
+    }
+}
+
+impl fmt::Debug for Watch {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("Watch")
+    }
+}
+
+/// Splits a stream into lines for a [`Watch`]; the first stop reason is kept in `stop`.
+pub(super) struct LineFeed {
+    watch: Watch,
+    partial: Vec<u8>,
+    pub stop: Arc<Mutex<Option<String>>>,
+}
+
+/// A line longer than this is cut (its start is kept): no event a watch reads is near it.
+const MAX_LINE: usize = 1 << 20;
+
+impl LineFeed {
+    pub fn new(watch: Watch, stop: Arc<Mutex<Option<String>>>) -> LineFeed {
+        LineFeed {
+            watch,
+            partial: Vec::new(),
+            stop,
+        }
+    }
+
+    pub fn push(&mut self, bytes: &[u8], at: Duration) {
+        for chunk in bytes.split_inclusive(|b| *b == b'\n') {
+            let room = MAX_LINE.saturating_sub(self.partial.len());
+            self.partial.extend(&chunk[..chunk.len().min(room)]);
+            if chunk.ends_with(b"\n") {
+                let line = String::from_utf8_lossy(&self.partial).into_owned();
+                self.partial.clear();
+                let line = line.trim_end_matches(['\n', '\r']);
+                if let Some(reason) = self.watch.with(|w| w.line(line, at)) {
+                    let mut stop = self.stop.lock().unwrap_or_else(PoisonError::into_inner);
+                    stop.get_or_insert(reason);
+                }
+            }
+        }
+    }
+}
