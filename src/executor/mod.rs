@@ -108,6 +108,9 @@ pub struct AgentResult {
     pub result: Option<serde_json::Value>,
     /// The result file exists but is not JSON.
     pub result_error: Option<String>,
+    /// The result file was refused unread (a link, FIFO or device, or over 1 MiB): the run is a
+    /// policy violation.
+    pub result_refused: Option<String>,
     pub cost_usd: f64,
     pub input_tokens: i64,
     pub output_tokens: i64,
@@ -124,6 +127,7 @@ impl AgentResult {
             output_tail: String::new(),
             result: None,
             result_error: None,
+            result_refused: None,
             cost_usd: 0.0,
             input_tokens: 0,
             output_tokens: 0,

@@ -50,7 +50,7 @@ pub fn tick_with(ctx: &Context, fan_out: bool) -> Result<TickSummary, Failure> {
     // github mode: observe GitHub first (conditional requests; nothing locked meanwhile).
     let forge = match ctx.config.mode {
         Mode::Github => Some(
-            GithubClient::from_env(None, |k| std::env::var(k).ok())
+            GithubClient::from_env(None, crate::credentials::lookup)
                 .map_err(|e| Failure::usage(e.to_string()))?,
         ),
         Mode::LocalGit | Mode::Direct => None,

@@ -137,7 +137,7 @@ pub fn report_tick(ctx: &Context, summary: &TickSummary) {
         }
     }
     if dashboard {
-        let updated = GithubClient::from_env(None, |k| std::env::var(k).ok())
+        let updated = GithubClient::from_env(None, crate::credentials::lookup)
             .map_err(|e| e.to_string())
             .and_then(|client| {
                 publish::update_dashboard(&client, ctx, &board).map_err(|e| e.to_string())

@@ -44,7 +44,7 @@ pub fn work_run(ctx: &Context, run_id: &RunId) -> Result<WorkDone, Failure> {
     };
     let forge = match ctx.config.mode {
         Mode::Github => Some(
-            GithubClient::from_env(None, |k| std::env::var(k).ok())
+            GithubClient::from_env(None, crate::credentials::lookup)
                 .map_err(|e| Failure::usage(e.to_string()))?,
         ),
         Mode::LocalGit | Mode::Direct => None,
