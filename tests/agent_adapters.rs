@@ -89,6 +89,7 @@ impl FakeRun {
             timeout: Duration::from_secs(20),
             attempt: 0,
             scratch: &self.scratch,
+            group_record: None,
         };
         executor.run(&request)
     }

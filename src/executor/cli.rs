@@ -292,6 +292,7 @@ pub(super) fn execute(
         stdin: inv.stdin,
         timeout: req.timeout,
         tail_bytes: inv.tail_bytes,
+        group_record: req.group_record.clone(),
     };
     process::run(&spec).map_err(|e| match e {
         ProcessError::NotFound { .. } | ProcessError::NotExecutable { .. } => {

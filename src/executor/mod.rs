@@ -63,6 +63,8 @@ pub struct AgentRequest<'a> {
     pub attempt: u32,
     /// A folder outside the workspace for the prompt and result files.
     pub scratch: &'a Path,
+    /// Where the agent's process group is recorded while it runs (`sandbox::groups`).
+    pub group_record: Option<PathBuf>,
 }
 
 /// How the agent ended.

@@ -430,6 +430,7 @@ fn review(
         timeout: agent.timeout(),
         attempt: reviews_so_far,
         scratch: scratch.path(),
+        group_record: super::group_record(act, &run.id.to_string()),
     };
     let guard = crate::sandbox::AgentGuard::before(&ws.path).map_err(|e| e.to_string())?;
     let result = exec.run(&request);

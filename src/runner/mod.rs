@@ -44,3 +44,22 @@ impl Act<'_> {
         vec![format!(":(glob){}*", rel.display())]
     }
 }
+
+/// Where the process group of a run's agent is recorded while it runs (`sandbox::groups`):
+/// under the repository's `.git/opentiger/agents/`. `None` when the repository has none.
+fn group_record(act: &Act<'_>, run_id: &str) -> Option<std::path::PathBuf> {
+    let common = crate::git::Git::new(act.repo).common_dir().ok()?;
+    let dir = crate::sandbox::groups::records_dir(&common);
+    Some(crate::sandbox::groups::record_path(&dir, run_id))
+}
+
+/// Kills the agents killed ticks left running in this repository (same host), before anything
+/// is claimed again; returns their process group ids.
+pub fn kill_orphaned_agents(repo: &Path) -> Vec<u32> {
+    match crate::git::Git::new(repo).common_dir() {
+        Ok(common) => crate::sandbox::groups::kill_orphans(&crate::sandbox::groups::records_dir(
+            &common,
+        )),
+        Err(_) => Vec::new(),
+    }
+}

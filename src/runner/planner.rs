@@ -230,6 +230,7 @@ fn ask_agent(
         timeout: agent.timeout(),
         attempt,
         scratch: scratch.path(),
+        group_record: super::group_record(act, &run_id.to_string()),
     };
     let guard = crate::sandbox::AgentGuard::before(&ws.path).map_err(|e| e.to_string());
     let result = exec.run(&request).map_err(|e| e.to_string());

@@ -436,6 +436,7 @@ fn run_agent(
         timeout: agent.timeout(),
         attempt,
         scratch: scratch.path(),
+        group_record: super::group_record(act, &run_id.to_string()),
     };
     let guard = crate::sandbox::AgentGuard::before(cwd).map_err(setup)?;
     let result = exec.run(&request);

@@ -7,6 +7,8 @@
 //!   configuration are taken out of it (the runner pushes with its own token), and every git
 //!   configuration file is checked afterwards (`gitconfig`): a change is put back before the
 //!   runner runs git again, and fails the run as a policy violation.
+//! - `groups`: each agent's process group is recorded while it runs, so the next tick kills what
+//!   a killed tick left running before it claims that work again.
 //! - [`in_force`]: which of these hold on this machine, for `doctor` and the job summary.
 //!
 //! Not here: the `-c` overrides and minimal environment of every runner git command
@@ -14,6 +16,7 @@
 //! process group and environment (`process`, `executor`).
 
 pub mod gitconfig;
+pub mod groups;
 
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -72,6 +75,16 @@ pub fn in_force() -> Vec<Protection> {
                 .to_string(),
         },
     ]
+}
+
+/// The protections as a short Markdown list, for the job summary.
+pub fn summary_markdown() -> String {
+    let mut out = String::from("\n### Agent isolation on this runner\n\n");
+    for p in in_force() {
+        let mark = if p.in_force { "in force" } else { "**not in force**" };
+        out.push_str(&format!("- {}: {mark} — {}\n", p.name, p.detail));
+    }
+    out
 }
 
 /// Watches the git configuration around one agent run in `workspace`.
@@ -146,6 +159,14 @@ mod tests {
     use super::*;
 
     #[test]
+    fn the_summary_lists_every_protection() {
+        let text = summary_markdown();
+        for p in in_force() {
+            assert!(text.contains(p.name), "{text}");
+        }
+    }
+
+    #[test]
     fn checkout_credentials_are_found_and_removed() {
         let dir = tempfile::tempdir().unwrap();
         let git = Git::new(dir.path());
@@ -172,7 +193,8 @@ mod tests {
         git.run(&["config", "core.fsmonitor", "/tmp/evil.sh"]).unwrap();
         let err = guard.after().unwrap_err();
         assert!(err.contains("core.fsmonitor") && !err.contains("evil"), "{err}");
-        assert!(git.try_run(&["config", "core.fsmonitor"]).unwrap().is_none());
+        let stored = git.try_run(&["config", "--file", ".git/config", "core.fsmonitor"]);
+        assert!(stored.unwrap().is_none(), "put back");
         let guard = AgentGuard::before(dir.path()).unwrap();
         assert_eq!(guard.after(), Ok(()));
     }

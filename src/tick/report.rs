@@ -125,8 +125,9 @@ pub fn report_tick(ctx: &Context, summary: &TickSummary) {
             return;
         }
     };
-    if let (Some(path), Some(text)) = (step_summary, job_summary) {
+    if let (Some(path), Some(mut text)) = (step_summary, job_summary) {
         use std::io::Write as _;
+        text.push_str(&crate::sandbox::summary_markdown());
         let written = std::fs::OpenOptions::new()
             .create(true)
             .append(true)
