@@ -55,6 +55,8 @@ pub struct ProcessSpec {
     /// A file recording the child's process group while it runs (`sandbox::groups`), so a
     /// later tick can kill what a killed runner left behind. Removed after the group is killed.
     pub group_record: Option<PathBuf>,
+    /// A Landlock ruleset the child enters before it starts (`sandbox::landlock`).
+    pub confine: Option<std::sync::Arc<crate::sandbox::landlock::Ruleset>>,
 }
 
 /// How the program ended.
@@ -162,7 +164,11 @@ pub fn run(spec: &ProcessSpec) -> Result<ProcessOutput, ProcessError> {
     // are system calls that allocate nothing and take no lock.
     unsafe {
         let parent = libc::getpid();
+        let confine = spec.confine.as_ref().map(|r| r.raw_fd());
         command.pre_exec(move || {
+            if let Some(fd) = confine {
+                crate::sandbox::landlock::Ruleset::restrict_child(fd)?;
+            }
             // Dies with the runner: a runner killed with SIGKILL leaves no agent behind.
             if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL, 0, 0, 0) != 0 {
                 return Err(io::Error::last_os_error());
@@ -504,6 +510,7 @@ mod tests {
             timeout: Duration::from_millis(timeout_ms),
             tail_bytes: 4096,
             group_record: None,
+            confine: None,
         }
     }
 

@@ -90,6 +90,7 @@ impl FakeRun {
             attempt: 0,
             scratch: &self.scratch,
             group_record: None,
+            confine: None,
         };
         executor.run(&request)
     }

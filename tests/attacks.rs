@@ -502,3 +502,45 @@ fn temp_files_are_private_and_leftovers_of_killed_ticks_are_removed() {
         .collect();
     assert!(left.is_empty(), "{left:?}");
 }
+
+#[test]
+fn landlock_keeps_the_agent_writing_inside_its_workspace() {
+    if opentiger::sandbox::landlock::abi_version().is_none() {
+        eprintln!("no Landlock on this kernel: nothing to check");
+        return;
+    }
+    let case = Case::new(Setup {
+        default_agent: "    env_passthrough: [ANTHROPIC_API_KEY]\n",
+        extra: "sandbox:\n  filesystem: landlock\n",
+        ..Setup::default()
+    });
+    let escape = case.g.tools_path().join("escape.txt");
+    case.g.agent(&format!(
+        "#!/bin/sh\necho out > {escape} 2>/dev/null\necho in > inside.txt\necho tmp > \"$TMPDIR/scratch.txt\"\n",
+        escape = escape.display()
+    ));
+    let id = case.add_task();
+    let out = case.tick(0);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let (code, error) = case.first_run(&id);
+    assert_eq!(code, "", "{error}");
+    assert!(!escape.exists(), "the agent wrote outside its workspace");
+    case.assert_no_leak(&out);
+}
+
+#[test]
+fn sandbox_require_refuses_to_run_an_agent_unconfined() {
+    let case = Case::new(Setup {
+        extra: "sandbox:\n  filesystem: none\n  require: true\n",
+        ..Setup::default()
+    });
+    let ran = case.g.tools_path().join("ran");
+    case.g
+        .agent(&format!("#!/bin/sh\ntouch {}\necho x > x.txt\n", ran.display()));
+    let id = case.add_task();
+    let out = case.tick(0);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let (_, error) = case.first_run(&id);
+    assert!(error.contains("sandbox.require"), "{error}");
+    assert!(!ran.exists(), "the agent was not started");
+}

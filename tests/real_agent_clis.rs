@@ -117,6 +117,7 @@ fn run_adapter(exec: &dyn Executor, role: AgentRole, bins: &[PathBuf], dir: &Pat
         attempt: 0,
         scratch: &scratch,
         group_record: None,
+        confine: None,
     };
     exec.run(&request).expect("the CLI starts")
 }

@@ -5,6 +5,7 @@
 
 mod fallback;
 mod load;
+mod sandbox;
 
 use std::collections::BTreeMap;
 
@@ -14,6 +15,7 @@ use serde::{Deserialize, Serialize};
 use crate::model::{ExecutionMode, FailureCategory, Mode, Role};
 
 pub use load::{load, load_str, schema_json, ConfigError, ConfigSource};
+pub use sandbox::{FilesystemSandbox, SandboxConfig};
 
 /// The whole configuration file.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
@@ -41,6 +43,8 @@ pub struct Config {
     pub merge: MergeConfig,
     pub planner: PlannerConfig,
     pub report: ReportConfig,
+    /// How agents are confined (`filesystem: landlock | none`, `require`).
+    pub sandbox: SandboxConfig,
 }
 
 /// What people see besides `status` (DESIGN §9).
@@ -84,6 +88,7 @@ impl Default for Config {
             merge: MergeConfig::default(),
             planner: PlannerConfig::default(),
             report: ReportConfig::default(),
+            sandbox: SandboxConfig::default(),
         }
     }
 }

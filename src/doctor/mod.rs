@@ -148,23 +148,28 @@ pub fn checks(options: &ContextOptions, online: bool, vars: Vars<'_>) -> Vec<Che
     if config.mode == Mode::Github {
         out.extend(workflow::checks(repo));
     }
-    out.extend(protections(repo, git_ok));
+    out.extend(protections(&config, repo, git_ok));
     out
 }
 
 /// What keeps agents from the runner's credentials here, and credentials a checkout left where
 /// an agent could read them.
-fn protections(repo: &Path, git_ok: bool) -> Vec<Check> {
-    let mut out: Vec<Check> = crate::sandbox::in_force()
+fn protections(config: &Config, repo: &Path, git_ok: bool) -> Vec<Check> {
+    let mut out: Vec<Check> = crate::sandbox::in_force(config.sandbox.filesystem)
         .into_iter()
         .map(|p| {
             if p.in_force {
                 Check::ok("sandbox", format!("{}: {}", p.name, p.detail))
             } else {
-                Check::warn(
+                let check = if config.sandbox.require {
+                    Check::fail
+                } else {
+                    Check::warn
+                };
+                check(
                     "sandbox",
                     format!("{}: {}", p.name, p.detail),
-                    "run ticks on Linux, or keep the forge token out of the agent's job (README: What is enforced)",
+                    "run ticks on Linux 5.13 or newer with `sandbox.filesystem: landlock` (README: What is enforced)",
                 )
             }
         })

@@ -293,6 +293,7 @@ pub(super) fn execute(
         timeout: req.timeout,
         tail_bytes: inv.tail_bytes,
         group_record: req.group_record.clone(),
+        confine: req.confine.clone(),
     };
     process::run(&spec).map_err(|e| match e {
         ProcessError::NotFound { .. } | ProcessError::NotExecutable { .. } => {

@@ -65,6 +65,8 @@ pub struct AgentRequest<'a> {
     pub scratch: &'a Path,
     /// Where the agent's process group is recorded while it runs (`sandbox::groups`).
     pub group_record: Option<PathBuf>,
+    /// The Landlock domain the agent runs in, when confined (`sandbox.filesystem`).
+    pub confine: Option<std::sync::Arc<crate::sandbox::landlock::Ruleset>>,
 }
 
 /// How the agent ended.

@@ -192,6 +192,7 @@ pub fn run_verification(
             timeout,
             tail_bytes: 8 * 1024,
             group_record: None,
+            confine: None,
         };
         // spec §2.3.2 error text: `Verification failed at <cmd> [<source>]: <output>`; the output
         // starts on its own line so the first line stays readable.

@@ -418,6 +418,7 @@ fn review(
             ("OPENTIGER_TASK_ID", task.id.to_string()),
             ("OPENTIGER_RUN_ID", run.id.to_string()),
             ("OPENTIGER_WORKSPACE", ws.path.display().to_string()),
+            ("TMPDIR", scratch.path().display().to_string()),
         ],
     );
     let request = AgentRequest {
@@ -431,6 +432,7 @@ fn review(
         attempt: reviews_so_far,
         scratch: scratch.path(),
         group_record: super::group_record(act, &run.id.to_string()),
+        confine: super::confinement(act, &ws.path, scratch.path())?,
     };
     let guard = crate::sandbox::AgentGuard::before(&ws.path).map_err(|e| e.to_string())?;
     let result = exec.run(&request);

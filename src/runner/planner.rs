@@ -218,6 +218,7 @@ fn ask_agent(
             ("OPENTIGER_ROLE", "planner".to_string()),
             ("OPENTIGER_RUN_ID", run_id.to_string()),
             ("OPENTIGER_WORKSPACE", ws.path.display().to_string()),
+            ("TMPDIR", scratch.path().display().to_string()),
         ],
     );
     let request = AgentRequest {
@@ -231,6 +232,7 @@ fn ask_agent(
         attempt,
         scratch: scratch.path(),
         group_record: super::group_record(act, &run_id.to_string()),
+        confine: super::confinement(act, &ws.path, scratch.path())?,
     };
     let guard = crate::sandbox::AgentGuard::before(&ws.path).map_err(|e| e.to_string());
     let result = exec.run(&request).map_err(|e| e.to_string());

@@ -423,9 +423,14 @@ fn run_agent(
             ("OPENTIGER_TASK_ID", task.id.to_string()),
             ("OPENTIGER_RUN_ID", run_id.to_string()),
             ("OPENTIGER_WORKSPACE", cwd.display().to_string()),
+            ("TMPDIR", scratch.path().display().to_string()),
         ],
     );
     let attempt = u32::try_from(history.len()).unwrap_or(u32::MAX);
+    let confine = super::confinement(act, cwd, scratch.path()).map_err(|message| CheckFailure {
+        code: FailureCode::ExecutionFailed,
+        message,
+    })?;
     let request = AgentRequest {
         role,
         task,
@@ -437,6 +442,7 @@ fn run_agent(
         attempt,
         scratch: scratch.path(),
         group_record: super::group_record(act, &run_id.to_string()),
+        confine,
     };
     let guard = crate::sandbox::AgentGuard::before(cwd).map_err(setup)?;
     let result = exec.run(&request);

@@ -17,10 +17,12 @@
 
 pub mod gitconfig;
 pub mod groups;
+pub mod landlock;
 
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
 
+use crate::config::FilesystemSandbox;
 use crate::git::{Git, GitError};
 use gitconfig::ConfigSnapshot;
 
@@ -45,10 +47,28 @@ pub struct Protection {
     pub detail: String,
 }
 
-/// The protections of this module and of the runner's git, as they hold in this process.
-pub fn in_force() -> Vec<Protection> {
+/// The protections of this module and of the runner's git, as they hold in this process with
+/// this `sandbox.filesystem` setting.
+pub fn in_force(filesystem: FilesystemSandbox) -> Vec<Protection> {
     let dumpable = NON_DUMPABLE.load(Ordering::Relaxed);
+    let landlock = landlock::abi_version();
+    let confined = filesystem == FilesystemSandbox::Landlock && landlock.is_some();
     vec![
+        Protection {
+            name: "landlock",
+            in_force: confined,
+            detail: match (filesystem, landlock) {
+                (FilesystemSandbox::Landlock, Some(abi)) => format!(
+                    "agents write only their workspace, scratch folder, the repository's .git and their home folder (Landlock ABI {abi})"
+                ),
+                (FilesystemSandbox::Landlock, None) => {
+                    "this kernel has no Landlock: agents may write anywhere the runner's user may".to_string()
+                }
+                (FilesystemSandbox::None, _) => {
+                    "sandbox.filesystem is none: agents may write anywhere the runner's user may".to_string()
+                }
+            },
+        },
         Protection {
             name: "runner non-dumpable",
             in_force: dumpable,
@@ -60,10 +80,10 @@ pub fn in_force() -> Vec<Protection> {
             },
         },
         Protection {
-            name: "token out of the environment",
+            name: "credentials out of the environment",
             in_force: true,
-            detail: "the forge token is read once and removed from the environment; git gets it \
-                     only to push or fetch over https, through a 0600 askpass file"
+            detail: "forge credentials are read once, then scrubbed from the environment; git \
+                     gets them only to push or fetch over https, through a 0600 askpass file"
                 .to_string(),
         },
         Protection {
@@ -78,9 +98,9 @@ pub fn in_force() -> Vec<Protection> {
 }
 
 /// The protections as a short Markdown list, for the job summary.
-pub fn summary_markdown() -> String {
+pub fn summary_markdown(filesystem: FilesystemSandbox) -> String {
     let mut out = String::from("\n### Agent isolation on this runner\n\n");
-    for p in in_force() {
+    for p in in_force(filesystem) {
         let mark = if p.in_force { "in force" } else { "**not in force**" };
         out.push_str(&format!("- {}: {mark} — {}\n", p.name, p.detail));
     }
@@ -160,8 +180,8 @@ mod tests {
 
     #[test]
     fn the_summary_lists_every_protection() {
-        let text = summary_markdown();
-        for p in in_force() {
+        let text = summary_markdown(FilesystemSandbox::Landlock);
+        for p in in_force(FilesystemSandbox::Landlock) {
             assert!(text.contains(p.name), "{text}");
         }
     }
