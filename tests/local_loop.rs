@@ -262,7 +262,7 @@ fn agents_see_only_the_variables_they_are_given() {
     assert!(env.contains("MY_KEY=visible-value"), "{env}");
     for name in &names {
         let allowed = name.starts_with("OPENTIGER_")
-            || ["PATH", "HOME", "MY_KEY", "PWD", "SHLVL", "_"].contains(name);
+            || ["PATH", "HOME", "TMPDIR", "MY_KEY", "PWD", "SHLVL", "_"].contains(name);
         assert!(allowed, "the agent saw {name}:\n{env}");
     }
     assert!(
