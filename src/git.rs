@@ -95,14 +95,12 @@ impl Git {
     /// gets the forge token through [`credentials::AskpassFile`], and only over https.
     fn command(&self, args: &[&str]) -> (Command, Option<credentials::AskpassFile>) {
         let mut cmd = Command::new("git");
-        cmd.current_dir(&self.dir)
-            .env_clear()
-            .args([
-                "-c",
-                &format!("user.name={AUTHOR_NAME}"),
-                "-c",
-                &format!("user.email={AUTHOR_EMAIL}"),
-            ]);
+        cmd.current_dir(&self.dir).env_clear().args([
+            "-c",
+            &format!("user.name={AUTHOR_NAME}"),
+            "-c",
+            &format!("user.email={AUTHOR_EMAIL}"),
+        ]);
         for setting in HARDENING {
             cmd.args(["-c", setting]);
         }

@@ -1,8 +1,7 @@
 fn main() {
     // git runs this binary as its GIT_ASKPASS for an https push or fetch: answer and stop.
     let args: Vec<String> = std::env::args().collect();
-    if let Some(answer) = opentiger::credentials::answer_askpass(&args, |k| std::env::var(k).ok())
-    {
+    if let Some(answer) = opentiger::credentials::answer_askpass(&args, |k| std::env::var(k).ok()) {
         match answer {
             Ok(text) => println!("{text}"),
             Err(message) => {

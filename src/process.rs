@@ -175,7 +175,9 @@ pub fn run(spec: &ProcessSpec) -> Result<ProcessOutput, ProcessError> {
             }
             // The runner may have died between fork and prctl.
             if libc::getppid() != parent {
-                return Err(io::Error::other("the runner exited before the program started"));
+                return Err(io::Error::other(
+                    "the runner exited before the program started",
+                ));
             }
             Ok(())
         });
@@ -190,7 +192,10 @@ pub fn run(spec: &ProcessSpec) -> Result<ProcessOutput, ProcessError> {
     tracing::debug!(pid, "started");
     if let Some(record) = &spec.group_record {
         if let Err(e) = crate::sandbox::groups::write_record(record, pid) {
-            tracing::warn!("could not record the process group of {}: {e}", spec.program);
+            tracing::warn!(
+                "could not record the process group of {}: {e}",
+                spec.program
+            );
         }
     }
     let (stdout, stderr) = match start_threads(&mut child, spec) {

@@ -589,10 +589,22 @@ mod tests {
     fn secret_in_names_the_kind_never_the_value() {
         let r = Redactor::new(["passthrough-value-123".to_string()]);
         let cases = [
-            ("key = passthrough-value-123", Some("a secret the runner holds or passes to the agent")),
-            ("let t = \"ghp_abcdefghijklmnopqrstuvwxyz0123\";", Some("a GitHub token")),
-            ("ANTHROPIC=sk-ant-api03-Abcdefghijklmnop0123456789", Some("an Anthropic API key")),
-            ("k: sk-proj-Abcdefghijklmnop0123456789", Some("an OpenAI-style API key")),
+            (
+                "key = passthrough-value-123",
+                Some("a secret the runner holds or passes to the agent"),
+            ),
+            (
+                "let t = \"ghp_abcdefghijklmnopqrstuvwxyz0123\";",
+                Some("a GitHub token"),
+            ),
+            (
+                "ANTHROPIC=sk-ant-api03-Abcdefghijklmnop0123456789",
+                Some("an Anthropic API key"),
+            ),
+            (
+                "k: sk-proj-Abcdefghijklmnop0123456789",
+                Some("an OpenAI-style API key"),
+            ),
             ("id AKIAABCDEFGHIJKLMNOP", Some("an AWS access key id")),
             ("-----BEGIN RSA PRIVATE KEY-----", Some("a private key")),
             ("password = os.environ['PW']", None),

@@ -70,10 +70,7 @@ impl Case {
             if Instant::now() > deadline {
                 let _ = child.kill();
                 let out = child.wait_with_output().expect("output");
-                panic!(
-                    "the tick hung: {}",
-                    String::from_utf8_lossy(&out.stderr)
-                );
+                panic!("the tick hung: {}", String::from_utf8_lossy(&out.stderr));
             }
             std::thread::sleep(Duration::from_millis(50));
         }
@@ -164,7 +161,11 @@ fn base64_of(text: &str) -> String {
     let bytes = text.as_bytes();
     let mut out = String::new();
     for chunk in bytes.chunks(3) {
-        let b = [chunk[0], *chunk.get(1).unwrap_or(&0), *chunk.get(2).unwrap_or(&0)];
+        let b = [
+            chunk[0],
+            *chunk.get(1).unwrap_or(&0),
+            *chunk.get(2).unwrap_or(&0),
+        ];
         let n = (u32::from(b[0]) << 16) | (u32::from(b[1]) << 8) | u32::from(b[2]);
         for i in 0..4 {
             if i <= chunk.len() {
@@ -204,7 +205,10 @@ fn run_config_attack(lines: &[String], key: &str, with_origin: bool) {
     let case = Case::plain();
     if with_origin {
         let origin = bare_origin(case.g.tools_path());
-        git(case.g.path(), &["remote", "add", "origin", origin.to_str().unwrap()]);
+        git(
+            case.g.path(),
+            &["remote", "add", "origin", origin.to_str().unwrap()],
+        );
         git(case.g.path(), &["push", "-q", "origin", "main"]);
     }
     let before = case.common_config();
@@ -221,7 +225,10 @@ fn run_config_attack(lines: &[String], key: &str, with_origin: bool) {
     // The runner's own settings (branch tracking) may be added; the agent's are gone.
     let after = case.common_config().to_lowercase();
     let name = key.rsplit('.').next().unwrap_or(key);
-    assert!(!after.contains(name) && !after.contains("example.invalid"), "{after}");
+    assert!(
+        !after.contains(name) && !after.contains("example.invalid"),
+        "{after}"
+    );
     assert!(after.starts_with(&before.to_lowercase()), "{after}");
     assert!(
         !case.loot.exists(),
@@ -260,7 +267,12 @@ fn hooks_path_in_the_shared_config_is_reverted_and_never_run() {
     let x = thief(&case);
     let hooks = case.g.tools_path().join("hooks");
     std::fs::create_dir_all(&hooks).unwrap();
-    for hook in ["pre-commit", "post-commit", "post-checkout", "reference-transaction"] {
+    for hook in [
+        "pre-commit",
+        "post-commit",
+        "post-checkout",
+        "reference-transaction",
+    ] {
         std::fs::copy(&x, hooks.join(hook)).unwrap();
     }
     let lines = [format!("core.hooksPath {}", hooks.display())];
@@ -364,7 +376,10 @@ fn result_file_attack(script: &str, what: &str) {
     assert!(started.elapsed() < Duration::from_secs(50));
     let (code, error) = case.first_run(&id);
     assert_eq!(code, "policy_violation", "{error}");
-    assert!(error.contains("result file") && error.contains(what), "{error}");
+    assert!(
+        error.contains("result file") && error.contains(what),
+        "{error}"
+    );
     case.assert_no_leak(&out);
 }
 
@@ -451,15 +466,18 @@ fn a_committed_token_shape_is_a_policy_violation() {
     assert_eq!(out.code, 0, "{}", out.stderr);
     let (code, error) = case.first_run(&id);
     assert_eq!(code, "policy_violation", "{error}");
-    assert!(error.contains("notes.txt:2") && error.contains("private key"), "{error}");
+    assert!(
+        error.contains("notes.txt:2") && error.contains("private key"),
+        "{error}"
+    );
 }
 
 #[test]
 fn a_judge_echoing_the_key_leaves_no_trace_of_it() {
     let case = Case::plain();
-    case.g.agent(&format!(
-        "#!/bin/sh\necho x > x.txt\necho \"{{\\\"summary\\\": \\\"done with $ANTHROPIC_API_KEY and $GITHUB_TOKEN\\\"}}\" > \"$OPENTIGER_RESULT_FILE\"\n"
-    ));
+    case.g.agent(
+        "#!/bin/sh\necho x > x.txt\necho \"{\\\"summary\\\": \\\"done with $ANTHROPIC_API_KEY and $GITHUB_TOKEN\\\"}\" > \"$OPENTIGER_RESULT_FILE\"\n",
+    );
     case.g.judge(
         "#!/bin/sh\necho \"my key is $ANTHROPIC_API_KEY\" >&2\necho \"{\\\"verdict\\\": \\\"request_changes\\\", \\\"summary\\\": \\\"key $ANTHROPIC_API_KEY\\\", \\\"findings\\\": [\\\"found $ANTHROPIC_API_KEY here\\\"]}\" > \"$OPENTIGER_RESULT_FILE\"\n",
     );
@@ -472,7 +490,10 @@ fn a_judge_echoing_the_key_leaves_no_trace_of_it() {
     assert!(second.stdout.contains("request"), "{}", second.stdout);
     case.assert_no_leak(&second);
     let state = std::fs::read(case.g.repo.state_path()).unwrap();
-    assert!(contains(&state, b"[REDACTED"), "the finding was kept, redacted");
+    assert!(
+        contains(&state, b"[REDACTED"),
+        "the finding was kept, redacted"
+    );
 }
 
 #[test]
@@ -535,8 +556,10 @@ fn sandbox_require_refuses_to_run_an_agent_unconfined() {
         ..Setup::default()
     });
     let ran = case.g.tools_path().join("ran");
-    case.g
-        .agent(&format!("#!/bin/sh\ntouch {}\necho x > x.txt\n", ran.display()));
+    case.g.agent(&format!(
+        "#!/bin/sh\ntouch {}\necho x > x.txt\n",
+        ran.display()
+    ));
     let id = case.add_task();
     let out = case.tick(0);
     assert_eq!(out.code, 0, "{}", out.stderr);

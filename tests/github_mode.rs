@@ -1021,7 +1021,11 @@ fn secrets_an_agent_echoes_reach_no_pr_comment_state_or_log() {
         .server
         .add_issue("Add a file", "Please.", &["opentiger"], "alice", "OWNER");
     let mut logs = String::new();
-    for now in ["2026-11-21T12:00:00Z", "2026-11-21T12:10:00Z", "2026-11-21T12:20:00Z"] {
+    for now in [
+        "2026-11-21T12:00:00Z",
+        "2026-11-21T12:10:00Z",
+        "2026-11-21T12:20:00Z",
+    ] {
         let out = Command::new(env!("CARGO_BIN_EXE_opentiger"))
             .arg("--repo")
             .arg(&s.clone)
@@ -1035,7 +1039,11 @@ fn secrets_an_agent_echoes_reach_no_pr_comment_state_or_log() {
             .env_remove("GITHUB_STEP_SUMMARY")
             .output()
             .unwrap();
-        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
         logs.push_str(&String::from_utf8_lossy(&out.stdout));
         logs.push_str(&String::from_utf8_lossy(&out.stderr));
     }
@@ -1043,7 +1051,11 @@ fn secrets_an_agent_echoes_reach_no_pr_comment_state_or_log() {
     assert!(!pulls.is_empty(), "a PR was opened: {logs}");
     let mut posted = String::new();
     for pull in &pulls {
-        posted.push_str(&format!("{}\n{}\n", pull.title, pull.body.clone().unwrap_or_default()));
+        posted.push_str(&format!(
+            "{}\n{}\n",
+            pull.title,
+            pull.body.clone().unwrap_or_default()
+        ));
         for c in s.server.comments(pull.number) {
             posted.push_str(&c.body);
         }
@@ -1051,7 +1063,10 @@ fn secrets_an_agent_echoes_reach_no_pr_comment_state_or_log() {
     for c in s.server.comments(issue) {
         posted.push_str(&c.body);
     }
-    assert!(posted.contains("[REDACTED]"), "the echoes were posted, redacted: {posted}");
+    assert!(
+        posted.contains("[REDACTED]"),
+        "the echoes were posted, redacted: {posted}"
+    );
     // Every object of the origin, the state branch's chunks included, as raw bytes.
     let objects = Command::new("git")
         .current_dir(&s.origin)
@@ -1064,7 +1079,9 @@ fn secrets_an_agent_echoes_reach_no_pr_comment_state_or_log() {
         assert!(!posted.contains(secret), "posted: {posted}");
         assert!(!logs.contains(secret), "logged: {logs}");
         assert!(
-            !objects.windows(secret.len()).any(|w| w == secret.as_bytes()),
+            !objects
+                .windows(secret.len())
+                .any(|w| w == secret.as_bytes()),
             "a secret is in the repository or its state"
         );
     }

@@ -353,7 +353,13 @@ echo done > result.txt
     ));
     g.repo.add(&["--title", "Orphans", "--goal", "result.txt"]);
     let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_opentiger"))
-        .args(["--repo", g.path().to_str().unwrap(), "--now", &minute(0), "tick"])
+        .args([
+            "--repo",
+            g.path().to_str().unwrap(),
+            "--now",
+            &minute(0),
+            "tick",
+        ])
         .stdout(std::process::Stdio::null())
         .stderr(std::process::Stdio::null())
         .spawn()
@@ -376,18 +382,27 @@ echo done > result.txt
             .unwrap()
     };
     let grandchild = read_pid("child.pid");
-    assert!(running(grandchild), "the grandchild outlives the killed tick");
+    assert!(
+        running(grandchild),
+        "the grandchild outlives the killed tick"
+    );
     let out = g.tick(&minute(1));
     assert_eq!(out.code, 0, "{}", out.stderr);
     assert!(!running(grandchild), "the next tick killed it");
-    assert!(!running(read_pid("agent.pid")), "the agent died with its tick");
+    assert!(
+        !running(read_pid("agent.pid")),
+        "the agent died with its tick"
+    );
 }
 
 /// Whether a process exists and is not a zombie.
 fn running(pid: i32) -> bool {
     std::fs::read_to_string(format!("/proc/{pid}/stat"))
         .ok()
-        .and_then(|s| s.rsplit_once(')').map(|(_, r)| r.trim_start().starts_with('Z')))
+        .and_then(|s| {
+            s.rsplit_once(')')
+                .map(|(_, r)| r.trim_start().starts_with('Z'))
+        })
         .is_some_and(|zombie| !zombie)
 }
 

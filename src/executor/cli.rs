@@ -341,7 +341,10 @@ mod result_file_tests {
         assert!(read_bounded(&path).refused.unwrap().contains("1 MiB"));
         fs::remove_file(&path).unwrap();
         std::os::unix::fs::symlink("/dev/zero", &path).unwrap();
-        assert!(read_bounded(&path).refused.unwrap().contains("symbolic link"));
+        assert!(read_bounded(&path)
+            .refused
+            .unwrap()
+            .contains("symbolic link"));
         fs::remove_file(&path).unwrap();
         let fifo = std::ffi::CString::new(path.display().to_string()).unwrap();
         // SAFETY: a valid NUL-terminated path; mkfifo touches no memory of ours.

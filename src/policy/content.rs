@@ -136,7 +136,11 @@ mod tests {
             ("link", "dir/", Some("dir")),
         ];
         for (link, target, want) in cases {
-            assert_eq!(resolve_link(link, target).as_deref(), want, "{link} -> {target}");
+            assert_eq!(
+                resolve_link(link, target).as_deref(),
+                want,
+                "{link} -> {target}"
+            );
         }
     }
 
@@ -164,6 +168,9 @@ mod tests {
         let found = secrets(&lines, |t| t.contains("SECRET").then_some("a test secret"));
         assert_eq!(found.len(), 1);
         let text = found[0].to_string();
-        assert_eq!(text, "k.toml:2 holds a test secret; secrets never go into a change");
+        assert_eq!(
+            text,
+            "k.toml:2 holds a test secret; secrets never go into a change"
+        );
     }
 }

@@ -57,9 +57,9 @@ fn group_record(act: &Act<'_>, run_id: &str) -> Option<std::path::PathBuf> {
 /// is claimed again; returns their process group ids.
 pub fn kill_orphaned_agents(repo: &Path) -> Vec<u32> {
     match crate::git::Git::new(repo).common_dir() {
-        Ok(common) => crate::sandbox::groups::kill_orphans(&crate::sandbox::groups::records_dir(
-            &common,
-        )),
+        Ok(common) => {
+            crate::sandbox::groups::kill_orphans(&crate::sandbox::groups::records_dir(&common))
+        }
         Err(_) => Vec::new(),
     }
 }

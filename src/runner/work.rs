@@ -155,7 +155,9 @@ fn keep_progress(
                 act.redactor,
             )
         };
-        if let Err(refused) = checks::check_policy(task, act.config, &changes).and_then(|()| content()) {
+        if let Err(refused) =
+            checks::check_policy(task, act.config, &changes).and_then(|()| content())
+        {
             return Err(format!("it breaks the path policy ({})", refused.message));
         }
         let head = ws

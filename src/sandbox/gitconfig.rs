@@ -16,10 +16,13 @@ use std::path::{Path, PathBuf};
 
 use crate::git::{Git, GitError};
 
+/// A file's bytes and permission bits.
+type Kept = (Vec<u8>, u32);
+
 /// The bytes of each configuration file before the agent ran (`None`: it did not exist).
 #[derive(Debug)]
 pub struct ConfigSnapshot {
-    files: Vec<(PathBuf, Option<(Vec<u8>, u32)>)>,
+    files: Vec<(PathBuf, Option<Kept>)>,
 }
 
 /// A configuration file the agent changed, put back as it was.
@@ -131,7 +134,9 @@ fn includes(git: &Git, path: &Path) -> Vec<PathBuf> {
     let base = path.parent().unwrap_or(Path::new("/"));
     entries(git, &bytes)
         .into_iter()
-        .filter(|(k, _)| k == "include.path" || (k.starts_with("includeif.") && k.ends_with(".path")))
+        .filter(|(k, _)| {
+            k == "include.path" || (k.starts_with("includeif.") && k.ends_with(".path"))
+        })
         .map(|(_, v)| {
             let v = match v.strip_prefix("~/") {
                 Some(rest) => std::env::var_os("HOME")
@@ -211,7 +216,11 @@ mod tests {
         let mut text = String::from_utf8(before.clone()).unwrap();
         text.push_str("[core]\n\tfsmonitor = /tmp/x.sh\n[filter \"Evil\"]\n\tclean = /tmp/x.sh\n");
         std::fs::write(&config, text).unwrap();
-        std::fs::write(dir.path().join(".git/config.worktree"), "[core]\n\tpager = x\n").unwrap();
+        std::fs::write(
+            dir.path().join(".git/config.worktree"),
+            "[core]\n\tpager = x\n",
+        )
+        .unwrap();
         let tampered = snap.restore_changes(&git).unwrap();
         assert_eq!(std::fs::read(&config).unwrap(), before);
         assert!(!dir.path().join(".git/config.worktree").exists());
@@ -221,7 +230,10 @@ mod tests {
             .collect();
         assert_eq!(keys, ["core.fsmonitor", "filter.Evil.clean", "core.pager"]);
         let text = describe(&tampered);
-        assert!(text.contains("core.fsmonitor") && !text.contains("/tmp/x.sh"), "{text}");
+        assert!(
+            text.contains("core.fsmonitor") && !text.contains("/tmp/x.sh"),
+            "{text}"
+        );
     }
 
     #[test]
@@ -236,6 +248,9 @@ mod tests {
         let tampered = snap.restore_changes(&git).unwrap();
         assert_eq!(tampered.len(), 1);
         assert_eq!(tampered[0].keys, ["core.sshcommand", "user.name"]);
-        assert_eq!(std::fs::read_to_string(&extra).unwrap(), "[user]\n\tname = a\n");
+        assert_eq!(
+            std::fs::read_to_string(&extra).unwrap(),
+            "[user]\n\tname = a\n"
+        );
     }
 }

@@ -119,6 +119,9 @@ mod tests {
         let path = record_path(dir.path(), "run1");
         write_record(&path, std::process::id()).unwrap();
         let text = std::fs::read_to_string(&path).unwrap();
-        assert!(text.starts_with(&format!("{} ", std::process::id())), "{text}");
+        assert!(
+            text.starts_with(&format!("{} ", std::process::id())),
+            "{text}"
+        );
     }
 }

@@ -232,6 +232,9 @@ mod tests {
         let refused = format!("echo x > {}/a", outside.path().display());
         assert_ne!(confined(inside.path(), &refused), 0);
         assert!(!outside.path().join("a").exists());
-        assert_eq!(confined(inside.path(), "ls / > /dev/null && echo > /dev/null"), 0);
+        assert_eq!(
+            confined(inside.path(), "ls / > /dev/null && echo > /dev/null"),
+            0
+        );
     }
 }

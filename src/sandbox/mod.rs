@@ -101,7 +101,11 @@ pub fn in_force(filesystem: FilesystemSandbox) -> Vec<Protection> {
 pub fn summary_markdown(filesystem: FilesystemSandbox) -> String {
     let mut out = String::from("\n### Agent isolation on this runner\n\n");
     for p in in_force(filesystem) {
-        let mark = if p.in_force { "in force" } else { "**not in force**" };
+        let mark = if p.in_force {
+            "in force"
+        } else {
+            "**not in force**"
+        };
         out.push_str(&format!("- {}: {mark} — {}\n", p.name, p.detail));
     }
     out
@@ -210,9 +214,13 @@ mod tests {
         let git = Git::new(dir.path());
         git.run(&["init", "-q"]).unwrap();
         let guard = AgentGuard::before(dir.path()).unwrap();
-        git.run(&["config", "core.fsmonitor", "/tmp/evil.sh"]).unwrap();
+        git.run(&["config", "core.fsmonitor", "/tmp/evil.sh"])
+            .unwrap();
         let err = guard.after().unwrap_err();
-        assert!(err.contains("core.fsmonitor") && !err.contains("evil"), "{err}");
+        assert!(
+            err.contains("core.fsmonitor") && !err.contains("evil"),
+            "{err}"
+        );
         let stored = git.try_run(&["config", "--file", ".git/config", "core.fsmonitor"]);
         assert!(stored.unwrap().is_none(), "put back");
         let guard = AgentGuard::before(dir.path()).unwrap();

@@ -237,7 +237,10 @@ fn a_state_missing_a_table_or_column_is_refused_on_open() {
         .unwrap();
     let err = Store::open_file(&path).err().expect("refused");
     assert!(matches!(err, StoreError::Corrupt { .. }), "{err}");
-    assert!(err.to_string().contains("the table `leases` is missing"), "{err}");
+    assert!(
+        err.to_string().contains("the table `leases` is missing"),
+        "{err}"
+    );
     assert!(Store::load_file_in_memory(&path).is_err());
 
     let path = dir.path().join("columns.sqlite");

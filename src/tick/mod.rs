@@ -44,7 +44,10 @@ pub fn tick_with(ctx: &Context, fan_out: bool) -> Result<TickSummary, Failure> {
     // Agents a killed tick left running on this host die before their work is claimed again.
     let orphans = crate::runner::kill_orphaned_agents(&ctx.repo);
     if !orphans.is_empty() {
-        tracing::info!("killed {} agent group(s) left by killed ticks", orphans.len());
+        tracing::info!(
+            "killed {} agent group(s) left by killed ticks",
+            orphans.len()
+        );
     }
     let mut summary = TickSummary {
         tick_id: ctx.tick_id.to_string(),
