@@ -494,6 +494,10 @@ fn broken_state_files_are_refused_cleanly() {
 
     // issue 16 item 8: a state missing a table is refused before anything is claimed.
     let broken = TestRepo::new();
+    broken.file(".gitignore", "/.opentiger/\n");
+    common::git(broken.path(), &["init", "-q", "-b", "main"]);
+    common::git(broken.path(), &["add", "-A"]);
+    common::git(broken.path(), &["commit", "-q", "-m", "initial"]);
     broken.add(&["--title", "t", "--goal", "g"]);
     rusqlite::Connection::open(broken.state_path())
         .unwrap()
