@@ -46,7 +46,18 @@ impl Workspace {
         if repo.branch_exists(branch)? {
             repo.run(&["worktree", "add", "--force", &path_text, branch])?;
         } else {
-            repo.run(&["worktree", "add", "--force", "-b", branch, &path_text, base])?;
+            // No upstream: the runner writes nothing into the repository's configuration, which
+            // is compared around every agent run (`sandbox::gitconfig`).
+            repo.run(&[
+                "worktree",
+                "add",
+                "--force",
+                "--no-track",
+                "-b",
+                branch,
+                &path_text,
+                base,
+            ])?;
         }
         let git = Git::new(&path);
         let start = git.run(&["rev-parse", "HEAD"])?;
