@@ -7,6 +7,48 @@
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
+use crate::credentials;
+
+/// `-c` settings on every git command of the runner. Command-line settings win over every
+/// configuration file, so none of these can be turned back on by a repository, a worktree, an
+/// included file or the user's own configuration. An empty `diff.external` would break every
+/// diff, so diffs pass `--no-ext-diff`; filters and merge drivers, which have free names, are
+/// caught by the configuration check after each agent run instead (`sandbox::gitconfig`).
+pub const HARDENING: [&str; 13] = [
+    "commit.gpgsign=false",
+    "tag.gpgsign=false",
+    "core.hooksPath=/dev/null",
+    "core.fsmonitor=false",
+    "core.pager=cat",
+    "core.editor=true",
+    "sequence.editor=true",
+    "core.askPass=",
+    "protocol.ext.allow=never",
+    "protocol.file.allow=user",
+    "submodule.recurse=false",
+    "fetch.recurseSubmodules=false",
+    "core.gitProxy=",
+];
+
+/// Variables of the runner's environment git may see (no token is among them: that was taken
+/// out of the environment when the runner started, `credentials::take_from_env`).
+const PASSED_VARS: [&str; 6] = [
+    "PATH",
+    "HOME",
+    "TMPDIR",
+    "XDG_CONFIG_HOME",
+    "SSH_AUTH_SOCK",
+    "GIT_EXEC_PATH",
+];
+
+/// Whether a git command talks to a remote (and may need credentials).
+fn talks_to_remote(args: &[&str]) -> bool {
+    matches!(
+        args.first(),
+        Some(&("push" | "fetch" | "ls-remote" | "pull" | "clone" | "remote"))
+    )
+}
+
 /// A failed git invocation.
 #[derive(Debug, Clone, thiserror::Error)]
 #[error("git {args} (in {dir}) failed{}: {detail}", code.map(|c| format!(" with exit code {c}")).unwrap_or_default())]
@@ -47,29 +89,51 @@ impl Git {
         &self.dir
     }
 
-    fn command(&self, args: &[&str]) -> Command {
+    /// git with a minimal environment and the overrides of [`HARDENING`]: whatever an agent
+    /// wrote into a repository's or the user's configuration, the runner's git runs none of it
+    /// and sends no credential it did not choose (DESIGN §10). A command that talks to a remote
+    /// gets the forge token through [`credentials::AskpassFile`], and only over https.
+    fn command(&self, args: &[&str]) -> (Command, Option<credentials::AskpassFile>) {
         let mut cmd = Command::new("git");
-        cmd.current_dir(&self.dir)
-            .args([
-                "-c",
-                &format!("user.name={AUTHOR_NAME}"),
-                "-c",
-                &format!("user.email={AUTHOR_EMAIL}"),
-            ])
-            .args([
-                "-c",
-                "commit.gpgsign=false",
-                "-c",
-                "core.hooksPath=/dev/null",
-            ])
-            .args(args)
-            .env("GIT_TERMINAL_PROMPT", "0")
+        cmd.current_dir(&self.dir).env_clear().args([
+            "-c",
+            &format!("user.name={AUTHOR_NAME}"),
+            "-c",
+            &format!("user.email={AUTHOR_EMAIL}"),
+        ]);
+        for setting in HARDENING {
+            cmd.args(["-c", setting]);
+        }
+        for name in PASSED_VARS {
+            if let Some(value) = std::env::var_os(name) {
+                cmd.env(name, value);
+            }
+        }
+        cmd.env("GIT_TERMINAL_PROMPT", "0")
+            .env("GIT_CONFIG_NOSYSTEM", "1")
             .env("LC_ALL", "C")
             .stdin(Stdio::null());
+        let mut askpass = None;
+        let token = credentials::forge_token();
+        if let Some(token) = token.filter(|_| talks_to_remote(args)) {
+            // Only our token, only through our askpass: no helper, no ssh program of theirs.
+            cmd.args(["-c", "credential.helper=", "-c", "core.sshCommand=ssh"]);
+            if let (Ok(file), Ok(exe)) = (
+                credentials::AskpassFile::create(&token),
+                std::env::current_exe(),
+            ) {
+                cmd.env("GIT_ASKPASS", exe)
+                    .env(credentials::ASKPASS_FILE_VAR, file.path());
+                askpass = Some(file);
+            }
+        } else if !talks_to_remote(args) {
+            cmd.args(["-c", "credential.helper="]);
+        }
+        cmd.args(args);
         for (k, v) in &self.env {
             cmd.env(k, v);
         }
-        cmd
+        (cmd, askpass)
     }
 
     fn error(&self, args: &[&str], code: Option<i32>, detail: String) -> GitError {
@@ -83,8 +147,8 @@ impl Git {
 
     /// Runs git and returns trimmed stdout; a non-zero exit is an error with stderr attached.
     pub fn run(&self, args: &[&str]) -> Result<String, GitError> {
-        let out = self
-            .command(args)
+        let (mut cmd, _askpass) = self.command(args);
+        let out = cmd
             .output()
             .map_err(|e| self.error(args, None, format!("could not start git: {e}")))?;
         if out.status.success() {
@@ -108,8 +172,8 @@ impl Git {
                 format!("could not create {}: {e}", file.display()),
             )
         })?;
-        let result = self
-            .command(args)
+        let (mut cmd, _askpass) = self.command(args);
+        let result = cmd
             .stdout(out)
             .stderr(Stdio::piped())
             .output()
@@ -127,8 +191,8 @@ impl Git {
 
     /// Runs git and returns stdout as bytes (blobs).
     pub fn run_bytes(&self, args: &[&str]) -> Result<Vec<u8>, GitError> {
-        let out = self
-            .command(args)
+        let (mut cmd, _askpass) = self.command(args);
+        let out = cmd
             .output()
             .map_err(|e| self.error(args, None, format!("could not start git: {e}")))?;
         if out.status.success() {
@@ -144,8 +208,8 @@ impl Git {
 
     /// Runs git; `Ok(None)` when it exits non-zero (for questions like "is this an ancestor?").
     pub fn try_run(&self, args: &[&str]) -> Result<Option<String>, GitError> {
-        let out = self
-            .command(args)
+        let (mut cmd, _askpass) = self.command(args);
+        let out = cmd
             .output()
             .map_err(|e| self.error(args, None, format!("could not start git: {e}")))?;
         Ok(out
@@ -157,8 +221,8 @@ impl Git {
     /// Runs git with `input` on stdin.
     pub fn run_with_input(&self, args: &[&str], input: &[u8]) -> Result<String, GitError> {
         use std::io::Write;
-        let mut child = self
-            .command(args)
+        let (mut cmd, _askpass) = self.command(args);
+        let mut child = cmd
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())

@@ -6,6 +6,7 @@
 
 pub mod cli;
 pub mod config;
+pub mod credentials;
 pub mod demo;
 pub mod doctor;
 pub mod engine;
@@ -23,6 +24,8 @@ pub mod redact;
 pub mod release;
 pub mod report;
 pub mod runner;
+pub mod sandbox;
+pub mod scratch;
 pub mod statebranch;
 pub mod store;
 pub mod tick;

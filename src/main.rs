@@ -1,3 +1,19 @@
 fn main() {
+    // git runs this binary as its GIT_ASKPASS for an https push or fetch: answer and stop.
+    let args: Vec<String> = std::env::args().collect();
+    if let Some(answer) = opentiger::credentials::answer_askpass(&args, |k| std::env::var(k).ok()) {
+        match answer {
+            Ok(text) => println!("{text}"),
+            Err(message) => {
+                eprintln!("{message}");
+                std::process::exit(1);
+            }
+        }
+        return;
+    }
+    // Before any thread or child exists: the token leaves the environment, and no process of
+    // this user may read our memory or environment through /proc.
+    opentiger::credentials::take_from_env();
+    opentiger::sandbox::protect_runner();
     std::process::exit(opentiger::cli::main());
 }

@@ -94,6 +94,55 @@ impl Redactor {
         replace(text, ranges)
     }
 
+    /// What kind of secret `text` holds, if any: a known value (a forge token, a passed-through
+    /// variable) or an unmistakable token shape (GitHub, `sk-` API keys, AWS key ids, private
+    /// key blocks). Looser shapes the redactor also hides (`password: …`, `Bearer …`) are not
+    /// reported here: in a diff they are far more often code than a secret. Never the value.
+    pub fn secret_in(&self, text: &str) -> Option<&'static str> {
+        if self.secrets.iter().any(|s| text.contains(s.as_str())) {
+            return Some("a secret the runner holds or passes to the agent");
+        }
+        let bytes = text.as_bytes();
+        let mut ranges = Vec::new();
+        scan_prefixed_tokens(bytes, &mut ranges);
+        if let Some(r) = ranges.first() {
+            return Some(if bytes[r.start..].starts_with(b"sk-ant-") {
+                "an Anthropic API key"
+            } else if bytes[r.start..].starts_with(b"sk-") {
+                "an OpenAI-style API key"
+            } else {
+                "a GitHub token"
+            });
+        }
+        scan_aws_key_ids(bytes, &mut ranges);
+        if !ranges.is_empty() {
+            return Some("an AWS access key id");
+        }
+        scan_private_keys(bytes, &mut ranges);
+        if !ranges.is_empty() {
+            return Some("a private key");
+        }
+        None
+    }
+
+    /// `value` with every string in it (keys too) redacted: an agent's result file before any
+    /// of it is stored, posted or printed.
+    pub fn redact_json(&self, value: serde_json::Value) -> serde_json::Value {
+        use serde_json::Value;
+        match value {
+            Value::String(s) => Value::String(self.redact(&s)),
+            Value::Array(items) => {
+                Value::Array(items.into_iter().map(|v| self.redact_json(v)).collect())
+            }
+            Value::Object(map) => Value::Object(
+                map.into_iter()
+                    .map(|(k, v)| (self.redact(&k), self.redact_json(v)))
+                    .collect(),
+            ),
+            other => other,
+        }
+    }
+
     /// A short excerpt for the state (e.g. a failure's output): redacted first, trailing
     /// whitespace trimmed, then the last `max_chars` characters, prefixed with `…` when cut.
     pub fn excerpt(&self, text: &str, max_chars: usize) -> String {
@@ -534,5 +583,52 @@ mod tests {
         }
         let text = format!("error: bad credentials {GHP}\n");
         assert_eq!(r.excerpt(&text, 14), "…als [REDACTED]");
+    }
+
+    #[test]
+    fn secret_in_names_the_kind_never_the_value() {
+        let r = Redactor::new(["passthrough-value-123".to_string()]);
+        let cases = [
+            (
+                "key = passthrough-value-123",
+                Some("a secret the runner holds or passes to the agent"),
+            ),
+            (
+                "let t = \"ghp_abcdefghijklmnopqrstuvwxyz0123\";",
+                Some("a GitHub token"),
+            ),
+            (
+                "ANTHROPIC=sk-ant-api03-Abcdefghijklmnop0123456789",
+                Some("an Anthropic API key"),
+            ),
+            (
+                "k: sk-proj-Abcdefghijklmnop0123456789",
+                Some("an OpenAI-style API key"),
+            ),
+            ("id AKIAABCDEFGHIJKLMNOP", Some("an AWS access key id")),
+            ("-----BEGIN RSA PRIVATE KEY-----", Some("a private key")),
+            ("password = os.environ['PW']", None),
+            ("fn task-sk-learn-based() {}", None),
+            ("-----BEGIN CERTIFICATE-----", None),
+        ];
+        for (text, want) in cases {
+            assert_eq!(r.secret_in(text), want, "{text}");
+        }
+    }
+
+    #[test]
+    fn json_strings_are_redacted_at_any_depth() {
+        let r = Redactor::new(["the-passthrough-key".to_string()]);
+        let value = serde_json::json!({
+            "verdict": "request_changes",
+            "summary": "saw the-passthrough-key",
+            "findings": ["a", {"deep": ["x the-passthrough-key y"]}],
+            "cost": 1.5
+        });
+        let out = r.redact_json(value);
+        assert_eq!(out["verdict"], "request_changes");
+        assert_eq!(out["summary"], "saw [REDACTED]");
+        assert_eq!(out["findings"][1]["deep"][0], "x [REDACTED] y");
+        assert_eq!(out["cost"], 1.5);
     }
 }

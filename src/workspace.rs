@@ -76,7 +76,18 @@ impl Workspace {
         if repo.branch_exists(branch)? {
             repo.run(&["worktree", "add", "--force", &path_text, branch])?;
         } else {
-            repo.run(&["worktree", "add", "--force", "-b", branch, &path_text, base])?;
+            // No upstream: the runner writes nothing into the repository's configuration, which
+            // is compared around every agent run (`sandbox::gitconfig`).
+            repo.run(&[
+                "worktree",
+                "add",
+                "--force",
+                "--no-track",
+                "-b",
+                branch,
+                &path_text,
+                base,
+            ])?;
         }
         let git = Git::new(&path);
         let start = git.run(&["rev-parse", "HEAD"])?;
@@ -193,7 +204,16 @@ pub fn remove_leftovers(repo: &Git, in_use: &[PathBuf]) -> Result<Vec<PathBuf>, 
 
 /// The unified diff between two commits, cut to `max_bytes` (for the judge's prompt).
 pub fn diff_text(git: &Git, from: &str, to: &str, max_bytes: usize) -> Result<String, GitError> {
-    let mut text = git.run(&["diff", "--no-color", "--stat", "--patch", from, to])?;
+    let mut text = git.run(&[
+        "diff",
+        "--no-color",
+        "--no-ext-diff",
+        "--no-textconv",
+        "--stat",
+        "--patch",
+        from,
+        to,
+    ])?;
     if text.len() > max_bytes {
         let mut cut = max_bytes;
         while !text.is_char_boundary(cut) {

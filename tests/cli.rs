@@ -495,6 +495,31 @@ fn broken_state_files_are_refused_cleanly() {
         );
     }
     assert_eq!(std::fs::read(newer.state_path()).unwrap(), before);
+
+    // issue 16 item 8: a state missing a table is refused before anything is claimed.
+    let broken = TestRepo::new();
+    broken.file(".gitignore", "/.opentiger/\n");
+    common::git(broken.path(), &["init", "-q", "-b", "main"]);
+    common::git(broken.path(), &["add", "-A"]);
+    common::git(broken.path(), &["commit", "-q", "-m", "initial"]);
+    broken.add(&["--title", "t", "--goal", "g"]);
+    rusqlite::Connection::open(broken.state_path())
+        .unwrap()
+        .execute_batch("PRAGMA foreign_keys = OFF; DROP TABLE leases;")
+        .unwrap();
+    let before = std::fs::read(broken.state_path()).unwrap();
+    let out = broken.run(&["tick"]);
+    assert_eq!(out.code, 2, "{}\n{}", out.stdout, out.stderr);
+    assert!(
+        out.stderr.contains("the table `leases` is missing"),
+        "{}",
+        out.stderr
+    );
+    assert_eq!(
+        std::fs::read(broken.state_path()).unwrap(),
+        before,
+        "nothing claimed"
+    );
 }
 
 #[test]

@@ -1039,3 +1039,104 @@ fn a_dry_run_reads_github_and_shows_what_it_would_import() {
     assert!(!text.contains("imported issue"), "{text}");
     assert_eq!(s.server.request_count(), 0, "--offline asks GitHub nothing");
 }
+
+/// issue 16: secrets an agent echoes (its passthrough key, a token shape) reach no PR body, no
+/// comment, no state and no log; the forge token never reaches the agent.
+#[test]
+fn secrets_an_agent_echoes_reach_no_pr_comment_state_or_log() {
+    use std::os::unix::fs::PermissionsExt;
+    const KEY: &str = "sk-ant-api03-PASSTHROUGHkey0123456789abcdefghijk";
+    let s = setup();
+    let tools = s.clone.parent().unwrap().to_path_buf();
+    let seen = tools.join("seen-env.txt");
+    let agent = tools.join("agent.sh");
+    std::fs::write(&agent, format!("#!/bin/sh\nenv >> {seen}\necho \"by $OPENTIGER_TASK_ID\" > \"work-$OPENTIGER_TASK_ID.txt\"\necho \"{{\\\"summary\\\": \\\"wrote it with $ANTHROPIC_API_KEY\\\"}}\" > \"$OPENTIGER_RESULT_FILE\"\n", seen = seen.display())).unwrap();
+    std::fs::set_permissions(&agent, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let judge = tools.join("judge.sh");
+    std::fs::write(&judge, "#!/bin/sh\necho \"{\\\"verdict\\\": \\\"request_changes\\\", \\\"summary\\\": \\\"uses $ANTHROPIC_API_KEY\\\", \\\"findings\\\": [\\\"line 1 holds $ANTHROPIC_API_KEY\\\"]}\" > \"$OPENTIGER_RESULT_FILE\"\n").unwrap();
+    std::fs::set_permissions(&judge, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let config = std::fs::read_to_string(s.clone.join(".opentiger.yml")).unwrap();
+    let config = config.replace(
+        "    timeout_minutes: 1\n  judge:",
+        "    timeout_minutes: 1\n    env_passthrough: [ANTHROPIC_API_KEY]\n  judge:",
+    );
+    let config = config.replace(
+        "  judge:\n    executor: command\n",
+        "  judge:\n    executor: command\n    env_passthrough: [ANTHROPIC_API_KEY]\n",
+    );
+    // The agent writes what it saw outside its workspace: no Landlock for this one.
+    let config = format!("{config}sandbox:\n  filesystem: none\n");
+    std::fs::write(s.clone.join(".opentiger.yml"), config).unwrap();
+    git(&s.clone, &["commit", "-q", "-am", "pass the key"]);
+    git(&s.clone, &["push", "-q", "origin", "main"]);
+    let issue = s
+        .server
+        .add_issue("Add a file", "Please.", &["opentiger"], "alice", "OWNER");
+    let mut logs = String::new();
+    for now in [
+        "2026-11-21T12:00:00Z",
+        "2026-11-21T12:10:00Z",
+        "2026-11-21T12:20:00Z",
+    ] {
+        let out = Command::new(env!("CARGO_BIN_EXE_opentiger"))
+            .arg("--repo")
+            .arg(&s.clone)
+            .args(["--now", now, "-v", "tick"])
+            .env("GITHUB_TOKEN", s.server.token())
+            .env("GITHUB_API_URL", s.server.base_url())
+            .env("GITHUB_REPOSITORY", "acme/widgets")
+            .env("ANTHROPIC_API_KEY", KEY)
+            .env_remove("OPENTIGER_GITHUB_TOKEN")
+            .env_remove("GITHUB_RUN_ID")
+            .env_remove("GITHUB_STEP_SUMMARY")
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        logs.push_str(&String::from_utf8_lossy(&out.stdout));
+        logs.push_str(&String::from_utf8_lossy(&out.stderr));
+    }
+    let pulls = s.server.pulls();
+    assert!(!pulls.is_empty(), "a PR was opened: {logs}");
+    let mut posted = String::new();
+    for pull in &pulls {
+        posted.push_str(&format!(
+            "{}\n{}\n",
+            pull.title,
+            pull.body.clone().unwrap_or_default()
+        ));
+        for c in s.server.comments(pull.number) {
+            posted.push_str(&c.body);
+        }
+    }
+    for c in s.server.comments(issue) {
+        posted.push_str(&c.body);
+    }
+    assert!(
+        posted.contains("[REDACTED]"),
+        "the echoes were posted, redacted: {posted}"
+    );
+    // Every object of the origin, the state branch's chunks included, as raw bytes.
+    let objects = Command::new("git")
+        .current_dir(&s.origin)
+        .args(["cat-file", "--batch-all-objects", "--batch"])
+        .output()
+        .unwrap()
+        .stdout;
+    let token = s.server.token().to_string();
+    for secret in [KEY, token.as_str()] {
+        assert!(!posted.contains(secret), "posted: {posted}");
+        assert!(!logs.contains(secret), "logged: {logs}");
+        assert!(
+            !objects
+                .windows(secret.len())
+                .any(|w| w == secret.as_bytes()),
+            "a secret is in the repository or its state"
+        );
+    }
+    let env = std::fs::read_to_string(&seen).unwrap();
+    assert!(!env.contains(&token), "the agent saw the forge token");
+}

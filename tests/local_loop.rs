@@ -262,7 +262,7 @@ fn agents_see_only_the_variables_they_are_given() {
     assert!(env.contains("MY_KEY=visible-value"), "{env}");
     for name in &names {
         let allowed = name.starts_with("OPENTIGER_")
-            || ["PATH", "HOME", "MY_KEY", "PWD", "SHLVL", "_"].contains(name);
+            || ["PATH", "HOME", "TMPDIR", "MY_KEY", "PWD", "SHLVL", "_"].contains(name);
         assert!(allowed, "the agent saw {name}:\n{env}");
     }
     assert!(
@@ -336,6 +336,74 @@ fn a_killed_tick_is_recovered_exactly_once() {
             .count(),
         1
     );
+}
+
+/// issue 16 item 7: what an agent started lives in its process group; a SIGKILLed tick cannot
+/// kill it, so the next tick on the host does, before the task is claimed again (else two
+/// agents work on one task at once). The agent itself dies with the tick (PR_SET_PDEATHSIG).
+#[test]
+fn agents_left_by_a_killed_tick_die_before_their_task_is_claimed_again() {
+    let g = GitRepo::with(Setup::default());
+    let tools = g.tools_path().display().to_string();
+    g.agent(&format!(
+        "#!/bin/sh
+if [ ! -f {tools}/first ]; then touch {tools}/first; sleep 300 & echo $! > {tools}/child.pid; echo $$ > {tools}/agent.pid; sleep 120; fi
+echo done > result.txt
+"
+    ));
+    g.repo.add(&["--title", "Orphans", "--goal", "result.txt"]);
+    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_opentiger"))
+        .args([
+            "--repo",
+            g.path().to_str().unwrap(),
+            "--now",
+            &minute(0),
+            "tick",
+        ])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let pidfile = g.tools_path().join("agent.pid");
+    for _ in 0..200 {
+        if pidfile.exists() {
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    assert!(pidfile.exists(), "the agent never started");
+    child.kill().unwrap(); // SIGKILL: no cleanup at all
+    child.wait().unwrap();
+    let read_pid = |name: &str| -> i32 {
+        std::fs::read_to_string(g.tools_path().join(name))
+            .unwrap()
+            .trim()
+            .parse()
+            .unwrap()
+    };
+    let grandchild = read_pid("child.pid");
+    assert!(
+        running(grandchild),
+        "the grandchild outlives the killed tick"
+    );
+    let out = g.tick(&minute(1));
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    assert!(!running(grandchild), "the next tick killed it");
+    assert!(
+        !running(read_pid("agent.pid")),
+        "the agent died with its tick"
+    );
+}
+
+/// Whether a process exists and is not a zombie.
+fn running(pid: i32) -> bool {
+    std::fs::read_to_string(format!("/proc/{pid}/stat"))
+        .ok()
+        .and_then(|s| {
+            s.rsplit_once(')')
+                .map(|(_, r)| r.trim_start().starts_with('Z'))
+        })
+        .is_some_and(|zombie| !zombie)
 }
 
 /// SIGKILL to the agent's process group (it leads one). Never 0, 1 or negative: those would hit

@@ -116,6 +116,8 @@ fn run_adapter(exec: &dyn Executor, role: AgentRole, bins: &[PathBuf], dir: &Pat
         timeout: Duration::from_secs(20),
         attempt: 0,
         scratch: &scratch,
+        group_record: None,
+        confine: None,
     };
     exec.run(&request).expect("the CLI starts")
 }

@@ -121,7 +121,7 @@ impl Origin {
         .unwrap();
         std::fs::set_permissions(&agent_path, std::fs::Permissions::from_mode(0o755)).unwrap();
         let config = format!(
-            "mode: local-git\nstate:\n  store: branch\nagents:\n  default:\n    executor: command\n    command: [\"{}\"]\n    timeout_minutes: 1\n  judge:\n    review: false\n{config}",
+            "mode: local-git\nsandbox:\n  filesystem: none\nstate:\n  store: branch\nagents:\n  default:\n    executor: command\n    command: [\"{}\"]\n    timeout_minutes: 1\n  judge:\n    review: false\n{config}",
             agent_path.display()
         );
         std::fs::write(seed.join(".opentiger.yml"), config).unwrap();

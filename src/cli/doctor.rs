@@ -14,7 +14,7 @@ pub struct DoctorArgs {
 }
 
 pub fn run(cli: &Cli, args: &DoctorArgs) -> CmdResult {
-    let lookup = |k: &str| std::env::var(k).ok();
+    let lookup = crate::credentials::lookup;
     let checks = checks(&cli.context_options(), args.online, &lookup);
     out!("{}", render(&checks));
     let failed = checks.iter().filter(|c| c.level == Level::Fail).count();

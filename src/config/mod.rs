@@ -6,6 +6,7 @@
 mod entry;
 mod fallback;
 mod load;
+mod sandbox;
 mod words;
 
 use std::collections::BTreeMap;
@@ -16,6 +17,7 @@ use serde::{Deserialize, Serialize};
 use crate::model::{ExecutionMode, FailureCategory, Mode, Role};
 
 pub use load::{load, load_checked, load_str, schema_json, ConfigError, ConfigSource, ExtraCheck};
+pub use sandbox::{FilesystemSandbox, SandboxConfig};
 
 /// The whole configuration file.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
@@ -43,6 +45,8 @@ pub struct Config {
     pub merge: MergeConfig,
     pub planner: PlannerConfig,
     pub report: ReportConfig,
+    /// How agents are confined (`filesystem: landlock | none`, `require`).
+    pub sandbox: SandboxConfig,
 }
 
 /// What people see besides `status` (DESIGN §9).
@@ -86,6 +90,7 @@ impl Default for Config {
             merge: MergeConfig::default(),
             planner: PlannerConfig::default(),
             report: ReportConfig::default(),
+            sandbox: SandboxConfig::default(),
         }
     }
 }

@@ -156,6 +156,39 @@ pub fn checks(options: &ContextOptions, online: bool, vars: Vars<'_>) -> Vec<Che
     if config.mode == Mode::Github {
         out.extend(workflow::checks(repo));
     }
+    out.extend(protections(&config, repo, git_ok));
+    out
+}
+
+/// What keeps agents from the runner's credentials here, and credentials a checkout left where
+/// an agent could read them.
+fn protections(config: &Config, repo: &Path, git_ok: bool) -> Vec<Check> {
+    let mut out: Vec<Check> = crate::sandbox::in_force(config.sandbox.filesystem)
+        .into_iter()
+        .map(|p| {
+            if p.in_force {
+                Check::ok("sandbox", format!("{}: {}", p.name, p.detail))
+            } else {
+                let check = if config.sandbox.require {
+                    Check::fail
+                } else {
+                    Check::warn
+                };
+                check(
+                    "sandbox",
+                    format!("{}: {}", p.name, p.detail),
+                    "run ticks on Linux 5.13 or newer with `sandbox.filesystem: landlock` (README: What is enforced)",
+                )
+            }
+        })
+        .collect();
+    if git_ok && crate::sandbox::checkout_left_credentials(&Git::new(repo)) {
+        out.push(Check::warn(
+            "checkout credentials",
+            "the repository's .git/config holds an http.<url>.extraheader (a token actions/checkout left there), readable by any agent until a tick removes it",
+            "check out with `persist-credentials: false` (the example workflows do); the tick pushes with its own token",
+        ));
+    }
     out
 }
 

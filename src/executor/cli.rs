@@ -153,29 +153,109 @@ pub(super) struct RunFiles {
 }
 
 impl RunFiles {
-    /// Writes the prompt file and removes a result file left from before.
+    /// Writes the prompt file (mode 0600) and removes a result file left from before.
     pub fn prepare(req: &AgentRequest<'_>, prompt: &str) -> Result<RunFiles, ExecutorError> {
         let files = RunFiles {
             prompt: req.scratch.join("prompt.md"),
             result: req.scratch.join("result.json"),
         };
-        fs::write(&files.prompt, prompt).map_err(|e| {
+        crate::scratch::write_private(&files.prompt, prompt.as_bytes()).map_err(|e| {
             ExecutorError::Io(format!("could not write {}: {e}", files.prompt.display()))
         })?;
         let _ = fs::remove_file(&files.result);
         Ok(files)
     }
 
-    /// The result file's JSON; `Err` text when it exists but is not JSON. Empty or absent: none.
-    pub fn read_result(&self) -> (Option<serde_json::Value>, Option<String>) {
-        match fs::read_to_string(&self.result) {
-            Ok(text) if text.trim().is_empty() => (None, None),
-            Ok(text) => match serde_json::from_str(&text) {
-                Ok(v) => (Some(v), None),
-                Err(e) => (None, Some(format!("the result file is not JSON: {e}"))),
-            },
-            Err(_) => (None, None),
+    /// The result file, read with bounds: only a regular file (a link, FIFO or device is
+    /// refused without being opened for reading: `O_NOFOLLOW | O_NONBLOCK`, then `fstat`), at
+    /// most [`RESULT_MAX_BYTES`]. Empty or absent: no result.
+    pub fn read_result(&self) -> ResultRead {
+        read_bounded(&self.result)
+    }
+}
+
+/// The most a result file may hold.
+pub const RESULT_MAX_BYTES: u64 = 1024 * 1024;
+
+/// What reading a result file gave.
+#[derive(Debug, Default, PartialEq)]
+pub struct ResultRead {
+    pub json: Option<serde_json::Value>,
+    /// It is a file but not JSON.
+    pub error: Option<String>,
+    /// It was refused unread: not a regular file, or too large (a policy violation).
+    pub refused: Option<String>,
+}
+
+fn read_bounded(path: &Path) -> ResultRead {
+    use std::io::Read;
+    use std::os::unix::fs::{FileTypeExt, OpenOptionsExt};
+    let refused = |why: String| ResultRead {
+        refused: Some(format!("the result file {why}; it was not read")),
+        ..ResultRead::default()
+    };
+    match fs::symlink_metadata(path) {
+        Err(_) => return ResultRead::default(),
+        Ok(meta) if meta.file_type().is_symlink() => {
+            return refused("is a symbolic link".to_string())
         }
+        Ok(_) => {}
+    }
+    let file = match fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK)
+        .open(path)
+    {
+        Ok(file) => file,
+        Err(e) if e.raw_os_error() == Some(libc::ELOOP) => {
+            return refused("is a symbolic link".to_string())
+        }
+        Err(e) => return refused(format!("could not be opened ({e})")),
+    };
+    let meta = match file.metadata() {
+        Ok(meta) => meta,
+        Err(e) => return refused(format!("could not be examined ({e})")),
+    };
+    let kind = meta.file_type();
+    if !kind.is_file() {
+        let what = if kind.is_fifo() {
+            "a FIFO"
+        } else if kind.is_char_device() || kind.is_block_device() {
+            "a device"
+        } else if kind.is_socket() {
+            "a socket"
+        } else {
+            "a folder"
+        };
+        return refused(format!("is not a regular file ({what})"));
+    }
+    if meta.len() > RESULT_MAX_BYTES {
+        return refused(format!(
+            "holds {} bytes, more than the 1 MiB allowed",
+            meta.len()
+        ));
+    }
+    let mut bytes = Vec::new();
+    // The file may grow after fstat: never read past the bound.
+    if let Err(e) = file.take(RESULT_MAX_BYTES + 1).read_to_end(&mut bytes) {
+        return refused(format!("could not be read ({e})"));
+    }
+    if bytes.len() as u64 > RESULT_MAX_BYTES {
+        return refused("grew past the 1 MiB allowed while it was read".to_string());
+    }
+    let text = String::from_utf8_lossy(&bytes);
+    if text.trim().is_empty() {
+        return ResultRead::default();
+    }
+    match serde_json::from_str(&text) {
+        Ok(v) => ResultRead {
+            json: Some(v),
+            ..ResultRead::default()
+        },
+        Err(e) => ResultRead {
+            error: Some(format!("the result file is not JSON: {e}")),
+            ..ResultRead::default()
+        },
     }
 }
 
@@ -218,6 +298,8 @@ pub(super) fn execute(
         timeout: req.timeout,
         tail_bytes: inv.tail_bytes,
         watch: inv.watch,
+        group_record: req.group_record.clone(),
+        confine: req.confine.clone(),
     };
     process::run(&spec).map_err(|e| match e {
         ProcessError::NotFound { .. } | ProcessError::NotExecutable { .. } => {
@@ -246,4 +328,36 @@ pub(super) fn entries(dir: &Path) -> Vec<String> {
                 .collect()
         })
         .unwrap_or_default()
+}
+
+#[cfg(test)]
+mod result_file_tests {
+    use super::*;
+
+    #[test]
+    fn only_a_small_regular_file_is_read() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("result.json");
+        assert_eq!(read_bounded(&path), ResultRead::default());
+        fs::write(&path, "{\"summary\": \"ok\"}").unwrap();
+        assert_eq!(read_bounded(&path).json.unwrap()["summary"], "ok");
+        fs::write(&path, "not json").unwrap();
+        assert!(read_bounded(&path).error.unwrap().contains("not JSON"));
+        fs::write(&path, vec![b' '; 1024 * 1024 + 1]).unwrap();
+        assert!(read_bounded(&path).refused.unwrap().contains("1 MiB"));
+        fs::remove_file(&path).unwrap();
+        std::os::unix::fs::symlink("/dev/zero", &path).unwrap();
+        assert!(read_bounded(&path)
+            .refused
+            .unwrap()
+            .contains("symbolic link"));
+        fs::remove_file(&path).unwrap();
+        let fifo = std::ffi::CString::new(path.display().to_string()).unwrap();
+        // SAFETY: a valid NUL-terminated path; mkfifo touches no memory of ours.
+        assert_eq!(unsafe { libc::mkfifo(fifo.as_ptr(), 0o600) }, 0);
+        assert!(read_bounded(&path).refused.unwrap().contains("FIFO"));
+        fs::remove_file(&path).unwrap();
+        fs::create_dir(&path).unwrap();
+        assert!(read_bounded(&path).refused.unwrap().contains("folder"));
+    }
 }

@@ -51,9 +51,10 @@ impl Executor for CommandExecutor {
         let out = cli::execute(req, &files, inv, |e| {
             format!("agents.{}.command: {e}", req.role.name())
         })?;
-        let (result, result_error) = files.read_result();
-        let mut r = AgentResult::finished(result);
-        r.result_error = result_error;
+        let read = files.read_result();
+        let mut r = AgentResult::finished(read.json);
+        r.result_error = read.error;
+        r.result_refused = read.refused;
         r.output_tail = out.output_tail;
         r.exit = cli::exit_of(out.status);
         Ok(r)

@@ -65,6 +65,10 @@ pub struct AgentRequest<'a> {
     pub attempt: u32,
     /// A folder outside the workspace for the prompt and result files.
     pub scratch: &'a Path,
+    /// Where the agent's process group is recorded while it runs (`sandbox::groups`).
+    pub group_record: Option<PathBuf>,
+    /// The Landlock domain the agent runs in, when confined (`sandbox.filesystem`).
+    pub confine: Option<std::sync::Arc<crate::sandbox::landlock::Ruleset>>,
 }
 
 /// How the agent ended.
@@ -114,6 +118,9 @@ pub struct AgentResult {
     pub result: Option<serde_json::Value>,
     /// The result file exists but is not JSON.
     pub result_error: Option<String>,
+    /// The result file was refused unread (a link, FIFO or device, or over 1 MiB): the run is a
+    /// policy violation.
+    pub result_refused: Option<String>,
     pub cost_usd: f64,
     pub input_tokens: i64,
     pub output_tokens: i64,
@@ -130,6 +137,7 @@ impl AgentResult {
             output_tail: String::new(),
             result: None,
             result_error: None,
+            result_refused: None,
             cost_usd: 0.0,
             input_tokens: 0,
             output_tokens: 0,

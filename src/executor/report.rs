@@ -147,8 +147,8 @@ pub(super) fn assemble(
         exit = AgentExit::Failed(Some(0));
     }
 
-    let (file, result_error) = files.read_result();
-    let result = file.or_else(|| {
+    let read = files.read_result();
+    let result = read.json.or_else(|| {
         read_only(role)
             .then(|| {
                 report
@@ -160,7 +160,8 @@ pub(super) fn assemble(
     });
     let mut r = AgentResult::finished(result);
     r.exit = exit;
-    r.result_error = result_error;
+    r.result_error = read.error;
+    r.result_refused = read.refused;
     if r.summary.is_none() {
         r.summary = report
             .final_message

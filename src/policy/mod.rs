@@ -9,10 +9,12 @@
 //! `config::PolicyConfig::default`), or what a violation does to a task (`policy_violation`,
 //! decided by the engine). Pure: no I/O.
 
+mod content;
 mod glob;
 
 use std::fmt;
 
+pub use content::{added_lines, resolve_link, secrets, AddedLine, ContentViolation};
 pub use glob::{Glob, GlobError, GlobProblem};
 
 /// How many violations [`summary`] lists before it only counts the rest.
@@ -113,6 +115,11 @@ impl PathPolicy {
             });
         }
         violations
+    }
+
+    /// Whether `path` (repository-relative) is a path the change may touch.
+    pub fn permits(&self, path: &str) -> bool {
+        self.check_path(path).is_none()
     }
 
     fn check_path(&self, path: &str) -> Option<Violation> {

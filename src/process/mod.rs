@@ -8,6 +8,8 @@
 //!   sees, so `PATH`, `HOME` and anything else the program needs must be passed explicitly
 //!   (DESIGN §6: the forge token is never passed). A bare program name is looked up on the `PATH`
 //!   given in `spec.env`, never on our own.
+//! - On Linux the child gets `PR_SET_PDEATHSIG` (`SIGKILL`): it dies with the runner, even when
+//!   the runner itself is killed with `SIGKILL` and can clean nothing up.
 //! - The child leads its own process group. On timeout, or if reading its output fails, the whole
 //!   group gets `SIGKILL`, so grandchildren die too. When the program exits by itself, whatever
 //!   it left running in its group is killed as well: nothing it started outlives the run.
@@ -58,6 +60,11 @@ pub struct ProcessSpec {
     pub tail_bytes: usize,
     /// Reads stdout while the program runs and may stop it early.
     pub watch: Option<Watch>,
+    /// A file recording the child's process group while it runs (`sandbox::groups`), so a
+    /// later tick can kill what a killed runner left behind. Removed after the group is killed.
+    pub group_record: Option<PathBuf>,
+    /// A Landlock ruleset the child enters before it starts (`sandbox::landlock`).
+    pub confine: Option<std::sync::Arc<crate::sandbox::landlock::Ruleset>>,
 }
 
 /// How the program ended.
@@ -162,6 +169,29 @@ pub fn run(spec: &ProcessSpec) -> Result<ProcessOutput, ProcessError> {
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .process_group(0);
+    #[cfg(target_os = "linux")]
+    // SAFETY: between fork and exec only async-signal-safe calls are allowed; prctl and getppid
+    // are system calls that allocate nothing and take no lock.
+    unsafe {
+        let parent = libc::getpid();
+        let confine = spec.confine.as_ref().map(|r| r.raw_fd());
+        command.pre_exec(move || {
+            if let Some(fd) = confine {
+                crate::sandbox::landlock::Ruleset::restrict_child(fd)?;
+            }
+            // Dies with the runner: a runner killed with SIGKILL leaves no agent behind.
+            if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL, 0, 0, 0) != 0 {
+                return Err(io::Error::last_os_error());
+            }
+            // The runner may have died between fork and prctl.
+            if libc::getppid() != parent {
+                return Err(io::Error::other(
+                    "the runner exited before the program started",
+                ));
+            }
+            Ok(())
+        });
+    }
 
     let started = Instant::now();
     let mut child = command.spawn().map_err(|source| match source.kind() {
@@ -170,7 +200,14 @@ pub fn run(spec: &ProcessSpec) -> Result<ProcessOutput, ProcessError> {
     })?;
     let pid = child.id();
     tracing::debug!(pid, "started");
-
+    if let Some(record) = &spec.group_record {
+        if let Err(e) = crate::sandbox::groups::write_record(record, pid) {
+            tracing::warn!(
+                "could not record the process group of {}: {e}",
+                spec.program
+            );
+        }
+    }
     let stop = Arc::new(Mutex::new(None));
     let feed = spec
         .watch
@@ -193,6 +230,9 @@ pub fn run(spec: &ProcessSpec) -> Result<ProcessOutput, ProcessError> {
     // The leader is a zombie now (or dying of our SIGKILL), which keeps its pid, and so the group
     // id, from being reused: killing the group here can only hit what the program left behind.
     kill_group(pid);
+    if let Some(record) = &spec.group_record {
+        let _ = fs::remove_file(record);
+    }
     let status = child.wait().map_err(|e| {
         let message = format!("lost track of it while waiting for it to exit: {e}");
         spawn_failed(spec, io::Error::new(e.kind(), message))

@@ -12,6 +12,8 @@ fn sh(script: &str, timeout_ms: u64) -> ProcessSpec {
         timeout: Duration::from_millis(timeout_ms),
         tail_bytes: 4096,
         watch: None,
+        group_record: None,
+        confine: None,
     }
 }
 

@@ -1,14 +1,14 @@
 //! The checks the runner applies to a change, shared by the worker and the judge: the path
-//! policy and the verification commands. Same matcher, same commands, both places (spec §8.14).
+//! policy, what the change holds (links, secrets) and the verification commands. Same matcher, same commands, both places (spec §8.14).
 
 use std::path::Path;
 use std::time::Duration;
 
 use crate::config::Config;
 use crate::engine::classify::verification_failure_code;
-use crate::git::NumstatEntry;
+use crate::git::{Git, NumstatEntry};
 use crate::model::{FailureCode, Role, Task};
-use crate::policy::{self, ChangedFile, PathPolicy};
+use crate::policy::{self, ChangedFile, ContentViolation, PathPolicy};
 use crate::process::{self, ProcessSpec};
 use crate::redact::Redactor;
 use crate::verify::{self, PlanError};
@@ -122,6 +122,90 @@ pub fn check_policy(
     }
 }
 
+/// What the change holds: symbolic links that stay inside the worktree and the allowed paths,
+/// and no added line with a secret (`redactor`'s known values and token shapes). `range` is what
+/// `git diff` compares: `["--cached", "HEAD"]` for staged work, `[from, to]` for commits. The
+/// message names files and lines, never a secret.
+pub fn check_content(
+    task: &Task,
+    config: &Config,
+    git: &Git,
+    range: &[&str],
+    changes: &[NumstatEntry],
+    redactor: &Redactor,
+) -> Result<(), CheckFailure> {
+    let policy = PathPolicy::new(
+        &allowed_paths(task, config),
+        &config.policy.denied_paths,
+        0,
+        0,
+    )
+    .map_err(|e| CheckFailure {
+        code: FailureCode::PolicyViolation,
+        message: format!("the path policy is invalid: {e}"),
+    })?;
+    let io = |e: crate::git::GitError| CheckFailure {
+        code: FailureCode::ExecutionFailed,
+        message: format!("runner error: {e}"),
+    };
+    let root = git.dir();
+    let mut found: Vec<ContentViolation> = changes
+        .iter()
+        .filter_map(|c| link_violation(root, &c.path, &policy))
+        .collect();
+    let mut args = vec![
+        "diff",
+        "-U0",
+        "--no-color",
+        "--no-ext-diff",
+        "--no-textconv",
+        "--no-renames",
+    ];
+    args.extend_from_slice(range);
+    let diff = git.run(&args).map_err(io)?;
+    let lines = policy::added_lines(&diff);
+    found.extend(policy::secrets(&lines, |t| redactor.secret_in(t)));
+    if found.is_empty() {
+        return Ok(());
+    }
+    let listed: Vec<String> = found.iter().take(20).map(ToString::to_string).collect();
+    Err(CheckFailure {
+        code: FailureCode::PolicyViolation,
+        message: format!("Policy violation: {}", listed.join("; ")),
+    })
+}
+
+/// A symbolic link at `path` that leaves the worktree or the allowed paths. What it points to is
+/// judged twice: by its text, and by where the file system resolves it (a chain of links).
+fn link_violation(root: &Path, path: &str, policy: &PathPolicy) -> Option<ContentViolation> {
+    let full = root.join(path);
+    let meta = std::fs::symlink_metadata(&full).ok()?;
+    if !meta.file_type().is_symlink() {
+        return None;
+    }
+    let outside = || ContentViolation::LinkOutsideWorktree {
+        path: path.to_string(),
+    };
+    let Some(target) = std::fs::read_link(&full)
+        .ok()
+        .and_then(|t| t.to_str().map(str::to_string))
+    else {
+        return Some(outside());
+    };
+    let Some(resolved) = policy::resolve_link(path, &target) else {
+        return Some(outside());
+    };
+    if let (Ok(real), Ok(real_root)) = (std::fs::canonicalize(&full), std::fs::canonicalize(root)) {
+        if !real.starts_with(&real_root) {
+            return Some(outside());
+        }
+    }
+    (!policy.permits(&resolved)).then(|| ContentViolation::LinkOutsideAllowed {
+        path: path.to_string(),
+        target: resolved,
+    })
+}
+
 /// The verification commands that passed (all of them), or the first failure.
 pub fn run_verification(
     task: &Task,
@@ -160,6 +244,8 @@ pub fn run_verification(
             timeout,
             tail_bytes: 8 * 1024,
             watch: None,
+            group_record: None,
+            confine: None,
         };
         // spec §2.3.2 error text: `Verification failed at <cmd> [<source>]: <output>`; the output
         // starts on its own line so the first line stays readable.

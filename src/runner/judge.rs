@@ -208,7 +208,17 @@ fn try_merge(
     }
     let merged = ws.head()?;
     let changes = changed_files(ws.git(), base_head, &merged)?;
-    if let Err(f) = checks::check_policy(task, act.config, &changes) {
+    let content = || {
+        checks::check_content(
+            task,
+            act.config,
+            ws.git(),
+            &[base_head, &merged],
+            &changes,
+            act.redactor,
+        )
+    };
+    if let Err(f) = checks::check_policy(task, act.config, &changes).and_then(|()| content()) {
         let findings = f
             .message
             .trim_start_matches("Policy violation: ")
@@ -391,7 +401,7 @@ fn review(
     let chosen = super::executors::choose(act, AgentRole::Judge)?;
     let (agent, exec) = (chosen.agent, chosen.exec);
     let diff = diff_text(ws.git(), base_head, merged, 60_000).map_err(|e| e.to_string())?;
-    let scratch = tempfile::tempdir().map_err(|e| e.to_string())?;
+    let scratch = crate::scratch::private_dir("judge").map_err(|e| e.to_string())?;
     let prompt = super::prompts::judge(
         act,
         task,
@@ -408,6 +418,7 @@ fn review(
             ("OPENTIGER_TASK_ID", task.id.to_string()),
             ("OPENTIGER_RUN_ID", run.id.to_string()),
             ("OPENTIGER_WORKSPACE", ws.path.display().to_string()),
+            ("TMPDIR", scratch.path().display().to_string()),
         ],
     );
     let request = AgentRequest {
@@ -420,8 +431,16 @@ fn review(
         timeout: agent.timeout(),
         attempt: reviews_so_far,
         scratch: scratch.path(),
+        group_record: super::group_record(act, &run.id.to_string()),
+        confine: super::confinement(act, &ws.path, scratch.path())?,
     };
-    let result = exec.run(&request).map_err(|e| e.to_string())?;
+    let guard = crate::sandbox::AgentGuard::before(&ws.path).map_err(|e| e.to_string())?;
+    let result = exec.run(&request);
+    guard.after()?;
+    let result = result.map_err(|e| e.to_string())?;
+    if let Some(refused) = &result.result_refused {
+        return Err(format!("policy_violation: {refused}"));
+    }
     // The reviewer reads; it does not edit what it reviews.
     let _ = ws.git().run(&["reset", "-q", "--hard", merged]);
     let _ = ws.git().run(&["clean", "-q", "-fd"]);
@@ -458,7 +477,8 @@ fn review(
             "the judge agent wrote no verdict to $OPENTIGER_RESULT_FILE".to_string()
         })
     })?;
-    parse_verdict(&value)
+    // The judge's words are stored, posted and printed: no secret it echoed goes with them.
+    parse_verdict(&act.redactor.redact_json(value))
 }
 
 /// `{"verdict": "approve" | "request_changes", "summary": "...", "findings": ["..."]}` (DESIGN §6).

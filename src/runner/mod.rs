@@ -44,3 +44,67 @@ impl Act<'_> {
         vec![format!(":(glob){}*", rel.display())]
     }
 }
+
+/// Where the process group of a run's agent is recorded while it runs (`sandbox::groups`):
+/// under the repository's `.git/opentiger/agents/`. `None` when the repository has none.
+fn group_record(act: &Act<'_>, run_id: &str) -> Option<std::path::PathBuf> {
+    let common = crate::git::Git::new(act.repo).common_dir().ok()?;
+    let dir = crate::sandbox::groups::records_dir(&common);
+    Some(crate::sandbox::groups::record_path(&dir, run_id))
+}
+
+/// Kills the agents killed ticks left running in this repository (same host), before anything
+/// is claimed again; returns their process group ids.
+pub fn kill_orphaned_agents(repo: &Path) -> Vec<u32> {
+    match crate::git::Git::new(repo).common_dir() {
+        Ok(common) => {
+            crate::sandbox::groups::kill_orphans(&crate::sandbox::groups::records_dir(&common))
+        }
+        Err(_) => Vec::new(),
+    }
+}
+
+/// The Landlock domain an agent working in `workspace` runs in (`sandbox.filesystem`): it may
+/// write the workspace, its scratch folder, the repository's `.git` (git in a worktree writes
+/// there; the configuration is checked after the run) and its home folder (CLIs keep their state
+/// there). `Err` when `sandbox.require` is set and a protection is missing here.
+fn confinement(
+    act: &Act<'_>,
+    workspace: &Path,
+    scratch: &Path,
+) -> Result<Option<std::sync::Arc<crate::sandbox::landlock::Ruleset>>, String> {
+    use crate::config::FilesystemSandbox;
+    let sandbox = &act.config.sandbox;
+    let missing = crate::sandbox::in_force(sandbox.filesystem)
+        .into_iter()
+        .find(|p| !p.in_force)
+        .map(|p| format!("{}: {}", p.name, p.detail));
+    if let (true, Some(missing)) = (sandbox.require, &missing) {
+        return Err(format!(
+            "sandbox.require is true, but a protection is not in force here ({missing})\n  fix: run on Linux 5.13 or newer, or set sandbox.require: false"
+        ));
+    }
+    if sandbox.filesystem == FilesystemSandbox::None {
+        if sandbox.require {
+            return Err("sandbox.require is true, but sandbox.filesystem is none\n  fix: set sandbox.filesystem: landlock, or sandbox.require: false".to_string());
+        }
+        return Ok(None);
+    }
+    let mut writable = vec![workspace.to_path_buf(), scratch.to_path_buf()];
+    if let Ok(common) = crate::git::Git::new(workspace).common_dir() {
+        writable.push(common);
+    }
+    if let Some(home) = std::env::var_os("HOME") {
+        writable.push(home.into());
+    }
+    match crate::sandbox::landlock::Ruleset::for_agent(&writable) {
+        Ok(ruleset) => Ok(Some(std::sync::Arc::new(ruleset))),
+        Err(e) if sandbox.require => Err(format!(
+            "sandbox.require is true, but the Landlock sandbox could not be set up: {e}\n  fix: run on Linux 5.13 or newer, or set sandbox.require: false"
+        )),
+        Err(e) => {
+            tracing::warn!("the agent runs without the Landlock sandbox: {e}");
+            Ok(None)
+        }
+    }
+}

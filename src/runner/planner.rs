@@ -153,7 +153,7 @@ fn ask_agent(
     let (agent, exec) = (chosen.agent, chosen.exec);
     let git = Git::new(act.repo);
     let ws = Workspace::open_detached(&git, "planner", req.base_head).map_err(|e| e.to_string())?;
-    let scratch = tempfile::tempdir().map_err(|e| e.to_string())?;
+    let scratch = crate::scratch::private_dir("planner").map_err(|e| e.to_string())?;
     let result_file = scratch.path().join("result.json");
     let files = git
         .run(&["ls-files", "-z"])
@@ -218,6 +218,7 @@ fn ask_agent(
             ("OPENTIGER_ROLE", "planner".to_string()),
             ("OPENTIGER_RUN_ID", run_id.to_string()),
             ("OPENTIGER_WORKSPACE", ws.path.display().to_string()),
+            ("TMPDIR", scratch.path().display().to_string()),
         ],
     );
     let request = AgentRequest {
@@ -230,10 +231,18 @@ fn ask_agent(
         timeout: agent.timeout(),
         attempt,
         scratch: scratch.path(),
+        group_record: super::group_record(act, &run_id.to_string()),
+        confine: super::confinement(act, &ws.path, scratch.path())?,
     };
+    let guard = crate::sandbox::AgentGuard::before(&ws.path).map_err(|e| e.to_string());
     let result = exec.run(&request).map_err(|e| e.to_string());
+    let checked = guard.and_then(crate::sandbox::AgentGuard::after);
     let _ = ws.close();
+    checked?;
     let result = result?;
+    if let Some(refused) = &result.result_refused {
+        return Err(format!("policy_violation: {refused}"));
+    }
     match result.exit {
         AgentExit::Finished => {}
         AgentExit::TimedOut => {
@@ -250,9 +259,13 @@ fn ask_agent(
             ))
         }
     }
-    result.result.ok_or_else(|| {
-        result.result_error.unwrap_or_else(|| {
-            "the planner wrote no task list to $OPENTIGER_RESULT_FILE".to_string()
+    // Task titles and goals are stored and posted as issues: no secret goes with them.
+    result
+        .result
+        .map(|v| act.redactor.redact_json(v))
+        .ok_or_else(|| {
+            result.result_error.unwrap_or_else(|| {
+                "the planner wrote no task list to $OPENTIGER_RESULT_FILE".to_string()
+            })
         })
-    })
 }

@@ -96,6 +96,14 @@ fn in_worktree(
                 return Ok(adopted);
             }
         }
+        checks::check_content(
+            task,
+            act.config,
+            ws.git(),
+            &["--cached", "HEAD"],
+            &changes,
+            act.redactor,
+        )?;
         let (passed, summary) = check_change(act, task, &ws.path, &changes, agent)?;
         if changes.is_empty() {
             return Ok(noop_success(passed, summary, record));
@@ -137,7 +145,19 @@ fn keep_progress(
         if changes.is_empty() {
             return Ok(None);
         }
-        if let Err(refused) = checks::check_policy(task, act.config, &changes) {
+        let content = || {
+            checks::check_content(
+                task,
+                act.config,
+                ws.git(),
+                &["--cached", "HEAD"],
+                &changes,
+                act.redactor,
+            )
+        };
+        if let Err(refused) =
+            checks::check_policy(task, act.config, &changes).and_then(|()| content())
+        {
             return Err(format!("it breaks the path policy ({})", refused.message));
         }
         let head = ws
@@ -280,7 +300,7 @@ fn direct(
     history: &[Run],
     record: &mut RunRecord,
 ) -> Result<WorkResult, CheckFailure> {
-    let scratch = tempfile::tempdir().map_err(|e| setup_text(e.to_string()))?;
+    let scratch = crate::scratch::private_dir("index").map_err(|e| setup_text(e.to_string()))?;
     let index = scratch.path().join("index");
     let git = Git::new(act.repo).with_env("GIT_INDEX_FILE", &index.display().to_string());
     let exclusions = act.state_exclusions();
@@ -308,7 +328,19 @@ fn direct(
         ])
         .map_err(setup)?;
     let changes = crate::git::parse_numstat_z(&diff);
-    let checked = agent.and_then(|agent| check_change(act, task, act.repo, &changes, agent));
+    let checked = agent
+        .and_then(|agent| {
+            checks::check_content(
+                task,
+                act.config,
+                &git,
+                &[&before, &after],
+                &changes,
+                act.redactor,
+            )
+            .map(|()| agent)
+        })
+        .and_then(|agent| check_change(act, task, act.repo, &changes, agent));
     match checked {
         Ok((passed, summary)) if changes.is_empty() => Ok(noop_success(passed, summary, record)),
         Ok((_, summary)) => Ok(success(summary, record)),
@@ -391,7 +423,7 @@ fn run_agent(
     let (agent, exec) = (chosen.agent, chosen.exec);
     record.executor = Some(chosen.label);
     record.executor_use = Some(chosen.usage);
-    let scratch = tempfile::tempdir().map_err(|e| setup_text(e.to_string()))?;
+    let scratch = crate::scratch::private_dir("run").map_err(|e| setup_text(e.to_string()))?;
     let prompt = super::prompts::worker(act, task, history, &scratch.path().join("result.json"))?;
     let env = executor::agent_env(
         &agent.env_passthrough,
@@ -401,9 +433,14 @@ fn run_agent(
             ("OPENTIGER_TASK_ID", task.id.to_string()),
             ("OPENTIGER_RUN_ID", run_id.to_string()),
             ("OPENTIGER_WORKSPACE", cwd.display().to_string()),
+            ("TMPDIR", scratch.path().display().to_string()),
         ],
     );
     let attempt = u32::try_from(history.len()).unwrap_or(u32::MAX);
+    let confine = super::confinement(act, cwd, scratch.path()).map_err(|message| CheckFailure {
+        code: FailureCode::ExecutionFailed,
+        message,
+    })?;
     let request = AgentRequest {
         role,
         task,
@@ -414,8 +451,17 @@ fn run_agent(
         timeout: agent.timeout(),
         attempt,
         scratch: scratch.path(),
+        group_record: super::group_record(act, &run_id.to_string()),
+        confine,
     };
-    let result = exec.run(&request).map_err(|e| setup_text(e.to_string()))?;
+    let guard = crate::sandbox::AgentGuard::before(cwd).map_err(setup)?;
+    let result = exec.run(&request);
+    // First, before the runner's git runs again: what the agent did to the git configuration.
+    guard.after().map_err(|message| CheckFailure {
+        code: FailureCode::PolicyViolation,
+        message,
+    })?;
+    let result = result.map_err(|e| setup_text(e.to_string()))?;
     record.cost_usd = result.cost_usd;
     record.input_tokens = result.input_tokens;
     record.output_tokens = result.output_tokens;
@@ -453,6 +499,12 @@ fn run_agent(
                 message: format!("the agent {how}\n{tail}"),
             });
         }
+    }
+    if let Some(refused) = result.result_refused {
+        return Err(CheckFailure {
+            code: FailureCode::PolicyViolation,
+            message: format!("policy_violation: {refused}"),
+        });
     }
     if let Some(e) = result.result_error {
         return Err(CheckFailure {

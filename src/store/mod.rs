@@ -153,7 +153,38 @@ impl Store {
             _scratch: None,
         };
         store.migrate()?;
+        store.check_schema()?;
         Ok(store)
+    }
+
+    /// Refuses a file whose tables or columns are not all there (a table dropped by hand, a file
+    /// stamped with a schema version it does not have): it is read before anything is claimed,
+    /// so a broken state stops the tick before any work starts, not halfway through it.
+    fn check_schema(&self) -> Result<(), StoreError> {
+        let expected = expected_schema()?;
+        let found = schema_of(&self.conn).map_err(|e| corrupt(&self.origin, &e))?;
+        let mut problems = Vec::new();
+        for (table, columns) in expected {
+            match found.iter().find(|(t, _)| t == table) {
+                None => problems.push(format!("the table `{table}` is missing")),
+                Some((_, have)) => {
+                    for column in columns.iter().filter(|c| !have.contains(c)) {
+                        problems.push(format!("the table `{table}` has no column `{column}`"));
+                    }
+                }
+            }
+        }
+        if problems.is_empty() {
+            return Ok(());
+        }
+        Err(StoreError::Corrupt {
+            path: self.origin.clone(),
+            detail: format!(
+                "schema version {} but {}",
+                self.schema_version()?,
+                problems.join(", ")
+            ),
+        })
     }
 
     /// Brings the schema forward; refuses files from a newer build.
@@ -203,6 +234,41 @@ impl Store {
             .conn
             .query_row("PRAGMA user_version", [], |r| r.get(0))?)
     }
+}
+
+/// Tables and their columns, by name.
+type Schema = Vec<(String, Vec<String>)>;
+
+/// The tables and columns of a state file at the latest schema, computed once.
+fn expected_schema() -> Result<&'static Schema, StoreError> {
+    static EXPECTED: std::sync::OnceLock<Schema> = std::sync::OnceLock::new();
+    if let Some(schema) = EXPECTED.get() {
+        return Ok(schema);
+    }
+    let conn = Connection::open_in_memory()?;
+    for sql in schema::MIGRATIONS {
+        conn.execute_batch(sql)?;
+    }
+    let schema = schema_of(&conn)?;
+    Ok(EXPECTED.get_or_init(|| schema))
+}
+
+fn schema_of(conn: &Connection) -> Result<Schema, rusqlite::Error> {
+    let mut tables = conn.prepare(
+        "SELECT name FROM sqlite_schema WHERE type = 'table' AND name NOT LIKE 'sqlite_%' ORDER BY name",
+    )?;
+    let names = tables
+        .query_map([], |r| r.get::<_, String>(0))?
+        .collect::<Result<Vec<_>, _>>()?;
+    let mut out = Vec::new();
+    for name in names {
+        let mut info = conn.prepare("SELECT name FROM pragma_table_info(?1)")?;
+        let columns = info
+            .query_map([&name], |r| r.get::<_, String>(0))?
+            .collect::<Result<Vec<_>, _>>()?;
+        out.push((name, columns));
+    }
+    Ok(out)
 }
 
 fn corrupt(origin: &str, err: &rusqlite::Error) -> StoreError {

@@ -227,6 +227,37 @@ fn files_from_elsewhere_are_refused() {
 }
 
 #[test]
+fn a_state_missing_a_table_or_column_is_refused_on_open() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("state.sqlite");
+    drop(Store::open_file(&path).unwrap());
+    rusqlite::Connection::open(&path)
+        .unwrap()
+        .execute_batch("PRAGMA foreign_keys = OFF; DROP TABLE leases;")
+        .unwrap();
+    let err = Store::open_file(&path).err().expect("refused");
+    assert!(matches!(err, StoreError::Corrupt { .. }), "{err}");
+    assert!(
+        err.to_string().contains("the table `leases` is missing"),
+        "{err}"
+    );
+    assert!(Store::load_file_in_memory(&path).is_err());
+
+    let path = dir.path().join("columns.sqlite");
+    drop(Store::open_file(&path).unwrap());
+    rusqlite::Connection::open(&path)
+        .unwrap()
+        .execute_batch("ALTER TABLE budgets DROP COLUMN output_tokens;")
+        .unwrap();
+    let err = Store::open_file(&path).err().expect("refused");
+    assert!(
+        err.to_string()
+            .contains("the table `budgets` has no column `output_tokens`"),
+        "{err}"
+    );
+}
+
+#[test]
 fn in_memory_loads_leave_the_file_alone() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("state.sqlite");

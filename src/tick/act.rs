@@ -44,6 +44,10 @@ pub(super) fn act(
         ..
     } = claimed;
     let git = Git::new(&ctx.repo);
+    let stale = crate::scratch::remove_leftovers();
+    if !stale.is_empty() {
+        tracing::info!("removed {} temp folder(s) of killed ticks", stale.len());
+    }
     if ctx.config.mode == Mode::LocalGit {
         match remove_leftovers(&git, &in_use) {
             Ok(removed) if !removed.is_empty() => summary.lines.push(format!(

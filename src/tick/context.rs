@@ -105,7 +105,7 @@ impl Context {
                 names.extend(agent.env_passthrough);
             }
         }
-        crate::redact::Redactor::from_env(&names, |k| std::env::var(k).ok())
+        crate::redact::Redactor::from_env(&names, crate::credentials::lookup)
     }
 
     /// The time now: the clock again after slow work, unless `--now` fixed it.

@@ -68,6 +68,14 @@ pub fn tick_with(ctx: &Context, fan_out: bool) -> Result<TickSummary, Failure> {
     claim::preflight_checks(ctx)?;
     let span = tracing::info_span!("tick", id = %ctx.tick_id);
     let _enter = span.enter();
+    // Agents a killed tick left running on this host die before their work is claimed again.
+    let orphans = crate::runner::kill_orphaned_agents(&ctx.repo);
+    if !orphans.is_empty() {
+        tracing::info!(
+            "killed {} agent group(s) left by killed ticks",
+            orphans.len()
+        );
+    }
     let mut summary = TickSummary {
         tick_id: ctx.tick_id.to_string(),
         matrix: fan_out.then(Vec::new),
@@ -77,7 +85,7 @@ pub fn tick_with(ctx: &Context, fan_out: bool) -> Result<TickSummary, Failure> {
     // github mode: observe GitHub first (conditional requests; nothing locked meanwhile).
     let forge = match ctx.config.mode {
         Mode::Github => Some(
-            GithubClient::from_env(None, |k| std::env::var(k).ok())
+            GithubClient::from_env(None, crate::credentials::lookup)
                 .map_err(|e| Failure::usage(e.to_string()))?,
         ),
         Mode::LocalGit | Mode::Direct => None,

@@ -127,8 +127,11 @@ pub fn report_tick(ctx: &Context, summary: &TickSummary) {
             return;
         }
     };
-    if let (Some(path), Some(text)) = (step_summary, job_summary) {
+    if let (Some(path), Some(mut text)) = (step_summary, job_summary) {
         use std::io::Write as _;
+        text.push_str(&crate::sandbox::summary_markdown(
+            ctx.config.sandbox.filesystem,
+        ));
         let written = std::fs::OpenOptions::new()
             .create(true)
             .append(true)
@@ -139,7 +142,7 @@ pub fn report_tick(ctx: &Context, summary: &TickSummary) {
         }
     }
     if dashboard {
-        let updated = GithubClient::from_env(None, |k| std::env::var(k).ok())
+        let updated = GithubClient::from_env(None, crate::credentials::lookup)
             .map_err(|e| e.to_string())
             .and_then(|client| {
                 publish::update_dashboard(&client, ctx, &board).map_err(|e| e.to_string())

@@ -37,6 +37,7 @@ pub enum WorkDone {
 /// Takes over one fan-out run's lease, works on it like a tick would, and records it.
 pub fn work_run(ctx: &Context, run_id: &RunId) -> Result<WorkDone, Failure> {
     let run_id = run_id.clone();
+    crate::runner::kill_orphaned_agents(&ctx.repo);
     let writer = Writer {
         tick_id: Some(&ctx.tick_id),
         actor: ctx.agent_id.as_str(),
@@ -44,7 +45,7 @@ pub fn work_run(ctx: &Context, run_id: &RunId) -> Result<WorkDone, Failure> {
     };
     let forge = match ctx.config.mode {
         Mode::Github => Some(
-            GithubClient::from_env(None, |k| std::env::var(k).ok())
+            GithubClient::from_env(None, crate::credentials::lookup)
                 .map_err(|e| Failure::usage(e.to_string()))?,
         ),
         Mode::LocalGit | Mode::Direct => None,

@@ -119,6 +119,8 @@ impl FakeRun {
             timeout,
             attempt: 0,
             scratch: &self.scratch,
+            group_record: None,
+            confine: None,
         };
         executor.run(&request)
     }

@@ -196,7 +196,12 @@ impl GitRepo {
             worker = setup.worker,
             planner_cmd = g.tools.path().join("planner.sh").display(),
             planner = setup.planner,
-            extra = setup.extra,
+            extra = if setup.extra.contains("sandbox:") {
+                setup.extra.to_string()
+            } else {
+                // Test agents write to their tools folder: outside the Landlock sandbox.
+                format!("{}sandbox:\n  filesystem: none\n", setup.extra)
+            },
         );
         g.repo.file(".opentiger.yml", &config);
         g

@@ -1,0 +1,191 @@
+//! The forge token, held by the runner alone (DESIGN §10).
+//!
+//! [`take_from_env`] runs first thing in `main`, before any thread or child exists: it reads
+//! `OPENTIGER_GITHUB_TOKEN` / `GITHUB_TOKEN` / `GH_TOKEN` once, keeps them in memory and removes
+//! them from the process environment, so no child (git, an agent, a verification command)
+//! inherits them. Everything that needs the token asks [`lookup`] instead of `std::env::var`.
+//!
+//! The runner's git gets the token only for commands that talk to an `https` remote, through
+//! `GIT_ASKPASS` pointing at this same binary ([`answer_askpass`]) and a file of mode 0600 in a
+//! folder of mode 0700 that exists only while that one command runs ([`AskpassFile`]): never in
+//! an argument list, never in anyone's environment.
+//!
+//! Not here: what the token may do (the forge), redacting it (`redact`, which asks [`lookup`]).
+
+use std::io::Write;
+use std::os::unix::fs::OpenOptionsExt;
+use std::path::{Path, PathBuf};
+use std::sync::OnceLock;
+
+/// The variables that may hold a forge token, in the order they are preferred.
+pub const TOKEN_VARS: [&str; 3] = ["OPENTIGER_GITHUB_TOKEN", "GITHUB_TOKEN", "GH_TOKEN"];
+
+/// The variable naming the askpass file, set only in the environment of a git command that
+/// pushes or fetches over https.
+pub const ASKPASS_FILE_VAR: &str = "OPENTIGER_ASKPASS_FILE";
+
+/// The user name GitHub expects with a token over https.
+const ASKPASS_USER: &str = "x-access-token";
+
+static HELD: OnceLock<Vec<(String, String)>> = OnceLock::new();
+
+/// Reads the token variables once and removes them from the environment. Call before any thread
+/// starts (the environment is process-wide); later calls keep what the first one read.
+pub fn take_from_env() {
+    HELD.get_or_init(|| {
+        let mut held = Vec::new();
+        for name in TOKEN_VARS {
+            if let Ok(value) = std::env::var(name) {
+                if !value.trim().is_empty() {
+                    held.push((name.to_string(), value));
+                }
+            }
+        }
+        scrub_initial_environment();
+        for name in TOKEN_VARS {
+            std::env::remove_var(name);
+        }
+        held
+    });
+}
+
+/// Overwrites the values of the token variables where the process was given them.
+/// `/proc/<pid>/environ` shows that memory as it is now, and removing a variable only drops its
+/// pointer; a reader allowed past `PR_SET_DUMPABLE` (root, as on hosted runners) would still find
+/// the token there.
+#[cfg(unix)]
+fn scrub_initial_environment() {
+    extern "C" {
+        static mut environ: *mut *mut libc::c_char;
+    }
+    // SAFETY: called once, before any other thread exists, so nothing reads or changes the
+    // environment meanwhile. `environ` is the NULL-terminated array of NUL-terminated strings
+    // libc keeps; each string is only overwritten within its own length, never resized.
+    unsafe {
+        let mut entry = environ;
+        if entry.is_null() {
+            return;
+        }
+        while !(*entry).is_null() {
+            let text = std::ffi::CStr::from_ptr(*entry).to_bytes();
+            let len = text.len();
+            if let Some(eq) = text.iter().position(|&b| b == b'=') {
+                let name = &text[..eq];
+                if TOKEN_VARS.iter().any(|v| v.as_bytes() == name) {
+                    let value = (*entry).add(eq + 1);
+                    std::ptr::write_bytes(value, b'x', len - eq - 1);
+                }
+            }
+            entry = entry.add(1);
+        }
+    }
+}
+
+/// A variable as the runner sees it: a held token variable from memory, anything else from the
+/// environment. Use this wherever `std::env::var` would read a token.
+pub fn lookup(name: &str) -> Option<String> {
+    if let Some(held) = HELD.get() {
+        if TOKEN_VARS.contains(&name) {
+            return held.iter().find(|(k, _)| k == name).map(|(_, v)| v.clone());
+        }
+    }
+    std::env::var(name).ok()
+}
+
+/// The forge token the runner pushes with, if it holds one.
+pub fn forge_token() -> Option<String> {
+    ["OPENTIGER_GITHUB_TOKEN", "GITHUB_TOKEN"]
+        .into_iter()
+        .find_map(lookup)
+        .filter(|t| !t.trim().is_empty())
+}
+
+/// The token in a file only its owner can read, in a folder only its owner can enter; both are
+/// removed when this is dropped (right after the git command that needed it).
+pub struct AskpassFile {
+    dir: tempfile::TempDir,
+    path: PathBuf,
+}
+
+impl AskpassFile {
+    pub fn create(token: &str) -> std::io::Result<AskpassFile> {
+        let dir = crate::scratch::private_dir("askpass")?;
+        let path = dir.path().join("token");
+        let mut file = std::fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .mode(0o600)
+            .open(&path)?;
+        file.write_all(token.as_bytes())?;
+        Ok(AskpassFile { dir, path })
+    }
+
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+}
+
+impl Drop for AskpassFile {
+    fn drop(&mut self) {
+        // The folder goes with `dir`; the file first, in case that fails.
+        let _ = std::fs::remove_file(&self.path);
+        let _ = &self.dir;
+    }
+}
+
+/// When git runs this binary as its `GIT_ASKPASS` (the askpass file variable set, one argument:
+/// the prompt), the answer to print: the user name, or the token read from the file. `None`:
+/// this is not an askpass call.
+pub fn answer_askpass(
+    args: &[String],
+    env: impl Fn(&str) -> Option<String>,
+) -> Option<Result<String, String>> {
+    let file = env(ASKPASS_FILE_VAR)?;
+    let [_, prompt] = args else {
+        return None;
+    };
+    Some(if prompt.starts_with("Username") {
+        Ok(ASKPASS_USER.to_string())
+    } else {
+        std::fs::read_to_string(&file)
+            .map(|t| t.trim().to_string())
+            .map_err(|e| format!("opentiger askpass: cannot read the token file: {e}"))
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::os::unix::fs::PermissionsExt;
+
+    #[test]
+    fn askpass_answers_the_user_then_the_token_from_a_private_file() {
+        let file = AskpassFile::create("tok-123456789").unwrap();
+        let mode = std::fs::metadata(file.path()).unwrap().permissions().mode();
+        assert_eq!(mode & 0o777, 0o600);
+        let dir_mode = std::fs::metadata(file.path().parent().unwrap())
+            .unwrap()
+            .permissions()
+            .mode();
+        assert_eq!(dir_mode & 0o777, 0o700);
+        let path = file.path().display().to_string();
+        let env = |k: &str| (k == ASKPASS_FILE_VAR).then(|| path.clone());
+        let args = |p: &str| vec!["opentiger".to_string(), p.to_string()];
+        assert_eq!(
+            answer_askpass(&args("Username for 'https://github.com': "), env),
+            Some(Ok("x-access-token".to_string()))
+        );
+        assert_eq!(
+            answer_askpass(&args("Password for 'https://x@github.com': "), env),
+            Some(Ok("tok-123456789".to_string()))
+        );
+        assert_eq!(answer_askpass(&args("Password"), |_| None), None);
+        let kept = file.path().to_path_buf();
+        drop(file);
+        assert!(!kept.exists(), "removed after the command");
+        assert!(matches!(
+            answer_askpass(&args("Password"), env),
+            Some(Err(_))
+        ));
+    }
+}

@@ -1,0 +1,176 @@
+//! What a change holds, beyond its paths: symbolic links must stay inside the worktree and the
+//! allowed paths, and no added line may hold a secret. Pure: the shell reads the links' targets
+//! and the diff, and says what a secret looks like (`redact::Redactor::secret_in`).
+
+use std::fmt;
+
+/// One line a change adds, with its place in the new file (1-based).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct AddedLine {
+    pub path: String,
+    pub line: u32,
+    pub text: String,
+}
+
+/// A problem with what a change holds. Never carries a secret's value.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum ContentViolation {
+    /// A symbolic link whose target leaves the worktree (absolute, or too many `..`).
+    LinkOutsideWorktree { path: String },
+    /// A symbolic link into the worktree, but to a path the task may not touch.
+    LinkOutsideAllowed { path: String, target: String },
+    /// An added line holding a secret of this kind.
+    Secret {
+        path: String,
+        line: u32,
+        kind: &'static str,
+    },
+}
+
+impl fmt::Display for ContentViolation {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            ContentViolation::LinkOutsideWorktree { path } => {
+                write!(f, "symbolic link {path} points outside the worktree")
+            }
+            ContentViolation::LinkOutsideAllowed { path, target } => write!(
+                f,
+                "symbolic link {path} points to {target}, outside the allowed paths"
+            ),
+            ContentViolation::Secret { path, line, kind } => write!(
+                f,
+                "{path}:{line} holds {kind}; secrets never go into a change"
+            ),
+        }
+    }
+}
+
+/// Where a link at `link` (repository-relative) with target `target` points, repository-
+/// relative, resolved by its text alone; `None` when it leaves the repository.
+pub fn resolve_link(link: &str, target: &str) -> Option<String> {
+    if target.starts_with('/') {
+        return None;
+    }
+    let mut parts: Vec<&str> = link.split('/').collect();
+    parts.pop(); // the link's own name
+    for part in target.split('/') {
+        match part {
+            "" | "." => {}
+            ".." => {
+                parts.pop()?;
+            }
+            other => parts.push(other),
+        }
+    }
+    Some(parts.join("/"))
+}
+
+/// The lines a unified diff (`git diff -U0`) adds, per file, with their line numbers in the new
+/// file. Deleted files and binary files add no lines.
+pub fn added_lines(diff: &str) -> Vec<AddedLine> {
+    let mut out = Vec::new();
+    let mut path: Option<String> = None;
+    let mut in_hunk = false;
+    let mut next_line = 0u32;
+    for line in diff.lines() {
+        if line.starts_with("diff --git ") {
+            (path, in_hunk) = (None, false);
+        } else if let Some(rest) = line.strip_prefix("@@ ") {
+            // @@ -a,b +c,d @@
+            in_hunk = true;
+            next_line = rest
+                .split_whitespace()
+                .find_map(|w| w.strip_prefix('+'))
+                .and_then(|w| w.split(',').next())
+                .and_then(|n| n.parse().ok())
+                .unwrap_or(0);
+        } else if !in_hunk {
+            if let Some(rest) = line.strip_prefix("+++ ") {
+                path = rest.strip_prefix("b/").map(str::to_string);
+            }
+        } else if let (Some(text), Some(p)) = (line.strip_prefix('+'), &path) {
+            out.push(AddedLine {
+                path: p.clone(),
+                line: next_line,
+                text: text.to_string(),
+            });
+            next_line = next_line.saturating_add(1);
+        } else if line.starts_with(' ') {
+            next_line = next_line.saturating_add(1);
+        }
+    }
+    out
+}
+
+/// The secrets among `lines`, one per file and line, as `secret_in` names them.
+pub fn secrets(
+    lines: &[AddedLine],
+    secret_in: impl Fn(&str) -> Option<&'static str>,
+) -> Vec<ContentViolation> {
+    lines
+        .iter()
+        .filter_map(|l| {
+            secret_in(&l.text).map(|kind| ContentViolation::Secret {
+                path: l.path.clone(),
+                line: l.line,
+                kind,
+            })
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn links_resolve_by_their_text() {
+        let cases = [
+            ("out/link", "x.txt", Some("out/x.txt")),
+            ("out/link", "../src/a.rs", Some("src/a.rs")),
+            ("out/link", "./../../outside", None),
+            ("out/link", "../../..", None),
+            ("out/link", "/etc/passwd", None),
+            ("link", "..", None),
+            ("a/b/link", "../../c", Some("c")),
+            ("link", "dir/", Some("dir")),
+        ];
+        for (link, target, want) in cases {
+            assert_eq!(
+                resolve_link(link, target).as_deref(),
+                want,
+                "{link} -> {target}"
+            );
+        }
+    }
+
+    #[test]
+    fn added_lines_carry_their_new_line_numbers() {
+        let diff = "diff --git a/a.txt b/a.txt\nindex 1..2 100644\n--- a/a.txt\n+++ b/a.txt\n@@ -1,0 +2,2 @@\n+two\n+three\n@@ -9 +11 @@\n-old\n+eleven\ndiff --git a/gone.txt b/gone.txt\ndeleted file mode 100644\n--- a/gone.txt\n+++ /dev/null\n@@ -1 +0,0 @@\n-bye\ndiff --git a/n.txt b/n.txt\nnew file mode 100644\n--- /dev/null\n+++ b/n.txt\n@@ -0,0 +1,2 @@\n++plus\n+++ b/x\n";
+        let got: Vec<(String, u32, String)> = added_lines(diff)
+            .into_iter()
+            .map(|l| (l.path, l.line, l.text))
+            .collect();
+        let want = [
+            ("a.txt", 2, "two"),
+            ("a.txt", 3, "three"),
+            ("a.txt", 11, "eleven"),
+            ("n.txt", 1, "+plus"),
+            ("n.txt", 2, "++ b/x"),
+        ]
+        .map(|(p, n, t)| (p.to_string(), n, t.to_string()));
+        assert_eq!(got, want);
+    }
+
+    #[test]
+    fn secrets_are_named_by_file_line_and_kind() {
+        let lines = added_lines("+++ b/k.toml\n@@ -0,0 +1,2 @@\n+a = 1\n+key = SECRET\n");
+        let found = secrets(&lines, |t| t.contains("SECRET").then_some("a test secret"));
+        assert_eq!(found.len(), 1);
+        let text = found[0].to_string();
+        assert_eq!(
+            text,
+            "k.toml:2 holds a test secret; secrets never go into a change"
+        );
+    }
+}

@@ -1,0 +1,127 @@
+//! Agents outliving a killed runner: each agent's process group is recorded on disk while it
+//! runs, so that the next tick on the same host can kill what a `SIGKILL`ed tick left running
+//! before it claims the same work again (otherwise two agents edit one task at once).
+//!
+//! A record is a file `<runner pid>-<run id>` in the repository's `.git/opentiger/agents/`
+//! holding `<process group id> <start time of its leader>`; the start time (from
+//! `/proc/<pid>/stat`) tells a reused process id from ours. The record is removed when the
+//! group was killed at the end of the run. [`kill_orphans`] kills the groups of records whose
+//! runner is gone and removes the records. Linux only (elsewhere nothing is recorded).
+
+use std::path::{Path, PathBuf};
+
+/// Where the records of a repository live.
+pub fn records_dir(common_git_dir: &Path) -> PathBuf {
+    common_git_dir.join("opentiger").join("agents")
+}
+
+/// The record of one run by this process.
+pub fn record_path(dir: &Path, run_id: &str) -> PathBuf {
+    dir.join(format!("{}-{run_id}", std::process::id()))
+}
+
+/// Writes the record of a group just started (its leader is `pgid`).
+pub fn write_record(path: &Path, pgid: u32) -> std::io::Result<()> {
+    if let Some(parent) = path.parent() {
+        std::fs::create_dir_all(parent)?;
+    }
+    let start = start_time(pgid).unwrap_or_default();
+    crate::scratch::write_private(path, format!("{pgid} {start}\n").as_bytes())
+}
+
+/// Kills the groups whose runner is gone; returns the group ids killed.
+pub fn kill_orphans(dir: &Path) -> Vec<u32> {
+    kill_orphans_with(dir, crate::scratch::process_alive, start_time, |pgid| {
+        // SAFETY: kill with a negative pid signals a process group; it touches no memory.
+        unsafe { libc::kill(-(pgid as i32), libc::SIGKILL) == 0 }
+    })
+}
+
+fn kill_orphans_with(
+    dir: &Path,
+    alive: impl Fn(u32) -> bool,
+    started: impl Fn(u32) -> Option<u64>,
+    kill: impl Fn(u32) -> bool,
+) -> Vec<u32> {
+    let mut killed = Vec::new();
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return killed;
+    };
+    for entry in entries.flatten() {
+        let name = entry.file_name().to_string_lossy().into_owned();
+        let Some(runner) = name.split('-').next().and_then(|p| p.parse::<u32>().ok()) else {
+            continue;
+        };
+        if alive(runner) {
+            continue;
+        }
+        let text = std::fs::read_to_string(entry.path()).unwrap_or_default();
+        let mut fields = text.split_whitespace();
+        let pgid = fields.next().and_then(|p| p.parse::<u32>().ok());
+        let recorded: Option<u64> = fields.next().and_then(|s| s.parse().ok());
+        if let Some(pgid) = pgid.filter(|&p| p > 1) {
+            // A leader that still exists must be the one recorded, not a reused id. A leader
+            // that is gone leaves its group id reserved while any member lives.
+            let same = match (started(pgid), recorded) {
+                (Some(now), Some(then)) => now == then,
+                (Some(_), None) => false,
+                (None, _) => true,
+            };
+            if same && kill(pgid) {
+                killed.push(pgid);
+            }
+        }
+        let _ = std::fs::remove_file(entry.path());
+    }
+    killed
+}
+
+/// The start time of a process (clock ticks since boot), from `/proc/<pid>/stat`.
+fn start_time(pid: u32) -> Option<u64> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    let (_, rest) = stat.rsplit_once(')')?;
+    // Fields after the command name start at field 3; the start time is field 22.
+    rest.split_whitespace().nth(19)?.parse().ok()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_groups_of_gone_runners_that_are_still_ours_are_killed() {
+        let dir = tempfile::tempdir().unwrap();
+        let write = |name: &str, text: &str| std::fs::write(dir.path().join(name), text).unwrap();
+        write("10-run-a", "100 5000\n"); // runner gone, leader alive and the same: killed
+        write("11-run-b", "200 5000\n"); // runner gone, id reused by another process: spared
+        write("12-run-c", "300 7000\n"); // runner gone, leader gone: the group may live on
+        write("20-run-d", "400 5000\n"); // runner alive: left alone
+        let started = |pid: u32| match pid {
+            100 | 400 => Some(5000),
+            200 => Some(9999),
+            _ => None,
+        };
+        let mut killed = kill_orphans_with(dir.path(), |pid| pid == 20, started, |_| true);
+        killed.sort_unstable();
+        assert_eq!(killed, [100, 300]);
+        let left: Vec<_> = std::fs::read_dir(dir.path())
+            .unwrap()
+            .flatten()
+            .map(|e| e.file_name().to_string_lossy().into_owned())
+            .collect();
+        assert_eq!(left, ["20-run-d"]);
+    }
+
+    #[test]
+    fn our_own_start_time_is_read() {
+        assert!(start_time(std::process::id()).is_some());
+        let dir = tempfile::tempdir().unwrap();
+        let path = record_path(dir.path(), "run1");
+        write_record(&path, std::process::id()).unwrap();
+        let text = std::fs::read_to_string(&path).unwrap();
+        assert!(
+            text.starts_with(&format!("{} ", std::process::id())),
+            "{text}"
+        );
+    }
+}
