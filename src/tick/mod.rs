@@ -42,7 +42,7 @@ pub fn observe_into(
 ) -> Result<Vec<String>, Failure> {
     match ctx.config.mode {
         Mode::Github => {
-            let client = GithubClient::from_env(None, |k| std::env::var(k).ok()).map_err(|e| {
+            let client = GithubClient::from_env(None, crate::credentials::lookup).map_err(|e| {
                 Failure::usage(format!(
                     "{e}\n  or: `opentiger tick --dry-run --offline` plans from the state alone"
                 ))
