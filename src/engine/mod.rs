@@ -10,6 +10,7 @@
 
 pub mod backoff;
 pub mod classify;
+pub mod commands;
 mod dispatch;
 pub mod fallback;
 mod followup;
