@@ -7,6 +7,7 @@ mod entry;
 mod fallback;
 mod load;
 mod words;
+mod people;
 
 use std::collections::BTreeMap;
 
@@ -16,6 +17,7 @@ use serde::{Deserialize, Serialize};
 use crate::model::{ExecutionMode, FailureCategory, Mode, Role};
 
 pub use load::{load, load_checked, load_str, schema_json, ConfigError, ConfigSource, ExtraCheck};
+pub use people::{CommandsConfig, EscalationConfig, EscalationDefault};
 
 /// The whole configuration file.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
@@ -43,6 +45,10 @@ pub struct Config {
     pub merge: MergeConfig,
     pub planner: PlannerConfig,
     pub report: ReportConfig,
+    /// `/opentiger` comment commands (github mode).
+    pub commands: CommandsConfig,
+    /// Questions to people when a task waits on one.
+    pub escalation: EscalationConfig,
 }
 
 /// What people see besides `status` (DESIGN §9).
@@ -86,6 +92,8 @@ impl Default for Config {
             merge: MergeConfig::default(),
             planner: PlannerConfig::default(),
             report: ReportConfig::default(),
+            commands: CommandsConfig::default(),
+            escalation: EscalationConfig::default(),
         }
     }
 }

@@ -12,6 +12,7 @@
 
 mod act;
 mod claim;
+mod commands;
 mod context;
 mod lock;
 pub mod observe;
@@ -107,6 +108,7 @@ pub fn tick_with(ctx: &Context, fan_out: bool) -> Result<TickSummary, Failure> {
 
     // Phase 1: claim. On a state branch this may run again on fresher state if another tick
     // saved first; it only changes state.
+    let owed_replies = std::cell::RefCell::new(Vec::new());
     let mut claimed = ctx.write_state("claim", |store| {
         let mut lines = match &observed {
             Some(o) => o.apply(
@@ -120,11 +122,18 @@ pub fn tick_with(ctx: &Context, fan_out: bool) -> Result<TickSummary, Failure> {
             )?,
             None => Vec::new(),
         };
+        if observed.is_some() {
+            owed_replies.replace(store.unreplied_commands()?);
+        }
         let mut claimed = claim::claim(ctx, store)?;
         lines.append(&mut claimed.lines);
         claimed.lines = lines;
         Ok(claimed)
     })?;
+    // Replies to the commands just recorded (and any a failed post left owed).
+    if let (Some(client), Some(o)) = (&forge, &observed) {
+        commands::post_replies(ctx, client, &o.commands, &owed_replies.borrow());
+    }
     summary.requests = forge.as_ref().map_or(0, |c| c.requests.get());
     summary.decisions = claimed.decisions;
     summary.lines = std::mem::take(&mut claimed.lines);
