@@ -163,6 +163,19 @@ fn a_collaborator_s_retry_acts_once_and_is_answered_once() {
         .filter(|e| e.to_string().contains("retried by @bob"))
         .count();
     assert_eq!(retried, 1, "{events}");
+
+    // With commands read and answered, a quiet tick still costs at most 3 requests, all
+    // conditional (the backlog, the open PRs, the comment feed).
+    s.tick(35);
+    s.server.reset_counts();
+    s.tick(40);
+    let calls = s.server.requests();
+    assert!(calls.len() <= 3, "{calls:?}");
+    assert!(calls.iter().all(|r| r.conditional && r.status == 304), "{calls:?}");
+    assert!(
+        calls.iter().any(|r| r.path_and_query.contains("/issues/comments?")),
+        "{calls:?}"
+    );
 }
 
 #[test]
@@ -262,4 +275,79 @@ fn a_flood_of_comments_is_read_in_bounded_pages() {
         assert!(ticks < 6, "the flood is read across a few ticks");
     }
     assert_eq!(s.replies(issue, retry).len(), 1);
+}
+
+#[test]
+fn the_dashboard_pauses_the_repository_until_resumed() {
+    let s = setup("");
+    std::fs::write(s.dir.path().join("ok"), "").unwrap();
+    let path = s.clone.join(".opentiger.yml");
+    let config = std::fs::read_to_string(&path).unwrap();
+    std::fs::write(
+        &path,
+        config.replace("dashboard_issue: false", "dashboard_issue: true"),
+    )
+    .unwrap();
+    s.server
+        .add_issue("First", "Please.", &["opentiger"], "acme", "OWNER");
+    s.tick(0);
+    let dashboard = s
+        .server
+        .issues()
+        .into_iter()
+        .find(|i| i.labels.iter().any(|l| l == "opentiger:dashboard"))
+        .expect("a dashboard issue")
+        .number;
+    s.server.advance(60);
+    let pause = s.server.add_comment(dashboard, "/opentiger pause", "acme");
+    let second = s
+        .server
+        .add_issue("Second", "Please.", &["opentiger"], "acme", "OWNER");
+    s.tick(5);
+    let replies = s.replies(dashboard, pause);
+    assert_eq!(replies.len(), 1, "{replies:?}");
+    assert!(replies[0].contains("Paused by @acme"), "{}", replies[0]);
+    let status = s.run("2026-11-21T12:06:00Z", &["status"]);
+    let text = String::from_utf8_lossy(&status.stdout).into_owned();
+    assert!(
+        text.contains("Paused: by @acme") && text.contains("/opentiger resume"),
+        "{text}"
+    );
+    for minute in [10, 15] {
+        s.tick(minute);
+    }
+    let tasks = s.run("2026-11-21T12:16:00Z", &["status", "--json", "--all"]);
+    let tasks: serde_json::Value = serde_json::from_slice(&tasks.stdout).unwrap();
+    let held = tasks["tasks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|t| t["issue"] == second)
+        .cloned()
+        .unwrap();
+    assert_eq!(held["status"], "queued", "{held}");
+    assert!(
+        held["next_action"]
+            .as_str()
+            .unwrap_or("")
+            .contains("paused by @acme"),
+        "{held}"
+    );
+    let board = s.server.issue(dashboard).unwrap().body.unwrap_or_default();
+    assert!(board.contains("**Paused:**"), "{board}");
+
+    s.server.advance(60);
+    let resume = s.server.add_comment(dashboard, "/opentiger resume", "acme");
+    s.tick(20);
+    assert_eq!(s.replies(dashboard, resume).len(), 1);
+    let tasks = s.run("2026-11-21T12:21:00Z", &["status", "--json", "--all"]);
+    let tasks: serde_json::Value = serde_json::from_slice(&tasks.stdout).unwrap();
+    let second_task = tasks["tasks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|t| t["issue"] == second)
+        .cloned()
+        .unwrap();
+    assert_ne!(second_task["status"], "queued", "claimed after resume: {second_task}");
 }

@@ -35,6 +35,8 @@ pub struct BoardView {
     pub ignored: Vec<String>,
     /// Agent executors parked on a quota (their fallbacks run meanwhile).
     pub parked: Vec<String>,
+    /// Who paused the repository and how to resume it.
+    pub paused: Option<String>,
 }
 
 /// One task, for people.
@@ -90,6 +92,7 @@ impl BoardView {
             },
             spend: view.spend.line(),
             parked: view.parked_executors.iter().map(|l| plain(l)).collect(),
+            paused: view.paused.as_deref().map(plain),
             ignored: view
                 .ignored_issues
                 .iter()
@@ -252,6 +255,7 @@ mod tests {
                 per_tick_usd: None,
             },
             parked_executors: vec!["claude-code waits on quota until 12:40".into()],
+            paused: None,
         };
         let board = BoardView::of(&view, "github");
         assert_eq!(board.humans.len(), 1);

@@ -70,6 +70,9 @@ pub struct StatusView {
     /// Executors parked on a quota or for their configuration, one line each
     /// (`agents.<role>.fallbacks` run meanwhile).
     pub parked_executors: Vec<String>,
+    /// The repository is paused (`/opentiger pause` on the dashboard): who, since when, how to
+    /// resume.
+    pub paused: Option<String>,
 }
 
 /// The plan's lines about executors parked on a quota or for their configuration (issue 18).
@@ -340,6 +343,9 @@ pub fn status_text(view: &StatusView, verbose: bool) -> String {
         None => {
             let _ = writeln!(out, "Last tick: never");
         }
+    }
+    if let Some(paused) = &view.paused {
+        let _ = writeln!(out, "Paused: {paused}");
     }
     for line in &view.parked_executors {
         let _ = writeln!(out, "Parked: {line}");
