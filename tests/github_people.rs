@@ -351,3 +351,75 @@ fn the_dashboard_pauses_the_repository_until_resumed() {
         .unwrap();
     assert_ne!(second_task["status"], "queued", "claimed after resume: {second_task}");
 }
+
+#[test]
+fn a_task_waiting_on_a_person_gets_one_question_and_its_default_applies_later() {
+    let s = setup("escalation:\n  timeout_hours: 1\n  default: cancel\n");
+    let issue = s.task_awaiting_human();
+    // The question is posted by the next tick (the first saw the task arrive there).
+    for minute in [5, 10, 15] {
+        s.tick(minute);
+    }
+    let questions: Vec<_> = s
+        .server
+        .comments(issue)
+        .into_iter()
+        .filter(|c| c.body.contains("<!-- opentiger:escalation="))
+        .collect();
+    assert_eq!(questions.len(), 1, "{questions:?}");
+    let body = &questions[0].body;
+    let recommended = body.find("**retry (recommended)**").expect("retry first");
+    assert!(recommended < body.find("**cancel**").expect("cancel offered"), "{body}");
+    assert!(body.contains("`/opentiger retry`") && body.contains("If nobody answers within 1h, the task is cancelled"), "{body}");
+    // An hour after it was asked, a later tick applies the default and says so.
+    s.tick(60);
+    assert_eq!(s.state(), "blocked(awaiting_human)");
+    let out = s.tick(75);
+    assert!(out.contains("no answer in 1h: cancelled"), "{out}");
+    assert_eq!(s.state(), "cancelled");
+    // Still one question comment.
+    let count = s
+        .server
+        .comments(issue)
+        .into_iter()
+        .filter(|c| c.body.contains("<!-- opentiger:escalation="))
+        .count();
+    assert_eq!(count, 1);
+}
+
+#[test]
+fn the_question_is_edited_in_place_when_the_facts_change() {
+    let s = setup("");
+    let issue = s.task_awaiting_human();
+    s.tick(5);
+    s.tick(10);
+    let question = || -> Vec<common::github::Comment> {
+        s.server
+            .comments(issue)
+            .into_iter()
+            .filter(|c| c.body.contains("<!-- opentiger:escalation="))
+            .collect()
+    };
+    assert_eq!(question().len(), 1);
+    let first = question()[0].clone();
+    // What silence does changed (the configuration): the same comment says so now.
+    let path = s.clone.join(".opentiger.yml");
+    let config = std::fs::read_to_string(&path).unwrap();
+    std::fs::write(&path, format!("{config}escalation:\n  timeout_hours: 48\n  default: cancel\n")).unwrap();
+    s.server.advance(60);
+    s.tick(15);
+    let edited = question();
+    assert_eq!(edited.len(), 1, "{edited:?}");
+    assert_eq!(edited[0].id, first.id);
+    assert!(edited[0].body.contains("within 48h, the task is cancelled"), "{}", edited[0].body);
+    // A person retries; it comes back to the same question: still that one comment.
+    s.server.advance(60);
+    s.server.add_comment(issue, "/opentiger retry", "acme");
+    for minute in [20, 25, 30, 35] {
+        s.tick(minute);
+    }
+    assert_eq!(s.state(), "blocked(awaiting_human)", "{}", s.task());
+    let after = question();
+    assert_eq!(after.len(), 1, "{after:?}");
+    assert_eq!(after[0].id, first.id);
+}

@@ -11,6 +11,7 @@
 pub mod backoff;
 pub mod classify;
 pub mod commands;
+pub mod escalation;
 mod dispatch;
 pub mod fallback;
 mod followup;

@@ -43,6 +43,8 @@ pub struct Escalation {
     pub posted_body: Option<String>,
     pub opened_at: Timestamp,
     pub resolved_at: Option<Timestamp>,
+    /// How often `escalation.default` moved the task on this question.
+    pub defaults: u32,
 }
 
 fn id_i64(id: u64) -> i64 {
@@ -212,7 +214,7 @@ impl Store {
         let rows = self
             .conn
             .prepare(
-                "SELECT task_id, question, thread, body, comment_id, posted_body, opened_at, resolved_at \
+                "SELECT task_id, question, thread, body, comment_id, posted_body, opened_at, resolved_at, defaults \
                  FROM escalations ORDER BY opened_at, task_id",
             )?
             .query_map([], |r| {
@@ -225,6 +227,7 @@ impl Store {
                     posted_body: r.get(5)?,
                     opened_at: Timestamp(r.get(6)?),
                     resolved_at: r.get::<_, Option<i64>>(7)?.map(Timestamp),
+                    defaults: u32::try_from(r.get::<_, i64>(8)?).unwrap_or(0),
                 })
             })?
             .collect::<Result<_, _>>()?;
@@ -246,17 +249,34 @@ impl Store {
         Ok(())
     }
 
+    /// Closes an escalation; `by_default`: `escalation.default` moved the task.
     pub fn resolve_escalation(
         &mut self,
         task: &TaskId,
         question: &str,
+        by_default: bool,
         now: Timestamp,
     ) -> Result<(), StoreError> {
         self.conn.execute(
-            "UPDATE escalations SET resolved_at = ?3 WHERE task_id = ?1 AND question = ?2 AND resolved_at IS NULL",
-            params![task.as_str(), question, now.0],
+            "UPDATE escalations SET resolved_at = ?3, defaults = defaults + ?4 \
+             WHERE task_id = ?1 AND question = ?2 AND resolved_at IS NULL",
+            params![task.as_str(), question, now.0, i64::from(by_default)],
         )?;
         Ok(())
+    }
+
+    /// The PR a task's runs opened last, if any.
+    pub fn pr_of_task(&self, task: &TaskId) -> Result<Option<u64>, StoreError> {
+        Ok(self
+            .conn
+            .query_row(
+                "SELECT pr_number FROM runs WHERE task_id = ?1 AND pr_number IS NOT NULL \
+                 ORDER BY started_at DESC LIMIT 1",
+                [task.as_str()],
+                |r| r.get::<_, i64>(0),
+            )
+            .optional()?
+            .map(id_u64))
     }
 
     /// The comment now says `body` (posted or edited as comment `comment_id`).

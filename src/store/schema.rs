@@ -262,6 +262,7 @@ CREATE TABLE escalations (
     posted_body TEXT,
     opened_at   INTEGER NOT NULL,
     resolved_at INTEGER,
+    defaults    INTEGER NOT NULL DEFAULT 0,
     PRIMARY KEY (task_id, question)
 ) STRICT;
 "#;

@@ -57,6 +57,8 @@ pub struct CommandFeed {
     pub commands: Vec<SeenCommand>,
     /// Command comments whose reply is already on GitHub (their markers were seen).
     pub replied: Vec<u64>,
+    /// Our question comments seen: (task, question, comment id, text).
+    pub questions: Vec<(TaskId, String, u64, String)>,
     /// The feed was read to its end: every reply posted so far was seen.
     pub complete: bool,
     pub cursors: Vec<(String, Cursor)>,
@@ -73,7 +75,10 @@ pub fn fetch(
         complete: true,
         ..CommandFeed::default()
     };
-    if !ctx.config.commands.enabled {
+    // The feed also brings back our question comments (their ids), so it is read when either
+    // feature is on.
+    let commands_on = ctx.config.commands.enabled;
+    if !commands_on && !ctx.config.escalation.comment {
         return Ok(feed);
     }
     let config_error = |e: crate::store::StoreError| ForgeError::Config(e.to_string());
@@ -131,7 +136,12 @@ pub fn fetch(
             feed.replied.push(id);
             continue;
         }
-        if comment.body.contains("<!-- opentiger:") {
+        if let Some((task, question)) = super::escalate::marked(&comment.body) {
+            feed.questions
+                .push((task, question, comment.id, comment.body.clone()));
+            continue;
+        }
+        if !commands_on || comment.body.contains("<!-- opentiger:") {
             continue; // our own comments (progress, escalations, verdicts) command nothing
         }
         let Some(parsed) = commands::parse(&comment.body) else {
@@ -252,6 +262,17 @@ impl CommandFeed {
         }
         for id in &self.replied {
             store.mark_replied(*id, writer.now)?;
+        }
+        if !self.questions.is_empty() {
+            let recorded = store.escalations()?;
+            for (task, question, id, body) in &self.questions {
+                let known = recorded.iter().find(|e| &e.task_id == task && &e.question == question);
+                if known.is_some_and(|e| {
+                    e.comment_id != Some(*id) || e.posted_body.as_deref() != Some(body.as_str())
+                }) {
+                    store.escalation_posted(task, question, *id, body)?;
+                }
+            }
         }
         let mut lines = Vec::new();
         if self.commands.is_empty() {
