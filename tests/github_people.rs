@@ -422,4 +422,12 @@ fn the_question_is_edited_in_place_when_the_facts_change() {
     let after = question();
     assert_eq!(after.len(), 1, "{after:?}");
     assert_eq!(after[0].id, first.id);
+    // A task waiting on a question costs a quiet tick nothing more: at most 3 requests, all
+    // conditional.
+    s.tick(40);
+    s.server.reset_counts();
+    s.tick(45);
+    let calls = s.server.requests();
+    assert!(calls.len() <= 3, "{calls:?}");
+    assert!(calls.iter().all(|r| r.conditional && r.status == 304), "{calls:?}");
 }

@@ -551,6 +551,23 @@ fn find_task<'a>(tasks: &'a BTreeMap<TaskId, Task>, word: &str) -> Result<&'a Ta
     }
 }
 
+/// The comment command a person would most likely post for a task that waits on them (for
+/// the dashboard, where commands name their task), or `None` when it waits on nobody.
+pub fn recommended(task: &Task) -> Option<String> {
+    match task.state() {
+        s if s == TaskState::blocked(BlockReason::AwaitingHuman) && task.needs_approval => {
+            Some(format!("{PREFIX} approve {}", task.id))
+        }
+        s if s == TaskState::blocked(BlockReason::AwaitingHuman) => {
+            Some(format!("{PREFIX} retry {}", task.id))
+        }
+        s if s == TaskState::blocked(BlockReason::Paused) => {
+            Some(format!("{PREFIX} resume {}", task.id))
+        }
+        _ => None,
+    }
+}
+
 /// A task waiting for a person's approval (`execution_mode: ask`).
 pub fn waits_approval(task: &Task) -> bool {
     task.needs_approval && task.state() == TaskState::blocked(BlockReason::AwaitingHuman)

@@ -287,3 +287,24 @@ fn budget_sets_the_task_s_limit_and_says_what_was_spent() {
         assert!(d.reply.unwrap_or_default().contains("nothing was changed"));
     }
 }
+
+#[test]
+fn the_dashboard_recommends_one_command_per_waiting_task() {
+    let human = TaskState::blocked(BlockReason::AwaitingHuman);
+    let mut approval = with("t1", human, None);
+    approval.needs_approval = true;
+    let cases = [
+        (approval, Some("/opentiger approve t1")),
+        (with("t1", human, None), Some("/opentiger retry t1")),
+        (with("t1", TaskState::blocked(BlockReason::Paused), None), Some("/opentiger resume t1")),
+        (with("t1", TaskState::QUEUED, None), None),
+        (with("t1", TaskState::blocked(BlockReason::AwaitingJudge), None), None),
+    ];
+    for (task, expected) in cases {
+        assert_eq!(recommended(&task).as_deref(), expected, "{}", task.state());
+        // Whatever it recommends parses as that command.
+        if let Some(text) = recommended(&task) {
+            assert!(matches!(parse(&text), Some(Parsed::Command(_))), "{text}");
+        }
+    }
+}

@@ -181,10 +181,13 @@ pub fn question_text(
     hours: u32,
     due: Timestamp,
 ) -> String {
+    // The reason's own "Decide: `opentiger task …`" is for a terminal; the options below are
+    // the comment commands.
     let why = task
         .status_reason
         .as_deref()
         .unwrap_or("no reason recorded");
+    let why = why.split(". Decide:").next().unwrap_or(why).trim_end_matches('.');
     let mut out = String::new();
     let (ask, options): (String, Vec<(&str, &str, String)>) = match question {
         Question::Approval => (

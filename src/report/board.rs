@@ -49,6 +49,8 @@ pub struct TaskLine {
     pub next: String,
     pub pr: Option<u64>,
     pub checks: Option<String>,
+    /// The recommended comment command (github mode), e.g. `/opentiger retry <id>`.
+    pub command: Option<String>,
 }
 
 /// Data of `summary.md.hbs`: the tick and the rendered board.
@@ -75,6 +77,7 @@ const FINISHED_SHOWN: usize = 10;
 
 impl BoardView {
     pub fn of(view: &StatusView, mode: &str) -> BoardView {
+        let github = mode == "github";
         let mut board = BoardView {
             now: view.now.to_string(),
             mode: mode.to_string(),
@@ -108,7 +111,10 @@ impl BoardView {
         };
         let mut finished: Vec<&TaskStatusView> = Vec::new();
         for task in &view.tasks {
-            let line = TaskLine::of(task);
+            let mut line = TaskLine::of(task);
+            if !github {
+                line.command = None;
+            }
             match (task.status.as_str(), task.block_reason.as_deref()) {
                 ("done" | "cancelled", _) => finished.push(task),
                 ("blocked", Some("awaiting_human" | "paused")) => board.humans.push(line),
@@ -141,6 +147,7 @@ impl TaskLine {
             next: plain(&task.next_action),
             pr: task.pr,
             checks: task.checks.clone(),
+            command: task.command.clone(),
         }
     }
 }
@@ -218,6 +225,7 @@ mod tests {
             next_action: format!("next for {id}"),
             next_attempt_at: None,
             updated_at: Timestamp(0),
+            command: None,
         }
     }
 

@@ -35,6 +35,8 @@ pub struct TaskStatusView {
     pub next_action: String,
     pub next_attempt_at: Option<Timestamp>,
     pub updated_at: Timestamp,
+    /// The comment command that answers a task waiting on a person (github mode's dashboard).
+    pub command: Option<String>,
 }
 
 #[derive(Clone, Debug, Serialize)]
@@ -235,6 +237,7 @@ pub fn task_view(task: &Task, plan: &Plan) -> TaskStatusView {
         next_action: next_action(plan, task),
         next_attempt_at: task.next_attempt_at,
         updated_at: task.updated_at,
+        command: crate::engine::commands::recommended(task),
     }
 }
 
