@@ -366,13 +366,22 @@ mod tests {
             .nth(1)
             .and_then(|rest| rest.split(")) ||").next())
             .expect("the `if:` has an issue_comment clause");
-        assert!(guard.contains("startsWith(github.event.comment.body, '/opentiger')"), "{guard}");
-        assert!(guard.contains("github.event.comment.author_association"), "{guard}");
+        assert!(
+            guard.contains("startsWith(github.event.comment.body, '/opentiger')"),
+            "{guard}"
+        );
+        assert!(
+            guard.contains("github.event.comment.author_association"),
+            "{guard}"
+        );
         for trusted in ["\"OWNER\"", "\"MEMBER\"", "\"COLLABORATOR\""] {
             assert!(guard.contains(trusted), "{trusted} missing from {guard}");
         }
         for outsider in ["CONTRIBUTOR", "NONE", "FIRST_TIME"] {
-            assert!(!guard.contains(outsider), "{outsider} must not start a job: {guard}");
+            assert!(
+                !guard.contains(outsider),
+                "{outsider} must not start a job: {guard}"
+            );
         }
     }
 }

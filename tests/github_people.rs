@@ -133,7 +133,9 @@ fn a_collaborator_s_retry_acts_once_and_is_answered_once() {
 
     s.server.set_permission("bob", "write");
     s.server.advance(60);
-    let retry = s.server.add_comment(issue, "Fixed the cause.\n/opentiger retry", "bob");
+    let retry = s
+        .server
+        .add_comment(issue, "Fixed the cause.\n/opentiger retry", "bob");
     let out = s.tick(5);
     assert!(out.contains("command `/opentiger retry` by @bob"), "{out}");
     // Queued by the command and claimed by the same tick: its run opened a PR.
@@ -171,9 +173,14 @@ fn a_collaborator_s_retry_acts_once_and_is_answered_once() {
     s.tick(40);
     let calls = s.server.requests();
     assert!(calls.len() <= 3, "{calls:?}");
-    assert!(calls.iter().all(|r| r.conditional && r.status == 304), "{calls:?}");
     assert!(
-        calls.iter().any(|r| r.path_and_query.contains("/issues/comments?")),
+        calls.iter().all(|r| r.conditional && r.status == 304),
+        "{calls:?}"
+    );
+    assert!(
+        calls
+            .iter()
+            .any(|r| r.path_and_query.contains("/issues/comments?")),
         "{calls:?}"
     );
 }
@@ -194,7 +201,10 @@ fn an_outsider_changes_nothing_and_hears_once() {
     s.tick(10);
     s.tick(15);
     assert_eq!(s.state(), "blocked(awaiting_human)");
-    assert!(s.replies(issue, second).is_empty(), "one polite reply is enough");
+    assert!(
+        s.replies(issue, second).is_empty(),
+        "one polite reply is enough"
+    );
     assert_eq!(s.replies(issue, first).len(), 1);
 }
 
@@ -210,7 +220,9 @@ fn quoted_code_and_malformed_commands_change_nothing() {
         .server
         .add_comment(issue, "Try:\n```\n/opentiger cancel\n```", "acme");
     let negative = s.server.add_comment(issue, "/opentiger budget -5", "acme");
-    let huge = s.server.add_comment(issue, "/opentiger budget 1e308", "acme");
+    let huge = s
+        .server
+        .add_comment(issue, "/opentiger budget 1e308", "acme");
     s.tick(5);
     assert_eq!(s.state(), "blocked(awaiting_human)");
     assert!(s.replies(issue, quoted).is_empty());
@@ -247,7 +259,11 @@ fn quoted_code_and_malformed_commands_change_nothing() {
     s.tick(15);
     let replies = s.replies(issue, wrong);
     assert_eq!(replies.len(), 1, "{replies:?}");
-    assert!(replies[0].contains(&format!("does not belong to #{issue}")), "{}", replies[0]);
+    assert!(
+        replies[0].contains(&format!("does not belong to #{issue}")),
+        "{}",
+        replies[0]
+    );
     let _ = other;
 }
 
@@ -256,7 +272,8 @@ fn a_flood_of_comments_is_read_in_bounded_pages() {
     let s = setup("commands:\n  max_pages: 2\n");
     let issue = s.task_awaiting_human();
     for i in 0..500 {
-        s.server.add_comment(issue, &format!("me too {i}"), "someone");
+        s.server
+            .add_comment(issue, &format!("me too {i}"), "someone");
     }
     s.server.advance(60);
     let retry = s.server.add_comment(issue, "/opentiger cancel", "acme");
@@ -349,7 +366,10 @@ fn the_dashboard_pauses_the_repository_until_resumed() {
         .find(|t| t["issue"] == second)
         .cloned()
         .unwrap();
-    assert_ne!(second_task["status"], "queued", "claimed after resume: {second_task}");
+    assert_ne!(
+        second_task["status"], "queued",
+        "claimed after resume: {second_task}"
+    );
 }
 
 #[test]
@@ -369,8 +389,15 @@ fn a_task_waiting_on_a_person_gets_one_question_and_its_default_applies_later() 
     assert_eq!(questions.len(), 1, "{questions:?}");
     let body = &questions[0].body;
     let recommended = body.find("**retry (recommended)**").expect("retry first");
-    assert!(recommended < body.find("**cancel**").expect("cancel offered"), "{body}");
-    assert!(body.contains("`/opentiger retry`") && body.contains("If nobody answers within 1h, the task is cancelled"), "{body}");
+    assert!(
+        recommended < body.find("**cancel**").expect("cancel offered"),
+        "{body}"
+    );
+    assert!(
+        body.contains("`/opentiger retry`")
+            && body.contains("If nobody answers within 1h, the task is cancelled"),
+        "{body}"
+    );
     // An hour after it was asked, a later tick applies the default and says so.
     s.tick(60);
     assert_eq!(s.state(), "blocked(awaiting_human)");
@@ -405,13 +432,21 @@ fn the_question_is_edited_in_place_when_the_facts_change() {
     // What silence does changed (the configuration): the same comment says so now.
     let path = s.clone.join(".opentiger.yml");
     let config = std::fs::read_to_string(&path).unwrap();
-    std::fs::write(&path, format!("{config}escalation:\n  timeout_hours: 48\n  default: cancel\n")).unwrap();
+    std::fs::write(
+        &path,
+        format!("{config}escalation:\n  timeout_hours: 48\n  default: cancel\n"),
+    )
+    .unwrap();
     s.server.advance(60);
     s.tick(15);
     let edited = question();
     assert_eq!(edited.len(), 1, "{edited:?}");
     assert_eq!(edited[0].id, first.id);
-    assert!(edited[0].body.contains("within 48h, the task is cancelled"), "{}", edited[0].body);
+    assert!(
+        edited[0].body.contains("within 48h, the task is cancelled"),
+        "{}",
+        edited[0].body
+    );
     // A person retries; it comes back to the same question: still that one comment.
     s.server.advance(60);
     s.server.add_comment(issue, "/opentiger retry", "acme");
@@ -429,5 +464,8 @@ fn the_question_is_edited_in_place_when_the_facts_change() {
     s.tick(45);
     let calls = s.server.requests();
     assert!(calls.len() <= 3, "{calls:?}");
-    assert!(calls.iter().all(|r| r.conditional && r.status == 304), "{calls:?}");
+    assert!(
+        calls.iter().all(|r| r.conditional && r.status == 304),
+        "{calls:?}"
+    );
 }

@@ -43,7 +43,10 @@ pub struct Command {
 pub enum Parsed {
     Command(Command),
     /// It starts with `/opentiger` but is not a command we know, or its argument is wrong.
-    Malformed { line: String, why: String },
+    Malformed {
+        line: String,
+        why: String,
+    },
 }
 
 /// The first command of a comment (one command per comment: the comment id keys it), or `None`
@@ -547,7 +550,9 @@ fn find_task<'a>(tasks: &'a BTreeMap<TaskId, Task>, word: &str) -> Result<&'a Ta
     match matching.as_slice() {
         [one] if word.len() >= 4 => Ok(one),
         [] | [_] => Err(format!("No task `{word}`")),
-        _ => Err(format!("`{word}` names more than one task: give more of its id")),
+        _ => Err(format!(
+            "`{word}` names more than one task: give more of its id"
+        )),
     }
 }
 

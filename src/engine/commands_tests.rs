@@ -19,18 +19,33 @@ fn a_command_is_a_line_of_its_own_outside_quotes_and_code() {
     let cases: &[(&str, Option<Parsed>)] = &[
         ("/opentiger retry", cmd(Verb::Retry, None)),
         ("  /opentiger   Retry  ", cmd(Verb::Retry, None)),
-        ("Looks good.\n/opentiger approve\nthanks", cmd(Verb::Approve, None)),
+        (
+            "Looks good.\n/opentiger approve\nthanks",
+            cmd(Verb::Approve, None),
+        ),
         ("/opentiger approve all", cmd(Verb::ApproveAll, None)),
-        ("/opentiger cancel 0123abcd4567", cmd(Verb::Cancel, Some("0123abcd4567"))),
+        (
+            "/opentiger cancel 0123abcd4567",
+            cmd(Verb::Cancel, Some("0123abcd4567")),
+        ),
         ("/opentiger pause", cmd(Verb::Pause, None)),
-        ("/opentiger resume #abc123", cmd(Verb::Resume, Some("abc123"))),
+        (
+            "/opentiger resume #abc123",
+            cmd(Verb::Resume, Some("abc123")),
+        ),
         ("/opentiger budget 10", cmd(Verb::Budget(10.0), None)),
-        ("/opentiger budget $7.50 t1", cmd(Verb::Budget(7.5), Some("t1"))),
+        (
+            "/opentiger budget $7.50 t1",
+            cmd(Verb::Budget(7.5), Some("t1")),
+        ),
         ("/opentiger status", cmd(Verb::Status, None)),
         ("/opentiger", cmd(Verb::Help, None)),
         ("/opentiger help", cmd(Verb::Help, None)),
         // The first command counts (the comment id keys one command).
-        ("/opentiger retry\n/opentiger cancel", cmd(Verb::Retry, None)),
+        (
+            "/opentiger retry\n/opentiger cancel",
+            cmd(Verb::Retry, None),
+        ),
         // Not commands: quoted, fenced, indented, inline, another word.
         ("> /opentiger retry", None),
         ("> > /opentiger cancel", None),
@@ -67,7 +82,11 @@ fn malformed_commands_and_budgets_out_of_range_are_refused() {
         "/opentiger retry ../etc",
         "/opentiger help me",
     ] {
-        assert!(malformed(body), "{body:?} should be malformed: {:?}", parse(body));
+        assert!(
+            malformed(body),
+            "{body:?} should be malformed: {:?}",
+            parse(body)
+        );
     }
     match parse("/opentiger budget 1e308") {
         Some(Parsed::Malformed { why, .. }) => assert!(why.contains("not an amount"), "{why}"),
@@ -143,21 +162,99 @@ fn task_commands_move_the_thread_s_task_when_its_state_allows() {
     let mut approval = with("t2", human, Some(8));
     approval.needs_approval = true;
     let cases: Vec<(&str, TaskState, bool, Outcome, Option<TaskState>)> = vec![
-        ("/opentiger retry", human, false, Outcome::Done, Some(TaskState::QUEUED)),
-        ("/opentiger retry", TaskState::FAILED, false, Outcome::Done, Some(TaskState::QUEUED)),
-        ("/opentiger retry", TaskState::RUNNING, false, Outcome::Refused, None),
-        ("/opentiger retry", TaskState::DONE, false, Outcome::Refused, None),
-        ("/opentiger cancel", TaskState::QUEUED, false, Outcome::Done, Some(TaskState::CANCELLED)),
-        ("/opentiger cancel", TaskState::RUNNING, false, Outcome::Refused, None),
-        ("/opentiger cancel", TaskState::CANCELLED, false, Outcome::Refused, None),
-        ("/opentiger approve", human, true, Outcome::Done, Some(TaskState::QUEUED)),
+        (
+            "/opentiger retry",
+            human,
+            false,
+            Outcome::Done,
+            Some(TaskState::QUEUED),
+        ),
+        (
+            "/opentiger retry",
+            TaskState::FAILED,
+            false,
+            Outcome::Done,
+            Some(TaskState::QUEUED),
+        ),
+        (
+            "/opentiger retry",
+            TaskState::RUNNING,
+            false,
+            Outcome::Refused,
+            None,
+        ),
+        (
+            "/opentiger retry",
+            TaskState::DONE,
+            false,
+            Outcome::Refused,
+            None,
+        ),
+        (
+            "/opentiger cancel",
+            TaskState::QUEUED,
+            false,
+            Outcome::Done,
+            Some(TaskState::CANCELLED),
+        ),
+        (
+            "/opentiger cancel",
+            TaskState::RUNNING,
+            false,
+            Outcome::Refused,
+            None,
+        ),
+        (
+            "/opentiger cancel",
+            TaskState::CANCELLED,
+            false,
+            Outcome::Refused,
+            None,
+        ),
+        (
+            "/opentiger approve",
+            human,
+            true,
+            Outcome::Done,
+            Some(TaskState::QUEUED),
+        ),
         ("/opentiger approve", human, false, Outcome::Refused, None),
-        ("/opentiger pause", TaskState::QUEUED, false, Outcome::Done, Some(paused)),
-        ("/opentiger pause", human, false, Outcome::Done, Some(paused)),
+        (
+            "/opentiger pause",
+            TaskState::QUEUED,
+            false,
+            Outcome::Done,
+            Some(paused),
+        ),
+        (
+            "/opentiger pause",
+            human,
+            false,
+            Outcome::Done,
+            Some(paused),
+        ),
         ("/opentiger pause", paused, false, Outcome::Refused, None),
-        ("/opentiger pause", TaskState::RUNNING, false, Outcome::Refused, None),
-        ("/opentiger resume", paused, false, Outcome::Done, Some(TaskState::QUEUED)),
-        ("/opentiger resume", TaskState::QUEUED, false, Outcome::Refused, None),
+        (
+            "/opentiger pause",
+            TaskState::RUNNING,
+            false,
+            Outcome::Refused,
+            None,
+        ),
+        (
+            "/opentiger resume",
+            paused,
+            false,
+            Outcome::Done,
+            Some(TaskState::QUEUED),
+        ),
+        (
+            "/opentiger resume",
+            TaskState::QUEUED,
+            false,
+            Outcome::Refused,
+            None,
+        ),
         ("/opentiger status", human, false, Outcome::Done, None),
         ("/opentiger help", human, false, Outcome::Done, None),
     ];
@@ -179,11 +276,25 @@ fn task_commands_move_the_thread_s_task_when_its_state_allows() {
         }
     }
     // Every legal move the rules make is legal for the model too.
-    for state in [human, paused, TaskState::QUEUED, TaskState::FAILED, TaskState::CANCELLED] {
-        for body in ["/opentiger retry", "/opentiger cancel", "/opentiger pause", "/opentiger resume"] {
+    for state in [
+        human,
+        paused,
+        TaskState::QUEUED,
+        TaskState::FAILED,
+        TaskState::CANCELLED,
+    ] {
+        for body in [
+            "/opentiger retry",
+            "/opentiger cancel",
+            "/opentiger pause",
+            "/opentiger resume",
+        ] {
             let w = world(vec![with("t1", state, Some(7)), approval.clone()]);
             for (_, to) in moved_to(&run(&w, body, on(7, &["t1"]), true, None)) {
-                assert!(crate::model::check_transition(state, to).is_ok(), "{body}: {state} → {to}");
+                assert!(
+                    crate::model::check_transition(state, to).is_ok(),
+                    "{body}: {state} → {to}"
+                );
             }
         }
     }
@@ -195,7 +306,10 @@ fn outsiders_change_nothing_and_are_answered_once_per_thread() {
     let d = run(&w, "/opentiger cancel", on(7, &["t1"]), false, None);
     assert_eq!(d.outcome, Outcome::NotAllowed);
     assert!(d.effects.is_empty());
-    assert!(d.reply.as_deref().unwrap_or("").contains("write access"), "{d:?}");
+    assert!(
+        d.reply.as_deref().unwrap_or("").contains("write access"),
+        "{d:?}"
+    );
     let again = decide(
         &parse("/opentiger cancel").expect("command"),
         &Request {
@@ -222,20 +336,35 @@ fn a_command_naming_a_task_of_another_issue_is_refused() {
         with("aaaa1111", TaskState::FAILED, Some(7)),
         with("bbbb2222", TaskState::FAILED, Some(8)),
     ]);
-    let d = run(&w, "/opentiger retry bbbb2222", on(7, &["aaaa1111"]), true, None);
+    let d = run(
+        &w,
+        "/opentiger retry bbbb2222",
+        on(7, &["aaaa1111"]),
+        true,
+        None,
+    );
     assert_eq!(d.outcome, Outcome::Refused);
     assert!(d.effects.is_empty());
-    assert!(d.reply.unwrap_or_default().contains("does not belong to #7"));
+    assert!(d
+        .reply
+        .unwrap_or_default()
+        .contains("does not belong to #7"));
     // On the dashboard it must name one, and then it may.
     let d = run(&w, "/opentiger retry", Place::Dashboard, true, None);
     assert_eq!(d.outcome, Outcome::Refused);
     let d = run(&w, "/opentiger retry bbbb", Place::Dashboard, true, None);
-    assert_eq!(moved_to(&d), vec![("bbbb2222".to_string(), TaskState::QUEUED)]);
+    assert_eq!(
+        moved_to(&d),
+        vec![("bbbb2222".to_string(), TaskState::QUEUED)]
+    );
     let d = run(&w, "/opentiger retry zzzz", Place::Dashboard, true, None);
     assert!(d.reply.unwrap_or_default().contains("No task `zzzz`"));
     // A thread without a task.
     let d = run(&w, "/opentiger retry", on(9, &[]), true, None);
-    assert!(d.reply.unwrap_or_default().contains("#9 has no opentiger task"));
+    assert!(d
+        .reply
+        .unwrap_or_default()
+        .contains("#9 has no opentiger task"));
 }
 
 #[test]
@@ -259,7 +388,10 @@ fn the_dashboard_pauses_resumes_and_approves_all() {
     let d = run(&w, "/opentiger approve all", Place::Dashboard, true, None);
     assert_eq!(
         moved_to(&d),
-        vec![("a1".to_string(), TaskState::QUEUED), ("b1".to_string(), TaskState::QUEUED)]
+        vec![
+            ("a1".to_string(), TaskState::QUEUED),
+            ("b1".to_string(), TaskState::QUEUED)
+        ]
     );
     let d = run(&w, "/opentiger approve all", on(7, &["a1"]), true, None);
     assert_eq!(d.outcome, Outcome::Refused);
@@ -278,7 +410,10 @@ fn budget_sets_the_task_s_limit_and_says_what_was_spent() {
         }]
     );
     let reply = d.reply.unwrap_or_default();
-    assert!(reply.contains("$12.00") && reply.contains("was $5.00") && reply.contains("spent $6.00"), "{reply}");
+    assert!(
+        reply.contains("$12.00") && reply.contains("was $5.00") && reply.contains("spent $6.00"),
+        "{reply}"
+    );
     let d = run(&w, "/opentiger budget 3", on(7, &["t1"]), true, None);
     assert!(d.reply.unwrap_or_default().contains("starts no new run"));
     for body in ["/opentiger budget -5", "/opentiger budget 1e308"] {
@@ -296,9 +431,15 @@ fn the_dashboard_recommends_one_command_per_waiting_task() {
     let cases = [
         (approval, Some("/opentiger approve t1")),
         (with("t1", human, None), Some("/opentiger retry t1")),
-        (with("t1", TaskState::blocked(BlockReason::Paused), None), Some("/opentiger resume t1")),
+        (
+            with("t1", TaskState::blocked(BlockReason::Paused), None),
+            Some("/opentiger resume t1"),
+        ),
         (with("t1", TaskState::QUEUED, None), None),
-        (with("t1", TaskState::blocked(BlockReason::AwaitingJudge), None), None),
+        (
+            with("t1", TaskState::blocked(BlockReason::AwaitingJudge), None),
+            None,
+        ),
     ];
     for (task, expected) in cases {
         assert_eq!(recommended(&task).as_deref(), expected, "{}", task.state());

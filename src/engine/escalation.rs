@@ -187,7 +187,11 @@ pub fn question_text(
         .status_reason
         .as_deref()
         .unwrap_or("no reason recorded");
-    let why = why.split(". Decide:").next().unwrap_or(why).trim_end_matches('.');
+    let why = why
+        .split(". Decide:")
+        .next()
+        .unwrap_or(why)
+        .trim_end_matches('.');
     let mut out = String::new();
     let (ask, options): (String, Vec<(&str, &str, String)>) = match question {
         Question::Approval => (

@@ -11,12 +11,10 @@ fn config(hours: u32, default: EscalationDefault) -> EscalationConfig {
 }
 
 fn stuck(id: &str) -> Task {
-    task(id)
-        .blocked(BlockReason::AwaitingHuman)
-        .with(|t| {
-            t.issue_number = Some(7);
-            t.status_reason = Some("retry budget for test failures spent (3/3)".into());
-        })
+    task(id).blocked(BlockReason::AwaitingHuman).with(|t| {
+        t.issue_number = Some(7);
+        t.status_reason = Some("retry budget for test failures spent (3/3)".into());
+    })
 }
 
 fn open(id: &str, question: &str, opened_minutes_ago: i64, body: &str) -> Open {
@@ -44,7 +42,9 @@ fn kinds(steps: &[Step]) -> Vec<String> {
     steps
         .iter()
         .map(|s| match s {
-            Step::Ask { task_id, question, .. } => format!("ask {task_id} {}", question.word()),
+            Step::Ask {
+                task_id, question, ..
+            } => format!("ask {task_id} {}", question.word()),
             Step::Close { task_id, question } => format!("close {task_id} {question}"),
             Step::Default { task_id, to, .. } => format!("default {task_id} {to}"),
         })
@@ -63,29 +63,58 @@ fn one_question_per_task_restated_only_when_the_facts_change() {
     assert_eq!(*thread, 7);
     // The same facts: nothing to do. New facts: the same question restated (edited in place).
     let asked = open("t1", "stuck", 60, body);
-    assert!(run(std::slice::from_ref(&t), std::slice::from_ref(&asked), false, &wait).is_empty());
-    let changed = t.clone().with(|t| t.status_reason = Some("merge conflicts (3/3)".into()));
+    assert!(run(
+        std::slice::from_ref(&t),
+        std::slice::from_ref(&asked),
+        false,
+        &wait
+    )
+    .is_empty());
+    let changed = t
+        .clone()
+        .with(|t| t.status_reason = Some("merge conflicts (3/3)".into()));
     let again = run(&[changed], std::slice::from_ref(&asked), false, &wait);
     assert_eq!(kinds(&again), vec!["ask t1 stuck"]);
     let Step::Ask { opened_at, .. } = &again[0] else {
         panic!()
     };
-    assert_eq!(*opened_at, at(-60), "restating keeps the time it was first asked");
+    assert_eq!(
+        *opened_at,
+        at(-60),
+        "restating keeps the time it was first asked"
+    );
     // Answered (the task moved on): closed. No thread (local task): never asked.
-    let moved = t.clone().status(TaskStatus::Queued).with(|t| t.block_reason = None);
-    assert_eq!(kinds(&run(&[moved], &[asked], false, &wait)), vec!["close t1 stuck"]);
+    let moved = t
+        .clone()
+        .status(TaskStatus::Queued)
+        .with(|t| t.block_reason = None);
+    assert_eq!(
+        kinds(&run(&[moved], &[asked], false, &wait)),
+        vec!["close t1 stuck"]
+    );
     let local = stuck("t2").with(|t| t.issue_number = None);
     assert!(run(&[local], &[], false, &wait).is_empty());
     // Approval is its own question.
     let approval = stuck("t3").with(|t| t.needs_approval = true);
-    assert_eq!(kinds(&run(&[approval], &[], false, &wait)), vec!["ask t3 approval"]);
+    assert_eq!(
+        kinds(&run(&[approval], &[], false, &wait)),
+        vec!["ask t3 approval"]
+    );
 }
 
 #[test]
 fn the_question_leads_with_the_recommended_option_and_says_what_silence_does() {
     let t = stuck("t1");
-    let body = question_text(&t, Question::Stuck, EscalationDefault::Cancel, 24, at(24 * 60));
-    let retry = body.find("**retry (recommended)**").expect("retry first, marked");
+    let body = question_text(
+        &t,
+        Question::Stuck,
+        EscalationDefault::Cancel,
+        24,
+        at(24 * 60),
+    );
+    let retry = body
+        .find("**retry (recommended)**")
+        .expect("retry first, marked");
     let cancel = body.find("**cancel**").expect("cancel offered");
     assert!(retry < cancel, "{body}");
     for needle in [
@@ -99,8 +128,14 @@ fn the_question_leads_with_the_recommended_option_and_says_what_silence_does() {
         assert!(body.contains(needle), "{needle} missing:\n{body}");
     }
     let body = question_text(&t, Question::Approval, EscalationDefault::Wait, 24, at(0));
-    assert!(body.contains("**approve (recommended)**: comment `/opentiger approve`"), "{body}");
-    assert!(body.contains("If nobody answers, it keeps waiting for a person."), "{body}");
+    assert!(
+        body.contains("**approve (recommended)**: comment `/opentiger approve`"),
+        "{body}"
+    );
+    assert!(
+        body.contains("If nobody answers, it keeps waiting for a person."),
+        "{body}"
+    );
 }
 
 #[test]
@@ -117,11 +152,19 @@ fn defaults_fall_due_after_the_timeout() {
         ("timeout 0: never", config(0, EscalationDefault::Cancel), 99 * 60, false, vec!["ask t1 stuck"]),
     ];
     for (name, config, minutes, retried, expected) in cases {
-        let steps = run(std::slice::from_ref(&t), &[asked(minutes)], retried, &config);
+        let steps = run(
+            std::slice::from_ref(&t),
+            &[asked(minutes)],
+            retried,
+            &config,
+        );
         assert_eq!(kinds(&steps), expected, "{name}");
         for step in &steps {
             if let Step::Default { to, reason, .. } = step {
-                assert!(crate::model::check_transition(t.state(), *to).is_ok(), "{name}");
+                assert!(
+                    crate::model::check_transition(t.state(), *to).is_ok(),
+                    "{name}"
+                );
                 assert!(reason.contains("no answer in 24h"), "{name}: {reason}");
             }
         }

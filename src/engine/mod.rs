@@ -11,8 +11,8 @@
 pub mod backoff;
 pub mod classify;
 pub mod commands;
-pub mod escalation;
 mod dispatch;
+pub mod escalation;
 pub mod fallback;
 mod followup;
 pub mod gate;

@@ -122,7 +122,8 @@ pub fn fetch(
             } else {
                 None
             },
-            body: next_since.and_then(|since| serde_json::to_string(&FeedCursor { since, rest }).ok()),
+            body: next_since
+                .and_then(|since| serde_json::to_string(&FeedCursor { since, rest }).ok()),
         },
     ));
     let mut permissions: BTreeMap<String, bool> = BTreeMap::new();
@@ -266,7 +267,9 @@ impl CommandFeed {
         if !self.questions.is_empty() {
             let recorded = store.escalations()?;
             for (task, question, id, body) in &self.questions {
-                let known = recorded.iter().find(|e| &e.task_id == task && &e.question == question);
+                let known = recorded
+                    .iter()
+                    .find(|e| &e.task_id == task && &e.question == question);
                 if known.is_some_and(|e| {
                     e.comment_id != Some(*id) || e.posted_body.as_deref() != Some(body.as_str())
                 }) {
@@ -409,7 +412,12 @@ fn command_line(body: &str) -> String {
 /// Posts each owed reply once. Only after a complete read of the feed: then every reply
 /// already posted (by a tick killed before it could record it) has been seen and marked.
 /// A failure is a warning: the reply stays owed for the next tick.
-pub fn post_replies(ctx: &Context, client: &GithubClient, feed: &CommandFeed, owed: &[CommandRecord]) {
+pub fn post_replies(
+    ctx: &Context,
+    client: &GithubClient,
+    feed: &CommandFeed,
+    owed: &[CommandRecord],
+) {
     if !feed.complete {
         return;
     }
@@ -417,10 +425,7 @@ pub fn post_replies(ctx: &Context, client: &GithubClient, feed: &CommandFeed, ow
         let Some(reply) = &command.reply else {
             continue;
         };
-        let body = format!(
-            "{reply}\n\n{}",
-            reply_marker(command.comment_id)
-        );
+        let body = format!("{reply}\n\n{}", reply_marker(command.comment_id));
         let body = ctx.redactor().redact(&body);
         if let Err(e) = client.post_comment(command.thread, &body, ctx.later()) {
             tracing::warn!(

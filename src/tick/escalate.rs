@@ -14,7 +14,11 @@ use crate::model::{BlockReason, TaskId, TaskState, TaskStatus};
 use crate::store::{Escalation, Store, TaskChanges, TaskFilter, Writer};
 
 /// Decides and records this tick's escalation steps; returns report lines.
-pub fn decide(ctx: &Context, store: &mut Store, writer: Writer<'_>) -> Result<Vec<String>, Failure> {
+pub fn decide(
+    ctx: &Context,
+    store: &mut Store,
+    writer: Writer<'_>,
+) -> Result<Vec<String>, Failure> {
     let tasks = store.list_tasks(&TaskFilter {
         status: Some(TaskStatus::Blocked),
         include_terminal: false,
@@ -43,7 +47,11 @@ pub fn decide(ctx: &Context, store: &mut Store, writer: Writer<'_>) -> Result<Ve
     let steps = escalation::escalate(
         &tasks,
         &open,
-        &|t| t.issue_number.or(t.source_pr).or_else(|| prs.get(&t.id).copied()),
+        &|t| {
+            t.issue_number
+                .or(t.source_pr)
+                .or_else(|| prs.get(&t.id).copied())
+        },
         &|id, q| {
             recorded
                 .iter()
@@ -121,14 +129,20 @@ pub fn publish(ctx: &Context, client: &GithubClient, feed_complete: bool, owed: 
     for e in owed {
         let body = redactor.redact(&e.body);
         let result = match e.comment_id {
-            Some(id) => client.edit_comment(id, &body, ctx.later()).and_then(|found| {
-                if found {
-                    Ok(())
-                } else {
-                    client.post_comment(e.thread, &body, ctx.later()).map(|_| ())
-                }
-            }),
-            None if feed_complete => client.post_comment(e.thread, &body, ctx.later()).map(|_| ()),
+            Some(id) => client
+                .edit_comment(id, &body, ctx.later())
+                .and_then(|found| {
+                    if found {
+                        Ok(())
+                    } else {
+                        client
+                            .post_comment(e.thread, &body, ctx.later())
+                            .map(|_| ())
+                    }
+                }),
+            None if feed_complete => client
+                .post_comment(e.thread, &body, ctx.later())
+                .map(|_| ()),
             None => Ok(()),
         };
         if let Err(err) = result {
