@@ -469,3 +469,59 @@ fn the_question_is_edited_in_place_when_the_facts_change() {
         "{calls:?}"
     );
 }
+
+#[test]
+fn ask_mode_holds_an_imported_issue_until_approved() {
+    let s = setup("execution_mode: ask\n");
+    std::fs::write(s.dir.path().join("ok"), "").unwrap();
+    let issue = s
+        .server
+        .add_issue("Add a greeting", "Please.", &["opentiger"], "acme", "OWNER");
+    s.tick(0);
+    assert_eq!(s.state(), "blocked(awaiting_human)", "{}", s.task());
+    assert!(s.server.pulls().is_empty());
+    // The plan is asked about on the issue, once; nothing runs meanwhile.
+    for minute in [5, 10] {
+        s.tick(minute);
+    }
+    let asked: Vec<_> = s
+        .server
+        .comments(issue)
+        .into_iter()
+        .filter(|c| c.body.contains("<!-- opentiger:escalation="))
+        .collect();
+    assert_eq!(asked.len(), 1, "{asked:?}");
+    assert!(
+        asked[0].body.contains("waits for your approval")
+            && asked[0].body.contains("The plan:")
+            && asked[0]
+                .body
+                .contains("**approve (recommended)**: comment `/opentiger approve`"),
+        "{}",
+        asked[0].body
+    );
+    assert!(s.server.pulls().is_empty());
+    // A label lets another issue through at once.
+    s.server.add_issue(
+        "Add a farewell",
+        "Please.",
+        &["opentiger", "opentiger:go"],
+        "acme",
+        "OWNER",
+    );
+    s.server.advance(60);
+    let approve = s.server.add_comment(issue, "/opentiger approve", "acme");
+    s.tick(15);
+    assert_eq!(s.replies(issue, approve).len(), 1);
+    let tasks = s.run("2026-11-21T12:16:00Z", &["status", "--json", "--all"]);
+    let tasks: serde_json::Value = serde_json::from_slice(&tasks.stdout).unwrap();
+    let held = tasks["tasks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|t| t["issue"] == issue)
+        .cloned()
+        .unwrap();
+    assert_ne!(held["block_reason"], "awaiting_human", "approved: {held}");
+    assert!(!s.server.pulls().is_empty(), "an approved or `go` task ran");
+}

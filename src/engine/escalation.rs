@@ -78,11 +78,20 @@ pub fn marker(task: &TaskId, question: Question) -> String {
     format!("<!-- opentiger:escalation={task}:{} -->", question.word())
 }
 
+/// What an approval question says the task will cost: its budget and, from history, what a
+/// finished task spent on average.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct Estimate {
+    pub budget_usd: f64,
+    pub typical_usd: Option<f64>,
+}
+
 /// The steps of this tick. `thread_of` gives a task's thread (its issue, else its PR);
 /// `retried_by_default` says whether `retry_once` was used on this task and question already.
 pub fn escalate(
     tasks: &[Task],
     open: &[Open],
+    estimate: Estimate,
     thread_of: &dyn Fn(&Task) -> Option<u64>,
     retried_by_default: &dyn Fn(&TaskId, Question) -> bool,
     config: &EscalationConfig,
@@ -125,7 +134,7 @@ pub fn escalate(
                 continue;
             }
         }
-        let body = question_text(task, question, default, config.timeout_hours, due);
+        let body = question_text(task, question, default, config.timeout_hours, due, estimate);
         if existing.is_none_or(|e| e.body != body) {
             steps.push(Step::Ask {
                 task_id: task.id.clone(),
@@ -137,6 +146,33 @@ pub fn escalate(
         }
     }
     steps
+}
+
+/// The plan an approval is asked for: where the change may go, how it is checked, and what it
+/// may cost.
+fn plan_lines(task: &Task, estimate: Estimate) -> String {
+    let code = |items: &[String], none: &str| {
+        if items.is_empty() {
+            none.to_string()
+        } else {
+            items
+                .iter()
+                .map(|i| format!("`{}`", i.replace('`', "'")))
+                .collect::<Vec<_>>()
+                .join(", ")
+        }
+    };
+    let typical = estimate
+        .typical_usd
+        .map(|t| format!("; finished tasks here spent ${t:.2} on average"))
+        .unwrap_or_default();
+    format!(
+        "The plan: a `{}` agent changes {}; the runner then checks {} and the repository's `verify.commands`; the judge reviews the PR before it merges. Budget: up to ${:.2} over all attempts{typical}.\n\n",
+        task.role,
+        code(&task.allowed_paths, "any path the policy allows (`policy.allowed_paths`)"),
+        code(&task.commands, "no task-specific command"),
+        estimate.budget_usd,
+    )
 }
 
 /// `retry_once` retries once per question; after that, and for an approval (a retry is no
@@ -180,6 +216,7 @@ pub fn question_text(
     default: EscalationDefault,
     hours: u32,
     due: Timestamp,
+    estimate: Estimate,
 ) -> String {
     // The reason's own "Decide: `opentiger task …`" is for a terminal; the options below are
     // the comment commands.
@@ -231,6 +268,9 @@ pub fn question_text(
         ),
     };
     out.push_str(&format!("**opentiger needs a decision.** {ask}\n\n"));
+    if question == Question::Approval {
+        out.push_str(&plan_lines(task, estimate));
+    }
     for (i, (name, command, tradeoff)) in options.iter().enumerate() {
         let mark = if i == 0 { " (recommended)" } else { "" };
         out.push_str(&format!(

@@ -31,6 +31,10 @@ fn run(tasks: &[Task], open: &[Open], retried: bool, config: &EscalationConfig) 
     escalate(
         tasks,
         open,
+        Estimate {
+            budget_usd: 5.0,
+            typical_usd: Some(1.25),
+        },
         &|t: &Task| t.issue_number,
         &|_: &TaskId, _: Question| retried,
         config,
@@ -105,12 +109,17 @@ fn one_question_per_task_restated_only_when_the_facts_change() {
 #[test]
 fn the_question_leads_with_the_recommended_option_and_says_what_silence_does() {
     let t = stuck("t1");
+    let estimate = Estimate {
+        budget_usd: 5.0,
+        typical_usd: Some(1.25),
+    };
     let body = question_text(
         &t,
         Question::Stuck,
         EscalationDefault::Cancel,
         24,
         at(24 * 60),
+        estimate,
     );
     let retry = body
         .find("**retry (recommended)**")
@@ -127,9 +136,27 @@ fn the_question_leads_with_the_recommended_option_and_says_what_silence_does() {
     ] {
         assert!(body.contains(needle), "{needle} missing:\n{body}");
     }
-    let body = question_text(&t, Question::Approval, EscalationDefault::Wait, 24, at(0));
+    let planned = t.clone().with(|t| {
+        t.allowed_paths = vec!["src/**".into()];
+        t.commands = vec!["cargo test".into()];
+    });
+    let body = question_text(
+        &planned,
+        Question::Approval,
+        EscalationDefault::Wait,
+        24,
+        at(0),
+        estimate,
+    );
     assert!(
         body.contains("**approve (recommended)**: comment `/opentiger approve`"),
+        "{body}"
+    );
+    assert!(
+        body.contains("changes `src/**`; the runner then checks `cargo test`")
+            && body.contains(
+                "up to $5.00 over all attempts; finished tasks here spent $1.25 on average"
+            ),
         "{body}"
     );
     assert!(

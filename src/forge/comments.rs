@@ -77,12 +77,12 @@ impl GithubClient {
         let path = match resume {
             Some(page) => page.to_string(),
             None => {
-                let mut path =
-                    "/issues/comments?sort=updated&direction=asc&per_page=100".to_string();
-                if let Some(since) = since {
-                    path.push_str(&format!("&since={}", encode(&since.to_string())));
-                }
-                self.path(&path)
+                let since = since
+                    .map(|t| format!("&since={}", encode(&t.to_string())))
+                    .unwrap_or_default();
+                self.path(&format!(
+                    "/issues/comments?sort=updated&direction=asc&per_page=100{since}"
+                ))
             }
         };
         let etag = if resume.is_some() { None } else { etag };

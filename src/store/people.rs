@@ -180,6 +180,16 @@ impl Store {
         Ok(rows)
     }
 
+    /// What a finished (done) task spent on average, over the tasks that spent anything.
+    pub fn typical_task_spend(&self) -> Result<Option<f64>, StoreError> {
+        Ok(self.conn.query_row(
+            "SELECT AVG(b.spent_usd) FROM budgets b JOIN tasks t ON t.id = b.key \
+             WHERE b.scope = 'task' AND t.status = 'done' AND b.spent_usd > 0",
+            [],
+            |r| r.get::<_, Option<f64>>(0),
+        )?)
+    }
+
     pub fn repo_pause(&self) -> Result<Option<RepoPause>, StoreError> {
         Ok(self
             .conn

@@ -47,6 +47,10 @@ pub fn decide(
     let steps = escalation::escalate(
         &tasks,
         &open,
+        escalation::Estimate {
+            budget_usd: ctx.config.budget.per_task_usd,
+            typical_usd: store.typical_task_spend()?,
+        },
         &|t| {
             t.issue_number
                 .or(t.source_pr)

@@ -313,6 +313,7 @@ impl Observed {
                     .err()
                     .map(|e| e.problem.to_string())
             },
+            execution_mode: ctx.config.execution_mode,
             now,
         });
         let mut skipped = Vec::new();
