@@ -111,11 +111,16 @@ impl GithubClient {
         })
     }
 
-    /// Posts a new comment on an issue or PR; returns its id.
-    pub fn post_comment(&self, thread: u64, body: &str, now: Timestamp) -> Result<u64, ForgeError> {
+    /// Posts a new comment on an issue or PR; returns who posted it (the token's login).
+    pub fn post_comment(
+        &self,
+        thread: u64,
+        body: &str,
+        now: Timestamp,
+    ) -> Result<String, ForgeError> {
         #[derive(Deserialize)]
         struct Created {
-            id: u64,
+            user: Option<RawUser>,
         }
         let created: Created = self.call(
             Method::POST,
@@ -123,7 +128,7 @@ impl GithubClient {
             Some(&json!({ "body": body })),
             now,
         )?;
-        Ok(created.id)
+        Ok(created.user.map(|u| u.login).unwrap_or_default())
     }
 
     /// Replaces a comment's text. `Ok(false)`: the comment is gone (deleted by a person).

@@ -22,6 +22,8 @@ use crate::time::{Timestamp, DAY, HOUR};
 
 const FEED: &str = "comments:feed";
 const DASHBOARD: &str = "dashboard:issue";
+/// The login opentiger's own comments are posted as.
+const SELF: &str = "self:login";
 /// The hidden marker of a reply to command comment `id`.
 pub fn reply_marker(id: u64) -> String {
     format!("<!-- opentiger:reply={id} -->")
@@ -132,12 +134,14 @@ pub fn fetch(
         .map_err(config_error)?
         .body
         .and_then(|b| b.parse().ok());
+    let me = store.cursor(SELF).map_err(config_error)?.body;
     for comment in comments {
-        if let Some(id) = replied_to(&comment.body) {
+        let ours = me.as_deref() == Some(comment.author.as_str());
+        if let Some(id) = replied_to(&comment.body).filter(|_| ours) {
             feed.replied.push(id);
             continue;
         }
-        if let Some((task, question)) = super::escalate::marked(&comment.body) {
+        if let Some((task, question)) = super::escalate::marked(&comment.body).filter(|_| ours) {
             feed.questions
                 .push((task, question, comment.id, comment.body.clone()));
             continue;
@@ -417,9 +421,10 @@ pub fn post_replies(
     client: &GithubClient,
     feed: &CommandFeed,
     owed: &[CommandRecord],
-) {
+) -> Option<String> {
+    let mut poster = None;
     if !feed.complete {
-        return;
+        return poster;
     }
     for command in owed {
         let Some(reply) = &command.reply else {
@@ -427,12 +432,38 @@ pub fn post_replies(
         };
         let body = format!("{reply}\n\n{}", reply_marker(command.comment_id));
         let body = ctx.redactor().redact(&body);
-        if let Err(e) = client.post_comment(command.thread, &body, ctx.later()) {
-            tracing::warn!(
+        match client.post_comment(command.thread, &body, ctx.later()) {
+            Ok(login) => poster = Some(login),
+            Err(e) => tracing::warn!(
                 "could not reply to the command of comment {} on #{}: {e}",
                 command.comment_id,
                 command.thread
-            );
+            ),
         }
     }
+    poster
+}
+
+/// Remembers who opentiger posts as (the token's login, from a comment it posted): only
+/// markers in that login's comments are believed, so nobody can silence a reply or take over
+/// a question by pasting a marker. Written only when it changed.
+pub fn remember_self(ctx: &Context, login: &str) -> Result<(), Failure> {
+    if login.is_empty() {
+        return Ok(());
+    }
+    let known = ctx.read_store()?.cursor(SELF)?.body;
+    if known.as_deref() == Some(login) {
+        return Ok(());
+    }
+    ctx.write_state("who opentiger posts as", |store| {
+        store.set_cursor(
+            SELF,
+            &Cursor {
+                etag: None,
+                body: Some(login.to_string()),
+            },
+            ctx.now,
+        )?;
+        Ok(())
+    })
 }

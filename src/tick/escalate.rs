@@ -127,28 +127,34 @@ pub fn unpublished(ctx: &Context, store: &Store) -> Result<Vec<Escalation>, Fail
 
 /// Posts or edits each question comment. A new one is posted only after a complete read of
 /// the comment feed (then one posted by a killed tick has been seen and recorded). Failures
-/// are warnings: the question stays unpublished for the next tick.
-pub fn publish(ctx: &Context, client: &GithubClient, feed_complete: bool, owed: &[Escalation]) {
+/// are warnings: the question stays unpublished for the next tick. Returns who posted (the
+/// token's login), when a comment was posted.
+pub fn publish(
+    ctx: &Context,
+    client: &GithubClient,
+    feed_complete: bool,
+    owed: &[Escalation],
+) -> Option<String> {
     let redactor = ctx.redactor();
+    let mut poster = None;
     for e in owed {
         let body = redactor.redact(&e.body);
+        let post = e.comment_id.is_none() && feed_complete;
         let result = match e.comment_id {
             Some(id) => client
                 .edit_comment(id, &body, ctx.later())
-                .and_then(|found| {
-                    if found {
-                        Ok(())
-                    } else {
-                        client
-                            .post_comment(e.thread, &body, ctx.later())
-                            .map(|_| ())
-                    }
-                }),
-            None if feed_complete => client
-                .post_comment(e.thread, &body, ctx.later())
-                .map(|_| ()),
-            None => Ok(()),
-        };
+                .map(|found| !found),
+            None => Ok(post),
+        }
+        .and_then(|post| {
+            if post {
+                client
+                    .post_comment(e.thread, &body, ctx.later())
+                    .map(|login| poster = Some(login))
+            } else {
+                Ok(())
+            }
+        });
         if let Err(err) = result {
             tracing::warn!(
                 "could not publish the question of task {} on #{}: {err}",
@@ -157,6 +163,7 @@ pub fn publish(ctx: &Context, client: &GithubClient, feed_complete: bool, owed: 
             );
         }
     }
+    poster
 }
 
 /// The escalation a comment of ours carries, from its marker: (task, question).

@@ -141,8 +141,11 @@ pub fn tick_with(ctx: &Context, fan_out: bool) -> Result<TickSummary, Failure> {
     })?;
     // Replies to the commands just recorded (and any a failed post left owed).
     if let (Some(client), Some(o)) = (&forge, &observed) {
-        commands::post_replies(ctx, client, &o.commands, &owed_replies.borrow());
-        escalate::publish(ctx, client, o.commands.complete, &owed_questions.borrow());
+        let replied = commands::post_replies(ctx, client, &o.commands, &owed_replies.borrow());
+        let asked = escalate::publish(ctx, client, o.commands.complete, &owed_questions.borrow());
+        if let Some(login) = replied.or(asked) {
+            commands::remember_self(ctx, &login)?;
+        }
     }
     summary.requests = forge.as_ref().map_or(0, |c| c.requests.get());
     summary.decisions = claimed.decisions;
