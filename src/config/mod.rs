@@ -6,8 +6,8 @@
 mod entry;
 mod fallback;
 mod load;
-mod words;
 mod people;
+mod words;
 
 use std::collections::BTreeMap;
 
