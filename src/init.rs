@@ -356,4 +356,32 @@ mod tests {
             );
         }
     }
+
+    /// Issue 17: a comment starts a job (which holds the repository's secrets) only when it is
+    /// a command from the owner, a member or a collaborator.
+    #[test]
+    fn the_workflow_starts_a_job_for_commands_of_trusted_authors_only() {
+        let guard = WORKFLOW
+            .split("(github.event_name == 'issue_comment' &&")
+            .nth(1)
+            .and_then(|rest| rest.split(")) ||").next())
+            .expect("the `if:` has an issue_comment clause");
+        assert!(
+            guard.contains("startsWith(github.event.comment.body, '/opentiger')"),
+            "{guard}"
+        );
+        assert!(
+            guard.contains("github.event.comment.author_association"),
+            "{guard}"
+        );
+        for trusted in ["\"OWNER\"", "\"MEMBER\"", "\"COLLABORATOR\""] {
+            assert!(guard.contains(trusted), "{trusted} missing from {guard}");
+        }
+        for outsider in ["CONTRIBUTOR", "NONE", "FIRST_TIME"] {
+            assert!(
+                !guard.contains(outsider),
+                "{outsider} must not start a job: {guard}"
+            );
+        }
+    }
 }

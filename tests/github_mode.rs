@@ -938,6 +938,14 @@ fn the_dashboard_issue_and_job_summary_follow_the_ticks() {
         "{calls:?}"
     );
     assert!(calls.len() <= 3, "{calls:?}");
+    // Issue 17: the comment feed (for `/opentiger` commands) is one of them; all conditional.
+    assert!(calls.iter().all(|r| r.conditional), "{calls:?}");
+    assert!(
+        calls
+            .iter()
+            .any(|r| r.path_and_query.contains("/issues/comments?")),
+        "{calls:?}"
+    );
 }
 
 /// What the GitHub Action reads off `tick --json`: runs, PRs opened, merges, tasks done.

@@ -899,6 +899,9 @@ fn responses_match_githubs_openapi_description() {
         json!({"body": "edited"}),
     );
     c.get(&format!("{R}/issues/comments/{id}"));
+    c.get(&format!(
+        "{R}/issues/comments?sort=updated&direction=asc&since=2020-01-01T00:00:00Z&per_page=100"
+    ));
     c.post(
         &format!("{R}/issues/{n}/labels"),
         json!({"labels": ["in progress"]}),

@@ -6,6 +6,7 @@
 mod entry;
 mod fallback;
 mod load;
+mod people;
 mod sandbox;
 mod words;
 
@@ -17,6 +18,7 @@ use serde::{Deserialize, Serialize};
 use crate::model::{ExecutionMode, FailureCategory, Mode, Role};
 
 pub use load::{load, load_checked, load_str, schema_json, ConfigError, ConfigSource, ExtraCheck};
+pub use people::{CommandsConfig, EscalationConfig, EscalationDefault};
 pub use sandbox::{FilesystemSandbox, SandboxConfig};
 
 /// The whole configuration file.
@@ -47,6 +49,10 @@ pub struct Config {
     pub report: ReportConfig,
     /// How agents are confined (`filesystem: landlock | none`, `require`).
     pub sandbox: SandboxConfig,
+    /// `/opentiger` comment commands (github mode).
+    pub commands: CommandsConfig,
+    /// Questions to people when a task waits on one.
+    pub escalation: EscalationConfig,
 }
 
 /// What people see besides `status` (DESIGN §9).
@@ -91,6 +97,8 @@ impl Default for Config {
             planner: PlannerConfig::default(),
             report: ReportConfig::default(),
             sandbox: SandboxConfig::default(),
+            commands: CommandsConfig::default(),
+            escalation: EscalationConfig::default(),
         }
     }
 }

@@ -260,12 +260,17 @@ fn over_budget(w: &Working<'_>, task: &Task) -> Option<(Option<Timestamp>, Strin
         ));
     }
     let spent = spend.by_task.get(&task.id).copied().unwrap_or(0.0);
-    if budget.per_task_usd > 0.0 && spent >= budget.per_task_usd {
+    // A budget a person set for this task (`/opentiger budget <usd>`) replaces the default.
+    let (limit, source) = match spend.task_budgets.get(&task.id) {
+        Some(usd) => (*usd, "the budget set for it"),
+        None => (budget.per_task_usd, "its budget.per_task_usd"),
+    };
+    if limit > 0.0 && spent >= limit {
         return Some((
             None,
             format!(
-                "queued: this task spent ${spent:.2} over its attempts, its budget.per_task_usd is ${:.2}: raise the budget to let it run again, or `opentiger task cancel {}`",
-                budget.per_task_usd, task.id
+                "queued: this task spent ${spent:.2} over its attempts, {source} is ${limit:.2}: raise it (`/opentiger budget <usd>` on its issue) to let it run again, or `opentiger task cancel {}`",
+                task.id
             ),
         ));
     }
@@ -309,6 +314,20 @@ fn claim(w: &mut Working<'_>, task: &Task, rule: &'static str) {
         Action::Claim { run_id, expires_at },
         reason,
     );
+}
+
+/// Issue 17: the repository is paused: no queued task is claimed, each says so.
+pub(crate) fn hold_for_pause(w: &mut Working<'_>, by: &str) {
+    for id in w.ids_in(TaskState::QUEUED) {
+        w.wait(
+            &id,
+            None,
+            "dispatch.paused",
+            format!(
+                "queued: the repository is paused by @{by}; `/opentiger resume` on the dashboard issue lets work start again"
+            ),
+        );
+    }
 }
 
 /// `budget.per_tick_usd`: why a claimed run must not start once the tick's runs spent `spent`

@@ -145,6 +145,13 @@ fn budgets_hold_runs_back_and_say_how_to_lift_them() {
             .insert(crate::model::TaskId("a".into()), a);
         snap
     };
+    let with_budget = |mut snap: super::Snapshot, usd: f64| {
+        snap.observations
+            .spend
+            .task_budgets
+            .insert(crate::model::TaskId("a".into()), usd);
+        snap
+    };
     let budgets = |day: f64, task: f64| {
         let mut c = config(2, 2);
         c.budget.per_day_usd = day;
@@ -158,6 +165,8 @@ fn budgets_hold_runs_back_and_say_how_to_lift_them() {
         ("the task is spent", with_spend(6.0, 5.5), budgets(50.0, 5.0), &["b"], "this task spent $5.50 over its attempts, its budget.per_task_usd is $5.00"),
         ("the task budget raised", with_spend(6.0, 5.5), budgets(50.0, 10.0), &["a", "b"], ""),
         ("budgets off", with_spend(500.0, 500.0), budgets(0.0, 0.0), &["a", "b"], ""),
+        ("a budget set for the task replaces the default", with_budget(with_spend(6.0, 5.5), 8.0), budgets(50.0, 5.0), &["a", "b"], ""),
+        ("a lower budget set for the task holds it", with_budget(with_spend(1.0, 2.5), 2.0), budgets(50.0, 5.0), &["b"], "the budget set for it is $2.00: raise it (`/opentiger budget <usd>`"),
     ];
     for (name, snap, config, claims, reason) in cases {
         let plan = plan_with(&snap, &config);
@@ -165,6 +174,32 @@ fn budgets_hold_runs_back_and_say_how_to_lift_them() {
         let all = reasons(&plan, "a").join(" | ");
         assert!(all.contains(reason), "{name}: {all}");
     }
+}
+
+/// Issue 17: a paused repository claims nothing and runs no planner; every queued task says
+/// who paused it and how to resume; recovery and reviews go on.
+#[test]
+fn a_paused_repository_claims_nothing_new() {
+    let mut snap = snapshot(
+        vec![task("a"), task("b"), task("f").status(TaskStatus::Failed)],
+        vec![],
+        vec![],
+    );
+    snap.observations.paused_by = Some("bob".into());
+    let plan = plan_with(&snap, &config(3, 3));
+    assert!(claimed(&plan).is_empty());
+    assert!(!plan.decisions.iter().any(|d| d.rule.starts_with("planner")));
+    for id in ["a", "b"] {
+        let all = reasons(&plan, id).join(" | ");
+        assert!(
+            all.contains("paused by @bob") && all.contains("/opentiger resume"),
+            "{id}: {all}"
+        );
+    }
+    // Recovery still decides for the failed task (it is requeued, not claimed).
+    assert!(!reasons(&plan, "f").is_empty());
+    snap.observations.paused_by = None;
+    assert_eq!(claimed(&plan_with(&snap, &config(3, 3))).len(), 2);
 }
 
 /// Issue 9: an executor parked on a quota is not a task waiting on one: the quota throttle

@@ -60,6 +60,7 @@ struct World {
     tasks: Vec<Task>,
     config: BacklogConfig,
     default_allowed: Vec<String>,
+    mode: crate::model::ExecutionMode,
 }
 
 fn world(issues: Vec<Issue>) -> World {
@@ -69,6 +70,7 @@ fn world(issues: Vec<Issue>) -> World {
         tasks: Vec::new(),
         config: BacklogConfig::default(),
         default_allowed: Vec::new(),
+        mode: crate::model::ExecutionMode::AlwaysExecute,
     }
 }
 
@@ -85,6 +87,7 @@ impl World {
                     .err()
                     .map(|e| e.problem.to_string())
             },
+            execution_mode: self.mode,
             now: NOW,
         })
     }
@@ -612,5 +615,47 @@ fn skip_reasons_read_as_sentences() {
     ];
     for (reason, text) in cases {
         assert_eq!(reason.to_string(), text);
+    }
+}
+
+/// Issue 17 item 4: `execution_mode` holds imported issues for approval (`ask`: all,
+/// `decide`: high risk); the labels `opentiger:ask` and `opentiger:go` decide per issue.
+#[test]
+fn approval_modes_hold_imported_issues() {
+    use crate::model::{BlockReason, ExecutionMode as M};
+    let labelled = |labels: &[&str]| {
+        let mut i = issue(1);
+        i.labels.extend(labels.iter().map(|l| l.to_string()));
+        i
+    };
+    #[rustfmt::skip]
+    let cases: Vec<(&str, M, &[&str], bool)> = vec![
+        ("always-execute runs", M::AlwaysExecute, &[], false),
+        ("ask holds", M::Ask, &[], true),
+        ("ask, but the go label", M::Ask, &["opentiger:go"], false),
+        ("always-execute, but the ask label", M::AlwaysExecute, &["opentiger:ask"], true),
+        ("decide runs low risk", M::Decide, &[], false),
+        ("decide holds high risk", M::Decide, &["security"], true),
+        ("decide, high risk, go label", M::Decide, &["security", "opentiger:go"], false),
+    ];
+    for (name, mode, labels, held) in cases {
+        let mut w = world(vec![labelled(labels)]);
+        w.mode = mode;
+        let created = w.created();
+        assert_eq!(created.len(), 1, "{name}");
+        let task = &created[0];
+        assert_eq!(task.needs_approval, held, "{name}");
+        if held {
+            assert_eq!(
+                task.block_reason,
+                Some(BlockReason::AwaitingHuman),
+                "{name}"
+            );
+            let why = task.status_reason.clone().unwrap_or_default();
+            assert!(why.contains("`/opentiger approve` on #1"), "{name}: {why}");
+            assert!(crate::engine::commands::waits_approval(task), "{name}");
+        } else {
+            assert_eq!(task.status, TaskStatus::Queued, "{name}");
+        }
     }
 }

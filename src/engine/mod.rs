@@ -10,7 +10,9 @@
 
 pub mod backoff;
 pub mod classify;
+pub mod commands;
 mod dispatch;
+pub mod escalation;
 pub mod fallback;
 mod followup;
 pub mod gate;
@@ -55,6 +57,9 @@ pub struct Snapshot {
 pub struct Spend {
     pub today_usd: f64,
     pub by_task: BTreeMap<TaskId, f64>,
+    /// Budgets a person set for single tasks (`/opentiger budget <usd>`), over
+    /// `budget.per_task_usd`.
+    pub task_budgets: BTreeMap<TaskId, f64>,
 }
 
 /// Facts about the outside world, gathered by the shell before planning.
@@ -82,6 +87,9 @@ pub struct Observations {
     /// Queued tasks whose checks cannot run whatever the agent does (a verification command
     /// the runner cannot plan, a path pattern the policy cannot use), with what is wrong.
     pub unrunnable: BTreeMap<TaskId, String>,
+    /// Who paused the repository (`/opentiger pause` on the dashboard): nothing new is claimed
+    /// and no planner runs; what runs finishes and reviews go on.
+    pub paused_by: Option<String>,
 }
 
 /// Where a task's pull request stands.
@@ -362,11 +370,17 @@ pub fn plan(snapshot: &Snapshot, config: &Config, now: Timestamp) -> Plan {
     if gates.start_judge {
         recovery::judge_work(&mut w);
     }
-    if gates.start_planner {
-        planner_gate(&mut w, &inputs);
-    }
-    if gates.start_dispatcher {
-        dispatch::dispatch(&mut w);
+    match &snapshot.observations.paused_by {
+        // Issue 17: a paused repository claims nothing new; queued tasks say who paused it.
+        Some(by) => dispatch::hold_for_pause(&mut w, by),
+        None => {
+            if gates.start_planner {
+                planner_gate(&mut w, &inputs);
+            }
+            if gates.start_dispatcher {
+                dispatch::dispatch(&mut w);
+            }
+        }
     }
     explain_remaining(&mut w, &gates);
     fallback::explain_waits(&mut w);

@@ -614,7 +614,7 @@ impl GithubClient {
 }
 
 /// Percent-encodes a query or path value.
-fn encode(text: &str) -> String {
+pub(crate) fn encode(text: &str) -> String {
     let mut out = String::new();
     for b in text.bytes() {
         match b {

@@ -5,6 +5,7 @@
 //! sends fewer) never breaks parsing (DESIGN §14: slim serde types).
 
 pub mod calls;
+pub mod comments;
 pub mod github;
 
 pub use crate::model::{AuthorAssociation, Checks, Issue, IssueEvent, PullRequest};

@@ -35,6 +35,8 @@ pub struct BoardView {
     pub ignored: Vec<String>,
     /// Agent executors parked on a quota (their fallbacks run meanwhile).
     pub parked: Vec<String>,
+    /// Who paused the repository and how to resume it.
+    pub paused: Option<String>,
 }
 
 /// One task, for people.
@@ -47,6 +49,8 @@ pub struct TaskLine {
     pub next: String,
     pub pr: Option<u64>,
     pub checks: Option<String>,
+    /// The recommended comment command (github mode), e.g. `/opentiger retry <id>`.
+    pub command: Option<String>,
 }
 
 /// Data of `summary.md.hbs`: the tick and the rendered board.
@@ -73,6 +77,7 @@ const FINISHED_SHOWN: usize = 10;
 
 impl BoardView {
     pub fn of(view: &StatusView, mode: &str) -> BoardView {
+        let github = mode == "github";
         let mut board = BoardView {
             now: view.now.to_string(),
             mode: mode.to_string(),
@@ -90,6 +95,7 @@ impl BoardView {
             },
             spend: view.spend.line(),
             parked: view.parked_executors.iter().map(|l| plain(l)).collect(),
+            paused: view.paused.as_deref().map(plain),
             ignored: view
                 .ignored_issues
                 .iter()
@@ -105,7 +111,10 @@ impl BoardView {
         };
         let mut finished: Vec<&TaskStatusView> = Vec::new();
         for task in &view.tasks {
-            let line = TaskLine::of(task);
+            let mut line = TaskLine::of(task);
+            if !github {
+                line.command = None;
+            }
             match (task.status.as_str(), task.block_reason.as_deref()) {
                 ("done" | "cancelled", _) => finished.push(task),
                 ("blocked", Some("awaiting_human" | "paused")) => board.humans.push(line),
@@ -138,6 +147,7 @@ impl TaskLine {
             next: plain(&task.next_action),
             pr: task.pr,
             checks: task.checks.clone(),
+            command: task.command.clone(),
         }
     }
 }
@@ -215,6 +225,7 @@ mod tests {
             next_action: format!("next for {id}"),
             next_attempt_at: None,
             updated_at: Timestamp(0),
+            command: None,
         }
     }
 
@@ -252,6 +263,7 @@ mod tests {
                 per_tick_usd: None,
             },
             parked_executors: vec!["claude-code waits on quota until 12:40".into()],
+            paused: None,
         };
         let board = BoardView::of(&view, "github");
         assert_eq!(board.humans.len(), 1);

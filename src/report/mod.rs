@@ -35,6 +35,8 @@ pub struct TaskStatusView {
     pub next_action: String,
     pub next_attempt_at: Option<Timestamp>,
     pub updated_at: Timestamp,
+    /// The comment command that answers a task waiting on a person (github mode's dashboard).
+    pub command: Option<String>,
 }
 
 #[derive(Clone, Debug, Serialize)]
@@ -70,6 +72,9 @@ pub struct StatusView {
     /// Executors parked on a quota or for their configuration, one line each
     /// (`agents.<role>.fallbacks` run meanwhile).
     pub parked_executors: Vec<String>,
+    /// The repository is paused (`/opentiger pause` on the dashboard): who, since when, how to
+    /// resume.
+    pub paused: Option<String>,
 }
 
 /// The plan's lines about executors parked on a quota or for their configuration (issue 18).
@@ -232,6 +237,7 @@ pub fn task_view(task: &Task, plan: &Plan) -> TaskStatusView {
         next_action: next_action(plan, task),
         next_attempt_at: task.next_attempt_at,
         updated_at: task.updated_at,
+        command: crate::engine::commands::recommended(task),
     }
 }
 
@@ -340,6 +346,9 @@ pub fn status_text(view: &StatusView, verbose: bool) -> String {
         None => {
             let _ = writeln!(out, "Last tick: never");
         }
+    }
+    if let Some(paused) = &view.paused {
+        let _ = writeln!(out, "Paused: {paused}");
     }
     for line in &view.parked_executors {
         let _ = writeln!(out, "Parked: {line}");

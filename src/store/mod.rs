@@ -8,6 +8,7 @@
 mod apply;
 mod executors;
 mod forge;
+mod people;
 mod plans;
 mod record;
 mod rows;
@@ -21,6 +22,7 @@ use rusqlite::{Connection, OpenFlags};
 
 pub use apply::ApplyReport;
 pub use forge::Cursor;
+pub use people::{CommandRecord, Escalation, RepoPause};
 pub use plans::ReviewFeedback;
 pub use record::{Handover, JudgementRow, Recorded, RunRecord, FAN_OUT_PREFIX};
 pub use schema::LATEST as SCHEMA_VERSION;

@@ -3,7 +3,7 @@
 //! A migration is appended, never edited: version N's SQL turns a version N-1 file into version N.
 
 /// Each entry migrates from version `index` to version `index + 1`.
-pub const MIGRATIONS: &[&str] = &[V1, V2, V3, V4, V5, V6, V7];
+pub const MIGRATIONS: &[&str] = &[V1, V2, V3, V4, V5, V6, V7, V8];
 
 pub const LATEST: i64 = MIGRATIONS.len() as i64;
 
@@ -224,4 +224,45 @@ CREATE TABLE executor_waits (
 /// configuration they failed with; such a park holds until it changes, not until a time.
 const V7: &str = r#"
 ALTER TABLE executor_waits ADD COLUMN config TEXT;
+"#;
+
+/// People steering from GitHub (issue 17): each comment command acted on, keyed by its comment
+/// id (exactly once) with the reply owed and when it was posted; per-task budgets set by a
+/// command; the repository's pause; one escalation comment per task and question.
+const V8: &str = r#"
+CREATE TABLE commands (
+    comment_id INTEGER PRIMARY KEY,
+    thread     INTEGER NOT NULL,
+    author     TEXT NOT NULL,
+    line       TEXT NOT NULL,
+    outcome    TEXT NOT NULL,
+    reply      TEXT,
+    replied_at INTEGER,
+    created_at INTEGER NOT NULL
+) STRICT;
+CREATE INDEX commands_unreplied ON commands(replied_at) WHERE replied_at IS NULL;
+CREATE TABLE task_budgets (
+    task_id TEXT PRIMARY KEY,
+    usd     REAL NOT NULL,
+    set_by  TEXT NOT NULL,
+    set_at  INTEGER NOT NULL
+) STRICT;
+CREATE TABLE repo_pause (
+    id        INTEGER PRIMARY KEY CHECK (id = 1),
+    paused_by TEXT NOT NULL,
+    paused_at INTEGER NOT NULL,
+    comment   TEXT
+) STRICT;
+CREATE TABLE escalations (
+    task_id     TEXT NOT NULL,
+    question    TEXT NOT NULL,
+    thread      INTEGER NOT NULL,
+    body        TEXT NOT NULL,
+    comment_id  INTEGER,
+    posted_body TEXT,
+    opened_at   INTEGER NOT NULL,
+    resolved_at INTEGER,
+    defaults    INTEGER NOT NULL DEFAULT 0,
+    PRIMARY KEY (task_id, question)
+) STRICT;
 "#;

@@ -245,7 +245,9 @@ impl Context {
             spend: crate::engine::Spend {
                 today_usd: store.spend_on(&self.now.day())?,
                 by_task: store.spend_of_queued_tasks()?,
+                task_budgets: store.task_budgets()?,
             },
+            paused_by: store.repo_pause()?.map(|p| p.by),
             plan_signature,
             executor_waits: store.executor_waits()?,
             requirement_present,

@@ -12,7 +12,9 @@
 
 mod act;
 mod claim;
+mod commands;
 mod context;
+mod escalate;
 mod lock;
 pub mod observe;
 mod publish;
@@ -115,6 +117,8 @@ pub fn tick_with(ctx: &Context, fan_out: bool) -> Result<TickSummary, Failure> {
 
     // Phase 1: claim. On a state branch this may run again on fresher state if another tick
     // saved first; it only changes state.
+    let owed_replies = std::cell::RefCell::new(Vec::new());
+    let owed_questions = std::cell::RefCell::new(Vec::new());
     let mut claimed = ctx.write_state("claim", |store| {
         let mut lines = match &observed {
             Some(o) => o.apply(
@@ -128,11 +132,29 @@ pub fn tick_with(ctx: &Context, fan_out: bool) -> Result<TickSummary, Failure> {
             )?,
             None => Vec::new(),
         };
+        if observed.is_some() {
+            owed_replies.replace(store.unreplied_commands()?);
+            let writer = Writer {
+                tick_id: Some(&ctx.tick_id),
+                actor: ctx.agent_id.as_str(),
+                now: ctx.now,
+            };
+            lines.extend(escalate::decide(ctx, store, writer)?);
+            owed_questions.replace(escalate::unpublished(ctx, store)?);
+        }
         let mut claimed = claim::claim(ctx, store)?;
         lines.append(&mut claimed.lines);
         claimed.lines = lines;
         Ok(claimed)
     })?;
+    // Replies to the commands just recorded (and any a failed post left owed).
+    if let (Some(client), Some(o)) = (&forge, &observed) {
+        let replied = commands::post_replies(ctx, client, &o.commands, &owed_replies.borrow());
+        let asked = escalate::publish(ctx, client, o.commands.complete, &owed_questions.borrow());
+        if let Some(login) = replied.or(asked) {
+            commands::remember_self(ctx, &login)?;
+        }
+    }
     summary.requests = forge.as_ref().map_or(0, |c| c.requests.get());
     summary.decisions = claimed.decisions;
     summary.lines = std::mem::take(&mut claimed.lines);

@@ -34,6 +34,8 @@ pub struct Observed {
     /// GitHub asked us to wait until then (rate limit): nothing was fetched.
     pub wait_until: Option<Timestamp>,
     pub requests: u32,
+    /// New `/opentiger` commands, and replies seen posted.
+    pub commands: super::commands::CommandFeed,
 }
 
 #[derive(Serialize, Deserialize)]
@@ -140,6 +142,7 @@ fn fetch(
             seen.pulls = value;
         }
     }
+    seen.commands = super::commands::fetch(ctx, client, store, &seen.pulls)?;
     // CI on the heads of open task PRs: asked until it is final for that head.
     let known = store
         .pull_states()
@@ -253,6 +256,7 @@ impl Observed {
                 store.set_pull_state(pr.number, PullState::Open, Some(&pr.head_sha), now)?;
             }
         }
+        lines.extend(self.commands.apply(ctx, store, writer)?);
         for (number, state, sha) in &self.finished {
             store.set_pull_state(*number, *state, sha.as_deref(), now)?;
         }
@@ -309,6 +313,7 @@ impl Observed {
                     .err()
                     .map(|e| e.problem.to_string())
             },
+            execution_mode: ctx.config.execution_mode,
             now,
         });
         let mut skipped = Vec::new();

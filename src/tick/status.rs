@@ -78,5 +78,11 @@ pub fn view(ctx: &Context, store: &Store, all: bool) -> Result<StatusView, Failu
             per_tick_usd: ctx.config.budget.per_tick_usd,
         },
         parked_executors: report::parked_executors(&plan),
+        paused: store.repo_pause()?.map(|p| {
+            format!(
+                "by @{} since {}: nothing new is claimed, what runs finishes. Resume: comment `/opentiger resume` on the dashboard issue",
+                p.by, p.at
+            )
+        }),
     })
 }

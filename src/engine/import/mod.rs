@@ -20,6 +20,7 @@ use serde::Serialize;
 use crate::config::BacklogConfig;
 use crate::model::graph::reachable;
 use crate::model::{short_hash, Lane, Role, Task, TaskId, TaskKind, TaskStatus};
+use crate::model::{BlockReason, ExecutionMode, Risk};
 use crate::model::{Issue, PullRequest};
 use crate::time::Timestamp;
 
@@ -46,6 +47,9 @@ pub struct ImportInput<'a> {
     /// matcher, given by the shell (the engine does not depend on `policy`), so a task is never
     /// created with a pattern its run would then fail on.
     pub pattern_problem: &'a dyn Fn(&str) -> Option<String>,
+    /// `execution_mode`: `ask` holds every imported task for approval, `decide` the high-risk
+    /// ones; the labels `opentiger:ask` / `opentiger:go` decide per issue.
+    pub execution_mode: ExecutionMode,
     pub now: Timestamp,
 }
 
@@ -262,10 +266,20 @@ fn draft(
         accepted
     };
     task.issue_number = Some(n);
-    let reason = format!(
+    let mut reason = format!(
         "new {role} task {} (role {role_source}), priority {}, risk {}",
         task.id, task.priority, task.risk
     );
+    if let Some(why) = needs_approval(input.execution_mode, &issue.labels, task.risk) {
+        task.status = TaskStatus::Blocked;
+        task.block_reason = Some(BlockReason::AwaitingHuman);
+        task.needs_approval = true;
+        task.status_reason = Some(format!(
+            "waits for approval ({why}): `/opentiger approve` on #{n}, or `opentiger task approve {}`",
+            task.id
+        ));
+        reason.push_str(&format!(", held for approval ({why})"));
+    }
     Draft {
         task,
         reason,
@@ -318,6 +332,30 @@ fn finish(
     draft.task.notes = draft.notes.join("\n");
     let (task, reason) = (draft.task, draft.reason);
     ImportDecision::Create { task, reason }
+}
+
+/// The label that holds one issue's task for approval whatever `execution_mode` says.
+pub const ASK_LABEL: &str = "opentiger:ask";
+/// The label that lets one issue's task run without approval whatever `execution_mode` says.
+pub const GO_LABEL: &str = "opentiger:go";
+
+/// DESIGN §9 for issues (issue 17 item 4): why an imported task waits for a person's approval,
+/// or `None` when it may run. A label on the issue wins over the repository's mode.
+pub fn needs_approval(mode: ExecutionMode, labels: &[String], risk: Risk) -> Option<String> {
+    if labels.iter().any(|l| same_word(l, GO_LABEL)) {
+        return None;
+    }
+    if labels.iter().any(|l| same_word(l, ASK_LABEL)) {
+        return Some(format!("label `{ASK_LABEL}`"));
+    }
+    match (mode, risk) {
+        (ExecutionMode::AlwaysExecute, _) => None,
+        (ExecutionMode::Ask, _) => Some("execution_mode: ask".to_string()),
+        (ExecutionMode::Decide, Risk::High) => {
+            Some("execution_mode: decide, risk high".to_string())
+        }
+        (ExecutionMode::Decide, Risk::Low | Risk::Medium) => None,
+    }
 }
 
 fn linked_to(n: u64, tasks: &[Task]) -> Vec<&Task> {

@@ -35,6 +35,32 @@ pub fn list_comments(c: &Ctx<'_>, n: u64) -> Reply {
     c.page(items.map(|x| c.r().comment(x)).collect())
 }
 
+/// Every issue and PR comment of the repository (`sort=created|updated`, `direction`, `since`).
+pub fn list_repo_comments(c: &Ctx<'_>) -> Reply {
+    let since = c.req.param("since").and_then(parse_rfc3339);
+    let mut items: Vec<&super::state::Comment> =
+        c.s.comments
+            .iter()
+            .filter(|x| since.is_none_or(|t| x.updated_at >= t))
+            .collect();
+    let by_update = c.req.param("sort") == Some("updated");
+    items.sort_by_key(|x| {
+        (
+            if by_update {
+                x.updated_at
+            } else {
+                x.created_at
+            },
+            x.id,
+        )
+    });
+    // GitHub's default direction here is ascending (unlike most lists).
+    if c.req.param("direction") == Some("desc") {
+        items.reverse();
+    }
+    c.page(items.into_iter().map(|x| c.r().comment(x)).collect())
+}
+
 pub fn create_comment(c: &mut Ctx<'_>, viewer: &str) -> Result<Reply, Reply> {
     let Some(n) = c.number(2).filter(|n| c.s.issues.contains_key(n)) else {
         return Ok(Reply::not_found());

@@ -269,6 +269,23 @@ impl GithubServer {
         s.add_comment(issue, body, author)
     }
 
+    /// `author` edits their comment (its `updated_at` moves to the server's clock).
+    pub fn edit_comment(&self, id: u64, body: &str) {
+        let mut s = self.state();
+        let now = s.now;
+        let c = s
+            .comments
+            .iter_mut()
+            .find(|c| c.id == id)
+            .unwrap_or_else(|| panic!("no comment {id}"));
+        c.body = body.to_string();
+        c.updated_at = now;
+        let issue = c.issue;
+        if let Some(i) = s.issues.get_mut(&issue) {
+            i.updated_at = now;
+        }
+    }
+
     /// A pull request opened by `author` from `head` into `base`.
     pub fn add_pull(&self, title: &str, body: &str, head: &str, base: &str, author: &str) -> u64 {
         self.state()

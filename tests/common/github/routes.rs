@@ -19,6 +19,7 @@ pub enum Endpoint {
     GetIssue,
     UpdateIssue,
     ListComments,
+    ListRepoComments,
     CreateComment,
     GetComment,
     UpdateComment,
@@ -49,6 +50,11 @@ pub const ROUTES: &[(&str, &str, Endpoint)] = &[
         "POST",
         "/repos/{owner}/{repo}/issues",
         Endpoint::CreateIssue,
+    ),
+    (
+        "GET",
+        "/repos/{owner}/{repo}/issues/comments",
+        Endpoint::ListRepoComments,
     ),
     (
         "GET",
@@ -325,6 +331,7 @@ pub fn dispatch(endpoint: Endpoint, mut c: Ctx<'_>) -> Reply {
         Endpoint::GetIssue => issues::with_issue(&c, |c, n| Reply::json(200, c.r().issue(n))),
         Endpoint::UpdateIssue => issues::update(&mut c, &viewer),
         Endpoint::ListComments => issues::with_issue(&c, issues::list_comments),
+        Endpoint::ListRepoComments => Ok(issues::list_repo_comments(&c)),
         Endpoint::CreateComment => issues::create_comment(&mut c, &viewer),
         Endpoint::GetComment | Endpoint::UpdateComment => issues::comment(&mut c, endpoint),
         Endpoint::ListIssueLabels => issues::with_issue(&c, issues::labels),

@@ -1,0 +1,615 @@
+//! Comment commands (DESIGN §9, issue 17): what a person's `/opentiger …` comment on a task's
+//! issue, its PR or the dashboard issue asks for, and what the tick does about it.
+//!
+//! Two pure steps: [`parse`] reads a comment's text (a command is a line of its own that
+//! starts with `/opentiger`; quoted lines and code are not commands), and [`decide`] turns one
+//! command, who asked and the tasks it may name into state changes ([`Effect`]) and the one
+//! reply that says what happened. Reading comments, checking permission, applying the effects
+//! and posting the reply are the tick's (`tick/commands.rs`). Not for: GitHub's wire shapes.
+
+use std::collections::BTreeMap;
+
+use crate::model::{BlockReason, Task, TaskId, TaskState, TaskStatus};
+
+/// The word that starts every command.
+pub const PREFIX: &str = "/opentiger";
+
+/// What a command asks for.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Verb {
+    Approve,
+    /// `approve all` (dashboard only): every task waiting for approval.
+    ApproveAll,
+    Retry,
+    Cancel,
+    /// A task (on its issue, or naming it) or, on the dashboard without a task, the repository.
+    Pause,
+    Resume,
+    /// Raise the task's budget to this many USD (over all its attempts).
+    Budget(f64),
+    Status,
+    Help,
+}
+
+/// One command: the verb and the task it names, if any.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Command {
+    pub verb: Verb,
+    pub task: Option<String>,
+}
+
+/// A comment's command line, read.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Parsed {
+    Command(Command),
+    /// It starts with `/opentiger` but is not a command we know, or its argument is wrong.
+    Malformed {
+        line: String,
+        why: String,
+    },
+}
+
+/// The first command of a comment (one command per comment: the comment id keys it), or `None`
+/// when the comment holds no command line. Lines inside fenced or indented code blocks, and
+/// quoted lines (`>`), are never commands: they show or cite a command, they do not give it.
+pub fn parse(body: &str) -> Option<Parsed> {
+    let mut fence: Option<&str> = None;
+    for raw in body.lines() {
+        let indent = raw.len() - raw.trim_start_matches(' ').len();
+        let line = raw.trim();
+        if let Some(open) = fence {
+            if line.starts_with(open) {
+                fence = None;
+            }
+            continue;
+        }
+        if line.starts_with("```") {
+            fence = Some("```");
+            continue;
+        }
+        if line.starts_with("~~~") {
+            fence = Some("~~~");
+            continue;
+        }
+        // Indented code (4 spaces or a tab), and quotes, at any depth.
+        if indent >= 4 || raw.starts_with('\t') || line.starts_with('>') {
+            continue;
+        }
+        let Some(rest) = line.strip_prefix(PREFIX) else {
+            continue;
+        };
+        if !(rest.is_empty() || rest.starts_with(char::is_whitespace)) {
+            continue; // `/opentigers`, `/opentiger-bot`: another word
+        }
+        return Some(parse_words(line, rest.split_whitespace().collect()));
+    }
+    None
+}
+
+/// The largest budget a comment may set, in USD: a typo (`budget 50000`) or an overflow
+/// (`1e308`) must not lift the limit that protects the account.
+pub const MAX_BUDGET_USD: f64 = 1000.0;
+
+fn parse_words(line: &str, words: Vec<&str>) -> Parsed {
+    let malformed = |why: &str| Parsed::Malformed {
+        line: line.to_string(),
+        why: why.to_string(),
+    };
+    let Some((first, args)) = words.split_first() else {
+        return Parsed::Command(Command {
+            verb: Verb::Help,
+            task: None,
+        });
+    };
+    let verb = first.to_ascii_lowercase();
+    let (verb, args) = match verb.as_str() {
+        "approve" if args.first().is_some_and(|a| a.eq_ignore_ascii_case("all")) => {
+            (Verb::ApproveAll, &args[1..])
+        }
+        "approve" => (Verb::Approve, args),
+        "retry" => (Verb::Retry, args),
+        "cancel" => (Verb::Cancel, args),
+        "pause" => (Verb::Pause, args),
+        "resume" => (Verb::Resume, args),
+        "status" => (Verb::Status, args),
+        "help" => (Verb::Help, args),
+        "budget" => {
+            let Some(amount) = args.first() else {
+                return malformed("`budget` needs an amount in USD, e.g. `/opentiger budget 10`");
+            };
+            match budget_amount(amount) {
+                Ok(usd) => (Verb::Budget(usd), &args[1..]),
+                Err(why) => return malformed(&why),
+            }
+        }
+        _ => return malformed(&format!("`{first}` is not a command")),
+    };
+    let task = match args {
+        [] => None,
+        [id] if valid_task_word(id) => Some(id.trim_start_matches('#').to_string()),
+        [id] => return malformed(&format!("`{id}` is not a task id")),
+        [_, extra, ..] => return malformed(&format!("unexpected `{extra}`")),
+    };
+    if verb == Verb::Help && task.is_some() {
+        return malformed("`help` takes no task");
+    }
+    Parsed::Command(Command { verb, task })
+}
+
+fn valid_task_word(word: &str) -> bool {
+    let id = word.trim_start_matches('#');
+    !id.is_empty()
+        && id.len() <= 64
+        && id
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_')
+}
+
+/// A budget: a plain positive decimal number of USD (`10`, `$7.50`), at most [`MAX_BUDGET_USD`].
+fn budget_amount(word: &str) -> Result<f64, String> {
+    let digits = word.strip_prefix('$').unwrap_or(word);
+    let plain = !digits.is_empty()
+        && digits.chars().all(|c| c.is_ascii_digit() || c == '.')
+        && digits.chars().filter(|c| *c == '.').count() <= 1
+        && digits.chars().any(|c| c.is_ascii_digit());
+    let usd = if plain {
+        digits.parse::<f64>().ok()
+    } else {
+        None
+    };
+    match usd {
+        Some(usd) if usd.is_finite() && usd > 0.0 && usd <= MAX_BUDGET_USD => Ok(usd),
+        Some(usd) if usd > MAX_BUDGET_USD => Err(format!(
+            "a budget above ${MAX_BUDGET_USD:.0} is refused from a comment; raise `budget.per_task_usd` in .opentiger.yml instead"
+        )),
+        _ => Err(format!(
+            "`{word}` is not an amount: give a positive number of USD, e.g. `/opentiger budget 10`"
+        )),
+    }
+}
+
+/// Where the command was posted.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Place {
+    /// The dashboard issue: task commands must name their task; `pause`/`resume` without one
+    /// act on the repository.
+    Dashboard,
+    /// An issue or PR; `tasks` are the tasks that belong to it (its issue's tasks, the PR's).
+    Thread { number: u64, tasks: Vec<TaskId> },
+}
+
+/// Everything [`decide`] reads besides the command.
+pub struct Request<'a> {
+    pub author: &'a str,
+    /// Write permission (or a trusted association, `commands.trusted_associations`).
+    pub allowed: bool,
+    /// This author was already told, on this thread, that they may not command.
+    pub refused_before: bool,
+    pub place: Place,
+    /// The tasks a command may name (all tasks of the state), by id.
+    pub tasks: &'a BTreeMap<TaskId, Task>,
+    /// The repository is paused (and by whom).
+    pub repo_paused_by: Option<&'a str>,
+    /// Spend so far per task and the budget each has now (USD), for `budget` and `status`.
+    pub spent: &'a BTreeMap<TaskId, f64>,
+    pub budgets: &'a BTreeMap<TaskId, f64>,
+    pub default_budget: f64,
+}
+
+/// A change to the state that a command makes.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Effect {
+    Move {
+        task: TaskId,
+        to: TaskState,
+        /// A person's retry starts the per-category budgets afresh.
+        reset_attempts: bool,
+        /// Approval given (or no longer needed).
+        approved: bool,
+        reason: String,
+    },
+    SetBudget {
+        task: TaskId,
+        usd: f64,
+    },
+    PauseRepo,
+    ResumeRepo,
+}
+
+/// How a command ended, for the record.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Outcome {
+    Done,
+    /// A command we understood but that does not apply (wrong state, wrong thread).
+    Refused,
+    /// The author may not command.
+    NotAllowed,
+    /// Not a command we know: the help text was the answer.
+    Help,
+}
+
+impl Outcome {
+    pub fn word(self) -> &'static str {
+        match self {
+            Outcome::Done => "done",
+            Outcome::Refused => "refused",
+            Outcome::NotAllowed => "not_allowed",
+            Outcome::Help => "help",
+        }
+    }
+}
+
+/// What the tick does about one command: effects (applied in the claim phase, with the
+/// comment id recorded in the same write) and one reply (`None`: say nothing, e.g. to an
+/// outsider already answered on this thread).
+#[derive(Clone, Debug, PartialEq)]
+pub struct Decision {
+    pub outcome: Outcome,
+    pub effects: Vec<Effect>,
+    pub reply: Option<String>,
+}
+
+/// The commands, for people (every reply to a malformed command ends with it).
+pub fn help_text() -> String {
+    [
+        "Commands (a line of their own, from someone with write access):",
+        "",
+        "| command | what it does |",
+        "|---|---|",
+        "| `/opentiger approve` | start a task that waits for approval |",
+        "| `/opentiger retry` | send a failed, cancelled or blocked task back to the queue (attempt budgets start afresh) |",
+        "| `/opentiger cancel` | cancel a task that is not running |",
+        "| `/opentiger pause` / `resume` | hold a task, or let it go again |",
+        "| `/opentiger budget <usd>` | set this task's budget over all its attempts (at most $1000) |",
+        "| `/opentiger status` | say where the task stands |",
+        "| `/opentiger help` | this list |",
+        "",
+        "On the dashboard issue, name the task (`/opentiger retry <task-id>`); there `pause` and `resume` without a task hold the whole repository, and `approve all` starts every task that waits for approval.",
+    ]
+    .join("\n")
+}
+
+/// Decides one command. Pure: the same inputs give the same effects and the same reply.
+pub fn decide(parsed: &Parsed, req: &Request<'_>) -> Decision {
+    if !req.allowed {
+        return Decision {
+            outcome: Outcome::NotAllowed,
+            effects: Vec::new(),
+            reply: (!req.refused_before).then(|| {
+                format!(
+                    "Thanks @{}, but only people with write access to this repository can give opentiger commands, so nothing was changed. A maintainer can post the command if they agree.",
+                    req.author
+                )
+            }),
+        };
+    }
+    let command = match parsed {
+        Parsed::Malformed { line, why } => {
+            return Decision {
+                outcome: Outcome::Help,
+                effects: Vec::new(),
+                reply: Some(format!(
+                    "@{}: `{}` was not understood ({why}); nothing was changed.\n\n{}",
+                    req.author,
+                    line.replace('`', "'"),
+                    help_text()
+                )),
+            }
+        }
+        Parsed::Command(c) => c,
+    };
+    let done = |effects: Vec<Effect>, reply: String| Decision {
+        outcome: Outcome::Done,
+        effects,
+        reply: Some(reply),
+    };
+    let refuse = |reply: String| Decision {
+        outcome: Outcome::Refused,
+        effects: Vec::new(),
+        reply: Some(format!("{reply}; nothing was changed.")),
+    };
+    let on_dashboard = req.place == Place::Dashboard;
+    match (&command.verb, &command.task) {
+        (Verb::Help, _) => {
+            return Decision {
+                outcome: Outcome::Done,
+                effects: Vec::new(),
+                reply: Some(help_text()),
+            }
+        }
+        (Verb::ApproveAll, _) if !on_dashboard => {
+            return refuse("`approve all` works on the dashboard issue only".to_string())
+        }
+        (Verb::ApproveAll, Some(_)) => {
+            return refuse("`approve all` takes no task".to_string())
+        }
+        (Verb::ApproveAll, None) => {
+            let waiting: Vec<&Task> = req.tasks.values().filter(|t| waits_approval(t)).collect();
+            if waiting.is_empty() {
+                return refuse("No task waits for approval".to_string());
+            }
+            let effects = waiting
+                .iter()
+                .map(|t| approve_effect(t, req.author))
+                .collect();
+            let ids: Vec<String> = waiting.iter().map(|t| format!("`{}`", t.id)).collect();
+            return done(
+                effects,
+                format!(
+                    "Approved by @{}: {} queued ({}).",
+                    req.author,
+                    waiting.len(),
+                    ids.join(", ")
+                ),
+            );
+        }
+        (Verb::Pause, None) if on_dashboard => {
+            return match req.repo_paused_by {
+                Some(by) => refuse(format!("The repository is already paused (by @{by})")),
+                None => done(
+                    vec![Effect::PauseRepo],
+                    format!(
+                        "Paused by @{}: opentiger claims no new work in this repository; runs under way finish. Resume with `/opentiger resume` here.",
+                        req.author
+                    ),
+                ),
+            }
+        }
+        (Verb::Resume, None) if on_dashboard => {
+            return match req.repo_paused_by {
+                None => refuse("The repository is not paused".to_string()),
+                Some(_) => done(
+                    vec![Effect::ResumeRepo],
+                    format!(
+                        "Resumed by @{}: opentiger claims work again from the next tick.",
+                        req.author
+                    ),
+                ),
+            }
+        }
+        _ => {}
+    }
+    let task = match pick_task(command, req) {
+        Ok(task) => task,
+        Err(why) => return refuse(why),
+    };
+    let id = &task.id;
+    let state = task.state();
+    let by = format!("by @{}", req.author);
+    match &command.verb {
+        Verb::Retry => {
+            if !retry_allowed(task) {
+                return refuse(format!(
+                    "Task `{id}` is {state}: only failed, cancelled or blocked tasks can be retried"
+                ));
+            }
+            done(
+                vec![Effect::Move {
+                    task: id.clone(),
+                    to: TaskState::QUEUED,
+                    reset_attempts: true,
+                    approved: true,
+                    reason: format!("retried {by}"),
+                }],
+                format!("Retried {by}: task `{id}` {state} → queued; its attempt budgets start afresh."),
+            )
+        }
+        Verb::Cancel => match cancel_refusal(task) {
+            Some(why) => refuse(why),
+            None => done(
+                vec![Effect::Move {
+                    task: id.clone(),
+                    to: TaskState::CANCELLED,
+                    reset_attempts: false,
+                    approved: false,
+                    reason: format!("cancelled {by}"),
+                }],
+                format!("Cancelled {by}: task `{id}` {state} → cancelled. `/opentiger retry` brings it back."),
+            ),
+        },
+        Verb::Approve => {
+            if !waits_approval(task) {
+                return refuse(format!("Task `{id}` does not wait for approval (it is {state})"));
+            }
+            done(
+                vec![approve_effect(task, req.author)],
+                format!("Approved {by}: task `{id}` is queued."),
+            )
+        }
+        Verb::Pause => match task.status {
+            TaskStatus::Queued | TaskStatus::Failed => done(
+                vec![pause_effect(id, &by)],
+                format!("Paused {by}: task `{id}` {state} → blocked(paused). `/opentiger resume` lets it go again."),
+            ),
+            TaskStatus::Blocked if task.block_reason != Some(BlockReason::Paused) => done(
+                vec![pause_effect(id, &by)],
+                format!("Paused {by}: task `{id}` {state} → blocked(paused). `/opentiger resume` queues it again."),
+            ),
+            TaskStatus::Blocked => refuse(format!("Task `{id}` is already paused")),
+            TaskStatus::Running => refuse(format!(
+                "Task `{id}` is running: pause it when its run has ended, or `/opentiger cancel` it"
+            )),
+            TaskStatus::Done | TaskStatus::Cancelled => refuse(format!("Task `{id}` is {state}")),
+        },
+        Verb::Resume => {
+            if state != TaskState::blocked(BlockReason::Paused) {
+                return refuse(format!("Task `{id}` is not paused (it is {state})"));
+            }
+            done(
+                vec![Effect::Move {
+                    task: id.clone(),
+                    to: TaskState::QUEUED,
+                    reset_attempts: false,
+                    approved: false,
+                    reason: format!("resumed {by}"),
+                }],
+                format!("Resumed {by}: task `{id}` is queued."),
+            )
+        }
+        Verb::Budget(usd) => {
+            if task.status.is_terminal() {
+                return refuse(format!("Task `{id}` is {state}"));
+            }
+            let spent = req.spent.get(id).copied().unwrap_or(0.0);
+            let before = req.budgets.get(id).copied().unwrap_or(req.default_budget);
+            let mut reply = format!(
+                "Budget set {by}: task `{id}` may spend ${usd:.2} over all its attempts (was ${before:.2}; spent ${spent:.2})."
+            );
+            if *usd <= spent {
+                reply.push_str(" That is no more than it spent already, so it starts no new run.");
+            }
+            done(
+                vec![Effect::SetBudget {
+                    task: id.clone(),
+                    usd: *usd,
+                }],
+                reply,
+            )
+        }
+        Verb::Status => {
+            let spent = req.spent.get(id).copied().unwrap_or(0.0);
+            let budget = req.budgets.get(id).copied().unwrap_or(req.default_budget);
+            let why = task.status_reason.as_deref().unwrap_or("no reason recorded");
+            Decision {
+                outcome: Outcome::Done,
+                effects: Vec::new(),
+                reply: Some(format!(
+                    "Task `{id}` ({}) is {state}: {why}. Spent ${spent:.2} of ${budget:.2}.{}",
+                    task.title,
+                    req.repo_paused_by
+                        .map(|b| format!(" The repository is paused (by @{b})."))
+                        .unwrap_or_default()
+                )),
+            }
+        }
+        // Both are answered before a task is picked; the help text is the safe answer anyway.
+        Verb::Help | Verb::ApproveAll => Decision {
+            outcome: Outcome::Help,
+            effects: Vec::new(),
+            reply: Some(help_text()),
+        },
+    }
+}
+
+fn pause_effect(id: &TaskId, by: &str) -> Effect {
+    Effect::Move {
+        task: id.clone(),
+        to: TaskState::blocked(BlockReason::Paused),
+        reset_attempts: false,
+        approved: false,
+        reason: format!("paused {by}"),
+    }
+}
+
+fn approve_effect(task: &Task, author: &str) -> Effect {
+    Effect::Move {
+        task: task.id.clone(),
+        to: TaskState::QUEUED,
+        reset_attempts: false,
+        approved: true,
+        reason: format!("approved by @{author}"),
+    }
+}
+
+/// The task a command acts on: the one it names (which must belong to this thread, unless on
+/// the dashboard), else the thread's own task (the newest still active, else the newest).
+fn pick_task<'a>(command: &Command, req: &Request<'a>) -> Result<&'a Task, String> {
+    match (&command.task, &req.place) {
+        (Some(word), place) => {
+            let task = find_task(req.tasks, word)?;
+            match place {
+                Place::Dashboard => Ok(task),
+                Place::Thread { tasks, .. } if tasks.contains(&task.id) => Ok(task),
+                Place::Thread { number, .. } => Err(format!(
+                    "Task `{}` does not belong to #{number}: command it on its own issue, or on the dashboard issue",
+                    task.id
+                )),
+            }
+        }
+        (None, Place::Dashboard) => Err(
+            "On the dashboard issue, name the task: `/opentiger <command> <task-id>`".to_string(),
+        ),
+        (None, Place::Thread { number, tasks }) => {
+            let mut own: Vec<&Task> = tasks.iter().filter_map(|t| req.tasks.get(t)).collect();
+            own.sort_by_key(|t| (!t.status.is_terminal(), t.updated_at, t.id.clone()));
+            own.last()
+                .copied()
+                .ok_or_else(|| format!("#{number} has no opentiger task"))
+        }
+    }
+}
+
+fn find_task<'a>(tasks: &'a BTreeMap<TaskId, Task>, word: &str) -> Result<&'a Task, String> {
+    if let Some(task) = tasks.get(&TaskId(word.to_string())) {
+        return Ok(task);
+    }
+    let matching: Vec<&Task> = tasks
+        .values()
+        .filter(|t| t.id.as_str().starts_with(word))
+        .collect();
+    match matching.as_slice() {
+        [one] if word.len() >= 4 => Ok(one),
+        [] | [_] => Err(format!("No task `{word}`")),
+        _ => Err(format!(
+            "`{word}` names more than one task: give more of its id"
+        )),
+    }
+}
+
+/// The comment command a person would most likely post for a task that waits on them (for
+/// the dashboard, where commands name their task), or `None` when it waits on nobody.
+pub fn recommended(task: &Task) -> Option<String> {
+    match task.state() {
+        s if s == TaskState::blocked(BlockReason::AwaitingHuman) && task.needs_approval => {
+            Some(format!("{PREFIX} approve {}", task.id))
+        }
+        s if s == TaskState::blocked(BlockReason::AwaitingHuman) => {
+            Some(format!("{PREFIX} retry {}", task.id))
+        }
+        s if s == TaskState::blocked(BlockReason::Paused) => {
+            Some(format!("{PREFIX} resume {}", task.id))
+        }
+        _ => None,
+    }
+}
+
+/// A task waiting for a person's approval (`execution_mode: ask`).
+pub fn waits_approval(task: &Task) -> bool {
+    task.needs_approval && task.state() == TaskState::blocked(BlockReason::AwaitingHuman)
+}
+
+/// A person may send a task back to the queue when it failed, was cancelled, or waits on a
+/// person, a quota or its rework (shared with `opentiger task retry`).
+pub fn retry_allowed(task: &Task) -> bool {
+    match task.status {
+        TaskStatus::Failed | TaskStatus::Cancelled => true,
+        TaskStatus::Blocked => matches!(
+            task.block_reason,
+            Some(
+                BlockReason::AwaitingHuman
+                    | BlockReason::Paused
+                    | BlockReason::QuotaWait
+                    | BlockReason::NeedsRework
+            )
+        ),
+        TaskStatus::Queued | TaskStatus::Running | TaskStatus::Done => false,
+    }
+}
+
+/// Why a task cannot be cancelled, if it cannot.
+pub fn cancel_refusal(task: &Task) -> Option<String> {
+    match task.status {
+        TaskStatus::Done | TaskStatus::Cancelled => {
+            Some(format!("Task `{}` is already {}", task.id, task.status))
+        }
+        TaskStatus::Running => Some(format!(
+            "Task `{}` is running: cancel it after its run ends",
+            task.id
+        )),
+        TaskStatus::Queued | TaskStatus::Failed | TaskStatus::Blocked => None,
+    }
+}
+
+#[cfg(test)]
+#[path = "commands_tests.rs"]
+mod tests;

@@ -1,0 +1,451 @@
+use std::collections::BTreeMap;
+
+use super::*;
+use crate::engine::testkit::task;
+
+fn cmd(verb: Verb, task: Option<&str>) -> Option<Parsed> {
+    Some(Parsed::Command(Command {
+        verb,
+        task: task.map(String::from),
+    }))
+}
+
+fn malformed(body: &str) -> bool {
+    matches!(parse(body), Some(Parsed::Malformed { .. }))
+}
+
+#[test]
+fn a_command_is_a_line_of_its_own_outside_quotes_and_code() {
+    let cases: &[(&str, Option<Parsed>)] = &[
+        ("/opentiger retry", cmd(Verb::Retry, None)),
+        ("  /opentiger   Retry  ", cmd(Verb::Retry, None)),
+        (
+            "Looks good.\n/opentiger approve\nthanks",
+            cmd(Verb::Approve, None),
+        ),
+        ("/opentiger approve all", cmd(Verb::ApproveAll, None)),
+        (
+            "/opentiger cancel 0123abcd4567",
+            cmd(Verb::Cancel, Some("0123abcd4567")),
+        ),
+        ("/opentiger pause", cmd(Verb::Pause, None)),
+        (
+            "/opentiger resume #abc123",
+            cmd(Verb::Resume, Some("abc123")),
+        ),
+        ("/opentiger budget 10", cmd(Verb::Budget(10.0), None)),
+        (
+            "/opentiger budget $7.50 t1",
+            cmd(Verb::Budget(7.5), Some("t1")),
+        ),
+        ("/opentiger status", cmd(Verb::Status, None)),
+        ("/opentiger", cmd(Verb::Help, None)),
+        ("/opentiger help", cmd(Verb::Help, None)),
+        // The first command counts (the comment id keys one command).
+        (
+            "/opentiger retry\n/opentiger cancel",
+            cmd(Verb::Retry, None),
+        ),
+        // Not commands: quoted, fenced, indented, inline, another word.
+        ("> /opentiger retry", None),
+        ("> > /opentiger cancel", None),
+        ("```\n/opentiger cancel\n```", None),
+        ("~~~text\n/opentiger cancel\n~~~", None),
+        ("```\n```\n/opentiger retry", cmd(Verb::Retry, None)),
+        ("    /opentiger cancel", None),
+        ("\t/opentiger cancel", None),
+        ("try `/opentiger retry` later", None),
+        ("please /opentiger retry", None),
+        ("/opentigers retry", None),
+        ("/opentiger-bot retry", None),
+        ("", None),
+    ];
+    for (body, expected) in cases {
+        assert_eq!(&parse(body), expected, "{body:?}");
+    }
+}
+
+#[test]
+fn malformed_commands_and_budgets_out_of_range_are_refused() {
+    for body in [
+        "/opentiger frobnicate",
+        "/opentiger budget",
+        "/opentiger budget -5",
+        "/opentiger budget 0",
+        "/opentiger budget 1e308",
+        "/opentiger budget 1001",
+        "/opentiger budget NaN",
+        "/opentiger budget inf",
+        "/opentiger budget 1.2.3",
+        "/opentiger budget 5usd",
+        "/opentiger retry a b",
+        "/opentiger retry ../etc",
+        "/opentiger help me",
+    ] {
+        assert!(
+            malformed(body),
+            "{body:?} should be malformed: {:?}",
+            parse(body)
+        );
+    }
+    match parse("/opentiger budget 1e308") {
+        Some(Parsed::Malformed { why, .. }) => assert!(why.contains("not an amount"), "{why}"),
+        other => panic!("{other:?}"),
+    }
+    match parse("/opentiger budget 5000") {
+        Some(Parsed::Malformed { why, .. }) => assert!(why.contains("above $1000"), "{why}"),
+        other => panic!("{other:?}"),
+    }
+}
+
+struct World {
+    tasks: BTreeMap<TaskId, Task>,
+    spent: BTreeMap<TaskId, f64>,
+    budgets: BTreeMap<TaskId, f64>,
+}
+
+fn world(tasks: Vec<Task>) -> World {
+    World {
+        tasks: tasks.into_iter().map(|t| (t.id.clone(), t)).collect(),
+        spent: BTreeMap::new(),
+        budgets: BTreeMap::new(),
+    }
+}
+
+fn with(id: &str, state: TaskState, issue: Option<u64>) -> Task {
+    let mut t = task(id);
+    t.status = state.status;
+    t.block_reason = state.reason;
+    t.issue_number = issue;
+    t
+}
+
+fn on(number: u64, tasks: &[&str]) -> Place {
+    Place::Thread {
+        number,
+        tasks: tasks.iter().map(|t| TaskId(t.to_string())).collect(),
+    }
+}
+
+fn run(w: &World, body: &str, place: Place, allowed: bool, paused: Option<&str>) -> Decision {
+    let parsed = parse(body).expect("a command");
+    decide(
+        &parsed,
+        &Request {
+            author: "alice",
+            allowed,
+            refused_before: false,
+            place,
+            tasks: &w.tasks,
+            repo_paused_by: paused,
+            spent: &w.spent,
+            budgets: &w.budgets,
+            default_budget: 5.0,
+        },
+    )
+}
+
+fn moved_to(d: &Decision) -> Vec<(String, TaskState)> {
+    d.effects
+        .iter()
+        .filter_map(|e| match e {
+            Effect::Move { task, to, .. } => Some((task.0.clone(), *to)),
+            _ => None,
+        })
+        .collect()
+}
+
+#[test]
+fn task_commands_move_the_thread_s_task_when_its_state_allows() {
+    let human = TaskState::blocked(BlockReason::AwaitingHuman);
+    let paused = TaskState::blocked(BlockReason::Paused);
+    let mut approval = with("t2", human, Some(8));
+    approval.needs_approval = true;
+    let cases: Vec<(&str, TaskState, bool, Outcome, Option<TaskState>)> = vec![
+        (
+            "/opentiger retry",
+            human,
+            false,
+            Outcome::Done,
+            Some(TaskState::QUEUED),
+        ),
+        (
+            "/opentiger retry",
+            TaskState::FAILED,
+            false,
+            Outcome::Done,
+            Some(TaskState::QUEUED),
+        ),
+        (
+            "/opentiger retry",
+            TaskState::RUNNING,
+            false,
+            Outcome::Refused,
+            None,
+        ),
+        (
+            "/opentiger retry",
+            TaskState::DONE,
+            false,
+            Outcome::Refused,
+            None,
+        ),
+        (
+            "/opentiger cancel",
+            TaskState::QUEUED,
+            false,
+            Outcome::Done,
+            Some(TaskState::CANCELLED),
+        ),
+        (
+            "/opentiger cancel",
+            TaskState::RUNNING,
+            false,
+            Outcome::Refused,
+            None,
+        ),
+        (
+            "/opentiger cancel",
+            TaskState::CANCELLED,
+            false,
+            Outcome::Refused,
+            None,
+        ),
+        (
+            "/opentiger approve",
+            human,
+            true,
+            Outcome::Done,
+            Some(TaskState::QUEUED),
+        ),
+        ("/opentiger approve", human, false, Outcome::Refused, None),
+        (
+            "/opentiger pause",
+            TaskState::QUEUED,
+            false,
+            Outcome::Done,
+            Some(paused),
+        ),
+        (
+            "/opentiger pause",
+            human,
+            false,
+            Outcome::Done,
+            Some(paused),
+        ),
+        ("/opentiger pause", paused, false, Outcome::Refused, None),
+        (
+            "/opentiger pause",
+            TaskState::RUNNING,
+            false,
+            Outcome::Refused,
+            None,
+        ),
+        (
+            "/opentiger resume",
+            paused,
+            false,
+            Outcome::Done,
+            Some(TaskState::QUEUED),
+        ),
+        (
+            "/opentiger resume",
+            TaskState::QUEUED,
+            false,
+            Outcome::Refused,
+            None,
+        ),
+        ("/opentiger status", human, false, Outcome::Done, None),
+        ("/opentiger help", human, false, Outcome::Done, None),
+    ];
+    for (body, state, needs_approval, outcome, to) in cases {
+        let mut t = with("t1", state, Some(7));
+        t.needs_approval = needs_approval;
+        let w = world(vec![t]);
+        let d = run(&w, body, on(7, &["t1"]), true, None);
+        assert_eq!(d.outcome, outcome, "{body} on {state}: {d:?}");
+        assert_eq!(
+            moved_to(&d),
+            to.map(|s| vec![("t1".to_string(), s)]).unwrap_or_default(),
+            "{body} on {state}"
+        );
+        let reply = d.reply.unwrap_or_default();
+        assert!(!reply.is_empty(), "{body}: one reply says what happened");
+        if outcome == Outcome::Refused {
+            assert!(reply.contains("nothing was changed"), "{reply}");
+        }
+    }
+    // Every legal move the rules make is legal for the model too.
+    for state in [
+        human,
+        paused,
+        TaskState::QUEUED,
+        TaskState::FAILED,
+        TaskState::CANCELLED,
+    ] {
+        for body in [
+            "/opentiger retry",
+            "/opentiger cancel",
+            "/opentiger pause",
+            "/opentiger resume",
+        ] {
+            let w = world(vec![with("t1", state, Some(7)), approval.clone()]);
+            for (_, to) in moved_to(&run(&w, body, on(7, &["t1"]), true, None)) {
+                assert!(
+                    crate::model::check_transition(state, to).is_ok(),
+                    "{body}: {state} → {to}"
+                );
+            }
+        }
+    }
+}
+
+#[test]
+fn outsiders_change_nothing_and_are_answered_once_per_thread() {
+    let w = world(vec![with("t1", TaskState::FAILED, Some(7))]);
+    let d = run(&w, "/opentiger cancel", on(7, &["t1"]), false, None);
+    assert_eq!(d.outcome, Outcome::NotAllowed);
+    assert!(d.effects.is_empty());
+    assert!(
+        d.reply.as_deref().unwrap_or("").contains("write access"),
+        "{d:?}"
+    );
+    let again = decide(
+        &parse("/opentiger cancel").expect("command"),
+        &Request {
+            author: "mallory",
+            allowed: false,
+            refused_before: true,
+            place: on(7, &["t1"]),
+            tasks: &w.tasks,
+            repo_paused_by: None,
+            spent: &w.spent,
+            budgets: &w.budgets,
+            default_budget: 5.0,
+        },
+    );
+    assert_eq!((again.effects.len(), again.reply), (0, None));
+    // Not even help for a malformed command.
+    let d = run(&w, "/opentiger budget -5", on(7, &["t1"]), false, None);
+    assert_eq!((d.outcome, d.effects.len()), (Outcome::NotAllowed, 0));
+}
+
+#[test]
+fn a_command_naming_a_task_of_another_issue_is_refused() {
+    let w = world(vec![
+        with("aaaa1111", TaskState::FAILED, Some(7)),
+        with("bbbb2222", TaskState::FAILED, Some(8)),
+    ]);
+    let d = run(
+        &w,
+        "/opentiger retry bbbb2222",
+        on(7, &["aaaa1111"]),
+        true,
+        None,
+    );
+    assert_eq!(d.outcome, Outcome::Refused);
+    assert!(d.effects.is_empty());
+    assert!(d
+        .reply
+        .unwrap_or_default()
+        .contains("does not belong to #7"));
+    // On the dashboard it must name one, and then it may.
+    let d = run(&w, "/opentiger retry", Place::Dashboard, true, None);
+    assert_eq!(d.outcome, Outcome::Refused);
+    let d = run(&w, "/opentiger retry bbbb", Place::Dashboard, true, None);
+    assert_eq!(
+        moved_to(&d),
+        vec![("bbbb2222".to_string(), TaskState::QUEUED)]
+    );
+    let d = run(&w, "/opentiger retry zzzz", Place::Dashboard, true, None);
+    assert!(d.reply.unwrap_or_default().contains("No task `zzzz`"));
+    // A thread without a task.
+    let d = run(&w, "/opentiger retry", on(9, &[]), true, None);
+    assert!(d
+        .reply
+        .unwrap_or_default()
+        .contains("#9 has no opentiger task"));
+}
+
+#[test]
+fn the_dashboard_pauses_resumes_and_approves_all() {
+    let human = TaskState::blocked(BlockReason::AwaitingHuman);
+    let mut a = with("a1", human, Some(7));
+    a.needs_approval = true;
+    let mut b = with("b1", human, Some(8));
+    b.needs_approval = true;
+    let c = with("c1", human, Some(9));
+    let w = world(vec![a, b, c]);
+    let d = run(&w, "/opentiger pause", Place::Dashboard, true, None);
+    assert_eq!(d.effects, vec![Effect::PauseRepo]);
+    assert!(d.reply.unwrap_or_default().contains("/opentiger resume"));
+    let d = run(&w, "/opentiger pause", Place::Dashboard, true, Some("bob"));
+    assert_eq!((d.outcome, d.effects.len()), (Outcome::Refused, 0));
+    let d = run(&w, "/opentiger resume", Place::Dashboard, true, Some("bob"));
+    assert_eq!(d.effects, vec![Effect::ResumeRepo]);
+    let d = run(&w, "/opentiger resume", Place::Dashboard, true, None);
+    assert_eq!(d.outcome, Outcome::Refused);
+    let d = run(&w, "/opentiger approve all", Place::Dashboard, true, None);
+    assert_eq!(
+        moved_to(&d),
+        vec![
+            ("a1".to_string(), TaskState::QUEUED),
+            ("b1".to_string(), TaskState::QUEUED)
+        ]
+    );
+    let d = run(&w, "/opentiger approve all", on(7, &["a1"]), true, None);
+    assert_eq!(d.outcome, Outcome::Refused);
+}
+
+#[test]
+fn budget_sets_the_task_s_limit_and_says_what_was_spent() {
+    let mut w = world(vec![with("t1", TaskState::QUEUED, Some(7))]);
+    w.spent.insert(TaskId("t1".into()), 6.0);
+    let d = run(&w, "/opentiger budget 12", on(7, &["t1"]), true, None);
+    assert_eq!(
+        d.effects,
+        vec![Effect::SetBudget {
+            task: TaskId("t1".into()),
+            usd: 12.0
+        }]
+    );
+    let reply = d.reply.unwrap_or_default();
+    assert!(
+        reply.contains("$12.00") && reply.contains("was $5.00") && reply.contains("spent $6.00"),
+        "{reply}"
+    );
+    let d = run(&w, "/opentiger budget 3", on(7, &["t1"]), true, None);
+    assert!(d.reply.unwrap_or_default().contains("starts no new run"));
+    for body in ["/opentiger budget -5", "/opentiger budget 1e308"] {
+        let d = run(&w, body, on(7, &["t1"]), true, None);
+        assert_eq!((d.outcome, d.effects.len()), (Outcome::Help, 0), "{body}");
+        assert!(d.reply.unwrap_or_default().contains("nothing was changed"));
+    }
+}
+
+#[test]
+fn the_dashboard_recommends_one_command_per_waiting_task() {
+    let human = TaskState::blocked(BlockReason::AwaitingHuman);
+    let mut approval = with("t1", human, None);
+    approval.needs_approval = true;
+    let cases = [
+        (approval, Some("/opentiger approve t1")),
+        (with("t1", human, None), Some("/opentiger retry t1")),
+        (
+            with("t1", TaskState::blocked(BlockReason::Paused), None),
+            Some("/opentiger resume t1"),
+        ),
+        (with("t1", TaskState::QUEUED, None), None),
+        (
+            with("t1", TaskState::blocked(BlockReason::AwaitingJudge), None),
+            None,
+        ),
+    ];
+    for (task, expected) in cases {
+        assert_eq!(recommended(&task).as_deref(), expected, "{}", task.state());
+        // Whatever it recommends parses as that command.
+        if let Some(text) = recommended(&task) {
+            assert!(matches!(parse(&text), Some(Parsed::Command(_))), "{text}");
+        }
+    }
+}
