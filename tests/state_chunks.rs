@@ -358,3 +358,45 @@ fn a_truncated_or_missing_chunk_is_damage_naming_the_ref_and_the_fix() {
         assert_eq!(git(repo, &["rev-parse", reference]), before, "{what}");
     }
 }
+
+#[test]
+fn a_quiet_tick_commits_nothing_and_a_busy_tick_at_most_twice() {
+    let g = common::GitRepo::with(common::Setup {
+        extra: "state:\n  store: branch\n  branch: refs/opentiger/state\n",
+        ..Default::default()
+    });
+    g.agent("#!/bin/sh\necho done > done.txt\n");
+    let commits = || -> u32 {
+        git(g.path(), &["rev-list", "--count", "refs/opentiger/state"])
+            .parse()
+            .unwrap()
+    };
+    g.repo.add(&["--title", "Write done.txt", "--goal", "done.txt", "--id", "one"]);
+    assert_eq!(commits(), 1, "task add saves once");
+
+    // Busy ticks until the task is done: the run (claim, record), then the judge's merge.
+    let mut per_tick = Vec::new();
+    for minute in 1..=6 {
+        let before = commits();
+        let out = g.tick(&common::minute(minute));
+        assert_eq!(out.code, 0, "{}{}", out.stdout, out.stderr);
+        per_tick.push(commits() - before);
+        if g.task_json("one")["status"] == "done" {
+            break;
+        }
+    }
+    assert_eq!(g.task_json("one")["status"], "done", "{per_tick:?}");
+    assert!(
+        per_tick.iter().all(|&n| (1..=2).contains(&n)),
+        "a busy tick saves once or twice (claim, record): {per_tick:?}"
+    );
+    assert!(per_tick.contains(&2), "the run's tick claims, then records: {per_tick:?}");
+
+    // Quiet ticks within the hour of the last heartbeat save nothing.
+    for minute in 10..13 {
+        let before = commits();
+        let out = g.tick(&common::minute(minute));
+        assert_eq!(out.code, 0, "{}{}", out.stdout, out.stderr);
+        assert_eq!(commits(), before, "a quiet tick commits nothing: {}", out.stdout);
+    }
+}
