@@ -140,10 +140,11 @@ impl Context {
         StateRef::new(&self.repo, &s.branch, &s.remote, s.keep_commits)
     }
 
-    /// Loads the state into memory: nothing stored changes, whatever is done to it.
+    /// Opens the state for reading, never copying it into memory: the file in place,
+    /// read-only, or a branch's state assembled into a private file.
     pub fn read_store(&self) -> Result<Store, Failure> {
         match self.config.store_kind() {
-            StoreKind::File => Ok(Store::load_file_in_memory(&self.state_path()?)?),
+            StoreKind::File => Ok(Store::open_read_only(&self.state_path()?)?),
             StoreKind::Branch => {
                 let state = self.state_ref();
                 let scratch = tempfile::tempdir()?;
