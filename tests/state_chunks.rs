@@ -68,7 +68,10 @@ fn a_save_after_one_row_changes_writes_at_most_three_blobs() {
     let first = state.load_into(&file.with_extension("unused")).unwrap();
     let saved = state.save_file(&first, &file, "# s\n", "first").unwrap();
     assert!(saved.chunks_total >= 15, "{saved:?}");
-    assert_eq!(saved.chunks_written, saved.chunks_total, "a first save writes all");
+    assert_eq!(
+        saved.chunks_written, saved.chunks_total,
+        "a first save writes all"
+    );
 
     let work = dir.path().join("work.sqlite");
     let loaded = state.load_into(&work).unwrap();
@@ -156,7 +159,11 @@ fn a_single_blob_state_loads_and_is_migrated_by_its_first_save() {
     let listing = git(repo, &["ls-tree", "--name-only", reference]);
     assert_eq!(listing, "STATE.md\nchunks\nmanifest", "migrated to chunks");
     assert_eq!(state.load().unwrap().bytes, old);
-    assert_eq!(state.history_len().unwrap(), 2, "the migration is a save like any other");
+    assert_eq!(
+        state.history_len().unwrap(),
+        2,
+        "the migration is a save like any other"
+    );
 }
 
 #[test]
@@ -169,7 +176,14 @@ fn a_state_written_by_the_previous_binary_is_read_and_migrated_by_the_commands()
     git(repo.path(), &["init", "-q", "-b", "main"]);
     // A state made by the file store, then stored the old way.
     let scratch = common::TestRepo::new();
-    scratch.add(&["--title", "Kept across the migration", "--goal", "g", "--id", "kept"]);
+    scratch.add(&[
+        "--title",
+        "Kept across the migration",
+        "--goal",
+        "g",
+        "--id",
+        "kept",
+    ]);
     let old = std::fs::read(scratch.state_path()).unwrap();
     single_blob_state(repo.path(), "refs/opentiger/state", &old);
 
@@ -239,7 +253,11 @@ fn concurrent_savers_never_both_win() {
             .into_iter()
             .filter_map(|s| s.join().unwrap())
             .collect();
-        assert_eq!(winners.len(), 1, "round {round}: exactly one wins: {winners:?}");
+        assert_eq!(
+            winners.len(),
+            1,
+            "round {round}: exactly one wins: {winners:?}"
+        );
         // The state is the winner's, whole.
         let now = state.load().unwrap();
         let copy = dir.path().join(format!("check{round}.sqlite"));
@@ -352,7 +370,9 @@ fn a_truncated_or_missing_chunk_is_damage_naming_the_ref_and_the_fix() {
         let stderr = String::from_utf8_lossy(&out.stderr);
         assert_eq!(out.status.code(), Some(2), "{what}: {stderr}");
         assert!(
-            stderr.contains("damaged") && stderr.contains(reference) && stderr.contains("update-ref"),
+            stderr.contains("damaged")
+                && stderr.contains(reference)
+                && stderr.contains("update-ref"),
             "{what}: {stderr}"
         );
         assert_eq!(git(repo, &["rev-parse", reference]), before, "{what}");
@@ -371,7 +391,14 @@ fn a_quiet_tick_commits_nothing_and_a_busy_tick_at_most_twice() {
             .parse()
             .unwrap()
     };
-    g.repo.add(&["--title", "Write done.txt", "--goal", "done.txt", "--id", "one"]);
+    g.repo.add(&[
+        "--title",
+        "Write done.txt",
+        "--goal",
+        "done.txt",
+        "--id",
+        "one",
+    ]);
     assert_eq!(commits(), 1, "task add saves once");
 
     // Busy ticks until the task is done: the run (claim, record), then the judge's merge.
@@ -390,13 +417,21 @@ fn a_quiet_tick_commits_nothing_and_a_busy_tick_at_most_twice() {
         per_tick.iter().all(|&n| (1..=2).contains(&n)),
         "a busy tick saves once or twice (claim, record): {per_tick:?}"
     );
-    assert!(per_tick.contains(&2), "the run's tick claims, then records: {per_tick:?}");
+    assert!(
+        per_tick.contains(&2),
+        "the run's tick claims, then records: {per_tick:?}"
+    );
 
     // Quiet ticks within the hour of the last heartbeat save nothing.
     for minute in 10..13 {
         let before = commits();
         let out = g.tick(&common::minute(minute));
         assert_eq!(out.code, 0, "{}{}", out.stdout, out.stderr);
-        assert_eq!(commits(), before, "a quiet tick commits nothing: {}", out.stdout);
+        assert_eq!(
+            commits(),
+            before,
+            "a quiet tick commits nothing: {}",
+            out.stdout
+        );
     }
 }

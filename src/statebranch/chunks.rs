@@ -208,10 +208,9 @@ impl<'a> Batch<'a> {
                     .parse()
                     .map_err(|_| self.git.failure(BATCH, format!("bad header `{line}`")))?,
             }),
-            _ => Err(self.git.failure(
-                BATCH,
-                format!("unexpected answer `{}`", line.trim_end()),
-            )),
+            _ => Err(self
+                .git
+                .failure(BATCH, format!("unexpected answer `{}`", line.trim_end()))),
         }
     }
 
@@ -511,8 +510,16 @@ fn stream(
         checksum: hex(&all.finalize()),
     }
     .render();
-    for (name, text) in [(MANIFEST_FILE, manifest.as_str()), (super::SUMMARY_FILE, summary)] {
-        write!(input, "M 100644 inline {name}\ndata {}\n{text}\n", text.len()).map_err(io)?;
+    for (name, text) in [
+        (MANIFEST_FILE, manifest.as_str()),
+        (super::SUMMARY_FILE, summary),
+    ] {
+        write!(
+            input,
+            "M 100644 inline {name}\ndata {}\n{text}\n",
+            text.len()
+        )
+        .map_err(io)?;
     }
     write!(input, "\nget-mark :1\ndone\n").map_err(io)?;
     Ok((written, index))
@@ -594,7 +601,10 @@ mod tests {
             (&good.replace("70000", "7e4")[..], "not a number"),
             (&good.replace("chunks 2", "chunks 1")[..], "says 1 chunks"),
             (&good.replace("65536", "1000")[..], "not a multiple of 4096"),
-            (&good.replace("sha256-of-chunk-sha256", "md5")[..], "unknown checksum"),
+            (
+                &good.replace("sha256-of-chunk-sha256", "md5")[..],
+                "unknown checksum",
+            ),
             (&format!("{good}extra 1\n")[..], "not understood"),
         ];
         for (text, expected) in cases {

@@ -177,7 +177,11 @@ mod tests {
         let store = Store::in_memory("retention").unwrap();
         for (id, status, age_days) in tasks {
             let at = NOW - age_days * DAY;
-            let reason = if *status == "blocked" { "'awaiting_judge'" } else { "NULL" };
+            let reason = if *status == "blocked" {
+                "'awaiting_judge'"
+            } else {
+                "NULL"
+            };
             store.conn.execute_batch(&format!(
                 "INSERT INTO tasks (id, title, goal, kind, role, lane, status, block_reason, created_at, updated_at) \
                  VALUES ('{id}', 't', 'g', 'feature', 'worker', 'feature', '{status}', {reason}, {at}, {at});
@@ -240,7 +244,10 @@ mod tests {
             ["blocked-old", "done-recent", "failed-old"]
         );
         assert_eq!(
-            ids(&store, "SELECT DISTINCT task_id FROM events WHERE task_id IS NOT NULL ORDER BY 1"),
+            ids(
+                &store,
+                "SELECT DISTINCT task_id FROM events WHERE task_id IS NOT NULL ORDER BY 1"
+            ),
             ["blocked-old", "done-recent", "failed-old"]
         );
         // The plan that created tasks and the newest attempt stay; so does the newest tick.
@@ -270,7 +277,10 @@ mod tests {
     #[test]
     fn the_newest_tick_and_plan_stay_however_old() {
         let mut store = state(&[]);
-        store.conn.execute_batch("DELETE FROM plans WHERE id <> 'p-old-failed'").unwrap();
+        store
+            .conn
+            .execute_batch("DELETE FROM plans WHERE id <> 'p-old-failed'")
+            .unwrap();
         store.prune(Timestamp(NOW + 1000 * DAY), 30).unwrap();
         assert_eq!(ids(&store, "SELECT id FROM plans"), ["p-old-failed"]);
         assert_eq!(ids(&store, "SELECT id FROM ticks"), ["tick-45"]);
@@ -326,7 +336,14 @@ mod tests {
         let before = store.file_size().unwrap();
         let pruned = store.prune(Timestamp(NOW + 119 * DAY), 2).unwrap();
         assert!(pruned.vacuumed, "{pruned:?}");
-        assert!(store.file_size().unwrap() * 4 < before, "{before} → {}", store.file_size().unwrap());
-        assert!(store.prune(Timestamp(NOW + 119 * DAY), 2).unwrap().is_empty());
+        assert!(
+            store.file_size().unwrap() * 4 < before,
+            "{before} → {}",
+            store.file_size().unwrap()
+        );
+        assert!(store
+            .prune(Timestamp(NOW + 119 * DAY), 2)
+            .unwrap()
+            .is_empty());
     }
 }

@@ -297,7 +297,8 @@ fn a_read_only_store_reads_in_place_and_refuses_writes() {
     let conn = rusqlite::Connection::open(&old).unwrap();
     for (i, sql) in super::schema::MIGRATIONS[..2].iter().enumerate() {
         conn.execute_batch(sql).unwrap();
-        conn.pragma_update(None, "user_version", i as i64 + 1).unwrap();
+        conn.pragma_update(None, "user_version", i as i64 + 1)
+            .unwrap();
     }
     drop(conn);
     let reader = Store::open_read_only(&old).unwrap();
@@ -309,7 +310,11 @@ fn a_read_only_store_reads_in_place_and_refuses_writes() {
     assert_eq!(version, 2);
     // Missing: an empty state, and no file made.
     let missing = dir.path().join("missing.sqlite");
-    assert!(Store::open_read_only(&missing).unwrap().list_tasks(&TaskFilter::default()).unwrap().is_empty());
+    assert!(Store::open_read_only(&missing)
+        .unwrap()
+        .list_tasks(&TaskFilter::default())
+        .unwrap()
+        .is_empty());
     assert!(!missing.exists());
 }
 
