@@ -14,6 +14,7 @@
 //! chunks by their first save.
 
 pub mod chunks;
+pub mod manifest;
 
 use std::path::Path;
 
