@@ -6,7 +6,7 @@
 //! a whole write command (load, change, save, push); the read commands on the file store; the
 //! state's size 40 days later, after retention; and the packed history after many saves divided
 //! by one packed snapshot. Times are medians; memory is the peak resident set of the largest
-//! process in the command's process tree (the kernel's `wait4` figure, which folds in every
+//! process in the command's process tree (`/usr/bin/time`'s figure, which folds in every
 //! descendant the command waited for).
 //!
 //! Figures, not assertions: nothing here fails on a slow machine. Selectable, since the largest

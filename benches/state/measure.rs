@@ -1,7 +1,6 @@
 //! Running things and measuring them: the real binary with its process tree's peak memory,
 //! git, and sizes on disk.
 
-use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
@@ -15,52 +14,41 @@ pub struct Measured {
     pub stdout: Vec<u8>,
 }
 
-/// Runs `opentiger --repo <repo> <args>`, which must succeed; wall time and the peak resident
-/// memory that `wait4` reports (the command's, or of any descendant it waited for, if larger).
-// Reaped by `wait4` below, which `Child::wait` cannot replace: it returns no resource usage.
-#[allow(clippy::zombie_processes)]
+/// Runs `opentiger --repo <repo> <args>`, which must succeed, under `/usr/bin/time`: wall time
+/// and the peak resident memory of the largest process of its tree. Measured through `time`,
+/// a small process, because Linux counts a spawned child's peak from the memory of the process
+/// that spawned it, and this one holds a whole state.
 pub fn opentiger(repo: &Path, args: &[&str]) -> Measured {
+    let report = tempfile::NamedTempFile::new().expect("temp file");
     let started = Instant::now();
-    let mut child = Command::new(env!("CARGO_BIN_EXE_opentiger"))
+    let out = Command::new("/usr/bin/time")
+        .arg("-f")
+        .arg("%M")
+        .arg("-o")
+        .arg(report.path())
+        .arg(env!("CARGO_BIN_EXE_opentiger"))
         .arg("--repo")
         .arg(repo)
         .args(args)
         .env_remove("GITHUB_RUN_ID")
         .env_remove("GITHUB_STEP_SUMMARY")
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("start opentiger");
-    let mut stderr = child.stderr.take().expect("stderr");
-    let errors = std::thread::spawn(move || {
-        let mut text = String::new();
-        let _ = stderr.read_to_string(&mut text);
-        text
-    });
-    let mut stdout = Vec::new();
-    child
-        .stdout
-        .take()
-        .expect("stdout")
-        .read_to_end(&mut stdout)
-        .expect("read stdout");
-    let pid = child.id() as libc::pid_t;
-    let mut status = 0;
-    // SAFETY: a zeroed rusage is a valid value for wait4 to fill in.
-    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
-    // SAFETY: pid is our own child, not yet waited for; both pointers are to live locals.
-    let reaped = unsafe { libc::wait4(pid, &mut status, 0, &mut usage) };
+        .output()
+        .expect("start /usr/bin/time opentiger");
     let time = started.elapsed();
-    let errors = errors.join().unwrap_or_default();
-    assert_eq!(reaped, pid, "wait4");
     assert!(
-        libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 0,
-        "opentiger {args:?} failed: {errors}"
+        out.status.success(),
+        "opentiger {args:?} failed: {}",
+        String::from_utf8_lossy(&out.stderr)
     );
+    let peak_kib = std::fs::read_to_string(report.path())
+        .expect("time's report")
+        .trim()
+        .parse()
+        .expect("time's %M");
     Measured {
         time,
-        peak_kib: u64::try_from(usage.ru_maxrss).unwrap_or(0),
-        stdout,
+        peak_kib,
+        stdout: out.stdout,
     }
 }
 

@@ -207,12 +207,27 @@ pub fn assemble(git: &Git, commit: &str, file: &Path) -> Result<Base, ChunkError
         }
     };
     let mut out = std::fs::File::create(file).map_err(file_error(file))?;
+    // Every chunk is asked for at once, from a thread, while this one reads the answers: no
+    // round trip per chunk, and no deadlock when the questions outgrow the pipe. If reading
+    // stops early, dropping `batch` kills the process and the thread's next write fails.
+    let questions: String = (0..count)
+        .map(|index| format!("{commit}:{}\n", chunk_path(index)))
+        .collect();
+    let mut input = batch
+        .input
+        .take()
+        .ok_or_else(|| git.failure(BATCH, "input already closed"))?;
+    let asking = std::thread::spawn(move || {
+        input
+            .write_all(questions.as_bytes())
+            .and_then(|()| input.flush())
+    });
     let mut digests = Vec::with_capacity(count);
     let mut all = Sha256::new();
     for index in 0..count {
         let path = chunk_path(index);
         let expected = manifest.chunk_len(index);
-        match batch.ask(&format!("{commit}:{path}"))? {
+        match batch.header()? {
             Object::Found { kind, size, .. } if kind == "blob" && size == expected => {
                 batch.content(size, &mut buffer)?;
             }
@@ -233,6 +248,15 @@ pub fn assemble(git: &Git, commit: &str, file: &Path) -> Result<Base, ChunkError
         out.write_all(&buffer).map_err(file_error(file))?;
     }
     out.flush().map_err(file_error(file))?;
+    match asking.join() {
+        Ok(Ok(())) => {}
+        Ok(Err(e)) => return Err(batch.broken(e).into()),
+        Err(_) => {
+            return Err(git
+                .failure(BATCH, "the thread asking for chunks failed")
+                .into())
+        }
+    }
     batch.finish()?;
     let checksum = hex(&all.finalize());
     if checksum != manifest.checksum {
