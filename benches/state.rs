@@ -1,287 +1,297 @@
-//! `cargo bench --bench state`: figures for a large state (10k tasks, 100k runs).
+//! `cargo bench --bench state`: what a large state costs, for several sizes (issue 20).
 //!
-//! Reports the state file's size, load and save times, the engine's planning time, the wall time
-//! and peak memory of a quiet `opentiger tick` (real binary, file store and state branch), and
-//! the bytes a state save pushes. Figures, not assertions: nothing here fails on a slow machine.
+//! For each size (tasks, ten runs each, all but 100 finished): the state file's size; a quiet
+//! tick of the real binary on a state file and on a state branch; a busy-tick save on the
+//! branch (commit + push of one changed task, its run and events) with the bytes it pushes, and
+//! a whole write command (load, change, save, push); the read commands on the file store; the
+//! state's size 40 days later, after retention; and the packed history after many saves divided
+//! by one packed snapshot. Times are medians; memory is the peak resident set of the largest
+//! process in the command's process tree (`/usr/bin/time`'s figure, which folds in every
+//! descendant the command waited for).
+//!
+//! Figures, not assertions: nothing here fails on a slow machine. Selectable, since the largest
+//! cases are slow:
+//! - `STATE_BENCH_TASKS=1000,10000,50000` (default `1000,10000`)
+//! - `STATE_BENCH_SAVES=1000` saves for the history figure (default 1000 for states of up to
+//!   1000 tasks, 100 above)
+
+#[path = "state/build.rs"]
+mod build;
+#[path = "state/measure.rs"]
+mod measure;
 
 use std::path::Path;
-use std::process::Command;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
-use opentiger::config::Config;
-use opentiger::engine::{self, Observations};
-use opentiger::model::{
-    AgentId, BlockReason, FailureCode, Run, RunId, RunStatus, Task, TaskId, TaskStatus, TickId,
-};
-use opentiger::store::{SnapshotLimits, Store, Writer};
-use opentiger::time::{Timestamp, MINUTE};
+use measure::{git, median, ms, opentiger, Measured};
+use opentiger::statebranch::StateRef;
+use opentiger::store::{Store, Table};
+use opentiger::time::{Timestamp, DAY};
 
-const TASKS: usize = 10_000;
-const RUNS_PER_TASK: usize = 10;
-const ACTIVE: usize = 100;
+/// One row of the table.
+struct Figures {
+    tasks: usize,
+    runs: i64,
+    events: i64,
+    state_mib: f64,
+    quiet_file: Measured,
+    quiet_branch: Measured,
+    save_ms: f64,
+    pushed_kib: f64,
+    chunks: (usize, usize),
+    write_command: Measured,
+    branch_status: Measured,
+    reads: Vec<(&'static str, Measured)>,
+    retained_mib: f64,
+    saves: usize,
+    history_ratio: f64,
+}
 
 fn main() {
-    let dir = tempfile::tempdir().expect("temp dir");
+    let sizes: Vec<usize> = std::env::var("STATE_BENCH_TASKS")
+        .unwrap_or_else(|_| "1000,10000".to_string())
+        .split(',')
+        .filter_map(|s| s.trim().parse().ok())
+        .collect();
+    let saves_env: Option<usize> = std::env::var("STATE_BENCH_SAVES")
+        .ok()
+        .and_then(|s| s.trim().parse().ok());
     let now = Timestamp::parse_rfc3339("2026-11-21T12:00:00Z").expect("time");
+    let mut rows = Vec::new();
+    for &tasks in &sizes {
+        let saves = saves_env.unwrap_or(if tasks <= 1000 { 1000 } else { 100 });
+        rows.push(measure_size(tasks, saves, now));
+    }
+    print_table(&rows);
+}
+
+fn measure_size(tasks: usize, saves: usize, now: Timestamp) -> Figures {
+    let dir = tempfile::tempdir().expect("temp dir");
     let started = Instant::now();
-    let mut store = Store::in_memory("bench").expect("store");
-    build(&mut store, now);
-    println!(
-        "built {TASKS} tasks and {} runs in {:.1}s",
-        TASKS * RUNS_PER_TASK,
+    let state_file = dir.path().join("built.sqlite");
+    {
+        // Built in memory: on disk, every insert would wait for its own fsync.
+        let mut store = Store::in_memory("bench").expect("store");
+        build::build(&mut store, tasks, now);
+        std::fs::write(&state_file, store.to_bytes().expect("bytes")).expect("write state");
+    }
+    let store = Store::open_read_only(&state_file).expect("store");
+    let runs = store.row_count(Table::Runs).expect("runs");
+    let events = store.row_count(Table::Events).expect("events");
+    let bytes = std::fs::metadata(&state_file).expect("size").len();
+    drop(store);
+    eprintln!(
+        "[{tasks} tasks] built {runs} runs, {events} events, {:.1} MiB in {:.1}s",
+        bytes as f64 / 1048576.0,
         started.elapsed().as_secs_f64()
     );
 
-    let bytes = store.to_bytes().expect("bytes");
-    println!("state file: {:.1} MiB", bytes.len() as f64 / 1048576.0);
-    let (load, _) = time(5, || Store::from_bytes(&bytes, "bench").expect("load"));
-    println!("load (bytes → SQLite in memory): {}", ms(load));
-    let (save, _) = time(5, || store.to_bytes().expect("save"));
-    println!("save (SQLite → bytes): {}", ms(save));
-    let config = Config::default();
-    let (snap_time, snapshot) = time(5, || {
-        store
-            .load_snapshot(
-                TickId::from("t"),
-                AgentId::from("a"),
-                Observations::default(),
-                SnapshotLimits::default(),
-            )
-            .expect("snapshot")
-    });
-    let (plan_time, plan) = time(5, || engine::plan(&snapshot, &config, now));
-    println!(
-        "snapshot: {} ({} tasks, {} runs loaded); plan: {} ({} decisions)",
-        ms(snap_time),
-        snapshot.tasks.len(),
-        snapshot.runs.len(),
-        ms(plan_time),
-        plan.decisions.len()
-    );
-
-    quiet_ticks(dir.path(), &bytes, now);
-}
-
-/// 10k tasks: all but 100 done, those 100 waiting on a person; 10 runs each with a 200-character
-/// error excerpt (the DESIGN §14 size case).
-fn build(store: &mut Store, now: Timestamp) {
-    let writer = Writer {
-        tick_id: None,
-        actor: "bench",
-        now,
-    };
-    let excerpt: String = "Verification failed at cargo test [task]: assertion `left == right` failed at src/lib.rs:42 "
-        .repeat(3)
-        .chars()
-        .take(200)
-        .collect();
-    let mut batch = Vec::new();
-    for i in 0..TASKS {
-        let mut t = Task::new(
-            TaskId(format!("{i:012x}")),
-            &format!("Task number {i}"),
-            "a goal that says what done means",
-            now.plus(-(i as i64) * MINUTE),
-        );
-        if i < TASKS - ACTIVE {
-            t.status = TaskStatus::Done;
-        } else {
-            t.status = TaskStatus::Blocked;
-            t.block_reason = Some(BlockReason::AwaitingHuman);
-            t.status_reason = Some("waits for a decision".into());
-        }
-        t.allowed_paths = vec!["src/**".into()];
-        t.commands = vec!["cargo test".into()];
-        batch.push(t);
-        if batch.len() == 1000 {
-            store.insert_tasks(&batch, writer).expect("insert tasks");
-            batch.clear();
-        }
-    }
-    for i in 0..TASKS {
-        let task = Task::new(TaskId(format!("{i:012x}")), "", "", now);
-        for j in 0..RUNS_PER_TASK {
-            let started = now.plus(-((i * RUNS_PER_TASK + j) as i64) * MINUTE);
-            let mut r = Run::started(
-                RunId(format!("{i:08x}{j:04x}")),
-                &task,
-                AgentId::from("gha:1:1:tick"),
-                TickId::from("t"),
-                started,
-            );
-            r.status = if j + 1 == RUNS_PER_TASK {
-                RunStatus::Success
-            } else {
-                RunStatus::Failed
-            };
-            r.finished_at = Some(started.plus(MINUTE));
-            if r.status == RunStatus::Failed {
-                r.failure_code = Some(FailureCode::VerificationCommandFailed);
-                r.error = Some(excerpt.clone());
-            }
-            store.insert_run(&r).expect("insert run");
-        }
-    }
-}
-
-/// Quiet ticks of the real binary: wall time and the child's peak resident memory.
-fn quiet_ticks(dir: &Path, bytes: &[u8], now: Timestamp) {
-    let bin = env!("CARGO_BIN_EXE_opentiger");
-    let git = |cwd: &Path, args: &[&str]| {
-        let out = Command::new("git")
-            .current_dir(cwd)
-            .args(["-c", "user.name=b", "-c", "user.email=b@b"])
-            .args(args)
-            .output()
-            .expect("git");
-        assert!(
-            out.status.success(),
-            "git {args:?}: {}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        String::from_utf8_lossy(&out.stdout).trim().to_string()
-    };
-    // File store.
-    let repo = dir.join("file-repo");
-    std::fs::create_dir_all(repo.join(".opentiger")).expect("mkdir");
-    std::fs::write(repo.join(".opentiger.yml"), "mode: local-git\n").expect("config");
-    std::fs::write(repo.join(".opentiger/state.sqlite"), bytes).expect("state");
-    git(&repo, &["init", "-q", "-b", "main"]);
-    git(&repo, &["commit", "-q", "--allow-empty", "-m", "i"]);
-    report_ticks("file store", bin, &repo, now);
+    // File store: quiet ticks and the read commands.
+    let file_repo = dir.path().join("file-repo");
+    std::fs::create_dir_all(file_repo.join(".opentiger")).expect("mkdir");
+    std::fs::write(file_repo.join(".opentiger.yml"), "mode: local-git\n").expect("config");
+    std::fs::copy(&state_file, file_repo.join(".opentiger/state.sqlite")).expect("state");
+    git(&file_repo, &["init", "-q", "-b", "main"]);
+    git(&file_repo, &["commit", "-q", "--allow-empty", "-m", "i"]);
+    let quiet_file = quiet_ticks(&file_repo, now);
+    let at = now.to_string();
+    let reads = [
+        ("status", vec!["status"]),
+        ("status --json", vec!["status", "--json"]),
+        ("task list", vec!["task", "list"]),
+        ("tick --dry-run", vec!["tick", "--dry-run"]),
+    ]
+    .into_iter()
+    .map(|(name, args)| {
+        let mut all = vec!["--now", at.as_str()];
+        all.extend(args);
+        (name, median(3, || opentiger(&file_repo, &all)))
+    })
+    .collect();
 
     // State branch on a bare origin.
-    let origin = dir.join("origin.git");
-    git(
-        dir,
-        &[
-            "init",
-            "-q",
-            "--bare",
-            "-b",
-            "main",
-            origin.to_str().expect("utf-8"),
-        ],
-    );
-    let clone = dir.join("branch-repo");
+    let origin = dir.path().join("origin.git");
+    let clone = measure::clone_with_config(dir.path(), &origin, "branch-repo");
+    let state = StateRef::new(&clone, "opentiger/state", "origin", 100);
+    let empty = state.load_into(&dir.path().join("unused")).expect("load");
+    state
+        .save_file(&empty, &state_file, "# s\n", "seed")
+        .expect("seed save");
+    let quiet_branch = quiet_ticks(&clone, now);
+    let branch_status = median(3, || opentiger(&clone, &["--now", &at, "status"]));
+
+    // A busy tick's save: one task, its run and events changed.
+    let work = dir.path().join("work.sqlite");
+    let mut save_times = Vec::new();
+    let mut pushed = 0;
+    let mut chunks = (0, 0);
+    for i in 0..5 {
+        let loaded = state.load_into(&work).expect("load");
+        let old = loaded.commit.clone().expect("old commit");
+        build::busy_change(&work, tasks, i, now);
+        let started = Instant::now();
+        let saved = state
+            .save_file(&loaded, &work, "# s\n", "busy")
+            .expect("save");
+        save_times.push(started.elapsed());
+        pushed = measure::thin_pack_bytes(&clone, &old, &saved.commit);
+        chunks = (saved.chunks_written, saved.chunks_total);
+    }
+    save_times.sort();
+    let write_command = median(3, || {
+        opentiger(
+            &clone,
+            &[
+                "--now", &at, "task", "add", "--title", "bench", "--goal", "bench",
+            ],
+        )
+    });
+
+    // Retention: the same state 40 days later, nothing new done.
+    let retained = dir.path().join("retained.sqlite");
+    std::fs::copy(&state_file, &retained).expect("copy");
+    let mut store = Store::open_file(&retained).expect("store");
+    store.prune(now.plus(40 * DAY), 30).expect("prune");
+    let retained_bytes = store.file_size().expect("size");
+    drop(store);
+
+    let history_ratio = history(dir.path(), &state_file, tasks, saves, now);
+    Figures {
+        tasks,
+        runs,
+        events,
+        state_mib: bytes as f64 / 1048576.0,
+        quiet_file,
+        quiet_branch,
+        save_ms: save_times[save_times.len() / 2].as_secs_f64() * 1000.0,
+        pushed_kib: pushed as f64 / 1024.0,
+        chunks,
+        write_command,
+        branch_status,
+        reads,
+        retained_mib: retained_bytes as f64 / 1048576.0,
+        saves,
+        history_ratio,
+    }
+}
+
+/// Quiet ticks of the real binary (each decides nothing).
+fn quiet_ticks(repo: &Path, now: Timestamp) -> Measured {
+    let mut minute = 0;
+    median(5, || {
+        minute += 1;
+        let at = now.plus(minute * opentiger::time::MINUTE).to_string();
+        let m = opentiger(repo, &["--now", &at, "tick", "--json"]);
+        let summary: serde_json::Value = serde_json::from_slice(&m.stdout).expect("tick --json");
+        assert_eq!(
+            summary["decisions"], 0,
+            "a quiet tick decides nothing: {summary}"
+        );
+        m
+    })
+}
+
+/// `saves` busy saves on a fresh origin (history squashed past 100 commits), then the origin's
+/// packed size after its housekeeping, divided by one snapshot packed alone.
+fn history(dir: &Path, state_file: &Path, tasks: usize, saves: usize, now: Timestamp) -> f64 {
+    let started = Instant::now();
+    let origin = dir.join("history.git");
+    let clone = measure::clone_with_config(dir, &origin, "history-repo");
+    let state = StateRef::new(&clone, "opentiger/state", "origin", 100);
+    let empty = state.load_into(&dir.join("unused")).expect("load");
+    state
+        .save_file(&empty, state_file, "# s\n", "seed")
+        .expect("seed");
+    let single = dir.join("single.git");
     git(
         dir,
         &[
             "clone",
             "-q",
+            "--bare",
             origin.to_str().expect("utf-8"),
-            clone.to_str().expect("utf-8"),
+            single.to_str().expect("utf-8"),
         ],
     );
-    std::fs::write(
-        clone.join(".opentiger.yml"),
-        "mode: local-git\nstate:\n  store: branch\n",
-    )
-    .expect("config");
-    git(&clone, &["add", "-A"]);
-    git(&clone, &["commit", "-q", "-m", "i"]);
-    git(&clone, &["push", "-q", "origin", "main"]);
-    let state = opentiger::statebranch::StateRef::new(&clone, "opentiger/state", "origin", 100);
-    let first = state.load().expect("load");
-    state
-        .save(&first, bytes, "# s\n", "seed")
-        .expect("seed save");
-    report_ticks("state branch", bin, &clone, now);
+    git(&single, &["gc", "-q", "--prune=now"]);
+    let one = measure::dir_size(&single.join("objects"));
 
-    // Bytes a save pushes: the thin pack from the previous state commit to the next one, after
-    // one task changed (what `git push` sends).
-    let loaded = state.load().expect("load");
-    let mut store = Store::from_bytes(&loaded.bytes, "b").expect("store");
-    store
-        .transition_task(
-            &TaskId(format!("{:012x}", TASKS - 1)),
-            opentiger::model::TaskState::QUEUED,
-            "bench",
-            Default::default(),
-            Writer {
-                tick_id: None,
-                actor: "b",
-                now,
-            },
-        )
-        .expect("change");
-    let next = store.to_bytes().expect("bytes");
-    let started = Instant::now();
-    let saved = state
-        .save(&loaded, &next, "# s\n", "one change")
-        .expect("save");
-    let save_time = started.elapsed();
-    let old = loaded.commit.expect("old commit");
-    let pack = Command::new("git")
-        .current_dir(&clone)
-        .args(["pack-objects", "--revs", "--thin", "--stdout", "-q"])
-        .stdin(std::process::Stdio::piped())
-        .stdout(std::process::Stdio::piped())
-        .spawn()
-        .and_then(|mut child| {
-            use std::io::Write;
-            if let Some(mut stdin) = child.stdin.take() {
-                writeln!(stdin, "{}\n^{old}", saved.commit)?;
-            }
-            child.wait_with_output()
-        })
-        .expect("pack-objects");
-    println!(
-        "state branch save after one change: {} (commit + push), {:.1} KiB pushed (thin pack), {:.1} MiB state",
-        ms(save_time),
-        pack.stdout.len() as f64 / 1024.0,
-        next.len() as f64 / 1048576.0
-    );
-}
-
-fn report_ticks(label: &str, bin: &str, repo: &Path, now: Timestamp) {
-    let mut times = Vec::new();
-    let mut peak = 0;
-    for i in 0..5 {
-        let at = now.plus(i * MINUTE).to_string();
-        let started = Instant::now();
-        let out = Command::new(bin)
-            .arg("--repo")
-            .arg(repo)
-            .args(["--now", &at, "tick", "--json"])
-            .output()
-            .expect("tick");
-        times.push(started.elapsed());
-        assert!(
-            out.status.success(),
-            "{label} tick: {}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        let summary: serde_json::Value = serde_json::from_slice(&out.stdout).expect("tick --json");
-        peak = peak.max(summary["peak_memory_kib"].as_u64().unwrap_or(0));
-        assert_eq!(
-            summary["decisions"], 0,
-            "a quiet tick decides nothing: {summary}"
-        );
+    let work = dir.join("history.sqlite");
+    for i in 0..saves {
+        let loaded = state.load_into(&work).expect("load");
+        build::busy_change(&work, tasks, i + 100, now);
+        state
+            .save_file(&loaded, &work, "# s\n", "busy")
+            .expect("save");
     }
-    times.sort();
-    println!(
-        "quiet tick, {label}: median {} (min {}, max {}), peak memory of the opentiger process {:.1} MiB",
-        ms(times[2]),
-        ms(times[0]),
-        ms(times[4]),
-        peak as f64 / 1024.0
+    git(&origin, &["gc", "-q", "--prune=now"]);
+    let all = measure::dir_size(&origin.join("objects"));
+    eprintln!(
+        "[{tasks} tasks] {saves} saves in {:.1}s; origin {:.1} MiB packed, one snapshot {:.1} MiB",
+        started.elapsed().as_secs_f64(),
+        all as f64 / 1048576.0,
+        one as f64 / 1048576.0
     );
+    all as f64 / one.max(1) as f64
 }
 
-/// The median of `n` runs of `f`, and the last result.
-fn time<T>(n: usize, mut f: impl FnMut() -> T) -> (Duration, T) {
-    let mut times = Vec::new();
-    let mut last = None;
-    for _ in 0..n {
-        let started = Instant::now();
-        last = Some(f());
-        times.push(started.elapsed());
+fn print_table(rows: &[Figures]) {
+    let mib = |kib: u64| format!("{:.1} MiB", kib as f64 / 1024.0);
+    let cell = |m: &Measured| format!("{} / {}", ms(m.time), mib(m.peak_kib));
+    println!();
+    println!(
+        "| figure | {} |",
+        rows.iter()
+            .map(|r| format!("{} tasks", r.tasks))
+            .collect::<Vec<_>>()
+            .join(" | ")
+    );
+    println!("|---|{}", "---|".repeat(rows.len()));
+    let line = |name: &str, f: &dyn Fn(&Figures) -> String| {
+        println!(
+            "| {name} | {} |",
+            rows.iter().map(f).collect::<Vec<_>>().join(" | ")
+        );
+    };
+    line("runs / events", &|r| format!("{} / {}", r.runs, r.events));
+    line("state file", &|r| format!("{:.1} MiB", r.state_mib));
+    line("quiet tick, file store (time / peak)", &|r| {
+        cell(&r.quiet_file)
+    });
+    line("quiet tick, state branch (time / peak)", &|r| {
+        cell(&r.quiet_branch)
+    });
+    line("busy-tick save: commit + push", &|r| {
+        format!("{:.1} ms", r.save_ms)
+    });
+    line("busy-tick save: pushed (thin pack)", &|r| {
+        format!("{:.1} KiB", r.pushed_kib)
+    });
+    line("busy-tick save: chunks written", &|r| {
+        format!("{} of {}", r.chunks.0, r.chunks.1)
+    });
+    line(
+        "write command on branch: load+change+save (time / peak)",
+        &|r| cell(&r.write_command),
+    );
+    line("`status` on branch (time / peak)", &|r| {
+        cell(&r.branch_status)
+    });
+    for (i, (name, _)) in rows
+        .first()
+        .map(|r| r.reads.clone())
+        .unwrap_or_default()
+        .iter()
+        .enumerate()
+    {
+        line(&format!("`{name}` on file (time / peak)"), &|r| {
+            cell(&r.reads[i].1)
+        });
     }
-    times.sort();
-    (times[n / 2], last.expect("n > 0"))
-}
-
-fn ms(d: Duration) -> String {
-    format!("{:.1} ms", d.as_secs_f64() * 1000.0)
+    line("state file before → after retention (40 days on)", &|r| {
+        format!("{:.1} → {:.1} MiB", r.state_mib, r.retained_mib)
+    });
+    line("packed history ÷ one snapshot", &|r| {
+        format!("{:.2} after {} saves", r.history_ratio, r.saves)
+    });
 }

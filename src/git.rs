@@ -247,6 +247,39 @@ impl Git {
         }
     }
 
+    /// Starts a long-lived git process with piped stdin, stdout and stderr, for conversations
+    /// such as `cat-file --batch` or `fast-import`; [`Git::finish`] reaps it.
+    pub fn spawn(&self, args: &[&str]) -> Result<std::process::Child, GitError> {
+        self.command(args)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .map_err(|e| self.error(args, None, format!("could not start git: {e}")))
+    }
+
+    /// Waits for a process from [`Git::spawn`] (its stdin already closed) and returns what is
+    /// left on its stdout; a non-zero exit is an error with stderr attached.
+    pub fn finish(&self, args: &[&str], child: std::process::Child) -> Result<String, GitError> {
+        let out = child
+            .wait_with_output()
+            .map_err(|e| self.error(args, None, format!("git did not finish: {e}")))?;
+        if out.status.success() {
+            Ok(String::from_utf8_lossy(&out.stdout).trim_end().to_string())
+        } else {
+            Err(self.error(
+                args,
+                out.status.code(),
+                tail(&String::from_utf8_lossy(&out.stderr), 2000),
+            ))
+        }
+    }
+
+    /// An error about `args` found by the caller (e.g. a process that answered nonsense).
+    pub fn failure(&self, args: &[&str], detail: impl Into<String>) -> GitError {
+        self.error(args, None, detail.into())
+    }
+
     /// The commit a revision names, or `None` if it does not exist.
     pub fn resolve(&self, rev: &str) -> Result<Option<String>, GitError> {
         self.try_run(&[

@@ -510,7 +510,7 @@ pub fn truncate(text: &str, max: usize) -> String {
     format!("{cut}…")
 }
 
-/// `STATE.md`, committed next to `state.sqlite` on the state branch: the state for people who
+/// `STATE.md`, committed next to the state's chunks on the state branch: the state for people who
 /// browse the branch on GitHub.
 pub fn state_summary(
     store: &crate::store::Store,

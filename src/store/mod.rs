@@ -1,8 +1,8 @@
 //! The SQLite state store: opening, migrating, and every read and write of state.
 //!
-//! One file holds the whole state (DESIGN §4). It is opened straight from disk (`state.store:
-//! file`) or from bytes (a git blob for `state.store: branch`, and every dry run, which must leave
-//! the file byte-identical). Every status move goes through [`crate::model::check_transition`] and
+//! One file holds the whole state (DESIGN §4). It is opened straight from disk: read-write under
+//! the state lock, or read-only in place for commands that only read (a dry run must leave the
+//! file byte-identical); from bytes only in tests and benchmarks. Every status move goes through [`crate::model::check_transition`] and
 //! writes an event in the same SQL transaction.
 
 mod apply;
@@ -11,6 +11,7 @@ mod forge;
 mod people;
 mod plans;
 mod record;
+mod retention;
 mod rows;
 mod schema;
 mod snapshot;
@@ -25,6 +26,7 @@ pub use forge::Cursor;
 pub use people::{CommandRecord, Escalation, RepoPause};
 pub use plans::ReviewFeedback;
 pub use record::{Handover, JudgementRow, Recorded, RunRecord, FAN_OUT_PREFIX};
+pub use retention::{Pruned, Table};
 pub use schema::LATEST as SCHEMA_VERSION;
 pub use snapshot::SnapshotLimits;
 pub use tasks::{NewTask, TaskChanges, TaskFilter, TickRecord, Writer};
@@ -95,6 +97,31 @@ impl Store {
                 | OpenFlags::SQLITE_OPEN_NO_MUTEX,
         )
         .map_err(|e| corrupt(&origin, &e))?;
+        Store::ready(conn, origin)
+    }
+
+    /// Opens the state file at `path` read-only, in place: nothing is copied into memory (SQLite
+    /// reads the pages a query needs), and any attempt to write fails. A missing file gives an
+    /// empty state; a file of an older schema is loaded into memory and migrated there, so the
+    /// file stays untouched until the next command that writes.
+    pub fn open_read_only(path: &Path) -> Result<Store, StoreError> {
+        let origin = path.display().to_string();
+        if !path.exists() {
+            return Store::in_memory(&origin);
+        }
+        let conn = Connection::open_with_flags(
+            path,
+            OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX,
+        )
+        .map_err(|e| corrupt(&origin, &e))?;
+        conn.busy_timeout(std::time::Duration::from_secs(10))?;
+        let version: i64 = conn
+            .query_row("PRAGMA user_version", [], |r| r.get(0))
+            .map_err(|e| corrupt(&origin, &e))?;
+        if (0..schema::LATEST).contains(&version) {
+            drop(conn);
+            return Store::load_file_in_memory(path);
+        }
         Store::ready(conn, origin)
     }
 

@@ -454,59 +454,6 @@ fn add_spend(
 }
 
 impl Store {
-    /// Deletes runs, verdicts, merge-queue rows and events of tasks that finished more than
-    /// `retention_days` ago, adding what was deleted to `counters`; compacts the file when a
-    /// quarter of it is free. Returns the number of runs deleted. `0` days keeps everything.
-    pub fn prune(
-        &mut self,
-        now: crate::time::Timestamp,
-        retention_days: u32,
-    ) -> Result<u64, StoreError> {
-        if retention_days == 0 {
-            return Ok(0);
-        }
-        let cutoff = now.plus(-(i64::from(retention_days) * crate::time::DAY)).0;
-        let old_runs = "SELECT r.id FROM runs r JOIN tasks t ON t.id = r.task_id \
-             WHERE t.status IN ('done', 'cancelled') AND t.updated_at < ?1 AND r.finished_at IS NOT NULL AND r.finished_at < ?1 \
-             AND NOT EXISTS (SELECT 1 FROM leases l WHERE l.run_id = r.id)";
-        let tx = self.conn.transaction()?;
-        tx.execute(
-            &format!("DELETE FROM judgements WHERE run_id IN ({old_runs})"),
-            [cutoff],
-        )?;
-        tx.execute(
-            &format!("DELETE FROM merge_queue WHERE run_id IN ({old_runs})"),
-            [cutoff],
-        )?;
-        let runs = tx.execute(
-            &format!("DELETE FROM runs WHERE id IN ({old_runs})"),
-            [cutoff],
-        )? as i64;
-        let events = tx.execute(
-            "DELETE FROM events WHERE at < ?1 AND task_id IN (SELECT id FROM tasks WHERE status IN ('done', 'cancelled') AND updated_at < ?1)",
-            [cutoff],
-        )? as i64;
-        for (name, n) in [("pruned_runs", runs), ("pruned_events", events)] {
-            if n > 0 {
-                tx.execute(
-                    "INSERT INTO counters (name, value) VALUES (?1, ?2) ON CONFLICT(name) DO UPDATE SET value = value + excluded.value",
-                    params![name, n],
-                )?;
-            }
-        }
-        tx.commit()?;
-        if runs + events > 0 {
-            let free: i64 = self
-                .conn
-                .query_row("PRAGMA freelist_count", [], |r| r.get(0))?;
-            let pages: i64 = self.conn.query_row("PRAGMA page_count", [], |r| r.get(0))?;
-            if pages > 256 && free * 4 > pages {
-                self.conn.execute_batch("VACUUM")?;
-            }
-        }
-        Ok(u64::try_from(runs).unwrap_or(0))
-    }
-
     /// A total kept in `counters` (0 if never counted).
     pub fn counter(&self, name: &str) -> Result<i64, StoreError> {
         Ok(self

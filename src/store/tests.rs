@@ -278,6 +278,47 @@ fn in_memory_loads_leave_the_file_alone() {
 }
 
 #[test]
+fn a_read_only_store_reads_in_place_and_refuses_writes() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("state.sqlite");
+    let mut store = Store::open_file(&path).unwrap();
+    store.insert_tasks(&[task("a", &[])], writer()).unwrap();
+    drop(store);
+    let before = std::fs::read(&path).unwrap();
+    let mut reader = Store::open_read_only(&path).unwrap();
+    let listed = reader.list_tasks(&TaskFilter::default()).unwrap();
+    assert_eq!(listed.len(), 1);
+    assert!(reader.insert_tasks(&[task("b", &[])], writer()).is_err());
+    drop(reader);
+    assert_eq!(std::fs::read(&path).unwrap(), before, "byte-identical");
+
+    // An older schema is migrated in memory; the file keeps its version until a write.
+    let old = dir.path().join("old.sqlite");
+    let conn = rusqlite::Connection::open(&old).unwrap();
+    for (i, sql) in super::schema::MIGRATIONS[..2].iter().enumerate() {
+        conn.execute_batch(sql).unwrap();
+        conn.pragma_update(None, "user_version", i as i64 + 1)
+            .unwrap();
+    }
+    drop(conn);
+    let reader = Store::open_read_only(&old).unwrap();
+    assert_eq!(reader.schema_version().unwrap(), SCHEMA_VERSION);
+    let version: i64 = rusqlite::Connection::open(&old)
+        .unwrap()
+        .query_row("PRAGMA user_version", [], |r| r.get(0))
+        .unwrap();
+    assert_eq!(version, 2);
+    // Missing: an empty state, and no file made.
+    let missing = dir.path().join("missing.sqlite");
+    assert!(Store::open_read_only(&missing)
+        .unwrap()
+        .list_tasks(&TaskFilter::default())
+        .unwrap()
+        .is_empty());
+    assert!(!missing.exists());
+}
+
+#[test]
 fn snapshots_carry_what_the_engine_needs_and_no_more() {
     let mut store = Store::in_memory("mem").unwrap();
     let mut done = task("done-dep", &[]);

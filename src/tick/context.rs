@@ -11,7 +11,7 @@ use crate::config::{self, Config, ConfigSource, StoreKind};
 use crate::engine::{self, Observations, Plan, Snapshot};
 use crate::git::Git;
 use crate::model::{AgentId, Mode, TickId};
-use crate::statebranch::{SaveError, StateRef};
+use crate::statebranch::{LoadError, SaveError, StateRef};
 use crate::store::{self, SnapshotLimits, Store};
 use crate::time::Timestamp;
 
@@ -54,6 +54,15 @@ impl ContextOptions {
         self.config
             .clone()
             .unwrap_or_else(|| Path::new(&self.repo).join(".opentiger.yml"))
+    }
+}
+
+/// A damaged state is the user's to repair (exit code 2, the message says how); anything else is
+/// a failure of the tick.
+fn load_error(state: &StateRef, e: LoadError) -> Failure {
+    match e {
+        LoadError::Damaged { .. } => Failure::usage(e.to_string()),
+        LoadError::Git(_) | LoadError::File(_) => state_error(state, &e.to_string()),
     }
 }
 
@@ -131,17 +140,16 @@ impl Context {
         StateRef::new(&self.repo, &s.branch, &s.remote, s.keep_commits)
     }
 
-    /// Loads the state into memory: nothing stored changes, whatever is done to it.
+    /// Opens the state for reading, never copying it into memory: the file in place,
+    /// read-only, or a branch's state assembled into a private file.
     pub fn read_store(&self) -> Result<Store, Failure> {
         match self.config.store_kind() {
-            StoreKind::File => Ok(Store::load_file_in_memory(&self.state_path()?)?),
+            StoreKind::File => Ok(Store::open_read_only(&self.state_path()?)?),
             StoreKind::Branch => {
                 let state = self.state_ref();
                 let scratch = tempfile::tempdir()?;
                 let file = scratch.path().join("state.sqlite");
-                state
-                    .load_into(&file)
-                    .map_err(|e| state_error(&state, &e.to_string()))?;
+                state.load_into(&file).map_err(|e| load_error(&state, e))?;
                 // A private copy on disk: reading it changes nothing anywhere.
                 Ok(Store::open_file(&file)?.owning(scratch))
             }
@@ -189,9 +197,7 @@ impl Context {
                 let file = scratch.path().join("state.sqlite");
                 for attempt in 0..attempts {
                     // A file, not memory: a large state costs disk pages, not resident memory.
-                    let parent = state
-                        .load_into(&file)
-                        .map_err(|e| state_error(&state, &e.to_string()))?;
+                    let loaded = state.load_into(&file).map_err(|e| load_error(&state, e))?;
                     let mut store = Store::open_file(&file)?;
                     let before = store.change_count();
                     let result = change(&mut store)?;
@@ -203,16 +209,18 @@ impl Context {
                     drop(store);
                     let message =
                         format!("opentiger: {what} ({} by {})", self.tick_id, self.agent_id);
-                    match state.save_file(parent.as_deref(), &file, &summary, &message) {
+                    match state.save_file(&loaded, &file, &summary, &message) {
                         Ok(saved) => {
-                            tracing::info!(commit = %saved.commit, squashed = saved.squashed, "state saved");
+                            tracing::info!(commit = %saved.commit, squashed = saved.squashed, chunks = saved.chunks_written, of = saved.chunks_total, "state saved");
                             return Ok(result);
                         }
                         Err(SaveError::Conflict(_)) => {
                             tracing::info!(attempt, "state save lost a race; loading again");
                             std::thread::sleep(backoff(attempt));
                         }
-                        Err(SaveError::Git(e)) => return Err(state_error(&state, &e.to_string())),
+                        Err(e @ (SaveError::Git(_) | SaveError::File(_))) => {
+                            return Err(state_error(&state, &e.to_string()))
+                        }
                     }
                 }
                 Err(Failure {

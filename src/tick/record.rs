@@ -178,9 +178,8 @@ pub(super) fn record(
     }
     out.spent_today = store.spend_on(&now.day())?;
     let pruned = store.prune(now, ctx.config.state.retention_days)?;
-    if pruned > 0 {
-        out.lines
-            .push(format!("pruned {pruned} old run(s) of finished tasks"));
+    if !pruned.is_empty() {
+        out.lines.push(pruned.line());
     }
     // The heartbeat: every tick that did something, and at least hourly otherwise, so a quiet
     // tick on a state branch pushes nothing.

@@ -1,15 +1,25 @@
-//! The state on a git ref (DESIGN §5): `state.sqlite` and a generated `STATE.md` in one commit
-//! per save, on `refs/heads/opentiger/state` (or any configured ref), with no checkout.
+//! The state on a git ref (DESIGN §5): the SQLite file cut into chunks, a manifest and a
+//! generated `STATE.md` in one commit per save, on `refs/heads/opentiger/state` (or any
+//! configured ref), with no checkout. The chunk layout and the git processes that read and write
+//! it are in [`chunks`]; here: which commit, compare-and-swap, pushing and history.
 //!
-//! Load fetches the ref and reads the blob. Save writes a commit whose parent is the loaded one
-//! and pushes it without force: the server's fast-forward check is the compare-and-swap, and a
-//! rejected push is a [`SaveError::Conflict`]. Past `keep_commits` the history is replaced by one
-//! squashed commit pushed with `--force-with-lease=<ref>:<expected>` — the only forced push.
-//! Without a remote the ref is local and `git update-ref <ref> <new> <old>` is the CAS.
+//! Load fetches the ref and assembles the file from its chunks. Save writes a commit whose
+//! parent is the loaded one, holding new blobs only for the chunks that changed, and pushes it
+//! without force: the server's fast-forward check is the compare-and-swap, and a rejected push
+//! is a [`SaveError::Conflict`]. Past `keep_commits` the history is replaced by one squashed
+//! commit pushed with `--force-with-lease=<ref>:<expected>` — the only forced push. Without a
+//! remote the ref is local and `git update-ref <ref> <new> <old>` is the CAS.
+//!
+//! States saved before chunks (one `state.sqlite` blob) load as they are and are written as
+//! chunks by their first save.
+
+pub mod chunks;
+pub mod manifest;
 
 use std::path::Path;
 
 use crate::git::{Git, GitError};
+use chunks::{Base, ChunkError};
 
 /// Where the state lives.
 #[derive(Clone, Debug)]
@@ -22,12 +32,39 @@ pub struct StateRef {
     pub keep_commits: u32,
 }
 
-/// A loaded version of the state.
+/// A loaded version of the state, without its content (which went to a file).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Version {
+    /// The commit the state was read from; `None` when the ref does not exist yet.
+    pub commit: Option<String>,
+    /// Its chunks, so a save writes only the ones that changed.
+    base: Base,
+}
+
+/// A loaded version of the state with its content in memory (tests, benchmarks, small states).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Loaded {
     /// The commit the state was read from; `None` when the ref does not exist yet.
     pub commit: Option<String>,
     pub bytes: Vec<u8>,
+    base: Base,
+}
+
+/// Why the state could not be loaded.
+#[derive(Debug, thiserror::Error)]
+pub enum LoadError {
+    /// The commit does not hold a whole state: never read as a wrong one.
+    #[error("{reference}: the state saved in commit {commit} is damaged: {detail}\n  fix: nothing was changed. {fix}")]
+    Damaged {
+        reference: String,
+        commit: String,
+        detail: String,
+        fix: String,
+    },
+    #[error(transparent)]
+    Git(#[from] GitError),
+    #[error("the state's working copy {0}")]
+    File(String),
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -37,6 +74,17 @@ pub enum SaveError {
     Conflict(String),
     #[error(transparent)]
     Git(#[from] GitError),
+    #[error("the state's working copy {0}")]
+    File(String),
+}
+
+impl From<ChunkError> for SaveError {
+    fn from(e: ChunkError) -> SaveError {
+        match e {
+            ChunkError::Git(e) => SaveError::Git(e),
+            ChunkError::File { .. } | ChunkError::Damaged(_) => SaveError::File(e.to_string()),
+        }
+    }
 }
 
 /// What a save pushed.
@@ -44,10 +92,12 @@ pub enum SaveError {
 pub struct Saved {
     pub commit: String,
     pub squashed: bool,
+    /// Chunks written as new blobs, of all the chunks of the state.
+    pub chunks_written: usize,
+    pub chunks_total: usize,
 }
 
-/// The file names inside the state commit.
-pub const STATE_FILE: &str = "state.sqlite";
+/// The readable summary's file name inside the state commit.
 pub const SUMMARY_FILE: &str = "STATE.md";
 
 /// Private ref the fetched state is kept under in the local repository.
@@ -83,16 +133,21 @@ impl StateRef {
         }
     }
 
-    /// The latest saved state (empty bytes when the ref does not exist yet).
-    pub fn load(&self) -> Result<Loaded, GitError> {
-        let commit = self.fetch()?;
-        let bytes = match &commit {
-            Some(c) => self
-                .git
-                .run_bytes(&["cat-file", "blob", &format!("{c}:{STATE_FILE}")])?,
+    /// The latest saved state in memory (empty bytes when the ref does not exist yet).
+    pub fn load(&self) -> Result<Loaded, LoadError> {
+        let scratch = tempfile::tempdir().map_err(|e| LoadError::File(e.to_string()))?;
+        let file = scratch.path().join("state.sqlite");
+        let version = self.load_into(&file)?;
+        let bytes = match &version.commit {
+            Some(_) => std::fs::read(&file)
+                .map_err(|e| LoadError::File(format!("{}: {e}", file.display())))?,
             None => Vec::new(),
         };
-        Ok(Loaded { commit, bytes })
+        Ok(Loaded {
+            commit: version.commit,
+            bytes,
+            base: version.base,
+        })
     }
 
     /// The commit the state ref points at now (fetched from the remote), if it exists.
@@ -134,70 +189,62 @@ impl StateRef {
         summary: &str,
         message: &str,
     ) -> Result<Saved, SaveError> {
-        let db = self.git.run_with_input(
-            &[
-                "-c",
-                "core.looseCompression=1",
-                "hash-object",
-                "-w",
-                "--stdin",
-            ],
-            bytes,
-        )?;
-        self.save_blob(loaded.commit.as_deref(), &db, summary, message)
+        let scratch = tempfile::tempdir().map_err(|e| SaveError::File(e.to_string()))?;
+        let file = scratch.path().join("state.sqlite");
+        std::fs::write(&file, bytes)
+            .map_err(|e| SaveError::File(format!("{}: {e}", file.display())))?;
+        let version = Version {
+            commit: loaded.commit.clone(),
+            base: loaded.base.clone(),
+        };
+        self.save_file(&version, &file, summary, message)
     }
 
     /// Loads the latest state into `file` (missing ref: the file is removed), without holding
     /// it in memory: a large state stays on disk, where SQLite reads only the pages it needs.
-    pub fn load_into(&self, file: &Path) -> Result<Option<String>, GitError> {
+    pub fn load_into(&self, file: &Path) -> Result<Version, LoadError> {
         let commit = self.fetch()?;
-        match &commit {
-            Some(c) => self
-                .git
-                .run_to_file(&["cat-file", "blob", &format!("{c}:{STATE_FILE}")], file)?,
+        let base = match &commit {
+            Some(c) => chunks::assemble(&self.git, c, file).map_err(|e| match e {
+                ChunkError::Damaged(detail) => LoadError::Damaged {
+                    reference: self.describe(),
+                    commit: c.clone(),
+                    detail,
+                    fix: self.repair_hint(),
+                },
+                ChunkError::Git(e) => LoadError::Git(e),
+                ChunkError::File { .. } => LoadError::File(e.to_string()),
+            })?,
             None => {
                 let _ = std::fs::remove_file(file);
+                Base::default()
             }
-        }
-        Ok(commit)
+        };
+        Ok(Version { commit, base })
     }
 
-    /// Saves the state file at `file` as the successor of `parent`.
+    /// How to put a damaged state ref back on a good commit.
+    fn repair_hint(&self) -> String {
+        let r = &self.reference;
+        match &self.remote {
+            Some(remote) => format!(
+                "Find an earlier good commit (`git fetch {remote} {r} && git log FETCH_HEAD`) and put the ref back on it (`git push --force {remote} <commit>:{r}`), or delete the ref to start from an empty state (`git push {remote} :{r}`)"
+            ),
+            None => format!(
+                "Find an earlier good commit (`git log {r}`) and put the ref back on it (`git update-ref {r} <commit>`), or delete the ref to start from an empty state (`git update-ref -d {r}`)"
+            ),
+        }
+    }
+
+    /// Saves the state file at `file` as the successor of `loaded`: new blobs only for the
+    /// chunks that changed, written straight into a pack.
     pub fn save_file(
         &self,
-        parent: Option<&str>,
+        loaded: &Version,
         file: &Path,
         summary: &str,
         message: &str,
     ) -> Result<Saved, SaveError> {
-        // Fast compression: the blob is rewritten every save and packs well on the server.
-        let db = self.git.run(&[
-            "-c",
-            "core.looseCompression=1",
-            "hash-object",
-            "-w",
-            "--",
-            &file.display().to_string(),
-        ])?;
-        self.save_blob(parent, &db, summary, message)
-    }
-
-    fn save_blob(
-        &self,
-        parent: Option<&str>,
-        db: &str,
-        summary: &str,
-        message: &str,
-    ) -> Result<Saved, SaveError> {
-        let loaded = Loaded {
-            commit: parent.map(String::from),
-            bytes: Vec::new(),
-        };
-        let md = self
-            .git
-            .run_with_input(&["hash-object", "-w", "--stdin"], summary.as_bytes())?;
-        let listing = format!("100644 blob {db}\t{STATE_FILE}\n100644 blob {md}\t{SUMMARY_FILE}\n");
-        let tree = self.git.run_with_input(&["mktree"], listing.as_bytes())?;
         let depth = match &loaded.commit {
             Some(c) => self
                 .git
@@ -208,11 +255,21 @@ impl StateRef {
             None => 0,
         };
         let squash = depth >= self.keep_commits;
-        let mut args = vec!["commit-tree", tree.as_str(), "-m", message];
-        if let (Some(parent), false) = (&loaded.commit, squash) {
-            args.extend(["-p", parent.as_str()]);
-        }
-        let commit = self.git.run(&args)?;
+        let parent = loaded.commit.as_deref().filter(|_| !squash);
+        let written =
+            chunks::write_commit(&self.git, &loaded.base, file, summary, message, parent)?;
+        let commit = written.commit;
+        self.publish(loaded.commit.as_deref(), &commit, squash)?;
+        Ok(Saved {
+            commit,
+            squashed: squash,
+            chunks_written: written.chunks_written,
+            chunks_total: written.chunks_total,
+        })
+    }
+
+    /// Moves the ref from `expected` to `commit`, if nobody moved it meanwhile.
+    fn publish(&self, expected: Option<&str>, commit: &str, squash: bool) -> Result<(), SaveError> {
         match &self.remote {
             Some(remote) => {
                 let target = format!("{commit}:{}", self.reference);
@@ -223,7 +280,7 @@ impl StateRef {
                     lease = format!(
                         "--force-with-lease={}:{}",
                         self.reference,
-                        loaded.commit.as_deref().unwrap_or("")
+                        expected.unwrap_or("")
                     );
                     push.push(&lease);
                 }
@@ -234,29 +291,25 @@ impl StateRef {
                     Err(e) => return Err(e.into()),
                 }
                 // Keep the private copy current, so the next load fetches little.
-                let _ = self.git.run(&["update-ref", FETCHED, &commit]);
+                let _ = self.git.run(&["update-ref", FETCHED, commit]);
             }
             None => {
-                let old = loaded.commit.clone().unwrap_or_else(|| "0".repeat(40));
+                let old = expected.map_or_else(|| "0".repeat(40), str::to_string);
                 if self
                     .git
-                    .try_run(&["update-ref", &self.reference, &commit, &old])?
+                    .try_run(&["update-ref", &self.reference, commit, &old])?
                     .is_none()
                 {
                     return Err(SaveError::Conflict(self.describe()));
                 }
             }
         }
-        Ok(Saved {
-            commit,
-            squashed: squash,
-        })
+        Ok(())
     }
 
     /// How many commits the state ref holds (for tests and `doctor`).
     pub fn history_len(&self) -> Result<u32, GitError> {
-        let loaded = self.load()?;
-        match loaded.commit {
+        match self.fetch()? {
             Some(c) => Ok(self
                 .git
                 .run(&["rev-list", "--count", &c])?
