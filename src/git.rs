@@ -249,9 +249,18 @@ impl Git {
 
     /// Starts a long-lived git process with piped stdin, stdout and stderr, for conversations
     /// such as `cat-file --batch` or `fast-import`; [`Git::finish`] reaps it.
+    /// Only for local commands: credentials live as long as one call, so a command that talks
+    /// to a remote is refused here.
     pub fn spawn(&self, args: &[&str]) -> Result<std::process::Child, GitError> {
-        self.command(args)
-            .stdin(Stdio::piped())
+        if talks_to_remote(args) {
+            return Err(self.error(
+                args,
+                None,
+                "a command that talks to a remote cannot be spawned: run it with `run`".into(),
+            ));
+        }
+        let (mut cmd, _no_credentials) = self.command(args);
+        cmd.stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
             .spawn()
