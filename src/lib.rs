@@ -31,4 +31,5 @@ pub mod store;
 pub mod tick;
 pub mod time;
 pub mod verify;
+pub mod workflows;
 pub mod workspace;

@@ -949,6 +949,35 @@ fn responses_match_githubs_openapi_description() {
     c.get(&format!("{R}/issues/{p}/events"));
     c.get(&format!("{R}/commits/{sha}/check-runs"));
     c.get(&format!("{R}/commits/{sha}/status"));
+    server.set_required_checks("main", &["test", "ci/build"]);
+    c.get(&format!("{R}/rules/branches/main"));
+    c.get(&format!("{R}/rules/branches/no-rules"));
+    server.add_workflow("ci.yml", true);
+    server.add_workflow("release.yml", false);
+    let dispatch = json!({"ref": "main"});
+    c.post(
+        &format!("{R}/actions/workflows/ci.yml/dispatches"),
+        dispatch.clone(),
+    );
+    server.set_actions_write(true);
+    c.post(
+        &format!("{R}/actions/workflows/ci.yml/dispatches"),
+        dispatch.clone(),
+    );
+    c.post(
+        &format!("{R}/actions/workflows/release.yml/dispatches"),
+        dispatch.clone(),
+    );
+    c.post(
+        &format!("{R}/actions/workflows/nope.yml/dispatches"),
+        dispatch,
+    );
+    c.post(
+        &format!("{R}/actions/workflows/ci.yml/dispatches"),
+        json!({"ref": "no-such-branch"}),
+    );
+    assert_eq!(server.dispatches().len(), 1, "{:?}", server.dispatches());
+    c.patch(&format!("{R}/pulls/{p}"), json!({"base": "no-such-branch"}));
     c.get(&format!("{R}/collaborators/acme/permission"));
     c.get(&format!("{R}/collaborators/nobody/permission"));
     c.get(R);
@@ -979,7 +1008,7 @@ fn responses_match_githubs_openapi_description() {
         server.responses().iter().map(|r| r.status).collect();
     assert_eq!(
         statuses.into_iter().collect::<Vec<_>>(),
-        [200, 201, 304, 401, 403, 404, 405, 409, 422, 502]
+        [200, 201, 204, 304, 401, 403, 404, 405, 409, 422, 502]
     );
     let dir = tempfile::tempdir().expect("temp dir");
     let count = server.write_responses(dir.path());

@@ -32,9 +32,15 @@ fn normalise(path: &str) -> String {
     out
 }
 
-/// The table's rows: (method, normalised endpoint) → the `scope: level` pairs of its
-/// permission column.
-fn table(readme: &str) -> BTreeMap<(String, String), Vec<(String, String)>> {
+/// One row of the table: the `scope: level` pairs of its permission column, and whether the
+/// call is optional (its "what for" starts with `optional:`: the examples leave it commented).
+struct Row {
+    permissions: Vec<(String, String)>,
+    optional: bool,
+}
+
+/// The table's rows, by (method, normalised endpoint).
+fn table(readme: &str) -> BTreeMap<(String, String), Row> {
     let mut rows = BTreeMap::new();
     for line in readme.lines() {
         let cells: Vec<&str> = line.split('|').map(str::trim).collect();
@@ -60,7 +66,14 @@ fn table(readme: &str) -> BTreeMap<(String, String), Vec<(String, String)>> {
             continue;
         }
         let endpoint = endpoints.first().cloned().unwrap_or_default();
-        rows.insert((method.to_string(), normalise(&endpoint)), permissions);
+        let optional = cells[4].starts_with("optional:");
+        rows.insert(
+            (method.to_string(), normalise(&endpoint)),
+            Row {
+                permissions,
+                optional,
+            },
+        );
     }
     rows
 }
@@ -162,8 +175,8 @@ fn the_example_workflows_grant_exactly_what_the_table_needs() {
     let readme = std::fs::read_to_string(root().join("README.md")).unwrap();
     // The strongest level each scope needs; `metadata: read` comes with every token.
     let mut needed: BTreeMap<String, String> = BTreeMap::new();
-    for permissions in table(&readme).into_values() {
-        for (scope, level) in permissions {
+    for row in table(&readme).into_values().filter(|r| !r.optional) {
+        for (scope, level) in row.permissions {
             if scope == "metadata" {
                 continue;
             }

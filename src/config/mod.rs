@@ -607,6 +607,13 @@ pub struct MergeConfig {
     pub delete_branch: bool,
     /// Minutes to wait for pending checks before a person decides.
     pub checks_timeout_minutes: u32,
+    /// The checks a PR must pass, by name (a check run's name or a status's context). Unset:
+    /// the required status checks of the base branch's rules, else the checks learned from the
+    /// base branch (the repository has CI: some check must report, and all must pass).
+    pub required_checks: Option<Vec<String>>,
+    /// Minutes after a push to wait for expected checks to appear on the head before asking
+    /// why they did not (the `GITHUB_TOKEN` trap, a CI that did not start).
+    pub checks_grace_minutes: u32,
     /// Seconds before a merge that lost a race with another merge is tried again.
     pub retry_seconds: u32,
     /// github mode: an approved PR that is behind the base gets the base merged into its branch
@@ -622,6 +629,8 @@ impl Default for MergeConfig {
             require_checks: true,
             delete_branch: true,
             checks_timeout_minutes: 120,
+            required_checks: None,
+            checks_grace_minutes: 10,
             retry_seconds: 30,
             update_when_behind: true,
         }

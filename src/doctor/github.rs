@@ -155,7 +155,7 @@ fn ci_trigger(vars: Vars<'_>) -> Check {
         }
         Some(_) => Check::warn(
             "CI trigger",
-            "the token looks like the workflow's GITHUB_TOKEN: PRs opened and branches pushed with it do not trigger workflows, so CI never runs on opentiger's PRs and they wait merge.checks_timeout_minutes for a person",
+            "the token looks like the workflow's GITHUB_TOKEN: PRs opened and branches pushed with it do not trigger workflows, so CI never runs on opentiger's PRs: the CI gate then diagnoses each PR after merge.checks_grace_minutes and, unless it may dispatch the CI (actions: write), asks a person",
             APP_TOKEN_FIX,
         ),
         None => Check::ok("CI trigger", "no token to check"),

@@ -2,10 +2,22 @@
 //! (DESIGN §8; spec §2.4 step 5).
 //!
 //! - the PR head is not the run's commit → the run's verdict would be stale: judge the new head;
-//! - checks not required, none reported, or all green → the review goes on;
+//! - checks not required → the review goes on;
 //! - some check failed → changes are requested, naming the failing checks;
+//! - the expected checks ([`ExpectedChecks`]) all passed on the head → the review goes on; an
+//!   unrelated green check does not stand in for a missing expected one, and a skipped or
+//!   neutral check counts as passed (GitHub's rule for required checks);
+//! - an expected check has not appeared yet → wait `merge.checks_grace_minutes` after the push,
+//!   then [`CheckGate::NeverStarted`]: no CI at all is never a pass when CI is expected (what
+//!   happens then is `engine::stall`);
+//! - nothing is expected (no configured names, no branch rules, no CI ever seen on the base) and
+//!   nothing reported → the review goes on, saying the merge rests on opentiger's own checks;
 //! - checks still running → wait and look again next tick, at most `merge.checks_timeout_minutes`
 //!   after the run finished; past that a person decides (a stuck CI never merges, never loops).
+//!
+//! Not for: reading CI or the rules (the forge does), or acting on a stall (the tick does).
+
+use serde::{Deserialize, Serialize};
 
 use super::verdict::{short_sha, JudgeConclusion};
 use crate::config::MergeConfig;
@@ -13,20 +25,82 @@ use crate::model::Checks;
 use crate::model::Run;
 use crate::time::{Timestamp, MINUTE};
 
+/// What the dashboard and the verdict say when a repository has no CI to wait for.
+pub const NO_CI_NOTE: &str = "no CI configured: merged on opentiger's own verification";
+
 /// CI's view of one commit, as the shell observed it.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct CiObservation {
     /// The commit the PR head pointed at when CI was read.
     pub head_sha: String,
     pub checks: Checks,
+    /// Since when GitHub has reported this head's mergeability as unknown (`mergeable: null`),
+    /// when it still does.
+    pub mergeable_unknown_since: Option<Timestamp>,
+}
+
+/// Where the gate learned which checks a PR must pass (the first that names any wins).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ExpectedSource {
+    /// `merge.required_checks`: each named check must pass on the head.
+    Config,
+    /// The required status checks of the base branch's rules: each must pass on the head.
+    BranchRules,
+    /// Checks seen on the base branch or earlier PR heads: the repository has CI, so some check
+    /// must report on the head and every one that does must pass (which of them run on a PR is
+    /// the workflows' business: a deploy that runs only on the base is not waited for).
+    Learned,
+    /// None of the three: the repository has no CI.
+    #[default]
+    Nothing,
+}
+
+/// The checks a PR must pass, and where that came from.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct ExpectedChecks {
+    pub source: ExpectedSource,
+    pub names: Vec<String>,
+}
+
+impl ExpectedChecks {
+    /// The first source that names any check: configuration, branch rules, what was learned.
+    pub fn choose(configured: Option<&[String]>, rules: &[String], learned: &[String]) -> Self {
+        let (source, names) = match configured {
+            // An explicit empty list says: this repository has no CI to wait for.
+            Some(names) => (ExpectedSource::Config, names.to_vec()),
+            None if !rules.is_empty() => (ExpectedSource::BranchRules, rules.to_vec()),
+            None if !learned.is_empty() => (ExpectedSource::Learned, learned.to_vec()),
+            None => (ExpectedSource::Nothing, Vec::new()),
+        };
+        let mut names = names;
+        names.sort();
+        names.dedup();
+        let source = if names.is_empty() {
+            ExpectedSource::Nothing
+        } else {
+            source
+        };
+        ExpectedChecks { source, names }
+    }
+
+    /// Where the names came from, for people.
+    pub fn origin(&self) -> &'static str {
+        match self.source {
+            ExpectedSource::Config => "merge.required_checks",
+            ExpectedSource::BranchRules => "the base branch's required status checks",
+            ExpectedSource::Learned => "checks seen on the base branch",
+            ExpectedSource::Nothing => "nothing: no CI configured",
+        }
+    }
 }
 
 /// What the judge does about CI before anything else.
 #[derive(Clone, Debug, PartialEq)]
 pub enum CheckGate {
-    /// CI is green, absent, or not required: go on with policy, limits and review.
+    /// CI is green, or not required, or there is no CI: go on with policy, limits and review.
     Proceed { note: String },
-    /// CI is still running: look again next tick.
+    /// CI is still running, or expected checks may yet appear: look again next tick.
     Wait {
         pending: Vec<String>,
         deadline: Timestamp,
@@ -37,12 +111,21 @@ pub enum CheckGate {
     TimedOut { reason: String },
     /// The PR head moved since the run pushed: this run's verdict would judge the wrong code.
     Stale { observed: String },
+    /// Expected checks did not appear on the head within `merge.checks_grace_minutes` of the
+    /// push: CI did not start (never a pass; `engine::stall` says what to do).
+    NeverStarted {
+        head_sha: String,
+        missing: Vec<String>,
+        /// When the grace period ended.
+        since: Timestamp,
+    },
 }
 
 /// `observed` is `None` when CI has not been read for this PR yet.
 pub fn checks_gate(
     run: &Run,
     observed: Option<&CiObservation>,
+    expected: &ExpectedChecks,
     merge: &MergeConfig,
     now: Timestamp,
 ) -> CheckGate {
@@ -51,8 +134,9 @@ pub fn checks_gate(
             note: "CI checks not required (merge.require_checks: false)".into(),
         };
     }
-    let since = run.finished_at.unwrap_or(run.started_at);
-    let deadline = since.plus(i64::from(merge.checks_timeout_minutes) * MINUTE);
+    let pushed_at = run.finished_at.unwrap_or(run.started_at);
+    let deadline = pushed_at.plus(i64::from(merge.checks_timeout_minutes) * MINUTE);
+    let grace = pushed_at.plus(i64::from(merge.checks_grace_minutes) * MINUTE);
     let Some(observed) = observed else {
         return wait_or_time_out(Vec::new(), deadline, merge, now);
     };
@@ -64,32 +148,95 @@ pub fn checks_gate(
         }
     }
     let checks = &observed.checks;
-    match checks.state.as_str() {
-        "success" => CheckGate::Proceed {
-            note: format!("CI green on {}", short_sha(&observed.head_sha)),
-        },
-        "none" => CheckGate::Proceed {
-            note: format!("no CI checks reported on {}", short_sha(&observed.head_sha)),
-        },
-        "failure" => CheckGate::Failed(JudgeConclusion::RequestChanges {
-            summary: format!(
-                "CI failed on {}: {}",
-                short_sha(&observed.head_sha),
-                names(&checks.failing)
-            ),
-            findings: checks
-                .failing
-                .iter()
-                .map(|name| match checks.excerpts.get(name) {
-                    Some(said) => {
-                        format!("CI check `{name}` failed; make it pass. It reported: {said}")
-                    }
-                    None => format!("CI check `{name}` failed; make it pass"),
-                })
-                .collect(),
-        }),
-        _ => wait_or_time_out(checks.pending.clone(), deadline, merge, now),
+    let head = short_sha(&observed.head_sha);
+    if !checks.failing.is_empty() || checks.state == "failure" {
+        return failed(&observed.head_sha, checks);
     }
+    let reported = |name: &String| {
+        checks.passed.contains(name)
+            || checks.pending.contains(name)
+            || checks.failing.contains(name)
+    };
+    let (waiting, missing): (Vec<String>, Vec<String>) = match expected.source {
+        ExpectedSource::Config | ExpectedSource::BranchRules => (
+            expected
+                .names
+                .iter()
+                .filter(|n| checks.pending.contains(n))
+                .cloned()
+                .collect(),
+            expected
+                .names
+                .iter()
+                .filter(|n| !reported(n))
+                .cloned()
+                .collect(),
+        ),
+        ExpectedSource::Learned => {
+            let nothing = checks.passed.is_empty() && checks.pending.is_empty();
+            (
+                checks.pending.clone(),
+                if nothing {
+                    expected.names.clone()
+                } else {
+                    Vec::new()
+                },
+            )
+        }
+        ExpectedSource::Nothing => {
+            if checks.passed.is_empty() && checks.pending.is_empty() {
+                return CheckGate::Proceed {
+                    note: format!("{NO_CI_NOTE} (nothing reported on {head})"),
+                };
+            }
+            (checks.pending.clone(), Vec::new())
+        }
+    };
+    if !missing.is_empty() {
+        if now < grace {
+            let mut pending = waiting;
+            pending.extend(missing.iter().map(|m| format!("{m} (not started)")));
+            return CheckGate::Wait {
+                pending,
+                deadline: grace,
+            };
+        }
+        return CheckGate::NeverStarted {
+            head_sha: observed.head_sha.clone(),
+            missing,
+            since: grace,
+        };
+    }
+    if !waiting.is_empty() {
+        return wait_or_time_out(waiting, deadline, merge, now);
+    }
+    let passed = match expected.source {
+        ExpectedSource::Config | ExpectedSource::BranchRules => expected.names.join(", "),
+        ExpectedSource::Learned | ExpectedSource::Nothing => checks.passed.join(", "),
+    };
+    CheckGate::Proceed {
+        note: format!("CI green on {head} ({passed})"),
+    }
+}
+
+fn failed(head_sha: &str, checks: &Checks) -> CheckGate {
+    CheckGate::Failed(JudgeConclusion::RequestChanges {
+        summary: format!(
+            "CI failed on {}: {}",
+            short_sha(head_sha),
+            names(&checks.failing)
+        ),
+        findings: checks
+            .failing
+            .iter()
+            .map(|name| match checks.excerpts.get(name) {
+                Some(said) => {
+                    format!("CI check `{name}` failed; make it pass. It reported: {said}")
+                }
+                None => format!("CI check `{name}` failed; make it pass"),
+            })
+            .collect(),
+    })
 }
 
 fn wait_or_time_out(
@@ -121,7 +268,7 @@ fn names(checks: &[String]) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::engine::testkit::{at, ci, run};
+    use crate::engine::testkit::{at, checks_on, ci, run};
     use crate::model::RunStatus;
 
     fn pushed(sha: &str, finished: Timestamp) -> Run {
@@ -135,7 +282,26 @@ mod tests {
         MergeConfig {
             require_checks: require,
             checks_timeout_minutes: 60,
+            checks_grace_minutes: 10,
             ..MergeConfig::default()
+        }
+    }
+
+    fn expect(source: ExpectedSource, names: &[&str]) -> ExpectedChecks {
+        ExpectedChecks {
+            source,
+            names: names.iter().map(|n| n.to_string()).collect(),
+        }
+    }
+
+    fn outcome(gate: &CheckGate) -> &'static str {
+        match gate {
+            CheckGate::Proceed { .. } => "proceed",
+            CheckGate::Wait { .. } => "wait",
+            CheckGate::Failed(_) => "failed",
+            CheckGate::TimedOut { .. } => "timed_out",
+            CheckGate::Stale { .. } => "stale",
+            CheckGate::NeverStarted { .. } => "never_started",
         }
     }
 
@@ -144,11 +310,12 @@ mod tests {
         let pushed = pushed("aaaa", at(0));
         let before_deadline = at(59);
         let at_deadline = at(60);
+        let none = ExpectedChecks::default();
 
         #[rustfmt::skip]
         let cases: Vec<(&str, bool, Option<CiObservation>, Timestamp, &str)> = vec![
             ("not required, red",      false, Some(ci("aaaa", "failure", &["test"], &[])), before_deadline, "proceed"),
-            ("green",                  true,  Some(ci("aaaa", "success", &[], &[])),       before_deadline, "proceed"),
+            ("green",                  true,  Some(checks_on("aaaa", &["test"], &[], &[])), before_deadline, "proceed"),
             ("no CI at all",           true,  Some(ci("aaaa", "none", &[], &[])),          before_deadline, "proceed"),
             ("red",                    true,  Some(ci("aaaa", "failure", &["test"], &[])), before_deadline, "failed"),
             ("red after the deadline", true,  Some(ci("aaaa", "failure", &["test"], &[])), at_deadline,     "failed"),
@@ -156,18 +323,115 @@ mod tests {
             ("pending too long",       true,  Some(ci("aaaa", "pending", &[], &["lint"])), at_deadline,     "timed_out"),
             ("not read yet",           true,  None,                                        before_deadline, "wait"),
             ("never read",             true,  None,                                        at_deadline,     "timed_out"),
-            ("head moved, green",      true,  Some(ci("bbbb", "success", &[], &[])),       before_deadline, "stale"),
+            ("head moved, green",      true,  Some(checks_on("bbbb", &["test"], &[], &[])), before_deadline, "stale"),
             ("head moved, pending",    true,  Some(ci("bbbb", "pending", &[], &["ci"])),   before_deadline, "stale"),
         ];
         for (name, require, observed, now, want) in cases {
-            let got = match checks_gate(&pushed, observed.as_ref(), &merge(require), now) {
-                CheckGate::Proceed { .. } => "proceed",
-                CheckGate::Wait { .. } => "wait",
-                CheckGate::Failed(_) => "failed",
-                CheckGate::TimedOut { .. } => "timed_out",
-                CheckGate::Stale { .. } => "stale",
-            };
-            assert_eq!(got, want, "{name}");
+            let got = checks_gate(&pushed, observed.as_ref(), &none, &merge(require), now);
+            assert_eq!(outcome(&got), want, "{name}");
+        }
+    }
+
+    /// Issue 19: "no checks" is never a pass when checks are expected; named checks are waited
+    /// for one by one; skipped and neutral count as passed.
+    #[test]
+    fn expected_checks_table() {
+        let pushed = pushed("aaaa", at(0));
+        let in_grace = at(9);
+        let after_grace = at(10);
+        let config = expect(ExpectedSource::Config, &["test"]);
+        let rules = expect(ExpectedSource::BranchRules, &["test", "build"]);
+        let learned = expect(ExpectedSource::Learned, &["test", "deploy"]);
+        let nothing = ExpectedChecks::default();
+
+        #[rustfmt::skip]
+        let cases: Vec<(&str, &ExpectedChecks, CiObservation, Timestamp, &str)> = vec![
+            ("configured, nothing yet",        &config,  ci("aaaa", "none", &[], &[]),                 in_grace,    "wait"),
+            ("configured, never started",      &config,  ci("aaaa", "none", &[], &[]),                 after_grace, "never_started"),
+            ("configured, only lint green",    &config,  checks_on("aaaa", &["lint"], &[], &[]),       in_grace,    "wait"),
+            ("configured, only lint, late",    &config,  checks_on("aaaa", &["lint"], &[], &[]),       after_grace, "never_started"),
+            ("configured, test queued",        &config,  checks_on("aaaa", &["lint"], &[], &["test"]), after_grace, "wait"),
+            ("configured, test green",         &config,  checks_on("aaaa", &["lint", "test"], &[], &[]), in_grace,  "proceed"),
+            ("configured, test skipped",       &config,  checks_on("aaaa", &["test"], &[], &[]),       in_grace,    "proceed"),
+            ("configured, unrelated pending",  &config,  checks_on("aaaa", &["test"], &[], &["docs"]), in_grace,    "proceed"),
+            ("configured, unrelated red",      &config,  checks_on("aaaa", &["test"], &["lint"], &[]), in_grace,    "failed"),
+            ("rules, one of two green",        &rules,   checks_on("aaaa", &["test"], &[], &[]),       after_grace, "never_started"),
+            ("rules, both green",              &rules,   checks_on("aaaa", &["test", "build"], &[], &[]), in_grace, "proceed"),
+            ("learned, nothing reported",      &learned, ci("aaaa", "none", &[], &[]),                 in_grace,    "wait"),
+            ("learned, nothing, late",         &learned, ci("aaaa", "none", &[], &[]),                 after_grace, "never_started"),
+            ("learned, test green, no deploy", &learned, checks_on("aaaa", &["test"], &[], &[]),       in_grace,    "proceed"),
+            ("learned, lint pending",          &learned, checks_on("aaaa", &[], &[], &["lint"]),       after_grace, "wait"),
+            ("no CI anywhere",                 &nothing, ci("aaaa", "none", &[], &[]),                 in_grace,    "proceed"),
+            ("no CI expected, some pending",   &nothing, checks_on("aaaa", &[], &[], &["lint"]),       in_grace,    "wait"),
+        ];
+        for (name, expected, observed, now, want) in cases {
+            let got = checks_gate(&pushed, Some(&observed), expected, &merge(true), now);
+            assert_eq!(outcome(&got), want, "{name}: {got:?}");
+        }
+    }
+
+    #[test]
+    fn what_the_gate_says() {
+        let pushed = pushed("aaaa", at(0));
+        let none = ci("aaaa", "none", &[], &[]);
+        let CheckGate::Proceed { note } = checks_gate(
+            &pushed,
+            Some(&none),
+            &ExpectedChecks::default(),
+            &merge(true),
+            at(1),
+        ) else {
+            panic!("no CI anywhere proceeds");
+        };
+        assert!(note.starts_with(NO_CI_NOTE), "{note}");
+        let config = expect(ExpectedSource::Config, &["test"]);
+        let lint = checks_on("aaaa", &["lint"], &[], &[]);
+        assert_eq!(
+            checks_gate(&pushed, Some(&lint), &config, &merge(true), at(1)),
+            CheckGate::Wait {
+                pending: vec!["test (not started)".into()],
+                deadline: at(10)
+            }
+        );
+        assert_eq!(
+            checks_gate(&pushed, Some(&lint), &config, &merge(true), at(12)),
+            CheckGate::NeverStarted {
+                head_sha: "aaaa".into(),
+                missing: vec!["test".into()],
+                since: at(10)
+            }
+        );
+        let green = checks_on("aaaa", &["lint", "test"], &[], &[]);
+        assert_eq!(
+            checks_gate(&pushed, Some(&green), &config, &merge(true), at(1)),
+            CheckGate::Proceed {
+                note: "CI green on aaaa (test)".into()
+            }
+        );
+    }
+
+    #[test]
+    fn the_first_source_that_names_checks_wins() {
+        let s = |v: &[&str]| v.iter().map(|n| n.to_string()).collect::<Vec<_>>();
+        let (config, rules, learned) = (s(&["b", "a", "a"]), s(&["r"]), s(&["l"]));
+        type Row<'a> = (
+            Option<&'a [String]>,
+            &'a [String],
+            &'a [String],
+            ExpectedSource,
+            Vec<String>,
+        );
+        #[rustfmt::skip]
+        let cases: Vec<Row> = vec![
+            (Some(&config), &rules, &learned, ExpectedSource::Config, s(&["a", "b"])),
+            (None,          &rules, &learned, ExpectedSource::BranchRules, s(&["r"])),
+            (None,          &[],    &learned, ExpectedSource::Learned, s(&["l"])),
+            (None,          &[],    &[],      ExpectedSource::Nothing, vec![]),
+            (Some(&[]),     &rules, &learned, ExpectedSource::Nothing, vec![]),
+        ];
+        for (configured, rules, learned, source, names) in cases {
+            let got = ExpectedChecks::choose(configured, rules, learned);
+            assert_eq!(got, ExpectedChecks { source, names });
         }
     }
 
@@ -179,9 +443,13 @@ mod tests {
             .checks
             .excerpts
             .insert("lint".into(), "3 warnings: unused import".into());
-        let CheckGate::Failed(JudgeConclusion::RequestChanges { summary, findings }) =
-            checks_gate(&pushed, Some(&observed), &merge(true), at(1))
-        else {
+        let CheckGate::Failed(JudgeConclusion::RequestChanges { summary, findings }) = checks_gate(
+            &pushed,
+            Some(&observed),
+            &ExpectedChecks::default(),
+            &merge(true),
+            at(1),
+        ) else {
             panic!("a red CI must request changes");
         };
         assert_eq!(summary, "CI failed on aaaa: test (ubuntu), lint");
@@ -199,15 +467,16 @@ mod tests {
         let mut pushed = pushed("aaaa", at(10));
         pushed.started_at = at(0);
         let observed = ci("aaaa", "pending", &[], &["build"]);
+        let none = ExpectedChecks::default();
         assert_eq!(
-            checks_gate(&pushed, Some(&observed), &merge(true), at(11)),
+            checks_gate(&pushed, Some(&observed), &none, &merge(true), at(11)),
             CheckGate::Wait {
                 pending: vec!["build".into()],
                 deadline: at(70)
             }
         );
         let CheckGate::TimedOut { reason } =
-            checks_gate(&pushed, Some(&observed), &merge(true), at(70))
+            checks_gate(&pushed, Some(&observed), &none, &merge(true), at(70))
         else {
             panic!("pending past the timeout must wait on a person");
         };

@@ -20,6 +20,7 @@ pub mod import;
 pub mod outcome;
 mod preflight;
 mod recovery;
+pub mod stall;
 pub mod verdict;
 
 use std::collections::{BTreeMap, BTreeSet};
@@ -77,6 +78,16 @@ pub struct Observations {
     pub pull_requests: BTreeMap<u64, PullState>,
     /// What CI last said about the head of each open PR (github mode), by number.
     pub pull_checks: BTreeMap<u64, gate::CiObservation>,
+    /// The checks a PR must pass, and where that was learned (github mode).
+    pub expected_checks: gate::ExpectedChecks,
+    /// How CI gets started here (token kind, workflow files), for a stalled PR's diagnosis.
+    pub ci_setup: stall::CiSetup,
+    /// What was done about PR heads whose expected checks never appeared, by PR number.
+    pub ci_heals: BTreeMap<u64, stall::CiHeal>,
+    /// The base branch of each task PR as last seen (github mode), by number.
+    pub pull_bases: BTreeMap<u64, String>,
+    /// PRs already retargeted to the configured base, with the base they were moved from.
+    pub retargeted: BTreeMap<u64, String>,
     /// What was spent, for the budgets (DESIGN §9).
     pub spend: Spend,
     /// Signature of what the planner would plan now (requirement content, and base head for an
@@ -160,6 +171,18 @@ pub enum Action {
     /// Close the task's open PR with a comment: its goal is being recreated from the base as
     /// `superseded_by` (github mode).
     ClosePull { pr: u64, superseded_by: TaskId },
+    /// Expected CI never started on the PR's head: record that, comment on the PR once for the
+    /// head and, when `dispatch` names a workflow, start it for the head's branch (github mode).
+    HealCi {
+        pr: u64,
+        head_sha: String,
+        branch: String,
+        comment: String,
+        dispatch: Option<String>,
+    },
+    /// Point the task's open PR at the configured base branch (its base was renamed or
+    /// deleted); recorded, so it is tried once (github mode).
+    RetargetPull { pr: u64, from: String, to: String },
     /// Nothing changes now; the reason says what the task waits for.
     Wait { until: Option<Timestamp> },
 }
@@ -182,7 +205,9 @@ impl Decision {
             | Action::ResetJudgeClaim { .. }
             | Action::StartPlanner
             | Action::OpenIssue
-            | Action::ClosePull { .. } => true,
+            | Action::ClosePull { .. }
+            | Action::HealCi { .. }
+            | Action::RetargetPull { .. } => true,
         }
     }
 }

@@ -679,7 +679,7 @@ fn github_ci_on_the_pushed_head_decides_first() {
     // The run finished at -9 minutes; the default timeout is 120 minutes.
     #[rustfmt::skip]
     let cases: Vec<Row> = vec![
-        ("green", Some(ci("aaa", "success", &[], &[])), 0, &["judge.review a judge r1"], "not judged yet"),
+        ("green", Some(checks_on("aaa", &["test"], &[], &[])), 0, &["judge.review a judge r1"], "not judged yet"),
         ("no CI", Some(ci("aaa", "none", &[], &[])), 0, &["judge.review a judge r1"], "not judged yet"),
         ("pending", Some(ci("aaa", "pending", &[], &["lint"])), 0, &[], "CI pending (lint)"),
         ("not read yet", None, 0, &[], "CI pending (not read yet)"),
@@ -715,7 +715,7 @@ fn github_ci_on_the_pushed_head_decides_first() {
     // Green CI on a head already under review (leased): it waits, saying why.
     let snap = pr_snapshot(
         at(-10),
-        Some(ci("aaa", "success", &[], &[])),
+        Some(checks_on("aaa", &["test"], &[], &[])),
         vec![lease("a", "r1", "local:box:1", at(30))],
     );
     let plan = plan_with(&snap, &github);
@@ -744,6 +744,61 @@ fn github_ci_on_the_pushed_head_decides_first() {
         "{:?}",
         reasons(&plan, "a")
     );
+}
+
+/// Issue 19: expected checks that never start on the head are never a pass: one diagnosis
+/// (with a dispatch when the token may), then a person.
+#[test]
+fn github_ci_that_never_starts_is_diagnosed_once_then_escalated() {
+    use super::gate::{ExpectedChecks, ExpectedSource};
+    use super::stall::{CiHeal, CiSetup, Dispatch};
+    let github = Config::default();
+    let trap = |dispatchable: bool| CiSetup {
+        workflow_token: true,
+        push_workflows: vec!["ci.yml".into()],
+        dispatchable: dispatchable.then(|| "ci.yml".to_string()),
+    };
+    let healed = |dispatch: Dispatch| CiHeal {
+        head_sha: "aaa".into(),
+        at: at(-12),
+        dispatch,
+    };
+    let sent = Dispatch::Sent {
+        workflow: "ci.yml".into(),
+    };
+    // name, run finished at, setup, what was done before, writes.
+    type Row<'a> = (&'a str, i64, CiSetup, Option<CiHeal>, &'a [&'a str]);
+    #[rustfmt::skip]
+    let cases: Vec<Row> = vec![
+        ("within the grace period", -5, trap(true), None, &[]),
+        ("trap, may dispatch", -20, trap(true), None, &["judge.ci_diagnosis a heal CI #7 dispatch ci.yml"]),
+        ("trap, may not dispatch", -20, trap(false), None,
+            &["judge.ci_diagnosis a heal CI #7", "judge.ci_never_started a -> blocked(awaiting_human)"]),
+        ("dispatched, waiting", -20, trap(true), Some(healed(sent.clone())).map(|h| CiHeal { at: at(-5), ..h }), &[]),
+        ("dispatched, nothing came", -20, trap(true), Some(healed(sent)), &["judge.ci_never_started a -> blocked(awaiting_human)"]),
+    ];
+    for (name, finished, setup, heal, expect) in cases {
+        let mut snap = pr_snapshot(
+            at(finished - 1),
+            Some(checks_on("aaa", &["lint"], &[], &[])),
+            vec![],
+        );
+        snap.runs[0].finished_at = Some(at(finished));
+        snap.observations.expected_checks = ExpectedChecks {
+            source: ExpectedSource::Config,
+            names: vec!["test".into()],
+        };
+        snap.observations.ci_setup = setup;
+        if let Some(heal) = heal {
+            snap.observations.ci_heals.insert(7, heal);
+        }
+        let plan = plan_with(&snap, &github);
+        assert_eq!(writes(&plan), *expect, "{name}: {:?}", reasons(&plan, "a"));
+        assert!(
+            !writes(&plan).iter().any(|w| w.contains("judge r1")),
+            "{name}: never reviewed for a merge"
+        );
+    }
 }
 
 /// A person's PR review is never run by a worker: queued again (by `task retry`), it goes back

@@ -136,6 +136,11 @@ pub fn line(d: &Decision) -> String {
         Action::StartPlanner => "plan".to_string(),
         Action::OpenIssue => "open issue".to_string(),
         Action::ClosePull { pr, superseded_by } => format!("close #{pr} for {superseded_by}"),
+        Action::RetargetPull { pr, from, to } => format!("retarget #{pr} {from} -> {to}"),
+        Action::HealCi { pr, dispatch, .. } => match dispatch {
+            Some(workflow) => format!("heal CI #{pr} dispatch {workflow}"),
+            None => format!("heal CI #{pr}"),
+        },
         Action::Wait { .. } => "wait".to_string(),
     };
     format!("{} {task} {action}", d.rule)
@@ -158,12 +163,35 @@ pub fn ci(
     let names = |list: &[&str]| list.iter().map(|s| s.to_string()).collect();
     super::gate::CiObservation {
         head_sha: head.into(),
+        mergeable_unknown_since: None,
         checks: crate::model::Checks {
             state: state.into(),
             failing: names(failing),
             pending: names(pending),
+            passed: Vec::new(),
             excerpts: Default::default(),
             mergeable: None,
         },
     }
+}
+
+/// What CI says about commit `head`, by check name: the state follows from the lists.
+pub fn checks_on(
+    head: &str,
+    passed: &[&str],
+    failing: &[&str],
+    pending: &[&str],
+) -> super::gate::CiObservation {
+    let state = if !failing.is_empty() {
+        "failure"
+    } else if !pending.is_empty() {
+        "pending"
+    } else if passed.is_empty() {
+        "none"
+    } else {
+        "success"
+    };
+    let mut observed = ci(head, state, failing, pending);
+    observed.checks.passed = passed.iter().map(|s| s.to_string()).collect();
+    observed
 }

@@ -498,10 +498,13 @@ impl Checks {
     fn combine(runs: &[RawCheckRun], statuses: &[RawStatusItem]) -> Checks {
         let mut failing = Vec::new();
         let mut pending = Vec::new();
+        let mut passed = Vec::new();
         let mut excerpts = std::collections::BTreeMap::new();
         for run in runs {
             match (run.status.as_str(), run.conclusion.as_deref()) {
-                ("completed", Some("success" | "neutral" | "skipped")) => {}
+                ("completed", Some("success" | "neutral" | "skipped")) => {
+                    passed.push(run.name.clone());
+                }
                 ("completed", _) => {
                     failing.push(run.name.clone());
                     let output = run.output.as_ref();
@@ -518,7 +521,7 @@ impl Checks {
         }
         for status in statuses {
             match status.state.as_str() {
-                "success" => {}
+                "success" => passed.push(status.context.clone()),
                 "pending" => pending.push(status.context.clone()),
                 _ => {
                     failing.push(status.context.clone());
@@ -541,6 +544,7 @@ impl Checks {
             state: state.to_string(),
             failing,
             pending,
+            passed,
             excerpts,
             mergeable: None,
         }

@@ -97,6 +97,10 @@ pub struct Checks {
     pub state: String,
     pub failing: Vec<String>,
     pub pending: Vec<String>,
+    /// Checks that passed, GitHub's way: success, and for check runs also `neutral` and
+    /// `skipped` (a required check skipped by its workflow's conditions does not block a merge).
+    #[serde(default)]
+    pub passed: Vec<String>,
     /// What failing checks reported (their output's title and summary, or a status description),
     /// by check name, cut short. CI text: untrusted, shown to agents as data.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]

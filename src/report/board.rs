@@ -37,6 +37,10 @@ pub struct BoardView {
     pub parked: Vec<String>,
     /// Who paused the repository and how to resume it.
     pub paused: Option<String>,
+    /// Which checks PRs must pass, or that there is no CI (github mode).
+    pub ci: Option<String>,
+    /// The last tick against the schedule.
+    pub heartbeat: Option<String>,
 }
 
 /// One task, for people.
@@ -96,6 +100,8 @@ impl BoardView {
             spend: view.spend.line(),
             parked: view.parked_executors.iter().map(|l| plain(l)).collect(),
             paused: view.paused.as_deref().map(plain),
+            ci: view.ci.as_deref().map(plain),
+            heartbeat: view.heartbeat.as_deref().map(plain),
             ignored: view
                 .ignored_issues
                 .iter()
@@ -264,6 +270,8 @@ mod tests {
             },
             parked_executors: vec!["claude-code waits on quota until 12:40".into()],
             paused: None,
+            ci: Some("no CI configured: merged on opentiger's own verification".into()),
+            heartbeat: Some("the last scheduled tick was 3h ago, expected every 30 min".into()),
         };
         let board = BoardView::of(&view, "github");
         assert_eq!(board.humans.len(), 1);

@@ -1,6 +1,7 @@
 //! What people read: the dry-run plan, `status`, `task show`. Rendering only; no decisions.
 
 pub mod board;
+pub mod heartbeat;
 
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
@@ -75,6 +76,10 @@ pub struct StatusView {
     /// The repository is paused (`/opentiger pause` on the dashboard): who, since when, how to
     /// resume.
     pub paused: Option<String>,
+    /// github mode: which checks a PR must pass, or that there is no CI to wait for.
+    pub ci: Option<String>,
+    /// The last tick against the workflow's schedule (a warning when it was missed).
+    pub heartbeat: Option<String>,
 }
 
 /// The plan's lines about executors parked on a quota or for their configuration (issue 18).
@@ -171,6 +176,13 @@ pub fn describe_action(d: &Decision) -> String {
         Action::ClosePull { pr, superseded_by } => {
             format!("close PR #{pr}, superseded by {superseded_by}")
         }
+        Action::RetargetPull { pr, from, to } => {
+            format!("retarget PR #{pr} from `{from}` to `{to}`")
+        }
+        Action::HealCi { pr, dispatch, .. } => match dispatch {
+            Some(workflow) => format!("diagnose CI on PR #{pr}, dispatch `{workflow}`"),
+            None => format!("diagnose CI on PR #{pr}"),
+        },
         Action::Wait { .. } => "wait".to_string(),
     };
     format!("{what}: {}", d.reason)
@@ -349,6 +361,12 @@ pub fn status_text(view: &StatusView, verbose: bool) -> String {
     }
     if let Some(paused) = &view.paused {
         let _ = writeln!(out, "Paused: {paused}");
+    }
+    if let Some(line) = &view.heartbeat {
+        let _ = writeln!(out, "Schedule: {line}");
+    }
+    if let Some(line) = &view.ci {
+        let _ = writeln!(out, "CI: {line}");
     }
     for line in &view.parked_executors {
         let _ = writeln!(out, "Parked: {line}");

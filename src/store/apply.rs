@@ -24,6 +24,21 @@ pub struct ApplyReport {
     pub open_issues: Vec<TaskId>,
     /// PRs to close: (task, PR, the task recreating its goal).
     pub close_pulls: Vec<(TaskId, u64, TaskId)>,
+    /// Stalled PRs to comment on (and dispatch CI for), their heal already recorded.
+    pub heal_ci: Vec<HealCi>,
+    /// PRs to point at the base branch: (task, PR, base), the attempt already recorded.
+    pub retarget_pulls: Vec<(TaskId, u64, String)>,
+}
+
+/// A stalled PR's diagnosis, for the act phase.
+#[derive(Clone, Debug, PartialEq)]
+pub struct HealCi {
+    pub task: TaskId,
+    pub pr: u64,
+    pub head_sha: String,
+    pub branch: String,
+    pub comment: String,
+    pub dispatch: Option<String>,
 }
 
 impl Store {
@@ -201,6 +216,59 @@ impl Store {
                             .close_pulls
                             .push((id.clone(), *pr, superseded_by.clone()));
                     }
+                }
+                Action::HealCi {
+                    pr,
+                    head_sha,
+                    branch,
+                    comment,
+                    dispatch,
+                } => {
+                    let id = task_id.ok_or_else(|| {
+                        StoreError::Invalid("a CI diagnosis without a task".into())
+                    })?;
+                    // Recorded before anything is sent: a dispatch happens at most once per head.
+                    let heal = crate::engine::stall::CiHeal {
+                        head_sha: head_sha.clone(),
+                        at: writer.now,
+                        dispatch: match dispatch {
+                            Some(workflow) => crate::engine::stall::Dispatch::Requested {
+                                workflow: workflow.clone(),
+                            },
+                            None => crate::engine::stall::Dispatch::NotPossible,
+                        },
+                    };
+                    super::forge::write_ci_heal(&tx, *pr, &heal, writer.now)?;
+                    super::tasks::note(
+                        &tx,
+                        writer,
+                        decision.rule,
+                        Some(id),
+                        None,
+                        &decision.reason,
+                    )?;
+                    report.heal_ci.push(HealCi {
+                        task: id.clone(),
+                        pr: *pr,
+                        head_sha: head_sha.clone(),
+                        branch: branch.clone(),
+                        comment: comment.clone(),
+                        dispatch: dispatch.clone(),
+                    });
+                }
+                Action::RetargetPull { pr, from, to } => {
+                    let id = task_id
+                        .ok_or_else(|| StoreError::Invalid("a retarget without a task".into()))?;
+                    super::forge::write_retarget(&tx, *pr, from, writer.now)?;
+                    super::tasks::note(
+                        &tx,
+                        writer,
+                        decision.rule,
+                        Some(id),
+                        None,
+                        &decision.reason,
+                    )?;
+                    report.retarget_pulls.push((id.clone(), *pr, to.clone()));
                 }
                 Action::Wait { .. } => {}
             }

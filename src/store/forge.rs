@@ -6,7 +6,8 @@ use std::collections::BTreeMap;
 use rusqlite::{params, OptionalExtension};
 
 use super::{Store, StoreError};
-use crate::engine::gate::CiObservation;
+use crate::engine::gate::{CiObservation, ExpectedChecks};
+use crate::engine::stall::CiHeal;
 use crate::engine::PullState;
 use crate::time::Timestamp;
 
@@ -217,16 +218,26 @@ impl Store {
                 ))
             })?
             .collect::<Result<Vec<_>, _>>()?;
-        Ok(rows
-            .into_iter()
-            .filter_map(|(number, head_sha, checks)| {
-                let checks = serde_json::from_str(&checks).ok()?;
-                Some((
-                    u64::try_from(number).ok()?,
-                    CiObservation { head_sha, checks },
-                ))
-            })
-            .collect())
+        let mut out = BTreeMap::new();
+        for (number, head_sha, checks) in rows {
+            let (Ok(number), Ok(checks)) = (u64::try_from(number), serde_json::from_str(&checks))
+            else {
+                continue;
+            };
+            let mergeable_unknown_since = self
+                .mergeable_unknown(number)?
+                .filter(|u| u.head_sha == head_sha)
+                .map(|u| u.since);
+            out.insert(
+                number,
+                CiObservation {
+                    head_sha,
+                    checks,
+                    mergeable_unknown_since,
+                },
+            );
+        }
+        Ok(out)
     }
 
     /// Stores what CI said about a PR's head; unchanged values write nothing.
@@ -242,5 +253,210 @@ impl Store {
             params![number as i64, head_sha, text],
         )?;
         Ok(())
+    }
+}
+
+/// The cursor key of what was done about a PR whose expected checks never appeared.
+fn heal_key(pr: u64) -> String {
+    format!("ci:heal:{pr}")
+}
+
+/// The cursor key of the check names learned from the base branch and PR heads.
+pub const LEARNED_CHECKS: &str = "ci:learned";
+
+/// The cursor key of the base branch's rules (the body is the names of its required checks).
+pub fn rules_key(branch: &str) -> String {
+    format!("rules:{branch}")
+}
+
+/// Records a stalled PR's heal inside a plan's transaction.
+pub(super) fn write_ci_heal(
+    tx: &rusqlite::Transaction<'_>,
+    pr: u64,
+    heal: &CiHeal,
+    now: Timestamp,
+) -> Result<(), StoreError> {
+    let body = serde_json::to_string(heal).unwrap_or_default();
+    tx.execute(
+        "INSERT INTO forge_cursors (key, etag, body, updated_at) VALUES (?1, NULL, ?2, ?3) \
+         ON CONFLICT(key) DO UPDATE SET body = excluded.body, updated_at = excluded.updated_at",
+        params![heal_key(pr), body, now.0],
+    )?;
+    Ok(())
+}
+
+impl Store {
+    /// What was done about stalled PR heads, by PR.
+    pub fn ci_heals(&self) -> Result<BTreeMap<u64, CiHeal>, StoreError> {
+        let rows = self
+            .conn
+            .prepare("SELECT key, body FROM forge_cursors WHERE key LIKE 'ci:heal:%'")?
+            .query_map([], |r| {
+                Ok((r.get::<_, String>(0)?, r.get::<_, Option<String>>(1)?))
+            })?
+            .collect::<Result<Vec<_>, _>>()?;
+        Ok(rows
+            .into_iter()
+            .filter_map(|(key, body)| {
+                let pr = key.strip_prefix("ci:heal:")?.parse().ok()?;
+                Some((pr, serde_json::from_str(&body?).ok()?))
+            })
+            .collect())
+    }
+
+    /// Records how a dispatch went (after the act phase sent it).
+    pub fn set_ci_heal(
+        &mut self,
+        pr: u64,
+        heal: &CiHeal,
+        now: Timestamp,
+    ) -> Result<(), StoreError> {
+        let body = serde_json::to_string(heal).ok();
+        self.set_cursor(&heal_key(pr), &Cursor { etag: None, body }, now)
+    }
+
+    /// A list of names stored as a cursor's body (learned checks, a branch's required checks).
+    pub fn cursor_names(&self, key: &str) -> Result<Vec<String>, StoreError> {
+        Ok(self
+            .cursor(key)?
+            .body
+            .and_then(|b| serde_json::from_str(&b).ok())
+            .unwrap_or_default())
+    }
+
+    /// Adds check names to what is learned about this repository's CI; unchanged writes nothing.
+    pub fn learn_checks(&mut self, names: &[String], now: Timestamp) -> Result<(), StoreError> {
+        let mut known = self.cursor_names(LEARNED_CHECKS)?;
+        let before = known.len();
+        known.extend(names.iter().cloned());
+        known.sort();
+        known.dedup();
+        if known.len() == before {
+            return Ok(());
+        }
+        let cursor = Cursor {
+            etag: None,
+            body: serde_json::to_string(&known).ok(),
+        };
+        self.set_cursor(LEARNED_CHECKS, &cursor, now)
+    }
+
+    /// The checks a PR into `base` must pass: `merge.required_checks`, else the base branch's
+    /// required checks as last read, else what was learned.
+    pub fn expected_checks(
+        &self,
+        configured: Option<&[String]>,
+        base: &str,
+    ) -> Result<ExpectedChecks, StoreError> {
+        let rules = self.cursor_names(&rules_key(base))?;
+        let learned = self.cursor_names(LEARNED_CHECKS)?;
+        Ok(ExpectedChecks::choose(configured, &rules, &learned))
+    }
+}
+
+/// Since when a PR head's mergeability has been unknown (GitHub's `mergeable: null`).
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct MergeableUnknown {
+    pub head_sha: String,
+    pub since: Timestamp,
+}
+
+fn unknown_key(pr: u64) -> String {
+    format!("pull:mergeable-unknown:{pr}")
+}
+
+impl Store {
+    pub fn mergeable_unknown(&self, pr: u64) -> Result<Option<MergeableUnknown>, StoreError> {
+        Ok(self
+            .cursor(&unknown_key(pr))?
+            .body
+            .and_then(|b| serde_json::from_str(&b).ok()))
+    }
+
+    /// Notes what a read of a PR head said about its mergeability: the first time it is unknown
+    /// for this head starts the clock; a known answer stops it.
+    pub fn note_mergeable(
+        &mut self,
+        pr: u64,
+        head_sha: &str,
+        unknown: bool,
+        now: Timestamp,
+    ) -> Result<(), StoreError> {
+        let current = self.mergeable_unknown(pr)?;
+        let wanted = match current {
+            Some(u) if unknown && u.head_sha == head_sha => Some(u),
+            _ if unknown => Some(MergeableUnknown {
+                head_sha: head_sha.to_string(),
+                since: now,
+            }),
+            _ => None,
+        };
+        let cursor = Cursor {
+            etag: None,
+            body: wanted.and_then(|w| serde_json::to_string(&w).ok()),
+        };
+        if cursor.body.is_none() && self.cursor(&unknown_key(pr))? == Cursor::default() {
+            return Ok(());
+        }
+        self.set_cursor(&unknown_key(pr), &cursor, now)
+    }
+}
+
+fn base_key(pr: u64) -> String {
+    format!("pull:base:{pr}")
+}
+
+fn retarget_key(pr: u64) -> String {
+    format!("pull:retarget:{pr}")
+}
+
+/// Records, inside a plan's transaction, that a PR is being retargeted away from `from`.
+pub(super) fn write_retarget(
+    tx: &rusqlite::Transaction<'_>,
+    pr: u64,
+    from: &str,
+    now: Timestamp,
+) -> Result<(), StoreError> {
+    tx.execute(
+        "INSERT INTO forge_cursors (key, etag, body, updated_at) VALUES (?1, NULL, ?2, ?3) \
+         ON CONFLICT(key) DO UPDATE SET body = excluded.body, updated_at = excluded.updated_at",
+        params![retarget_key(pr), from, now.0],
+    )?;
+    Ok(())
+}
+
+impl Store {
+    /// Remembers the base branch a task PR targets (unchanged writes nothing).
+    pub fn set_pull_base(&mut self, pr: u64, base: &str, now: Timestamp) -> Result<(), StoreError> {
+        let cursor = Cursor {
+            etag: None,
+            body: Some(base.to_string()),
+        };
+        self.set_cursor(&base_key(pr), &cursor, now)
+    }
+
+    /// Cursor bodies under `prefix` + PR number, by PR.
+    fn by_pull(&self, prefix: &str) -> Result<BTreeMap<u64, String>, StoreError> {
+        let rows = self
+            .conn
+            .prepare("SELECT key, body FROM forge_cursors WHERE key LIKE ?1 || '%'")?
+            .query_map([prefix], |r| {
+                Ok((r.get::<_, String>(0)?, r.get::<_, Option<String>>(1)?))
+            })?
+            .collect::<Result<Vec<_>, _>>()?;
+        Ok(rows
+            .into_iter()
+            .filter_map(|(key, body)| Some((key.strip_prefix(prefix)?.parse().ok()?, body?)))
+            .collect())
+    }
+
+    /// The base branch of each task PR as last seen.
+    pub fn pull_bases(&self) -> Result<BTreeMap<u64, String>, StoreError> {
+        self.by_pull("pull:base:")
+    }
+
+    /// PRs retargeted, with the base each was moved away from.
+    pub fn retargeted_pulls(&self) -> Result<BTreeMap<u64, String>, StoreError> {
+        self.by_pull("pull:retarget:")
     }
 }

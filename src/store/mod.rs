@@ -21,8 +21,8 @@ use std::path::{Path, PathBuf};
 
 use rusqlite::{Connection, OpenFlags};
 
-pub use apply::ApplyReport;
-pub use forge::Cursor;
+pub use apply::{ApplyReport, HealCi};
+pub use forge::{rules_key, Cursor, LEARNED_CHECKS};
 pub use people::{CommandRecord, Escalation, RepoPause};
 pub use plans::ReviewFeedback;
 pub use record::{Handover, JudgementRow, Recorded, RunRecord, FAN_OUT_PREFIX};

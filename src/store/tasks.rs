@@ -325,6 +325,18 @@ impl Store {
             .optional()?)
     }
 
+    /// When the latest tick other than `tick` started (the heartbeat a running tick compares).
+    pub fn last_tick_start_except(&self, tick: &str) -> Result<Option<Timestamp>, StoreError> {
+        Ok(self
+            .conn
+            .query_row(
+                "SELECT max(started_at) FROM ticks WHERE id <> ?1",
+                [tick],
+                |r| r.get::<_, Option<i64>>(0),
+            )?
+            .map(Timestamp))
+    }
+
     /// Records a tick in the heartbeat table.
     pub fn record_tick(&mut self, tick: &TickRecord) -> Result<(), StoreError> {
         self.conn.execute(

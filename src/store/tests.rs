@@ -365,6 +365,7 @@ fn pull_checks_round_trip() {
         state: "failure".into(),
         failing: vec!["build".into()],
         pending: vec![],
+        passed: vec![],
         excerpts: Default::default(),
         mergeable: Some("clean".into()),
     };
@@ -384,6 +385,7 @@ fn a_new_head_forgets_the_checks_of_the_old_one() {
         state: "failure".into(),
         failing: vec!["build".into()],
         pending: vec![],
+        passed: vec![],
         excerpts: Default::default(),
         mergeable: None,
     };

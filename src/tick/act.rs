@@ -1,12 +1,12 @@
 //! Phase 2 of a tick, **act** (DESIGN §3 step 5), without the lock: each claimed run, review,
-//! planner run, issue to open and PR to close, in order; in github mode a finished run's PR is
+//! planner run, issue to open, PR to close or retarget and stalled PR to diagnose, in order; in github mode a finished run's PR is
 //! opened or updated and a verdict commented. What happened is collected as [`Done`] for
 //! [`super::record`].
 //!
 //! Not for: changing the state (everything learned here is recorded in phase 3, lease-checked).
 
 use super::claim::{Claimed, Work};
-use super::publish;
+use super::{ci_gate, publish};
 use super::{Context, Failure, TickSummary};
 use crate::engine::tick_budget_spent;
 use crate::forge::github::GithubClient;
@@ -24,6 +24,10 @@ pub(super) enum Done {
     Review(TaskId, RunId, JudgeResult),
     Plan(PlanResult),
     PullClosed(TaskId, u64, Result<(), String>),
+    /// A stalled PR's diagnosis: commented, and how its dispatch went (if one was due).
+    CiHealed(crate::store::HealCi, ci_gate::Healed),
+    /// A PR pointed at the base branch, or why not: (task, PR, base, result).
+    Retargeted(TaskId, u64, String, Result<(), String>),
     /// A claimed run not started (the tick's budget was spent): back to the queue.
     Unstarted(TaskId, RunId, String),
 }
@@ -41,6 +45,7 @@ pub(super) fn act(
         work,
         in_use,
         executor_waits,
+        ci_note,
         ..
     } = claimed;
     let git = Git::new(&ctx.repo);
@@ -129,6 +134,7 @@ pub(super) fn act(
                         &task,
                         run.id.as_str(),
                         &result.conclusion,
+                        ci_note,
                     ) {
                         tracing::warn!("could not comment the verdict on PR #{pr}: {e}");
                     }
@@ -150,6 +156,20 @@ pub(super) fn act(
                     let closed = publish::close_superseded_pull(client, ctx, pr, &task, &by)
                         .map_err(|e| e.to_string());
                     done.push(Done::PullClosed(task, pr, closed));
+                }
+            }
+            Work::RetargetPull(task, pr, base) => {
+                if let Some(client) = forge {
+                    let moved = client
+                        .set_pull_base(pr, &base, ctx.later())
+                        .map_err(|e| e.to_string());
+                    done.push(Done::Retargeted(task, pr, base, moved));
+                }
+            }
+            Work::HealCi(heal) => {
+                if let Some(client) = forge {
+                    let sent = ci_gate::heal_ci(client, ctx, &heal);
+                    done.push(Done::CiHealed(heal, sent));
                 }
             }
         }

@@ -117,6 +117,10 @@ pub(super) enum Work {
     OpenIssue(Task),
     /// Close a PR whose goal is recreated: (task, PR, the recreating task).
     ClosePull(TaskId, u64, TaskId),
+    /// Comment on a PR whose CI never started (and dispatch its CI once).
+    HealCi(crate::store::HealCi),
+    /// Point a PR at the base branch: (task, PR, base).
+    RetargetPull(TaskId, u64, String),
 }
 
 /// What a planner run needs, read under the lock in the claim phase.
@@ -180,6 +184,8 @@ pub(super) struct Claimed {
     pub(super) in_use: Vec<std::path::PathBuf>,
     /// Executors parked on a quota, as the plan saw them: runs choose their executor with them.
     pub(super) executor_waits: crate::engine::fallback::ExecutorWaits,
+    /// What a merge's verdict says about CI when there is none to wait for.
+    pub(super) ci_note: Option<&'static str>,
 }
 
 pub(super) fn claim(ctx: &Context, store: &mut Store) -> Result<Claimed, Failure> {
@@ -240,6 +246,12 @@ pub(super) fn claim(ctx: &Context, store: &mut Store) -> Result<Claimed, Failure
     for (task_id, pr, by) in &applied.close_pulls {
         work.push(Work::ClosePull(task_id.clone(), *pr, by.clone()));
     }
+    for heal in &applied.heal_ci {
+        work.push(Work::HealCi(heal.clone()));
+    }
+    for (task, pr, base) in &applied.retarget_pulls {
+        work.push(Work::RetargetPull(task.clone(), *pr, base.clone()));
+    }
     let heartbeat_due = store
         .last_tick()?
         .is_none_or(|t| ctx.now.minus(t.started_at) >= crate::time::HOUR);
@@ -250,6 +262,10 @@ pub(super) fn claim(ctx: &Context, store: &mut Store) -> Result<Claimed, Failure
         work,
         in_use: worktrees_in_use(ctx, store)?,
         executor_waits: snapshot.observations.executor_waits.clone(),
+        ci_note: (snapshot.observations.expected_checks.source
+            == crate::engine::gate::ExpectedSource::Nothing
+            && ctx.config.merge.require_checks)
+            .then_some(crate::engine::gate::NO_CI_NOTE),
     })
 }
 

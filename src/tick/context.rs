@@ -250,6 +250,22 @@ impl Context {
             } else {
                 BTreeMap::new()
             },
+            expected_checks: store.expected_checks(
+                self.config.merge.required_checks.as_deref(),
+                &self.config.base_branch,
+            )?,
+            ci_setup: if github {
+                let workflows = crate::workflows::read(&self.repo);
+                crate::workflows::ci_setup(
+                    &workflows,
+                    crate::workflows::is_workflow_token(|k| std::env::var(k).ok()),
+                )
+            } else {
+                crate::engine::stall::CiSetup::default()
+            },
+            ci_heals: store.ci_heals()?,
+            pull_bases: store.pull_bases()?,
+            retargeted: store.retargeted_pulls()?,
             spend: crate::engine::Spend {
                 today_usd: store.spend_on(&self.now.day())?,
                 by_task: store.spend_of_queued_tasks()?,

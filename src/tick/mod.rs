@@ -11,6 +11,7 @@
 //! copy of the state): nothing is written.
 
 mod act;
+mod ci_gate;
 mod claim;
 mod commands;
 mod context;

@@ -7,7 +7,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::{Context, Failure};
+use super::{ci_gate, Context, Failure};
 use crate::engine::import::{import_issues, lane_of, ImportDecision, ImportInput};
 use crate::engine::PullState;
 use crate::forge::github::{Conditional, ForgeError, GithubClient};
@@ -25,10 +25,12 @@ pub struct Observed {
     cursors: Vec<(String, Cursor)>,
     issues: Vec<Issue>,
     pulls: Vec<PullRequest>,
-    /// PRs of waiting tasks that are no longer open.
-    finished: Vec<(u64, PullState, Option<String>)>,
+    /// PRs of waiting tasks that are no longer open: number, state, head, base.
+    finished: Vec<(u64, PullState, Option<String>, String)>,
     /// What CI says about the heads of open task PRs (for the judge).
     checks: Vec<(u64, String, crate::model::Checks)>,
+    /// Check names seen on the base branch or PR heads: the repository has CI.
+    learned: Vec<String>,
     /// Nothing changed on GitHub since the last sync: no import to decide.
     unchanged: bool,
     /// GitHub asked us to wait until then (rate limit): nothing was fetched.
@@ -147,6 +149,12 @@ fn fetch(
     let known = store
         .pull_states()
         .map_err(|e| ForgeError::Config(e.to_string()))?;
+    let expected = store
+        .expected_checks(
+            ctx.config.merge.required_checks.as_deref(),
+            &ctx.config.base_branch,
+        )
+        .map_err(|e| ForgeError::Config(e.to_string()))?;
     for pr in seen
         .pulls
         .iter()
@@ -156,8 +164,7 @@ fn fetch(
             .pull_checks(pr.number)
             .map_err(|e| ForgeError::Config(e.to_string()))?;
         let settled = stored.as_ref().is_some_and(|(sha, c)| {
-            sha.as_deref() == Some(pr.head_sha.as_str())
-                && matches!(c.state.as_str(), "success" | "failure")
+            sha.as_deref() == Some(pr.head_sha.as_str()) && ci_gate::is_final(c, &expected)
         });
         if !settled {
             seen.checks.push((
@@ -166,6 +173,11 @@ fn fetch(
                 client.checks(pr.number, &pr.head_sha, now)?,
             ));
         }
+    }
+    if !seen.checks.is_empty() && ctx.config.merge.require_checks {
+        let learned = ci_gate::learn_expected_checks(ctx, client, store, &seen.checks)?;
+        seen.learned = learned.names;
+        seen.cursors.extend(learned.cursors);
     }
     // The PRs tasks wait on that left the open list were merged or closed: ask which (only then).
     if !unchanged {
@@ -180,7 +192,8 @@ fn fetch(
                 } else {
                     PullState::Closed
                 };
-                seen.finished.push((number, state, Some(pr.head_sha)));
+                seen.finished
+                    .push((number, state, Some(pr.head_sha), pr.base_ref));
             }
         }
     }
@@ -254,14 +267,19 @@ impl Observed {
         for pr in &self.pulls {
             if store.pull_states()?.contains_key(&pr.number) {
                 store.set_pull_state(pr.number, PullState::Open, Some(&pr.head_sha), now)?;
+                store.set_pull_base(pr.number, &pr.base_ref, now)?;
             }
         }
         lines.extend(self.commands.apply(ctx, store, writer)?);
-        for (number, state, sha) in &self.finished {
+        for (number, state, sha, base) in &self.finished {
             store.set_pull_state(*number, *state, sha.as_deref(), now)?;
+            store.set_pull_base(*number, base, now)?;
         }
+        store.learn_checks(&self.learned, now)?;
         for (number, sha, checks) in &self.checks {
             store.set_pull_checks(*number, sha, checks)?;
+            let unknown = checks.mergeable.as_deref() == Some("unknown");
+            store.note_mergeable(*number, sha, unknown, now)?;
             if checks.state != "none" {
                 lines.push(format!("PR #{number}: checks {}", checks.state));
             }

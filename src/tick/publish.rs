@@ -53,15 +53,20 @@ pub fn post_verdict(
     task: &crate::model::Task,
     run: &str,
     conclusion: &crate::engine::verdict::JudgeConclusion,
+    ci_note: Option<&str>,
 ) -> Result<(), ForgeError> {
     use crate::engine::verdict::JudgeConclusion;
     let person = task.kind == crate::model::TaskKind::PrReview;
     let text = match conclusion {
         JudgeConclusion::Merged { commit } => {
-            format!(
+            let mut text = format!(
                 "**opentiger judge: approved** — merged as {commit} (task `{}`).",
                 task.id
-            )
+            );
+            if let Some(note) = ci_note {
+                text.push_str(&format!("\n\nCI: {note}."));
+            }
+            text
         }
         JudgeConclusion::RequestChanges { summary, findings } => listed(
             &format!(

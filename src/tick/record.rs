@@ -156,6 +156,24 @@ pub(super) fn record(
                 }
                 (Recorded::Applied, false)
             }
+            Done::Retargeted(task_id, pr, base, moved) => {
+                match moved {
+                    Ok(()) => {
+                        store.set_pull_base(*pr, base, now)?;
+                        out.lines
+                            .push(format!("{task_id}: PR #{pr} now targets `{base}`"));
+                    }
+                    Err(e) => out.lines.push(format!(
+                        "{task_id}: could not retarget PR #{pr} to `{base}` (a person decides next tick): {e}"
+                    )),
+                }
+                (Recorded::Applied, false)
+            }
+            Done::CiHealed(heal, healed) => {
+                out.lines
+                    .extend(super::ci_gate::record_heal(store, heal, healed, now)?);
+                (Recorded::Applied, false)
+            }
             Done::Plan(plan) => {
                 out.lines.push(plan_line(plan));
                 if !store.record_plan(&plan.record, &plan.tasks, writer)? {

@@ -84,5 +84,54 @@ pub fn view(ctx: &Context, store: &Store, all: bool) -> Result<StatusView, Failu
                 p.by, p.at
             )
         }),
+        ci: ci_line(ctx, store)?,
+        heartbeat: heartbeat_line(ctx, store)?,
     })
+}
+
+/// github mode: which checks PRs must pass and where that was learned, or that there is none.
+fn ci_line(ctx: &Context, store: &Store) -> Result<Option<String>, Failure> {
+    use crate::engine::gate::{ExpectedSource, NO_CI_NOTE};
+    if ctx.config.mode != crate::model::Mode::Github {
+        return Ok(None);
+    }
+    if !ctx.config.merge.require_checks {
+        return Ok(Some(
+            "not required (merge.require_checks: false)".to_string(),
+        ));
+    }
+    let expected = store.expected_checks(
+        ctx.config.merge.required_checks.as_deref(),
+        &ctx.config.base_branch,
+    )?;
+    Ok(Some(match expected.source {
+        ExpectedSource::Nothing => NO_CI_NOTE.to_string(),
+        ExpectedSource::Learned => format!(
+            "the repository has CI ({}: {}): a PR merges once its checks report and pass",
+            expected.origin(),
+            expected.names.join(", ")
+        ),
+        ExpectedSource::Config | ExpectedSource::BranchRules => format!(
+            "a PR merges once {} pass on its head ({})",
+            expected.names.join(", "),
+            expected.origin()
+        ),
+    }))
+}
+
+/// The last tick against the schedule of the workflow that runs opentiger (github mode).
+fn heartbeat_line(ctx: &Context, store: &Store) -> Result<Option<String>, Failure> {
+    use crate::report::heartbeat::{heartbeat, Heartbeat};
+    if ctx.config.mode != crate::model::Mode::Github {
+        return Ok(None);
+    }
+    let schedule = crate::workflows::schedule(&crate::workflows::read(&ctx.repo));
+    // A running tick compares the one before it (it may have recorded itself already).
+    let last = store.last_tick_start_except(ctx.tick_id.as_str())?;
+    Ok(
+        heartbeat(last, schedule.as_ref(), ctx.now).map(|beat| match beat {
+            Heartbeat::OnTime(line) => line,
+            Heartbeat::Missed(line) => format!("⚠ {line}"),
+        }),
+    )
 }

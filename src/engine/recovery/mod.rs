@@ -4,6 +4,7 @@
 
 mod leases;
 mod review;
+mod stalls;
 
 use super::classify::{classify, failure_signature, Classification};
 use super::{Action, Preflight, Working};

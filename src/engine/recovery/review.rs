@@ -152,7 +152,11 @@ pub(super) fn follow_pull_request(w: &mut Working<'_>, id: &TaskId) {
         );
         return;
     };
-    match w.snapshot.observations.pull_requests.get(&pr).copied() {
+    let state = w.snapshot.observations.pull_requests.get(&pr).copied();
+    if super::stalls::retarget_or_escalate(w, id, pr, state) {
+        return;
+    }
+    match state {
         Some(super::super::PullState::Merged) => w.transition(id, TaskState::DONE, None, Some(None), "recovery.pr_merged", format!("PR #{pr} was merged")),
         Some(super::super::PullState::Closed) => w.transition(
             id,
@@ -186,8 +190,26 @@ pub(super) fn gate_open_pull_request(w: &mut Working<'_>, id: &TaskId, pr: u64) 
         return;
     };
     let observed = w.snapshot.observations.pull_checks.get(&pr);
-    match checks_gate(run, observed, &w.config.merge, w.now) {
+    let expected = &w.snapshot.observations.expected_checks;
+    match checks_gate(run, observed, expected, &w.config.merge, w.now) {
         CheckGate::Proceed { note } => {
+            use super::super::stall::{mergeable_step, MergeableStep};
+            match mergeable_step(id.as_str(), pr, observed, w.now) {
+                MergeableStep::Proceed => {}
+                MergeableStep::Wait { until, reason } => {
+                    return w.wait(id, Some(until), "judge.mergeable_unknown", reason);
+                }
+                MergeableStep::Escalate { reason } => {
+                    return w.transition(
+                        id,
+                        TaskState::blocked(BlockReason::AwaitingHuman),
+                        None,
+                        Some(None),
+                        "judge.mergeable_unknown",
+                        reason,
+                    );
+                }
+            }
             if !review_if_due(w, id) {
                 w.wait(
                     id,
@@ -228,6 +250,12 @@ pub(super) fn gate_open_pull_request(w: &mut Working<'_>, id: &TaskId, pr: u64) 
             "judge.checks_timeout",
             format!("PR #{pr}: {reason}"),
         ),
+        CheckGate::NeverStarted {
+            head_sha, missing, ..
+        } => {
+            let branch = run.branch.clone().unwrap_or_default();
+            super::stalls::heal_stalled_pull(w, id, pr, &branch, &head_sha, &missing);
+        }
         CheckGate::Failed(conclusion) => {
             let task = w.tasks[id].clone();
             // The snapshot holds a blocked task's children and its source's: all a lineage needs.

@@ -11,6 +11,7 @@
 //! Not for: git. Branches are names with made-up shas (`set_branch` plays a push); a PR's
 //! head branch springs into being when the PR is opened.
 
+mod actions;
 mod http;
 mod issues;
 mod pulls;
@@ -28,6 +29,7 @@ use std::thread::JoinHandle;
 
 use serde_json::{json, Value};
 
+pub use actions::Dispatched;
 use http::{
     etag, etag_matches, http_date, parse_rfc3339, read_request, rfc3339, write_response, ReadError,
     Request, Response,
@@ -358,7 +360,63 @@ impl GithubServer {
         p.mergeable_state = state.to_string();
     }
 
+    /// The required status checks of `branch`'s rules (an empty list: no rule).
+    pub fn set_required_checks(&self, branch: &str, contexts: &[&str]) {
+        let contexts = contexts.iter().map(|c| c.to_string()).collect();
+        self.state()
+            .required_checks
+            .insert(branch.to_string(), contexts);
+    }
+
+    /// A workflow file of the repository, and whether it accepts `workflow_dispatch`.
+    pub fn add_workflow(&self, file: &str, dispatchable: bool) {
+        self.state()
+            .workflows
+            .insert(file.to_string(), dispatchable);
+    }
+
+    /// Whether the token may dispatch workflows (`actions: write`; off by default).
+    pub fn set_actions_write(&self, allowed: bool) {
+        self.state().actions_write = allowed;
+    }
+
+    /// Sets the base branch of a PR directly (as if its base had been renamed under it); the
+    /// branch is created when missing.
+    pub fn set_pull_base(&self, pull: u64, base: &str) {
+        let mut s = self.state();
+        let sha = s.branch_sha(base);
+        let p = s
+            .pulls
+            .get_mut(&pull)
+            .unwrap_or_else(|| panic!("no PR #{pull}"));
+        p.base_ref = base.to_string();
+        p.base_sha = sha;
+    }
+
+    /// Deletes a branch, as its owner would: GitHub closes the open PRs based on it.
+    pub fn delete_branch(&self, name: &str) {
+        let mut s = self.state();
+        s.branches.remove(name);
+        let based: Vec<u64> = s
+            .pulls
+            .values()
+            .filter(|p| p.base_ref == name && p.merged_at.is_none())
+            .map(|p| p.number)
+            .collect();
+        let owner = s.owner.clone();
+        for n in based {
+            if s.issues[&n].state == "open" {
+                s.close(n, &owner, "not_planned", None);
+            }
+        }
+    }
+
     // --- inspection ---
+
+    /// The `workflow_dispatch` calls accepted so far.
+    pub fn dispatches(&self) -> Vec<Dispatched> {
+        self.state().dispatches.clone()
+    }
 
     /// An issue or a PR's issue half.
     pub fn issue(&self, n: u64) -> Option<Issue> {

@@ -124,6 +124,19 @@ pub fn update(c: &mut Ctx<'_>, viewer: &str) -> Result<Reply, Reply> {
             validation("PullRequest", Some("state"), "invalid", None),
         ));
     }
+    if let Some(base) = str_field(&body, "base") {
+        if !c.s.branch_exists(base) {
+            return Ok(Reply::json(
+                422,
+                validation(
+                    "PullRequest",
+                    Some("base"),
+                    "invalid",
+                    Some(&format!("Proposed base branch '{base}' was not found")),
+                ),
+            ));
+        }
+    }
     let now = c.s.now;
     let issue = c.s.issues.get_mut(&n).expect("a PR has an issue");
     if let Some(t) = str_field(&body, "title") {

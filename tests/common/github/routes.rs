@@ -10,7 +10,7 @@ use serde_json::{json, Value};
 use super::http::{decode_path, Request};
 use super::render::{error, Render};
 use super::state::State;
-use super::{issues, pulls};
+use super::{actions, issues, pulls};
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Endpoint {
@@ -38,6 +38,8 @@ pub enum Endpoint {
     Permission,
     GetRepo,
     RateLimit,
+    BranchRules,
+    DispatchWorkflow,
 }
 
 /// (method, OpenAPI path template, endpoint); literal segments before parameters where both
@@ -142,6 +144,16 @@ pub const ROUTES: &[(&str, &str, Endpoint)] = &[
         "GET",
         "/repos/{owner}/{repo}/collaborators/{username}/permission",
         Endpoint::Permission,
+    ),
+    (
+        "GET",
+        "/repos/{owner}/{repo}/rules/branches/{branch}",
+        Endpoint::BranchRules,
+    ),
+    (
+        "POST",
+        "/repos/{owner}/{repo}/actions/workflows/{workflow_id}/dispatches",
+        Endpoint::DispatchWorkflow,
     ),
 ];
 
@@ -353,6 +365,8 @@ pub fn dispatch(endpoint: Endpoint, mut c: Ctx<'_>) -> Reply {
             let sha = resolve_ref(c.s, &c.params[2]);
             Ok(Reply::json(200, c.r().combined_status(&sha)))
         }
+        Endpoint::BranchRules => Ok(actions::branch_rules(&c)),
+        Endpoint::DispatchWorkflow => actions::dispatch(&mut c),
         Endpoint::Permission => Ok(match c.s.users.get(&c.params[2]) {
             Some(u) => Reply::json(200, c.r().permission(u)),
             None => Reply::error(404, &format!("{} is not a user", c.params[2])),

@@ -167,6 +167,13 @@ pub struct State {
     pub check_runs: BTreeMap<String, Vec<CheckRun>>,
     pub statuses: BTreeMap<String, Vec<CommitStatus>>,
     pub rate: RateLimit,
+    /// Required status checks of each branch's rules, by branch.
+    pub required_checks: BTreeMap<String, Vec<String>>,
+    /// Workflow files, and whether each accepts `workflow_dispatch`.
+    pub workflows: BTreeMap<String, bool>,
+    /// Whether the token may dispatch workflows (`actions: write`).
+    pub actions_write: bool,
+    pub dispatches: Vec<super::actions::Dispatched>,
     /// A bare repository behind the API: branch heads are read from it and merges are real
     /// commits in it (`None`: made-up shas, no git).
     pub git_dir: Option<std::path::PathBuf>,
@@ -197,6 +204,10 @@ impl State {
                 used: 0,
                 reset: START + 3600,
             },
+            required_checks: BTreeMap::new(),
+            workflows: BTreeMap::new(),
+            actions_write: false,
+            dispatches: Vec::new(),
             git_dir: None,
             next_id: 1000,
             next_sha: 0,
@@ -442,6 +453,18 @@ impl State {
 
     /// The sha of a branch: from the bare repository when there is one; otherwise a branch
     /// nobody pushed is created with a made-up sha.
+    /// Whether a branch exists (in the bare repository behind the server, or set by a test).
+    pub fn branch_exists(&self, name: &str) -> bool {
+        self.branches.contains_key(name)
+            || self.git_dir.as_ref().is_some_and(|dir| {
+                git_out(
+                    dir,
+                    &["rev-parse", "--verify", "-q", &format!("refs/heads/{name}")],
+                )
+                .is_some()
+            })
+    }
+
     pub fn branch_sha(&mut self, name: &str) -> String {
         if let Some(sha) = self.git_dir.as_ref().and_then(|dir| {
             git_out(

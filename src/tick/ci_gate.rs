@@ -1,0 +1,196 @@
+//! github mode, the CI gate's shell side (the rules are `engine::gate` and `engine::stall`):
+//! which checks a PR must pass, read while a PR waits on CI (the base branch's rules, the
+//! checks learned from the base), and acting on a PR whose expected CI never started (the
+//! engine decided it, and the claim recorded it so a dispatch is sent at most once per head):
+//! one comment on the PR, keyed by the head, and the CI workflow dispatched for the PR's branch
+//! when one is due; then what the dispatch did, recorded.
+//!
+//! Not for: deciding whether to wait, heal or escalate (the engine does).
+
+use super::Context;
+use crate::engine::gate::{ExpectedChecks, ExpectedSource};
+use crate::engine::stall::Dispatch;
+use crate::forge::github::{Conditional, ForgeError, GithubClient};
+use crate::forge::Checks;
+use crate::store::{rules_key, Cursor, HealCi, Store, StoreError, LEARNED_CHECKS};
+use crate::time::Timestamp;
+
+const BASE_RUNS: &str = "ci:base-check-runs";
+const BASE_STATUSES: &str = "ci:base-statuses";
+
+/// What a read of the expected checks found: names seen (to learn) and cursors to store.
+#[derive(Default)]
+pub(super) struct Learned {
+    pub names: Vec<String>,
+    pub cursors: Vec<(String, Cursor)>,
+}
+
+/// CI read for a head is final when it failed, or passed with every check known to be required
+/// and GitHub knows whether the PR merges.
+pub(super) fn is_final(checks: &Checks, expected: &ExpectedChecks) -> bool {
+    // GitHub computes mergeability lazily: reading the PR again is what makes it.
+    if checks.mergeable.as_deref() == Some("unknown") {
+        return false;
+    }
+    match checks.state.as_str() {
+        "failure" => true,
+        "success" => match expected.source {
+            ExpectedSource::Config | ExpectedSource::BranchRules => {
+                expected.names.iter().all(|n| checks.passed.contains(n))
+            }
+            ExpectedSource::Learned | ExpectedSource::Nothing => true,
+        },
+        _ => false,
+    }
+}
+
+/// Which checks a PR must pass, read while a PR waits on CI: the base branch's rules (unless
+/// `merge.required_checks` names them), and while nothing names any, the checks on the base
+/// branch's tip (once some are seen the repository is known to have CI). All conditional.
+pub(super) fn learn_expected_checks(
+    ctx: &Context,
+    client: &GithubClient,
+    store: &Store,
+    read: &[(u64, String, Checks)],
+) -> Result<Learned, ForgeError> {
+    let mut seen = Learned::default();
+    let now = ctx.now;
+    let base = &ctx.config.base_branch;
+    let stored = |e: crate::store::StoreError| ForgeError::Config(e.to_string());
+    // What PR heads reported is learned too: a repository whose PRs ran CI has CI.
+    for (_, _, checks) in read {
+        seen.names.extend(checks.passed.iter().cloned());
+        seen.names.extend(checks.failing.iter().cloned());
+        seen.names.extend(checks.pending.iter().cloned());
+    }
+    if ctx.config.merge.required_checks.is_some() {
+        return Ok(seen);
+    }
+    let key = rules_key(base);
+    let cursor = store.cursor(&key).map_err(stored)?;
+    let rules = match client.required_checks(base, cursor.etag.as_deref(), now) {
+        Ok(Conditional::NotModified) => store.cursor_names(&key).map_err(stored)?,
+        Ok(Conditional::Fresh { value, etag }) => {
+            let body = serde_json::to_string(&value).ok();
+            seen.cursors.push((key, Cursor { etag, body }));
+            value
+        }
+        Err(e @ ForgeError::RateLimited { .. }) => return Err(e),
+        // Rules unreadable (an old GitHub Enterprise, a token without access): the other
+        // sources still apply.
+        Err(e) => {
+            tracing::warn!("could not read the rules of branch {base}: {e}");
+            Vec::new()
+        }
+    };
+    let learned = store.cursor_names(LEARNED_CHECKS).map_err(stored)?;
+    if !rules.is_empty() || !learned.is_empty() || !seen.names.is_empty() {
+        return Ok(seen);
+    }
+    for (key, read) in [
+        (BASE_RUNS, GithubClient::branch_check_runs as BranchRead),
+        (BASE_STATUSES, GithubClient::branch_statuses as BranchRead),
+    ] {
+        let cursor = store.cursor(key).map_err(stored)?;
+        if let Conditional::Fresh { value, etag } = read(client, base, cursor.etag.as_deref(), now)?
+        {
+            seen.cursors
+                .push((key.to_string(), Cursor { etag, body: None }));
+            seen.names.extend(value);
+        }
+    }
+    Ok(seen)
+}
+
+type BranchRead = fn(
+    &GithubClient,
+    &str,
+    Option<&str>,
+    Timestamp,
+) -> Result<Conditional<Vec<String>>, ForgeError>;
+
+/// What the act phase did about one stalled PR.
+pub struct Healed {
+    /// The comment could not be posted (visibility only: nothing is lost).
+    pub comment_error: Option<String>,
+    /// The dispatch, when one was due: `Ok` sent, `Err` why not.
+    pub dispatch: Option<Result<String, String>>,
+}
+
+/// Comments once per head (a tick killed after posting edits the same comment next time), then
+/// dispatches the CI workflow when the decision says so.
+pub fn heal_ci(client: &GithubClient, ctx: &Context, heal: &HealCi) -> Healed {
+    let now = ctx.later();
+    let marker = format!(
+        "<!-- opentiger:ci-diagnosis pr={} head={} -->",
+        heal.pr, heal.head_sha
+    );
+    let text = ctx.redactor().redact(&heal.comment);
+    let comment_error = client
+        .upsert_comment(heal.pr, &marker, &text, now)
+        .err()
+        .map(|e| e.to_string());
+    let dispatch = heal.dispatch.as_ref().map(|workflow| {
+        client
+            .dispatch_workflow(workflow, &heal.branch, now)
+            .map(|()| workflow.clone())
+            .map_err(|e| e.to_string())
+    });
+    Healed {
+        comment_error,
+        dispatch,
+    }
+}
+
+/// Records how the dispatch went (the engine waits for a sent one, escalates a failed one).
+pub fn record_heal(
+    store: &mut Store,
+    heal: &HealCi,
+    healed: &Healed,
+    now: Timestamp,
+) -> Result<Vec<String>, StoreError> {
+    let mut lines = Vec::new();
+    let pr = heal.pr;
+    if let Some(e) = &healed.comment_error {
+        lines.push(format!(
+            "{}: could not comment on PR #{pr} about its CI: {e}",
+            heal.task
+        ));
+    } else {
+        lines.push(format!(
+            "{}: PR #{pr}: expected CI never started; said so on the PR",
+            heal.task
+        ));
+    }
+    let Some(result) = &healed.dispatch else {
+        return Ok(lines);
+    };
+    let Some(mut stored) = store.ci_heals()?.remove(&pr) else {
+        return Ok(lines);
+    };
+    if stored.head_sha != heal.head_sha {
+        return Ok(lines);
+    }
+    let workflow = heal.dispatch.clone().unwrap_or_default();
+    stored.dispatch = match result {
+        Ok(_) => {
+            lines.push(format!(
+                "{}: dispatched `{workflow}` on {} for PR #{pr}",
+                heal.task, heal.branch
+            ));
+            Dispatch::Sent { workflow }
+        }
+        Err(error) => {
+            lines.push(format!(
+                "{}: could not dispatch `{workflow}` for PR #{pr}: {error}",
+                heal.task
+            ));
+            Dispatch::Failed {
+                workflow,
+                error: error.clone(),
+            }
+        }
+    };
+    store.set_ci_heal(pr, &stored, now)?;
+    Ok(lines)
+}

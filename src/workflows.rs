@@ -1,0 +1,340 @@
+//! The repository's GitHub Actions workflow files, read for the few facts a tick needs about
+//! them: which start CI on `pull_request`/`push` (what the `GITHUB_TOKEN` trap silences), which
+//! of those also accept `workflow_dispatch`, which runs opentiger, on what cron and whether it
+//! may dispatch workflows (`actions: write`); and how often a cron fires.
+//!
+//! Parsing is typed (serde-saphyr), so `on:` stays a key. A file that does not parse is left
+//! out: this is a diagnosis aid, not a validator (actionlint is).
+//!
+//! Not for: running or changing workflows, deciding anything (the engine does, on `CiSetup`).
+
+use std::collections::BTreeMap;
+use std::path::Path;
+
+use serde::de::IgnoredAny;
+use serde::Deserialize;
+
+use crate::engine::stall::CiSetup;
+use crate::report::heartbeat::Schedule;
+use crate::time::{Millis, MINUTE};
+
+/// What one workflow file says, as far as opentiger cares.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Workflow {
+    /// The file name (`ci.yml`): what the dispatch API takes as the workflow's id.
+    pub file: String,
+    /// Started by `pull_request` (or `pull_request_target`) or `push`.
+    pub on_push_or_pr: bool,
+    /// Accepts `workflow_dispatch`.
+    pub dispatch: bool,
+    /// The `schedule` crons.
+    pub crons: Vec<String>,
+    /// Mentions opentiger (the ticking workflow).
+    pub runs_opentiger: bool,
+    /// Grants `actions: write` (top level or a job), or `write-all`.
+    pub actions_write: bool,
+}
+
+#[derive(Deserialize)]
+struct RawWorkflow {
+    #[serde(rename = "on", default)]
+    on: Option<Triggers>,
+    #[serde(default)]
+    permissions: Option<Permissions>,
+    #[serde(default)]
+    jobs: BTreeMap<String, RawJob>,
+}
+
+#[derive(Deserialize)]
+#[serde(untagged)]
+enum Triggers {
+    One(String),
+    Many(Vec<String>),
+    Map(BTreeMap<String, Trigger>),
+}
+
+#[derive(Deserialize)]
+#[serde(untagged)]
+enum Trigger {
+    Schedule(Vec<Cron>),
+    Other(IgnoredAny),
+}
+
+#[derive(Deserialize)]
+struct Cron {
+    cron: String,
+}
+
+#[derive(Deserialize)]
+#[serde(untagged)]
+enum Permissions {
+    All(String),
+    Each(BTreeMap<String, String>),
+}
+
+#[derive(Deserialize)]
+struct RawJob {
+    #[serde(default)]
+    permissions: Option<Permissions>,
+}
+
+impl Permissions {
+    fn actions_write(&self) -> bool {
+        match self {
+            Permissions::All(all) => all == "write-all",
+            Permissions::Each(each) => each.get("actions").is_some_and(|p| p == "write"),
+        }
+    }
+}
+
+/// One workflow file's facts; `None` when it is not a workflow we can read.
+pub fn parse(file: &str, text: &str) -> Option<Workflow> {
+    let raw: RawWorkflow = serde_saphyr::from_str(text).ok()?;
+    let events: Vec<(String, Option<&Trigger>)> = match &raw.on {
+        None => Vec::new(),
+        Some(Triggers::One(event)) => vec![(event.clone(), None)],
+        Some(Triggers::Many(events)) => events.iter().map(|e| (e.clone(), None)).collect(),
+        Some(Triggers::Map(map)) => map.iter().map(|(e, t)| (e.clone(), Some(t))).collect(),
+    };
+    let has = |names: &[&str]| events.iter().any(|(e, _)| names.contains(&e.as_str()));
+    let crons = events
+        .iter()
+        .filter_map(|(_, t)| match t {
+            Some(Trigger::Schedule(list)) => Some(list.iter().map(|c| c.cron.clone())),
+            _ => None,
+        })
+        .flatten()
+        .collect();
+    let actions_write = raw
+        .permissions
+        .as_ref()
+        .is_some_and(Permissions::actions_write)
+        || raw.jobs.values().any(|j| {
+            j.permissions
+                .as_ref()
+                .is_some_and(Permissions::actions_write)
+        });
+    Some(Workflow {
+        file: file.to_string(),
+        on_push_or_pr: has(&["pull_request", "pull_request_target", "push"]),
+        dispatch: has(&["workflow_dispatch"]),
+        crons,
+        runs_opentiger: text.contains("opentiger"),
+        actions_write,
+    })
+}
+
+/// Every readable workflow of the repository checkout, by file name.
+pub fn read(repo: &Path) -> Vec<Workflow> {
+    let dir = repo.join(".github/workflows");
+    let mut files: Vec<_> = std::fs::read_dir(dir)
+        .into_iter()
+        .flatten()
+        .flatten()
+        .map(|e| e.path())
+        .filter(|p| p.extension().is_some_and(|x| x == "yml" || x == "yaml"))
+        .collect();
+    files.sort();
+    files
+        .iter()
+        .filter_map(|path| {
+            let name = path.file_name()?.to_string_lossy().into_owned();
+            parse(&name, &std::fs::read_to_string(path).ok()?)
+        })
+        .collect()
+}
+
+/// What the `GITHUB_TOKEN` trap needs to know: whether the token is a workflow's own, which CI
+/// it silences, and which of that CI opentiger could start itself.
+pub fn ci_setup(workflows: &[Workflow], workflow_token: bool) -> CiSetup {
+    let ci: Vec<&Workflow> = workflows
+        .iter()
+        .filter(|w| w.on_push_or_pr && !w.runs_opentiger)
+        .collect();
+    let may_dispatch = workflows
+        .iter()
+        .any(|w| w.runs_opentiger && w.actions_write);
+    CiSetup {
+        workflow_token,
+        push_workflows: ci.iter().map(|w| w.file.clone()).collect(),
+        dispatchable: ci
+            .iter()
+            .find(|w| w.dispatch && may_dispatch)
+            .map(|w| w.file.clone()),
+    }
+}
+
+/// The schedule of the workflow that runs opentiger: its most frequent cron.
+pub fn schedule(workflows: &[Workflow]) -> Option<Schedule> {
+    workflows
+        .iter()
+        .filter(|w| w.runs_opentiger)
+        .flat_map(|w| {
+            w.crons.iter().filter_map(|cron| {
+                Some(Schedule {
+                    file: format!(".github/workflows/{}", w.file),
+                    cron: cron.clone(),
+                    every: cron_interval(cron)?,
+                })
+            })
+        })
+        .min_by_key(|s| s.every)
+}
+
+/// In GitHub Actions, a token that is not a personal access token, read from `GITHUB_TOKEN`
+/// with no `OPENTIGER_GITHUB_TOKEN` (where an App token goes) set, is the workflow's own.
+pub fn is_workflow_token(env: impl Fn(&str) -> Option<String>) -> bool {
+    if env("GITHUB_ACTIONS").as_deref() != Some("true") {
+        return false;
+    }
+    if env("OPENTIGER_GITHUB_TOKEN").is_some_and(|t| !t.trim().is_empty()) {
+        return false;
+    }
+    env("GITHUB_TOKEN").is_some_and(|t| {
+        !t.trim().is_empty() && !t.starts_with("ghp_") && !t.starts_with("github_pat_")
+    })
+}
+
+/// The longest time between two runs of a cron (`minute hour * * *` forms; the day fields must
+/// be `*`), or `None` when the expression is not one of those.
+pub fn cron_interval(cron: &str) -> Option<Millis> {
+    let fields: Vec<&str> = cron.split_whitespace().collect();
+    let [minute, hour, day, month, weekday] = fields.as_slice() else {
+        return None;
+    };
+    if [day, month, weekday].iter().any(|f| **f != "*") {
+        return None;
+    }
+    let minutes = expand(minute, 59)?;
+    let hours = expand(hour, 23)?;
+    let mut fires: Vec<u32> = hours
+        .iter()
+        .flat_map(|h| minutes.iter().map(move |m| h * 60 + m))
+        .collect();
+    fires.sort_unstable();
+    let first = *fires.first()?;
+    let gaps = fires.windows(2).map(|w| w[1] - w[0]);
+    let wrap = first + 24 * 60 - fires.last()?;
+    let longest = gaps.chain(std::iter::once(wrap)).max()?;
+    Some(i64::from(longest) * MINUTE)
+}
+
+/// One cron field's values: `*`, `*/n`, `a`, `a-b`, `a-b/n`, and lists of those.
+fn expand(field: &str, max: u32) -> Option<Vec<u32>> {
+    let mut out = Vec::new();
+    for part in field.split(',') {
+        let (range, step) = match part.split_once('/') {
+            Some((r, s)) => (r, s.parse::<u32>().ok().filter(|s| *s > 0)?),
+            None => (part, 1),
+        };
+        let (from, to) = match range {
+            "*" => (0, max),
+            _ => match range.split_once('-') {
+                Some((a, b)) => (a.parse().ok()?, b.parse().ok()?),
+                None => {
+                    let at: u32 = range.parse().ok()?;
+                    (at, if part.contains('/') { max } else { at })
+                }
+            },
+        };
+        if from > to || to > max {
+            return None;
+        }
+        out.extend((from..=to).step_by(step as usize));
+    }
+    out.sort_unstable();
+    out.dedup();
+    Some(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn crons_become_their_longest_gap() {
+        #[rustfmt::skip]
+        let cases: Vec<(&str, Option<i64>)> = vec![
+            ("*/30 * * * *", Some(30)),
+            ("0 * * * *", Some(60)),
+            ("15,45 * * * *", Some(30)),
+            ("0 */6 * * *", Some(360)),
+            ("0 9-17 * * *", Some(16 * 60)),
+            ("*/5 * * * *", Some(5)),
+            ("0 0 * * 1", None),
+            ("not a cron", None),
+            ("61 * * * *", None),
+        ];
+        for (cron, minutes) in cases {
+            assert_eq!(cron_interval(cron), minutes.map(|m| m * MINUTE), "{cron}");
+        }
+    }
+
+    #[test]
+    fn workflows_say_what_starts_them() {
+        let ci = "name: CI\non:\n  push:\n    branches: [main]\n  pull_request:\n  workflow_dispatch:\njobs:\n  test:\n    runs-on: ubuntu-latest\n    steps:\n      - run: cargo test\n";
+        let w = parse("ci.yml", ci).expect("a workflow");
+        assert!(w.on_push_or_pr && w.dispatch && !w.runs_opentiger && !w.actions_write);
+        let list = parse("lint.yml", "on: [push, pull_request]\njobs: {}\n").expect("a workflow");
+        assert!(list.on_push_or_pr && !list.dispatch);
+        let tick = include_str!("../examples/workflows/opentiger.yml");
+        let w = parse("opentiger.yml", tick).expect("the example workflow");
+        assert_eq!(w.crons, vec!["*/30 * * * *"]);
+        let every = schedule(std::slice::from_ref(&w)).map(|s| s.every);
+        assert_eq!(every, Some(30 * MINUTE));
+        assert!(w.runs_opentiger && w.dispatch && !w.on_push_or_pr);
+        let with_actions = tick.replace("  statuses: read", "  actions: write\n  statuses: read");
+        assert!(
+            parse("opentiger.yml", &with_actions)
+                .expect("parses")
+                .actions_write
+        );
+        assert_eq!(parse("bad.yml", "on: [\n"), None);
+    }
+
+    #[test]
+    fn the_trap_and_what_can_heal_it() {
+        let ci = Workflow {
+            file: "ci.yml".into(),
+            on_push_or_pr: true,
+            dispatch: true,
+            ..Workflow::default()
+        };
+        let tick = |actions_write| Workflow {
+            file: "opentiger.yml".into(),
+            runs_opentiger: true,
+            dispatch: true,
+            actions_write,
+            ..Workflow::default()
+        };
+        let setup = ci_setup(&[ci.clone(), tick(true)], true);
+        assert!(setup.is_trap());
+        assert_eq!(setup.push_workflows, vec!["ci.yml"]);
+        assert_eq!(setup.dispatchable.as_deref(), Some("ci.yml"));
+        assert_eq!(
+            ci_setup(&[ci.clone(), tick(false)], true).dispatchable,
+            None
+        );
+        assert!(!ci_setup(&[ci, tick(true)], false).is_trap());
+        assert!(!ci_setup(&[tick(true)], true).is_trap());
+
+        let env = |pairs: &'static [(&'static str, &'static str)]| {
+            move |k: &str| {
+                pairs
+                    .iter()
+                    .find(|(n, _)| *n == k)
+                    .map(|(_, v)| v.to_string())
+            }
+        };
+        #[rustfmt::skip]
+        let cases: Vec<(&[(&str, &str)], bool)> = vec![
+            (&[("GITHUB_ACTIONS", "true"), ("GITHUB_TOKEN", "ghs_abc")], true),
+            (&[("GITHUB_ACTIONS", "true"), ("GITHUB_TOKEN", "ghp_abc")], false),
+            (&[("GITHUB_ACTIONS", "true"), ("GITHUB_TOKEN", "ghs_abc"), ("OPENTIGER_GITHUB_TOKEN", "ghs_app")], false),
+            (&[("GITHUB_TOKEN", "ghs_abc")], false),
+        ];
+        for (pairs, want) in cases {
+            assert_eq!(is_workflow_token(env(pairs)), want, "{pairs:?}");
+        }
+    }
+}
