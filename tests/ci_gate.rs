@@ -188,6 +188,12 @@ fn ci_that_never_starts_is_not_merged_then_diagnosed_and_dispatched_once() {
         "{dispatches:?}"
     );
 
+    // The dashboard says so too, with the fix.
+    let board = dashboard(&s);
+    for part in ["GITHUB\\_TOKEN trap", "App token", "was dispatched"] {
+        assert!(board.contains(part), "{part}: {board}");
+    }
+
     // Later ticks in the dispatch's grace period: nothing said or sent again.
     tick(&s, "2026-11-21T12:13:00Z");
     tick(&s, "2026-11-21T12:15:00Z");

@@ -173,8 +173,13 @@ pub fn next_step(
                     StallStep::Wait {
                         until,
                         reason: format!(
-                            "PR #{}: CI `{workflow}` dispatched for {head}; waits for {missing} until {until}",
-                            stall.pr
+                            "PR #{}: expected CI never started on {head}{}; `{workflow}` was dispatched for it and {missing} is waited for until {until}",
+                            stall.pr,
+                            if trap {
+                                format!(" (the GITHUB_TOKEN trap; for good: {APP_TOKEN_FIX})")
+                            } else {
+                                String::new()
+                            }
                         ),
                     }
                 } else {
