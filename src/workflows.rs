@@ -23,7 +23,9 @@ use crate::time::{Millis, MINUTE};
 pub struct Workflow {
     /// The file name (`ci.yml`): what the dispatch API takes as the workflow's id.
     pub file: String,
-    /// Started by `pull_request` (or `pull_request_target`) or `push`.
+    /// Started for a PR's head: by `pull_request` (or `pull_request_target`) without a path
+    /// filter, or by `push` without a branch, tag or path filter (a filtered trigger may
+    /// rightly not run on a PR, so it does not make CI expected).
     pub on_push_or_pr: bool,
     /// Accepts `workflow_dispatch`.
     pub dispatch: bool,
@@ -57,7 +59,38 @@ enum Triggers {
 #[serde(untagged)]
 enum Trigger {
     Schedule(Vec<Cron>),
+    Filtered(Filters),
     Other(IgnoredAny),
+}
+
+/// The filters of a `push` or `pull_request` trigger (only whether each is there matters).
+#[derive(Deserialize)]
+struct Filters {
+    #[serde(default)]
+    branches: Option<IgnoredAny>,
+    #[serde(default, rename = "branches-ignore")]
+    branches_ignore: Option<IgnoredAny>,
+    #[serde(default)]
+    tags: Option<IgnoredAny>,
+    #[serde(default, rename = "tags-ignore")]
+    tags_ignore: Option<IgnoredAny>,
+    #[serde(default)]
+    paths: Option<IgnoredAny>,
+    #[serde(default, rename = "paths-ignore")]
+    paths_ignore: Option<IgnoredAny>,
+}
+
+impl Filters {
+    fn paths(&self) -> bool {
+        self.paths.is_some() || self.paths_ignore.is_some()
+    }
+
+    fn refs(&self) -> bool {
+        self.branches.is_some()
+            || self.branches_ignore.is_some()
+            || self.tags.is_some()
+            || self.tags_ignore.is_some()
+    }
 }
 
 #[derive(Deserialize)]
@@ -97,6 +130,17 @@ pub fn parse(file: &str, text: &str) -> Option<Workflow> {
         Some(Triggers::Map(map)) => map.iter().map(|(e, t)| (e.clone(), Some(t))).collect(),
     };
     let has = |names: &[&str]| events.iter().any(|(e, _)| names.contains(&e.as_str()));
+    let on_prs = events.iter().any(|(event, trigger)| {
+        let filters = match trigger {
+            Some(Trigger::Filtered(f)) => Some(f),
+            _ => None,
+        };
+        match event.as_str() {
+            "pull_request" | "pull_request_target" => !filters.is_some_and(Filters::paths),
+            "push" => !filters.is_some_and(|f| f.paths() || f.refs()),
+            _ => false,
+        }
+    });
     let crons = events
         .iter()
         .filter_map(|(_, t)| match t {
@@ -116,7 +160,7 @@ pub fn parse(file: &str, text: &str) -> Option<Workflow> {
         });
     Some(Workflow {
         file: file.to_string(),
-        on_push_or_pr: has(&["pull_request", "pull_request_target", "push"]),
+        on_push_or_pr: on_prs,
         dispatch: has(&["workflow_dispatch"]),
         crons,
         runs_opentiger: text.contains("opentiger"),
@@ -277,6 +321,21 @@ mod tests {
         assert!(w.on_push_or_pr && w.dispatch && !w.runs_opentiger && !w.actions_write);
         let list = parse("lint.yml", "on: [push, pull_request]\njobs: {}\n").expect("a workflow");
         assert!(list.on_push_or_pr && !list.dispatch);
+        #[rustfmt::skip]
+        let filtered = [
+            ("on:\n  push:\n    branches: [main]\n", false),
+            ("on:\n  push:\n    tags: ['v*']\n", false),
+            ("on:\n  push:\n    paths: ['src/**']\n", false),
+            ("on:\n  pull_request:\n    paths-ignore: ['docs/**']\n", false),
+            ("on:\n  pull_request:\n    branches: [main]\n    types: [opened, synchronize]\n", true),
+            ("on:\n  push:\n", true),
+            ("on: push\n", true),
+            ("on:\n  release:\n    types: [published]\n", false),
+        ];
+        for (on, runs_on_prs) in filtered {
+            let w = parse("w.yml", &format!("{on}jobs: {{}}\n")).expect("a workflow");
+            assert_eq!(w.on_push_or_pr, runs_on_prs, "{on}");
+        }
         let tick = include_str!("../examples/workflows/opentiger.yml");
         let w = parse("opentiger.yml", tick).expect("the example workflow");
         assert_eq!(w.crons, vec!["*/30 * * * *"]);

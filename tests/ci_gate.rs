@@ -242,6 +242,34 @@ fn without_dispatch_rights_a_stalled_pr_waits_on_a_person_asked_once() {
     }
 }
 
+/// CI that runs only on pull requests leaves no checks on the base: its workflow file alone
+/// says the repository has CI, so a PR without checks is not merged.
+#[test]
+fn ci_known_only_from_a_pull_request_workflow_is_still_expected() {
+    let pr_only = "name: CI\non:\n  pull_request:\njobs:\n  test:\n    runs-on: ubuntu-latest\n    steps:\n      - run: make test\n";
+    let s = setup(
+        "",
+        &[("ci.yml", pr_only), ("opentiger.yml", &tick_workflow(false))],
+    );
+    let (pr, head, _) = opened(&s);
+    tick(&s, "2026-11-21T12:05:00Z");
+    assert!(!s.server.pull(pr).unwrap().merged);
+    assert!(status(&s, "2026-11-21T12:05:00Z").contains("workflows that run on pull requests"));
+    tick(&s, "2026-11-21T12:11:00Z");
+    assert!(!s.server.pull(pr).unwrap().merged);
+    assert_eq!(comments_with(&s, pr, "opentiger:ci-diagnosis").len(), 1);
+    assert_eq!(task_state(&s)["block_reason"], "awaiting_human");
+    // A person starts CI and retries: green checks on the head merge it.
+    s.server
+        .set_check_runs(&head, &[("test", "completed", Some("success"))]);
+    let task = task_state(&s)["id"].as_str().unwrap().to_string();
+    let retry = opentiger(&s, "2026-11-21T12:20:00Z", &["task", "retry", &task]);
+    assert!(retry.status.success(), "{}", String::from_utf8_lossy(&retry.stderr));
+    let out = tick(&s, "2026-11-21T12:21:00Z");
+    let out2 = tick(&s, "2026-11-21T12:22:00Z");
+    assert!(s.server.pull(pr).unwrap().merged, "{out}\n{out2}");
+}
+
 #[test]
 fn a_configured_check_is_waited_for_by_name_and_an_unrelated_green_one_does_not_count() {
     let s = setup("merge:\n  required_checks: [test]\n", &[]);

@@ -51,7 +51,10 @@ pub enum ExpectedSource {
     /// must report on the head and every one that does must pass (which of them run on a PR is
     /// the workflows' business: a deploy that runs only on the base is not waited for).
     Learned,
-    /// None of the three: the repository has no CI.
+    /// Nothing named, but workflows of the repository run on pull requests: CI is expected as
+    /// with learned checks (some check must report, all must pass).
+    Workflows,
+    /// None of these: the repository has no CI.
     #[default]
     Nothing,
 }
@@ -84,12 +87,29 @@ impl ExpectedChecks {
         ExpectedChecks { source, names }
     }
 
+    /// With nothing named by the three sources, workflow files that start on pull requests
+    /// still say the repository has CI (their names stand for the checks they report).
+    pub fn or_workflows(self, files: &[String]) -> Self {
+        match self.source {
+            ExpectedSource::Nothing if !files.is_empty() => ExpectedChecks {
+                source: ExpectedSource::Workflows,
+                names: files.to_vec(),
+            },
+            ExpectedSource::Config
+            | ExpectedSource::BranchRules
+            | ExpectedSource::Learned
+            | ExpectedSource::Workflows
+            | ExpectedSource::Nothing => self,
+        }
+    }
+
     /// Where the names came from, for people.
     pub fn origin(&self) -> &'static str {
         match self.source {
             ExpectedSource::Config => "merge.required_checks",
             ExpectedSource::BranchRules => "the base branch's required status checks",
             ExpectedSource::Learned => "checks seen on the base branch",
+            ExpectedSource::Workflows => "workflows that run on pull requests",
             ExpectedSource::Nothing => "nothing: no CI configured",
         }
     }
@@ -172,7 +192,7 @@ pub fn checks_gate(
                 .cloned()
                 .collect(),
         ),
-        ExpectedSource::Learned => {
+        ExpectedSource::Learned | ExpectedSource::Workflows => {
             let nothing = checks.passed.is_empty() && checks.pending.is_empty();
             (
                 checks.pending.clone(),
@@ -212,7 +232,9 @@ pub fn checks_gate(
     }
     let passed = match expected.source {
         ExpectedSource::Config | ExpectedSource::BranchRules => expected.names.join(", "),
-        ExpectedSource::Learned | ExpectedSource::Nothing => checks.passed.join(", "),
+        ExpectedSource::Learned | ExpectedSource::Workflows | ExpectedSource::Nothing => {
+            checks.passed.join(", ")
+        }
     };
     CheckGate::Proceed {
         note: format!("CI green on {head} ({passed})"),
@@ -342,6 +364,12 @@ mod tests {
         let config = expect(ExpectedSource::Config, &["test"]);
         let rules = expect(ExpectedSource::BranchRules, &["test", "build"]);
         let learned = expect(ExpectedSource::Learned, &["test", "deploy"]);
+        let workflows = ExpectedChecks::default().or_workflows(&["ci.yml".to_string()]);
+        assert_eq!(workflows.source, ExpectedSource::Workflows);
+        assert_eq!(
+            expect(ExpectedSource::BranchRules, &["b"]).or_workflows(&["ci.yml".to_string()]),
+            expect(ExpectedSource::BranchRules, &["b"])
+        );
         let nothing = ExpectedChecks::default();
 
         #[rustfmt::skip]
@@ -361,6 +389,8 @@ mod tests {
             ("learned, nothing, late",         &learned, ci("aaaa", "none", &[], &[]),                 after_grace, "never_started"),
             ("learned, test green, no deploy", &learned, checks_on("aaaa", &["test"], &[], &[]),       in_grace,    "proceed"),
             ("learned, lint pending",          &learned, checks_on("aaaa", &[], &[], &["lint"]),       after_grace, "wait"),
+            ("PR workflows, nothing reported", &workflows, ci("aaaa", "none", &[], &[]),               after_grace, "never_started"),
+            ("PR workflows, test green",       &workflows, checks_on("aaaa", &["test"], &[], &[]),     in_grace,    "proceed"),
             ("no CI anywhere",                 &nothing, ci("aaaa", "none", &[], &[]),                 in_grace,    "proceed"),
             ("no CI expected, some pending",   &nothing, checks_on("aaaa", &[], &[], &["lint"]),       in_grace,    "wait"),
         ];

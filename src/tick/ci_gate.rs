@@ -38,7 +38,7 @@ pub(super) fn is_final(checks: &Checks, expected: &ExpectedChecks) -> bool {
             ExpectedSource::Config | ExpectedSource::BranchRules => {
                 expected.names.iter().all(|n| checks.passed.contains(n))
             }
-            ExpectedSource::Learned | ExpectedSource::Nothing => true,
+            ExpectedSource::Learned | ExpectedSource::Workflows | ExpectedSource::Nothing => true,
         },
         _ => false,
     }

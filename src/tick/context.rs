@@ -243,6 +243,15 @@ impl Context {
         let plan_signature = requirement
             .filter(|t| !t.trim().is_empty())
             .map(|text| self.plan_inputs(&text).signature);
+        // How CI starts here (github mode): the workflow files and the token's kind.
+        let ci_setup = if github {
+            crate::workflows::ci_setup(
+                &crate::workflows::read(&self.repo),
+                crate::workflows::is_workflow_token(|k| std::env::var(k).ok()),
+            )
+        } else {
+            crate::engine::stall::CiSetup::default()
+        };
         Ok(Observations {
             pull_requests: store.pull_states()?,
             pull_checks: if github {
@@ -250,19 +259,13 @@ impl Context {
             } else {
                 BTreeMap::new()
             },
-            expected_checks: store.expected_checks(
-                self.config.merge.required_checks.as_deref(),
-                &self.config.base_branch,
-            )?,
-            ci_setup: if github {
-                let workflows = crate::workflows::read(&self.repo);
-                crate::workflows::ci_setup(
-                    &workflows,
-                    crate::workflows::is_workflow_token(|k| std::env::var(k).ok()),
-                )
-            } else {
-                crate::engine::stall::CiSetup::default()
-            },
+            expected_checks: store
+                .expected_checks(
+                    self.config.merge.required_checks.as_deref(),
+                    &self.config.base_branch,
+                )?
+                .or_workflows(&ci_setup.push_workflows),
+            ci_setup,
             ci_heals: store.ci_heals()?,
             pull_bases: store.pull_bases()?,
             retargeted: store.retargeted_pulls()?,

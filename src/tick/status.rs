@@ -100,13 +100,17 @@ fn ci_line(ctx: &Context, store: &Store) -> Result<Option<String>, Failure> {
             "not required (merge.require_checks: false)".to_string(),
         ));
     }
-    let expected = store.expected_checks(
-        ctx.config.merge.required_checks.as_deref(),
-        &ctx.config.base_branch,
-    )?;
+    let pr_workflows =
+        crate::workflows::ci_setup(&crate::workflows::read(&ctx.repo), false).push_workflows;
+    let expected = store
+        .expected_checks(
+            ctx.config.merge.required_checks.as_deref(),
+            &ctx.config.base_branch,
+        )?
+        .or_workflows(&pr_workflows);
     Ok(Some(match expected.source {
         ExpectedSource::Nothing => NO_CI_NOTE.to_string(),
-        ExpectedSource::Learned => format!(
+        ExpectedSource::Learned | ExpectedSource::Workflows => format!(
             "the repository has CI ({}: {}): a PR merges once its checks report and pass",
             expected.origin(),
             expected.names.join(", ")
