@@ -249,7 +249,10 @@ fn ci_known_only_from_a_pull_request_workflow_is_still_expected() {
     let pr_only = "name: CI\non:\n  pull_request:\njobs:\n  test:\n    runs-on: ubuntu-latest\n    steps:\n      - run: make test\n";
     let s = setup(
         "",
-        &[("ci.yml", pr_only), ("opentiger.yml", &tick_workflow(false))],
+        &[
+            ("ci.yml", pr_only),
+            ("opentiger.yml", &tick_workflow(false)),
+        ],
     );
     let (pr, head, _) = opened(&s);
     tick(&s, "2026-11-21T12:05:00Z");
@@ -264,7 +267,11 @@ fn ci_known_only_from_a_pull_request_workflow_is_still_expected() {
         .set_check_runs(&head, &[("test", "completed", Some("success"))]);
     let task = task_state(&s)["id"].as_str().unwrap().to_string();
     let retry = opentiger(&s, "2026-11-21T12:20:00Z", &["task", "retry", &task]);
-    assert!(retry.status.success(), "{}", String::from_utf8_lossy(&retry.stderr));
+    assert!(
+        retry.status.success(),
+        "{}",
+        String::from_utf8_lossy(&retry.stderr)
+    );
     let out = tick(&s, "2026-11-21T12:21:00Z");
     let out2 = tick(&s, "2026-11-21T12:22:00Z");
     assert!(s.server.pull(pr).unwrap().merged, "{out}\n{out2}");
