@@ -247,7 +247,7 @@ impl Context {
         let ci_setup = if github {
             crate::workflows::ci_setup(
                 &crate::workflows::read(&self.repo),
-                crate::workflows::is_workflow_token(|k| std::env::var(k).ok()),
+                crate::workflows::is_workflow_token(crate::credentials::lookup),
             )
         } else {
             crate::engine::stall::CiSetup::default()
