@@ -23,12 +23,18 @@ fn the_issue_body_names_the_file_and_the_change_is_merged() {
     // The worker's prompt carried the body, fenced; the title alone would have made nothing.
     let worker = prompts(&s, "worker");
     assert_eq!(worker.len(), 1);
-    assert_eq!(fenced(&worker[0], "the issue"), format!("Add a greeting\n\n{}", body.trim_end()));
+    assert_eq!(
+        fenced(&worker[0], "the issue"),
+        format!("Add a greeting\n\n{}", body.trim_end())
+    );
     assert_eq!(
         fenced(&worker[0], "the issue's acceptance criteria"),
         "1. hello.txt exists\n2. nothing else changes"
     );
-    assert!(!trusted_part(&worker[0]).contains("CREATE"), "the body stays inside the fence");
+    assert!(
+        !trusted_part(&worker[0]).contains("CREATE"),
+        "the body stays inside the fence"
+    );
     assert!(worker[0].contains(&format!("Issue #{n}, opened by @alice.")));
 
     let out = tick(&s, "2026-11-21T12:05:00Z");
@@ -72,7 +78,9 @@ fn the_issue_body_names_the_file_and_the_change_is_merged() {
         .count();
     let posts = requests
         .iter()
-        .filter(|r| r.method == "POST" && r.path_and_query.ends_with(&format!("/issues/{n}/comments")))
+        .filter(|r| {
+            r.method == "POST" && r.path_and_query.ends_with(&format!("/issues/{n}/comments"))
+        })
         .count();
     assert_eq!(posts, 1, "one comment created: {requests:?}");
     assert!(edits >= 1, "then edited in place: {requests:?}");
@@ -84,16 +92,18 @@ fn the_issue_body_names_the_file_and_the_change_is_merged() {
     );
 }
 
-
-
 #[test]
 fn edits_and_trusted_comments_steer_the_next_attempt_and_others_change_nothing() {
     let s = setup();
     s.server.set_permission("carol", "write");
     // One run per tick (the default): the first issue runs first, the second waits its turn.
-    let first = s
-        .server
-        .add_issue("First", "CREATE first.txt", &["opentiger"], "alice", "OWNER");
+    let first = s.server.add_issue(
+        "First",
+        "CREATE first.txt",
+        &["opentiger"],
+        "alice",
+        "OWNER",
+    );
     let second = s.server.add_issue(
         "Second",
         "CREATE draft.txt\n\n## Acceptance criteria\n- [ ] the files the issue asks for exist\n",
@@ -120,7 +130,10 @@ fn edits_and_trusted_comments_steer_the_next_attempt_and_others_change_nothing()
         "mallory",
     );
     let out = tick(&s, "2026-11-21T12:05:00Z");
-    assert!(out.contains(&format!("issue #{second} was edited")), "{out}");
+    assert!(
+        out.contains(&format!("issue #{second} was edited")),
+        "{out}"
+    );
     let prompt = worker_prompt_for(&s, second);
     assert_eq!(prompt.len(), 1, "{out}");
     let prompt = &prompt[0];
@@ -132,7 +145,10 @@ fn edits_and_trusted_comments_steer_the_next_attempt_and_others_change_nothing()
             && comments.contains("Please also CREATE second.txt"),
         "{comments}"
     );
-    assert!(!prompt.contains("mallory") && !prompt.contains("evil.txt"), "{prompt}");
+    assert!(
+        !prompt.contains("mallory") && !prompt.contains("evil.txt"),
+        "{prompt}"
+    );
     assert!(!trusted_part(prompt).contains("CREATE"));
 
     // Both merge; what the second wrote followed the edit and the trusted comment only.
@@ -140,10 +156,16 @@ fn edits_and_trusted_comments_steer_the_next_attempt_and_others_change_nothing()
     tick(&s, "2026-11-21T12:15:00Z");
     let files = files_on_main(&s);
     for wanted in ["first.txt", "edited.txt", "second.txt"] {
-        assert!(files.lines().any(|f| f == wanted), "{wanted} not in:\n{files}");
+        assert!(
+            files.lines().any(|f| f == wanted),
+            "{wanted} not in:\n{files}"
+        );
     }
     for unwanted in ["draft.txt", "evil.txt"] {
-        assert!(!files.lines().any(|f| f == unwanted), "{unwanted} in:\n{files}");
+        assert!(
+            !files.lines().any(|f| f == unwanted),
+            "{unwanted} in:\n{files}"
+        );
     }
     // One progress comment per issue, with the checklist where the issue has one.
     for issue in [first, second] {
@@ -154,7 +176,10 @@ fn edits_and_trusted_comments_steer_the_next_attempt_and_others_change_nothing()
             .filter(|c| c.body.contains("opentiger:task="))
             .collect();
         assert_eq!(progress.len(), 1, "#{issue}: {progress:?}");
-        assert!(progress[0].body.contains("phase **completed**"), "{progress:?}");
+        assert!(
+            progress[0].body.contains("phase **completed**"),
+            "{progress:?}"
+        );
     }
     let second_progress = s
         .server
@@ -171,14 +196,17 @@ fn edits_and_trusted_comments_steer_the_next_attempt_and_others_change_nothing()
     );
 }
 
-
 #[test]
 fn a_reviewers_changes_requested_gets_an_autofix_that_answers_it_then_the_merge() {
     let s = setup();
     s.server.set_permission("carol", "write");
-    let n = s
-        .server
-        .add_issue("Greeting", "CREATE hello.txt", &["opentiger"], "alice", "OWNER");
+    let n = s.server.add_issue(
+        "Greeting",
+        "CREATE hello.txt",
+        &["opentiger"],
+        "alice",
+        "OWNER",
+    );
     tick(&s, "2026-11-21T12:00:00Z");
     let pr = s.server.pulls()[0].clone();
     s.server.advance(120);
@@ -209,15 +237,23 @@ fn a_reviewers_changes_requested_gets_an_autofix_that_answers_it_then_the_merge(
         .into_iter()
         .find(|p| p.contains("AutoFix"))
         .expect("the AutoFix prompt");
-    assert!(prompt.contains("hello.txt:1: see @carol's review comment"), "{prompt}");
+    assert!(
+        prompt.contains("hello.txt:1: see @carol's review comment"),
+        "{prompt}"
+    );
     let comments = fenced(&prompt, "comments by trusted people");
     assert!(
-        comments.contains("requested changes") && comments.contains("- hello.txt:1: Also CREATE fix.txt"),
+        comments.contains("requested changes")
+            && comments.contains("- hello.txt:1: Also CREATE fix.txt"),
         "{comments}"
     );
     assert!(!prompt.contains("evil.txt"), "{prompt}");
     assert_eq!(s.server.pulls().len(), 1, "the same PR");
-    assert_ne!(s.server.pulls()[0].head_sha, pr.head_sha, "the fix was pushed");
+    assert_ne!(
+        s.server.pulls()[0].head_sha,
+        pr.head_sha,
+        "the fix was pushed"
+    );
 
     let out = tick(&s, "2026-11-21T12:10:00Z");
     assert!(out.contains("approved and merged"), "{out}");
@@ -231,8 +267,13 @@ fn with_human_approval_required_a_pr_waits_for_a_maintainer_and_their_approval_m
     let s = setup();
     set_config(&s, "merge:\n  human_approval: required\n");
     s.server.set_permission("carol", "write");
-    s.server
-        .add_issue("Greeting", "CREATE hello.txt", &["opentiger"], "alice", "OWNER");
+    s.server.add_issue(
+        "Greeting",
+        "CREATE hello.txt",
+        &["opentiger"],
+        "alice",
+        "OWNER",
+    );
     tick(&s, "2026-11-21T12:00:00Z");
     let pr = s.server.pulls()[0].clone();
     let out = tick(&s, "2026-11-21T12:05:00Z");
@@ -247,15 +288,20 @@ fn with_human_approval_required_a_pr_waits_for_a_maintainer_and_their_approval_m
     );
     // An outsider's approval is not a maintainer's.
     s.server.advance(60);
-    s.server.add_review(pr.number, "mallory", "APPROVED", "lgtm", &[]);
+    s.server
+        .add_review(pr.number, "mallory", "APPROVED", "lgtm", &[]);
     tick(&s, "2026-11-21T12:10:00Z");
     assert!(!s.server.pull(pr.number).unwrap().merged);
     s.server.advance(60);
-    s.server.add_review(pr.number, "carol", "APPROVED", "Looks right.", &[]);
+    s.server
+        .add_review(pr.number, "carol", "APPROVED", "Looks right.", &[]);
     let out = tick(&s, "2026-11-21T12:15:00Z");
     assert!(out.contains("approved and merged"), "{out}");
     assert!(s.server.pull(pr.number).unwrap().merged);
-    assert!(prompts(&s, "judge").is_empty(), "the approval replaced the judge agent");
+    assert!(
+        prompts(&s, "judge").is_empty(),
+        "the approval replaced the judge agent"
+    );
     let body = s.server.pull(pr.number).unwrap().body.unwrap();
     assert!(body.contains("approved by @\u{200B}carol"), "{body}");
     assert!(!body.contains("mallory"), "{body}");

@@ -17,7 +17,11 @@ fn only_task(s: &Setup) -> serde_json::Value {
 /// `task show` of a task: its trusted fields (title, goal, notes) among others.
 fn shown(s: &Setup, id: &str) -> String {
     let out = opentiger(s, "2026-11-21T12:00:00Z", &["task", "show", id]);
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     String::from_utf8_lossy(&out.stdout).into_owned()
 }
 
@@ -25,16 +29,19 @@ fn shown(s: &Setup, id: &str) -> String {
 fn a_one_megabyte_body_is_cut_with_a_note_and_keeps_its_head_and_criteria() {
     let s = setup();
     let filler = "All work and no play makes a dull agent.\n".repeat(26_000);
-    let body = format!(
-        "CREATE hello.txt\n\n{filler}\n## Acceptance criteria\n- [ ] hello.txt exists\n"
-    );
+    let body =
+        format!("CREATE hello.txt\n\n{filler}\n## Acceptance criteria\n- [ ] hello.txt exists\n");
     assert!(body.len() > 1_000_000);
     s.server
         .add_issue("Big", &body, &["opentiger"], "alice", "OWNER");
     tick(&s, "2026-11-21T12:00:00Z");
     let prompt = &prompts(&s, "worker")[0];
     let issue = fenced(prompt, "the issue");
-    assert!(issue.starts_with("Big\n\nCREATE hello.txt"), "{}", &issue[..200]);
+    assert!(
+        issue.starts_with("Big\n\nCREATE hello.txt"),
+        "{}",
+        &issue[..200]
+    );
     assert!(issue.len() < 13_000, "{}", issue.len());
     let note = issue
         .lines()
@@ -47,7 +54,10 @@ fn a_one_megabyte_body_is_cut_with_a_note_and_keeps_its_head_and_criteria() {
         .parse()
         .unwrap();
     assert!(dropped > 980_000, "{note}");
-    assert!(issue.ends_with("## Acceptance criteria\n\n- [ ] hello.txt exists"), "{issue:?}");
+    assert!(
+        issue.ends_with("## Acceptance criteria\n\n- [ ] hello.txt exists"),
+        "{issue:?}"
+    );
     assert_eq!(
         fenced(prompt, "the issue's acceptance criteria"),
         "1. hello.txt exists"
@@ -60,7 +70,10 @@ fn a_one_megabyte_body_is_cut_with_a_note_and_keeps_its_head_and_criteria() {
         .filter(|l| l.ends_with(".sqlite"))
         .map(|l| l.split_whitespace().nth(3).unwrap().parse::<u64>().unwrap())
         .sum();
-    assert!(size > 0 && size < 300_000, "state is {size} bytes:\n{files}");
+    assert!(
+        size > 0 && size < 300_000,
+        "state is {size} bytes:\n{files}"
+    );
     tick(&s, "2026-11-21T12:05:00Z");
     assert!(!git(&s.origin, &["show", "main:hello.txt"]).is_empty());
 }
@@ -87,17 +100,29 @@ fn backticks_html_and_injections_stay_inside_the_fence_and_out_of_trusted_fields
     );
     let trusted = trusted_part(prompt);
     for leaked in ["Ignore previous", "<script>", "You may push", "evil.txt"] {
-        assert!(!trusted.contains(leaked), "{leaked:?} outside the fence:\n{trusted}");
+        assert!(
+            !trusted.contains(leaked),
+            "{leaked:?} outside the fence:\n{trusted}"
+        );
     }
-    assert!(trusted.starts_with("# Task: GitHub issue #1\n"), "{trusted}");
+    assert!(
+        trusted.starts_with("# Task: GitHub issue #1\n"),
+        "{trusted}"
+    );
     // The body never reaches a field of the task; the title is the task's title for people
     // (defused where shown as Markdown) but not its goal or notes.
     let task = only_task(&s);
     let show = shown(&s, task["id"].as_str().unwrap());
-    let goal = show.lines().find(|l| l.trim_start().starts_with("goal:")).unwrap();
+    let goal = show
+        .lines()
+        .find(|l| l.trim_start().starts_with("goal:"))
+        .unwrap();
     assert!(!goal.contains("Ignore previous"), "{goal}");
     for leaked in ["<script>", "You may push", "evil.txt"] {
-        assert!(!show.contains(leaked), "{leaked:?} in a trusted field:\n{show}");
+        assert!(
+            !show.contains(leaked),
+            "{leaked:?} in a trusted field:\n{show}"
+        );
     }
     // The script obeys its prompt, so the injected line inside the fence was written too: the
     // fence is what tells a real agent not to. The judge still reviews, the policy still holds.
@@ -108,9 +133,13 @@ fn backticks_html_and_injections_stay_inside_the_fence_and_out_of_trusted_fields
 #[test]
 fn a_deleted_or_transferred_issue_leaves_the_task_to_finish_from_its_kept_spec() {
     let s = setup();
-    let n = s
-        .server
-        .add_issue("Greeting", "CREATE hello.txt", &["opentiger"], "alice", "OWNER");
+    let n = s.server.add_issue(
+        "Greeting",
+        "CREATE hello.txt",
+        &["opentiger"],
+        "alice",
+        "OWNER",
+    );
     tick(&s, "2026-11-21T12:00:00Z");
     // Gone from this repository (deleted, or transferred elsewhere) before the review.
     s.server.remove_issue(n);
@@ -118,7 +147,10 @@ fn a_deleted_or_transferred_issue_leaves_the_task_to_finish_from_its_kept_spec()
     let out = tick(&s, "2026-11-21T12:05:00Z");
     assert!(out.contains("approved and merged"), "{out}");
     let judge = &prompts(&s, "judge")[0];
-    assert!(fenced(judge, "the issue").contains("CREATE hello.txt"), "the spec was kept");
+    assert!(
+        fenced(judge, "the issue").contains("CREATE hello.txt"),
+        "the spec was kept"
+    );
     tick(&s, "2026-11-21T12:10:00Z");
     assert_eq!(only_task(&s)["status"], "done");
 }
@@ -127,12 +159,20 @@ fn a_deleted_or_transferred_issue_leaves_the_task_to_finish_from_its_kept_spec()
 fn a_comment_edited_after_it_was_used_changes_only_later_attempts_and_never_crashes() {
     let s = setup();
     s.server.set_permission("carol", "write");
-    let first = s
-        .server
-        .add_issue("First", "CREATE first.txt", &["opentiger"], "alice", "OWNER");
-    let second = s
-        .server
-        .add_issue("Second", "CREATE second.txt", &["opentiger"], "alice", "OWNER");
+    let first = s.server.add_issue(
+        "First",
+        "CREATE first.txt",
+        &["opentiger"],
+        "alice",
+        "OWNER",
+    );
+    let second = s.server.add_issue(
+        "Second",
+        "CREATE second.txt",
+        &["opentiger"],
+        "alice",
+        "OWNER",
+    );
     tick(&s, "2026-11-21T12:00:00Z");
     s.server.advance(60);
     let comment = s

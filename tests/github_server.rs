@@ -934,7 +934,10 @@ fn responses_match_githubs_openapi_description() {
         "acme",
         "CHANGES_REQUESTED",
         "Please fix",
-        &[("src/a.rs", Some(3), 5, "off by one"), ("b.md", None, 1, "typo")],
+        &[
+            ("src/a.rs", Some(3), 5, "off by one"),
+            ("b.md", None, 1, "typo"),
+        ],
     );
     server.add_review(p, "acme", "APPROVED", "", &[]);
     c.get(&format!("{R}/pulls/{p}/reviews"));

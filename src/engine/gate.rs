@@ -81,7 +81,10 @@ pub fn review_gate(run: &Run, reviews: &[PullReview]) -> ReviewGate {
                 ));
             }
             if r.lines.is_empty() {
-                findings.push(format!("answer @{}'s review (see their comments)", r.author));
+                findings.push(format!(
+                    "answer @{}'s review (see their comments)",
+                    r.author
+                ));
             }
         }
         return ReviewGate::ChangesRequested(JudgeConclusion::RequestChanges {
@@ -309,18 +312,40 @@ mod tests {
         };
         let cases: Vec<(&str, Vec<PullReview>, &str)> = vec![
             ("no reviews", vec![], "silent"),
-            ("a comment only", vec![review(1, "bob", Commented, "aaaa", 1)], "silent"),
-            ("approved", vec![review(1, "bob", Approved, "aaaa", 1)], "approved bob"),
-            ("changes requested", vec![review(1, "bob", ChangesRequested, "aaaa", 1)], "changes @bob"),
-            ("line comments ask for changes", vec![lined.clone()], "changes @bob src/a.rs:3-5"),
+            (
+                "a comment only",
+                vec![review(1, "bob", Commented, "aaaa", 1)],
+                "silent",
+            ),
+            (
+                "approved",
+                vec![review(1, "bob", Approved, "aaaa", 1)],
+                "approved bob",
+            ),
+            (
+                "changes requested",
+                vec![review(1, "bob", ChangesRequested, "aaaa", 1)],
+                "changes @bob",
+            ),
+            (
+                "line comments ask for changes",
+                vec![lined.clone()],
+                "changes @bob src/a.rs:3-5",
+            ),
             (
                 "a later approval by the same person settles it",
-                vec![review(1, "bob", ChangesRequested, "aaaa", 1), review(2, "bob", Approved, "aaaa", 2)],
+                vec![
+                    review(1, "bob", ChangesRequested, "aaaa", 1),
+                    review(2, "bob", Approved, "aaaa", 2),
+                ],
                 "approved bob",
             ),
             (
                 "one approval does not outvote another's request",
-                vec![review(1, "amy", Approved, "aaaa", 1), review(2, "bob", ChangesRequested, "aaaa", 2)],
+                vec![
+                    review(1, "amy", Approved, "aaaa", 1),
+                    review(2, "bob", ChangesRequested, "aaaa", 2),
+                ],
                 "changes @bob",
             ),
             (
@@ -333,7 +358,10 @@ mod tests {
             let got = match review_gate(&run, &reviews) {
                 ReviewGate::Silent => "silent".to_string(),
                 ReviewGate::Approved(who) => format!("approved {}", who.join(",")),
-                ReviewGate::ChangesRequested(JudgeConclusion::RequestChanges { summary, findings }) => {
+                ReviewGate::ChangesRequested(JudgeConclusion::RequestChanges {
+                    summary,
+                    findings,
+                }) => {
                     let who = summary.split(" requested").next().unwrap_or("").to_string();
                     let ranges: Vec<String> = findings
                         .iter()

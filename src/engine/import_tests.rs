@@ -675,9 +675,24 @@ fn an_issue_edited_after_its_task_was_done_gets_a_follow_up_only_from_its_truste
         ..issue(1)
     };
     let cases: Vec<(&str, Issue, Option<String>, &str)> = vec![
-        ("unchanged text", issue(1), Some(kept.clone()), "skip #1 done:t1"),
-        ("no spec kept (done before specs were kept)", edited.clone(), None, "skip #1 done:t1"),
-        ("edited by its owner", edited.clone(), Some(kept.clone()), "create #1 worker"),
+        (
+            "unchanged text",
+            issue(1),
+            Some(kept.clone()),
+            "skip #1 done:t1",
+        ),
+        (
+            "no spec kept (done before specs were kept)",
+            edited.clone(),
+            None,
+            "skip #1 done:t1",
+        ),
+        (
+            "edited by its owner",
+            edited.clone(),
+            Some(kept.clone()),
+            "create #1 worker",
+        ),
         (
             "edited, but the author is an outsider a maintainer labelled",
             Issue {
@@ -705,5 +720,8 @@ fn an_issue_edited_after_its_task_was_done_gets_a_follow_up_only_from_its_truste
         panic!("{:?}", w.summaries());
     };
     assert_eq!(task.issue_number, Some(1));
-    assert!(reason.contains("was edited after its task t1 was done: a follow-up"), "{reason}");
+    assert!(
+        reason.contains("was edited after its task t1 was done: a follow-up"),
+        "{reason}"
+    );
 }

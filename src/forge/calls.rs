@@ -707,7 +707,10 @@ impl GithubClient {
                         })
                         .collect(),
                 };
-                Some((review, r.author_association.unwrap_or_else(|| "NONE".into())))
+                Some((
+                    review,
+                    r.author_association.unwrap_or_else(|| "NONE".into()),
+                ))
             })
             .collect();
         Ok(Conditional::Fresh { value, etag })

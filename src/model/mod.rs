@@ -12,8 +12,8 @@ mod ids;
 mod phase;
 mod plan;
 mod quota;
-pub mod text;
 mod spec;
+pub mod text;
 mod transition;
 mod vocab;
 
@@ -29,9 +29,7 @@ pub use ids::{short_hash, AgentId, RunId, TaskId, TickId};
 pub use phase::phase_of;
 pub use plan::{PlanHistory, PlanRecord, PlanStatus};
 pub use quota::is_quota_message;
-pub use spec::{
-    CriterionCheck, IssueSpec, PullReview, ReviewLine, ReviewState, ThreadComment,
-};
+pub use spec::{CriterionCheck, IssueSpec, PullReview, ReviewLine, ReviewState, ThreadComment};
 pub use transition::{check_transition, IllegalTransition, TaskState};
 pub use vocab::{
     AttemptKey, BlockReason, ExecutionMode, FailureCategory, FailureCode, Lane, MergeStatus, Mode,

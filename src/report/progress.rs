@@ -90,7 +90,11 @@ pub fn progress_comment(v: &ProgressView) -> String {
         let _ = writeln!(out, "- **Evidence:** {}", v.evidence.join(" · "));
     }
     if !v.criteria.is_empty() {
-        let _ = writeln!(out, "\n**Acceptance criteria**\n\n{}", checklist(&v.criteria));
+        let _ = writeln!(
+            out,
+            "\n**Acceptance criteria**\n\n{}",
+            checklist(&v.criteria)
+        );
     }
     if let Some(text) = v.verification.as_deref().filter(|t| !t.trim().is_empty()) {
         let longest = text.split(|c| c != '`').map(str::len).max().unwrap_or(0);
@@ -111,7 +115,11 @@ pub fn with_checklist(body: &str, criteria: &[CriterionCheck], approvals: &[Stri
     let without = match (body.find(CHECKLIST_START), body.find(CHECKLIST_END)) {
         (Some(start), Some(end)) if end > start => {
             let after = &body[end + CHECKLIST_END.len()..];
-            format!("{}{}", body[..start].trim_end(), after.trim_end_matches('\n'))
+            format!(
+                "{}{}",
+                body[..start].trim_end(),
+                after.trim_end_matches('\n')
+            )
         }
         _ => body.trim_end().to_string(),
     };
@@ -205,7 +213,10 @@ mod tests {
             ..view
         });
         assert!(first.contains("work started; phase verifying"), "{first}");
-        assert!(first.contains("- **Blocker:** a maintainer must decide"), "{first}");
+        assert!(
+            first.contains("- **Blocker:** a maintainer must decide"),
+            "{first}"
+        );
     }
 
     #[test]

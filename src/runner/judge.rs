@@ -6,11 +6,11 @@
 use super::checks;
 use super::Act;
 use crate::config::{AgentRole, MergeMethod};
+use crate::engine::import::acceptance_criteria;
 use crate::engine::verdict::{short_sha, JudgeConclusion};
 use crate::executor::{self, AgentExit, AgentRequest};
 use crate::forge::calls::MergeAnswer;
 use crate::git::{Git, GitError};
-use crate::engine::import::acceptance_criteria;
 use crate::model::{CriterionCheck, Run, Task, TaskKind, Verdict};
 use crate::store::JudgementRow;
 use crate::workspace::{changed_files, diff_text, Branches, Workspace};
@@ -324,15 +324,7 @@ fn try_merge(
                 criteria: Vec::new(),
             }
         } else if judge_agent.review {
-            match review(
-                act,
-                task,
-                run,
-                ws,
-                (base_head, &merged),
-                &verified,
-                asked,
-            ) {
+            match review(act, task, run, ws, (base_head, &merged), &verified, asked) {
                 Ok(v) => v,
                 Err(error) => {
                     return done(JudgeResult {

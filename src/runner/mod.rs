@@ -46,7 +46,11 @@ impl Brief {
             Some(n) => store.issue_spec(n)?,
             None => None,
         };
-        let mut threads: Vec<u64> = task.issue_number.into_iter().chain(task.source_pr).collect();
+        let mut threads: Vec<u64> = task
+            .issue_number
+            .into_iter()
+            .chain(task.source_pr)
+            .collect();
         for run in &runs {
             if let Some(pr) = run.pr_number.filter(|pr| !threads.contains(pr)) {
                 threads.push(pr);

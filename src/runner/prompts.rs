@@ -131,9 +131,10 @@ pub fn judge(
 /// is named by number there (`AutoFix 1/3: issue #4`) and shown only inside the fence.
 fn prompt_title(task: &Task, issue: Option<&IssueSpec>) -> String {
     match issue {
-        Some(spec) if !spec.title.trim().is_empty() && task.title.contains(spec.title.trim()) => task
-            .title
-            .replace(spec.title.trim(), &format!("GitHub issue #{}", spec.number)),
+        Some(spec) if !spec.title.trim().is_empty() && task.title.contains(spec.title.trim()) => {
+            task.title
+                .replace(spec.title.trim(), &format!("GitHub issue #{}", spec.number))
+        }
         Some(_) | None => task.title.clone(),
     }
 }

@@ -21,7 +21,8 @@ pub struct Cursor {
 impl Store {
     /// The spec kept of issue `number`, if any.
     pub fn issue_spec(&self, number: u64) -> Result<Option<IssueSpec>, StoreError> {
-        let n = i64::try_from(number).map_err(|_| StoreError::Invalid(format!("issue #{number}")))?;
+        let n =
+            i64::try_from(number).map_err(|_| StoreError::Invalid(format!("issue #{number}")))?;
         Ok(self
             .conn
             .query_row(

@@ -128,8 +128,9 @@ impl Store {
             for row in rows {
                 let text = row?;
                 out.push(
-                    serde_json::from_str::<PullReview>(&text)
-                        .map_err(|e| StoreError::Invalid(format!("a kept review of PR #{pr}: {e}")))?,
+                    serde_json::from_str::<PullReview>(&text).map_err(|e| {
+                        StoreError::Invalid(format!("a kept review of PR #{pr}: {e}"))
+                    })?,
                 );
             }
         }

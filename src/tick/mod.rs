@@ -17,13 +17,13 @@ mod commands;
 mod context;
 mod escalate;
 mod lock;
-mod progress;
 pub mod observe;
+mod progress;
 mod publish;
 mod record;
 mod report;
-mod threads;
 pub mod status;
+mod threads;
 pub mod work;
 
 use crate::forge::github::GithubClient;

@@ -181,12 +181,12 @@ fn fetch(
     // A comment moves its issue's or PR's `updated_at`, so the lists changed when one was added.
     if !unchanged {
         let (followed, prs) = super::threads::followed(store, &seen.pulls)?;
-        let (threads, cursors) = super::threads::fetch(ctx, client, store, &followed)?;
-        seen.threads = threads;
-        seen.cursors.extend(cursors);
-        let (reviews, cursors) = super::threads::fetch_reviews(ctx, client, store, &prs)?;
-        seen.reviews = reviews;
-        seen.cursors.extend(cursors);
+        let threads = super::threads::fetch(ctx, client, store, &followed)?;
+        seen.threads = threads.changed;
+        seen.cursors.extend(threads.cursors);
+        let reviews = super::threads::fetch_reviews(ctx, client, store, &prs)?;
+        seen.reviews = reviews.changed;
+        seen.cursors.extend(reviews.cursors);
     }
     // The PRs tasks wait on that left the open list were merged or closed: ask which (only then).
     if !unchanged {

@@ -173,7 +173,10 @@ fn view(
     if let Some(run) = runs.first() {
         evidence.push(format!("run `{}` {}", run.id, run.status));
         if let Some(summary) = run.summary.as_deref().filter(|s| !s.trim().is_empty()) {
-            evidence.push(format!("summary: {}", crate::report::truncate(summary, 200)));
+            evidence.push(format!(
+                "summary: {}",
+                crate::report::truncate(summary, 200)
+            ));
         }
         if let Ok(url) = std::env::var("GITHUB_SERVER_URL").and_then(|server| {
             let repo = std::env::var("GITHUB_REPOSITORY")?;

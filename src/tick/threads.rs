@@ -15,6 +15,13 @@ use crate::model::{PullReview, ReviewLine, TaskKind, ThreadComment};
 use crate::store::{Cursor, Store};
 use crate::time::Timestamp;
 
+/// What a read of the threads found: (thread, what is kept of it) for each thread that changed,
+/// and the cursors to store.
+pub struct Fetched<T> {
+    pub changed: Vec<(u64, Vec<T>)>,
+    pub cursors: Vec<(String, Cursor)>,
+}
+
 /// The threads followed: issue or PR number → when the first task of its issue was imported;
 /// and which of them are PRs (whose reviews are read too).
 pub fn followed(
@@ -63,7 +70,7 @@ pub fn fetch_reviews(
     client: &GithubClient,
     store: &Store,
     prs: &[u64],
-) -> Result<(Vec<(u64, Vec<PullReview>)>, Vec<(String, Cursor)>), ForgeError> {
+) -> Result<Fetched<PullReview>, ForgeError> {
     let redactor = ctx.redactor();
     let mut changed = Vec::new();
     let mut cursors = Vec::new();
@@ -73,7 +80,8 @@ pub fn fetch_reviews(
         let cursor = store
             .cursor(&key)
             .map_err(|e| ForgeError::Config(e.to_string()))?;
-        let reviews = match gone_is_quiet(client.pull_reviews(pr, cursor.etag.as_deref(), ctx.now))? {
+        let reviews = match gone_is_quiet(client.pull_reviews(pr, cursor.etag.as_deref(), ctx.now))?
+        {
             Conditional::NotModified => continue,
             Conditional::Fresh { value, etag } => {
                 cursors.push((key, Cursor { etag, body: None }));
@@ -92,7 +100,8 @@ pub fn fetch_reviews(
                 if let Some(w) = writers.get(&review.author) {
                     *w
                 } else {
-                    let w = !review.author.is_empty() && client.can_write(&review.author, ctx.now)?;
+                    let w =
+                        !review.author.is_empty() && client.can_write(&review.author, ctx.now)?;
                     writers.insert(review.author.clone(), w);
                     w
                 }
@@ -114,7 +123,7 @@ pub fn fetch_reviews(
         }
         changed.push((pr, kept));
     }
-    Ok((changed, cursors))
+    Ok(Fetched { changed, cursors })
 }
 
 /// Reads each followed thread; returns (thread, its trusted comments) for the threads that
@@ -124,7 +133,7 @@ pub fn fetch(
     client: &GithubClient,
     store: &Store,
     threads: &BTreeMap<u64, Timestamp>,
-) -> Result<(Vec<(u64, Vec<ThreadComment>)>, Vec<(String, Cursor)>), ForgeError> {
+) -> Result<Fetched<ThreadComment>, ForgeError> {
     let redactor = ctx.redactor();
     let mut changed = Vec::new();
     let mut cursors = Vec::new();
@@ -134,17 +143,14 @@ pub fn fetch(
         let cursor = store
             .cursor(&key)
             .map_err(|e| ForgeError::Config(e.to_string()))?;
-        let comments = match gone_is_quiet(client.thread_comments(
-            thread,
-            cursor.etag.as_deref(),
-            ctx.now,
-        ))? {
-            Conditional::NotModified => continue,
-            Conditional::Fresh { value, etag } => {
-                cursors.push((key, Cursor { etag, body: None }));
-                value
-            }
-        };
+        let comments =
+            match gone_is_quiet(client.thread_comments(thread, cursor.etag.as_deref(), ctx.now))? {
+                Conditional::NotModified => continue,
+                Conditional::Fresh { value, etag } => {
+                    cursors.push((key, Cursor { etag, body: None }));
+                    value
+                }
+            };
         // Who can write, asked only for authors whose association does not already say so.
         for c in &comments {
             let listed = comment_trusted(c, &ctx.config.backlog, false);
@@ -169,7 +175,7 @@ pub fn fetch(
             .collect();
         changed.push((thread, kept));
     }
-    Ok((changed, cursors))
+    Ok(Fetched { changed, cursors })
 }
 
 /// An issue deleted, or transferred to another repository (GitHub answers 404, 410 or a 301

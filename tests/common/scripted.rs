@@ -108,7 +108,11 @@ pub fn tick(s: &Setup, now: &str) -> String {
 
 pub fn tasks(s: &Setup) -> Vec<serde_json::Value> {
     let out = opentiger(s, "2026-11-21T12:00:00Z", &["status", "--json", "--all"]);
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let json: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     json["tasks"].as_array().unwrap().clone()
 }
@@ -159,7 +163,6 @@ pub fn trusted_part(prompt: &str) -> String {
     }
     out
 }
-
 
 /// The worker prompt of the run that worked on `issue`'s task (the one naming it).
 pub fn worker_prompt_for(s: &Setup, issue: u64) -> Vec<String> {

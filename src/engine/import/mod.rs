@@ -27,12 +27,14 @@ use crate::time::Timestamp;
 
 mod pulls;
 mod spec;
-mod thread;
 mod text;
+mod thread;
 
 pub use pulls::{import_pulls, review_task_id, PullImport};
+pub use spec::{
+    acceptance_criteria, cap_body, cap_title, spec_change, spec_of, SpecChange, BODY_CAP,
+};
 pub use thread::{comment_trusted, context_comments, kept_comments, COMMENTS_CAP};
-pub use spec::{acceptance_criteria, cap_body, cap_title, spec_change, spec_of, SpecChange, BODY_CAP};
 
 use text::{allowed_paths, dependencies, explicit_role, priority, referencing_pr, risk};
 
@@ -389,10 +391,9 @@ fn same_word(a: &str, b: &str) -> bool {
 /// The issue's text differs from the spec kept for its tasks and its author is trusted by
 /// association (the rule of `spec::spec_change`: an outsider's edits never change a task).
 fn edited_by_author(issue: &Issue, input: &ImportInput<'_>) -> bool {
-    input
-        .specs
-        .get(&issue.number)
-        .is_some_and(|kept| *kept != spec_of(issue).hash && spec::author_trusted(issue, input.config))
+    input.specs.get(&issue.number).is_some_and(|kept| {
+        *kept != spec_of(issue).hash && spec::author_trusted(issue, input.config)
+    })
 }
 
 /// Why the issue is trusted (DESIGN §10), or `None`.

@@ -43,7 +43,11 @@ fn criteria_are_bounded_in_number_and_length() {
     assert_eq!(acceptance_criteria(&body).len(), 20);
     let long = format!("- [ ] {}", "é".repeat(400));
     let items = acceptance_criteria(&long);
-    assert!(items[0].len() <= CRITERION_CAP + '…'.len_utf8(), "{}", items[0].len());
+    assert!(
+        items[0].len() <= CRITERION_CAP + '…'.len_utf8(),
+        "{}",
+        items[0].len()
+    );
     assert!(items[0].ends_with('…'));
 }
 
@@ -103,12 +107,42 @@ fn edits_change_the_spec_only_when_the_author_is_trusted() {
         ..issue("write a.txt", AuthorAssociation::Owner)
     };
     let cases: Vec<(&str, Issue, Option<&IssueSpec>, &str)> = vec![
-        ("first read", issue("write a.txt", AuthorAssociation::Owner), None, "new"),
-        ("same text, newer timestamp", moved, Some(&kept), "unchanged"),
-        ("owner edits", issue("write b.txt", AuthorAssociation::Owner), Some(&kept), "edited"),
-        ("member edits", issue("write b.txt", AuthorAssociation::Member), Some(&kept), "edited"),
-        ("outsider's issue edited", issue("write b.txt", AuthorAssociation::None), Some(&kept), "untrusted"),
-        ("contributor's issue edited", issue("rm -rf", AuthorAssociation::Contributor), Some(&kept), "untrusted"),
+        (
+            "first read",
+            issue("write a.txt", AuthorAssociation::Owner),
+            None,
+            "new",
+        ),
+        (
+            "same text, newer timestamp",
+            moved,
+            Some(&kept),
+            "unchanged",
+        ),
+        (
+            "owner edits",
+            issue("write b.txt", AuthorAssociation::Owner),
+            Some(&kept),
+            "edited",
+        ),
+        (
+            "member edits",
+            issue("write b.txt", AuthorAssociation::Member),
+            Some(&kept),
+            "edited",
+        ),
+        (
+            "outsider's issue edited",
+            issue("write b.txt", AuthorAssociation::None),
+            Some(&kept),
+            "untrusted",
+        ),
+        (
+            "contributor's issue edited",
+            issue("rm -rf", AuthorAssociation::Contributor),
+            Some(&kept),
+            "untrusted",
+        ),
     ];
     for (name, fresh, kept, expected) in cases {
         let got = match spec_change(&fresh, kept, &config) {

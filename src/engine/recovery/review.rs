@@ -4,8 +4,8 @@
 
 use super::super::gate::{checks_gate, review_gate, CheckGate, ReviewGate};
 use super::super::verdict::{decide_verdict, short_sha, JudgeConclusion, Lineage};
-use crate::config::HumanApproval;
 use super::super::{Action, Working};
+use crate::config::HumanApproval;
 use crate::model::{AttemptKey, BlockReason, Mode, RunId, RunStatus, TaskId, TaskKind, TaskState};
 use crate::time::SECOND;
 
