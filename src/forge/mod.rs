@@ -6,6 +6,7 @@
 
 pub mod calls;
 pub mod comments;
+mod conversation;
 pub mod github;
 
 pub use crate::model::{AuthorAssociation, Checks, Issue, IssueEvent, PullRequest};
