@@ -68,7 +68,7 @@ pub fn progress_comment(v: &ProgressView) -> String {
     let changed = match (v.previous, v.phase) {
         (Some(before), Some(now)) if before != now => format!("phase {before} → {now}"),
         (None, Some(now)) => format!("work started; phase {now}"),
-        _ => "no change of phase".to_string(),
+        (Some(_), Some(_)) | (Some(_) | None, None) => "no change of phase".to_string(),
     };
     let changed = match v.reason.as_deref().filter(|r| !r.trim().is_empty()) {
         Some(reason) => format!("{changed}: {}", plain(reason)),
