@@ -1,7 +1,8 @@
 //! A github-mode repository whose agents are scripts acting only on what their prompt says
 //! (issue 14's tests): a line `CREATE <file>` inside the worker's prompt makes it write that
 //! file; the judge approves and meets each numbered acceptance criterion it is shown. Every
-//! prompt is copied aside for the test to read.
+//! prompt is copied aside for the test to read, outside the workspace: the filesystem sandbox is
+//! off here (these tests are about what a prompt says, not about confinement).
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -59,7 +60,8 @@ pub fn setup() -> Setup {
             "mode: github\nagents:\n  default:\n    executor: command\n    command: [\"{}\"]\n    \
              timeout_minutes: 1\n    env_passthrough: [PROMPTS]\n  judge:\n    executor: command\n    \
              command: [\"{}\"]\n    timeout_minutes: 1\n    env_passthrough: [PROMPTS]\n\
-             report:\n  dashboard_issue: false\n",
+             report:\n  dashboard_issue: false\n\
+             sandbox:\n  filesystem: none\n",
             worker.display(),
             judge.display()
         ),
