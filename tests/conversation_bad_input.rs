@@ -62,12 +62,12 @@ fn a_one_megabyte_body_is_cut_with_a_note_and_keeps_its_head_and_criteria() {
         fenced(prompt, "the issue's acceptance criteria"),
         "1. hello.txt exists"
     );
-    // The state keeps the capped text only (cached issue lists included): its blob on the
-    // state branch stays small.
+    // The state keeps the capped text only (cached issue lists included): its blobs (chunks) on
+    // the state branch stay small.
     let files = git(&s.origin, &["ls-tree", "-r", "-l", "opentiger/state"]);
     let size: u64 = files
         .lines()
-        .filter(|l| l.ends_with(".sqlite"))
+        .filter(|l| l.contains("\tchunks/") || l.ends_with(".sqlite"))
         .map(|l| l.split_whitespace().nth(3).unwrap().parse::<u64>().unwrap())
         .sum();
     assert!(
