@@ -189,6 +189,9 @@ fn a_trusted_issue_becomes_a_task_a_pr_and_is_closed_by_the_merge() {
     assert!(out.contains("was merged"), "{out}");
     assert_eq!(tasks(&s)[0]["status"], "done");
 
+    // The merge's tick rewrote the task's progress comment ("completed"); the next tick's read of
+    // the comment feed sees that edit once (its own, ignored).
+    tick(&s, "2026-11-21T12:15:00Z");
     // Nothing left: a quiet tick is a few conditional requests, all answered 304.
     s.server.reset_counts();
     let out = tick(&s, "2026-11-21T12:20:00Z");

@@ -929,6 +929,20 @@ fn responses_match_githubs_openapi_description() {
     c.get(&format!("{R}/pulls?state=all&head=acme:opentiger/t1"));
     c.get(&format!("{R}/pulls/{p}"));
     c.get(&format!("{R}/pulls/999"));
+    server.add_review(
+        p,
+        "acme",
+        "CHANGES_REQUESTED",
+        "Please fix",
+        &[
+            ("src/a.rs", Some(3), 5, "off by one"),
+            ("b.md", None, 1, "typo"),
+        ],
+    );
+    server.add_review(p, "acme", "APPROVED", "", &[]);
+    c.get(&format!("{R}/pulls/{p}/reviews"));
+    c.get(&format!("{R}/pulls/{p}/comments"));
+    c.get(&format!("{R}/pulls/999/reviews"));
     c.patch(
         &format!("{R}/pulls/{p}"),
         json!({"body": format!("Closes #{n}\n\nmore")}),

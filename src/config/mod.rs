@@ -598,6 +598,20 @@ pub enum MergeMethod {
     Rebase,
 }
 
+/// What a trusted person's approving review of a task PR does (issue 14 item 5).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "kebab-case")]
+pub enum HumanApproval {
+    /// A PR is merged only once a trusted person approved its head; that approval replaces the
+    /// judge agent's review (CI and the runner's checks still apply).
+    Required,
+    /// The judge decides; approvals are shown as evidence in the PR body.
+    #[default]
+    Counts,
+    /// Approvals are neither waited for nor shown.
+    Ignored,
+}
+
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields, default)]
 pub struct MergeConfig {
@@ -620,6 +634,10 @@ pub struct MergeConfig {
     /// (checked again locally, then CI runs on the new head) before it is merged, so what lands
     /// passed CI as it lands.
     pub update_when_behind: bool,
+    /// github mode: what a trusted person's approving review does: `required` (merge only with
+    /// one; it replaces the judge agent), `counts` (evidence in the PR body; the judge decides)
+    /// or `ignored`. A review requesting changes always gets an AutoFix.
+    pub human_approval: HumanApproval,
 }
 
 impl Default for MergeConfig {
@@ -633,6 +651,7 @@ impl Default for MergeConfig {
             checks_grace_minutes: 10,
             retry_seconds: 30,
             update_when_behind: true,
+            human_approval: HumanApproval::Counts,
         }
     }
 }

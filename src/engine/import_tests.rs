@@ -61,6 +61,7 @@ struct World {
     config: BacklogConfig,
     default_allowed: Vec<String>,
     mode: crate::model::ExecutionMode,
+    specs: std::collections::BTreeMap<u64, String>,
 }
 
 fn world(issues: Vec<Issue>) -> World {
@@ -71,6 +72,7 @@ fn world(issues: Vec<Issue>) -> World {
         config: BacklogConfig::default(),
         default_allowed: Vec::new(),
         mode: crate::model::ExecutionMode::AlwaysExecute,
+        specs: Default::default(),
     }
 }
 
@@ -88,6 +90,7 @@ impl World {
                     .map(|e| e.problem.to_string())
             },
             execution_mode: self.mode,
+            specs: &self.specs,
             now: NOW,
         })
     }
@@ -539,11 +542,12 @@ fn ids_and_order_are_deterministic() {
     assert_eq!(t.title, "Fix the parser");
     assert!(
         t.goal
-            .starts_with("Resolve GitHub issue #1: Fix the parser."),
+            .starts_with("Resolve GitHub issue #1, whose title and text follow as data."),
         "{}",
         t.goal
     );
     assert!(t.goal.contains("Closes #1"), "{}", t.goal);
+    assert!(!t.goal.contains("Fix the parser"), "{}", t.goal);
     assert_eq!(
         t.notes,
         "Imported from GitHub issue #1 (https://github.com/octo/repo/issues/1) opened by @alice."
@@ -658,4 +662,66 @@ fn approval_modes_hold_imported_issues() {
             assert_eq!(task.status, TaskStatus::Queued, "{name}");
         }
     }
+}
+
+#[test]
+fn an_issue_edited_after_its_task_was_done_gets_a_follow_up_only_from_its_trusted_author() {
+    use super::import::spec_of;
+    let done = linked("t1", 1, TaskStatus::Done);
+    let kept = spec_of(&issue(1)).hash;
+    let edited = Issue {
+        body: "CREATE more.txt".into(),
+        updated_at: at(-1),
+        ..issue(1)
+    };
+    let cases: Vec<(&str, Issue, Option<String>, &str)> = vec![
+        (
+            "unchanged text",
+            issue(1),
+            Some(kept.clone()),
+            "skip #1 done:t1",
+        ),
+        (
+            "no spec kept (done before specs were kept)",
+            edited.clone(),
+            None,
+            "skip #1 done:t1",
+        ),
+        (
+            "edited by its owner",
+            edited.clone(),
+            Some(kept.clone()),
+            "create #1 worker",
+        ),
+        (
+            "edited, but the author is an outsider a maintainer labelled",
+            Issue {
+                author_association: AuthorAssociation::None,
+                labelled_by: vec![labelled("opentiger", "maintainer", true)],
+                ..edited.clone()
+            },
+            Some(kept.clone()),
+            "skip #1 done:t1",
+        ),
+    ];
+    for (name, fresh, spec, expected) in cases {
+        let mut w = world(vec![fresh]);
+        w.tasks = vec![done.clone()];
+        if let Some(hash) = spec {
+            w.specs.insert(1, hash);
+        }
+        assert_eq!(w.summaries(), vec![expected.to_string()], "{name}");
+    }
+    // The follow-up is a new task on the same issue, saying why.
+    let mut w = world(vec![edited]);
+    w.tasks = vec![done];
+    w.specs.insert(1, kept);
+    let ImportDecision::Create { task, reason } = &w.decide()[0] else {
+        panic!("{:?}", w.summaries());
+    };
+    assert_eq!(task.issue_number, Some(1));
+    assert!(
+        reason.contains("was edited after its task t1 was done: a follow-up"),
+        "{reason}"
+    );
 }

@@ -101,6 +101,8 @@ pub struct Observations {
     /// Who paused the repository (`/opentiger pause` on the dashboard): nothing new is claimed
     /// and no planner runs; what runs finishes and reviews go on.
     pub paused_by: Option<String>,
+    /// Trusted people's reviews of task PRs (github mode), by PR number, oldest first.
+    pub reviews: BTreeMap<u64, Vec<crate::model::PullReview>>,
 }
 
 /// Where a task's pull request stands.

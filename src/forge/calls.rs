@@ -14,8 +14,8 @@ use crate::model::{AuthorAssociation, Checks, Issue, PullRequest};
 use crate::time::Timestamp;
 
 #[derive(Deserialize)]
-struct RawUser {
-    login: String,
+pub(super) struct RawUser {
+    pub(super) login: String,
 }
 
 #[derive(Deserialize)]
@@ -88,7 +88,7 @@ pub struct Comment {
     pub body: Option<String>,
 }
 
-fn time(text: &str) -> Timestamp {
+pub(super) fn time(text: &str) -> Timestamp {
     Timestamp::parse_rfc3339(text).unwrap_or(Timestamp(0))
 }
 
@@ -273,6 +273,21 @@ impl GithubClient {
             now,
         )?;
         Ok(raw.into())
+    }
+
+    /// Replaces PR `number`'s body, unless it already says exactly that.
+    pub fn set_pull_body(&self, number: u64, body: &str, now: Timestamp) -> Result<(), ForgeError> {
+        let pr = self.pull(number, now)?;
+        if pr.body == body {
+            return Ok(());
+        }
+        let _: RawPull = self.call(
+            Method::PATCH,
+            &self.path(&format!("/pulls/{number}")),
+            Some(&json!({ "body": body })),
+            now,
+        )?;
+        Ok(())
     }
 
     /// Closes PR `number` without merging it; closing a closed PR changes nothing.

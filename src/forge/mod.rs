@@ -7,6 +7,7 @@
 pub mod calls;
 pub mod ci;
 pub mod comments;
+mod conversation;
 pub mod github;
 
 pub use crate::model::{AuthorAssociation, Checks, Issue, IssueEvent, PullRequest};

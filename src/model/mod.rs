@@ -9,8 +9,10 @@ pub mod excerpt;
 mod forge;
 pub mod graph;
 mod ids;
+mod phase;
 mod plan;
 mod quota;
+mod spec;
 pub mod text;
 mod transition;
 mod vocab;
@@ -24,12 +26,14 @@ use crate::time::Timestamp;
 pub use agent_config::is_agent_config_message;
 pub use forge::{AuthorAssociation, Checks, Issue, IssueEvent, PullRequest};
 pub use ids::{short_hash, AgentId, RunId, TaskId, TickId};
+pub use phase::phase_of;
 pub use plan::{PlanHistory, PlanRecord, PlanStatus};
 pub use quota::is_quota_message;
+pub use spec::{CriterionCheck, IssueSpec, PullReview, ReviewLine, ReviewState, ThreadComment};
 pub use transition::{check_transition, IllegalTransition, TaskState};
 pub use vocab::{
     AttemptKey, BlockReason, ExecutionMode, FailureCategory, FailureCode, Lane, MergeStatus, Mode,
-    Risk, Role, RunStatus, TaskKind, TaskStatus, UnknownWord, Verdict,
+    Phase, Risk, Role, RunStatus, TaskKind, TaskStatus, UnknownWord, Verdict,
 };
 
 /// Attempt counters of one task, one per bounded loop (stored as a JSON object).

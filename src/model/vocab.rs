@@ -290,6 +290,29 @@ vocabulary! {
     }
 }
 
+vocabulary! {
+    /// Where a task is in its lifecycle, for people (issue 14 item 7): derived from its status
+    /// and block reason by `model::phase_of`, never stored.
+    Phase {
+        /// Accepted (imported or planned), not attempted yet.
+        Intake => "intake",
+        /// Planned, waiting for the GitHub issue that mirrors it.
+        Planning => "planning",
+        /// An agent works on it, or its next attempt (or a fix of it) is queued.
+        Executing => "executing",
+        /// A change exists and waits for CI, the judge or the merge.
+        Verifying => "verifying",
+        /// Waiting on a person: a review, an approval, a decision.
+        AwaitingFeedback => "awaiting_feedback",
+        /// Held by a quota, a budget or a pause; resumes on its own when the cause clears.
+        Paused => "paused",
+        /// The last attempt failed; recovery decides what happens next.
+        Blocked => "blocked",
+        /// Merged, done, or cancelled.
+        Completed => "completed",
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

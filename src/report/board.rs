@@ -49,6 +49,8 @@ pub struct TaskLine {
     pub id: String,
     pub title: String,
     pub state: String,
+    /// The lifecycle phase word (`model::Phase`).
+    pub phase: String,
     pub reason: String,
     pub next: String,
     pub pr: Option<u64>,
@@ -149,6 +151,7 @@ impl TaskLine {
             id: task.id.clone(),
             title: plain(&task.title),
             state,
+            phase: task.phase.clone(),
             reason: plain(task.reason.as_deref().unwrap_or("")),
             next: plain(&task.next_action),
             pr: task.pr,
@@ -218,6 +221,12 @@ mod tests {
             title: title.into(),
             status: status.into(),
             block_reason: block.map(String::from),
+            phase: crate::model::phase_of(
+                status.parse().unwrap(),
+                block.map(|b| b.parse().unwrap()),
+                false,
+            )
+            .to_string(),
             kind: "feature".into(),
             role: "worker".into(),
             priority: 0,
@@ -289,9 +298,9 @@ mod tests {
         let (dashboard, summary) = render(&templates, &board, Some(tick)).unwrap();
         for needle in [
             "## Waiting on a person (1)",
-            "- [ ] **Decide** (`b`, blocked(awaiting_human)): why b",
+            "- [ ] **Decide** (`b`, awaiting_feedback: blocked(awaiting_human)): why b",
             "decide: next for b",
-            "**Review me** (`c`, blocked(awaiting_judge)) · PR #7, CI pending",
+            "**Review me** (`c`, verifying: blocked(awaiting_judge)) · PR #7, CI pending",
             "$1.50 today of $50.00 per day",
             "## Recently finished",
             "#9: opened by @\u{200B}eve",

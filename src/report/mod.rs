@@ -2,6 +2,7 @@
 
 pub mod board;
 pub mod heartbeat;
+pub mod progress;
 
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
@@ -20,6 +21,8 @@ pub struct TaskStatusView {
     pub title: String,
     pub status: String,
     pub block_reason: Option<String>,
+    /// The lifecycle phase (`model::Phase`): `intake`, `executing`, `verifying`, ...
+    pub phase: String,
     pub kind: String,
     pub role: String,
     pub priority: i64,
@@ -231,6 +234,7 @@ pub fn task_view(task: &Task, plan: &Plan) -> TaskStatusView {
         title: task.title.clone(),
         status: task.status.to_string(),
         block_reason: task.block_reason.map(|r| r.to_string()),
+        phase: task.phase().to_string(),
         kind: task.kind.to_string(),
         role: task.role.to_string(),
         priority: task.priority,
@@ -382,9 +386,10 @@ pub fn status_text(view: &StatusView, verbose: bool) -> String {
             };
             let _ = writeln!(
                 out,
-                "{:<12} {:<24} {}",
+                "{:<12} {:<24} {:<17} {}",
                 short(&t.id),
                 state,
+                t.phase,
                 truncate(&t.title, 60)
             );
             if let Some(reason) = t.reason.as_deref().filter(|r| !r.is_empty()) {
@@ -428,6 +433,7 @@ pub fn task_text(task: &Task, next: &str, runs: &[Run], events: &[Event]) -> Str
     let mut out = String::new();
     let _ = writeln!(out, "Task {}: {}", task.id, task.title);
     let _ = writeln!(out, "  state:    {}", task.state());
+    let _ = writeln!(out, "  phase:    {}", task.phase());
     if let Some(r) = &task.status_reason {
         let _ = writeln!(out, "  why:      {r}");
     }

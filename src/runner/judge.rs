@@ -6,11 +6,12 @@
 use super::checks;
 use super::Act;
 use crate::config::{AgentRole, MergeMethod};
+use crate::engine::import::acceptance_criteria;
 use crate::engine::verdict::{short_sha, JudgeConclusion};
 use crate::executor::{self, AgentExit, AgentRequest};
 use crate::forge::calls::MergeAnswer;
 use crate::git::{Git, GitError};
-use crate::model::{Run, Task, TaskKind, Verdict};
+use crate::model::{CriterionCheck, Run, Task, TaskKind, Verdict};
 use crate::store::JudgementRow;
 use crate::workspace::{changed_files, diff_text, Branches, Workspace};
 
@@ -32,14 +33,25 @@ pub trait PullMerger {
         -> Result<MergeAnswer, String>;
 }
 
+/// What a review is asked in the light of: how many reviews the change had so far, and the issue
+/// it answers (the judge checks the change against its acceptance criteria).
+#[derive(Clone, Copy, Debug, Default)]
+pub struct ReviewBrief<'a> {
+    pub reviews_so_far: u32,
+    pub issue: Option<&'a crate::model::IssueSpec>,
+    /// Trusted people who approved the reviewed head; with `merge.human_approval: required`
+    /// their approval replaces the judge agent's review.
+    pub approved_by: &'a [String],
+}
+
 pub fn judge_run(
     act: &Act<'_>,
     task: &Task,
     run: &Run,
-    reviews_so_far: u32,
+    asked: ReviewBrief<'_>,
     merger: Option<&dyn PullMerger>,
 ) -> JudgeResult {
-    match judge(act, task, run, reviews_so_far, merger) {
+    match judge(act, task, run, asked, merger) {
         Ok(r) => r,
         Err(e) => JudgeResult {
             conclusion: JudgeConclusion::Failed {
@@ -50,6 +62,27 @@ pub fn judge_run(
     }
 }
 
+/// What a review said: the verdict, why, what to fix, and the answer per acceptance criterion.
+#[derive(Clone, Debug)]
+pub struct Review {
+    pub verdict: Verdict,
+    pub summary: String,
+    pub findings: Vec<String>,
+    pub criteria: Vec<CriterionCheck>,
+}
+
+impl Review {
+    fn row(&self, head: &str) -> JudgementRow {
+        JudgementRow {
+            head_sha: head.to_string(),
+            verdict: self.verdict,
+            summary: self.summary.clone(),
+            findings: self.findings.clone(),
+            criteria: self.criteria.clone(),
+        }
+    }
+}
+
 fn request_changes(head: &str, summary: String, findings: Vec<String>) -> JudgeResult {
     JudgeResult {
         judgement: Some(JudgementRow {
@@ -57,6 +90,7 @@ fn request_changes(head: &str, summary: String, findings: Vec<String>) -> JudgeR
             verdict: Verdict::RequestChanges,
             summary: summary.clone(),
             findings: findings.clone(),
+            criteria: Vec::new(),
         }),
         conclusion: JudgeConclusion::RequestChanges { summary, findings },
     }
@@ -70,7 +104,7 @@ fn judge(
     act: &Act<'_>,
     task: &Task,
     run: &Run,
-    reviews_so_far: u32,
+    asked: ReviewBrief<'_>,
     merger: Option<&dyn PullMerger>,
 ) -> Result<JudgeResult, GitError> {
     let repo = Git::new(act.repo);
@@ -85,7 +119,7 @@ fn judge(
     let Some(branch) = run.branch.clone() else {
         return failed(format!("run {} recorded no branch", run.id));
     };
-    let mut reviewed: Option<(Verdict, String, Vec<String>)> = None;
+    let mut reviewed: Option<Review> = None;
     for _ in 0..MERGE_RACES {
         branches.refresh(&[base, &branch])?;
         // Merged already by an earlier review whose outcome was never recorded (its tick died):
@@ -119,7 +153,7 @@ fn judge(
             &ws,
             (&base_head, &head),
             &mut reviewed,
-            reviews_so_far,
+            asked,
             (&branches, merger),
         );
         let _ = ws.close();
@@ -172,8 +206,8 @@ fn try_merge(
     run: &Run,
     ws: &Workspace,
     (base_head, head): (&str, &str),
-    reviewed: &mut Option<(Verdict, String, Vec<String>)>,
-    reviews_so_far: u32,
+    reviewed: &mut Option<Review>,
+    asked: ReviewBrief<'_>,
     (branches, merger): (&Branches, Option<&dyn PullMerger>),
 ) -> Result<Attempt, GitError> {
     let base = &act.config.base_branch;
@@ -199,6 +233,7 @@ fn try_merge(
                     .iter()
                     .map(|f| format!("conflicts with {base}: {f}"))
                     .collect(),
+                criteria: Vec::new(),
             }),
             conclusion: JudgeConclusion::Conflict {
                 base: base.clone(),
@@ -271,16 +306,25 @@ fn try_merge(
     }
     if reviewed.is_none() {
         let judge_agent = act.config.agents.effective(AgentRole::Judge);
-        *reviewed = Some(if judge_agent.review {
-            match review(
-                act,
-                task,
-                run,
-                ws,
-                (base_head, &merged),
-                &verified,
-                reviews_so_far,
-            ) {
+        let by_people = act.config.merge.human_approval == crate::config::HumanApproval::Required
+            && !asked.approved_by.is_empty();
+        *reviewed = Some(if by_people {
+            Review {
+                verdict: Verdict::Approve,
+                summary: format!(
+                    "approved by {} (merge.human_approval: required)",
+                    asked
+                        .approved_by
+                        .iter()
+                        .map(|a| format!("@{a}"))
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                ),
+                findings: Vec::new(),
+                criteria: Vec::new(),
+            }
+        } else if judge_agent.review {
+            match review(act, task, run, ws, (base_head, &merged), &verified, asked) {
                 Ok(v) => v,
                 Err(error) => {
                     return done(JudgeResult {
@@ -290,14 +334,15 @@ fn try_merge(
                 }
             }
         } else {
-            (
-                Verdict::Approve,
-                "checks passed (no agent review configured)".to_string(),
-                Vec::new(),
-            )
+            Review {
+                verdict: Verdict::Approve,
+                summary: "checks passed (no agent review configured)".to_string(),
+                findings: Vec::new(),
+                criteria: Vec::new(),
+            }
         });
     }
-    let Some((verdict, summary, findings)) = reviewed.clone() else {
+    let Some(review) = reviewed.clone() else {
         return done(JudgeResult {
             conclusion: JudgeConclusion::Failed {
                 error: "no review".to_string(),
@@ -305,34 +350,32 @@ fn try_merge(
             judgement: None,
         });
     };
-    if verdict == Verdict::RequestChanges {
-        return done(request_changes(head, summary, findings));
+    if review.verdict == Verdict::RequestChanges {
+        return done(JudgeResult {
+            judgement: Some(review.row(head)),
+            conclusion: JudgeConclusion::RequestChanges {
+                summary: review.summary,
+                findings: review.findings,
+            },
+        });
     }
     if !ours && !act.config.backlog.merge_imported_prs {
         return done(JudgeResult {
-            judgement: Some(JudgementRow {
-                head_sha: head.to_string(),
-                verdict: Verdict::Approve,
-                summary: summary.clone(),
-                findings,
-            }),
-            conclusion: JudgeConclusion::Approved { summary },
+            judgement: Some(review.row(head)),
+            conclusion: JudgeConclusion::Approved {
+                summary: review.summary,
+            },
         });
     }
     if let Some(merger) = merger {
-        return done(merge_pull(merger, task, run, head, summary, findings));
+        return done(merge_pull(merger, task, run, head, review));
     }
     let commit = merge_commit(act, ws.git(), task, base_head, &merged)?;
     if !branches.advance(base, base_head, &commit)? {
         return Ok(Attempt::BaseMoved);
     }
     done(JudgeResult {
-        judgement: Some(JudgementRow {
-            head_sha: head.to_string(),
-            verdict: Verdict::Approve,
-            summary,
-            findings,
-        }),
+        judgement: Some(review.row(head)),
         conclusion: JudgeConclusion::Merged { commit },
     })
 }
@@ -343,8 +386,7 @@ fn merge_pull(
     task: &Task,
     run: &Run,
     head: &str,
-    summary: String,
-    findings: Vec<String>,
+    review: Review,
 ) -> JudgeResult {
     let failed = |error: String| JudgeResult {
         conclusion: JudgeConclusion::Failed { error },
@@ -354,15 +396,10 @@ fn merge_pull(
         return failed(format!("run {} recorded no pull request", run.id));
     };
     let title = format!("{} (#{pr})", task.title);
-    let message = format!("{}\n\nTask: {}", summary.trim(), task.id);
+    let message = format!("{}\n\nTask: {}", review.summary.trim(), task.id);
     match merger.merge(pr, head, &title, &message) {
         Ok(MergeAnswer::Merged { commit }) => JudgeResult {
-            judgement: Some(JudgementRow {
-                head_sha: head.to_string(),
-                verdict: Verdict::Approve,
-                summary,
-                findings,
-            }),
+            judgement: Some(review.row(head)),
             conclusion: JudgeConclusion::Merged { commit },
         },
         Ok(MergeAnswer::NotMergeable { message }) => JudgeResult {
@@ -396,8 +433,8 @@ fn review(
     ws: &Workspace,
     (base_head, merged): (&str, &str),
     verified: &[String],
-    reviews_so_far: u32,
-) -> Result<(Verdict, String, Vec<String>), String> {
+    asked: ReviewBrief<'_>,
+) -> Result<Review, String> {
     let chosen = super::executors::choose(act, AgentRole::Judge)?;
     let (agent, exec) = (chosen.agent, chosen.exec);
     let diff = diff_text(ws.git(), base_head, merged, 60_000).map_err(|e| e.to_string())?;
@@ -405,6 +442,7 @@ fn review(
     let prompt = super::prompts::judge(
         act,
         task,
+        asked.issue,
         verified,
         &diff,
         &scratch.path().join("result.json"),
@@ -429,7 +467,7 @@ fn review(
         prompt,
         env,
         timeout: agent.timeout(),
-        attempt: reviews_so_far,
+        attempt: asked.reviews_so_far,
         scratch: scratch.path(),
         group_record: super::group_record(act, &run.id.to_string()),
         confine: super::confinement(act, &ws.path, scratch.path())?,
@@ -478,7 +516,57 @@ fn review(
         })
     })?;
     // The judge's words are stored, posted and printed: no secret it echoed goes with them.
-    parse_verdict(&act.redactor.redact_json(value))
+    let value = act.redactor.redact_json(value);
+    let (verdict, summary, findings) = parse_verdict(&value)?;
+    let items = asked
+        .issue
+        .map(|spec| acceptance_criteria(&spec.body))
+        .unwrap_or_default();
+    let answers = parse_criteria(&value);
+    let criteria = items
+        .into_iter()
+        .enumerate()
+        .map(|(i, item)| {
+            let answer = answers.iter().find(|(n, _, _)| *n == i + 1);
+            CriterionCheck {
+                item,
+                met: answer.map(|(_, met, _)| *met),
+                reason: answer
+                    .map(|(_, _, why)| act.redactor.excerpt(why, 300))
+                    .unwrap_or_default(),
+            }
+        })
+        .collect();
+    Ok(Review {
+        verdict,
+        summary,
+        findings,
+        criteria,
+    })
+}
+
+/// The `criteria` of a verdict: (number from 1, met, one-line reason); entries without a number
+/// or a `met` are left out, and a reason is kept to its first line.
+pub fn parse_criteria(value: &serde_json::Value) -> Vec<(usize, bool, String)> {
+    let Some(list) = value.get("criteria").and_then(|c| c.as_array()) else {
+        return Vec::new();
+    };
+    list.iter()
+        .filter_map(|entry| {
+            let n = usize::try_from(entry.get("item")?.as_u64()?).ok()?;
+            let met = entry.get("met")?.as_bool()?;
+            let reason = entry
+                .get("reason")
+                .and_then(|r| r.as_str())
+                .unwrap_or("")
+                .lines()
+                .next()
+                .unwrap_or("")
+                .trim()
+                .to_string();
+            Some((n, met, reason))
+        })
+        .collect()
 }
 
 /// `{"verdict": "approve" | "request_changes", "summary": "...", "findings": ["..."]}` (DESIGN §6).

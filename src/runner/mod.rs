@@ -17,6 +17,58 @@ use crate::redact::Redactor;
 
 pub use checks::{allowed_paths, base_env, task_problems, TaskField, TaskProblem};
 
+use crate::engine::import::context_comments;
+use crate::model::{IssueSpec, PullReview, ReviewState, Run, RunId, Task, ThreadComment};
+use crate::store::{Store, StoreError};
+
+/// What a run's prompt is built from besides the task: its earlier attempts and what people
+/// wrote about it. Read from the state in the claim phase, so a run needs no GitHub call.
+#[derive(Clone, Debug, Default)]
+pub struct Brief {
+    /// Earlier runs of the task, newest first (not the run being started).
+    pub runs: Vec<Run>,
+    /// The issue the task (or the task it fixes) comes from: its spec, untrusted text.
+    pub issue: Option<IssueSpec>,
+    /// Trusted people's comments on the issue and the task's PR since the import, newest last
+    /// and capped (`engine::import::context_comments`): untrusted text, shown fenced.
+    pub comments: Vec<ThreadComment>,
+}
+
+impl Brief {
+    /// The brief of `task` for its run `run_id`.
+    pub fn read(store: &Store, task: &Task, run_id: &RunId) -> Result<Brief, StoreError> {
+        let runs: Vec<Run> = store
+            .runs_of(&task.id, 10)?
+            .into_iter()
+            .filter(|r| &r.id != run_id)
+            .collect();
+        let issue = match task.issue_number {
+            Some(n) => store.issue_spec(n)?,
+            None => None,
+        };
+        let mut threads: Vec<u64> = task
+            .issue_number
+            .into_iter()
+            .chain(task.source_pr)
+            .collect();
+        for run in &runs {
+            if let Some(pr) = run.pr_number.filter(|pr| !threads.contains(pr)) {
+                threads.push(pr);
+            }
+        }
+        let mut kept = store.thread_comments(&threads)?;
+        // People's reviews of the task's PR read as comments: their text, and the lines they
+        // were written on.
+        kept.extend(store.pull_reviews(&threads)?.iter().map(review_comment));
+        let comments = context_comments(&kept);
+        Ok(Brief {
+            runs,
+            issue,
+            comments,
+        })
+    }
+}
+
 /// What the act phase works with.
 pub struct Act<'a> {
     pub repo: &'a Path,
@@ -106,5 +158,31 @@ fn confinement(
             tracing::warn!("the agent runs without the Landlock sandbox: {e}");
             Ok(None)
         }
+    }
+}
+
+/// A review as a comment of the PR's thread: its verdict, text and line comments.
+fn review_comment(review: &PullReview) -> ThreadComment {
+    let verdict = match review.state {
+        ReviewState::Approved => "approved",
+        ReviewState::ChangesRequested => "requested changes",
+        ReviewState::Commented => "commented",
+    };
+    let mut body = format!(
+        "Review of {} ({verdict}):\n{}",
+        crate::engine::verdict::short_sha(&review.commit_id),
+        review.body.trim()
+    );
+    for line in &review.lines {
+        body.push_str(&format!("\n- {}: {}", line.range(), line.body.trim()));
+    }
+    ThreadComment {
+        id: review.id,
+        thread: review.pr,
+        author: review.author.clone(),
+        association: "reviewer".to_string(),
+        body,
+        created_at: review.submitted_at,
+        updated_at: review.submitted_at,
     }
 }

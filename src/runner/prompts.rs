@@ -1,13 +1,15 @@
-//! Filling the prompt templates from a task and its history. Text from outside (agent output,
-//! diffs) is redacted here before it reaches a prompt; the templates fence it as untrusted.
+//! Filling the prompt templates from a task and its brief (earlier attempts, the issue it comes
+//! from). Text from outside (agent output, diffs) is redacted here before it reaches a prompt;
+//! the issue's text was redacted when it was read. The templates fence all of it as untrusted.
 
 use std::path::Path;
 
 use super::checks::{allowed_paths, CheckFailure};
-use super::Act;
+use super::{Act, Brief};
 use crate::engine::classify::classify;
-use crate::model::{FailureCode, Run, RunStatus, Task};
-use crate::prompt::{JudgePrompt, PriorFailure, VerificationResult, WorkerPrompt};
+use crate::engine::import::acceptance_criteria;
+use crate::model::{FailureCode, IssueSpec, Run, RunStatus, Task};
+use crate::prompt::{IssueText, JudgePrompt, PriorFailure, VerificationResult, WorkerPrompt};
 
 /// Earlier failed attempts shown to the next one (spec §2.3 step 3: the last three).
 const FAILURES_SHOWN: usize = 3;
@@ -15,9 +17,10 @@ const FAILURES_SHOWN: usize = 3;
 pub fn worker(
     act: &Act<'_>,
     task: &Task,
-    history: &[Run],
+    brief: &Brief,
     result_file: &Path,
 ) -> Result<String, CheckFailure> {
+    let history = &brief.runs;
     let failed: Vec<&Run> = history
         .iter()
         .filter(|r| matches!(r.status, RunStatus::Failed | RunStatus::Cancelled))
@@ -42,7 +45,7 @@ pub fn worker(
         .collect();
     let data = WorkerPrompt {
         role: task.role.to_string(),
-        title: task.title.clone(),
+        title: prompt_title(task, brief.issue.as_ref()),
         goal: task.goal.clone(),
         notes: Some(task.notes.clone()).filter(|n| !n.trim().is_empty()),
         allowed_paths: allowed_paths(task, act.config),
@@ -54,7 +57,22 @@ pub fn worker(
             .collect(),
         failures,
         result_file: Some(result_file.display().to_string()),
-        issue: None,
+        issue: brief.issue.as_ref().map(issue_text),
+        acceptance_criteria: criteria(brief.issue.as_ref()),
+        comments: brief
+            .comments
+            .iter()
+            .map(|c| {
+                format!(
+                    "@{} ({}) on #{} at {}:\n{}\n",
+                    c.author,
+                    c.association,
+                    c.thread,
+                    c.created_at,
+                    c.body.trim_end()
+                )
+            })
+            .collect(),
     };
     act.templates
         .render_worker(&data)
@@ -79,12 +97,13 @@ fn agent_can_act(run: &Run) -> bool {
 pub fn judge(
     act: &Act<'_>,
     task: &Task,
+    issue: Option<&IssueSpec>,
     verified: &[String],
     diff: &str,
     result_file: &Path,
 ) -> Result<String, CheckFailure> {
     let data = JudgePrompt {
-        title: task.title.clone(),
+        title: prompt_title(task, issue),
         goal: task.goal.clone(),
         notes: Some(task.notes.clone()).filter(|n| !n.trim().is_empty()),
         allowed_paths: allowed_paths(task, act.config),
@@ -99,11 +118,46 @@ pub fn judge(
             .collect(),
         policy_findings: Vec::new(),
         result_file: Some(result_file.display().to_string()),
+        issue: issue.map(issue_text),
+        acceptance_criteria: criteria(issue),
     };
     act.templates.render_judge(&data).map_err(|e| CheckFailure {
         code: FailureCode::SetupOrBootstrapIssue,
         message: format!("the judge prompt could not be rendered: {e}"),
     })
+}
+
+/// The task's title as a prompt shows it: an imported issue's title is its author's text, so it
+/// is named by number there (`AutoFix 1/3: issue #4`) and shown only inside the fence.
+fn prompt_title(task: &Task, issue: Option<&IssueSpec>) -> String {
+    match issue {
+        Some(spec) if !spec.title.trim().is_empty() && task.title.contains(spec.title.trim()) => {
+            task.title
+                .replace(spec.title.trim(), &format!("GitHub issue #{}", spec.number))
+        }
+        Some(_) | None => task.title.clone(),
+    }
+}
+
+fn issue_text(spec: &IssueSpec) -> IssueText {
+    IssueText {
+        number: Some(spec.number),
+        author: Some(spec.author.clone()).filter(|a| !a.is_empty()),
+        title: spec.title.clone(),
+        body: spec.body.clone(),
+    }
+}
+
+/// The issue's checklist, numbered from 1 in the prompts (the judge answers per number).
+fn criteria(issue: Option<&IssueSpec>) -> Vec<String> {
+    let items = issue
+        .map(|spec| acceptance_criteria(&spec.body))
+        .unwrap_or_default();
+    items
+        .iter()
+        .enumerate()
+        .map(|(i, item)| format!("{}. {item}", i + 1))
+        .collect()
 }
 
 #[cfg(test)]

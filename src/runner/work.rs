@@ -5,12 +5,12 @@
 use std::path::Path;
 
 use super::checks::{self, CheckFailure};
-use super::Act;
+use super::{Act, Brief};
 use crate::config::{AgentRole, EffectiveAgent};
 use crate::engine::outcome::RunOutcome;
 use crate::executor::{self, AgentExit, AgentFailure, AgentFailureKind, AgentRequest};
 use crate::git::{Git, NumstatEntry};
-use crate::model::{FailureCode, Mode, Role, Run, RunId, Task, TaskKind};
+use crate::model::{FailureCode, Mode, Role, RunId, Task, TaskKind};
 use crate::store::RunRecord;
 use crate::workspace::{task_branch, Branches, Workspace};
 
@@ -37,11 +37,11 @@ impl WorkResult {
 
 /// Runs one claimed task. Errors of the runner itself (git broken, disk full) come back as a
 /// failed outcome too: the task is retried under its budget, never lost.
-pub fn run_task(act: &Act<'_>, task: &Task, run_id: &RunId, history: &[Run]) -> WorkResult {
+pub fn run_task(act: &Act<'_>, task: &Task, run_id: &RunId, brief: &Brief) -> WorkResult {
     let mut record = RunRecord::default();
     match act.config.mode {
-        Mode::Direct => direct(act, task, run_id, history, &mut record),
-        Mode::LocalGit | Mode::Github => in_worktree(act, task, run_id, history, &mut record),
+        Mode::Direct => direct(act, task, run_id, brief, &mut record),
+        Mode::LocalGit | Mode::Github => in_worktree(act, task, run_id, brief, &mut record),
     }
     .unwrap_or_else(|failure| WorkResult::failed(failure.code, failure.message, record))
 }
@@ -50,7 +50,7 @@ fn in_worktree(
     act: &Act<'_>,
     task: &Task,
     run_id: &RunId,
-    history: &[Run],
+    brief: &Brief,
     record: &mut RunRecord,
 ) -> Result<WorkResult, CheckFailure> {
     let branch = task_branch(task);
@@ -70,7 +70,7 @@ fn in_worktree(
     let base_ref = branches.tracking(base);
     let result = (|| {
         if task.kind == TaskKind::AutofixConflict {
-            let result = fix_conflicts(act, task, (run_id, history), &ws, &base_ref, record)?;
+            let result = fix_conflicts(act, task, (run_id, brief), &ws, &base_ref, record)?;
             if record.head_sha.as_deref() != Some(ws.start.as_str()) {
                 branches.publish(&branch).map_err(|e| CheckFailure {
                     code: FailureCode::BranchDivergedRequiresRecreate,
@@ -81,7 +81,7 @@ fn in_worktree(
             }
             return Ok(result);
         }
-        let agent = match run_agent(act, task, run_id, history, &ws.path, record) {
+        let agent = match run_agent(act, task, run_id, brief, &ws.path, record) {
             Ok(agent) => agent,
             Err(failure) if record.cut_short => {
                 return Err(keep_progress(
@@ -206,7 +206,7 @@ fn after_first_line(text: &str, note: &str) -> String {
 fn fix_conflicts(
     act: &Act<'_>,
     task: &Task,
-    (run_id, history): (&RunId, &[Run]),
+    (run_id, brief): (&RunId, &Brief),
     ws: &Workspace,
     base_ref: &str,
     record: &mut RunRecord,
@@ -248,7 +248,7 @@ fn fix_conflicts(
                 ws.branch
             )));
         }
-        let agent = run_agent(act, task, run_id, history, &ws.path, record)?;
+        let agent = run_agent(act, task, run_id, brief, &ws.path, record)?;
         let left: Vec<&String> = conflicted
             .iter()
             .filter(|f| has_conflict_markers(&ws.path.join(f)))
@@ -297,7 +297,7 @@ fn direct(
     act: &Act<'_>,
     task: &Task,
     run_id: &RunId,
-    history: &[Run],
+    brief: &Brief,
     record: &mut RunRecord,
 ) -> Result<WorkResult, CheckFailure> {
     let scratch = crate::scratch::private_dir("index").map_err(|e| setup_text(e.to_string()))?;
@@ -314,7 +314,7 @@ fn direct(
         g.run(&["write-tree"]).map_err(setup)
     };
     let before = snapshot(&git)?;
-    let agent = run_agent(act, task, run_id, history, act.repo, record);
+    let agent = run_agent(act, task, run_id, brief, act.repo, record);
     let after = snapshot(&git)?;
     let diff = git
         .run(&[
@@ -406,7 +406,7 @@ fn run_agent(
     act: &Act<'_>,
     task: &Task,
     run_id: &RunId,
-    history: &[Run],
+    brief: &Brief,
     cwd: &Path,
     record: &mut RunRecord,
 ) -> Result<Option<String>, CheckFailure> {
@@ -424,7 +424,7 @@ fn run_agent(
     record.executor = Some(chosen.label);
     record.executor_use = Some(chosen.usage);
     let scratch = crate::scratch::private_dir("run").map_err(|e| setup_text(e.to_string()))?;
-    let prompt = super::prompts::worker(act, task, history, &scratch.path().join("result.json"))?;
+    let prompt = super::prompts::worker(act, task, brief, &scratch.path().join("result.json"))?;
     let env = executor::agent_env(
         &agent.env_passthrough,
         |k| std::env::var(k).ok(),
@@ -436,7 +436,7 @@ fn run_agent(
             ("TMPDIR", scratch.path().display().to_string()),
         ],
     );
-    let attempt = u32::try_from(history.len()).unwrap_or(u32::MAX);
+    let attempt = u32::try_from(brief.runs.len()).unwrap_or(u32::MAX);
     let confine = super::confinement(act, cwd, scratch.path()).map_err(|message| CheckFailure {
         code: FailureCode::ExecutionFailed,
         message,

@@ -9,6 +9,7 @@ use super::{Store, StoreError};
 use crate::engine::gate::{CiObservation, ExpectedChecks};
 use crate::engine::stall::CiHeal;
 use crate::engine::PullState;
+use crate::model::IssueSpec;
 use crate::time::Timestamp;
 
 /// A conditional request's memory: the ETag to send next time, and the body it stood for.
@@ -19,6 +20,52 @@ pub struct Cursor {
 }
 
 impl Store {
+    /// The spec kept of issue `number`, if any.
+    pub fn issue_spec(&self, number: u64) -> Result<Option<IssueSpec>, StoreError> {
+        let n =
+            i64::try_from(number).map_err(|_| StoreError::Invalid(format!("issue #{number}")))?;
+        Ok(self
+            .conn
+            .query_row(
+                "SELECT title, body, author, url, hash, updated_at FROM issue_specs WHERE number = ?1",
+                [n],
+                |r| {
+                    Ok(IssueSpec {
+                        number,
+                        title: r.get(0)?,
+                        body: r.get(1)?,
+                        author: r.get(2)?,
+                        url: r.get(3)?,
+                        hash: r.get(4)?,
+                        updated_at: Timestamp(r.get(5)?),
+                    })
+                },
+            )
+            .optional()?)
+    }
+
+    /// Keeps `spec` as the spec of its issue's tasks (replacing an older version).
+    pub fn set_issue_spec(&mut self, spec: &IssueSpec) -> Result<(), StoreError> {
+        let n = i64::try_from(spec.number)
+            .map_err(|_| StoreError::Invalid(format!("issue #{}", spec.number)))?;
+        self.conn.execute(
+            "INSERT INTO issue_specs (number, title, body, author, url, hash, updated_at) \
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7) ON CONFLICT(number) DO UPDATE SET \
+             title = excluded.title, body = excluded.body, author = excluded.author, \
+             url = excluded.url, hash = excluded.hash, updated_at = excluded.updated_at",
+            params![
+                n,
+                spec.title,
+                spec.body,
+                spec.author,
+                spec.url,
+                spec.hash,
+                spec.updated_at.0
+            ],
+        )?;
+        Ok(())
+    }
+
     pub fn cursor(&self, key: &str) -> Result<Cursor, StoreError> {
         Ok(self
             .conn

@@ -10,6 +10,7 @@ mod executors;
 mod forge;
 mod people;
 mod plans;
+mod progress;
 mod record;
 mod retention;
 mod rows;

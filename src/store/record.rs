@@ -48,6 +48,8 @@ pub struct JudgementRow {
     pub verdict: Verdict,
     pub summary: String,
     pub findings: Vec<String>,
+    /// Per acceptance criterion of the task's issue, the judge's answer (empty without one).
+    pub criteria: Vec<crate::model::CriterionCheck>,
 }
 
 /// Lease holders that are a fan-out's claims waiting for their work jobs.
@@ -275,8 +277,8 @@ impl Store {
         }
         if let Some(j) = judgement {
             tx.execute(
-                "INSERT INTO judgements (run_id, task_id, head_sha, verdict, summary, findings, created_at) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
-                params![run_id.as_str(), task_id.as_str(), j.head_sha, j.verdict.as_str(), j.summary, serde_json::to_string(&j.findings).unwrap_or_default(), writer.now.0],
+                "INSERT INTO judgements (run_id, task_id, head_sha, verdict, summary, findings, created_at, criteria) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
+                params![run_id.as_str(), task_id.as_str(), j.head_sha, j.verdict.as_str(), j.summary, serde_json::to_string(&j.findings).unwrap_or_default(), writer.now.0, serde_json::to_string(&j.criteria).unwrap_or_default()],
             )?;
         }
         if let Some(child) = &decision.create {

@@ -3,7 +3,7 @@
 //! A migration is appended, never edited: version N's SQL turns a version N-1 file into version N.
 
 /// Each entry migrates from version `index` to version `index + 1`.
-pub const MIGRATIONS: &[&str] = &[V1, V2, V3, V4, V5, V6, V7, V8];
+pub const MIGRATIONS: &[&str] = &[V1, V2, V3, V4, V5, V6, V7, V8, V9];
 
 pub const LATEST: i64 = MIGRATIONS.len() as i64;
 
@@ -265,4 +265,40 @@ CREATE TABLE escalations (
     defaults    INTEGER NOT NULL DEFAULT 0,
     PRIMARY KEY (task_id, question)
 ) STRICT;
+"#;
+
+/// The issue a task comes from, kept as the task's spec (issue 14): title and body redacted and
+/// size-capped, a hash to notice edits, keyed by issue number (its AutoFix and conflict-fix
+/// children share the issue).
+const V9: &str = r#"
+CREATE TABLE issue_specs (
+    number     INTEGER PRIMARY KEY,
+    title      TEXT NOT NULL,
+    body       TEXT NOT NULL,
+    author     TEXT NOT NULL,
+    url        TEXT NOT NULL,
+    hash       TEXT NOT NULL,
+    updated_at INTEGER NOT NULL
+) STRICT;
+-- Comments by trusted people on a task's issue or PR, written after its import (context for
+-- the next attempt); untrusted comments are never stored.
+CREATE TABLE thread_comments (
+    id         INTEGER PRIMARY KEY,
+    thread     INTEGER NOT NULL,
+    author     TEXT NOT NULL,
+    association TEXT NOT NULL,
+    body       TEXT NOT NULL,
+    created_at INTEGER NOT NULL,
+    updated_at INTEGER NOT NULL
+) STRICT;
+CREATE INDEX thread_comments_by_thread ON thread_comments(thread, created_at);
+-- Trusted people's reviews of task PRs (JSON of model::PullReview), by PR.
+CREATE TABLE pull_reviews (
+    id     INTEGER PRIMARY KEY,
+    pr     INTEGER NOT NULL,
+    review TEXT NOT NULL
+) STRICT;
+CREATE INDEX pull_reviews_by_pr ON pull_reviews(pr);
+-- The judge's answer per acceptance criterion of the issue (JSON list of CriterionCheck).
+ALTER TABLE judgements ADD COLUMN criteria TEXT NOT NULL DEFAULT '[]';
 "#;

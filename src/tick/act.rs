@@ -84,7 +84,7 @@ pub(super) fn act(
             Work::Run {
                 task,
                 run_id,
-                history,
+                brief,
             } => {
                 // budget.per_tick_usd: once this tick's runs spent it, the rest go back to the
                 // queue unstarted.
@@ -94,7 +94,7 @@ pub(super) fn act(
                 }
                 let _span = tracing::info_span!("run", task = %task.id, run = %run_id).entered();
                 summary.started += 1;
-                let mut result = run_task(&act, &task, &run_id, &history);
+                let mut result = run_task(&act, &task, &run_id, &brief);
                 if let (Some(client), true) = (
                     forge,
                     result.outcome.success && result.record.head_sha.is_some(),
@@ -109,7 +109,13 @@ pub(super) fn act(
                 tick_spend += result.record.cost_usd;
                 done.push(Done::Work(task.id.clone(), run_id, result));
             }
-            Work::Review { task, run, reviews } => {
+            Work::Review {
+                task,
+                run,
+                reviews,
+                issue,
+                approved_by,
+            } => {
                 let _span = tracing::info_span!("review", task = %task.id, run = %run.id).entered();
                 let merger = forge.map(|client| publish::ApiMerger {
                     client,
@@ -120,7 +126,11 @@ pub(super) fn act(
                     &act,
                     &task,
                     &run,
-                    reviews,
+                    crate::runner::judge::ReviewBrief {
+                        reviews_so_far: reviews,
+                        issue: issue.as_deref(),
+                        approved_by: &approved_by,
+                    },
                     merger
                         .as_ref()
                         .map(|m| m as &dyn crate::runner::judge::PullMerger),

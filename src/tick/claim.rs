@@ -7,6 +7,7 @@
 
 use super::{Context, Failure, PlanInputs};
 use crate::config::AgentRole;
+use crate::engine::gate::{review_gate, ReviewGate};
 use crate::executor;
 use crate::git::Git;
 use crate::model::{Mode, Run, RunId, Task, TaskId, TaskKind};
@@ -105,12 +106,14 @@ pub(super) enum Work {
     Run {
         task: Task,
         run_id: RunId,
-        history: Vec<Run>,
+        brief: Box<crate::runner::Brief>,
     },
     Review {
         task: Task,
         run: Box<Run>,
         reviews: u32,
+        issue: Option<Box<crate::model::IssueSpec>>,
+        approved_by: Vec<String>,
     },
     Plan(Box<PlanWork>),
     /// Open the GitHub issue mirroring a planned task.
@@ -208,15 +211,11 @@ pub(super) fn claim(ctx: &Context, store: &mut Store) -> Result<Claimed, Failure
     let mut work = Vec::new();
     for (task_id, run_id) in &applied.claims {
         let task = store.task(task_id)?;
-        let history = store
-            .runs_of(task_id, 10)?
-            .into_iter()
-            .filter(|r| &r.id != run_id)
-            .collect();
+        let brief = Box::new(crate::runner::Brief::read(store, &task, run_id)?);
         work.push(Work::Run {
             task,
             run_id: run_id.clone(),
-            history,
+            brief,
         });
     }
     for (task_id, run_id) in &applied.judge {
@@ -229,10 +228,23 @@ pub(super) fn claim(ctx: &Context, store: &mut Store) -> Result<Claimed, Failure
             _ => task.id.clone(),
         };
         let reviews = store.reviews_of_lineage(&root)?;
+        let issue = match task.issue_number {
+            Some(n) => store.issue_spec(n)?.map(Box::new),
+            None => None,
+        };
+        let approved_by = match run.pr_number {
+            Some(pr) => match review_gate(&run, &store.pull_reviews(&[pr])?) {
+                ReviewGate::Approved(who) => who,
+                ReviewGate::ChangesRequested(_) | ReviewGate::Silent => Vec::new(),
+            },
+            None => Vec::new(),
+        };
         work.push(Work::Review {
             task,
             run: Box::new(run),
             reviews,
+            issue,
+            approved_by,
         });
     }
     if applied.start_planner {

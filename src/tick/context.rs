@@ -282,6 +282,11 @@ impl Context {
             open_prs: 0,
             dead_agents,
             unrunnable: BTreeMap::new(), // filled in from the snapshot's tasks by `plan`
+            reviews: if github {
+                store.all_pull_reviews()?
+            } else {
+                BTreeMap::new()
+            },
         })
     }
 

@@ -1,8 +1,9 @@
 //! One tick of the loop (DESIGN §3), the application layer between the command line and the
 //! edges: the [`Context`] a tick runs in (configuration, the time read once, who we are, the
 //! state and its compare-and-swap write loop), the observe step of github mode
-//! ([`observe`]), the three phases — [`claim`], [`act`], [`record`] — what a tick reports
-//! ([`report`]), and the work half of a fan-out ([`work`]).
+//! ([`observe`], with [`threads`]: comments and reviews of issue tasks), the three phases —
+//! [`claim`], [`act`], [`record`] — what a tick reports ([`report`]; [`progress`]: each issue
+//! task's progress comment), and the work half of a fan-out ([`work`]).
 //!
 //! Every decision is the engine's; every effect goes through an edge (`store`, `statebranch`,
 //! `forge`, `runner`). Not for: argument parsing or printing (that is `cli`), or any rule.
@@ -18,10 +19,12 @@ mod context;
 mod escalate;
 mod lock;
 pub mod observe;
+mod progress;
 mod publish;
 mod record;
 mod report;
 pub mod status;
+mod threads;
 pub mod work;
 
 use crate::forge::github::GithubClient;
@@ -193,5 +196,12 @@ pub fn tick_with(ctx: &Context, fan_out: bool) -> Result<TickSummary, Failure> {
     summary.merged = recorded.merged;
     summary.spend_usd = recorded.spend_usd;
     summary.failures = recorded.failures;
+    // Issue 14: each issue task's progress comment follows its phase (visibility only).
+    if let Some(client) = &forge {
+        match progress::report_progress(ctx, client) {
+            Ok(lines) => summary.lines.extend(lines),
+            Err(e) => tracing::warn!("could not report progress: {}", e.message),
+        }
+    }
     Ok(summary)
 }

@@ -8,7 +8,10 @@
 use serde::{Deserialize, Serialize};
 
 use super::{ci_gate, Context, Failure};
-use crate::engine::import::{import_issues, lane_of, ImportDecision, ImportInput};
+use crate::engine::import::{
+    cap_body, cap_title, import_issues, lane_of, spec_change, ImportDecision, ImportInput,
+    SpecChange, BODY_CAP,
+};
 use crate::engine::PullState;
 use crate::forge::github::{Conditional, ForgeError, GithubClient};
 use crate::model::{Issue, PullRequest};
@@ -27,6 +30,10 @@ pub struct Observed {
     pulls: Vec<PullRequest>,
     /// PRs of waiting tasks that are no longer open: number, state, head, base.
     finished: Vec<(u64, PullState, Option<String>, String)>,
+    /// The trusted comments of issue-task threads that changed (issue 14 item 4).
+    threads: Vec<(u64, Vec<crate::model::ThreadComment>)>,
+    /// Trusted people's reviews of task PRs whose reviews changed (issue 14 item 5).
+    reviews: Vec<(u64, Vec<crate::model::PullReview>)>,
     /// What CI says about the heads of open task PRs (for the judge).
     checks: Vec<(u64, String, crate::model::Checks)>,
     /// Check names seen on the base branch or PR heads: the repository has CI.
@@ -110,6 +117,10 @@ fn fetch(
             }
             Conditional::Fresh { value, etag } => {
                 unchanged = false;
+                // Redacted and size-capped before anything keeps or reads them (issue 14): the
+                // cached list, the import and the task's spec all see the same bounded text.
+                let redactor = ctx.redactor();
+                let value: Vec<Issue> = value.into_iter().map(|i| tidy(&redactor, i)).collect();
                 let body = serde_json::to_string(&value).ok();
                 seen.cursors.push((key, Cursor { etag, body }));
                 seen.issues.extend(value);
@@ -179,6 +190,16 @@ fn fetch(
         seen.learned = learned.names;
         seen.cursors.extend(learned.cursors);
     }
+    // A comment moves its issue's or PR's `updated_at`, so the lists changed when one was added.
+    if !unchanged {
+        let (followed, prs) = super::threads::followed(store, &seen.pulls)?;
+        let threads = super::threads::fetch(ctx, client, store, &followed)?;
+        seen.threads = threads.changed;
+        seen.cursors.extend(threads.cursors);
+        let reviews = super::threads::fetch_reviews(ctx, client, store, &prs)?;
+        seen.reviews = reviews.changed;
+        seen.cursors.extend(reviews.cursors);
+    }
     // The PRs tasks wait on that left the open list were merged or closed: ask which (only then).
     if !unchanged {
         let known = store
@@ -199,6 +220,15 @@ fn fetch(
     }
     seen.unchanged = unchanged;
     Ok(())
+}
+
+/// An issue's title and body as opentiger keeps them: secrets redacted, then cut to size.
+fn tidy(redactor: &crate::redact::Redactor, issue: Issue) -> Issue {
+    Issue {
+        title: cap_title(&redactor.redact(&issue.title)),
+        body: cap_body(&redactor.redact(&issue.body), BODY_CAP),
+        ..issue
+    }
 }
 
 /// DESIGN §10: an outsider's issue is trusted when a person with write access applied the backlog
@@ -276,6 +306,12 @@ impl Observed {
             store.set_pull_base(*number, base, now)?;
         }
         store.learn_checks(&self.learned, now)?;
+        for (thread, comments) in &self.threads {
+            store.set_thread_comments(*thread, comments)?;
+        }
+        for (pr, reviews) in &self.reviews {
+            store.set_pull_reviews(*pr, reviews)?;
+        }
         for (number, sha, checks) in &self.checks {
             store.set_pull_checks(*number, sha, checks)?;
             let unknown = checks.mergeable.as_deref() == Some("unknown");
@@ -320,6 +356,12 @@ impl Observed {
             .filter(|p| !p.body.contains("<!-- opentiger:task="))
             .cloned()
             .collect();
+        let mut specs = std::collections::BTreeMap::new();
+        for issue in &foreign {
+            if let Some(kept) = store.issue_spec(issue.number)? {
+                specs.insert(issue.number, kept.hash);
+            }
+        }
         let decisions = import_issues(&ImportInput {
             issues: &foreign,
             open_prs: &human_prs,
@@ -332,6 +374,7 @@ impl Observed {
                     .map(|e| e.problem.to_string())
             },
             execution_mode: ctx.config.execution_mode,
+            specs: &specs,
             now,
         });
         let mut skipped = Vec::new();
@@ -359,6 +402,7 @@ impl Observed {
                     .push(serde_json::json!({ "issue": issue, "reason": reason.to_string() })),
             }
         }
+        lines.extend(keep_specs(ctx, store, &foreign)?);
         lines.extend(self.import_pulls(ctx, store, writer)?);
         // The dashboard lists what was not imported, and why.
         store.set_cursor(
@@ -371,6 +415,40 @@ impl Observed {
         )?;
         Ok(lines)
     }
+}
+
+/// Issue 14 items 1 and 3: the text of each issue that has tasks is kept in the state as their
+/// spec; a trusted edit replaces it (the next attempt works from it), an untrusted one does not.
+fn keep_specs(ctx: &Context, store: &mut Store, issues: &[Issue]) -> Result<Vec<String>, Failure> {
+    let linked = store.tasks_with_issues()?;
+    let mut lines = Vec::new();
+    for issue in issues {
+        let tasks: Vec<&crate::model::Task> = linked
+            .iter()
+            .filter(|t| t.issue_number == Some(issue.number))
+            .collect();
+        if tasks.is_empty() {
+            continue;
+        }
+        let kept = store.issue_spec(issue.number)?;
+        match spec_change(issue, kept.as_ref(), &ctx.config.backlog) {
+            SpecChange::New(spec) => store.set_issue_spec(&spec)?,
+            SpecChange::Edited(spec) => {
+                store.set_issue_spec(&spec)?;
+                lines.push(format!(
+                    "issue #{} was edited: its tasks' next attempts work from the new text",
+                    issue.number
+                ));
+            }
+            SpecChange::Unchanged => {}
+            SpecChange::UntrustedEdit { author } => lines.push(format!(
+                "issue #{} was edited, but its author @{author} is not trusted: its tasks keep \
+                 the text they were imported with",
+                issue.number
+            )),
+        }
+    }
+    Ok(lines)
 }
 
 impl Observed {

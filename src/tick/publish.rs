@@ -9,8 +9,8 @@ use super::Context;
 use crate::forge::calls::marker;
 use crate::forge::github::{Conditional, ForgeError, GithubClient};
 
-/// After a successful run in github mode: open or update the task's one PR and its one progress
-/// comment. Returns the PR number.
+/// After a successful run in github mode: open or update the task's one PR and label its issue.
+/// Returns the PR number.
 pub fn publish_pull(
     client: &GithubClient,
     ctx: &Context,
@@ -33,12 +33,8 @@ pub fn publish_pull(
         now,
     )?;
     if let Some(issue) = task.issue_number {
-        let text = format!(
-            "opentiger opened #{} for this issue (task `{}`): it is verified and waits for review.",
-            pr.number, task.id
-        );
-        client.upsert_comment(issue, &marker(task.id.as_str(), None), &text, now)?;
-        // A status label people can filter on; adding one that is there changes nothing.
+        // The issue's progress comment is written after the tick records this run
+        // (`tick::progress`). A status label people can filter on; adding one that is there changes nothing.
         client.set_status_label(issue, "opentiger:", "opentiger:in-review", &[], now)?;
     }
     Ok(pr.number)

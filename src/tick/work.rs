@@ -73,18 +73,14 @@ pub fn work_run(ctx: &Context, run_id: &RunId) -> Result<WorkDone, Failure> {
     };
     let store = ctx.read_store()?;
     let task = store.task(&task_id)?;
-    let history: Vec<_> = store
-        .runs_of(&task_id, 10)?
-        .into_iter()
-        .filter(|r| r.id != run_id)
-        .collect();
+    let brief = crate::runner::Brief::read(&store, &task, &run_id)?;
     let executor_waits = store.executor_waits()?;
     drop(store);
 
     let templates = Templates::load(&ctx.repo).map_err(|e| Failure::usage(e.to_string()))?;
     let redactor = ctx.redactor();
     let act = ctx.act(&templates, &redactor, &executor_waits);
-    let mut result = run_task(&act, &task, &run_id, &history);
+    let mut result = run_task(&act, &task, &run_id, &brief);
     if let (Some(client), true) = (
         &forge,
         result.outcome.success && result.record.head_sha.is_some(),

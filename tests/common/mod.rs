@@ -3,6 +3,7 @@
 
 pub mod fake_cli;
 pub mod github;
+pub mod scripted;
 
 use std::path::{Path, PathBuf};
 use std::process::Command;

@@ -2,9 +2,10 @@
 //! followed on GitHub (merged, closed, its CI gate), a person's PR reviewed again on a new head,
 //! a PR superseded by a recreation closed.
 
-use super::super::gate::{checks_gate, CheckGate};
-use super::super::verdict::{decide_verdict, short_sha, Lineage};
+use super::super::gate::{checks_gate, review_gate, CheckGate, ReviewGate};
+use super::super::verdict::{decide_verdict, short_sha, JudgeConclusion, Lineage};
 use super::super::{Action, Working};
+use crate::config::HumanApproval;
 use crate::model::{AttemptKey, BlockReason, Mode, RunId, RunStatus, TaskId, TaskKind, TaskState};
 use crate::time::SECOND;
 
@@ -189,9 +190,30 @@ pub(super) fn gate_open_pull_request(w: &mut Working<'_>, id: &TaskId, pr: u64) 
         );
         return;
     };
+    // Issue 14 item 5: a trusted person's request for changes on this head gets an AutoFix,
+    // as the judge's does; their approval may be required before the merge.
+    let reviews = w.snapshot.observations.reviews.get(&pr);
+    let people = review_gate(run, reviews.map_or(&[], Vec::as_slice));
+    if let ReviewGate::ChangesRequested(conclusion) = &people {
+        fix_on_pull(w, id, pr, conclusion, "judge.review_changes");
+        return;
+    }
+    let needs_approval = w.config.merge.human_approval == HumanApproval::Required
+        && !matches!(people, ReviewGate::Approved(_));
+    let head = run.head_sha.clone().unwrap_or_default();
     let observed = w.snapshot.observations.pull_checks.get(&pr);
     let expected = &w.snapshot.observations.expected_checks;
     match checks_gate(run, observed, expected, &w.config.merge, w.now) {
+        CheckGate::Proceed { note } if needs_approval => w.wait(
+            id,
+            None,
+            "judge.awaiting_approval",
+            format!(
+                "PR #{pr}: {note}; waits for a maintainer's approving review of {} \
+                 (merge.human_approval: required)",
+                short_sha(&head)
+            ),
+        ),
         CheckGate::Proceed { note } => {
             use super::super::stall::{mergeable_step, MergeableStep};
             match mergeable_step(id.as_str(), pr, observed, w.now) {
@@ -257,42 +279,54 @@ pub(super) fn gate_open_pull_request(w: &mut Working<'_>, id: &TaskId, pr: u64) 
             super::stalls::heal_stalled_pull(w, id, pr, &branch, &head_sha, &missing);
         }
         CheckGate::Failed(conclusion) => {
-            let task = w.tasks[id].clone();
-            // The snapshot holds a blocked task's children and its source's: all a lineage needs.
-            let lineage = Lineage::of(
-                &task,
-                |t| w.tasks.get(t).cloned(),
-                |parent, kind| {
-                    let n = w
-                        .tasks
-                        .values()
-                        .filter(|t| t.parent_task_id.as_ref() == Some(parent) && t.kind == kind)
-                        .count();
-                    u32::try_from(n).unwrap_or(u32::MAX)
-                },
-            );
-            let decision = decide_verdict(&task, &conclusion, &lineage, w.config, w.now);
-            if let Some(child) = decision.create {
-                let reason = format!("AutoFix for {id} on PR #{pr}");
-                w.decide(
-                    Some(&child.id.clone()),
-                    "judge.autofix_child",
-                    Action::CreateTask {
-                        task: Box::new(child),
-                    },
-                    reason,
-                );
-            }
-            w.transition(
-                id,
-                decision.to,
-                decision.attempts,
-                Some(None),
-                "judge.checks_failed",
-                format!("PR #{pr}: {}", decision.reason),
-            );
+            fix_on_pull(w, id, pr, &conclusion, "judge.checks_failed");
         }
     }
+}
+
+/// Changes requested on an open PR (red CI, a person's review): a bounded AutoFix child on the
+/// same branch, or a person once the budget is spent (`engine::verdict::decide_verdict`).
+fn fix_on_pull(
+    w: &mut Working<'_>,
+    id: &TaskId,
+    pr: u64,
+    conclusion: &JudgeConclusion,
+    rule: &'static str,
+) {
+    let task = w.tasks[id].clone();
+    // The snapshot holds a blocked task's children and its source's: all a lineage needs.
+    let lineage = Lineage::of(
+        &task,
+        |t| w.tasks.get(t).cloned(),
+        |parent, kind| {
+            let n = w
+                .tasks
+                .values()
+                .filter(|t| t.parent_task_id.as_ref() == Some(parent) && t.kind == kind)
+                .count();
+            u32::try_from(n).unwrap_or(u32::MAX)
+        },
+    );
+    let decision = decide_verdict(&task, conclusion, &lineage, w.config, w.now);
+    if let Some(child) = decision.create {
+        let reason = format!("AutoFix for {id} on PR #{pr}");
+        w.decide(
+            Some(&child.id.clone()),
+            "judge.autofix_child",
+            Action::CreateTask {
+                task: Box::new(child),
+            },
+            reason,
+        );
+    }
+    w.transition(
+        id,
+        decision.to,
+        decision.attempts,
+        Some(None),
+        rule,
+        format!("PR #{pr}: {}", decision.reason),
+    );
 }
 
 /// Emits the judge's work: one review per task with an unjudged successful run (spec §2.4 step 3:

@@ -265,6 +265,20 @@ impl GithubServer {
         s.add_labels(issue, &[label.to_string()], actor);
     }
 
+    /// Someone edits the issue's body (its `updated_at` moves to the server's now).
+    pub fn edit_issue_body(&self, issue: u64, body: &str) {
+        let mut s = self.state();
+        let now = s.now;
+        let i = s.issues.get_mut(&issue).expect("no such issue");
+        i.body = Some(body.to_string());
+        i.updated_at = now;
+    }
+
+    /// The issue is deleted, or transferred to another repository: it leaves this one's lists.
+    pub fn remove_issue(&self, issue: u64) {
+        self.state().issues.remove(&issue);
+    }
+
     pub fn add_comment(&self, issue: u64, body: &str, author: &str) -> u64 {
         let mut s = self.state();
         assert!(s.issues.contains_key(&issue), "no issue #{issue}");
@@ -286,6 +300,21 @@ impl GithubServer {
         if let Some(i) = s.issues.get_mut(&issue) {
             i.updated_at = now;
         }
+    }
+
+    /// `author` reviews PR `pull`'s head: `state` is `APPROVED`, `CHANGES_REQUESTED` or
+    /// `COMMENTED`; `lines` are comments on the diff, `(path, start_line, line, body)`.
+    pub fn add_review(
+        &self,
+        pull: u64,
+        author: &str,
+        state: &str,
+        body: &str,
+        lines: &[(&str, Option<u64>, u64, &str)],
+    ) -> u64 {
+        let mut s = self.state();
+        assert!(s.pulls.contains_key(&pull), "no PR #{pull}");
+        s.add_review(pull, author, state, body, lines)
     }
 
     /// A pull request opened by `author` from `head` into `base`.

@@ -26,6 +26,34 @@ pub fn check_runs(c: &Ctx<'_>) -> Reply {
     reply
 }
 
+/// `GET /pulls/{n}/reviews`: oldest first, as GitHub lists them.
+pub fn reviews(c: &Ctx<'_>) -> Reply {
+    let Some(n) = c.number(2).filter(|n| c.s.pulls.contains_key(n)) else {
+        return Reply::not_found();
+    };
+    let items: Vec<_> = c.s.reviews.iter().filter(|r| r.pull == n).collect();
+    let newest = items.iter().map(|r| r.submitted_at).max();
+    let reply = c.page(items.into_iter().map(|r| c.r().review(r)).collect());
+    match newest {
+        Some(t) => reply.modified(t),
+        None => reply,
+    }
+}
+
+/// `GET /pulls/{n}/comments`: the review comments on lines, oldest first.
+pub fn review_comments(c: &Ctx<'_>) -> Reply {
+    let Some(n) = c.number(2).filter(|n| c.s.pulls.contains_key(n)) else {
+        return Reply::not_found();
+    };
+    let items: Vec<_> = c.s.review_comments.iter().filter(|r| r.pull == n).collect();
+    let newest = items.iter().map(|r| r.created_at).max();
+    let reply = c.page(items.into_iter().map(|r| c.r().review_comment(r)).collect());
+    match newest {
+        Some(t) => reply.modified(t),
+        None => reply,
+    }
+}
+
 pub fn list(c: &Ctx<'_>) -> Result<Reply, Reply> {
     let state = c.req.param("state").unwrap_or("open");
     if !matches!(state, "open" | "closed" | "all") {

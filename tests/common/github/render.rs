@@ -5,7 +5,9 @@
 use serde_json::{json, Value};
 
 use super::http::{encode, rfc3339};
-use super::state::{CheckRun, Comment, CommitStatus, Event, Label, RateLimit, State, User};
+use super::state::{
+    CheckRun, Comment, CommitStatus, Event, Label, RateLimit, Review, ReviewComment, State, User,
+};
 
 pub const DOCS: &str = "https://docs.github.com/rest";
 
@@ -155,6 +157,57 @@ impl Render<'_> {
             "updated_at": time(c.updated_at),
             "author_association": c.author_association,
             "performed_via_github_app": null,
+        })
+    }
+
+    pub fn review(&self, r: &Review) -> Value {
+        let html = format!("{}/pull/{}#pullrequestreview-{}", self.html(), r.pull, r.id);
+        let pull = format!("{}/pulls/{}", self.api(), r.pull);
+        json!({
+            "id": r.id,
+            "node_id": node_id("PRR", r.id),
+            "user": self.user(&r.user),
+            "body": r.body,
+            "state": r.state,
+            "html_url": html,
+            "pull_request_url": pull,
+            "_links": {"html": {"href": html}, "pull_request": {"href": pull}},
+            "submitted_at": time(r.submitted_at),
+            "commit_id": r.commit_id,
+            "author_association": r.author_association,
+        })
+    }
+
+    pub fn review_comment(&self, c: &ReviewComment) -> Value {
+        let url = format!("{}/pulls/comments/{}", self.api(), c.id);
+        let html = format!("{}/pull/{}#discussion_r{}", self.html(), c.pull, c.id);
+        let pull = format!("{}/pulls/{}", self.api(), c.pull);
+        json!({
+            "url": url,
+            "id": c.id,
+            "node_id": node_id("PRRC", c.id),
+            "pull_request_review_id": c.review,
+            "diff_hunk": format!("@@ -{0},1 +{0},1 @@", c.line),
+            "path": c.path,
+            "position": 1,
+            "original_position": 1,
+            "commit_id": c.commit_id,
+            "original_commit_id": c.commit_id,
+            "user": self.user(&c.user),
+            "body": c.body,
+            "created_at": time(c.created_at),
+            "updated_at": time(c.created_at),
+            "html_url": html,
+            "pull_request_url": pull,
+            "author_association": c.author_association,
+            "_links": {"self": {"href": url}, "html": {"href": html}, "pull_request": {"href": pull}},
+            "start_line": c.start_line,
+            "original_start_line": c.start_line,
+            "start_side": c.start_line.map(|_| "RIGHT"),
+            "line": c.line,
+            "original_line": c.line,
+            "side": "RIGHT",
+            "subject_type": "line",
         })
     }
 

@@ -33,6 +33,8 @@ pub enum Endpoint {
     GetPull,
     UpdatePull,
     MergePull,
+    ListReviews,
+    ListReviewComments,
     CheckRuns,
     CombinedStatus,
     Permission,
@@ -129,6 +131,16 @@ pub const ROUTES: &[(&str, &str, Endpoint)] = &[
         "PUT",
         "/repos/{owner}/{repo}/pulls/{pull_number}/merge",
         Endpoint::MergePull,
+    ),
+    (
+        "GET",
+        "/repos/{owner}/{repo}/pulls/{pull_number}/reviews",
+        Endpoint::ListReviews,
+    ),
+    (
+        "GET",
+        "/repos/{owner}/{repo}/pulls/{pull_number}/comments",
+        Endpoint::ListReviewComments,
     ),
     (
         "GET",
@@ -360,6 +372,8 @@ pub fn dispatch(endpoint: Endpoint, mut c: Ctx<'_>) -> Reply {
         }),
         Endpoint::UpdatePull => pulls::update(&mut c, &viewer),
         Endpoint::MergePull => pulls::merge(&mut c, &viewer),
+        Endpoint::ListReviews => Ok(pulls::reviews(&c)),
+        Endpoint::ListReviewComments => Ok(pulls::review_comments(&c)),
         Endpoint::CheckRuns => Ok(pulls::check_runs(&c)),
         Endpoint::CombinedStatus => {
             let sha = resolve_ref(c.s, &c.params[2]);

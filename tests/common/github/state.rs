@@ -74,6 +74,36 @@ pub struct Comment {
     pub updated_at: i64,
 }
 
+/// A review of a pull request (`APPROVED`, `CHANGES_REQUESTED` or `COMMENTED`).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Review {
+    pub id: u64,
+    pub pull: u64,
+    pub user: String,
+    pub author_association: String,
+    pub state: String,
+    pub body: String,
+    /// The PR head the review was written on.
+    pub commit_id: String,
+    pub submitted_at: i64,
+}
+
+/// A comment on lines of a pull request's diff, part of a review.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ReviewComment {
+    pub id: u64,
+    pub pull: u64,
+    pub review: u64,
+    pub user: String,
+    pub author_association: String,
+    pub path: String,
+    pub start_line: Option<u64>,
+    pub line: u64,
+    pub body: String,
+    pub commit_id: String,
+    pub created_at: i64,
+}
+
 /// An issue event (`labeled`, `unlabeled`, `closed`, `reopened`, `merged`).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Event {
@@ -161,6 +191,8 @@ pub struct State {
     pub pulls: BTreeMap<u64, Pull>,
     pub labels: Vec<Label>,
     pub comments: Vec<Comment>,
+    pub reviews: Vec<Review>,
+    pub review_comments: Vec<ReviewComment>,
     pub events: Vec<Event>,
     pub users: BTreeMap<String, User>,
     pub branches: BTreeMap<String, String>,
@@ -194,6 +226,8 @@ impl State {
             pulls: BTreeMap::new(),
             labels: Vec::new(),
             comments: Vec::new(),
+            reviews: Vec::new(),
+            review_comments: Vec::new(),
             events: Vec::new(),
             users: BTreeMap::new(),
             branches: BTreeMap::new(),
@@ -423,6 +457,49 @@ impl State {
         issue.closed_by = None;
         issue.updated_at = now;
         self.event(n, "reopened", actor).state_reason = Some("reopened".into());
+    }
+
+    /// `author` submits a review of PR `n`'s current head, with comments on lines
+    /// (`(path, start_line, line, body)`); the PR's `updated_at` moves, as on GitHub.
+    pub fn add_review(
+        &mut self,
+        n: u64,
+        author: &str,
+        state: &str,
+        body: &str,
+        lines: &[(&str, Option<u64>, u64, &str)],
+    ) -> u64 {
+        let id = self.id();
+        let association = self.association(author);
+        let commit_id = self.pulls[&n].head_sha.clone();
+        self.reviews.push(Review {
+            id,
+            pull: n,
+            user: author.to_string(),
+            author_association: association.clone(),
+            state: state.to_string(),
+            body: body.to_string(),
+            commit_id: commit_id.clone(),
+            submitted_at: self.now,
+        });
+        for (path, start_line, line, text) in lines {
+            let cid = self.id();
+            self.review_comments.push(ReviewComment {
+                id: cid,
+                pull: n,
+                review: id,
+                user: author.to_string(),
+                author_association: association.clone(),
+                path: path.to_string(),
+                start_line: *start_line,
+                line: *line,
+                body: text.to_string(),
+                commit_id: commit_id.clone(),
+                created_at: self.now,
+            });
+        }
+        self.touch(n);
+        id
     }
 
     pub fn add_comment(&mut self, n: u64, body: &str, author: &str) -> u64 {

@@ -1,0 +1,185 @@
+//! A github-mode repository whose agents are scripts acting only on what their prompt says
+//! (issue 14's tests): a line `CREATE <file>` inside the worker's prompt makes it write that
+//! file; the judge approves and meets each numbered acceptance criterion it is shown. Every
+//! prompt is copied aside for the test to read, outside the workspace: the filesystem sandbox is
+//! off here (these tests are about what a prompt says, not about confinement).
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use super::github::GithubServer;
+use super::{bare_origin, git};
+
+pub struct Setup {
+    pub dir: tempfile::TempDir,
+    pub origin: PathBuf,
+    pub clone: PathBuf,
+    pub server: GithubServer,
+}
+
+/// The worker: every `CREATE <file>` line of its prompt becomes that file (saying which issue
+/// line asked for it); nothing else. Its prompt is kept in `prompts/`.
+pub const WORKER: &str = r#"#!/bin/sh
+cp "$OPENTIGER_PROMPT_FILE" "$PROMPTS/worker-$OPENTIGER_RUN_ID.md"
+grep -o 'CREATE [A-Za-z0-9._-]*' "$OPENTIGER_PROMPT_FILE" | while read -r _ f; do
+  echo "made for $OPENTIGER_TASK_ID" > "$f"
+done
+echo '{"summary": "created the files the prompt named"}' > "$OPENTIGER_RESULT_FILE"
+"#;
+
+/// The judge: approves, and meets each numbered acceptance criterion its prompt lists (read
+/// from inside the criteria's fence), saying which file it found for it.
+pub const JUDGE: &str = r#"#!/bin/sh
+cp "$OPENTIGER_PROMPT_FILE" "$PROMPTS/judge-$OPENTIGER_RUN_ID.md"
+criteria=$(awk '/untrusted data from the issue.s acceptance criteria/ {f=1; next}
+  f==1 && /^```/ {f=2; next}
+  f==2 && /^```/ {f=0; next}
+  f==2 && /^[0-9]+\. / {n=$1; sub(/\./, "", n); printf "%s{\"item\": %s, \"met\": true, \"reason\": \"checked in the diff\"}", sep, n; sep=", "}' "$OPENTIGER_PROMPT_FILE")
+echo "{\"verdict\": \"approve\", \"summary\": \"does what the issue asks\", \"findings\": [], \"criteria\": [$criteria]}" > "$OPENTIGER_RESULT_FILE"
+"#;
+
+pub fn script(dir: &Path, name: &str, text: &str) -> PathBuf {
+    use std::os::unix::fs::PermissionsExt;
+    let path = dir.join(name);
+    std::fs::write(&path, text).unwrap();
+    std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
+    path
+}
+
+pub fn setup() -> Setup {
+    let dir = tempfile::tempdir().unwrap();
+    let origin = bare_origin(dir.path());
+    let clone = dir.path().join("clone");
+    super::clone(&origin, &clone);
+    std::fs::create_dir_all(dir.path().join("prompts")).unwrap();
+    let worker = script(dir.path(), "worker.sh", WORKER);
+    let judge = script(dir.path(), "judge.sh", JUDGE);
+    std::fs::write(
+        clone.join(".opentiger.yml"),
+        format!(
+            "mode: github\nagents:\n  default:\n    executor: command\n    command: [\"{}\"]\n    \
+             timeout_minutes: 1\n    env_passthrough: [PROMPTS]\n  judge:\n    executor: command\n    \
+             command: [\"{}\"]\n    timeout_minutes: 1\n    env_passthrough: [PROMPTS]\n\
+             report:\n  dashboard_issue: false\n\
+             sandbox:\n  filesystem: none\n",
+            worker.display(),
+            judge.display()
+        ),
+    )
+    .unwrap();
+    std::fs::write(clone.join("README.md"), "# widgets\n").unwrap();
+    git(&clone, &["add", "-A"]);
+    git(&clone, &["commit", "-q", "-m", "initial"]);
+    git(&clone, &["push", "-q", "origin", "main"]);
+    let server = GithubServer::start("acme", "widgets").with_git(&origin);
+    Setup {
+        dir,
+        origin,
+        clone,
+        server,
+    }
+}
+
+pub fn opentiger(s: &Setup, now: &str, args: &[&str]) -> std::process::Output {
+    Command::new(env!("CARGO_BIN_EXE_opentiger"))
+        .arg("--repo")
+        .arg(&s.clone)
+        .args(["--now", now])
+        .args(args)
+        .env("GITHUB_TOKEN", s.server.token())
+        .env("GITHUB_API_URL", s.server.base_url())
+        .env("GITHUB_REPOSITORY", "acme/widgets")
+        .env("PROMPTS", s.dir.path().join("prompts"))
+        .env_remove("OPENTIGER_GITHUB_TOKEN")
+        .env_remove("GITHUB_RUN_ID")
+        .env_remove("GITHUB_STEP_SUMMARY")
+        .output()
+        .unwrap()
+}
+
+pub fn tick(s: &Setup, now: &str) -> String {
+    let out = opentiger(s, now, &["tick"]);
+    assert!(
+        out.status.success(),
+        "tick at {now}: {}\n{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+pub fn tasks(s: &Setup) -> Vec<serde_json::Value> {
+    let out = opentiger(s, "2026-11-21T12:00:00Z", &["status", "--json", "--all"]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let json: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    json["tasks"].as_array().unwrap().clone()
+}
+
+/// The prompts the agents were given, `worker` or `judge`, in no particular order.
+pub fn prompts(s: &Setup, role: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    for entry in std::fs::read_dir(s.dir.path().join("prompts")).unwrap() {
+        let path = entry.unwrap().path();
+        let name = path.file_name().unwrap().to_string_lossy().into_owned();
+        if name.starts_with(&format!("{role}-")) {
+            out.push(std::fs::read_to_string(&path).unwrap());
+        }
+    }
+    out
+}
+
+/// The fenced text after the line introducing untrusted data from `label`.
+pub fn fenced<'a>(prompt: &'a str, label: &str) -> &'a str {
+    let start = prompt
+        .find(&format!("untrusted data from {label},"))
+        .unwrap_or_else(|| panic!("no fence for {label} in:\n{prompt}"));
+    let rest = &prompt[start..];
+    let open = rest.find('\n').unwrap() + 1;
+    let ticks = rest[open..].find(|c| c != '`').unwrap();
+    let fence = &rest[open..open + ticks];
+    let body = open + rest[open..].find('\n').unwrap() + 1;
+    let close = rest[body..].find(&format!("\n{fence}\n")).unwrap();
+    &rest[body..body + close]
+}
+
+/// The part of a prompt outside every untrusted-data fence.
+pub fn trusted_part(prompt: &str) -> String {
+    let mut out = String::new();
+    let mut fence: Option<String> = None;
+    for line in prompt.lines() {
+        match &fence {
+            Some(f) if line == f => fence = None,
+            Some(_) => {}
+            None if line.starts_with("```") && line.ends_with("text") => {
+                fence = Some(line.trim_end_matches("text").to_string());
+            }
+            None => {
+                out.push_str(line);
+                out.push('\n');
+            }
+        }
+    }
+    out
+}
+
+/// The worker prompt of the run that worked on `issue`'s task (the one naming it).
+pub fn worker_prompt_for(s: &Setup, issue: u64) -> Vec<String> {
+    prompts(s, "worker")
+        .into_iter()
+        .filter(|p| p.contains(&format!("Issue #{issue}, opened by")))
+        .collect()
+}
+
+pub fn files_on_main(s: &Setup) -> String {
+    git(&s.origin, &["ls-tree", "--name-only", "main"])
+}
+
+pub fn set_config(s: &Setup, extra: &str) {
+    let path = s.clone.join(".opentiger.yml");
+    let config = std::fs::read_to_string(&path).unwrap();
+    std::fs::write(&path, format!("{config}{extra}")).unwrap();
+}
