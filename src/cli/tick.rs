@@ -68,7 +68,13 @@ pub fn run(ctx: &Context, args: &TickArgs) -> CmdResult {
 /// reads GitHub first, as a tick does (GETs only, conditional with the stored ETags), and
 /// applies what it saw to the state in memory, so the plan shows the imports a tick would make.
 fn dry_run(ctx: &Context, json: bool, offline: bool) -> CmdResult {
-    let mut store = ctx.read_store()?;
+    // What GitHub says is applied to a private copy; offline, or with nothing to read from
+    // GitHub, the state is only read.
+    let mut store = if offline || ctx.config.mode != crate::model::Mode::Github {
+        ctx.read_store()?
+    } else {
+        ctx.scratch_store()?
+    };
     let observed = if offline {
         Vec::new()
     } else {

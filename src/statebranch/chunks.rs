@@ -63,7 +63,18 @@ fn file_error(path: &Path) -> impl Fn(std::io::Error) -> ChunkError + '_ {
     }
 }
 
-const BATCH: &[&str] = &["cat-file", "--batch"];
+/// `cat-file --batch` with small pack windows and delta cache: reading every chunk would
+/// otherwise keep the whole pack mapped and resident, a state's worth of memory.
+const BATCH: &[&str] = &[
+    "-c",
+    "core.packedGitWindowSize=1m",
+    "-c",
+    "core.packedGitLimit=8m",
+    "-c",
+    "core.deltaBaseCacheLimit=4m",
+    "cat-file",
+    "--batch",
+];
 
 /// One `git cat-file --batch` process.
 struct Batch<'a> {

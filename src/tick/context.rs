@@ -156,6 +156,31 @@ impl Context {
         }
     }
 
+    /// A private copy of the state, to change without touching what is stored (a dry run that
+    /// applies what it read from GitHub): the file copied on disk, never into memory, or the
+    /// branch's state assembled into a private file.
+    pub fn scratch_store(&self) -> Result<Store, Failure> {
+        match self.config.store_kind() {
+            StoreKind::File => {
+                let path = self.state_path()?;
+                let scratch = tempfile::tempdir()?;
+                let file = scratch.path().join("state.sqlite");
+                match std::fs::copy(&path, &file) {
+                    Ok(_) => {}
+                    Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+                    Err(e) => {
+                        return Err(Failure::tick(format!(
+                            "could not copy the state {}: {e}",
+                            path.display()
+                        )))
+                    }
+                }
+                Ok(Store::open_file(&file)?.owning(scratch))
+            }
+            StoreKind::Branch => self.read_store(),
+        }
+    }
+
     /// Changes the state with `change`, atomically: a file under its lock, or a branch by
     /// compare-and-swap. On a branch, a save that lost the race loads the latest state and runs
     /// `change` again (it must only change state), with jittered backoff, a bounded number of
