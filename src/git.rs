@@ -233,18 +233,7 @@ impl Git {
                 .write_all(input)
                 .map_err(|e| self.error(args, None, format!("could not write to git: {e}")))?;
         }
-        let out = child
-            .wait_with_output()
-            .map_err(|e| self.error(args, None, format!("git did not finish: {e}")))?;
-        if out.status.success() {
-            Ok(String::from_utf8_lossy(&out.stdout).trim_end().to_string())
-        } else {
-            Err(self.error(
-                args,
-                out.status.code(),
-                tail(&String::from_utf8_lossy(&out.stderr), 2000),
-            ))
-        }
+        self.finish(args, child)
     }
 
     /// Starts a long-lived git process with piped stdin, stdout and stderr, for conversations

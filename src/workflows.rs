@@ -168,10 +168,9 @@ pub fn parse(file: &str, text: &str) -> Option<Workflow> {
     })
 }
 
-/// Every readable workflow of the repository checkout, by file name.
-pub fn read(repo: &Path) -> Vec<Workflow> {
-    let dir = repo.join(".github/workflows");
-    let mut files: Vec<_> = std::fs::read_dir(dir)
+/// The workflow files of the repository checkout (`.github/workflows/*.yml|yaml`), sorted.
+pub fn files(repo: &Path) -> Vec<std::path::PathBuf> {
+    let mut files: Vec<_> = std::fs::read_dir(repo.join(".github/workflows"))
         .into_iter()
         .flatten()
         .flatten()
@@ -180,6 +179,11 @@ pub fn read(repo: &Path) -> Vec<Workflow> {
         .collect();
     files.sort();
     files
+}
+
+/// Every readable workflow of the repository checkout, by file name.
+pub fn read(repo: &Path) -> Vec<Workflow> {
+    files(repo)
         .iter()
         .filter_map(|path| {
             let name = path.file_name()?.to_string_lossy().into_owned();

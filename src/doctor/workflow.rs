@@ -122,17 +122,8 @@ pub fn inspect(text: &str) -> Inspection {
 
 /// Every workflow of the repository that runs opentiger, and what is wrong with how.
 pub fn checks(repo: &Path) -> Vec<Check> {
-    let dir = repo.join(".github/workflows");
-    let mut files: Vec<_> = std::fs::read_dir(&dir)
-        .into_iter()
-        .flatten()
-        .flatten()
-        .map(|e| e.path())
-        .filter(|p| p.extension().is_some_and(|x| x == "yml" || x == "yaml"))
-        .collect();
-    files.sort();
     let mut out = Vec::new();
-    for path in files {
+    for path in crate::workflows::files(repo) {
         let Ok(text) = std::fs::read_to_string(&path) else {
             continue;
         };

@@ -159,11 +159,7 @@ pub fn decide_outcome(
             wait: a.park.clone(),
         });
         if let Some((a, (index, next))) = after.as_ref().and_then(|a| Some((a, a.next.clone()?))) {
-            let which = if index == 0 {
-                "the primary".to_string()
-            } else {
-                format!("fallback {index}")
-            };
+            let which = chain_position(index);
             return OutcomeDecision {
                 run_status: RunStatus::Failed,
                 failure_code: Some(FailureCode::QuotaFailure),
@@ -252,11 +248,7 @@ fn config_outcome(
         wait: a.park.clone(),
     });
     if let Some((a, (index, next))) = after.as_ref().and_then(|a| Some((a, a.next.clone()?))) {
-        let which = if index == 0 {
-            "the primary".to_string()
-        } else {
-            format!("fallback {index}")
-        };
+        let which = chain_position(index);
         return OutcomeDecision {
             run_status: RunStatus::Failed,
             failure_code: Some(FailureCode::AgentConfig),
@@ -290,6 +282,15 @@ fn config_outcome(
             task.id
         ),
         executor: park,
+    }
+}
+
+/// Where an executor stands in its role's chain, for reasons: "the primary" or "fallback 2".
+fn chain_position(index: usize) -> String {
+    if index == 0 {
+        "the primary".to_string()
+    } else {
+        format!("fallback {index}")
     }
 }
 
