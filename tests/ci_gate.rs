@@ -9,7 +9,7 @@ mod common;
 use std::path::PathBuf;
 use std::process::Command;
 
-use common::github::GithubServer;
+use common::github::{opentiger_against, tick_output, GithubServer};
 use common::{bare_origin, git};
 
 struct Setup {
@@ -72,32 +72,16 @@ fn setup(extra: &str, workflows: &[(&str, &str)]) -> Setup {
 }
 
 fn opentiger(s: &Setup, now: &str, args: &[&str]) -> std::process::Output {
-    Command::new(env!("CARGO_BIN_EXE_opentiger"))
-        .arg("--repo")
-        .arg(&s.clone)
-        .args(["--now", now])
+    opentiger_against(&s.server, &s.clone, now)
         .args(args)
         // As in a workflow run with the workflow's own token: the trap's conditions.
         .env("GITHUB_ACTIONS", "true")
-        .env("GITHUB_TOKEN", s.server.token())
-        .env("GITHUB_API_URL", s.server.base_url())
-        .env("GITHUB_REPOSITORY", "acme/widgets")
-        .env_remove("OPENTIGER_GITHUB_TOKEN")
-        .env_remove("GITHUB_RUN_ID")
-        .env_remove("GITHUB_STEP_SUMMARY")
         .output()
         .unwrap()
 }
 
 fn tick(s: &Setup, now: &str) -> String {
-    let out = opentiger(s, now, &["tick"]);
-    assert!(
-        out.status.success(),
-        "tick at {now}: {}\n{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8_lossy(&out.stdout).into_owned()
+    tick_output(opentiger(s, now, &["tick"]), now)
 }
 
 fn status(s: &Setup, now: &str) -> String {

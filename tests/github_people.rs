@@ -6,9 +6,8 @@
 mod common;
 
 use std::path::PathBuf;
-use std::process::Command;
 
-use common::github::GithubServer;
+use common::github::{opentiger_against, GithubServer};
 use common::{bare_origin, git};
 
 struct Setup {
@@ -59,17 +58,8 @@ fn setup(extra_config: &str) -> Setup {
 
 impl Setup {
     fn run(&self, now: &str, args: &[&str]) -> std::process::Output {
-        Command::new(env!("CARGO_BIN_EXE_opentiger"))
-            .arg("--repo")
-            .arg(&self.clone)
-            .args(["--now", now])
+        opentiger_against(&self.server, &self.clone, now)
             .args(args)
-            .env("GITHUB_TOKEN", self.server.token())
-            .env("GITHUB_API_URL", self.server.base_url())
-            .env("GITHUB_REPOSITORY", "acme/widgets")
-            .env_remove("OPENTIGER_GITHUB_TOKEN")
-            .env_remove("GITHUB_RUN_ID")
-            .env_remove("GITHUB_STEP_SUMMARY")
             .output()
             .unwrap()
     }

@@ -5,7 +5,6 @@
 //! off here (these tests are about what a prompt says, not about confinement).
 
 use std::path::{Path, PathBuf};
-use std::process::Command;
 
 use super::github::GithubServer;
 use super::{bare_origin, git};
@@ -81,31 +80,15 @@ pub fn setup() -> Setup {
 }
 
 pub fn opentiger(s: &Setup, now: &str, args: &[&str]) -> std::process::Output {
-    Command::new(env!("CARGO_BIN_EXE_opentiger"))
-        .arg("--repo")
-        .arg(&s.clone)
-        .args(["--now", now])
+    super::github::opentiger_against(&s.server, &s.clone, now)
         .args(args)
-        .env("GITHUB_TOKEN", s.server.token())
-        .env("GITHUB_API_URL", s.server.base_url())
-        .env("GITHUB_REPOSITORY", "acme/widgets")
         .env("PROMPTS", s.dir.path().join("prompts"))
-        .env_remove("OPENTIGER_GITHUB_TOKEN")
-        .env_remove("GITHUB_RUN_ID")
-        .env_remove("GITHUB_STEP_SUMMARY")
         .output()
         .unwrap()
 }
 
 pub fn tick(s: &Setup, now: &str) -> String {
-    let out = opentiger(s, now, &["tick"]);
-    assert!(
-        out.status.success(),
-        "tick at {now}: {}\n{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8_lossy(&out.stdout).into_owned()
+    super::github::tick_output(opentiger(s, now, &["tick"]), now)
 }
 
 pub fn tasks(s: &Setup) -> Vec<serde_json::Value> {

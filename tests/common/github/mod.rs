@@ -707,3 +707,39 @@ fn respond(shared: &Shared, req: &Request) -> Response {
         body,
     }
 }
+
+/// `opentiger` run in `repo` at `now` against this stand-in, as a github-mode tick sees it in CI:
+/// its token and API URL, none of the runner's own variables. Callers add what their scenario
+/// needs (`.env(..)`) and the arguments.
+pub fn opentiger_against(
+    server: &GithubServer,
+    repo: &std::path::Path,
+    now: &str,
+) -> std::process::Command {
+    let repository = {
+        let s = server.state();
+        format!("{}/{}", s.owner, s.repo)
+    };
+    let mut cmd = std::process::Command::new(env!("CARGO_BIN_EXE_opentiger"));
+    cmd.arg("--repo")
+        .arg(repo)
+        .args(["--now", now])
+        .env("GITHUB_TOKEN", server.token())
+        .env("GITHUB_API_URL", server.base_url())
+        .env("GITHUB_REPOSITORY", repository)
+        .env_remove("OPENTIGER_GITHUB_TOKEN")
+        .env_remove("GITHUB_RUN_ID")
+        .env_remove("GITHUB_STEP_SUMMARY");
+    cmd
+}
+
+/// The stdout of a tick that must have succeeded; its output in the failure message otherwise.
+pub fn tick_output(out: std::process::Output, now: &str) -> String {
+    assert!(
+        out.status.success(),
+        "tick at {now}: {}\n{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
