@@ -222,6 +222,13 @@ impl Plan {
             .filter(move |d| d.task_id.as_ref() == Some(id))
     }
 
+    /// The wait that holds this queued task because a budget is spent, if dispatch decided one
+    /// (issue 17 item 5: such a task is `paused`, not waiting for its turn).
+    pub fn budget_hold<'a>(&'a self, id: &'a TaskId) -> Option<&'a Decision> {
+        self.for_task(id)
+            .find(|d| d.rule == dispatch::BUDGET_WAIT && matches!(d.action, Action::Wait { .. }))
+    }
+
     pub fn claims(&self) -> impl Iterator<Item = &Decision> {
         self.decisions
             .iter()

@@ -35,6 +35,7 @@ pub use crate::failure::Failure;
 pub use claim::PlanWork;
 pub use context::{Context, ContextOptions, PlanInputs};
 pub use lock::{process_alive, FileLock};
+pub use progress::phase_facts;
 pub use record::plan_line;
 pub use report::{report_tick, RunFailure, TickSummary};
 

@@ -10,9 +10,10 @@
 use serde::{Deserialize, Serialize};
 
 use super::{Context, Failure};
+use crate::engine::{Action, Decision};
 use crate::forge::calls::marker;
 use crate::forge::github::GithubClient;
-use crate::model::{Phase, Task, TaskKind};
+use crate::model::{IssueReport, Phase, PhaseFacts, Task, TaskKind};
 use crate::report::progress::{progress_comment, with_checklist, ProgressView};
 use crate::store::{Cursor, Store};
 
@@ -25,6 +26,33 @@ struct Reported {
 
 fn key(task: &Task) -> String {
     format!("progress:{}", task.id)
+}
+
+fn last_report(store: &Store, task: &Task) -> Result<Option<Reported>, Failure> {
+    Ok(store
+        .cursor(&key(task))?
+        .body
+        .and_then(|b| serde_json::from_str(&b).ok()))
+}
+
+/// The facts of a task's phase kept in the state: whether dispatch holds it for a spent budget
+/// (in `plan`), and what its issue's progress comment last published (issue 14 item 7).
+pub fn phase_facts(
+    ctx: &Context,
+    store: &Store,
+    plan: &crate::engine::Plan,
+    task: &Task,
+) -> Result<PhaseFacts, Failure> {
+    // Only a decided task can owe its final report: the cursor is read for those alone.
+    let last = match task.status.is_terminal() {
+        true => last_report(store, task)?.map(|r| r.phase),
+        false => None,
+    };
+    Ok(PhaseFacts {
+        over_budget: plan.budget_hold(&task.id).is_some(),
+        report: IssueReport::of(ctx.config.mode, last),
+        ..PhaseFacts::of(task)
+    })
 }
 
 /// Posts the reports that changed; returns a line per comment edited or created.
@@ -40,13 +68,11 @@ pub fn report_progress(ctx: &Context, client: &GithubClient) -> Result<Vec<Strin
         if task.kind == TaskKind::PrReview {
             continue;
         }
-        let last: Option<Reported> = store
-            .cursor(&key(&task))?
-            .body
-            .and_then(|b| serde_json::from_str(&b).ok());
-        // A finished task gets its last report once; tasks finished before reports began none.
-        let finished = task.status.is_terminal();
-        if finished && last.as_ref().is_none_or(|l| l.phase == Phase::Completed) {
+        let last = last_report(&store, &task)?;
+        // A finished task gets its last report once (it is `reporting` until then); tasks
+        // finished before reports began none.
+        let owed = IssueReport::of(ctx.config.mode, last.as_ref().map(|l| l.phase));
+        if task.status.is_terminal() && !owed.owed(task.status) {
             continue;
         }
         let view = view(ctx, &store, &plan, &task, last.as_ref().map(|l| l.phase))?;
@@ -138,16 +164,43 @@ fn view(
     task: &Task,
     previous: Option<Phase>,
 ) -> Result<ProgressView, Failure> {
-    let phase = task.phase();
-    let reason = task.status_reason.clone();
+    // The comment being written is the report: it shows the phase the task is in once the
+    // comment is published, so a decided task's says `completed`, never `reporting`.
+    let hold = plan.budget_hold(&task.id);
+    let phase = task.phase(PhaseFacts {
+        over_budget: hold.is_some(),
+        ..PhaseFacts::of(task)
+    });
+    let reason = match hold {
+        Some(d) => Some(d.reason.clone()),
+        None => task.status_reason.clone(),
+    };
     let blocker = match phase {
         Phase::AwaitingFeedback => Some(format!(
             "a maintainer must act: {}",
             reason.as_deref().unwrap_or("the task waits on a person")
         )),
-        Phase::Paused => Some(match task.next_attempt_at {
-            Some(at) => format!("nobody needs to act: it resumes on its own after {at}"),
-            None => "nobody needs to act: it resumes when the pause or budget clears".to_string(),
+        Phase::Paused => Some(match (hold, task.next_attempt_at) {
+            (
+                Some(Decision {
+                    action: Action::Wait { until: None },
+                    ..
+                }),
+                _,
+            ) => "a maintainer must act: the task spent its budget; raise it with \
+                 `/opentiger budget <usd>` on this issue, or cancel it"
+                .to_string(),
+            (
+                Some(Decision {
+                    action: Action::Wait { until: Some(at) },
+                    ..
+                }),
+                _,
+            ) => format!("nobody needs to act: today's budget is spent; runs start again at {at}"),
+            (_, Some(at)) => format!("nobody needs to act: it resumes on its own after {at}"),
+            (_, None) => {
+                "nobody needs to act: it resumes when the pause or budget clears".to_string()
+            }
         }),
         Phase::Blocked => Some(
             "the last attempt failed; opentiger retries or reworks it within its limits"
@@ -157,6 +210,7 @@ fn view(
         | Phase::Planning
         | Phase::Executing
         | Phase::Verifying
+        | Phase::Reporting
         | Phase::Completed => None,
     };
     let runs = store.runs_of(&task.id, 10)?;
