@@ -55,12 +55,23 @@ pub fn phase_facts(
     })
 }
 
+/// Which reports a tick posts.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub enum Reports {
+    /// Every report that changed (a tick that did something).
+    All,
+    /// Only the final reports owed by decided tasks (a quiet tick: nothing else changed).
+    FinalOnly,
+}
+
 /// Posts the reports that changed; returns a line per comment edited or created.
-pub fn report_progress(ctx: &Context, client: &GithubClient) -> Result<Vec<String>, Failure> {
+pub fn report_progress(
+    ctx: &Context,
+    client: &GithubClient,
+    which: Reports,
+) -> Result<Vec<String>, Failure> {
     let store = ctx.read_store()?;
-    let (_, plan) = ctx.plan(&store)?;
-    let redactor = ctx.redactor();
-    let mut posted = Vec::new();
+    let mut due = Vec::new();
     for task in store.tasks_with_issues()? {
         let Some(issue) = task.issue_number else {
             continue;
@@ -71,10 +82,19 @@ pub fn report_progress(ctx: &Context, client: &GithubClient) -> Result<Vec<Strin
         let last = last_report(&store, &task)?;
         // A finished task gets its last report once (it is `reporting` until then); tasks
         // finished before reports began none.
-        let owed = IssueReport::of(ctx.config.mode, last.as_ref().map(|l| l.phase));
-        if task.status.is_terminal() && !owed.owed(task.status) {
-            continue;
+        let owed =
+            IssueReport::of(ctx.config.mode, last.as_ref().map(|l| l.phase)).owed(task.status);
+        if owed || (which == Reports::All && !task.status.is_terminal()) {
+            due.push((task, issue, last));
         }
+    }
+    if due.is_empty() {
+        return Ok(Vec::new());
+    }
+    let (_, plan) = ctx.plan(&store)?;
+    let redactor = ctx.redactor();
+    let mut posted = Vec::new();
+    for (task, issue, last) in due {
         let view = view(ctx, &store, &plan, &task, last.as_ref().map(|l| l.phase))?;
         let text = redactor.redact(&progress_comment(&view));
         if last.as_ref().is_some_and(|l| l.text == text) {
