@@ -149,6 +149,14 @@ fn a_cancelled_task_is_reporting_until_its_comment_says_so_then_completed() {
     let show = opentiger(&s, "2026-11-21T12:01:00Z", &["task", "show", &id]);
     let show = String::from_utf8_lossy(&show.stdout);
     assert!(show.contains("phase:    reporting"), "{show}");
+    let status = opentiger(&s, "2026-11-21T12:01:00Z", &["status", "--all"]);
+    let status = String::from_utf8_lossy(&status.stdout);
+    assert!(
+        status
+            .lines()
+            .any(|l| l.contains(&id[..8]) && l.contains("reporting")),
+        "{status}"
+    );
 
     // The next tick rewrites the one comment for the outcome; then it is completed.
     let out = tick(&s, "2026-11-21T12:05:00Z");
@@ -204,7 +212,16 @@ fn a_task_held_for_a_spent_budget_is_paused_with_the_reason() {
         "alice",
         "OWNER",
     );
-    tick(&s, "2026-11-21T12:00:00Z");
+    // As in Actions: the job summary carries the dashboard.
+    let summary = s.dir.path().join("summary.md");
+    let now = "2026-11-21T12:00:00Z";
+    let out = common::github::opentiger_against(&s.server, &s.clone, now)
+        .arg("tick")
+        .env("PROMPTS", s.dir.path().join("prompts"))
+        .env("GITHUB_STEP_SUMMARY", &summary)
+        .output()
+        .unwrap();
+    common::github::tick_output(out, now);
     assert_eq!(tasks_of(&s, first)[0]["phase"], "verifying");
     let held = &tasks_of(&s, second)[0];
     assert_eq!(held["status"], "queued", "{held:#?}");
@@ -217,6 +234,12 @@ fn a_task_held_for_a_spent_budget_is_paused_with_the_reason() {
         "{held:#?}"
     );
     let id = held["id"].as_str().unwrap();
+    let board = std::fs::read_to_string(&summary).unwrap();
+    assert!(
+        board.contains(&format!("(`{id}`, paused: queued)"))
+            && board.contains("today's spend $6.50 reached budget"),
+        "{board}"
+    );
     let show = opentiger(&s, "2026-11-21T12:01:00Z", &["task", "show", id]);
     let show = String::from_utf8_lossy(&show.stdout);
     assert!(show.contains("phase:    paused"), "{show}");
