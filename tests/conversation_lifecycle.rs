@@ -24,19 +24,18 @@ fn progress_comments(s: &Setup, issue: u64) -> Vec<String> {
         .collect()
 }
 
+/// Two ticks: the issue's task runs, then its PR is approved and merged.
+fn run_and_merge(s: &Setup) {
+    tick(s, "2026-11-21T12:00:00Z");
+    let out = tick(s, "2026-11-21T12:05:00Z");
+    assert!(out.contains("approved and merged"), "{out}");
+}
+
 #[test]
 fn a_trusted_edit_after_the_merge_gets_one_follow_up_that_builds_the_new_ask() {
     let s = setup();
-    let n = s.server.add_issue(
-        "Add a greeting",
-        "CREATE hello.txt",
-        &["opentiger"],
-        "alice",
-        "OWNER",
-    );
-    tick(&s, "2026-11-21T12:00:00Z");
-    let out = tick(&s, "2026-11-21T12:05:00Z");
-    assert!(out.contains("approved and merged"), "{out}");
+    let n = owners_issue(&s, "Add a greeting", "CREATE hello.txt");
+    run_and_merge(&s);
     let first = tasks_of(&s, n);
     assert_eq!(first.len(), 1);
     assert_eq!(first[0]["status"], "done");
@@ -93,9 +92,7 @@ fn an_untrusted_edit_after_the_merge_creates_nothing() {
         .server
         .add_issue("Add a greeting", "CREATE hello.txt", &[], "mallory", "NONE");
     s.server.add_label_event(n, "opentiger", "maintainer");
-    tick(&s, "2026-11-21T12:00:00Z");
-    let out = tick(&s, "2026-11-21T12:05:00Z");
-    assert!(out.contains("approved and merged"), "{out}");
+    run_and_merge(&s);
 
     s.server.advance(600);
     s.server.reopen_issue(n, "maintainer");
@@ -121,13 +118,7 @@ fn an_untrusted_edit_after_the_merge_creates_nothing() {
 #[test]
 fn a_cancelled_task_is_reporting_until_its_comment_says_so_then_completed() {
     let s = setup();
-    let n = s.server.add_issue(
-        "Add a greeting",
-        "CREATE hello.txt",
-        &["opentiger"],
-        "alice",
-        "OWNER",
-    );
+    let n = owners_issue(&s, "Add a greeting", "CREATE hello.txt");
     tick(&s, "2026-11-21T12:00:00Z");
     let id = tasks_of(&s, n)[0]["id"].as_str().unwrap().to_string();
     assert_eq!(tasks_of(&s, n)[0]["phase"], "verifying");
@@ -198,20 +189,8 @@ fn a_task_held_for_a_spent_budget_is_paused_with_the_reason() {
         "worker.sh",
         &WORKER.replace("{\"summary\"", "{\"cost_usd\": 6.5, \"summary\""),
     );
-    let first = s.server.add_issue(
-        "First",
-        "CREATE first.txt",
-        &["opentiger"],
-        "alice",
-        "OWNER",
-    );
-    let second = s.server.add_issue(
-        "Second",
-        "CREATE second.txt",
-        &["opentiger"],
-        "alice",
-        "OWNER",
-    );
+    let first = owners_issue(&s, "First", "CREATE first.txt");
+    let second = owners_issue(&s, "Second", "CREATE second.txt");
     // As in Actions: the job summary carries the dashboard.
     let summary = s.dir.path().join("summary.md");
     let now = "2026-11-21T12:00:00Z";

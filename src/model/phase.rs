@@ -148,6 +148,17 @@ mod tests {
         }
     }
 
+    /// Each (status, facts) of an unblocked task has the expected phase.
+    fn check(cases: &[(TaskStatus, PhaseFacts, Phase)]) {
+        for (status, facts, expected) in cases {
+            assert_eq!(
+                phase_of(*status, None, *facts),
+                *expected,
+                "{status} {facts:?}"
+            );
+        }
+    }
+
     #[test]
     fn a_queued_task_held_for_its_budget_is_paused() {
         use TaskStatus as S;
@@ -163,13 +174,7 @@ mod tests {
             (S::Running, held(true), Phase::Executing),
             (S::Done, held(true), Phase::Completed),
         ];
-        for (status, facts, expected) in cases {
-            assert_eq!(
-                phase_of(status, None, facts),
-                expected,
-                "{status} {facts:?}"
-            );
-        }
+        check(&cases);
     }
 
     #[test]
@@ -194,13 +199,7 @@ mod tests {
             (S::Blocked, told(Phase::Executing), Phase::Blocked),
             (S::Queued, told(Phase::Intake), Phase::Executing),
         ];
-        for (status, facts, expected) in cases {
-            assert_eq!(
-                phase_of(status, None, facts),
-                expected,
-                "{status} {facts:?}"
-            );
-        }
+        check(&cases);
     }
 
     #[test]
