@@ -608,7 +608,8 @@ fn a_spent_tick_budget_returns_the_other_claims_to_the_queue() {
     assert_eq!(g.task_json(&a)["block_reason"], "awaiting_judge");
     let held = g.task_json(&b);
     assert_eq!(held["status"], "queued", "{held}");
-    assert_eq!(held["phase"], "paused", "held for the budget: {held}");
+    // Not held: back in the queue for the next tick, which claims it (no budget is spent).
+    assert_eq!(held["phase"], "intake", "{held}");
     assert!(held["attempts"].as_object().unwrap().is_empty(), "{held}");
     g.run_until_quiet(5, 5, 8);
     assert_eq!(g.task_json(&b)["status"], "done");

@@ -243,13 +243,13 @@ fn refusal(
     None
 }
 
-/// DESIGN §9: a task that spent its budget, or a day that spent the daily one, starts no run.
-/// Raising the budget in the config lifts it at the next tick; the daily one lifts at midnight
-/// UTC. Budgets of 0 are off.
 /// The rule of the wait that holds a queued task because a budget is spent (its own, or the
 /// day's): the task shows as `paused` (`Plan::budget_hold`).
 pub const BUDGET_WAIT: &str = "dispatch.budget";
 
+/// DESIGN §9: a task that spent its budget, or a day that spent the daily one, starts no run.
+/// Raising the budget in the config lifts it at the next tick; the daily one lifts at midnight
+/// UTC. Budgets of 0 are off.
 fn over_budget(w: &Working<'_>, task: &Task) -> Option<(Option<Timestamp>, String)> {
     let budget = &w.config.budget;
     let spend = &w.snapshot.observations.spend;

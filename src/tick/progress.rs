@@ -10,7 +10,6 @@
 use serde::{Deserialize, Serialize};
 
 use super::{Context, Failure};
-use crate::engine::{Action, Decision};
 use crate::forge::calls::marker;
 use crate::forge::github::GithubClient;
 use crate::model::{IssueReport, Phase, PhaseFacts, Task, TaskKind};
@@ -192,7 +191,7 @@ fn view(
         ..PhaseFacts::of(task)
     });
     let reason = match hold {
-        Some(d) => Some(d.reason.clone()),
+        Some((_, why)) => Some(why.to_string()),
         None => task.status_reason.clone(),
     };
     let blocker = match phase {
@@ -201,24 +200,14 @@ fn view(
             reason.as_deref().unwrap_or("the task waits on a person")
         )),
         Phase::Paused => Some(match (hold, task.next_attempt_at) {
-            (
-                Some(Decision {
-                    action: Action::Wait { until: None },
-                    ..
-                }),
-                _,
-            ) => "a maintainer must act: the task spent its budget; raise it with \
-                 `/opentiger budget <usd>` on this issue, or cancel it"
+            (Some((None, _)), _) => "a maintainer must act: the task spent its budget; raise it \
+                 with `/opentiger budget <usd>` on this issue, or cancel it"
                 .to_string(),
-            (
-                Some(Decision {
-                    action: Action::Wait { until: Some(at) },
-                    ..
-                }),
-                _,
-            ) => format!("nobody needs to act: today's budget is spent; runs start again at {at}"),
-            (_, Some(at)) => format!("nobody needs to act: it resumes on its own after {at}"),
-            (_, None) => {
+            (Some((Some(at), _)), _) => {
+                format!("nobody needs to act: today's budget is spent; runs start again at {at}")
+            }
+            (None, Some(at)) => format!("nobody needs to act: it resumes on its own after {at}"),
+            (None, None) => {
                 "nobody needs to act: it resumes when the pause or budget clears".to_string()
             }
         }),
