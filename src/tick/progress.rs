@@ -11,7 +11,7 @@ use serde::{Deserialize, Serialize};
 
 use super::{Context, Failure};
 use crate::forge::calls::marker;
-use crate::forge::github::GithubClient;
+use crate::forge::github::{ForgeError, GithubClient};
 use crate::model::{IssueReport, Phase, PhaseFacts, Task, TaskKind};
 use crate::report::progress::{progress_comment, with_checklist, ProgressView};
 use crate::store::{Cursor, Store};
@@ -100,8 +100,15 @@ pub fn report_progress(
             continue;
         }
         let now = ctx.later();
+        let phase = view.phase.unwrap_or(Phase::Intake);
         match client.upsert_comment(issue, &marker(task.id.as_str(), None), &text, now) {
-            Ok(_) => posted.push((task.clone(), view.phase.unwrap_or(Phase::Intake), text)),
+            Ok(_) => posted.push((task.clone(), phase, text, false)),
+            // Deleted, or transferred elsewhere: nobody is left to tell. Kept as said, so a
+            // decided task is not `reporting` forever and no tick asks again.
+            Err(ForgeError::Http {
+                status: 301 | 404 | 410,
+                ..
+            }) => posted.push((task.clone(), phase, text, true)),
             Err(e) => tracing::warn!("could not update the progress comment on #{issue}: {e}"),
         }
         let pr = pr_of(&store, &task)?;
@@ -122,7 +129,7 @@ pub fn report_progress(
         return Ok(Vec::new());
     }
     ctx.write_state("progress", |store| {
-        for (task, phase, text) in &posted {
+        for (task, phase, text, _) in &posted {
             let body = serde_json::to_string(&Reported {
                 phase: *phase,
                 text: text.clone(),
@@ -134,12 +141,16 @@ pub fn report_progress(
     })?;
     Ok(posted
         .iter()
-        .map(|(t, phase, _)| {
-            format!(
-                "task {}: progress comment on #{} says {phase}",
-                t.id,
-                t.issue_number.unwrap_or(0)
-            )
+        .map(|(t, phase, _, gone)| {
+            let issue = t.issue_number.unwrap_or(0);
+            match gone {
+                false => format!("task {}: progress comment on #{issue} says {phase}", t.id),
+                true => format!(
+                    "task {}: issue #{issue} is gone (deleted or transferred): its report \
+                     ({phase}) is not posted",
+                    t.id
+                ),
+            }
         })
         .collect())
 }
