@@ -151,8 +151,19 @@ fn a_deleted_or_transferred_issue_leaves_the_task_to_finish_from_its_kept_spec()
         fenced(judge, "the issue").contains("CREATE hello.txt"),
         "the spec was kept"
     );
+    // Nobody is left to tell: the task is completed, not reporting, and no tick asks again.
+    assert!(out.contains(&format!("issue #{n} is gone")), "{out}");
+    assert_eq!(only_task(&s)["phase"], "completed");
+    s.server.reset_counts();
     tick(&s, "2026-11-21T12:10:00Z");
     assert_eq!(only_task(&s)["status"], "done");
+    let asked: Vec<_> = s
+        .server
+        .requests()
+        .into_iter()
+        .filter(|r| r.path_and_query.contains(&format!("/issues/{n}/")))
+        .collect();
+    assert!(asked.is_empty(), "{asked:?}");
 }
 
 #[test]

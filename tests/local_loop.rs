@@ -551,6 +551,7 @@ fn a_spent_daily_budget_holds_the_next_run_until_the_next_day() {
     assert_eq!(g.task_json(&a)["status"], "done");
     let held = g.task_json(&b);
     assert_eq!(held["status"], "queued", "{held}");
+    assert_eq!(held["phase"], "paused", "held for the budget: {held}");
     let why = held["next_action"].as_str().unwrap_or_default().to_string()
         + held["reason"].as_str().unwrap_or_default();
     assert!(
@@ -573,6 +574,8 @@ fn a_spent_daily_budget_holds_the_next_run_until_the_next_day() {
         assert_eq!(out.code, 0, "tick {i}: {}", out.stderr);
     }
     assert_eq!(g.task_json(&b)["status"], "done");
+    // No issue to tell in a local mode: decided is completed at once, never `reporting`.
+    assert_eq!(g.task_json(&b)["phase"], "completed");
 }
 
 /// `budget.per_tick_usd`: once a tick's runs spent it, the runs it claimed but did not start go
@@ -605,6 +608,8 @@ fn a_spent_tick_budget_returns_the_other_claims_to_the_queue() {
     assert_eq!(g.task_json(&a)["block_reason"], "awaiting_judge");
     let held = g.task_json(&b);
     assert_eq!(held["status"], "queued", "{held}");
+    // Not held: back in the queue for the next tick, which claims it (no budget is spent).
+    assert_eq!(held["phase"], "intake", "{held}");
     assert!(held["attempts"].as_object().unwrap().is_empty(), "{held}");
     g.run_until_quiet(5, 5, 8);
     assert_eq!(g.task_json(&b)["status"], "done");

@@ -388,16 +388,17 @@ fn show(ctx: &Context, id: &str, json: bool) -> CmdResult {
     let task = store.task(&id)?;
     let (_, plan) = ctx.plan(&store)?;
     let next = report::next_action(&plan, &task);
+    let phase = task.phase(crate::tick::phase_facts(ctx, &store, &plan, &task)?);
     let runs = store.runs_of(&id, 20)?;
     let events = store.events_of(&id, 50)?;
     if json {
-        let value = serde_json::json!({ "task": task, "next_action": next, "runs": runs, "events": events });
+        let value = serde_json::json!({ "task": task, "phase": phase, "next_action": next, "runs": runs, "events": events });
         outln!(
             "{}",
             serde_json::to_string_pretty(&value).map_err(|e| Failure::tick(e.to_string()))?
         );
     } else {
-        out!("{}", report::task_text(&task, &next, &runs, &events));
+        out!("{}", report::task_text(&task, phase, &next, &runs, &events));
     }
     Ok(())
 }

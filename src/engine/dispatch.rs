@@ -109,7 +109,7 @@ pub(crate) fn dispatch(w: &mut Working<'_>) {
             continue;
         }
         if let Some((until, why)) = over_budget(w, task) {
-            w.wait(&id, until, "dispatch.budget", why);
+            w.wait(&id, until, BUDGET_WAIT, why);
             continue;
         }
         eligible.push(id);
@@ -242,6 +242,10 @@ fn refusal(
     }
     None
 }
+
+/// The rule of the wait that holds a queued task because a budget is spent (its own, or the
+/// day's): the task shows as `paused` (`Plan::budget_hold`).
+pub const BUDGET_WAIT: &str = "dispatch.budget";
 
 /// DESIGN §9: a task that spent its budget, or a day that spent the daily one, starts no run.
 /// Raising the budget in the config lifts it at the next tick; the daily one lifts at midnight

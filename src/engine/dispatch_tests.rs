@@ -173,6 +173,11 @@ fn budgets_hold_runs_back_and_say_how_to_lift_them() {
         assert_eq!(claimed(&plan), *claims, "{name}");
         let all = reasons(&plan, "a").join(" | ");
         assert!(all.contains(reason), "{name}: {all}");
+        // Held for a budget is what makes the task `paused` (issue 17 item 5).
+        let a = crate::model::TaskId("a".into());
+        let hold = plan.budget_hold(&a).map(|(_, why)| why);
+        assert_eq!(hold.is_some(), !claims.contains(&"a"), "{name}: {hold:?}");
+        assert!(hold.is_none_or(|h| h.contains(reason)), "{name}: {hold:?}");
     }
 }
 

@@ -222,6 +222,18 @@ impl Plan {
             .filter(move |d| d.task_id.as_ref() == Some(id))
     }
 
+    /// When and why dispatch holds this queued task because a budget is spent, if it does
+    /// (issue 17 item 5: such a task is `paused`, not waiting for its turn). No time: only a
+    /// person lifts it (the task's own budget); a time: the day's budget, lifted at midnight.
+    pub fn budget_hold<'a>(&'a self, id: &'a TaskId) -> Option<(Option<Timestamp>, &'a str)> {
+        self.for_task(id).find_map(|d| {
+            let Action::Wait { until } = d.action else {
+                return None;
+            };
+            (d.rule == dispatch::BUDGET_WAIT).then_some((until, d.reason.as_str()))
+        })
+    }
+
     pub fn claims(&self) -> impl Iterator<Item = &Decision> {
         self.decisions
             .iter()

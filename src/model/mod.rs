@@ -26,7 +26,7 @@ use crate::time::Timestamp;
 pub use agent_config::is_agent_config_message;
 pub use forge::{AuthorAssociation, Checks, Issue, IssueEvent, PullRequest};
 pub use ids::{short_hash, AgentId, RunId, TaskId, TickId};
-pub use phase::phase_of;
+pub use phase::{phase_of, IssueReport, PhaseFacts};
 pub use plan::{PlanHistory, PlanRecord, PlanStatus};
 pub use quota::is_quota_message;
 pub use spec::{CriterionCheck, IssueSpec, PullReview, ReviewLine, ReviewState, ThreadComment};

@@ -291,8 +291,9 @@ vocabulary! {
 }
 
 vocabulary! {
-    /// Where a task is in its lifecycle, for people (issue 14 item 7): derived from its status
-    /// and block reason by `model::phase_of`, never stored.
+    /// Where a task is in its lifecycle, for people (issue 14 item 7): derived from its status,
+    /// block reason and a few stored facts ([`PhaseFacts`](super::PhaseFacts)) by
+    /// `model::phase_of`, never stored.
     Phase {
         /// Accepted (imported or planned), not attempted yet.
         Intake => "intake",
@@ -302,9 +303,13 @@ vocabulary! {
         Executing => "executing",
         /// A change exists and waits for CI, the judge or the merge.
         Verifying => "verifying",
+        /// Its outcome is decided (done or cancelled), and its issue is not told yet: the
+        /// progress comment still shows an earlier phase (github mode only).
+        Reporting => "reporting",
         /// Waiting on a person: a review, an approval, a decision.
         AwaitingFeedback => "awaiting_feedback",
-        /// Held by a quota, a budget or a pause; resumes on its own when the cause clears.
+        /// Held by a quota, a spent budget or a pause; resumes when the cause clears (a day's
+        /// budget on its own, a task's own budget when a person raises it).
         Paused => "paused",
         /// The last attempt failed; recovery decides what happens next.
         Blocked => "blocked",

@@ -224,7 +224,11 @@ mod tests {
             phase: crate::model::phase_of(
                 status.parse().unwrap(),
                 block.map(|b| b.parse().unwrap()),
-                false,
+                crate::model::PhaseFacts {
+                    attempted: false,
+                    over_budget: false,
+                    report: crate::model::IssueReport::NotKept,
+                },
             )
             .to_string(),
             kind: "feature".into(),

@@ -10,7 +10,7 @@ use std::fmt::Write as _;
 use serde::Serialize;
 
 use crate::engine::{Action, Decision, Plan};
-use crate::model::{Event, Run, Task, TaskId};
+use crate::model::{Event, Phase, Run, Task, TaskId};
 use crate::store::TickRecord;
 use crate::time::{human_span, Timestamp};
 
@@ -228,13 +228,15 @@ pub fn why_idle(plan: &Plan, tasks: &[Task]) -> Vec<String> {
     lines
 }
 
-pub fn task_view(task: &Task, plan: &Plan) -> TaskStatusView {
+/// A task for `status` and the dashboard; `phase` is its lifecycle phase, from the facts the
+/// shell gathered (`tick::progress::phase_facts`).
+pub fn task_view(task: &Task, plan: &Plan, phase: Phase) -> TaskStatusView {
     TaskStatusView {
         id: task.id.to_string(),
         title: task.title.clone(),
         status: task.status.to_string(),
         block_reason: task.block_reason.map(|r| r.to_string()),
-        phase: task.phase().to_string(),
+        phase: phase.to_string(),
         kind: task.kind.to_string(),
         role: task.role.to_string(),
         priority: task.priority,
@@ -429,11 +431,11 @@ pub fn status_text(view: &StatusView, verbose: bool) -> String {
     out
 }
 
-pub fn task_text(task: &Task, next: &str, runs: &[Run], events: &[Event]) -> String {
+pub fn task_text(task: &Task, phase: Phase, next: &str, runs: &[Run], events: &[Event]) -> String {
     let mut out = String::new();
     let _ = writeln!(out, "Task {}: {}", task.id, task.title);
     let _ = writeln!(out, "  state:    {}", task.state());
-    let _ = writeln!(out, "  phase:    {}", task.phase());
+    let _ = writeln!(out, "  phase:    {phase}");
     if let Some(r) = &task.status_reason {
         let _ = writeln!(out, "  why:      {r}");
     }

@@ -35,6 +35,8 @@ pub use crate::failure::Failure;
 pub use claim::PlanWork;
 pub use context::{Context, ContextOptions, PlanInputs};
 pub use lock::{process_alive, FileLock};
+pub use progress::phase_facts;
+use progress::Reports;
 pub use record::plan_line;
 pub use report::{report_tick, RunFailure, TickSummary};
 
@@ -177,6 +179,9 @@ pub fn tick_with(ctx: &Context, fan_out: bool) -> Result<TickSummary, Failure> {
     // A quiet tick (nothing decided, nothing to run) stops here: nothing to record, nothing to
     // push, unless the hourly heartbeat is due.
     if summary.decisions == 0 && claimed.work.is_empty() && !heartbeat_due {
+        // A task decided between ticks (`task cancel`, a command) still owes its issue the
+        // outcome: it is `reporting` until the comment says so. Nothing owed costs nothing.
+        report_progress(ctx, forge.as_ref(), Reports::FinalOnly, &mut summary);
         return Ok(summary);
     }
 
@@ -196,12 +201,22 @@ pub fn tick_with(ctx: &Context, fan_out: bool) -> Result<TickSummary, Failure> {
     summary.merged = recorded.merged;
     summary.spend_usd = recorded.spend_usd;
     summary.failures = recorded.failures;
-    // Issue 14: each issue task's progress comment follows its phase (visibility only).
-    if let Some(client) = &forge {
-        match progress::report_progress(ctx, client) {
+    report_progress(ctx, forge.as_ref(), Reports::All, &mut summary);
+    Ok(summary)
+}
+
+/// Issue 14: each issue task's progress comment follows its phase (visibility only: a failure
+/// is a warning, and the report stays owed for the next tick).
+fn report_progress(
+    ctx: &Context,
+    forge: Option<&GithubClient>,
+    which: Reports,
+    summary: &mut TickSummary,
+) {
+    if let Some(client) = forge {
+        match progress::report_progress(ctx, client, which) {
             Ok(lines) => summary.lines.extend(lines),
             Err(e) => tracing::warn!("could not report progress: {}", e.message),
         }
     }
-    Ok(summary)
 }

@@ -11,8 +11,8 @@ use serde::{Deserialize, Serialize};
 
 use super::{Context, Failure};
 use crate::forge::calls::marker;
-use crate::forge::github::GithubClient;
-use crate::model::{Phase, Task, TaskKind};
+use crate::forge::github::{ForgeError, GithubClient};
+use crate::model::{IssueReport, Phase, PhaseFacts, Task, TaskKind};
 use crate::report::progress::{progress_comment, with_checklist, ProgressView};
 use crate::store::{Cursor, Store};
 
@@ -27,12 +27,50 @@ fn key(task: &Task) -> String {
     format!("progress:{}", task.id)
 }
 
+fn last_report(store: &Store, task: &Task) -> Result<Option<Reported>, Failure> {
+    Ok(store
+        .cursor(&key(task))?
+        .body
+        .and_then(|b| serde_json::from_str(&b).ok()))
+}
+
+/// The facts of a task's phase kept in the state: whether dispatch holds it for a spent budget
+/// (in `plan`), and what its issue's progress comment last published (issue 14 item 7).
+pub fn phase_facts(
+    ctx: &Context,
+    store: &Store,
+    plan: &crate::engine::Plan,
+    task: &Task,
+) -> Result<PhaseFacts, Failure> {
+    // Only a decided task can owe its final report: the cursor is read for those alone.
+    let last = match task.status.is_terminal() {
+        true => last_report(store, task)?.map(|r| r.phase),
+        false => None,
+    };
+    Ok(PhaseFacts {
+        over_budget: plan.budget_hold(&task.id).is_some(),
+        report: IssueReport::of(ctx.config.mode, last),
+        ..PhaseFacts::of(task)
+    })
+}
+
+/// Which reports a tick posts.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub enum Reports {
+    /// Every report that changed (a tick that did something).
+    All,
+    /// Only the final reports owed by decided tasks (a quiet tick: nothing else changed).
+    FinalOnly,
+}
+
 /// Posts the reports that changed; returns a line per comment edited or created.
-pub fn report_progress(ctx: &Context, client: &GithubClient) -> Result<Vec<String>, Failure> {
+pub fn report_progress(
+    ctx: &Context,
+    client: &GithubClient,
+    which: Reports,
+) -> Result<Vec<String>, Failure> {
     let store = ctx.read_store()?;
-    let (_, plan) = ctx.plan(&store)?;
-    let redactor = ctx.redactor();
-    let mut posted = Vec::new();
+    let mut due = Vec::new();
     for task in store.tasks_with_issues()? {
         let Some(issue) = task.issue_number else {
             continue;
@@ -40,23 +78,37 @@ pub fn report_progress(ctx: &Context, client: &GithubClient) -> Result<Vec<Strin
         if task.kind == TaskKind::PrReview {
             continue;
         }
-        let last: Option<Reported> = store
-            .cursor(&key(&task))?
-            .body
-            .and_then(|b| serde_json::from_str(&b).ok());
-        // A finished task gets its last report once; tasks finished before reports began none.
-        let finished = task.status.is_terminal();
-        if finished && last.as_ref().is_none_or(|l| l.phase == Phase::Completed) {
-            continue;
+        let last = last_report(&store, &task)?;
+        // A finished task gets its last report once (it is `reporting` until then); tasks
+        // finished before reports began none.
+        let owed =
+            IssueReport::of(ctx.config.mode, last.as_ref().map(|l| l.phase)).owed(task.status);
+        if owed || (which == Reports::All && !task.status.is_terminal()) {
+            due.push((task, issue, last));
         }
+    }
+    if due.is_empty() {
+        return Ok(Vec::new());
+    }
+    let (_, plan) = ctx.plan(&store)?;
+    let redactor = ctx.redactor();
+    let mut posted = Vec::new();
+    for (task, issue, last) in due {
         let view = view(ctx, &store, &plan, &task, last.as_ref().map(|l| l.phase))?;
         let text = redactor.redact(&progress_comment(&view));
         if last.as_ref().is_some_and(|l| l.text == text) {
             continue;
         }
         let now = ctx.later();
+        let phase = view.phase.unwrap_or(Phase::Intake);
         match client.upsert_comment(issue, &marker(task.id.as_str(), None), &text, now) {
-            Ok(_) => posted.push((task.clone(), view.phase.unwrap_or(Phase::Intake), text)),
+            Ok(_) => posted.push((task.clone(), phase, text, false)),
+            // Deleted, or transferred elsewhere: nobody is left to tell. Kept as said, so a
+            // decided task is not `reporting` forever and no tick asks again.
+            Err(ForgeError::Http {
+                status: 301 | 404 | 410,
+                ..
+            }) => posted.push((task.clone(), phase, text, true)),
             Err(e) => tracing::warn!("could not update the progress comment on #{issue}: {e}"),
         }
         let pr = pr_of(&store, &task)?;
@@ -77,7 +129,7 @@ pub fn report_progress(ctx: &Context, client: &GithubClient) -> Result<Vec<Strin
         return Ok(Vec::new());
     }
     ctx.write_state("progress", |store| {
-        for (task, phase, text) in &posted {
+        for (task, phase, text, _) in &posted {
             let body = serde_json::to_string(&Reported {
                 phase: *phase,
                 text: text.clone(),
@@ -89,12 +141,16 @@ pub fn report_progress(ctx: &Context, client: &GithubClient) -> Result<Vec<Strin
     })?;
     Ok(posted
         .iter()
-        .map(|(t, phase, _)| {
-            format!(
-                "task {}: progress comment on #{} says {phase}",
-                t.id,
-                t.issue_number.unwrap_or(0)
-            )
+        .map(|(t, phase, _, gone)| {
+            let issue = t.issue_number.unwrap_or(0);
+            match gone {
+                false => format!("task {}: progress comment on #{issue} says {phase}", t.id),
+                true => format!(
+                    "task {}: issue #{issue} is gone (deleted or transferred): its report \
+                     ({phase}) is not posted",
+                    t.id
+                ),
+            }
         })
         .collect())
 }
@@ -138,16 +194,33 @@ fn view(
     task: &Task,
     previous: Option<Phase>,
 ) -> Result<ProgressView, Failure> {
-    let phase = task.phase();
-    let reason = task.status_reason.clone();
+    // The comment being written is the report: it shows the phase the task is in once the
+    // comment is published, so a decided task's says `completed`, never `reporting`.
+    let hold = plan.budget_hold(&task.id);
+    let phase = task.phase(PhaseFacts {
+        over_budget: hold.is_some(),
+        ..PhaseFacts::of(task)
+    });
+    let reason = match hold {
+        Some((_, why)) => Some(why.to_string()),
+        None => task.status_reason.clone(),
+    };
     let blocker = match phase {
         Phase::AwaitingFeedback => Some(format!(
             "a maintainer must act: {}",
             reason.as_deref().unwrap_or("the task waits on a person")
         )),
-        Phase::Paused => Some(match task.next_attempt_at {
-            Some(at) => format!("nobody needs to act: it resumes on its own after {at}"),
-            None => "nobody needs to act: it resumes when the pause or budget clears".to_string(),
+        Phase::Paused => Some(match (hold, task.next_attempt_at) {
+            (Some((None, _)), _) => "a maintainer must act: the task spent its budget; raise it \
+                 with `/opentiger budget <usd>` on this issue, or cancel it"
+                .to_string(),
+            (Some((Some(at), _)), _) => {
+                format!("nobody needs to act: today's budget is spent; runs start again at {at}")
+            }
+            (None, Some(at)) => format!("nobody needs to act: it resumes on its own after {at}"),
+            (None, None) => {
+                "nobody needs to act: it resumes when the pause or budget clears".to_string()
+            }
         }),
         Phase::Blocked => Some(
             "the last attempt failed; opentiger retries or reworks it within its limits"
@@ -157,6 +230,7 @@ fn view(
         | Phase::Planning
         | Phase::Executing
         | Phase::Verifying
+        | Phase::Reporting
         | Phase::Completed => None,
     };
     let runs = store.runs_of(&task.id, 10)?;

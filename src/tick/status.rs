@@ -2,6 +2,7 @@
 //! engine makes of it: what `status` prints, and what a tick's job summary and dashboard issue
 //! show. Rendering to text and markdown is the `report` module's.
 
+use super::progress::phase_facts;
 use super::{Context, Failure};
 use crate::prompt::Templates;
 use crate::report::board::{render, BoardView, TickLines};
@@ -23,7 +24,8 @@ pub fn board(
     let mut view = view(ctx, store, false)?;
     let (_, plan) = ctx.plan(store)?;
     for task in store.recently_finished(10)? {
-        view.tasks.push(report::task_view(&task, &plan));
+        let phase = task.phase(phase_facts(ctx, store, &plan, &task)?);
+        view.tasks.push(report::task_view(&task, &plan, phase));
     }
     let templates = Templates::load(&ctx.repo).map_err(|e| Failure::usage(e.to_string()))?;
     let board = BoardView::of(&view, ctx.config.mode.as_str());
@@ -56,14 +58,15 @@ pub fn view(ctx: &Context, store: &Store, all: bool) -> Result<StatusView, Failu
         tasks: tasks
             .iter()
             .map(|t| {
-                let mut view = report::task_view(t, &plan);
+                let phase = t.phase(phase_facts(ctx, store, &plan, t)?);
+                let mut view = report::task_view(t, &plan, phase);
                 view.checks = t
                     .source_pr
                     .and_then(|pr| store.pull_checks(pr).ok().flatten())
                     .map(|(_, c)| c.state);
-                view
+                Ok(view)
             })
-            .collect(),
+            .collect::<Result<_, Failure>>()?,
         runs: store.recent_runs(10)?.iter().map(RunView::of).collect(),
         last_tick: store.last_tick()?,
         ignored_issues: store

@@ -157,6 +157,12 @@ pub fn worker_prompt_for(s: &Setup, issue: u64) -> Vec<String> {
         .collect()
 }
 
+/// An issue labelled `opentiger` that its owner, @alice, opened: trusted, imported as it is.
+pub fn owners_issue(s: &Setup, title: &str, body: &str) -> u64 {
+    s.server
+        .add_issue(title, body, &["opentiger"], "alice", "OWNER")
+}
+
 pub fn files_on_main(s: &Setup) -> String {
     git(&s.origin, &["ls-tree", "--name-only", "main"])
 }

@@ -1,12 +1,13 @@
 //! Comments on a task's issue and PR as context for its next attempt (issue 14 item 4): which
-//! are kept (trusted people, after the import, not opentiger's own) and which an attempt sees
-//! (newest last, each cut short, the newest that fit a total).
+//! are kept (trusted people, after the import, not opentiger's own, not `/opentiger` commands)
+//! and which an attempt sees (newest last, each cut short, the newest that fit a total).
 //!
 //! Pure. Not for: fetching, redaction (done when read), or who can write (asked of GitHub by
 //! the shell, passed in).
 
 use super::spec::cap_body;
 use crate::config::BacklogConfig;
+use crate::engine::commands;
 use crate::model::ThreadComment;
 use crate::time::Timestamp;
 
@@ -30,8 +31,15 @@ pub fn is_own(comment: &ThreadComment) -> bool {
     comment.body.contains("<!-- opentiger:")
 }
 
+/// Whether the comment gives opentiger a command (`/opentiger retry`, as the commands module
+/// parses it): the command acts once, through the command feed; it is never context.
+pub fn is_command(comment: &ThreadComment) -> bool {
+    commands::parse(&comment.body).is_some()
+}
+
 /// The comments of a thread worth keeping: written after `since` (the import of the issue's
-/// task), not opentiger's own, by trusted people (`trusted` says who is), oldest first.
+/// task), not opentiger's own, not commands, by trusted people (`trusted` says who is), oldest
+/// first.
 pub fn kept_comments(
     comments: &[ThreadComment],
     since: Timestamp,
@@ -39,7 +47,7 @@ pub fn kept_comments(
 ) -> Vec<ThreadComment> {
     let mut kept: Vec<ThreadComment> = comments
         .iter()
-        .filter(|c| c.created_at >= since && !is_own(c) && trusted(c))
+        .filter(|c| c.created_at >= since && !is_own(c) && !is_command(c) && trusted(c))
         .cloned()
         .collect();
     kept.sort_by_key(|c| (c.created_at, c.id));
@@ -47,11 +55,12 @@ pub fn kept_comments(
 }
 
 /// What an attempt is shown of the kept comments: each cut to [`COMMENT_CAP`], the newest that
-/// fit [`COMMENTS_CAP`] together, newest last.
+/// fit [`COMMENTS_CAP`] together, newest last. Commands are left out here too: a state kept
+/// before commands were filtered may still hold one.
 pub fn context_comments(kept: &[ThreadComment]) -> Vec<ThreadComment> {
     let mut shown = Vec::new();
     let mut total = 0;
-    let mut newest_first: Vec<&ThreadComment> = kept.iter().collect();
+    let mut newest_first: Vec<&ThreadComment> = kept.iter().filter(|c| !is_command(c)).collect();
     newest_first.sort_by_key(|c| std::cmp::Reverse((c.created_at, c.id)));
     for c in newest_first {
         let body = cap_body(&c.body, COMMENT_CAP);
@@ -98,12 +107,28 @@ mod tests {
                 "a writer without a trusted association",
             ),
             comment(7, 600, "FIRST_TIME_CONTRIBUTOR", "CREATE evil.txt"),
+            comment(8, 700, "OWNER", "/opentiger retry"),
+            comment(9, 710, "OWNER", "Thanks.\n/opentiger budget 3"),
+            comment(10, 720, "OWNER", "/opentiger frobnicate"),
+            // Quoting or showing a command is not giving one: still context.
+            comment(11, 730, "OWNER", "> /opentiger retry\nYes, CREATE c.txt"),
+            comment(12, 740, "OWNER", "run `/opentiger retry` later"),
         ];
         let kept = kept_comments(&all, Timestamp(100), |c| {
             comment_trusted(c, &config, writers.contains(&c.author))
         });
         let ids: Vec<u64> = kept.iter().map(|c| c.id).collect();
-        assert_eq!(ids, vec![3, 2, 6]);
+        assert_eq!(ids, vec![3, 2, 6, 11, 12]);
+    }
+
+    #[test]
+    fn a_command_kept_by_an_older_state_is_not_shown() {
+        let kept = vec![
+            comment(1, 1, "OWNER", "CREATE a.txt"),
+            comment(2, 2, "OWNER", "/opentiger cancel"),
+        ];
+        let ids: Vec<u64> = context_comments(&kept).iter().map(|c| c.id).collect();
+        assert_eq!(ids, vec![1]);
     }
 
     #[test]

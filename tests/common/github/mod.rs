@@ -274,6 +274,13 @@ impl GithubServer {
         i.updated_at = now;
     }
 
+    /// `actor` reopens a closed issue (its `updated_at` moves to the server's now).
+    pub fn reopen_issue(&self, issue: u64, actor: &str) {
+        let mut s = self.state();
+        assert!(s.issues.contains_key(&issue), "no issue #{issue}");
+        s.reopen(issue, actor);
+    }
+
     /// The issue is deleted, or transferred to another repository: it leaves this one's lists.
     pub fn remove_issue(&self, issue: u64) {
         self.state().issues.remove(&issue);
