@@ -174,6 +174,35 @@ impl Store {
         Ok(tasks)
     }
 
+    /// The issue tasks whose progress comment a tick may have to rewrite, with the body of
+    /// their `progress:<id>` cursor: every open one when `open` is set, and the decided ones
+    /// (done, cancelled) whose last published report does not say `completed` yet. One query,
+    /// so a quiet tick on a large state does not read every finished task's cursor.
+    pub fn tasks_to_report(
+        &self,
+        open: bool,
+    ) -> Result<Vec<(crate::model::Task, Option<String>)>, StoreError> {
+        let sql = format!(
+            "SELECT {}, (SELECT body FROM forge_cursors WHERE key = 'progress:' || tasks.id) \
+             FROM tasks WHERE issue_number IS NOT NULL AND kind <> 'pr_review' AND \
+             CASE WHEN status IN ('done', 'cancelled') THEN EXISTS (SELECT 1 FROM forge_cursors c \
+               WHERE c.key = 'progress:' || tasks.id AND c.body IS NOT NULL \
+               AND json_extract(c.body, '$.phase') IS NOT 'completed') \
+             ELSE ?1 END \
+             ORDER BY created_at, id",
+            super::rows::TASK_COLUMNS
+        );
+        let columns = super::rows::TASK_COLUMNS.split(',').count();
+        let rows: Vec<(crate::model::Task, Option<String>)> = self
+            .conn
+            .prepare(&sql)?
+            .query_map([open], |r| Ok((super::rows::task(r)?, r.get(columns)?)))?
+            .collect::<Result<_, _>>()?;
+        let (mut tasks, bodies): (Vec<_>, Vec<_>) = rows.into_iter().unzip();
+        self.attach_dependencies(&mut tasks)?;
+        Ok(tasks.into_iter().zip(bodies).collect())
+    }
+
     /// Every task linked to an issue, in any status, with its dependencies.
     pub fn tasks_with_issues(&self) -> Result<Vec<crate::model::Task>, StoreError> {
         let sql = format!(

@@ -472,3 +472,49 @@ fn executor_waits_are_written_with_the_outcome() {
     assert_eq!(run_once(&mut store, 0, true), TaskState::DONE);
     assert!(store.executor_waits().unwrap().is_empty());
 }
+
+#[test]
+fn tasks_to_report_are_the_open_ones_and_the_decided_ones_not_yet_told() {
+    let mut store = Store::in_memory("mem").unwrap();
+    let with = |id: &str, status: TaskStatus, issue: Option<u64>| {
+        let mut t = task(id, &[]);
+        t.status = status;
+        t.issue_number = issue;
+        t
+    };
+    let mut review = with("review", TaskStatus::Queued, Some(7));
+    review.kind = crate::model::TaskKind::PrReview;
+    store
+        .insert_tasks(
+            &[
+                with("open", TaskStatus::Queued, Some(1)),
+                with("told", TaskStatus::Done, Some(2)),
+                with("owed", TaskStatus::Cancelled, Some(3)),
+                with("never", TaskStatus::Done, Some(4)),
+                with("local", TaskStatus::Queued, None),
+                review,
+            ],
+            writer(),
+        )
+        .unwrap();
+    let cursor = |phase: &str| Cursor {
+        etag: None,
+        body: Some(format!(r#"{{"phase":"{phase}","text":"t"}}"#)),
+    };
+    store
+        .set_cursor("progress:told", &cursor("completed"), T0)
+        .unwrap();
+    store
+        .set_cursor("progress:owed", &cursor("executing"), T0)
+        .unwrap();
+    let ids = |open: bool| -> Vec<String> {
+        store
+            .tasks_to_report(open)
+            .unwrap()
+            .into_iter()
+            .map(|(t, body)| format!("{} {}", t.id, body.is_some()))
+            .collect()
+    };
+    assert_eq!(ids(false), ["owed true"]);
+    assert_eq!(ids(true), ["open false", "owed true"]);
+}

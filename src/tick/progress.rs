@@ -12,7 +12,7 @@ use serde::{Deserialize, Serialize};
 use super::{Context, Failure};
 use crate::forge::calls::marker;
 use crate::forge::github::{ForgeError, GithubClient};
-use crate::model::{IssueReport, Phase, PhaseFacts, Task, TaskKind};
+use crate::model::{IssueReport, Phase, PhaseFacts, Task};
 use crate::report::progress::{progress_comment, with_checklist, ProgressView};
 use crate::store::{Cursor, Store};
 
@@ -71,14 +71,11 @@ pub fn report_progress(
 ) -> Result<Vec<String>, Failure> {
     let store = ctx.read_store()?;
     let mut due = Vec::new();
-    for task in store.tasks_with_issues()? {
+    for (task, body) in store.tasks_to_report(which == Reports::All)? {
         let Some(issue) = task.issue_number else {
             continue;
         };
-        if task.kind == TaskKind::PrReview {
-            continue;
-        }
-        let last = last_report(&store, &task)?;
+        let last: Option<Reported> = body.and_then(|b| serde_json::from_str(&b).ok());
         // A finished task gets its last report once (it is `reporting` until then); tasks
         // finished before reports began none.
         let owed =
