@@ -188,61 +188,16 @@ pub struct ResultRead {
 }
 
 fn read_bounded(path: &Path) -> ResultRead {
-    use std::io::Read;
-    use std::os::unix::fs::{FileTypeExt, OpenOptionsExt};
-    let refused = |why: String| ResultRead {
-        refused: Some(format!("the result file {why}; it was not read")),
-        ..ResultRead::default()
-    };
-    match fs::symlink_metadata(path) {
-        Err(_) => return ResultRead::default(),
-        Ok(meta) if meta.file_type().is_symlink() => {
-            return refused("is a symbolic link".to_string())
+    let bytes = match crate::bounded::read_regular(path, RESULT_MAX_BYTES, "1 MiB") {
+        Ok(Some(bytes)) => bytes,
+        Ok(None) => return ResultRead::default(),
+        Err(why) => {
+            return ResultRead {
+                refused: Some(format!("the result file {why}; it was not read")),
+                ..ResultRead::default()
+            }
         }
-        Ok(_) => {}
-    }
-    let file = match fs::OpenOptions::new()
-        .read(true)
-        .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK)
-        .open(path)
-    {
-        Ok(file) => file,
-        Err(e) if e.raw_os_error() == Some(libc::ELOOP) => {
-            return refused("is a symbolic link".to_string())
-        }
-        Err(e) => return refused(format!("could not be opened ({e})")),
     };
-    let meta = match file.metadata() {
-        Ok(meta) => meta,
-        Err(e) => return refused(format!("could not be examined ({e})")),
-    };
-    let kind = meta.file_type();
-    if !kind.is_file() {
-        let what = if kind.is_fifo() {
-            "a FIFO"
-        } else if kind.is_char_device() || kind.is_block_device() {
-            "a device"
-        } else if kind.is_socket() {
-            "a socket"
-        } else {
-            "a folder"
-        };
-        return refused(format!("is not a regular file ({what})"));
-    }
-    if meta.len() > RESULT_MAX_BYTES {
-        return refused(format!(
-            "holds {} bytes, more than the 1 MiB allowed",
-            meta.len()
-        ));
-    }
-    let mut bytes = Vec::new();
-    // The file may grow after fstat: never read past the bound.
-    if let Err(e) = file.take(RESULT_MAX_BYTES + 1).read_to_end(&mut bytes) {
-        return refused(format!("could not be read ({e})"));
-    }
-    if bytes.len() as u64 > RESULT_MAX_BYTES {
-        return refused("grew past the 1 MiB allowed while it was read".to_string());
-    }
     let text = String::from_utf8_lossy(&bytes);
     if text.trim().is_empty() {
         return ResultRead::default();
