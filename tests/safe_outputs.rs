@@ -366,3 +366,44 @@ fn a_failed_run_is_recorded_as_that_failure() {
     assert!(s.server.pulls().is_empty());
     assert!(s.task_branches_on_origin().is_empty());
 }
+
+/// The fan-out example uses the split: the work jobs may only read and give opentiger no
+/// token, upload the folder, and one job with the token applies every folder before the judge.
+#[test]
+fn the_fan_out_example_works_without_a_token_and_applies_with_one() {
+    let text = include_str!("../examples/workflows/opentiger-fanout.yml");
+    let workflow: serde_json::Value = serde_saphyr::from_str(text).unwrap();
+    let jobs = &workflow["jobs"];
+    let work = &jobs["work"];
+    assert_eq!(work["permissions"], serde_json::json!({"contents": "read"}));
+    let steps = work["steps"].as_array().unwrap();
+    for step in steps {
+        let env = step["env"].as_object().cloned().unwrap_or_default();
+        assert!(
+            env.keys().all(|k| !k.contains("TOKEN")),
+            "a work step gets a token: {step}"
+        );
+        assert!(!step.to_string().contains("secrets.GITHUB_TOKEN"), "{step}");
+    }
+    let runs = |job: &serde_json::Value| -> Vec<String> {
+        job["steps"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter_map(|s| s["run"].as_str().map(str::to_string))
+            .collect()
+    };
+    assert!(runs(work)
+        .iter()
+        .any(|r| r.starts_with("opentiger work") && r.contains("--output")));
+    assert!(steps
+        .iter()
+        .any(|s| s["uses"] == "actions/upload-artifact@v4"));
+    let apply = &jobs["apply"];
+    assert!(runs(apply).iter().any(|r| r.contains("opentiger apply")));
+    assert!(apply.to_string().contains("secrets.GITHUB_TOKEN"));
+    assert_eq!(
+        jobs["judge"]["needs"],
+        serde_json::json!(["claim", "apply"])
+    );
+}
