@@ -1,7 +1,8 @@
 //! Reading a file another program wrote (an agent's result file, a work job's result folder)
 //! with bounds: only a regular file — a symbolic link, FIFO, device, socket or folder is refused
 //! without being read (`O_NOFOLLOW | O_NONBLOCK`, then `fstat`) — and never more than a given
-//! number of bytes, even when the file grows while it is read.
+//! number of bytes, even when the file grows while it is read; [`within`] bounds the time a
+//! read may take (a file on a file system that never answers).
 //!
 //! Not here: what the bytes mean (the caller parses them, as untrusted input).
 
@@ -9,6 +10,7 @@ use std::fs;
 use std::io::Read;
 use std::os::unix::fs::{FileTypeExt, OpenOptionsExt};
 use std::path::Path;
+use std::time::Duration;
 
 /// Why a file was not read; the text completes "the file …".
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
@@ -71,4 +73,37 @@ pub fn read_regular(path: &Path, max: u64, what_max: &str) -> Result<Option<Vec<
         ));
     }
     Ok(Some(bytes))
+}
+
+/// `read()`'s answer if it comes within `limit`; `None` after that. The read goes on in a thread
+/// of its own, which is left behind if it never returns (the runner does not wait for it).
+pub fn within<T: Send + 'static>(
+    limit: Duration,
+    read: impl FnOnce() -> T + Send + 'static,
+) -> Option<T> {
+    let (answer, answered) = std::sync::mpsc::channel();
+    let spawned = std::thread::Builder::new()
+        .name("bounded-read".to_string())
+        .spawn(move || {
+            let _ = answer.send(read());
+        });
+    match spawned {
+        Ok(_) => answered.recv_timeout(limit).ok(),
+        Err(_) => None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_read_that_never_answers_is_given_up_after_its_limit() {
+        assert_eq!(within(Duration::from_secs(60), || 7), Some(7));
+        // A read blocked forever: on a channel nobody will ever send on.
+        let (keep, blocked) = std::sync::mpsc::channel::<()>();
+        let never = move || blocked.recv().is_ok();
+        assert_eq!(within(Duration::from_millis(20), never), None);
+        drop(keep);
+    }
 }

@@ -12,6 +12,7 @@
 use std::fs;
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
 
 use super::{AgentExit, AgentRequest, ExecutorError};
 use crate::config::{AgentRole, EffectiveAgent, Pricing};
@@ -150,7 +151,14 @@ fn missing_program(cli: &Cli, key: &str, program: &str, path_var: Option<&str>) 
 pub(super) struct RunFiles {
     pub prompt: PathBuf,
     pub result: PathBuf,
+    /// When the agent's time budget ends: the result file is read before it (or within
+    /// [`RESULT_READ_GRACE`] of the agent's end, when that is later).
+    pub deadline: Instant,
 }
+
+/// The least time the result file is given to be read, even when the agent used its whole
+/// budget (a timed-out agent may still have left a result worth reading).
+pub const RESULT_READ_GRACE: Duration = Duration::from_secs(5);
 
 impl RunFiles {
     /// Writes the prompt file (mode 0600) and removes a result file left from before.
@@ -158,6 +166,7 @@ impl RunFiles {
         let files = RunFiles {
             prompt: req.scratch.join("prompt.md"),
             result: req.scratch.join("result.json"),
+            deadline: Instant::now() + req.timeout,
         };
         crate::scratch::write_private(&files.prompt, prompt.as_bytes()).map_err(|e| {
             ExecutorError::Io(format!("could not write {}: {e}", files.prompt.display()))
@@ -168,9 +177,20 @@ impl RunFiles {
 
     /// The result file, read with bounds: only a regular file (a link, FIFO or device is
     /// refused without being opened for reading: `O_NOFOLLOW | O_NONBLOCK`, then `fstat`), at
-    /// most [`RESULT_MAX_BYTES`]. Empty or absent: no result.
+    /// most [`RESULT_MAX_BYTES`], within the agent's time budget. Empty or absent: no result.
     pub fn read_result(&self) -> ResultRead {
-        read_bounded(&self.result)
+        let left = self
+            .deadline
+            .saturating_duration_since(Instant::now())
+            .max(RESULT_READ_GRACE);
+        let path = self.result.clone();
+        crate::bounded::within(left, move || read_bounded(&path)).unwrap_or_else(|| ResultRead {
+            refused: Some(format!(
+                "the result file could not be read within the agent's time budget ({} s left); it was not read",
+                left.as_secs()
+            )),
+            ..ResultRead::default()
+        })
     }
 }
 
