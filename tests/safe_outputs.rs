@@ -274,7 +274,11 @@ fn forge_folder(job: &Path, out_dir: &Path, start: &str, head: &str, record_head
 
 /// A commit on top of `parent` in `job` adding `path` with `text`.
 fn commit_on(job: &Path, parent: &str, path: &str, text: &str) -> String {
-    let tree = job.join(format!("tamper-{}", path.replace('/', "_")));
+    let tree = job.join(format!(
+        "tamper-{}-{}",
+        &parent[..12],
+        path.replace('/', "_")
+    ));
     git(
         job,
         &[
@@ -338,6 +342,15 @@ fn a_file_holding_the_token_is_refused() {
     refused_when("src/creds.txt:1", |job, out_dir, start, head| {
         let leak = commit_on(job, head, "src/creds.txt", &format!("token={CANARY}\n"));
         forge_folder(job, out_dir, start, &leak, &leak);
+    });
+}
+
+#[test]
+fn a_token_added_and_removed_again_in_the_history_is_refused() {
+    refused_when("src/creds.txt:1", |job, out_dir, start, head| {
+        let leak = commit_on(job, head, "src/creds.txt", &format!("token={CANARY}\n"));
+        let hidden = commit_on(job, &leak, "src/creds.txt", "nothing here\n");
+        forge_folder(job, out_dir, start, &hidden, &hidden);
     });
 }
 

@@ -240,6 +240,7 @@ fn verify(
     // The change itself, checked again: paths, links, secrets.
     let changes = changed_files(&git, start, head).map_err(setup)?;
     check_policy(task, &ctx.config, &changes)?;
+    let redactor = ctx.redactor();
     let ws = Workspace::open_detached(&git, &format!("apply__{run_id}"), head).map_err(setup)?;
     let content = check_content(
         task,
@@ -247,8 +248,27 @@ fn verify(
         ws.git(),
         &[start, head],
         &changes,
-        &ctx.redactor(),
-    );
+        &redactor,
+    )
+    .and_then(|()| {
+        // Each commit's own additions too: a secret added and removed again would still be
+        // pushed in the history.
+        let commits = git
+            .run(&["rev-list", &format!("{start}..{head}")])
+            .map_err(setup)?;
+        for commit in commits.lines() {
+            let parent = format!("{commit}^");
+            check_content(
+                task,
+                &ctx.config,
+                ws.git(),
+                &[&parent, commit],
+                &[],
+                &redactor,
+            )?;
+        }
+        Ok(())
+    });
     if let Err(e) = ws.close() {
         tracing::warn!("could not remove the worktree: {e}");
     }
