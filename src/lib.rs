@@ -4,6 +4,7 @@
 //! a [`engine::Plan`] out) inside an imperative shell: [`tick`] runs one step of the loop through the edges ([`store`],
 //! [`forge`], [`runner`]); [`cli`] parses arguments and prints.
 
+pub mod bounded;
 pub mod cli;
 pub mod config;
 pub mod credentials;
@@ -24,6 +25,7 @@ pub mod redact;
 pub mod release;
 pub mod report;
 pub mod runner;
+pub mod safe_output;
 pub mod sandbox;
 pub mod scratch;
 pub mod statebranch;

@@ -273,3 +273,29 @@ fn action_yml_refers_only_to_what_it_declares() {
         );
     }
 }
+
+/// drop-sudo.sh with a fake `sudo` and `id` (tests/action/drop_sudo_test.sh): the hosted rule
+/// is removed and the Docker socket closed, nothing to drop is fine, a rule it cannot find or a
+/// job running as root fails the step.
+#[test]
+fn drop_sudo_removes_the_rule_and_fails_when_sudo_survives() {
+    if !have("bash") {
+        assert!(
+            std::env::var_os("CI").is_none(),
+            "CI must run the drop-sudo test"
+        );
+        eprintln!("skipped: `bash` is not installed");
+        return;
+    }
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/action/drop_sudo_test.sh");
+    let out = Command::new("bash")
+        .arg(&script)
+        .output()
+        .expect("run bash");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success() && stdout.contains(" passed, 0 failed"),
+        "tests/action/drop_sudo_test.sh failed:\n{stdout}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}

@@ -456,6 +456,22 @@ fn a_committed_passthrough_key_is_a_policy_violation_naming_the_line() {
 }
 
 #[test]
+fn a_passthrough_key_inside_a_binary_file_is_a_policy_violation() {
+    let case = Case::plain();
+    case.g.agent(
+        "#!/bin/sh\nprintf '\\000\\001\\377PNG\\000%s\\000\\002' \"$ANTHROPIC_API_KEY\" > logo.bin\n",
+    );
+    let id = case.add_task();
+    let out = case.tick(0);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let (code, error) = case.first_run(&id);
+    assert_eq!(code, "policy_violation", "{error}");
+    assert!(error.contains("logo.bin:1"), "{error}");
+    assert!(case.g.file_on_main("logo.bin").is_none());
+    case.assert_no_leak(&out);
+}
+
+#[test]
 fn a_committed_token_shape_is_a_policy_violation() {
     let case = Case::plain();
     case.g.agent(

@@ -86,8 +86,11 @@ pub enum Command {
     Config(config_cmd::ConfigCommand),
     /// Run the whole loop on a built-in sample repository with the built-in scripted agent.
     Demo(DemoArgs),
-    /// Work on one run a `tick --fan-out` claimed, and record it (a fan-out matrix job).
+    /// Work on one run a `tick --fan-out` claimed, and record it (a fan-out matrix job); with
+    /// `--output DIR`, without a token: write the result to DIR for `apply`.
     Work(work::WorkArgs),
+    /// Check and apply what `work --run ID --output DIR` wrote: push, open the PR, record.
+    Apply(work::ApplyArgs),
     /// Write a commented .opentiger.yml and, in github mode, the GitHub Actions workflow.
     Init(init::InitArgs),
     /// Check that a tick can run here: config, git, agents, token, state; each problem with its fix.
@@ -206,6 +209,7 @@ fn run(cli: Cli) -> CmdResult {
         Command::Doctor(args) => doctor::run(&cli, args),
         Command::Tick(args) => tick::run(&context()?, args),
         Command::Work(args) => work::run(&context()?, args),
+        Command::Apply(args) => work::apply(&context()?, args),
         Command::Status(args) => status::run(&context()?, args, cli.verbose > 0),
         Command::Plan(args) => plan::run(&context()?, args),
         Command::Task(cmd) => task::run(&context()?, cmd),

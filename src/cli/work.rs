@@ -1,10 +1,15 @@
-//! `opentiger work --run ID`: the work half of a fan-out; prints what
-//! [`crate::tick::work::work_run`] did.
+//! `opentiger work --run ID [--output DIR]` and `opentiger apply DIR`: the work half of a
+//! fan-out, in one job ([`crate::tick::work::work_run`]) or split between a job without a token
+//! ([`crate::tick::output::work_output`]) and one with it ([`crate::tick::apply::apply_output`]);
+//! prints what they did.
+
+use std::path::PathBuf;
 
 use clap::Args;
 
 use super::{CmdResult, Context};
 use crate::model::RunId;
+use crate::tick::output::{work_output, Written};
 use crate::tick::work::{work_run, WorkDone};
 
 #[derive(Args, Debug)]
@@ -12,11 +17,53 @@ pub struct WorkArgs {
     /// The run to work on, from the matrix `tick --fan-out` printed.
     #[arg(long = "run", value_name = "ID")]
     pub run: String,
+    /// Work without a forge token and write the result (a git bundle and a result record) to
+    /// this new or empty folder, for `opentiger apply DIR` in a job that holds the token.
+    #[arg(long = "output", value_name = "DIR")]
+    pub output: Option<PathBuf>,
+}
+
+#[derive(Args, Debug)]
+pub struct ApplyArgs {
+    /// The folder `opentiger work --run ID --output DIR` wrote.
+    #[arg(value_name = "DIR")]
+    pub dir: PathBuf,
 }
 
 pub fn run(ctx: &Context, args: &WorkArgs) -> CmdResult {
     let run_id = RunId(args.run.trim().to_string());
-    match work_run(ctx, &run_id)? {
+    let Some(dir) = &args.output else {
+        return print_done(&run_id, "work", work_run(ctx, &run_id)?);
+    };
+    match work_output(ctx, &run_id, dir)? {
+        Written::AlreadyRecorded(status) => {
+            outln!("run {run_id} is already recorded ({status}): nothing to do, nothing written");
+        }
+        Written::Result {
+            line,
+            failure,
+            bundle,
+        } => {
+            outln!("work {run_id}: {line}");
+            print_failure(failure.as_deref())?;
+            outln!(
+                "result written to {}{}: apply it with `opentiger apply {}` in a job that holds the token",
+                dir.display(),
+                if bundle { " (with the change's bundle)" } else { "" },
+                dir.display()
+            );
+        }
+    }
+    Ok(())
+}
+
+pub fn apply(ctx: &Context, args: &ApplyArgs) -> CmdResult {
+    let (run_id, done) = crate::tick::apply::apply_output(ctx, &args.dir)?;
+    print_done(&run_id, "apply", done)
+}
+
+fn print_done(run_id: &RunId, what: &str, done: WorkDone) -> CmdResult {
+    match done {
         WorkDone::AlreadyRecorded(status) => {
             outln!("run {run_id} is already recorded ({status}): nothing to do");
         }
@@ -25,19 +72,24 @@ pub fn run(ctx: &Context, args: &WorkArgs) -> CmdResult {
             failure,
             stray,
         } => {
-            outln!("work {run_id}: {line}");
-            if let Some(failure) = failure {
-                outln!("    {}", crate::model::excerpt::headline(&failure));
-                for line in crate::model::excerpt::tail(&failure) {
-                    outln!("      | {line}");
-                }
-            }
+            outln!("{what} {run_id}: {line}");
+            print_failure(failure.as_deref())?;
             if let Some(holder) = stray {
                 outln!(
                     "outcome not applied, the lease is now {}",
                     holder.as_deref().unwrap_or("gone")
                 );
             }
+        }
+    }
+    Ok(())
+}
+
+fn print_failure(failure: Option<&str>) -> CmdResult {
+    if let Some(failure) = failure {
+        outln!("    {}", crate::model::excerpt::headline(failure));
+        for line in crate::model::excerpt::tail(failure) {
+            outln!("      | {line}");
         }
     }
     Ok(())

@@ -53,7 +53,7 @@ impl ExecutorWait {
 pub type ExecutorWaits = BTreeMap<String, ExecutorWait>;
 
 /// One executor of a role's chain, as the runner found it.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct ChainEntry {
     pub key: String,
     /// It could be built here (its program exists, its script reads, its key is given).
@@ -64,7 +64,7 @@ pub struct ChainEntry {
 }
 
 /// Which executor of its role's chain a run used: kept with the run's result for its outcome.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct ExecutorUse {
     pub chain: Vec<ChainEntry>,
     pub index: usize,

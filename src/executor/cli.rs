@@ -12,6 +12,7 @@
 use std::fs;
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
 
 use super::{AgentExit, AgentRequest, ExecutorError};
 use crate::config::{AgentRole, EffectiveAgent, Pricing};
@@ -150,7 +151,14 @@ fn missing_program(cli: &Cli, key: &str, program: &str, path_var: Option<&str>) 
 pub(super) struct RunFiles {
     pub prompt: PathBuf,
     pub result: PathBuf,
+    /// When the agent's time budget ends: the result file is read before it (or within
+    /// [`RESULT_READ_GRACE`] of the agent's end, when that is later).
+    pub deadline: Instant,
 }
+
+/// The least time the result file is given to be read, even when the agent used its whole
+/// budget (a timed-out agent may still have left a result worth reading).
+pub const RESULT_READ_GRACE: Duration = Duration::from_secs(5);
 
 impl RunFiles {
     /// Writes the prompt file (mode 0600) and removes a result file left from before.
@@ -158,6 +166,7 @@ impl RunFiles {
         let files = RunFiles {
             prompt: req.scratch.join("prompt.md"),
             result: req.scratch.join("result.json"),
+            deadline: Instant::now() + req.timeout,
         };
         crate::scratch::write_private(&files.prompt, prompt.as_bytes()).map_err(|e| {
             ExecutorError::Io(format!("could not write {}: {e}", files.prompt.display()))
@@ -168,9 +177,20 @@ impl RunFiles {
 
     /// The result file, read with bounds: only a regular file (a link, FIFO or device is
     /// refused without being opened for reading: `O_NOFOLLOW | O_NONBLOCK`, then `fstat`), at
-    /// most [`RESULT_MAX_BYTES`]. Empty or absent: no result.
+    /// most [`RESULT_MAX_BYTES`], within the agent's time budget. Empty or absent: no result.
     pub fn read_result(&self) -> ResultRead {
-        read_bounded(&self.result)
+        let left = self
+            .deadline
+            .saturating_duration_since(Instant::now())
+            .max(RESULT_READ_GRACE);
+        let path = self.result.clone();
+        crate::bounded::within(left, move || read_bounded(&path)).unwrap_or_else(|| ResultRead {
+            refused: Some(format!(
+                "the result file could not be read within the agent's time budget ({} s left); it was not read",
+                left.as_secs()
+            )),
+            ..ResultRead::default()
+        })
     }
 }
 
@@ -188,61 +208,16 @@ pub struct ResultRead {
 }
 
 fn read_bounded(path: &Path) -> ResultRead {
-    use std::io::Read;
-    use std::os::unix::fs::{FileTypeExt, OpenOptionsExt};
-    let refused = |why: String| ResultRead {
-        refused: Some(format!("the result file {why}; it was not read")),
-        ..ResultRead::default()
-    };
-    match fs::symlink_metadata(path) {
-        Err(_) => return ResultRead::default(),
-        Ok(meta) if meta.file_type().is_symlink() => {
-            return refused("is a symbolic link".to_string())
+    let bytes = match crate::bounded::read_regular(path, RESULT_MAX_BYTES, "1 MiB") {
+        Ok(Some(bytes)) => bytes,
+        Ok(None) => return ResultRead::default(),
+        Err(why) => {
+            return ResultRead {
+                refused: Some(format!("the result file {why}; it was not read")),
+                ..ResultRead::default()
+            }
         }
-        Ok(_) => {}
-    }
-    let file = match fs::OpenOptions::new()
-        .read(true)
-        .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK)
-        .open(path)
-    {
-        Ok(file) => file,
-        Err(e) if e.raw_os_error() == Some(libc::ELOOP) => {
-            return refused("is a symbolic link".to_string())
-        }
-        Err(e) => return refused(format!("could not be opened ({e})")),
     };
-    let meta = match file.metadata() {
-        Ok(meta) => meta,
-        Err(e) => return refused(format!("could not be examined ({e})")),
-    };
-    let kind = meta.file_type();
-    if !kind.is_file() {
-        let what = if kind.is_fifo() {
-            "a FIFO"
-        } else if kind.is_char_device() || kind.is_block_device() {
-            "a device"
-        } else if kind.is_socket() {
-            "a socket"
-        } else {
-            "a folder"
-        };
-        return refused(format!("is not a regular file ({what})"));
-    }
-    if meta.len() > RESULT_MAX_BYTES {
-        return refused(format!(
-            "holds {} bytes, more than the 1 MiB allowed",
-            meta.len()
-        ));
-    }
-    let mut bytes = Vec::new();
-    // The file may grow after fstat: never read past the bound.
-    if let Err(e) = file.take(RESULT_MAX_BYTES + 1).read_to_end(&mut bytes) {
-        return refused(format!("could not be read ({e})"));
-    }
-    if bytes.len() as u64 > RESULT_MAX_BYTES {
-        return refused("grew past the 1 MiB allowed while it was read".to_string());
-    }
     let text = String::from_utf8_lossy(&bytes);
     if text.trim().is_empty() {
         return ResultRead::default();

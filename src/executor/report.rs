@@ -501,6 +501,7 @@ mod tests {
             let files = RunFiles {
                 prompt: dir.path().join("prompt.md"),
                 result: dir.path().join("result.json"),
+                deadline: std::time::Instant::now(),
             };
             if let Some(text) = file {
                 std::fs::write(&files.result, text).unwrap();
@@ -529,6 +530,7 @@ mod tests {
         let files = RunFiles {
             prompt: dir.path().join("p"),
             result: dir.path().join("result.json"),
+            deadline: std::time::Instant::now(),
         };
         std::fs::write(
             &files.result,

@@ -66,7 +66,7 @@ pub fn resolve_link(link: &str, target: &str) -> Option<String> {
 }
 
 /// The lines a unified diff (`git diff -U0`) adds, per file, with their line numbers in the new
-/// file. Deleted files and binary files add no lines.
+/// file. Deleted files add no lines; binary files add lines only when diffed with `--text`.
 pub fn added_lines(diff: &str) -> Vec<AddedLine> {
     let mut out = Vec::new();
     let mut path: Option<String> = None;

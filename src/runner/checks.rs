@@ -153,9 +153,11 @@ pub fn check_content(
         .iter()
         .filter_map(|c| link_violation(root, &c.path, &policy))
         .collect();
+    // `--text`: a binary file's bytes are diffed as lines too, so a key hidden in one is found.
     let mut args = vec![
         "diff",
         "-U0",
+        "--text",
         "--no-color",
         "--no-ext-diff",
         "--no-textconv",

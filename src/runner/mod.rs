@@ -15,7 +15,10 @@ use crate::config::Config;
 use crate::prompt::Templates;
 use crate::redact::Redactor;
 
-pub use checks::{allowed_paths, base_env, task_problems, TaskField, TaskProblem};
+pub use checks::{
+    allowed_paths, base_env, check_content, check_policy, task_problems, CheckFailure, TaskField,
+    TaskProblem,
+};
 
 use crate::engine::import::context_comments;
 use crate::model::{IssueSpec, PullReview, ReviewState, Run, RunId, Task, ThreadComment};
@@ -81,6 +84,18 @@ pub struct Act<'a> {
     pub executor_waits: &'a crate::engine::fallback::ExecutorWaits,
     /// The time the choice of executor is made at.
     pub now: crate::time::Timestamp,
+    /// Where a run's commit goes.
+    pub delivery: Delivery,
+}
+
+/// Where a worker run's commit goes once the runner's checks passed.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Delivery {
+    /// Fetch the base and task branches before the run, push the task branch after it.
+    Push,
+    /// No network (a job without a token, `work --output`): the branches as the checkout
+    /// fetched them, and the commit stays on the local task branch for `apply` to push.
+    Keep,
 }
 
 impl Act<'_> {

@@ -5,7 +5,7 @@
 use std::path::Path;
 
 use super::checks::{self, CheckFailure};
-use super::{Act, Brief};
+use super::{Act, Brief, Delivery};
 use crate::config::{AgentRole, EffectiveAgent};
 use crate::engine::outcome::RunOutcome;
 use crate::executor::{self, AgentExit, AgentFailure, AgentFailureKind, AgentRequest};
@@ -21,7 +21,7 @@ pub struct WorkResult {
 }
 
 impl WorkResult {
-    fn failed(code: FailureCode, message: String, mut record: RunRecord) -> WorkResult {
+    pub(crate) fn failed(code: FailureCode, message: String, mut record: RunRecord) -> WorkResult {
         record.error = Some(message.clone());
         WorkResult {
             outcome: RunOutcome {
@@ -57,7 +57,9 @@ fn in_worktree(
     let git = Git::new(act.repo);
     let base = &act.config.base_branch;
     let branches = Branches::new(&git, &act.config.remote);
-    branches.refresh(&[base, &branch]).map_err(setup)?;
+    if act.delivery == Delivery::Push {
+        branches.refresh(&[base, &branch]).map_err(setup)?;
+    }
     // Work continues from the branch as published (an AutoFix, a retry after a lost run), else
     // starts from the base as published.
     let tip = match branches.remote {
@@ -67,17 +69,13 @@ fn in_worktree(
     let ws =
         Workspace::open(&git, &branch, &branches.tracking(base), tip.as_deref()).map_err(setup)?;
     record.branch = Some(branch.clone());
+    record.start_sha = Some(ws.start.clone());
     let base_ref = branches.tracking(base);
     let result = (|| {
         if task.kind == TaskKind::AutofixConflict {
             let result = fix_conflicts(act, task, (run_id, brief), &ws, &base_ref, record)?;
             if record.head_sha.as_deref() != Some(ws.start.as_str()) {
-                branches.publish(&branch).map_err(|e| CheckFailure {
-                    code: FailureCode::BranchDivergedRequiresRecreate,
-                    message: format!(
-                        "branch_diverged_requires_recreate: could not push {branch}: {e}"
-                    ),
-                })?;
+                deliver(act, &branches, &branch)?;
             }
             return Ok(result);
         }
@@ -114,10 +112,7 @@ fn in_worktree(
                 &format!("Task: {}\nRun: {run_id}", task.id),
             )
             .map_err(setup)?;
-        branches.publish(&branch).map_err(|e| CheckFailure {
-            code: FailureCode::BranchDivergedRequiresRecreate,
-            message: format!("branch_diverged_requires_recreate: could not push {branch}: {e}"),
-        })?;
+        deliver(act, &branches, &branch)?;
         record.head_sha = Some(head);
         Ok(success(summary, record))
     })();
@@ -169,7 +164,7 @@ fn keep_progress(
                 ),
             )
             .map_err(|e| e.to_string())?;
-        branches.publish(&ws.branch).map_err(|e| e.to_string())?;
+        deliver(act, branches, &ws.branch).map_err(|e| e.message)?;
         Ok(Some(head))
     })();
     match kept {
@@ -189,6 +184,17 @@ fn keep_progress(
         }
     }
     failure
+}
+
+/// Pushes the task branch ([`Delivery::Push`]), or leaves it for `apply` ([`Delivery::Keep`]).
+fn deliver(act: &Act<'_>, branches: &Branches, branch: &str) -> Result<(), CheckFailure> {
+    match act.delivery {
+        Delivery::Push => branches.publish(branch).map_err(|e| CheckFailure {
+            code: FailureCode::BranchDivergedRequiresRecreate,
+            message: format!("branch_diverged_requires_recreate: could not push {branch}: {e}"),
+        }),
+        Delivery::Keep => Ok(()),
+    }
 }
 
 /// `text` with `note` added to its first line (the line reports and `task show` print).

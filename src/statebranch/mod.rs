@@ -204,6 +204,26 @@ impl StateRef {
     /// it in memory: a large state stays on disk, where SQLite reads only the pages it needs.
     pub fn load_into(&self, file: &Path) -> Result<Version, LoadError> {
         let commit = self.fetch()?;
+        self.assemble_into(commit, file)
+    }
+
+    /// Loads the state as the checkout fetched it, with no network (a job without a token:
+    /// `work --output`): a branch from its remote-tracking ref (`refs/remotes/<remote>/<name>`),
+    /// any other ref (or no remote) from the local ref. Missing: an empty state.
+    pub fn load_fetched_into(&self, file: &Path) -> Result<Version, LoadError> {
+        let commit = self.git.resolve(&self.fetched_ref())?;
+        self.assemble_into(commit, file)
+    }
+
+    /// Where [`Self::load_fetched_into`] reads: the ref a checkout's fetch left the state on.
+    pub fn fetched_ref(&self) -> String {
+        match (&self.remote, self.reference.strip_prefix("refs/heads/")) {
+            (Some(remote), Some(name)) => format!("refs/remotes/{remote}/{name}"),
+            _ => self.reference.clone(),
+        }
+    }
+
+    fn assemble_into(&self, commit: Option<String>, file: &Path) -> Result<Version, LoadError> {
         let base = match &commit {
             Some(c) => chunks::assemble(&self.git, c, file).map_err(|e| match e {
                 ChunkError::Damaged(detail) => LoadError::Damaged {

@@ -10,7 +10,8 @@ use crate::engine::verdict::VerdictDecision;
 use crate::model::{RunId, Task, TaskId, TaskState, TaskStatus, Verdict};
 
 /// The facts of a finished run, besides its status.
-#[derive(Clone, Debug, Default, PartialEq)]
+#[derive(Clone, Debug, Default, PartialEq, serde::Serialize, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct RunRecord {
     pub executor: Option<String>,
     pub error: Option<String>,
@@ -20,6 +21,9 @@ pub struct RunRecord {
     pub output_tokens: i64,
     pub session_id: Option<String>,
     pub branch: Option<String>,
+    /// The commit the run's workspace started from (not stored: `work --output` bundles the
+    /// change from it, `apply` checks it).
+    pub start_sha: Option<String>,
     pub head_sha: Option<String>,
     /// The pull request the change is in (github mode).
     pub pr_number: Option<u64>,
@@ -78,7 +82,8 @@ fn lease_holder(
 /// What `work --run` found when it came to take over a fanned-out run's lease.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Handover {
-    /// The lease is now this process's: run the task.
+    /// The lease is now this process's (from `fan_out_claim`: still the fan-out's, free to
+    /// take): run the task.
     Taken(TaskId),
     /// The run is already recorded (a job retried after it finished): nothing to do.
     Finished(String),
@@ -88,7 +93,51 @@ pub enum Handover {
     Unknown,
 }
 
+/// [`Store::fan_out_claim`] on a connection or inside a transaction.
+fn peek_handover(
+    conn: &rusqlite::Connection,
+    run: &RunId,
+    now: crate::time::Timestamp,
+) -> Result<Handover, StoreError> {
+    let lease: Option<(String, String, i64)> = conn
+        .query_row(
+            "SELECT task_id, agent_id, expires_at FROM leases WHERE run_id = ?1",
+            [run.as_str()],
+            |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)),
+        )
+        .optional()?;
+    let Some((task, holder, expires_at)) = lease else {
+        let status: Option<String> = conn
+            .query_row(
+                "SELECT status FROM runs WHERE id = ?1",
+                [run.as_str()],
+                |r| r.get(0),
+            )
+            .optional()?;
+        return Ok(match status {
+            None => Handover::Unknown,
+            Some(s) if s == crate::model::RunStatus::Running.as_str() => Handover::Held(None),
+            Some(s) => Handover::Finished(s),
+        });
+    };
+    if !holder.starts_with(FAN_OUT_PREFIX) || expires_at <= now.0 {
+        return Ok(Handover::Held(Some(holder)));
+    }
+    Ok(Handover::Taken(TaskId(task)))
+}
+
 impl Store {
+    /// What a fanned-out run is waiting for, read only: [`Handover::Taken`] (with its task)
+    /// when its lease is still held by a `fanout:<tick>` claim that has not expired at `now`.
+    /// `work --output` asks this; it cannot write the state.
+    pub fn fan_out_claim(
+        &self,
+        run: &RunId,
+        now: crate::time::Timestamp,
+    ) -> Result<Handover, StoreError> {
+        peek_handover(&self.conn, run, now)
+    }
+
     /// Moves the lease of a fanned-out run (held by `fanout:<tick>`) to `to`, if it has not
     /// expired, logging the handover. Anything else is reported, nothing changed.
     pub fn take_over_lease(
@@ -98,30 +147,17 @@ impl Store {
         writer: Writer<'_>,
     ) -> Result<Handover, StoreError> {
         let tx = self.conn.transaction()?;
-        let lease: Option<(String, String, i64)> = tx
-            .query_row(
-                "SELECT task_id, agent_id, expires_at FROM leases WHERE run_id = ?1",
-                [run.as_str()],
-                |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)),
-            )
-            .optional()?;
-        let Some((task, holder, expires_at)) = lease else {
-            let status: Option<String> = tx
-                .query_row(
-                    "SELECT status FROM runs WHERE id = ?1",
+        let (task, holder) = match peek_handover(&tx, run, writer.now)? {
+            Handover::Taken(task) => {
+                let holder: String = tx.query_row(
+                    "SELECT agent_id FROM leases WHERE run_id = ?1",
                     [run.as_str()],
                     |r| r.get(0),
-                )
-                .optional()?;
-            return Ok(match status {
-                None => Handover::Unknown,
-                Some(s) if s == crate::model::RunStatus::Running.as_str() => Handover::Held(None),
-                Some(s) => Handover::Finished(s),
-            });
+                )?;
+                (task, holder)
+            }
+            other => return Ok(other),
         };
-        if !holder.starts_with(FAN_OUT_PREFIX) || expires_at <= writer.now.0 {
-            return Ok(Handover::Held(Some(holder)));
-        }
         tx.execute(
             "UPDATE leases SET agent_id = ?2 WHERE run_id = ?1",
             params![run.as_str(), to],
@@ -130,7 +166,6 @@ impl Store {
             "UPDATE runs SET agent_id = ?2 WHERE id = ?1",
             params![run.as_str(), to],
         )?;
-        let task = TaskId(task);
         record_event(
             &tx,
             writer,

@@ -100,6 +100,15 @@ impl Context {
 
     /// Redacts the values of every variable an agent may see, and forge tokens.
     pub fn redactor(&self) -> crate::redact::Redactor {
+        self.redactor_with(crate::credentials::lookup)
+    }
+
+    /// [`Self::redactor`] with the values `lookup` gives: `work --output`, which holds no token,
+    /// reads the environment alone and never asks `credentials`.
+    pub fn redactor_with(
+        &self,
+        lookup: impl Fn(&str) -> Option<String>,
+    ) -> crate::redact::Redactor {
         use crate::config::AgentRole;
         use crate::model::Role;
         let mut names: Vec<String> = Vec::new();
@@ -114,7 +123,7 @@ impl Context {
                 names.extend(agent.env_passthrough);
             }
         }
-        crate::redact::Redactor::from_env(&names, crate::credentials::lookup)
+        crate::redact::Redactor::from_env(&names, lookup)
     }
 
     /// The time now: the clock again after slow work, unless `--now` fixed it.
@@ -145,14 +154,29 @@ impl Context {
     pub fn read_store(&self) -> Result<Store, Failure> {
         match self.config.store_kind() {
             StoreKind::File => Ok(Store::open_read_only(&self.state_path()?)?),
-            StoreKind::Branch => {
-                let state = self.state_ref();
-                let scratch = tempfile::tempdir()?;
-                let file = scratch.path().join("state.sqlite");
-                state.load_into(&file).map_err(|e| load_error(&state, e))?;
-                // A private copy on disk: reading it changes nothing anywhere.
-                Ok(Store::open_file(&file)?.owning(scratch))
-            }
+            StoreKind::Branch => self.read_branch(StateRef::load_into),
+        }
+    }
+
+    /// A branch's state, loaded by `load` into a private file: reading it changes nothing
+    /// anywhere.
+    fn read_branch(
+        &self,
+        load: impl Fn(&StateRef, &Path) -> Result<crate::statebranch::Version, LoadError>,
+    ) -> Result<Store, Failure> {
+        let state = self.state_ref();
+        let scratch = tempfile::tempdir()?;
+        let file = scratch.path().join("state.sqlite");
+        load(&state, &file).map_err(|e| load_error(&state, e))?;
+        Ok(Store::open_file(&file)?.owning(scratch))
+    }
+
+    /// [`Self::read_store`] with no network: a branch's state as the checkout fetched it
+    /// ([`StateRef::load_fetched_into`]); a file in place. For a job that holds no token.
+    pub fn read_fetched_store(&self) -> Result<Store, Failure> {
+        match self.config.store_kind() {
+            StoreKind::File => self.read_store(),
+            StoreKind::Branch => self.read_branch(StateRef::load_fetched_into),
         }
     }
 
@@ -331,6 +355,7 @@ impl Context {
             state_file: self.state_path().ok(),
             executor_waits,
             now: self.now,
+            delivery: crate::runner::Delivery::Push,
         }
     }
 

@@ -12,6 +12,7 @@
 //! copy of the state): nothing is written.
 
 mod act;
+pub mod apply;
 mod ci_gate;
 mod claim;
 mod commands;
@@ -19,6 +20,7 @@ mod context;
 mod escalate;
 mod lock;
 pub mod observe;
+pub mod output;
 mod progress;
 mod publish;
 mod record;

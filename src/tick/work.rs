@@ -9,9 +9,9 @@
 use super::{act::publish_run, Context, Failure};
 use crate::engine::outcome::{decide_outcome, RunExecutors};
 use crate::forge::github::GithubClient;
-use crate::model::{Mode, RunId, TickId};
+use crate::model::{Mode, RunId, TaskId, TickId};
 use crate::prompt::Templates;
-use crate::runner::work::run_task;
+use crate::runner::work::{run_task, WorkResult};
 use crate::store::{Handover, Recorded, Writer, FAN_OUT_PREFIX};
 
 /// The lease holder of a fan-out's claims.
@@ -38,11 +38,6 @@ pub enum WorkDone {
 pub fn work_run(ctx: &Context, run_id: &RunId) -> Result<WorkDone, Failure> {
     let run_id = run_id.clone();
     crate::runner::kill_orphaned_agents(&ctx.repo);
-    let writer = Writer {
-        tick_id: Some(&ctx.tick_id),
-        actor: ctx.agent_id.as_str(),
-        now: ctx.now,
-    };
     let forge = match ctx.config.mode {
         Mode::Github => Some(
             GithubClient::from_env(None, crate::credentials::lookup)
@@ -50,26 +45,9 @@ pub fn work_run(ctx: &Context, run_id: &RunId) -> Result<WorkDone, Failure> {
         ),
         Mode::LocalGit | Mode::Direct => None,
     };
-    let handover = ctx.write_state("take over the run", |store| {
-        Ok(store.take_over_lease(&run_id, ctx.agent_id.as_str(), writer)?)
-    })?;
-    let task_id = match handover {
-        Handover::Taken(task) => task,
-        Handover::Finished(status) => return Ok(WorkDone::AlreadyRecorded(status.to_string())),
-        Handover::Held(holder) => {
-            return Err(Failure {
-                code: 3,
-                message: format!(
-                    "run {run_id} is not waiting for a work job: its lease is {}. Nothing was done; the next tick recovers it if it is stuck",
-                    holder.map_or("gone (expired and reclaimed)".to_string(), |h| format!("held by {h}"))
-                ),
-            })
-        }
-        Handover::Unknown => {
-            return Err(Failure::usage(format!(
-                "no run {run_id} in the state: pass an id from the matrix `opentiger tick --fan-out N` printed"
-            )))
-        }
+    let task_id = match take_over(ctx, &run_id)? {
+        Waiting::Ready(task) => task,
+        Waiting::Recorded(status) => return Ok(WorkDone::AlreadyRecorded(status)),
     };
     let store = ctx.read_store()?;
     let task = store.task(&task_id)?;
@@ -87,11 +65,63 @@ pub fn work_run(ctx: &Context, run_id: &RunId) -> Result<WorkDone, Failure> {
     ) {
         publish_run(ctx, client, &task, &run_id, &mut result);
     }
+    record_work(ctx, &task_id, &run_id, &result)
+}
 
+/// Whether a fan-out run waits for a job.
+pub(super) enum Waiting {
+    /// It does: its task.
+    Ready(TaskId),
+    /// It was recorded already (a retried job), with this status: nothing to do.
+    Recorded(String),
+}
+
+/// Takes a fan-out run's lease over for this process; a run nobody may take is an error.
+pub(super) fn take_over(ctx: &Context, run_id: &RunId) -> Result<Waiting, Failure> {
+    let writer = Writer {
+        tick_id: Some(&ctx.tick_id),
+        actor: ctx.agent_id.as_str(),
+        now: ctx.now,
+    };
+    let handover = ctx.write_state("take over the run", |store| {
+        Ok(store.take_over_lease(run_id, ctx.agent_id.as_str(), writer)?)
+    })?;
+    waiting(run_id, handover)
+}
+
+/// What a run's [`Handover`] means for a job that came to work on it.
+pub(super) fn waiting(run_id: &RunId, handover: Handover) -> Result<Waiting, Failure> {
+    match handover {
+        Handover::Taken(task) => Ok(Waiting::Ready(task)),
+        Handover::Finished(status) => Ok(Waiting::Recorded(status)),
+        Handover::Held(holder) => Err(Failure {
+            code: 3,
+            message: format!(
+                "run {run_id} is not waiting for a work job: its lease is {}. Nothing was done; the next tick recovers it if it is stuck",
+                holder.map_or("gone (expired and reclaimed)".to_string(), |h| format!("held by {h}"))
+            ),
+        }),
+        Handover::Unknown => Err(Failure::usage(format!(
+            "no run {run_id} in the state: pass an id from the matrix `opentiger tick --fan-out N` printed"
+        ))),
+    }
+}
+
+/// Records a worked run on the latest state, as a tick's record phase would.
+pub(super) fn record_work(
+    ctx: &Context,
+    task_id: &TaskId,
+    run_id: &RunId,
+    result: &WorkResult,
+) -> Result<WorkDone, Failure> {
     let now = ctx.later();
-    let writer = Writer { now, ..writer };
+    let writer = Writer {
+        tick_id: Some(&ctx.tick_id),
+        actor: ctx.agent_id.as_str(),
+        now,
+    };
     let (line, recorded) = ctx.record_state("record the run", |store| {
-        let task = store.task(&task_id)?;
+        let task = store.task(task_id)?;
         let waits = store.executor_waits()?;
         let executors = RunExecutors {
             used: result.record.executor_use.as_ref(),
@@ -105,7 +135,7 @@ pub fn work_run(ctx: &Context, run_id: &RunId) -> Result<WorkDone, Failure> {
             task.state(),
             decision.to
         );
-        let recorded = store.record_run(&task_id, &run_id, &result.record, &decision, writer)?;
+        let recorded = store.record_run(task_id, run_id, &result.record, &decision, writer)?;
         Ok((line, recorded))
     })?;
     Ok(WorkDone::Recorded {

@@ -1,0 +1,276 @@
+//! `opentiger apply DIR`: the half of the "safe outputs" split (DESIGN §10) that holds the
+//! token. It takes what `work --run ID --output DIR` wrote in a job without one, trusts none of
+//! it, and checks before anything: the run is a fan-out claim still waiting (already recorded:
+//! nothing to do), the record names the run's task, the commit it started from is where the
+//! task branch (or else the base branch) is on the remote, the bundle carries exactly the task
+//! branch at the record's head on top of that start, and the change passes the path policy,
+//! the symbolic-link rule and the secret scan again. Then it takes the run's lease over, pushes
+//! the task branch, opens or updates the PR (the idempotent publish path of every run) and
+//! records the outcome. A change that fails a check is recorded as a `policy_violation` of the
+//! run, and nothing is pushed.
+//!
+//! Not for: running an agent or verification commands (the work job did; its verdict on them is
+//! taken as recorded, and the judge reviews the PR as always).
+
+use std::path::Path;
+
+use super::act::publish_run;
+use super::work::{record_work, take_over, waiting, Waiting, WorkDone};
+use super::{Context, Failure};
+use crate::forge::github::GithubClient;
+use crate::git::Git;
+use crate::model::{FailureCode, Mode, RunId, Task};
+use crate::runner::work::WorkResult;
+use crate::runner::{check_content, check_policy, CheckFailure};
+use crate::safe_output::{self, Output};
+use crate::workspace::{changed_files, task_branch, Branches, Workspace};
+
+/// Where a verified bundle's head is kept until it is pushed.
+const APPLIED_REF: &str = "refs/opentiger/applied";
+
+/// Applies a result folder of `work --output`: verified, pushed, published, recorded. Returns
+/// the run the folder is for and what was done.
+pub fn apply_output(ctx: &Context, dir: &Path) -> Result<(RunId, WorkDone), Failure> {
+    let output = safe_output::read(dir).map_err(|e| Failure::usage(e.to_string()))?;
+    let run_id = RunId(output.record.run_id.clone());
+    let store = ctx.read_store()?;
+    let task_id = match waiting(&run_id, store.fan_out_claim(&run_id, ctx.now)?)? {
+        Waiting::Ready(task) => task,
+        Waiting::Recorded(status) => return Ok((run_id, WorkDone::AlreadyRecorded(status))),
+    };
+    let task = store.task(&task_id)?;
+    drop(store);
+    let git = Git::new(&ctx.repo);
+    let branches = Branches::new(&git, &ctx.config.remote);
+    if branches.remote.is_none() {
+        return Err(Failure::usage(format!(
+            "`apply` pushes the task branch to the remote `{}`, which this repository does not have\n  fix: run it in a clone of the repository (`remote:` in .opentiger.yml names the remote)",
+            ctx.config.remote
+        )));
+    }
+    let forge = match ctx.config.mode {
+        Mode::Github => Some(
+            GithubClient::from_env(None, crate::credentials::lookup)
+                .map_err(|e| Failure::usage(e.to_string()))?,
+        ),
+        Mode::LocalGit | Mode::Direct => None,
+    };
+    let redactor = ctx.redactor();
+    let branch = task_branch(&task);
+    let checked = output
+        .record
+        .to_result(&branch, &redactor)
+        .map_err(|e| violation(format!("the result record is not usable: {e}")))
+        .and_then(|result| {
+            verify(ctx, &task, &branches, &output, &run_id)?;
+            Ok(result)
+        });
+    let mut verified = checked.is_ok();
+    let mut result = checked.unwrap_or_else(|refused| {
+        // What the work job spent is kept; its change is not.
+        let mut record = output
+            .record
+            .to_result(&branch, &redactor)
+            .map(|r| r.record)
+            .unwrap_or_default();
+        record.head_sha = None;
+        record.branch = Some(branch.clone());
+        WorkResult::failed(refused.code, refused.message, record)
+    });
+
+    let task_id = match take_over(ctx, &run_id)? {
+        Waiting::Ready(task) => task,
+        Waiting::Recorded(status) => return Ok((run_id, WorkDone::AlreadyRecorded(status))),
+    };
+    let new_commit = result.record.head_sha.is_some() && output.bundle.is_some();
+    if verified && new_commit {
+        if let Err(e) = push(&git, &branches, &branch, &result) {
+            verified = false;
+            let message =
+                format!("branch_diverged_requires_recreate: could not push {branch}: {e}");
+            result.record.head_sha = None;
+            result = WorkResult::failed(
+                FailureCode::BranchDivergedRequiresRecreate,
+                message,
+                result.record,
+            );
+        }
+    }
+    let _ = git.try_run(&["update-ref", "-d", APPLIED_REF]);
+    if let (Some(client), true) = (
+        &forge,
+        verified && result.outcome.success && result.record.head_sha.is_some(),
+    ) {
+        publish_run(ctx, client, &task, &run_id, &mut result);
+    }
+    let done = record_work(ctx, &task_id, &run_id, &result)?;
+    Ok((run_id, done))
+}
+
+fn violation(message: String) -> CheckFailure {
+    CheckFailure {
+        code: FailureCode::PolicyViolation,
+        message: format!("Policy violation: the work job's result was refused: {message}"),
+    }
+}
+
+/// Puts the task branch where the verified bundle's head is and pushes it (no force).
+fn push(
+    git: &Git,
+    branches: &Branches,
+    branch: &str,
+    result: &WorkResult,
+) -> Result<(), crate::git::GitError> {
+    let head = result.record.head_sha.as_deref().unwrap_or_default();
+    git.run(&["update-ref", &format!("refs/heads/{branch}"), head])?;
+    branches.publish(branch)
+}
+
+/// Every check of a work job's result before anything of it is pushed.
+fn verify(
+    ctx: &Context,
+    task: &Task,
+    branches: &Branches,
+    output: &Output,
+    run_id: &RunId,
+) -> Result<(), CheckFailure> {
+    let record = &output.record;
+    if record.task_id != task.id.as_str() {
+        return Err(violation(format!(
+            "the record names task {}, but run {run_id} is task {}",
+            record.task_id, task.id
+        )));
+    }
+    let Some(head) = record.head_sha() else {
+        // Nothing committed: a failure (or a change-less success) to record as it is.
+        return Ok(());
+    };
+    let branch = task_branch(task);
+    let git = Git::new(&ctx.repo);
+    let setup = |e: crate::git::GitError| CheckFailure {
+        code: FailureCode::ExecutionFailed,
+        message: format!("runner error: {e}"),
+    };
+    branches
+        .refresh(&[&ctx.config.base_branch, &branch])
+        .map_err(setup)?;
+    let start = record
+        .start_sha()
+        .ok_or_else(|| violation("a head without the commit it started from".to_string()))?;
+    let is_ancestor = |older: &str, newer: &str| -> Result<bool, CheckFailure> {
+        Ok(git
+            .try_run(&["merge-base", "--is-ancestor", older, newer])
+            .map_err(setup)?
+            .is_some())
+    };
+    let known = |sha: &str| -> Result<bool, CheckFailure> {
+        Ok(git
+            .try_run(&["cat-file", "-e", &format!("{sha}^{{commit}}")])
+            .map_err(setup)?
+            .is_some())
+    };
+    // The start is the task branch as published, else a commit of the base branch.
+    match branches.head(&branch).map_err(setup)? {
+        Some(tip) if tip != start => {
+            return Err(violation(format!(
+                "it started from {start}, but {branch} is at {tip} on the remote"
+            )))
+        }
+        Some(_) => {}
+        None => {
+            let base = branches.tracking(&ctx.config.base_branch);
+            if !known(start)? || !is_ancestor(start, &base)? {
+                return Err(violation(format!(
+                    "it started from {start}, which is not a commit of `{}`",
+                    ctx.config.base_branch
+                )));
+            }
+        }
+    }
+    let Some((bundle, header)) = &output.bundle else {
+        if head == start {
+            return Ok(()); // nothing new: the branch already holds the head
+        }
+        return Err(violation(format!(
+            "its head {head} is new, but there is no {}",
+            safe_output::BUNDLE_FILE
+        )));
+    };
+    let expected = format!("refs/heads/{branch}");
+    if header.heads.len() != 1 || header.heads[0] != (head.to_string(), expected.clone()) {
+        let carried: Vec<String> = header
+            .heads
+            .iter()
+            .map(|(sha, name)| format!("{name} at {sha}"))
+            .collect();
+        return Err(violation(format!(
+            "the bundle must carry {expected} at {head} alone; it carries {}",
+            carried.join(", ")
+        )));
+    }
+    if !header.prerequisites.iter().any(|p| p == start) {
+        return Err(violation(format!(
+            "the bundle does not build on {start}, the commit the run started from"
+        )));
+    }
+    for p in &header.prerequisites {
+        if !known(p)? || !is_ancestor(p, start)? {
+            return Err(violation(format!(
+                "the bundle builds on {p}, which is not in the history of {start}"
+            )));
+        }
+    }
+    let bundle_text = bundle.display().to_string();
+    git.try_run(&[
+        "fetch",
+        "--quiet",
+        "--no-tags",
+        "--no-write-fetch-head",
+        &bundle_text,
+        &format!("+{expected}:{APPLIED_REF}"),
+    ])
+    .map_err(setup)?
+    .ok_or_else(|| violation("the bundle could not be read by git".to_string()))?;
+    let fetched = git.resolve(APPLIED_REF).map_err(setup)?;
+    if fetched.as_deref() != Some(head) || !is_ancestor(start, head)? {
+        return Err(violation(format!(
+            "the bundle's head is not {head} on top of {start}"
+        )));
+    }
+    // The change itself, checked again: paths, links, secrets.
+    let changes = changed_files(&git, start, head).map_err(setup)?;
+    check_policy(task, &ctx.config, &changes)?;
+    let redactor = ctx.redactor();
+    let ws = Workspace::open_detached(&git, &format!("apply__{run_id}"), head).map_err(setup)?;
+    let content = check_content(
+        task,
+        &ctx.config,
+        ws.git(),
+        &[start, head],
+        &changes,
+        &redactor,
+    )
+    .and_then(|()| {
+        // Each commit's own additions too: a secret added and removed again would still be
+        // pushed in the history.
+        let commits = git
+            .run(&["rev-list", &format!("{start}..{head}")])
+            .map_err(setup)?;
+        for commit in commits.lines() {
+            let parent = format!("{commit}^");
+            check_content(
+                task,
+                &ctx.config,
+                ws.git(),
+                &[&parent, commit],
+                &[],
+                &redactor,
+            )?;
+        }
+        Ok(())
+    });
+    if let Err(e) = ws.close() {
+        tracing::warn!("could not remove the worktree: {e}");
+    }
+    content
+}
