@@ -17,7 +17,8 @@ struct Setup {
 }
 
 /// A repository whose worker writes a file only once `ok` exists next to it (until then its
-/// runs change nothing, and a `noop` budget of 0 sends the task to a person at once).
+/// runs change nothing, and a `noop` budget of 0 sends the task to a person at once). Each run
+/// leaves its prompt in `prompt.md` next to it where the sandbox lets it write there.
 fn setup(extra_config: &str) -> Setup {
     use std::os::unix::fs::PermissionsExt;
     let dir = tempfile::tempdir().unwrap();
@@ -29,7 +30,8 @@ fn setup(extra_config: &str) -> Setup {
     std::fs::write(
         &agent,
         format!(
-            "#!/bin/sh\nif [ -f '{}' ]; then echo \"done by $OPENTIGER_TASK_ID\" > \"work-$OPENTIGER_TASK_ID.txt\"; fi\necho '{{\"summary\": \"tried\"}}' > \"$OPENTIGER_RESULT_FILE\"\n",
+            "#!/bin/sh\ncp \"$OPENTIGER_PROMPT_FILE\" '{}'\nif [ -f '{}' ]; then echo \"done by $OPENTIGER_TASK_ID\" > \"work-$OPENTIGER_TASK_ID.txt\"; fi\necho '{{\"summary\": \"tried\"}}' > \"$OPENTIGER_RESULT_FILE\"\n",
+            dir.path().join("prompt.md").display(),
             ok.display()
         ),
     )
@@ -569,4 +571,59 @@ fn a_pasted_marker_silences_nothing() {
         forged.iter().all(|c| !c.body.contains("needs a decision")),
         "{forged:?}"
     );
+}
+
+/// `/opentiger replan` on an issue task: the issue's current text (here an outsider's edit,
+/// which alone changes nothing) becomes the task's spec, and the task runs afresh, once.
+#[test]
+fn replan_works_afresh_from_the_issue_s_current_text_once() {
+    // The agent copies its prompt out of its workspace for the test to read.
+    let s = setup("sandbox:\n  filesystem: none\n");
+    s.server.set_permission("acme", "admin");
+    s.server.set_permission("bob", "write");
+    let issue = s
+        .server
+        .add_issue("Add a greeting", "Say hello.", &[], "eve", "NONE");
+    s.server.add_label_event(issue, "opentiger", "acme");
+    s.tick(0);
+    s.tick(1);
+    assert_eq!(s.state(), "blocked(awaiting_human)", "{}", s.task());
+    let prompt = s.dir.path().join("prompt.md");
+    assert!(std::fs::read_to_string(&prompt).unwrap().contains("Say hello."));
+    s.server.advance(60);
+    s.server
+        .edit_issue_body(issue, "Say bonjour, not hello.");
+    let out = s.tick(3);
+    assert!(out.contains("is not trusted"), "{out}");
+
+    std::fs::write(s.dir.path().join("ok"), "").unwrap();
+    s.server.advance(60);
+    let replan = s.server.add_comment(issue, "/opentiger replan", "bob");
+    let out = s.tick(5);
+    assert!(out.contains("command `/opentiger replan` by @bob"), "{out}");
+    // Queued afresh by the command and run by the same tick, from the issue's text of now.
+    assert_eq!(s.state(), "blocked(awaiting_judge)", "{}", s.task());
+    let text = std::fs::read_to_string(&prompt).unwrap();
+    assert!(text.contains("Say bonjour, not hello."), "{text}");
+    assert!(!text.contains("Say hello."), "{text}");
+    let replies = s.replies(issue, replan);
+    assert_eq!(replies.len(), 1, "{replies:?}");
+    assert!(replies[0].contains("Replanned by @bob"), "{}", replies[0]);
+
+    for minute in [10, 15, 20, 25, 30] {
+        s.tick(minute);
+    }
+    assert_eq!(s.replies(issue, replan).len(), 1);
+    let shown = s.run(
+        "2026-11-21T13:00:00Z",
+        &["task", "show", s.task()["id"].as_str().unwrap(), "--json"],
+    );
+    let shown: serde_json::Value = serde_json::from_slice(&shown.stdout).unwrap();
+    let replanned = shown["events"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|e| e.to_string().contains("replanned by @bob"))
+        .count();
+    assert_eq!(replanned, 1, "{shown}");
 }

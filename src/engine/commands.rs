@@ -11,6 +11,10 @@ use std::collections::BTreeMap;
 
 use crate::model::{BlockReason, Task, TaskId, TaskState, TaskStatus};
 
+#[path = "commands_replan.rs"]
+mod replan;
+pub use replan::Origin;
+
 /// The word that starts every command.
 pub const PREFIX: &str = "/opentiger";
 
@@ -28,6 +32,8 @@ pub enum Verb {
     /// Raise the task's budget to this many USD (over all its attempts).
     Budget(f64),
     Status,
+    /// Make the task's plan again (its issue's current text, or the requirement's planner).
+    Replan,
     Help,
 }
 
@@ -112,6 +118,7 @@ fn parse_words(line: &str, words: Vec<&str>) -> Parsed {
         "pause" => (Verb::Pause, args),
         "resume" => (Verb::Resume, args),
         "status" => (Verb::Status, args),
+        "replan" => (Verb::Replan, args),
         "help" => (Verb::Help, args),
         "budget" => {
             let Some(amount) = args.first() else {
@@ -194,6 +201,8 @@ pub struct Request<'a> {
     pub spent: &'a BTreeMap<TaskId, f64>,
     pub budgets: &'a BTreeMap<TaskId, f64>,
     pub default_budget: f64,
+    /// Where each task's plan came from (tasks added by hand and fix children have none).
+    pub origins: &'a BTreeMap<TaskId, Origin>,
 }
 
 /// A change to the state that a command makes.
@@ -214,6 +223,16 @@ pub enum Effect {
     },
     PauseRepo,
     ResumeRepo,
+    /// Read the issue's current title and text again as the task's spec (a person vouched for
+    /// it by commanding `replan`, even when the issue's author is not trusted).
+    Respec {
+        task: TaskId,
+        issue: u64,
+    },
+    /// Let the planner plan the requirement again (its inputs count as changed).
+    Replan {
+        plan: String,
+    },
 }
 
 /// How a command ended, for the record.
@@ -261,6 +280,7 @@ pub fn help_text() -> String {
         "| `/opentiger cancel` | cancel a task that is not running |",
         "| `/opentiger pause` / `resume` | hold a task, or let it go again |",
         "| `/opentiger budget <usd>` | set this task's budget over all its attempts (at most $1000) |",
+        "| `/opentiger replan` | make the task's plan again: an issue's task works from the issue's current text, afresh; a planned task's unstarted plan is cancelled and the requirement planned again |",
         "| `/opentiger status` | say where the task stands |",
         "| `/opentiger help` | this list |",
         "",
@@ -297,16 +317,6 @@ pub fn decide(parsed: &Parsed, req: &Request<'_>) -> Decision {
             }
         }
         Parsed::Command(c) => c,
-    };
-    let done = |effects: Vec<Effect>, reply: String| Decision {
-        outcome: Outcome::Done,
-        effects,
-        reply: Some(reply),
-    };
-    let refuse = |reply: String| Decision {
-        outcome: Outcome::Refused,
-        effects: Vec::new(),
-        reply: Some(format!("{reply}; nothing was changed.")),
     };
     let on_dashboard = req.place == Place::Dashboard;
     match (&command.verb, &command.task) {
@@ -482,12 +492,31 @@ pub fn decide(parsed: &Parsed, req: &Request<'_>) -> Decision {
                 )),
             }
         }
+        Verb::Replan => replan::decide(task, req, &by),
         // Both are answered before a task is picked; the help text is the safe answer anyway.
         Verb::Help | Verb::ApproveAll => Decision {
             outcome: Outcome::Help,
             effects: Vec::new(),
             reply: Some(help_text()),
         },
+    }
+}
+
+/// A command carried out: its effects and what the reply says.
+fn done(effects: Vec<Effect>, reply: String) -> Decision {
+    Decision {
+        outcome: Outcome::Done,
+        effects,
+        reply: Some(reply),
+    }
+}
+
+/// A command understood but refused, with why.
+fn refuse(reply: String) -> Decision {
+    Decision {
+        outcome: Outcome::Refused,
+        effects: Vec::new(),
+        reply: Some(format!("{reply}; nothing was changed.")),
     }
 }
 

@@ -13,10 +13,10 @@ use std::collections::BTreeMap;
 use serde::{Deserialize, Serialize};
 
 use super::{Context, Failure};
-use crate::engine::commands::{self, Effect, Outcome, Parsed, Place, Request};
+use crate::engine::commands::{self, Effect, Origin, Outcome, Parsed, Place, Request};
 use crate::forge::comments::{Feed, FeedComment};
 use crate::forge::github::{ForgeError, GithubClient};
-use crate::model::{PullRequest, TaskId};
+use crate::model::{Issue, PullRequest, TaskId};
 use crate::store::{CommandRecord, Cursor, RepoPause, Store, TaskChanges, TaskFilter, Writer};
 use crate::time::{Timestamp, DAY, HOUR};
 
@@ -256,10 +256,14 @@ impl CommandFeed {
     /// Decides and applies each new command, recording its comment id with the reply owed, in
     /// the claim phase's state write (re-run on fresh state if the save loses a race: a command
     /// recorded by the winner is skipped). Returns report lines.
+    ///
+    /// `issues` are the backlog issues as this tick read them: `replan` re-reads a task's
+    /// issue from them.
     pub fn apply(
         &self,
         ctx: &Context,
         store: &mut Store,
+        issues: &[Issue],
         writer: Writer<'_>,
     ) -> Result<Vec<String>, Failure> {
         for (key, cursor) in &self.cursors {
@@ -309,6 +313,7 @@ impl CommandFeed {
                 }
             };
             let pause = store.repo_pause()?;
+            let origins = origins(store, &tasks, issues)?;
             let decision = commands::decide(
                 &command.parsed,
                 &Request {
@@ -321,11 +326,12 @@ impl CommandFeed {
                     spent: &store.spend_by_task()?,
                     budgets: &store.task_budgets()?,
                     default_budget: ctx.config.budget.per_task_usd,
+                    origins: &origins,
                 },
             );
             let mut outcome = decision.outcome;
             let mut reply = decision.reply.clone();
-            if let Err(e) = apply_effects(store, &decision.effects, comment, writer) {
+            if let Err(e) = apply_effects(store, &decision.effects, comment, issues, writer) {
                 // The state moved on under the command (a race with a run ending): say so.
                 outcome = Outcome::Refused;
                 reply = Some(format!("This could not be done: {e}; nothing was changed."));
@@ -354,17 +360,58 @@ impl CommandFeed {
     }
 }
 
+/// Where each task's plan came from, for `replan`: the planner's plan, else the issue it was
+/// imported from (fix children and tasks added by hand have none).
+fn origins(
+    store: &Store,
+    tasks: &BTreeMap<TaskId, crate::model::Task>,
+    issues: &[Issue],
+) -> Result<BTreeMap<TaskId, Origin>, crate::store::StoreError> {
+    let planned = store.plan_of_tasks()?;
+    Ok(tasks
+        .values()
+        .filter_map(|t| {
+            let origin = match (planned.get(&t.id), t.issue_number) {
+                (Some(plan), _) => Origin::Plan(plan.clone()),
+                (None, Some(number)) if t.parent_task_id.is_none() => Origin::Issue {
+                    number,
+                    open: issues.iter().any(|i| i.number == number),
+                },
+                (None, _) => return None,
+            };
+            Some((t.id.clone(), origin))
+        })
+        .collect())
+}
+
+/// The key whose value salts the plan signature: a `replan` makes the requirement count as
+/// changed (the comment id, so each replan is new).
+pub const REPLAN: &str = "planner:replan";
+
 /// The effects of one command, all or nothing.
 fn apply_effects(
     store: &mut Store,
     effects: &[Effect],
     comment: &FeedComment,
+    issues: &[Issue],
     writer: Writer<'_>,
 ) -> Result<(), crate::store::StoreError> {
     // Check every move first, so a command never half-happens.
     for effect in effects {
-        if let Effect::Move { task, to, .. } = effect {
-            crate::model::check_transition(store.task(task)?.state(), *to)?;
+        match effect {
+            Effect::Move { task, to, .. } => {
+                crate::model::check_transition(store.task(task)?.state(), *to)?;
+            }
+            Effect::Respec { issue, .. } if !issues.iter().any(|i| i.number == *issue) => {
+                return Err(crate::store::StoreError::Invalid(format!(
+                    "issue #{issue} was not in this tick's backlog list"
+                )));
+            }
+            Effect::Respec { .. }
+            | Effect::SetBudget { .. }
+            | Effect::PauseRepo
+            | Effect::ResumeRepo
+            | Effect::Replan { .. } => {}
         }
     }
     for effect in effects {
@@ -398,6 +445,20 @@ fn apply_effects(
                 comment: Some(comment.html_url.clone()),
             }))?,
             Effect::ResumeRepo => store.set_repo_pause(None)?,
+            Effect::Respec { issue, .. } => {
+                // Present: checked above.
+                if let Some(read) = issues.iter().find(|i| i.number == *issue) {
+                    store.set_issue_spec(&crate::engine::import::spec_of(read))?;
+                }
+            }
+            Effect::Replan { .. } => store.set_cursor(
+                REPLAN,
+                &Cursor {
+                    etag: None,
+                    body: Some(comment.id.to_string()),
+                },
+                writer.now,
+            )?,
         }
     }
     Ok(())

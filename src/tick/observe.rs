@@ -300,7 +300,7 @@ impl Observed {
                 store.set_pull_base(pr.number, &pr.base_ref, now)?;
             }
         }
-        lines.extend(self.commands.apply(ctx, store, writer)?);
+        lines.extend(self.commands.apply(ctx, store, &self.issues, writer)?);
         for (number, state, sha, base) in &self.finished {
             store.set_pull_state(*number, *state, sha.as_deref(), now)?;
             store.set_pull_base(*number, base, now)?;
