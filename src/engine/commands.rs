@@ -10,6 +10,7 @@
 use std::collections::BTreeMap;
 
 use crate::model::{BlockReason, Task, TaskId, TaskState, TaskStatus};
+use crate::time::Timestamp;
 
 #[path = "commands_replan.rs"]
 mod replan;
@@ -203,6 +204,8 @@ pub struct Request<'a> {
     pub default_budget: f64,
     /// Where each task's plan came from (tasks added by hand and fix children have none).
     pub origins: &'a BTreeMap<TaskId, Origin>,
+    /// When the command is decided (a retry ends a cooldown that is still running).
+    pub now: Timestamp,
 }
 
 /// A change to the state that a command makes.
@@ -223,6 +226,11 @@ pub enum Effect {
     },
     PauseRepo,
     ResumeRepo,
+    /// A queued task's cooldown ends and its attempt budgets start afresh.
+    EndCooldown {
+        task: TaskId,
+        reason: String,
+    },
     /// Read the issue's current title and text again as the task's spec (a person vouched for
     /// it by commanding `replan`, even when the issue's author is not trusted).
     Respec {
@@ -387,13 +395,16 @@ pub fn decide(parsed: &Parsed, req: &Request<'_>) -> Decision {
     let state = task.state();
     let by = format!("by @{}", req.author);
     match &command.verb {
-        Verb::Retry => {
-            if !retry_allowed(task) {
-                return refuse(format!(
-                    "Task `{id}` is {state}: only failed, cancelled or blocked tasks can be retried"
-                ));
-            }
-            done(
+        Verb::Retry => match retry_move(task, req.now) {
+            Err(why) => refuse(why),
+            Ok(RetryMove::EndCooldown) => done(
+                vec![Effect::EndCooldown {
+                    task: id.clone(),
+                    reason: format!("retried {by}: cooldown ended"),
+                }],
+                format!("Retried {by}: task `{id}` is queued and its cooldown ended, so the next tick may start it; its attempt budgets start afresh."),
+            ),
+            Ok(RetryMove::Requeue) => done(
                 vec![Effect::Move {
                     task: id.clone(),
                     to: TaskState::QUEUED,
@@ -402,8 +413,8 @@ pub fn decide(parsed: &Parsed, req: &Request<'_>) -> Decision {
                     reason: format!("retried {by}"),
                 }],
                 format!("Retried {by}: task `{id}` {state} → queued; its attempt budgets start afresh."),
-            )
-        }
+            ),
+        },
         Verb::Cancel => match cancel_refusal(task) {
             Some(why) => refuse(why),
             None => done(
@@ -607,8 +618,33 @@ pub fn waits_approval(task: &Task) -> bool {
     task.needs_approval && task.state() == TaskState::blocked(BlockReason::AwaitingHuman)
 }
 
+/// What a person's retry does to a task (`/opentiger retry` and `opentiger task retry` alike).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum RetryMove {
+    /// Back to the queue, its attempt budgets afresh.
+    Requeue,
+    /// Queued already, but waiting on a cooldown: the wait ends and the budgets start afresh
+    /// (issue 15).
+    EndCooldown,
+}
+
+/// What a person's retry does, or why it is refused (shared with `opentiger task retry`).
+pub fn retry_move(task: &Task, now: Timestamp) -> Result<RetryMove, String> {
+    if task.status == TaskStatus::Queued && task.next_attempt_at.is_some_and(|at| at > now) {
+        return Ok(RetryMove::EndCooldown);
+    }
+    if retry_allowed(task) {
+        return Ok(RetryMove::Requeue);
+    }
+    Err(format!(
+        "Task `{}` is {}: only failed, cancelled or blocked (awaiting_human, paused, quota_wait, needs_rework) tasks, and queued ones waiting on a cooldown, can be retried",
+        task.id,
+        task.state()
+    ))
+}
+
 /// A person may send a task back to the queue when it failed, was cancelled, or waits on a
-/// person, a quota or its rework (shared with `opentiger task retry`).
+/// person, a quota or its rework.
 pub fn retry_allowed(task: &Task) -> bool {
     match task.status {
         TaskStatus::Failed | TaskStatus::Cancelled => true,

@@ -144,6 +144,7 @@ fn run(w: &World, body: &str, place: Place, allowed: bool, paused: Option<&str>)
             budgets: &w.budgets,
             default_budget: 5.0,
             origins: &w.origins,
+            now: crate::engine::testkit::NOW,
         },
     )
 }
@@ -326,6 +327,7 @@ fn outsiders_change_nothing_and_are_answered_once_per_thread() {
             budgets: &w.budgets,
             default_budget: 5.0,
             origins: &w.origins,
+            now: crate::engine::testkit::NOW,
         },
     );
     assert_eq!((again.effects.len(), again.reply), (0, None));
@@ -552,4 +554,60 @@ fn replan_cancels_the_unstarted_tasks_of_a_plan_and_plans_again() {
     w.tasks.insert(child.id.clone(), child);
     let d = run(&w, "/opentiger replan k", Place::Dashboard, true, None);
     assert!(d.reply.as_deref().unwrap_or_default().contains("replan `d`"), "{d:?}");
+}
+
+/// `opentiger task retry|cancel` call `retry_move` and `cancel_refusal`; the comment commands
+/// must give the same answer for every state, so a person gets one rule wherever they ask.
+#[test]
+fn the_comment_commands_and_the_cli_agree_on_retry_and_cancel() {
+    use crate::engine::testkit::{at, NOW};
+    let mut states = vec![
+        TaskState::QUEUED,
+        TaskState::RUNNING,
+        TaskState::DONE,
+        TaskState::FAILED,
+        TaskState::CANCELLED,
+    ];
+    states.extend(BlockReason::ALL.iter().map(|r| TaskState::blocked(*r)));
+    for state in states {
+        for cooldown in [None, Some(at(-5)), Some(at(30))] {
+            let t = with("t1", state, Some(7)).with(|t| t.next_attempt_at = cooldown);
+            let label = format!("{state} cooldown {cooldown:?}");
+            let w = world(vec![t.clone()]);
+            let retry = run(&w, "/opentiger retry", on(7, &["t1"]), true, None);
+            match retry_move(&t, NOW) {
+                Ok(RetryMove::Requeue) => {
+                    assert_eq!(moved_to(&retry), [("t1".to_string(), TaskState::QUEUED)], "{label}")
+                }
+                Ok(RetryMove::EndCooldown) => assert!(
+                    matches!(retry.effects.as_slice(), [Effect::EndCooldown { .. }]),
+                    "{label}: {retry:?}"
+                ),
+                Err(why) => {
+                    assert_eq!(retry.outcome, Outcome::Refused, "{label}");
+                    assert!(retry.reply.unwrap_or_default().starts_with(&why), "{label}");
+                }
+            }
+            let cancel = run(&w, "/opentiger cancel", on(7, &["t1"]), true, None);
+            match cancel_refusal(&t) {
+                None => assert_eq!(
+                    moved_to(&cancel),
+                    [("t1".to_string(), TaskState::CANCELLED)],
+                    "{label}"
+                ),
+                Some(why) => {
+                    assert_eq!(cancel.outcome, Outcome::Refused, "{label}");
+                    assert!(cancel.reply.unwrap_or_default().starts_with(&why), "{label}");
+                }
+            }
+        }
+    }
+    // The cases that matter, spelled out.
+    let cooling = with("t1", TaskState::QUEUED, None).with(|t| t.next_attempt_at = Some(at(30)));
+    assert_eq!(retry_move(&cooling, NOW), Ok(RetryMove::EndCooldown));
+    assert!(retry_move(&with("t1", TaskState::QUEUED, None), NOW).is_err());
+    assert!(retry_move(&with("t1", TaskState::RUNNING, None), NOW).is_err());
+    assert_eq!(retry_move(&with("t1", TaskState::FAILED, None), NOW), Ok(RetryMove::Requeue));
+    assert!(cancel_refusal(&with("t1", TaskState::RUNNING, None)).is_some());
+    assert!(cancel_refusal(&with("t1", TaskState::FAILED, None)).is_none());
 }

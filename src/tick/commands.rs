@@ -327,6 +327,7 @@ impl CommandFeed {
                     budgets: &store.task_budgets()?,
                     default_budget: ctx.config.budget.per_task_usd,
                     origins: &origins,
+                    now: writer.now,
                 },
             );
             let mut outcome = decision.outcome;
@@ -408,6 +409,7 @@ fn apply_effects(
                 )));
             }
             Effect::Respec { .. }
+            | Effect::EndCooldown { .. }
             | Effect::SetBudget { .. }
             | Effect::PauseRepo
             | Effect::ResumeRepo
@@ -450,6 +452,14 @@ fn apply_effects(
                 if let Some(read) = issues.iter().find(|i| i.number == *issue) {
                     store.set_issue_spec(&crate::engine::import::spec_of(read))?;
                 }
+            }
+            Effect::EndCooldown { task, reason } => {
+                let by = format!("github:{}", comment.author);
+                let writer = Writer {
+                    actor: &by,
+                    ..writer
+                };
+                store.clear_cooldown(task, &format!("{reason} ({})", comment.html_url), writer)?;
             }
             Effect::Replan { .. } => store.set_cursor(
                 REPLAN,
