@@ -627,3 +627,95 @@ fn replan_works_afresh_from_the_issue_s_current_text_once() {
         .count();
     assert_eq!(replanned, 1, "{shown}");
 }
+
+/// Renovate-style checkboxes: a person ticks "retry" under a waiting task on the dashboard,
+/// the next tick acts on it once and rewrites the dashboard unticked; a quiet tick still costs
+/// at most 3 conditional requests (the dashboard comes back with the backlog listing).
+#[test]
+fn a_ticked_dashboard_box_acts_once_and_is_unticked() {
+    let s = setup("");
+    let config = s.clone.join(".opentiger.yml");
+    let text = std::fs::read_to_string(&config).unwrap();
+    std::fs::write(
+        &config,
+        text.replace("dashboard_issue: false", "dashboard_issue: true"),
+    )
+    .unwrap();
+    git(&s.clone, &["commit", "-qam", "dashboard on"]);
+    git(&s.clone, &["push", "-q", "origin", "main"]);
+    s.task_awaiting_human();
+    s.tick(2);
+    s.tick(3);
+    let dashboard = || {
+        s.server
+            .issues()
+            .into_iter()
+            .find(|i| i.labels.iter().any(|l| l == "opentiger:dashboard"))
+            .expect("a dashboard issue")
+    };
+    let board = dashboard();
+    assert!(
+        board.labels.iter().any(|l| l == "opentiger"),
+        "listed with the backlog: {:?}",
+        board.labels
+    );
+    let body = board.body.clone().unwrap_or_default();
+    let id = s.task()["id"].as_str().unwrap().to_string();
+    let retry_box = format!("  - [ ] retry (recommended) <!-- opentiger:box={id}:retry:");
+    assert!(body.contains(&retry_box), "{body}");
+    assert!(body.contains(&format!("  - [ ] cancel <!-- opentiger:box={id}:cancel:")));
+    assert!(!body.contains("approve <!--"), "only the boxes its state allows: {body}");
+
+    // A person ticks "retry" (GitHub rewrites `[ ]` to `[x]` in the body).
+    std::fs::write(s.dir.path().join("ok"), "").unwrap();
+    s.server.advance(60);
+    s.server.edit_issue_body(
+        board.number,
+        &body.replace("  - [ ] retry (recommended)", "  - [x] retry (recommended)"),
+    );
+    let out = s.tick(5);
+    assert!(out.contains(&format!("checkbox `retry` for task {id}: Retried")), "{out}");
+    // Queued by the box and run by the same tick.
+    assert_eq!(s.state(), "blocked(awaiting_judge)", "{}", s.task());
+    let after = dashboard().body.unwrap_or_default();
+    assert!(!after.contains("[x]"), "rewritten unticked: {after}");
+
+    for minute in [10, 15, 20, 25, 30] {
+        let out = s.tick(minute);
+        assert!(!out.contains("checkbox `retry`"), "acted again at {minute}: {out}");
+    }
+    let shown = s.run(
+        "2026-11-21T13:00:00Z",
+        &["task", "show", &id, "--json"],
+    );
+    let shown: serde_json::Value = serde_json::from_slice(&shown.stdout).unwrap();
+    let retried = shown["events"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|e| e.to_string().contains("retried from a dashboard checkbox"))
+        .count();
+    assert_eq!(retried, 1, "{shown}");
+
+    // The box of a task that moved on is stale: ticking it again changes nothing.
+    s.server.advance(60);
+    s.server.edit_issue_body(
+        board.number,
+        &body.replace("  - [ ] retry (recommended)", "  - [x] retry (recommended)"),
+    );
+    let out = s.tick(35);
+    assert!(out.contains("ignored, task"), "{out}");
+    assert_eq!(retried, 1);
+
+    // Quiet again: at most 3 requests, all conditional.
+    s.tick(40);
+    s.tick(45);
+    s.server.reset_counts();
+    s.tick(50);
+    let calls = s.server.requests();
+    assert!(calls.len() <= 3, "{calls:?}");
+    assert!(
+        calls.iter().all(|r| r.conditional && r.status == 304),
+        "{calls:?}"
+    );
+}

@@ -89,6 +89,9 @@ pub struct Request<'a> {
     pub origins: &'a BTreeMap<TaskId, Origin>,
     /// When the command is decided (a retry ends a cooldown that is still running).
     pub now: Timestamp,
+    /// Given by ticking a dashboard checkbox: GitHub does not say who ticked it (only people
+    /// with write access can edit the dashboard), so the record says "from a checkbox".
+    pub checkbox: bool,
 }
 
 /// A change to the state that a command makes.
@@ -210,6 +213,11 @@ pub fn decide(parsed: &Parsed, req: &Request<'_>) -> Decision {
         Parsed::Command(c) => c,
     };
     let on_dashboard = req.place == Place::Dashboard;
+    let by = if req.checkbox {
+        "from a dashboard checkbox".to_string()
+    } else {
+        format!("by @{}", req.author)
+    };
     match (&command.verb, &command.task) {
         (Verb::Help, _) => {
             return Decision {
@@ -231,7 +239,7 @@ pub fn decide(parsed: &Parsed, req: &Request<'_>) -> Decision {
             }
             let effects = waiting
                 .iter()
-                .map(|t| approve_effect(t, req.author))
+                .map(|t| approve_effect(t, &by))
                 .collect();
             let ids: Vec<String> = waiting.iter().map(|t| format!("`{}`", t.id)).collect();
             return done(
@@ -276,7 +284,6 @@ pub fn decide(parsed: &Parsed, req: &Request<'_>) -> Decision {
     };
     let id = &task.id;
     let state = task.state();
-    let by = format!("by @{}", req.author);
     match &command.verb {
         Verb::Retry => match retry_move(task, req.now) {
             Err(why) => refuse(why),
@@ -316,7 +323,7 @@ pub fn decide(parsed: &Parsed, req: &Request<'_>) -> Decision {
                 return refuse(format!("Task `{id}` does not wait for approval (it is {state})"));
             }
             done(
-                vec![approve_effect(task, req.author)],
+                vec![approve_effect(task, &by)],
                 format!("Approved {by}: task `{id}` is queued."),
             )
         }
@@ -424,13 +431,13 @@ fn pause_effect(id: &TaskId, by: &str) -> Effect {
     }
 }
 
-fn approve_effect(task: &Task, author: &str) -> Effect {
+fn approve_effect(task: &Task, by: &str) -> Effect {
     Effect::Move {
         task: task.id.clone(),
         to: TaskState::QUEUED,
         reset_attempts: false,
         approved: true,
-        reason: format!("approved by @{author}"),
+        reason: format!("approved {by}"),
     }
 }
 

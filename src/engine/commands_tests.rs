@@ -145,6 +145,7 @@ fn run(w: &World, body: &str, place: Place, allowed: bool, paused: Option<&str>)
             default_budget: 5.0,
             origins: &w.origins,
             now: crate::engine::testkit::NOW,
+            checkbox: false,
         },
     )
 }
@@ -328,6 +329,7 @@ fn outsiders_change_nothing_and_are_answered_once_per_thread() {
             default_budget: 5.0,
             origins: &w.origins,
             now: crate::engine::testkit::NOW,
+            checkbox: false,
         },
     );
     assert_eq!((again.effects.len(), again.reply), (0, None));

@@ -296,14 +296,6 @@ impl CommandFeed {
             if store.command_seen(comment.id)? {
                 continue;
             }
-            let tasks: BTreeMap<TaskId, crate::model::Task> = store
-                .list_tasks(&TaskFilter {
-                    status: None,
-                    include_terminal: true,
-                })?
-                .into_iter()
-                .map(|t| (t.id.clone(), t))
-                .collect();
             let place = if command.on_dashboard {
                 Place::Dashboard
             } else {
@@ -312,27 +304,23 @@ impl CommandFeed {
                     tasks: store.tasks_of_thread(comment.thread)?,
                 }
             };
-            let pause = store.repo_pause()?;
-            let origins = origins(store, &tasks, issues)?;
-            let decision = commands::decide(
-                &command.parsed,
-                &Request {
-                    author: &comment.author,
-                    allowed: command.allowed,
-                    refused_before: store.refused_before(comment.thread, &comment.author)?,
-                    place,
-                    tasks: &tasks,
-                    repo_paused_by: pause.as_ref().map(|p| p.by.as_str()),
-                    spent: &store.spend_by_task()?,
-                    budgets: &store.task_budgets()?,
-                    default_budget: ctx.config.budget.per_task_usd,
-                    origins: &origins,
-                    now: writer.now,
-                },
-            );
+            let asked = Asked {
+                author: &comment.author,
+                allowed: command.allowed,
+                refused_before: store.refused_before(comment.thread, &comment.author)?,
+                place,
+                checkbox: false,
+            };
+            let decision = decide_on(ctx, store, &command.parsed, asked, issues, writer.now)?;
             let mut outcome = decision.outcome;
             let mut reply = decision.reply.clone();
-            if let Err(e) = apply_effects(store, &decision.effects, comment, issues, writer) {
+            let source = Source {
+                actor: format!("github:{}", comment.author),
+                author: &comment.author,
+                url: &comment.html_url,
+                nonce: comment.id,
+            };
+            if let Err(e) = apply_effects(store, &decision.effects, &source, issues, writer) {
                 // The state moved on under the command (a race with a run ending): say so.
                 outcome = Outcome::Refused;
                 reply = Some(format!("This could not be done: {e}; nothing was changed."));
@@ -359,6 +347,53 @@ impl CommandFeed {
         }
         Ok(lines)
     }
+}
+
+/// Who asks, where, and how (everything of a [`Request`] besides the state).
+pub(super) struct Asked<'a> {
+    pub author: &'a str,
+    pub allowed: bool,
+    pub refused_before: bool,
+    pub place: Place,
+    pub checkbox: bool,
+}
+
+/// Decides one command on the state as it is now (`engine::commands::decide`).
+pub(super) fn decide_on(
+    ctx: &Context,
+    store: &Store,
+    parsed: &Parsed,
+    asked: Asked<'_>,
+    issues: &[Issue],
+    now: Timestamp,
+) -> Result<commands::Decision, crate::store::StoreError> {
+    let tasks: BTreeMap<TaskId, crate::model::Task> = store
+        .list_tasks(&TaskFilter {
+            status: None,
+            include_terminal: true,
+        })?
+        .into_iter()
+        .map(|t| (t.id.clone(), t))
+        .collect();
+    let pause = store.repo_pause()?;
+    let origins = origins(store, &tasks, issues)?;
+    Ok(commands::decide(
+        parsed,
+        &Request {
+            author: asked.author,
+            allowed: asked.allowed,
+            refused_before: asked.refused_before,
+            place: asked.place,
+            tasks: &tasks,
+            repo_paused_by: pause.as_ref().map(|p| p.by.as_str()),
+            spent: &store.spend_by_task()?,
+            budgets: &store.task_budgets()?,
+            default_budget: ctx.config.budget.per_task_usd,
+            origins: &origins,
+            now,
+            checkbox: asked.checkbox,
+        },
+    ))
 }
 
 /// Where each task's plan came from, for `replan`: the planner's plan, else the issue it was
@@ -389,11 +424,22 @@ fn origins(
 /// changed (the comment id, so each replan is new).
 pub const REPLAN: &str = "planner:replan";
 
+/// Who gave a command, and where, for the record.
+pub(super) struct Source<'a> {
+    /// The event's actor, e.g. `github:alice`.
+    pub actor: String,
+    pub author: &'a str,
+    /// The comment (or issue) that gave it.
+    pub url: &'a str,
+    /// Unique per command: a replan's salt.
+    pub nonce: u64,
+}
+
 /// The effects of one command, all or nothing.
-fn apply_effects(
+pub(super) fn apply_effects(
     store: &mut Store,
     effects: &[Effect],
-    comment: &FeedComment,
+    source: &Source<'_>,
     issues: &[Issue],
     writer: Writer<'_>,
 ) -> Result<(), crate::store::StoreError> {
@@ -430,21 +476,20 @@ fn apply_effects(
                     next_attempt_at: reset_attempts.then_some(None),
                     needs_approval: approved.then_some(false),
                 };
-                let reason = format!("{reason} ({})", comment.html_url);
-                let by = format!("github:{}", comment.author);
+                let reason = format!("{reason} ({})", source.url);
                 let writer = Writer {
-                    actor: &by,
+                    actor: &source.actor,
                     ..writer
                 };
                 store.transition_task(task, *to, &reason, changes, writer)?;
             }
             Effect::SetBudget { task, usd } => {
-                store.set_task_budget(task, *usd, &comment.author, writer.now)?;
+                store.set_task_budget(task, *usd, source.author, writer.now)?;
             }
             Effect::PauseRepo => store.set_repo_pause(Some(&RepoPause {
-                by: comment.author.clone(),
+                by: source.author.to_string(),
                 at: writer.now,
-                comment: Some(comment.html_url.clone()),
+                comment: Some(source.url.to_string()),
             }))?,
             Effect::ResumeRepo => store.set_repo_pause(None)?,
             Effect::Respec { issue, .. } => {
@@ -454,18 +499,17 @@ fn apply_effects(
                 }
             }
             Effect::EndCooldown { task, reason } => {
-                let by = format!("github:{}", comment.author);
                 let writer = Writer {
-                    actor: &by,
+                    actor: &source.actor,
                     ..writer
                 };
-                store.clear_cooldown(task, &format!("{reason} ({})", comment.html_url), writer)?;
+                store.clear_cooldown(task, &format!("{reason} ({})", source.url), writer)?;
             }
             Effect::Replan { .. } => store.set_cursor(
                 REPLAN,
                 &Cursor {
                     etag: None,
-                    body: Some(comment.id.to_string()),
+                    body: Some(source.nonce.to_string()),
                 },
                 writer.now,
             )?,
@@ -513,6 +557,11 @@ pub fn post_replies(
         }
     }
     poster
+}
+
+/// Who opentiger posts as, once known (from a comment or the dashboard it posted).
+pub fn self_login(store: &Store) -> Result<Option<String>, crate::store::StoreError> {
+    Ok(store.cursor(SELF)?.body.filter(|l| !l.is_empty()))
 }
 
 /// Remembers who opentiger posts as (the token's login, from a comment it posted): only

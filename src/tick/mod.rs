@@ -13,6 +13,7 @@
 
 mod act;
 pub mod apply;
+mod checkboxes;
 mod ci_gate;
 mod claim;
 mod commands;
@@ -164,6 +165,11 @@ pub fn tick_with(ctx: &Context, fan_out: bool) -> Result<TickSummary, Failure> {
         }
     }
     summary.requests = forge.as_ref().map_or(0, |c| c.requests.get());
+    summary.dashboard_ticked = observed.as_ref().is_some_and(|o| {
+        o.dashboard
+            .as_ref()
+            .is_some_and(|d| !crate::engine::checkboxes::ticked(&d.body).is_empty())
+    });
     summary.decisions = claimed.decisions;
     summary.lines = std::mem::take(&mut claimed.lines);
     let heartbeat_due = claimed.heartbeat_due;
