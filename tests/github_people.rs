@@ -589,10 +589,11 @@ fn replan_works_afresh_from_the_issue_s_current_text_once() {
     s.tick(1);
     assert_eq!(s.state(), "blocked(awaiting_human)", "{}", s.task());
     let prompt = s.dir.path().join("prompt.md");
-    assert!(std::fs::read_to_string(&prompt).unwrap().contains("Say hello."));
+    assert!(std::fs::read_to_string(&prompt)
+        .unwrap()
+        .contains("Say hello."));
     s.server.advance(60);
-    s.server
-        .edit_issue_body(issue, "Say bonjour, not hello.");
+    s.server.edit_issue_body(issue, "Say bonjour, not hello.");
     let out = s.tick(3);
     assert!(out.contains("is not trusted"), "{out}");
 
@@ -664,7 +665,10 @@ fn a_ticked_dashboard_box_acts_once_and_is_unticked() {
     let retry_box = format!("  - [ ] retry (recommended) <!-- opentiger:box={id}:retry:");
     assert!(body.contains(&retry_box), "{body}");
     assert!(body.contains(&format!("  - [ ] cancel <!-- opentiger:box={id}:cancel:")));
-    assert!(!body.contains("approve <!--"), "only the boxes its state allows: {body}");
+    assert!(
+        !body.contains("approve <!--"),
+        "only the boxes its state allows: {body}"
+    );
 
     // A person ticks "retry" (GitHub rewrites `[ ]` to `[x]` in the body).
     std::fs::write(s.dir.path().join("ok"), "").unwrap();
@@ -674,7 +678,10 @@ fn a_ticked_dashboard_box_acts_once_and_is_unticked() {
         &body.replace("  - [ ] retry (recommended)", "  - [x] retry (recommended)"),
     );
     let out = s.tick(5);
-    assert!(out.contains(&format!("checkbox `retry` for task {id}: Retried")), "{out}");
+    assert!(
+        out.contains(&format!("checkbox `retry` for task {id}: Retried")),
+        "{out}"
+    );
     // Queued by the box and run by the same tick.
     assert_eq!(s.state(), "blocked(awaiting_judge)", "{}", s.task());
     let after = dashboard().body.unwrap_or_default();
@@ -682,12 +689,12 @@ fn a_ticked_dashboard_box_acts_once_and_is_unticked() {
 
     for minute in [10, 15, 20, 25, 30] {
         let out = s.tick(minute);
-        assert!(!out.contains("checkbox `retry`"), "acted again at {minute}: {out}");
+        assert!(
+            !out.contains("checkbox `retry`"),
+            "acted again at {minute}: {out}"
+        );
     }
-    let shown = s.run(
-        "2026-11-21T13:00:00Z",
-        &["task", "show", &id, "--json"],
-    );
+    let shown = s.run("2026-11-21T13:00:00Z", &["task", "show", &id, "--json"]);
     let shown: serde_json::Value = serde_json::from_slice(&shown.stdout).unwrap();
     let retried = shown["events"]
         .as_array()

@@ -413,12 +413,18 @@ fn retry(ctx: &Context, id: &str, reason: &str) -> CmdResult {
             Err(why) => return Err(Failure::usage(why)),
             Ok(RetryMove::EndCooldown) => {
                 store.clear_cooldown(&id, reason, writer(ctx))?;
-                return Ok(format!("{id}: queued, its cooldown cleared: the next tick may start it"));
+                return Ok(format!(
+                    "{id}: queued, its cooldown cleared: the next tick may start it"
+                ));
             }
             Ok(RetryMove::Requeue) => {}
         }
         // A person's retry starts the budgets afresh: they decided the cause is dealt with.
-        let changes = TaskChanges { attempts: Some(Default::default()), next_attempt_at: Some(None), needs_approval: Some(false) };
+        let changes = TaskChanges {
+            attempts: Some(Default::default()),
+            next_attempt_at: Some(None),
+            needs_approval: Some(false),
+        };
         store.transition_task(&id, TaskState::QUEUED, reason, changes, writer(ctx))?;
         // Issue 18: a person retrying says the agents' configuration is dealt with.
         let unparked = store.clear_config_parks()?;
@@ -462,7 +468,13 @@ fn cancel(ctx: &Context, id: &str, reason: &str) -> CmdResult {
         if let Some(why) = cancel_refusal(&task) {
             return Err(Failure::usage(why));
         }
-        store.transition_task(&id, TaskState::CANCELLED, reason, TaskChanges::default(), writer(ctx))?;
+        store.transition_task(
+            &id,
+            TaskState::CANCELLED,
+            reason,
+            TaskChanges::default(),
+            writer(ctx),
+        )?;
         Ok(format!("{id}: {} → cancelled", task.state()))
     })?;
     outln!("{line}");

@@ -142,7 +142,10 @@ mod tests {
     use crate::engine::testkit::{at, task, TaskExt};
     use crate::model::{BlockReason, TaskStatus};
 
-    fn verbs(t: &Task) -> Vec<(&'static str, bool)> {
+    /// A box's verb and whether it is the recommended one.
+    type Drawn = Vec<(&'static str, bool)>;
+
+    fn verbs(t: &Task) -> Drawn {
         boxes(t).iter().map(|b| (b.verb, b.recommended)).collect()
     }
 
@@ -152,7 +155,7 @@ mod tests {
         let approval = stuck.clone().with(|t| t.needs_approval = true);
         let paused = task("t1").blocked(BlockReason::Paused);
         #[rustfmt::skip]
-        let cases: Vec<(&str, Task, Vec<(&str, bool)>)> = vec![
+        let cases: Vec<(&str, Task, Drawn)> = vec![
             ("stuck", stuck, vec![("retry", true), ("cancel", false)]),
             ("approval", approval, vec![("approve", true), ("cancel", false)]),
             // `resume` is recommended, and it is not a box: none is marked.
@@ -176,7 +179,10 @@ mod tests {
         );
         let read = ticked(&body);
         assert_eq!(read.len(), 1, "{read:?}");
-        assert_eq!((read[0].task.as_str(), read[0].verb.as_str()), ("t1", "retry"));
+        assert_eq!(
+            (read[0].task.as_str(), read[0].verb.as_str()),
+            ("t1", "retry")
+        );
         assert_eq!(
             command_of(&read[0], Some(&t)),
             Ok(Parsed::Command(Command {

@@ -465,8 +465,20 @@ fn replan_makes_an_issue_task_afresh_from_its_issue_s_current_text() {
     // (state, issue still listed, outcome, move, text re-read)
     let cases: Vec<(TaskState, bool, Outcome, Option<TaskState>, bool)> = vec![
         (human, true, Outcome::Done, Some(TaskState::QUEUED), true),
-        (TaskState::FAILED, true, Outcome::Done, Some(TaskState::QUEUED), true),
-        (TaskState::CANCELLED, true, Outcome::Done, Some(TaskState::QUEUED), true),
+        (
+            TaskState::FAILED,
+            true,
+            Outcome::Done,
+            Some(TaskState::QUEUED),
+            true,
+        ),
+        (
+            TaskState::CANCELLED,
+            true,
+            Outcome::Done,
+            Some(TaskState::QUEUED),
+            true,
+        ),
         (TaskState::QUEUED, true, Outcome::Done, None, true),
         (TaskState::RUNNING, true, Outcome::Refused, None, false),
         (TaskState::DONE, true, Outcome::Refused, None, false),
@@ -519,8 +531,14 @@ fn replan_cancels_the_unstarted_tasks_of_a_plan_and_plans_again() {
         with("g", TaskState::QUEUED, None),
         with("h", TaskState::QUEUED, None),
     ]);
-    w.origins
-        .extend([plan("a"), plan("b"), plan("c"), plan("d"), plan("e"), plan("f")]);
+    w.origins.extend([
+        plan("a"),
+        plan("b"),
+        plan("c"),
+        plan("d"),
+        plan("e"),
+        plan("f"),
+    ]);
     w.origins
         .insert(TaskId::from("g"), Origin::Plan("p0".to_string()));
     let d = run(&w, "/opentiger replan", on(7, &["a"]), true, None);
@@ -555,7 +573,13 @@ fn replan_cancels_the_unstarted_tasks_of_a_plan_and_plans_again() {
         with("k", TaskState::FAILED, None).with(|t| t.parent_task_id = Some(TaskId::from("d")));
     w.tasks.insert(child.id.clone(), child);
     let d = run(&w, "/opentiger replan k", Place::Dashboard, true, None);
-    assert!(d.reply.as_deref().unwrap_or_default().contains("replan `d`"), "{d:?}");
+    assert!(
+        d.reply
+            .as_deref()
+            .unwrap_or_default()
+            .contains("replan `d`"),
+        "{d:?}"
+    );
 }
 
 /// `opentiger task retry|cancel` call `retry_move` and `cancel_refusal`; the comment commands
@@ -579,7 +603,11 @@ fn the_comment_commands_and_the_cli_agree_on_retry_and_cancel() {
             let retry = run(&w, "/opentiger retry", on(7, &["t1"]), true, None);
             match retry_move(&t, NOW) {
                 Ok(RetryMove::Requeue) => {
-                    assert_eq!(moved_to(&retry), [("t1".to_string(), TaskState::QUEUED)], "{label}")
+                    assert_eq!(
+                        moved_to(&retry),
+                        [("t1".to_string(), TaskState::QUEUED)],
+                        "{label}"
+                    )
                 }
                 Ok(RetryMove::EndCooldown) => assert!(
                     matches!(retry.effects.as_slice(), [Effect::EndCooldown { .. }]),
@@ -599,7 +627,10 @@ fn the_comment_commands_and_the_cli_agree_on_retry_and_cancel() {
                 ),
                 Some(why) => {
                     assert_eq!(cancel.outcome, Outcome::Refused, "{label}");
-                    assert!(cancel.reply.unwrap_or_default().starts_with(&why), "{label}");
+                    assert!(
+                        cancel.reply.unwrap_or_default().starts_with(&why),
+                        "{label}"
+                    );
                 }
             }
         }
@@ -609,7 +640,10 @@ fn the_comment_commands_and_the_cli_agree_on_retry_and_cancel() {
     assert_eq!(retry_move(&cooling, NOW), Ok(RetryMove::EndCooldown));
     assert!(retry_move(&with("t1", TaskState::QUEUED, None), NOW).is_err());
     assert!(retry_move(&with("t1", TaskState::RUNNING, None), NOW).is_err());
-    assert_eq!(retry_move(&with("t1", TaskState::FAILED, None), NOW), Ok(RetryMove::Requeue));
+    assert_eq!(
+        retry_move(&with("t1", TaskState::FAILED, None), NOW),
+        Ok(RetryMove::Requeue)
+    );
     assert!(cancel_refusal(&with("t1", TaskState::RUNNING, None)).is_some());
     assert!(cancel_refusal(&with("t1", TaskState::FAILED, None)).is_none());
 }

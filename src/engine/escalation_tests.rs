@@ -253,7 +253,10 @@ fn each_question_has_its_own_timeout_and_default_else_the_global_ones() {
         assert_eq!(defaults, expected, "{name}");
     }
     // The question and the record name the setting that chose the default.
-    let config = per_question(set(None, None), set(Some(2), Some(EscalationDefault::Cancel)));
+    let config = per_question(
+        set(None, None),
+        set(Some(2), Some(EscalationDefault::Cancel)),
+    );
     let steps = run(std::slice::from_ref(&stuck_task), &[], false, &config);
     let Some(Step::Ask { body, .. }) = steps.first() else {
         panic!("{steps:?}")

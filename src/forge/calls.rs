@@ -448,7 +448,12 @@ impl GithubClient {
     }
 
     /// Adds labels to an issue (those it has stay).
-    pub fn add_labels(&self, issue: u64, labels: &[String], now: Timestamp) -> Result<(), ForgeError> {
+    pub fn add_labels(
+        &self,
+        issue: u64,
+        labels: &[String],
+        now: Timestamp,
+    ) -> Result<(), ForgeError> {
         self.send(
             Method::POST,
             &self.path(&format!("/issues/{issue}/labels")),

@@ -320,7 +320,11 @@ impl Observed {
         lines.extend(self.commands.apply(ctx, store, &self.issues, writer)?);
         if let Some(dashboard) = &self.dashboard {
             lines.extend(super::checkboxes::apply(
-                ctx, store, dashboard, &self.issues, writer,
+                ctx,
+                store,
+                dashboard,
+                &self.issues,
+                writer,
             )?);
         }
         for (number, state, sha, base) in &self.finished {

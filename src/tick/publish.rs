@@ -175,7 +175,9 @@ pub fn update_dashboard(
         }
     }
     match existing {
-        Some(issue) if issue.body.trim_end() == markdown.trim_end() => Ok(DashboardWrite::Unchanged),
+        Some(issue) if issue.body.trim_end() == markdown.trim_end() => {
+            Ok(DashboardWrite::Unchanged)
+        }
         Some(issue) => {
             client.set_issue_body(issue.number, markdown, now)?;
             Ok(DashboardWrite::Updated(issue.number))
