@@ -94,6 +94,39 @@ impl Setup {
         }
     }
 
+    /// A tick with nothing new: at most 3 requests, every one a conditional `304`.
+    fn quiet_tick(&self, minute: u32) -> Vec<common::github::RecordedRequest> {
+        self.server.reset_counts();
+        self.tick(minute);
+        let calls = self.server.requests();
+        assert!(calls.len() <= 3, "{calls:?}");
+        assert!(
+            calls.iter().all(|r| r.conditional && r.status == 304),
+            "{calls:?}"
+        );
+        calls
+    }
+
+    /// How many of the events of the (first) task mention `needle`.
+    fn events_mentioning(&self, needle: &str) -> usize {
+        let out = self.run(
+            "2026-11-21T13:00:00Z",
+            &[
+                "task",
+                "show",
+                self.task()["id"].as_str().unwrap(),
+                "--json",
+            ],
+        );
+        let shown: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+        shown["events"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|e| e.to_string().contains(needle))
+            .count()
+    }
+
     /// Our replies to command comment `id`.
     fn replies(&self, thread: u64, id: u64) -> Vec<String> {
         let marker = format!("<!-- opentiger:reply={id} -->");
@@ -145,30 +178,12 @@ fn a_collaborator_s_retry_acts_once_and_is_answered_once() {
         s.tick(minute);
     }
     assert_eq!(s.replies(issue, retry).len(), 1);
-    let events = s.run(
-        "2026-11-21T13:00:00Z",
-        &["task", "show", s.task()["id"].as_str().unwrap(), "--json"],
-    );
-    let events: serde_json::Value = serde_json::from_slice(&events.stdout).unwrap();
-    let retried = events["events"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter(|e| e.to_string().contains("retried by @bob"))
-        .count();
-    assert_eq!(retried, 1, "{events}");
+    assert_eq!(s.events_mentioning("retried by @bob"), 1);
 
     // With commands read and answered, a quiet tick still costs at most 3 requests, all
     // conditional (the backlog, the open PRs, the comment feed).
     s.tick(35);
-    s.server.reset_counts();
-    s.tick(40);
-    let calls = s.server.requests();
-    assert!(calls.len() <= 3, "{calls:?}");
-    assert!(
-        calls.iter().all(|r| r.conditional && r.status == 304),
-        "{calls:?}"
-    );
+    let calls = s.quiet_tick(40);
     assert!(
         calls
             .iter()
@@ -452,14 +467,7 @@ fn the_question_is_edited_in_place_when_the_facts_change() {
     // A task waiting on a question costs a quiet tick nothing more: at most 3 requests, all
     // conditional.
     s.tick(40);
-    s.server.reset_counts();
-    s.tick(45);
-    let calls = s.server.requests();
-    assert!(calls.len() <= 3, "{calls:?}");
-    assert!(
-        calls.iter().all(|r| r.conditional && r.status == 304),
-        "{calls:?}"
-    );
+    s.quiet_tick(45);
 }
 
 #[test]
@@ -615,18 +623,7 @@ fn replan_works_afresh_from_the_issue_s_current_text_once() {
         s.tick(minute);
     }
     assert_eq!(s.replies(issue, replan).len(), 1);
-    let shown = s.run(
-        "2026-11-21T13:00:00Z",
-        &["task", "show", s.task()["id"].as_str().unwrap(), "--json"],
-    );
-    let shown: serde_json::Value = serde_json::from_slice(&shown.stdout).unwrap();
-    let replanned = shown["events"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter(|e| e.to_string().contains("replanned by @bob"))
-        .count();
-    assert_eq!(replanned, 1, "{shown}");
+    assert_eq!(s.events_mentioning("replanned by @bob"), 1);
 }
 
 /// Renovate-style checkboxes: a person ticks "retry" under a waiting task on the dashboard,
@@ -635,15 +632,7 @@ fn replan_works_afresh_from_the_issue_s_current_text_once() {
 #[test]
 fn a_ticked_dashboard_box_acts_once_and_is_unticked() {
     let s = setup("");
-    let config = s.clone.join(".opentiger.yml");
-    let text = std::fs::read_to_string(&config).unwrap();
-    std::fs::write(
-        &config,
-        text.replace("dashboard_issue: false", "dashboard_issue: true"),
-    )
-    .unwrap();
-    git(&s.clone, &["commit", "-qam", "dashboard on"]);
-    git(&s.clone, &["push", "-q", "origin", "main"]);
+    common::enable_dashboard(&s.clone);
     s.task_awaiting_human();
     s.tick(2);
     s.tick(3);
@@ -694,15 +683,7 @@ fn a_ticked_dashboard_box_acts_once_and_is_unticked() {
             "acted again at {minute}: {out}"
         );
     }
-    let shown = s.run("2026-11-21T13:00:00Z", &["task", "show", &id, "--json"]);
-    let shown: serde_json::Value = serde_json::from_slice(&shown.stdout).unwrap();
-    let retried = shown["events"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter(|e| e.to_string().contains("retried from a dashboard checkbox"))
-        .count();
-    assert_eq!(retried, 1, "{shown}");
+    assert_eq!(s.events_mentioning("retried from a dashboard checkbox"), 1);
 
     // The box of a task that moved on is stale: ticking it again changes nothing.
     s.server.advance(60);
@@ -712,17 +693,10 @@ fn a_ticked_dashboard_box_acts_once_and_is_unticked() {
     );
     let out = s.tick(35);
     assert!(out.contains("ignored, task"), "{out}");
-    assert_eq!(retried, 1);
+    assert_eq!(s.events_mentioning("retried from a dashboard checkbox"), 1);
 
     // Quiet again: at most 3 requests, all conditional.
     s.tick(40);
     s.tick(45);
-    s.server.reset_counts();
-    s.tick(50);
-    let calls = s.server.requests();
-    assert!(calls.len() <= 3, "{calls:?}");
-    assert!(
-        calls.iter().all(|r| r.conditional && r.status == 304),
-        "{calls:?}"
-    );
+    s.quiet_tick(50);
 }
