@@ -14,6 +14,8 @@ use crate::time::Timestamp;
 
 #[path = "commands_parse.rs"]
 mod parse;
+#[path = "commands_plan.rs"]
+mod plan_thread;
 #[path = "commands_replan.rs"]
 mod replan;
 pub use parse::{parse, MAX_BUDGET_USD};
@@ -67,6 +69,9 @@ pub enum Place {
     Dashboard,
     /// An issue or PR; `tasks` are the tasks that belong to it (its issue's tasks, the PR's).
     Thread { number: u64, tasks: Vec<TaskId> },
+    /// The requirement's issue, where the latest plan (`tasks`) is shown for approval:
+    /// `approve`, `cancel`, `replan` and `status` without a task act on the whole plan.
+    Plan { number: u64, tasks: Vec<TaskId> },
 }
 
 /// Everything [`decide`] reads besides the command.
@@ -278,6 +283,9 @@ pub fn decide(parsed: &Parsed, req: &Request<'_>) -> Decision {
         }
         _ => {}
     }
+    if let (Place::Plan { number, tasks }, None) = (&req.place, &command.task) {
+        return plan_thread::decide(&command.verb, req, *number, tasks, &by);
+    }
     let task = match pick_task(command, req) {
         Ok(task) => task,
         Err(why) => return refuse(why),
@@ -449,13 +457,20 @@ fn pick_task<'a>(command: &Command, req: &Request<'a>) -> Result<&'a Task, Strin
             let task = find_task(req.tasks, word)?;
             match place {
                 Place::Dashboard => Ok(task),
-                Place::Thread { tasks, .. } if tasks.contains(&task.id) => Ok(task),
-                Place::Thread { number, .. } => Err(format!(
+                Place::Thread { tasks, .. } | Place::Plan { tasks, .. }
+                    if tasks.contains(&task.id) =>
+                {
+                    Ok(task)
+                }
+                Place::Thread { number, .. } | Place::Plan { number, .. } => Err(format!(
                     "Task `{}` does not belong to #{number}: command it on its own issue, or on the dashboard issue",
                     task.id
                 )),
             }
         }
+        (None, Place::Plan { number, .. }) => Err(format!(
+            "On #{number}, name the task: `/opentiger <command> <task-id>`"
+        )),
         (None, Place::Dashboard) => Err(
             "On the dashboard issue, name the task: `/opentiger <command> <task-id>`".to_string(),
         ),
