@@ -700,3 +700,113 @@ fn a_ticked_dashboard_box_acts_once_and_is_unticked() {
     s.tick(45);
     s.quiet_tick(50);
 }
+
+/// Planner approval in the thread: in ask mode a plan is shown as ONE comment on the
+/// requirement's issue, and its tasks' issues are opened only after `/opentiger approve` there.
+#[test]
+fn a_plan_waits_for_approval_on_the_requirement_s_issue() {
+    let s = setup("execution_mode: ask\nplanner:\n  agent: false\n  replan_interval_minutes: 0\n");
+    std::fs::write(s.dir.path().join("ok"), "").unwrap();
+    std::fs::create_dir_all(s.clone.join("docs")).unwrap();
+    std::fs::write(
+        s.clone.join("docs/requirement.md"),
+        "# R\n\n## Goal\nGreetings.\n\n## Acceptance Criteria\n- hello works\n- goodbye works\n",
+    )
+    .unwrap();
+    let plan_issue = || {
+        let found: Vec<_> = s
+            .server
+            .issues()
+            .into_iter()
+            .filter(|i| i.labels.iter().any(|l| l == "opentiger:plan"))
+            .collect();
+        assert_eq!(found.len(), 1, "one requirement issue: {found:?}");
+        found[0].number
+    };
+    let plan_comments = |issue: u64| -> Vec<String> {
+        s.server
+            .comments(issue)
+            .into_iter()
+            .map(|c| c.body)
+            .filter(|b| b.contains("<!-- opentiger:plan-comment -->"))
+            .collect()
+    };
+    let task_issues = || {
+        s.server
+            .issues()
+            .into_iter()
+            .filter(|i| i.labels.iter().any(|l| l == "opentiger"))
+            .count()
+    };
+    s.tick(0);
+    s.tick(1);
+    s.tick(2);
+    let issue = plan_issue();
+    let shown = plan_comments(issue);
+    assert_eq!(shown.len(), 1, "{shown:?}");
+    assert!(
+        shown[0].contains("**opentiger planned 2 task(s)**")
+            && shown[0].contains("hello works")
+            && shown[0].contains("→ **approve (recommended)**: comment `/opentiger approve` here"),
+        "{}",
+        shown[0]
+    );
+    assert_eq!(task_issues(), 0, "no task issue before approval");
+    assert!(s.server.pulls().is_empty());
+
+    // Replanned there: the plan's unstarted tasks are cancelled, the requirement is planned
+    // again, and the same comment shows the new plan.
+    s.server.advance(60);
+    let replan = s.server.add_comment(issue, "/opentiger replan", "acme");
+    s.tick(3);
+    s.tick(4);
+    assert_eq!(s.replies(issue, replan).len(), 1);
+    let replanned = plan_comments(issue);
+    assert_eq!(replanned.len(), 1, "{replanned:?}");
+    assert_ne!(replanned[0], shown[0], "the comment shows the new plan");
+    assert!(
+        replanned[0].contains("2 task(s) wait for your approval"),
+        "{}",
+        replanned[0]
+    );
+    assert_eq!(task_issues(), 0);
+
+    s.server.advance(60);
+    let approve = s.server.add_comment(issue, "/opentiger approve", "acme");
+    let out = s.tick(5);
+    assert!(
+        out.contains("command `/opentiger approve` by @acme"),
+        "{out}"
+    );
+    for minute in [6, 7, 8] {
+        s.tick(minute);
+    }
+    assert_eq!(task_issues(), 2, "each approved task got its issue");
+    assert!(!s.server.pulls().is_empty(), "and ran");
+    let replies = s.replies(issue, approve);
+    assert_eq!(replies.len(), 1, "{replies:?}");
+    assert!(
+        replies[0].contains("Approved by @acme: 2 task(s)"),
+        "{}",
+        replies[0]
+    );
+
+    for minute in [10, 15, 20, 25, 30] {
+        s.tick(minute);
+    }
+    let issue_again = plan_issue();
+    assert_eq!(issue_again, issue);
+    let shown = plan_comments(issue);
+    assert_eq!(
+        shown.len(),
+        1,
+        "one plan comment, edited in place: {shown:?}"
+    );
+    assert!(
+        shown[0].contains("Nothing of this plan waits for approval."),
+        "{}",
+        shown[0]
+    );
+    assert_eq!(task_issues(), 2);
+    assert_eq!(s.replies(issue, approve).len(), 1);
+}

@@ -673,7 +673,10 @@ fn on_the_requirement_s_issue_approve_cancel_and_replan_act_on_the_whole_plan() 
     let d = run(&w, "/opentiger cancel", plan(), true, None);
     assert_eq!(moved_to(&d).len(), 2, "{d:?}");
     let d = run(&w, "/opentiger replan", plan(), true, None);
-    assert!(matches!(d.effects.last(), Some(Effect::Replan { .. })), "{d:?}");
+    assert!(
+        matches!(d.effects.last(), Some(Effect::Replan { .. })),
+        "{d:?}"
+    );
     // Anything else names its task; a named task of the plan is decided as on its thread.
     let d = run(&w, "/opentiger retry", plan(), true, None);
     assert_eq!(d.outcome, Outcome::Refused);

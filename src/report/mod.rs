@@ -2,6 +2,7 @@
 
 pub mod board;
 pub mod heartbeat;
+pub mod plan;
 pub mod progress;
 
 use std::collections::BTreeMap;

@@ -135,6 +135,7 @@ pub fn fetch(
         .body
         .and_then(|b| b.parse().ok());
     let me = store.cursor(SELF).map_err(config_error)?.body;
+    let plan_thread = super::plan_thread::thread(store).map_err(config_error)?;
     for comment in comments {
         let ours = me.as_deref() == Some(comment.author.as_str());
         if let Some(id) = replied_to(&comment.body).filter(|_| ours) {
@@ -160,7 +161,8 @@ pub fn fetch(
             .tasks_of_thread(comment.thread)
             .map_err(config_error)?
             .is_empty()
-            || pulls.iter().any(|p| p.number == comment.thread);
+            || pulls.iter().any(|p| p.number == comment.thread)
+            || plan_thread == Some(comment.thread);
         let on_dashboard = match dashboard {
             Some(n) => n == comment.thread,
             None if own_thread || !allowed => false,
@@ -298,6 +300,13 @@ impl CommandFeed {
             }
             let place = if command.on_dashboard {
                 Place::Dashboard
+            } else if super::plan_thread::thread(store)? == Some(comment.thread) {
+                Place::Plan {
+                    number: comment.thread,
+                    tasks: super::plan_thread::latest_plan(store)?
+                        .map(|(_, tasks)| tasks.into_iter().map(|t| t.id).collect())
+                        .unwrap_or_default(),
+                }
             } else {
                 Place::Thread {
                     number: comment.thread,
