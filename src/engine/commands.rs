@@ -316,13 +316,7 @@ pub fn decide(parsed: &Parsed, req: &Request<'_>) -> Decision {
         Verb::Cancel => match cancel_refusal(task) {
             Some(why) => refuse(why),
             None => done(
-                vec![Effect::Move {
-                    task: id.clone(),
-                    to: TaskState::CANCELLED,
-                    reset_attempts: false,
-                    approved: false,
-                    reason: format!("cancelled {by}"),
-                }],
+                vec![plain_move(id, TaskState::CANCELLED, format!("cancelled {by}"))],
                 format!("Cancelled {by}: task `{id}` {state} → cancelled. `/opentiger retry` brings it back."),
             ),
         },
@@ -430,12 +424,21 @@ fn refuse(reply: String) -> Decision {
 }
 
 fn pause_effect(id: &TaskId, by: &str) -> Effect {
+    plain_move(
+        id,
+        TaskState::blocked(BlockReason::Paused),
+        format!("paused {by}"),
+    )
+}
+
+/// A move that neither resets the attempt budgets nor gives approval.
+fn plain_move(id: &TaskId, to: TaskState, reason: String) -> Effect {
     Effect::Move {
         task: id.clone(),
-        to: TaskState::blocked(BlockReason::Paused),
+        to,
         reset_attempts: false,
         approved: false,
-        reason: format!("paused {by}"),
+        reason,
     }
 }
 

@@ -4,7 +4,7 @@
 //! `blocked(issue_linking)`: its issue is opened first, then it runs (DESIGN §9, spec §2.1
 //! step 10). A named task (`/opentiger retry <id>`) is decided as on its own thread.
 
-use super::{done, refuse, replan, waits_approval, Decision, Effect, Request, Verb};
+use super::{done, plain_move, refuse, replan, waits_approval, Decision, Effect, Request, Verb};
 use crate::model::{BlockReason, Task, TaskId, TaskState};
 
 pub(super) fn decide(
@@ -61,13 +61,7 @@ pub(super) fn decide(
             }
             let effects = open
                 .iter()
-                .map(|t| Effect::Move {
-                    task: t.id.clone(),
-                    to: TaskState::CANCELLED,
-                    reset_attempts: false,
-                    approved: false,
-                    reason: format!("plan cancelled {by}"),
-                })
+                .map(|t| plain_move(&t.id, TaskState::CANCELLED, format!("plan cancelled {by}")))
                 .collect();
             done(
                 effects,

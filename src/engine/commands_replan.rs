@@ -13,7 +13,7 @@
 //! the tick's. Not for: tasks added by hand (`opentiger task add`) or fix children, which have
 //! no plan of their own to make again.
 
-use super::{done, refuse, Decision, Effect, Request};
+use super::{done, plain_move, refuse, Decision, Effect, Request};
 use crate::model::{BlockReason, Task, TaskState, TaskStatus};
 
 /// Where a task's plan came from.
@@ -86,12 +86,12 @@ pub(super) fn decide(task: &Task, req: &Request<'_>, by: &str) -> Decision {
             cancelled.sort_by(|a, b| a.id.cmp(&b.id));
             let mut effects: Vec<Effect> = cancelled
                 .iter()
-                .map(|t| Effect::Move {
-                    task: t.id.clone(),
-                    to: TaskState::CANCELLED,
-                    reset_attempts: false,
-                    approved: false,
-                    reason: format!("replanned {by}: plan {plan} is made again"),
+                .map(|t| {
+                    plain_move(
+                        &t.id,
+                        TaskState::CANCELLED,
+                        format!("replanned {by}: plan {plan} is made again"),
+                    )
                 })
                 .collect();
             effects.push(Effect::Replan { plan: plan.clone() });

@@ -179,20 +179,23 @@ pub fn escalate(
     steps
 }
 
+/// Items as inline code, comma-separated (backticks inside defused), or `none` when empty.
+pub fn code_list(items: &[String], none: &str) -> String {
+    if items.is_empty() {
+        none.to_string()
+    } else {
+        items
+            .iter()
+            .map(|i| format!("`{}`", i.replace('`', "'")))
+            .collect::<Vec<_>>()
+            .join(", ")
+    }
+}
+
 /// The plan an approval is asked for: where the change may go, how it is checked, and what it
 /// may cost.
 fn plan_lines(task: &Task, estimate: Estimate) -> String {
-    let code = |items: &[String], none: &str| {
-        if items.is_empty() {
-            none.to_string()
-        } else {
-            items
-                .iter()
-                .map(|i| format!("`{}`", i.replace('`', "'")))
-                .collect::<Vec<_>>()
-                .join(", ")
-        }
-    };
+    let code = code_list;
     let typical = estimate
         .typical_usd
         .map(|t| format!("; finished tasks here spent ${t:.2} on average"))

@@ -10,17 +10,7 @@ use crate::model::Task;
 /// The comment for plan `plan` made from `requirement` (a path), its tasks as they are now.
 pub fn plan_comment(plan: &str, requirement: &str, tasks: &[Task], budget_usd: f64) -> String {
     let waiting = tasks.iter().filter(|t| waits_approval(t)).count();
-    let code = |items: &[String], none: &str| {
-        if items.is_empty() {
-            none.to_string()
-        } else {
-            items
-                .iter()
-                .map(|i| format!("`{}`", i.replace('`', "'")))
-                .collect::<Vec<_>>()
-                .join(", ")
-        }
-    };
+    let code = crate::engine::escalation::code_list;
     let mut out = format!(
         "**opentiger planned {} task(s)** from `{}` (plan `{plan}`).\n\n| task | role | may change | checks | now |\n|---|---|---|---|---|\n",
         tasks.len(),
