@@ -184,6 +184,7 @@ pub fn help_text() -> String {
         "| `/opentiger help` | this list |",
         "",
         "On the dashboard issue, name the task (`/opentiger retry <task-id>`); there `pause` and `resume` without a task hold the whole repository, and `approve all` starts every task that waits for approval.",
+        "On the requirement's issue (label `opentiger:plan`), `approve`, `cancel`, `replan` and `status` without a task act on the whole plan shown there.",
     ]
     .join("\n")
 }
