@@ -850,13 +850,7 @@ fn a_fan_out_matrix_is_worked_by_parallel_jobs_without_double_work() {
 #[test]
 fn the_dashboard_issue_and_job_summary_follow_the_ticks() {
     let s = setup();
-    let path = s.clone.join(".opentiger.yml");
-    let config = std::fs::read_to_string(&path).unwrap();
-    std::fs::write(
-        &path,
-        config.replace("dashboard_issue: false", "dashboard_issue: true"),
-    )
-    .unwrap();
+    common::enable_dashboard(&s.clone);
     let summary_file = s.clone.parent().unwrap().join("step-summary.md");
     let tick_with_summary = |now: &str| {
         let out = opentiger_in(&s, &s.clone, now, &["tick"])

@@ -17,7 +17,8 @@ struct Setup {
 }
 
 /// A repository whose worker writes a file only once `ok` exists next to it (until then its
-/// runs change nothing, and a `noop` budget of 0 sends the task to a person at once).
+/// runs change nothing, and a `noop` budget of 0 sends the task to a person at once). Each run
+/// leaves its prompt in `prompt.md` next to it where the sandbox lets it write there.
 fn setup(extra_config: &str) -> Setup {
     use std::os::unix::fs::PermissionsExt;
     let dir = tempfile::tempdir().unwrap();
@@ -29,7 +30,8 @@ fn setup(extra_config: &str) -> Setup {
     std::fs::write(
         &agent,
         format!(
-            "#!/bin/sh\nif [ -f '{}' ]; then echo \"done by $OPENTIGER_TASK_ID\" > \"work-$OPENTIGER_TASK_ID.txt\"; fi\necho '{{\"summary\": \"tried\"}}' > \"$OPENTIGER_RESULT_FILE\"\n",
+            "#!/bin/sh\ncp \"$OPENTIGER_PROMPT_FILE\" '{}'\nif [ -f '{}' ]; then echo \"done by $OPENTIGER_TASK_ID\" > \"work-$OPENTIGER_TASK_ID.txt\"; fi\necho '{{\"summary\": \"tried\"}}' > \"$OPENTIGER_RESULT_FILE\"\n",
+            dir.path().join("prompt.md").display(),
             ok.display()
         ),
     )
@@ -92,6 +94,39 @@ impl Setup {
         }
     }
 
+    /// A tick with nothing new: at most 3 requests, every one a conditional `304`.
+    fn quiet_tick(&self, minute: u32) -> Vec<common::github::RecordedRequest> {
+        self.server.reset_counts();
+        self.tick(minute);
+        let calls = self.server.requests();
+        assert!(calls.len() <= 3, "{calls:?}");
+        assert!(
+            calls.iter().all(|r| r.conditional && r.status == 304),
+            "{calls:?}"
+        );
+        calls
+    }
+
+    /// How many of the events of the (first) task mention `needle`.
+    fn events_mentioning(&self, needle: &str) -> usize {
+        let out = self.run(
+            "2026-11-21T13:00:00Z",
+            &[
+                "task",
+                "show",
+                self.task()["id"].as_str().unwrap(),
+                "--json",
+            ],
+        );
+        let shown: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+        shown["events"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|e| e.to_string().contains(needle))
+            .count()
+    }
+
     /// Our replies to command comment `id`.
     fn replies(&self, thread: u64, id: u64) -> Vec<String> {
         let marker = format!("<!-- opentiger:reply={id} -->");
@@ -143,30 +178,12 @@ fn a_collaborator_s_retry_acts_once_and_is_answered_once() {
         s.tick(minute);
     }
     assert_eq!(s.replies(issue, retry).len(), 1);
-    let events = s.run(
-        "2026-11-21T13:00:00Z",
-        &["task", "show", s.task()["id"].as_str().unwrap(), "--json"],
-    );
-    let events: serde_json::Value = serde_json::from_slice(&events.stdout).unwrap();
-    let retried = events["events"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter(|e| e.to_string().contains("retried by @bob"))
-        .count();
-    assert_eq!(retried, 1, "{events}");
+    assert_eq!(s.events_mentioning("retried by @bob"), 1);
 
     // With commands read and answered, a quiet tick still costs at most 3 requests, all
     // conditional (the backlog, the open PRs, the comment feed).
     s.tick(35);
-    s.server.reset_counts();
-    s.tick(40);
-    let calls = s.server.requests();
-    assert!(calls.len() <= 3, "{calls:?}");
-    assert!(
-        calls.iter().all(|r| r.conditional && r.status == 304),
-        "{calls:?}"
-    );
+    let calls = s.quiet_tick(40);
     assert!(
         calls
             .iter()
@@ -450,14 +467,7 @@ fn the_question_is_edited_in_place_when_the_facts_change() {
     // A task waiting on a question costs a quiet tick nothing more: at most 3 requests, all
     // conditional.
     s.tick(40);
-    s.server.reset_counts();
-    s.tick(45);
-    let calls = s.server.requests();
-    assert!(calls.len() <= 3, "{calls:?}");
-    assert!(
-        calls.iter().all(|r| r.conditional && r.status == 304),
-        "{calls:?}"
-    );
+    s.quiet_tick(45);
 }
 
 #[test]
@@ -569,4 +579,234 @@ fn a_pasted_marker_silences_nothing() {
         forged.iter().all(|c| !c.body.contains("needs a decision")),
         "{forged:?}"
     );
+}
+
+/// `/opentiger replan` on an issue task: the issue's current text (here an outsider's edit,
+/// which alone changes nothing) becomes the task's spec, and the task runs afresh, once.
+#[test]
+fn replan_works_afresh_from_the_issue_s_current_text_once() {
+    // The agent copies its prompt out of its workspace for the test to read.
+    let s = setup("sandbox:\n  filesystem: none\n");
+    s.server.set_permission("acme", "admin");
+    s.server.set_permission("bob", "write");
+    let issue = s
+        .server
+        .add_issue("Add a greeting", "Say hello.", &[], "eve", "NONE");
+    s.server.add_label_event(issue, "opentiger", "acme");
+    s.tick(0);
+    s.tick(1);
+    assert_eq!(s.state(), "blocked(awaiting_human)", "{}", s.task());
+    let prompt = s.dir.path().join("prompt.md");
+    assert!(std::fs::read_to_string(&prompt)
+        .unwrap()
+        .contains("Say hello."));
+    s.server.advance(60);
+    s.server.edit_issue_body(issue, "Say bonjour, not hello.");
+    let out = s.tick(3);
+    assert!(out.contains("is not trusted"), "{out}");
+
+    std::fs::write(s.dir.path().join("ok"), "").unwrap();
+    s.server.advance(60);
+    let replan = s.server.add_comment(issue, "/opentiger replan", "bob");
+    let out = s.tick(5);
+    assert!(out.contains("command `/opentiger replan` by @bob"), "{out}");
+    // Queued afresh by the command and run by the same tick, from the issue's text of now.
+    assert_eq!(s.state(), "blocked(awaiting_judge)", "{}", s.task());
+    let text = std::fs::read_to_string(&prompt).unwrap();
+    assert!(text.contains("Say bonjour, not hello."), "{text}");
+    assert!(!text.contains("Say hello."), "{text}");
+    let replies = s.replies(issue, replan);
+    assert_eq!(replies.len(), 1, "{replies:?}");
+    assert!(replies[0].contains("Replanned by @bob"), "{}", replies[0]);
+
+    for minute in [10, 15, 20, 25, 30] {
+        s.tick(minute);
+    }
+    assert_eq!(s.replies(issue, replan).len(), 1);
+    assert_eq!(s.events_mentioning("replanned by @bob"), 1);
+}
+
+/// Renovate-style checkboxes: a person ticks "retry" under a waiting task on the dashboard,
+/// the next tick acts on it once and rewrites the dashboard unticked; a quiet tick still costs
+/// at most 3 conditional requests (the dashboard comes back with the backlog listing).
+#[test]
+fn a_ticked_dashboard_box_acts_once_and_is_unticked() {
+    let s = setup("");
+    common::enable_dashboard(&s.clone);
+    s.task_awaiting_human();
+    s.tick(2);
+    s.tick(3);
+    let dashboard = || {
+        s.server
+            .issues()
+            .into_iter()
+            .find(|i| i.labels.iter().any(|l| l == "opentiger:dashboard"))
+            .expect("a dashboard issue")
+    };
+    let board = dashboard();
+    assert!(
+        board.labels.iter().any(|l| l == "opentiger"),
+        "listed with the backlog: {:?}",
+        board.labels
+    );
+    let body = board.body.clone().unwrap_or_default();
+    let id = s.task()["id"].as_str().unwrap().to_string();
+    let retry_box = format!("  - [ ] retry (recommended) <!-- opentiger:box={id}:retry:");
+    assert!(body.contains(&retry_box), "{body}");
+    assert!(body.contains(&format!("  - [ ] cancel <!-- opentiger:box={id}:cancel:")));
+    assert!(
+        !body.contains("approve <!--"),
+        "only the boxes its state allows: {body}"
+    );
+
+    // A person ticks "retry" (GitHub rewrites `[ ]` to `[x]` in the body).
+    std::fs::write(s.dir.path().join("ok"), "").unwrap();
+    s.server.advance(60);
+    s.server.edit_issue_body(
+        board.number,
+        &body.replace("  - [ ] retry (recommended)", "  - [x] retry (recommended)"),
+    );
+    let out = s.tick(5);
+    assert!(
+        out.contains(&format!("checkbox `retry` for task {id}: Retried")),
+        "{out}"
+    );
+    // Queued by the box and run by the same tick.
+    assert_eq!(s.state(), "blocked(awaiting_judge)", "{}", s.task());
+    let after = dashboard().body.unwrap_or_default();
+    assert!(!after.contains("[x]"), "rewritten unticked: {after}");
+
+    for minute in [10, 15, 20, 25, 30] {
+        let out = s.tick(minute);
+        assert!(
+            !out.contains("checkbox `retry`"),
+            "acted again at {minute}: {out}"
+        );
+    }
+    assert_eq!(s.events_mentioning("retried from a dashboard checkbox"), 1);
+
+    // The box of a task that moved on is stale: ticking it again changes nothing.
+    s.server.advance(60);
+    s.server.edit_issue_body(
+        board.number,
+        &body.replace("  - [ ] retry (recommended)", "  - [x] retry (recommended)"),
+    );
+    let out = s.tick(35);
+    assert!(out.contains("ignored, task"), "{out}");
+    assert_eq!(s.events_mentioning("retried from a dashboard checkbox"), 1);
+
+    // Quiet again: at most 3 requests, all conditional.
+    s.tick(40);
+    s.tick(45);
+    s.quiet_tick(50);
+}
+
+/// Planner approval in the thread: in ask mode a plan is shown as ONE comment on the
+/// requirement's issue, and its tasks' issues are opened only after `/opentiger approve` there.
+#[test]
+fn a_plan_waits_for_approval_on_the_requirement_s_issue() {
+    let s = setup("execution_mode: ask\nplanner:\n  agent: false\n  replan_interval_minutes: 0\n");
+    std::fs::write(s.dir.path().join("ok"), "").unwrap();
+    std::fs::create_dir_all(s.clone.join("docs")).unwrap();
+    std::fs::write(
+        s.clone.join("docs/requirement.md"),
+        "# R\n\n## Goal\nGreetings.\n\n## Acceptance Criteria\n- hello works\n- goodbye works\n",
+    )
+    .unwrap();
+    let plan_issue = || {
+        let found: Vec<_> = s
+            .server
+            .issues()
+            .into_iter()
+            .filter(|i| i.labels.iter().any(|l| l == "opentiger:plan"))
+            .collect();
+        assert_eq!(found.len(), 1, "one requirement issue: {found:?}");
+        found[0].number
+    };
+    let plan_comments = |issue: u64| -> Vec<String> {
+        s.server
+            .comments(issue)
+            .into_iter()
+            .map(|c| c.body)
+            .filter(|b| b.contains("<!-- opentiger:plan-comment -->"))
+            .collect()
+    };
+    let task_issues = || {
+        s.server
+            .issues()
+            .into_iter()
+            .filter(|i| i.labels.iter().any(|l| l == "opentiger"))
+            .count()
+    };
+    s.tick(0);
+    s.tick(1);
+    s.tick(2);
+    let issue = plan_issue();
+    let shown = plan_comments(issue);
+    assert_eq!(shown.len(), 1, "{shown:?}");
+    assert!(
+        shown[0].contains("**opentiger planned 2 task(s)**")
+            && shown[0].contains("hello works")
+            && shown[0].contains("→ **approve (recommended)**: comment `/opentiger approve` here"),
+        "{}",
+        shown[0]
+    );
+    assert_eq!(task_issues(), 0, "no task issue before approval");
+    assert!(s.server.pulls().is_empty());
+
+    // Replanned there: the plan's unstarted tasks are cancelled, the requirement is planned
+    // again, and the same comment shows the new plan.
+    s.server.advance(60);
+    let replan = s.server.add_comment(issue, "/opentiger replan", "acme");
+    s.tick(3);
+    s.tick(4);
+    assert_eq!(s.replies(issue, replan).len(), 1);
+    let replanned = plan_comments(issue);
+    assert_eq!(replanned.len(), 1, "{replanned:?}");
+    assert_ne!(replanned[0], shown[0], "the comment shows the new plan");
+    assert!(
+        replanned[0].contains("2 task(s) wait for your approval"),
+        "{}",
+        replanned[0]
+    );
+    assert_eq!(task_issues(), 0);
+
+    s.server.advance(60);
+    let approve = s.server.add_comment(issue, "/opentiger approve", "acme");
+    let out = s.tick(5);
+    assert!(
+        out.contains("command `/opentiger approve` by @acme"),
+        "{out}"
+    );
+    for minute in [6, 7, 8] {
+        s.tick(minute);
+    }
+    assert_eq!(task_issues(), 2, "each approved task got its issue");
+    assert!(!s.server.pulls().is_empty(), "and ran");
+    let replies = s.replies(issue, approve);
+    assert_eq!(replies.len(), 1, "{replies:?}");
+    assert!(
+        replies[0].contains("Approved by @acme: 2 task(s)"),
+        "{}",
+        replies[0]
+    );
+
+    for minute in [10, 15, 20, 25, 30] {
+        s.tick(minute);
+    }
+    let issue_again = plan_issue();
+    assert_eq!(issue_again, issue);
+    let shown = plan_comments(issue);
+    assert_eq!(
+        shown.len(),
+        1,
+        "one plan comment, edited in place: {shown:?}"
+    );
+    assert!(
+        shown[0].contains("Nothing of this plan waits for approval."),
+        "{}",
+        shown[0]
+    );
+    assert_eq!(task_issues(), 2);
+    assert_eq!(s.replies(issue, approve).len(), 1);
 }

@@ -7,6 +7,7 @@ use clap::{Args, Subcommand};
 use serde::Deserialize;
 
 use super::{CmdResult, Context, Failure};
+use crate::engine::commands::{cancel_refusal, retry_move, RetryMove};
 use crate::model::{BlockReason, Lane, Risk, Role, Task, TaskId, TaskState, TaskStatus};
 use crate::report;
 use crate::runner::TaskField;
@@ -407,27 +408,23 @@ fn retry(ctx: &Context, id: &str, reason: &str) -> CmdResult {
     let line = ctx.write_state("task retry", |store| {
         let id = store.resolve_task_id(id)?;
         let task = store.task(&id)?;
-        // A queued task waiting on its cooldown: a person's retry ends the wait (issue 15).
-        if task.status == TaskStatus::Queued && task.next_attempt_at.is_some_and(|at| at > ctx.now) {
-            store.clear_cooldown(&id, reason, writer(ctx))?;
-            return Ok(format!("{id}: queued, its cooldown cleared: the next tick may start it"));
-        }
-        let allowed = match task.status {
-            TaskStatus::Failed | TaskStatus::Cancelled => true,
-            TaskStatus::Blocked => matches!(
-                task.block_reason,
-                Some(BlockReason::AwaitingHuman | BlockReason::Paused | BlockReason::QuotaWait | BlockReason::NeedsRework)
-            ),
-            TaskStatus::Queued | TaskStatus::Running | TaskStatus::Done => false,
-        };
-        if !allowed {
-            return Err(Failure::usage(format!(
-                "task {id} is {}: only failed, cancelled or blocked (awaiting_human, paused, quota_wait, needs_rework) tasks, and queued ones waiting on a cooldown, can be retried",
-                task.state()
-            )));
+        // The rule is the comment command's too (`/opentiger retry`), so both agree.
+        match retry_move(&task, ctx.now) {
+            Err(why) => return Err(Failure::usage(why)),
+            Ok(RetryMove::EndCooldown) => {
+                store.clear_cooldown(&id, reason, writer(ctx))?;
+                return Ok(format!(
+                    "{id}: queued, its cooldown cleared: the next tick may start it"
+                ));
+            }
+            Ok(RetryMove::Requeue) => {}
         }
         // A person's retry starts the budgets afresh: they decided the cause is dealt with.
-        let changes = TaskChanges { attempts: Some(Default::default()), next_attempt_at: Some(None), needs_approval: Some(false) };
+        let changes = TaskChanges {
+            attempts: Some(Default::default()),
+            next_attempt_at: Some(None),
+            needs_approval: Some(false),
+        };
         store.transition_task(&id, TaskState::QUEUED, reason, changes, writer(ctx))?;
         // Issue 18: a person retrying says the agents' configuration is dealt with.
         let unparked = store.clear_config_parks()?;
@@ -467,15 +464,17 @@ fn cancel(ctx: &Context, id: &str, reason: &str) -> CmdResult {
     let line = ctx.write_state("task cancel", |store| {
         let id = store.resolve_task_id(id)?;
         let task = store.task(&id)?;
-        if task.status.is_terminal() {
-            return Err(Failure::usage(format!("task {id} is already {}", task.status)));
+        // The rule is the comment command's too (`/opentiger cancel`), so both agree.
+        if let Some(why) = cancel_refusal(&task) {
+            return Err(Failure::usage(why));
         }
-        if task.status == TaskStatus::Running {
-            return Err(Failure::usage(format!(
-                "task {id} is running: cancel it after its run ends, or wait for its lease to expire"
-            )));
-        }
-        store.transition_task(&id, TaskState::CANCELLED, reason, TaskChanges::default(), writer(ctx))?;
+        store.transition_task(
+            &id,
+            TaskState::CANCELLED,
+            reason,
+            TaskChanges::default(),
+            writer(ctx),
+        )?;
         Ok(format!("{id}: {} → cancelled", task.state()))
     })?;
     outln!("{line}");

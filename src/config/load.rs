@@ -391,6 +391,13 @@ fn validate(config: &Config, text: &str, file: &str) -> Result<(), ConfigError> 
             ));
         }
     }
+    if config.escalation.reasons.approval.default == Some(super::EscalationDefault::RetryOnce) {
+        return Err(fail(
+            "escalation.reasons.approval.default",
+            "`retry_once` does not answer an approval question (a task that never ran has nothing to retry)".to_string(),
+            "use `cancel` or `wait`",
+        ));
+    }
     super::entry::check(config).map_err(|(key, message, fix)| fail(&key, message, &fix))?;
     Ok(())
 }
@@ -696,6 +703,27 @@ mod tests {
                 "agents.worker.fallbacks[0].executor",
                 "`codx` is not an accepted value",
                 "did you mean `codex`?",
+            ),
+            (
+                "escalation:\n  reasons:\n    stuk:\n      default: cancel\n",
+                Some(3),
+                "escalation.reasons.stuk",
+                "unknown key `stuk`",
+                "did you mean `stuck`?",
+            ),
+            (
+                "escalation:\n  reasons:\n    stuck:\n      default: retry\n",
+                Some(4),
+                "escalation.reasons.stuck.default",
+                "`retry` is not an accepted value",
+                "use one of: cancel, retry_once, wait",
+            ),
+            (
+                "escalation:\n  reasons:\n    approval:\n      default: retry_once\n",
+                Some(4),
+                "escalation.reasons.approval.default",
+                "does not answer an approval question",
+                "`cancel` or `wait`",
             ),
             (
                 "mode: direct\nlimits: {}\nmode: github\n",

@@ -18,7 +18,9 @@ use serde::{Deserialize, Serialize};
 use crate::model::{ExecutionMode, FailureCategory, Mode, Role};
 
 pub use load::{load, load_checked, load_str, schema_json, ConfigError, ConfigSource, ExtraCheck};
-pub use people::{CommandsConfig, EscalationConfig, EscalationDefault};
+pub use people::{
+    CommandsConfig, EscalationConfig, EscalationDefault, EscalationReasons, EscalationRule,
+};
 pub use sandbox::{FilesystemSandbox, SandboxConfig};
 
 /// The whole configuration file.

@@ -47,6 +47,39 @@ pub struct EscalationConfig {
     pub timeout_hours: u32,
     /// `cancel`, `retry_once` or `wait`.
     pub default: EscalationDefault,
+    /// Per question asked (the key an escalation is kept by): `timeout_hours` and `default`
+    /// for it, each falling back to the ones above.
+    pub reasons: EscalationReasons,
+}
+
+/// The questions an escalation asks, each with its own settings (issue 17): `approval` (a task
+/// of `execution_mode: ask` waits to start) and `stuck` (retries, reviews or recoveries ran
+/// out). Another key is refused with the known ones.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields, default)]
+pub struct EscalationReasons {
+    pub approval: EscalationRule,
+    pub stuck: EscalationRule,
+}
+
+/// One question's settings; a field left out is the escalation's own.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields, default)]
+pub struct EscalationRule {
+    /// Hours without an answer before `default` is applied (0: never).
+    pub timeout_hours: Option<u32>,
+    /// `cancel`, `retry_once` or `wait`.
+    pub default: Option<EscalationDefault>,
+}
+
+impl EscalationConfig {
+    /// The timeout and default of one question's rule, the global ones where it says nothing.
+    pub fn resolved(&self, rule: &EscalationRule) -> (u32, EscalationDefault) {
+        (
+            rule.timeout_hours.unwrap_or(self.timeout_hours),
+            rule.default.unwrap_or(self.default),
+        )
+    }
 }
 
 impl Default for EscalationConfig {
@@ -55,6 +88,7 @@ impl Default for EscalationConfig {
             comment: true,
             timeout_hours: 72,
             default: EscalationDefault::Wait,
+            reasons: EscalationReasons::default(),
         }
     }
 }

@@ -10,6 +10,16 @@
 use std::collections::BTreeMap;
 
 use crate::model::{BlockReason, Task, TaskId, TaskState, TaskStatus};
+use crate::time::Timestamp;
+
+#[path = "commands_parse.rs"]
+mod parse;
+#[path = "commands_plan.rs"]
+mod plan_thread;
+#[path = "commands_replan.rs"]
+mod replan;
+pub use parse::{parse, MAX_BUDGET_USD};
+pub use replan::Origin;
 
 /// The word that starts every command.
 pub const PREFIX: &str = "/opentiger";
@@ -28,6 +38,8 @@ pub enum Verb {
     /// Raise the task's budget to this many USD (over all its attempts).
     Budget(f64),
     Status,
+    /// Make the task's plan again (its issue's current text, or the requirement's planner).
+    Replan,
     Help,
 }
 
@@ -49,125 +61,6 @@ pub enum Parsed {
     },
 }
 
-/// The first command of a comment (one command per comment: the comment id keys it), or `None`
-/// when the comment holds no command line. Lines inside fenced or indented code blocks, and
-/// quoted lines (`>`), are never commands: they show or cite a command, they do not give it.
-pub fn parse(body: &str) -> Option<Parsed> {
-    let mut fence: Option<&str> = None;
-    for raw in body.lines() {
-        let indent = raw.len() - raw.trim_start_matches(' ').len();
-        let line = raw.trim();
-        if let Some(open) = fence {
-            if line.starts_with(open) {
-                fence = None;
-            }
-            continue;
-        }
-        if line.starts_with("```") {
-            fence = Some("```");
-            continue;
-        }
-        if line.starts_with("~~~") {
-            fence = Some("~~~");
-            continue;
-        }
-        // Indented code (4 spaces or a tab), and quotes, at any depth.
-        if indent >= 4 || raw.starts_with('\t') || line.starts_with('>') {
-            continue;
-        }
-        let Some(rest) = line.strip_prefix(PREFIX) else {
-            continue;
-        };
-        if !(rest.is_empty() || rest.starts_with(char::is_whitespace)) {
-            continue; // `/opentigers`, `/opentiger-bot`: another word
-        }
-        return Some(parse_words(line, rest.split_whitespace().collect()));
-    }
-    None
-}
-
-/// The largest budget a comment may set, in USD: a typo (`budget 50000`) or an overflow
-/// (`1e308`) must not lift the limit that protects the account.
-pub const MAX_BUDGET_USD: f64 = 1000.0;
-
-fn parse_words(line: &str, words: Vec<&str>) -> Parsed {
-    let malformed = |why: &str| Parsed::Malformed {
-        line: line.to_string(),
-        why: why.to_string(),
-    };
-    let Some((first, args)) = words.split_first() else {
-        return Parsed::Command(Command {
-            verb: Verb::Help,
-            task: None,
-        });
-    };
-    let verb = first.to_ascii_lowercase();
-    let (verb, args) = match verb.as_str() {
-        "approve" if args.first().is_some_and(|a| a.eq_ignore_ascii_case("all")) => {
-            (Verb::ApproveAll, &args[1..])
-        }
-        "approve" => (Verb::Approve, args),
-        "retry" => (Verb::Retry, args),
-        "cancel" => (Verb::Cancel, args),
-        "pause" => (Verb::Pause, args),
-        "resume" => (Verb::Resume, args),
-        "status" => (Verb::Status, args),
-        "help" => (Verb::Help, args),
-        "budget" => {
-            let Some(amount) = args.first() else {
-                return malformed("`budget` needs an amount in USD, e.g. `/opentiger budget 10`");
-            };
-            match budget_amount(amount) {
-                Ok(usd) => (Verb::Budget(usd), &args[1..]),
-                Err(why) => return malformed(&why),
-            }
-        }
-        _ => return malformed(&format!("`{first}` is not a command")),
-    };
-    let task = match args {
-        [] => None,
-        [id] if valid_task_word(id) => Some(id.trim_start_matches('#').to_string()),
-        [id] => return malformed(&format!("`{id}` is not a task id")),
-        [_, extra, ..] => return malformed(&format!("unexpected `{extra}`")),
-    };
-    if verb == Verb::Help && task.is_some() {
-        return malformed("`help` takes no task");
-    }
-    Parsed::Command(Command { verb, task })
-}
-
-fn valid_task_word(word: &str) -> bool {
-    let id = word.trim_start_matches('#');
-    !id.is_empty()
-        && id.len() <= 64
-        && id
-            .chars()
-            .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_')
-}
-
-/// A budget: a plain positive decimal number of USD (`10`, `$7.50`), at most [`MAX_BUDGET_USD`].
-fn budget_amount(word: &str) -> Result<f64, String> {
-    let digits = word.strip_prefix('$').unwrap_or(word);
-    let plain = !digits.is_empty()
-        && digits.chars().all(|c| c.is_ascii_digit() || c == '.')
-        && digits.chars().filter(|c| *c == '.').count() <= 1
-        && digits.chars().any(|c| c.is_ascii_digit());
-    let usd = if plain {
-        digits.parse::<f64>().ok()
-    } else {
-        None
-    };
-    match usd {
-        Some(usd) if usd.is_finite() && usd > 0.0 && usd <= MAX_BUDGET_USD => Ok(usd),
-        Some(usd) if usd > MAX_BUDGET_USD => Err(format!(
-            "a budget above ${MAX_BUDGET_USD:.0} is refused from a comment; raise `budget.per_task_usd` in .opentiger.yml instead"
-        )),
-        _ => Err(format!(
-            "`{word}` is not an amount: give a positive number of USD, e.g. `/opentiger budget 10`"
-        )),
-    }
-}
-
 /// Where the command was posted.
 #[derive(Clone, Debug, PartialEq)]
 pub enum Place {
@@ -176,6 +69,9 @@ pub enum Place {
     Dashboard,
     /// An issue or PR; `tasks` are the tasks that belong to it (its issue's tasks, the PR's).
     Thread { number: u64, tasks: Vec<TaskId> },
+    /// The requirement's issue, where the latest plan (`tasks`) is shown for approval:
+    /// `approve`, `cancel`, `replan` and `status` without a task act on the whole plan.
+    Plan { number: u64, tasks: Vec<TaskId> },
 }
 
 /// Everything [`decide`] reads besides the command.
@@ -194,6 +90,13 @@ pub struct Request<'a> {
     pub spent: &'a BTreeMap<TaskId, f64>,
     pub budgets: &'a BTreeMap<TaskId, f64>,
     pub default_budget: f64,
+    /// Where each task's plan came from (tasks added by hand and fix children have none).
+    pub origins: &'a BTreeMap<TaskId, Origin>,
+    /// When the command is decided (a retry ends a cooldown that is still running).
+    pub now: Timestamp,
+    /// Given by ticking a dashboard checkbox: GitHub does not say who ticked it (only people
+    /// with write access can edit the dashboard), so the record says "from a checkbox".
+    pub checkbox: bool,
 }
 
 /// A change to the state that a command makes.
@@ -214,6 +117,21 @@ pub enum Effect {
     },
     PauseRepo,
     ResumeRepo,
+    /// A queued task's cooldown ends and its attempt budgets start afresh.
+    EndCooldown {
+        task: TaskId,
+        reason: String,
+    },
+    /// Read the issue's current title and text again as the task's spec (a person vouched for
+    /// it by commanding `replan`, even when the issue's author is not trusted).
+    Respec {
+        task: TaskId,
+        issue: u64,
+    },
+    /// Let the planner plan the requirement again (its inputs count as changed).
+    Replan {
+        plan: String,
+    },
 }
 
 /// How a command ended, for the record.
@@ -261,10 +179,12 @@ pub fn help_text() -> String {
         "| `/opentiger cancel` | cancel a task that is not running |",
         "| `/opentiger pause` / `resume` | hold a task, or let it go again |",
         "| `/opentiger budget <usd>` | set this task's budget over all its attempts (at most $1000) |",
+        "| `/opentiger replan` | make the task's plan again: an issue's task works from the issue's current text, afresh; a planned task's unstarted plan is cancelled and the requirement planned again |",
         "| `/opentiger status` | say where the task stands |",
         "| `/opentiger help` | this list |",
         "",
         "On the dashboard issue, name the task (`/opentiger retry <task-id>`); there `pause` and `resume` without a task hold the whole repository, and `approve all` starts every task that waits for approval.",
+        "On the requirement's issue (label `opentiger:plan`), `approve`, `cancel`, `replan` and `status` without a task act on the whole plan shown there.",
     ]
     .join("\n")
 }
@@ -298,17 +218,12 @@ pub fn decide(parsed: &Parsed, req: &Request<'_>) -> Decision {
         }
         Parsed::Command(c) => c,
     };
-    let done = |effects: Vec<Effect>, reply: String| Decision {
-        outcome: Outcome::Done,
-        effects,
-        reply: Some(reply),
-    };
-    let refuse = |reply: String| Decision {
-        outcome: Outcome::Refused,
-        effects: Vec::new(),
-        reply: Some(format!("{reply}; nothing was changed.")),
-    };
     let on_dashboard = req.place == Place::Dashboard;
+    let by = if req.checkbox {
+        "from a dashboard checkbox".to_string()
+    } else {
+        format!("by @{}", req.author)
+    };
     match (&command.verb, &command.task) {
         (Verb::Help, _) => {
             return Decision {
@@ -330,7 +245,7 @@ pub fn decide(parsed: &Parsed, req: &Request<'_>) -> Decision {
             }
             let effects = waiting
                 .iter()
-                .map(|t| approve_effect(t, req.author))
+                .map(|t| approve_effect(t, &by))
                 .collect();
             let ids: Vec<String> = waiting.iter().map(|t| format!("`{}`", t.id)).collect();
             return done(
@@ -369,21 +284,26 @@ pub fn decide(parsed: &Parsed, req: &Request<'_>) -> Decision {
         }
         _ => {}
     }
+    if let (Place::Plan { number, tasks }, None) = (&req.place, &command.task) {
+        return plan_thread::decide(&command.verb, req, *number, tasks, &by);
+    }
     let task = match pick_task(command, req) {
         Ok(task) => task,
         Err(why) => return refuse(why),
     };
     let id = &task.id;
     let state = task.state();
-    let by = format!("by @{}", req.author);
     match &command.verb {
-        Verb::Retry => {
-            if !retry_allowed(task) {
-                return refuse(format!(
-                    "Task `{id}` is {state}: only failed, cancelled or blocked tasks can be retried"
-                ));
-            }
-            done(
+        Verb::Retry => match retry_move(task, req.now) {
+            Err(why) => refuse(why),
+            Ok(RetryMove::EndCooldown) => done(
+                vec![Effect::EndCooldown {
+                    task: id.clone(),
+                    reason: format!("retried {by}: cooldown ended"),
+                }],
+                format!("Retried {by}: task `{id}` is queued and its cooldown ended, so the next tick may start it; its attempt budgets start afresh."),
+            ),
+            Ok(RetryMove::Requeue) => done(
                 vec![Effect::Move {
                     task: id.clone(),
                     to: TaskState::QUEUED,
@@ -392,18 +312,12 @@ pub fn decide(parsed: &Parsed, req: &Request<'_>) -> Decision {
                     reason: format!("retried {by}"),
                 }],
                 format!("Retried {by}: task `{id}` {state} → queued; its attempt budgets start afresh."),
-            )
-        }
+            ),
+        },
         Verb::Cancel => match cancel_refusal(task) {
             Some(why) => refuse(why),
             None => done(
-                vec![Effect::Move {
-                    task: id.clone(),
-                    to: TaskState::CANCELLED,
-                    reset_attempts: false,
-                    approved: false,
-                    reason: format!("cancelled {by}"),
-                }],
+                vec![plain_move(id, TaskState::CANCELLED, format!("cancelled {by}"))],
                 format!("Cancelled {by}: task `{id}` {state} → cancelled. `/opentiger retry` brings it back."),
             ),
         },
@@ -412,7 +326,7 @@ pub fn decide(parsed: &Parsed, req: &Request<'_>) -> Decision {
                 return refuse(format!("Task `{id}` does not wait for approval (it is {state})"));
             }
             done(
-                vec![approve_effect(task, req.author)],
+                vec![approve_effect(task, &by)],
                 format!("Approved {by}: task `{id}` is queued."),
             )
         }
@@ -482,6 +396,7 @@ pub fn decide(parsed: &Parsed, req: &Request<'_>) -> Decision {
                 )),
             }
         }
+        Verb::Replan => replan::decide(task, req, &by),
         // Both are answered before a task is picked; the help text is the safe answer anyway.
         Verb::Help | Verb::ApproveAll => Decision {
             outcome: Outcome::Help,
@@ -491,23 +406,50 @@ pub fn decide(parsed: &Parsed, req: &Request<'_>) -> Decision {
     }
 }
 
-fn pause_effect(id: &TaskId, by: &str) -> Effect {
-    Effect::Move {
-        task: id.clone(),
-        to: TaskState::blocked(BlockReason::Paused),
-        reset_attempts: false,
-        approved: false,
-        reason: format!("paused {by}"),
+/// A command carried out: its effects and what the reply says.
+fn done(effects: Vec<Effect>, reply: String) -> Decision {
+    Decision {
+        outcome: Outcome::Done,
+        effects,
+        reply: Some(reply),
     }
 }
 
-fn approve_effect(task: &Task, author: &str) -> Effect {
+/// A command understood but refused, with why.
+fn refuse(reply: String) -> Decision {
+    Decision {
+        outcome: Outcome::Refused,
+        effects: Vec::new(),
+        reply: Some(format!("{reply}; nothing was changed.")),
+    }
+}
+
+fn pause_effect(id: &TaskId, by: &str) -> Effect {
+    plain_move(
+        id,
+        TaskState::blocked(BlockReason::Paused),
+        format!("paused {by}"),
+    )
+}
+
+/// A move that neither resets the attempt budgets nor gives approval.
+fn plain_move(id: &TaskId, to: TaskState, reason: String) -> Effect {
+    Effect::Move {
+        task: id.clone(),
+        to,
+        reset_attempts: false,
+        approved: false,
+        reason,
+    }
+}
+
+fn approve_effect(task: &Task, by: &str) -> Effect {
     Effect::Move {
         task: task.id.clone(),
         to: TaskState::QUEUED,
         reset_attempts: false,
         approved: true,
-        reason: format!("approved by @{author}"),
+        reason: format!("approved {by}"),
     }
 }
 
@@ -519,13 +461,20 @@ fn pick_task<'a>(command: &Command, req: &Request<'a>) -> Result<&'a Task, Strin
             let task = find_task(req.tasks, word)?;
             match place {
                 Place::Dashboard => Ok(task),
-                Place::Thread { tasks, .. } if tasks.contains(&task.id) => Ok(task),
-                Place::Thread { number, .. } => Err(format!(
+                Place::Thread { tasks, .. } | Place::Plan { tasks, .. }
+                    if tasks.contains(&task.id) =>
+                {
+                    Ok(task)
+                }
+                Place::Thread { number, .. } | Place::Plan { number, .. } => Err(format!(
                     "Task `{}` does not belong to #{number}: command it on its own issue, or on the dashboard issue",
                     task.id
                 )),
             }
         }
+        (None, Place::Plan { number, .. }) => Err(format!(
+            "On #{number}, name the task: `/opentiger <command> <task-id>`"
+        )),
         (None, Place::Dashboard) => Err(
             "On the dashboard issue, name the task: `/opentiger <command> <task-id>`".to_string(),
         ),
@@ -578,8 +527,33 @@ pub fn waits_approval(task: &Task) -> bool {
     task.needs_approval && task.state() == TaskState::blocked(BlockReason::AwaitingHuman)
 }
 
+/// What a person's retry does to a task (`/opentiger retry` and `opentiger task retry` alike).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum RetryMove {
+    /// Back to the queue, its attempt budgets afresh.
+    Requeue,
+    /// Queued already, but waiting on a cooldown: the wait ends and the budgets start afresh
+    /// (issue 15).
+    EndCooldown,
+}
+
+/// What a person's retry does, or why it is refused (shared with `opentiger task retry`).
+pub fn retry_move(task: &Task, now: Timestamp) -> Result<RetryMove, String> {
+    if task.status == TaskStatus::Queued && task.next_attempt_at.is_some_and(|at| at > now) {
+        return Ok(RetryMove::EndCooldown);
+    }
+    if retry_allowed(task) {
+        return Ok(RetryMove::Requeue);
+    }
+    Err(format!(
+        "Task `{}` is {}: only failed, cancelled or blocked (awaiting_human, paused, quota_wait, needs_rework) tasks, and queued ones waiting on a cooldown, can be retried",
+        task.id,
+        task.state()
+    ))
+}
+
 /// A person may send a task back to the queue when it failed, was cancelled, or waits on a
-/// person, a quota or its rework (shared with `opentiger task retry`).
+/// person, a quota or its rework.
 pub fn retry_allowed(task: &Task) -> bool {
     match task.status {
         TaskStatus::Failed | TaskStatus::Cancelled => true,

@@ -1,7 +1,7 @@
 use std::collections::BTreeMap;
 
 use super::*;
-use crate::engine::testkit::task;
+use crate::engine::testkit::{task, TaskExt};
 
 fn cmd(verb: Verb, task: Option<&str>) -> Option<Parsed> {
     Some(Parsed::Command(Command {
@@ -102,6 +102,7 @@ struct World {
     tasks: BTreeMap<TaskId, Task>,
     spent: BTreeMap<TaskId, f64>,
     budgets: BTreeMap<TaskId, f64>,
+    origins: BTreeMap<TaskId, Origin>,
 }
 
 fn world(tasks: Vec<Task>) -> World {
@@ -109,6 +110,7 @@ fn world(tasks: Vec<Task>) -> World {
         tasks: tasks.into_iter().map(|t| (t.id.clone(), t)).collect(),
         spent: BTreeMap::new(),
         budgets: BTreeMap::new(),
+        origins: BTreeMap::new(),
     }
 }
 
@@ -141,6 +143,9 @@ fn run(w: &World, body: &str, place: Place, allowed: bool, paused: Option<&str>)
             spent: &w.spent,
             budgets: &w.budgets,
             default_budget: 5.0,
+            origins: &w.origins,
+            now: crate::engine::testkit::NOW,
+            checkbox: false,
         },
     )
 }
@@ -322,6 +327,9 @@ fn outsiders_change_nothing_and_are_answered_once_per_thread() {
             spent: &w.spent,
             budgets: &w.budgets,
             default_budget: 5.0,
+            origins: &w.origins,
+            now: crate::engine::testkit::NOW,
+            checkbox: false,
         },
     );
     assert_eq!((again.effects.len(), again.reply), (0, None));
@@ -448,4 +456,234 @@ fn the_dashboard_recommends_one_command_per_waiting_task() {
             assert!(matches!(parse(&text), Some(Parsed::Command(_))), "{text}");
         }
     }
+}
+
+#[test]
+fn replan_makes_an_issue_task_afresh_from_its_issue_s_current_text() {
+    let human = TaskState::blocked(BlockReason::AwaitingHuman);
+    let issue = |open| Origin::Issue { number: 7, open };
+    // (state, issue still listed, outcome, move, text re-read)
+    let cases: Vec<(TaskState, bool, Outcome, Option<TaskState>, bool)> = vec![
+        (human, true, Outcome::Done, Some(TaskState::QUEUED), true),
+        (
+            TaskState::FAILED,
+            true,
+            Outcome::Done,
+            Some(TaskState::QUEUED),
+            true,
+        ),
+        (
+            TaskState::CANCELLED,
+            true,
+            Outcome::Done,
+            Some(TaskState::QUEUED),
+            true,
+        ),
+        (TaskState::QUEUED, true, Outcome::Done, None, true),
+        (TaskState::RUNNING, true, Outcome::Refused, None, false),
+        (TaskState::DONE, true, Outcome::Refused, None, false),
+        (human, false, Outcome::Refused, None, false),
+    ];
+    for (state, open, outcome, to, respec) in cases {
+        let mut w = world(vec![with("t1", state, Some(7))]);
+        w.origins.insert(TaskId::from("t1"), issue(open));
+        let d = run(&w, "/opentiger replan", on(7, &["t1"]), true, None);
+        let label = format!("{state} open={open}");
+        assert_eq!(d.outcome, outcome, "{label}: {d:?}");
+        let moved = moved_to(&d);
+        assert_eq!(moved.first().map(|m| m.1), to, "{label}");
+        let reread = d.effects.iter().any(|e| {
+            e == &Effect::Respec {
+                task: TaskId::from("t1"),
+                issue: 7,
+            }
+        });
+        assert_eq!(reread, respec, "{label}");
+        // Queued again afresh, as a retry would: budgets reset, approval given.
+        for e in &d.effects {
+            if let Effect::Move {
+                reset_attempts,
+                approved,
+                ..
+            } = e
+            {
+                assert!(*reset_attempts && *approved, "{label}: {e:?}");
+            }
+        }
+    }
+}
+
+#[test]
+fn replan_cancels_the_unstarted_tasks_of_a_plan_and_plans_again() {
+    let human = BlockReason::AwaitingHuman;
+    let plan = |id: &str| (TaskId::from(id), Origin::Plan("p1".to_string()));
+    let mut w = world(vec![
+        // The task commanded on: waits for approval.
+        with("a", TaskState::blocked(human), Some(7)).with(|t| t.needs_approval = true),
+        // Siblings: not started (queued, waiting for its issue) → cancelled.
+        with("b", TaskState::QUEUED, None),
+        with("c", TaskState::blocked(BlockReason::IssueLinking), None),
+        // Started siblings keep their work: failed once and queued, running, done.
+        with("d", TaskState::QUEUED, Some(9)).attempts(crate::model::AttemptKey::Test, 1),
+        with("e", TaskState::RUNNING, Some(10)),
+        with("f", TaskState::DONE, Some(11)),
+        // Another plan's task, and a task added by hand.
+        with("g", TaskState::QUEUED, None),
+        with("h", TaskState::QUEUED, None),
+    ]);
+    w.origins.extend([
+        plan("a"),
+        plan("b"),
+        plan("c"),
+        plan("d"),
+        plan("e"),
+        plan("f"),
+    ]);
+    w.origins
+        .insert(TaskId::from("g"), Origin::Plan("p0".to_string()));
+    let d = run(&w, "/opentiger replan", on(7, &["a"]), true, None);
+    assert_eq!(d.outcome, Outcome::Done, "{d:?}");
+    let cancelled: Vec<String> = moved_to(&d)
+        .into_iter()
+        .inspect(|(_, to)| assert_eq!(*to, TaskState::CANCELLED))
+        .map(|(id, _)| id)
+        .collect();
+    assert_eq!(cancelled, ["a", "b", "c"]);
+    assert_eq!(
+        d.effects.last(),
+        Some(&Effect::Replan {
+            plan: "p1".to_string()
+        })
+    );
+    // A started task of the plan, commanded itself, is cancelled too; its siblings still.
+    let d = run(&w, "/opentiger replan d", Place::Dashboard, true, None);
+    let ids: Vec<String> = moved_to(&d).into_iter().map(|(id, _)| id).collect();
+    assert_eq!(ids, ["a", "b", "c", "d"]);
+    // Running: refused; done: the plan is made again, its unstarted siblings cancelled.
+    let d = run(&w, "/opentiger replan e", Place::Dashboard, true, None);
+    assert_eq!((d.outcome, d.effects.len()), (Outcome::Refused, 0));
+    let d = run(&w, "/opentiger replan f", Place::Dashboard, true, None);
+    assert_eq!(d.outcome, Outcome::Done);
+    assert_eq!(moved_to(&d).len(), 3);
+    // A task added by hand and a fix child have no plan to make again.
+    let d = run(&w, "/opentiger replan h", Place::Dashboard, true, None);
+    assert_eq!(d.outcome, Outcome::Refused);
+    assert!(d.reply.unwrap_or_default().contains("added by hand"));
+    let child =
+        with("k", TaskState::FAILED, None).with(|t| t.parent_task_id = Some(TaskId::from("d")));
+    w.tasks.insert(child.id.clone(), child);
+    let d = run(&w, "/opentiger replan k", Place::Dashboard, true, None);
+    assert!(
+        d.reply
+            .as_deref()
+            .unwrap_or_default()
+            .contains("replan `d`"),
+        "{d:?}"
+    );
+}
+
+/// `opentiger task retry|cancel` call `retry_move` and `cancel_refusal`; the comment commands
+/// must give the same answer for every state, so a person gets one rule wherever they ask.
+#[test]
+fn the_comment_commands_and_the_cli_agree_on_retry_and_cancel() {
+    use crate::engine::testkit::{at, NOW};
+    let mut states = vec![
+        TaskState::QUEUED,
+        TaskState::RUNNING,
+        TaskState::DONE,
+        TaskState::FAILED,
+        TaskState::CANCELLED,
+    ];
+    states.extend(BlockReason::ALL.iter().map(|r| TaskState::blocked(*r)));
+    for state in states {
+        for cooldown in [None, Some(at(-5)), Some(at(30))] {
+            let t = with("t1", state, Some(7)).with(|t| t.next_attempt_at = cooldown);
+            let label = format!("{state} cooldown {cooldown:?}");
+            let w = world(vec![t.clone()]);
+            let retry = run(&w, "/opentiger retry", on(7, &["t1"]), true, None);
+            match retry_move(&t, NOW) {
+                Ok(RetryMove::Requeue) => {
+                    assert_eq!(
+                        moved_to(&retry),
+                        [("t1".to_string(), TaskState::QUEUED)],
+                        "{label}"
+                    )
+                }
+                Ok(RetryMove::EndCooldown) => assert!(
+                    matches!(retry.effects.as_slice(), [Effect::EndCooldown { .. }]),
+                    "{label}: {retry:?}"
+                ),
+                Err(why) => {
+                    assert_eq!(retry.outcome, Outcome::Refused, "{label}");
+                    assert!(retry.reply.unwrap_or_default().starts_with(&why), "{label}");
+                }
+            }
+            let cancel = run(&w, "/opentiger cancel", on(7, &["t1"]), true, None);
+            match cancel_refusal(&t) {
+                None => assert_eq!(
+                    moved_to(&cancel),
+                    [("t1".to_string(), TaskState::CANCELLED)],
+                    "{label}"
+                ),
+                Some(why) => {
+                    assert_eq!(cancel.outcome, Outcome::Refused, "{label}");
+                    assert!(
+                        cancel.reply.unwrap_or_default().starts_with(&why),
+                        "{label}"
+                    );
+                }
+            }
+        }
+    }
+    // The cases that matter, spelled out.
+    let cooling = with("t1", TaskState::QUEUED, None).with(|t| t.next_attempt_at = Some(at(30)));
+    assert_eq!(retry_move(&cooling, NOW), Ok(RetryMove::EndCooldown));
+    assert!(retry_move(&with("t1", TaskState::QUEUED, None), NOW).is_err());
+    assert!(retry_move(&with("t1", TaskState::RUNNING, None), NOW).is_err());
+    assert_eq!(
+        retry_move(&with("t1", TaskState::FAILED, None), NOW),
+        Ok(RetryMove::Requeue)
+    );
+    assert!(cancel_refusal(&with("t1", TaskState::RUNNING, None)).is_some());
+    assert!(cancel_refusal(&with("t1", TaskState::FAILED, None)).is_none());
+}
+
+#[test]
+fn on_the_requirement_s_issue_approve_cancel_and_replan_act_on_the_whole_plan() {
+    let human = TaskState::blocked(BlockReason::AwaitingHuman);
+    let held = |id: &str| with(id, human, None).with(|t| t.needs_approval = true);
+    let mut w = world(vec![held("a"), held("b"), with("c", TaskState::DONE, None)]);
+    for id in ["a", "b", "c"] {
+        w.origins
+            .insert(TaskId::from(id), Origin::Plan("p1".to_string()));
+    }
+    let plan = || Place::Plan {
+        number: 3,
+        tasks: ["a", "b", "c"].iter().map(|t| TaskId::from(*t)).collect(),
+    };
+    // Approve: every waiting task of the plan goes to get its issue first.
+    let d = run(&w, "/opentiger approve", plan(), true, None);
+    assert_eq!(d.outcome, Outcome::Done, "{d:?}");
+    let linking = TaskState::blocked(BlockReason::IssueLinking);
+    assert_eq!(
+        moved_to(&d),
+        [("a".to_string(), linking), ("b".to_string(), linking)]
+    );
+    // Cancel: all that can be; replan: the plan is made again.
+    let d = run(&w, "/opentiger cancel", plan(), true, None);
+    assert_eq!(moved_to(&d).len(), 2, "{d:?}");
+    let d = run(&w, "/opentiger replan", plan(), true, None);
+    assert!(
+        matches!(d.effects.last(), Some(Effect::Replan { .. })),
+        "{d:?}"
+    );
+    // Anything else names its task; a named task of the plan is decided as on its thread.
+    let d = run(&w, "/opentiger retry", plan(), true, None);
+    assert_eq!(d.outcome, Outcome::Refused);
+    let d = run(&w, "/opentiger approve a", plan(), true, None);
+    assert_eq!((d.outcome, moved_to(&d).len()), (Outcome::Done, 1));
+    // Nothing waits any more: approve is refused.
+    let w = world(vec![with("c", TaskState::DONE, None)]);
+    let d = run(&w, "/opentiger approve", plan(), true, None);
+    assert_eq!((d.outcome, d.effects.len()), (Outcome::Refused, 0));
 }

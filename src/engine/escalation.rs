@@ -5,8 +5,10 @@
 //! `escalation.timeout_hours` a later tick applies `escalation.default`.
 //!
 //! Pure: [`escalate`] reads tasks, the escalations already open and the time, and says which
-//! questions to ask (or restate), which to close, and which defaults fall due. Posting and
-//! editing the comment is the tick's (`tick/escalate.rs`).
+//! questions to ask (or restate), which to close, and which defaults fall due. Each question
+//! has its own timeout and default (`escalation.reasons.<question>`, see [`settings`]), the
+//! global ones where it sets none. Posting and editing the comment is the tick's
+//! (`tick/escalate.rs`).
 
 use crate::config::{EscalationConfig, EscalationDefault};
 use crate::model::{BlockReason, Task, TaskId, TaskState};
@@ -35,6 +37,34 @@ impl Question {
         } else {
             Question::Stuck
         }
+    }
+}
+
+/// What one question gets when nobody answers: after `hours` (0: never), `default`; `key`
+/// names the setting that chose the default, for the comment and the record.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Settings {
+    pub hours: u32,
+    pub default: EscalationDefault,
+    pub key: String,
+}
+
+/// The timeout and default of `question`: its own under `escalation.reasons`, else the global
+/// `escalation.timeout_hours` / `escalation.default`.
+pub fn settings(config: &EscalationConfig, question: Question) -> Settings {
+    let rule = match question {
+        Question::Approval => &config.reasons.approval,
+        Question::Stuck => &config.reasons.stuck,
+    };
+    let (hours, default) = config.resolved(rule);
+    let key = match rule.default {
+        Some(_) => format!("escalation.reasons.{}.default", question.word()),
+        None => "escalation.default".to_string(),
+    };
+    Settings {
+        hours,
+        default,
+        key,
     }
 }
 
@@ -126,15 +156,16 @@ pub fn escalate(
             .find(|e| e.task_id == task.id && e.question == question.word() && !e.resolved);
         let opened_at = existing.map_or(now, |e| e.opened_at);
         let retried = retried_by_default(&task.id, question);
-        let default = effective_default(config.default, question, retried);
-        let due = opened_at.plus(i64::from(config.timeout_hours) * HOUR);
-        if existing.is_some() && config.timeout_hours > 0 && now >= due {
-            if let Some(step) = apply_default(task, question, default, config.timeout_hours) {
+        let mut rule = settings(config, question);
+        rule.default = effective_default(rule.default, question, retried);
+        let due = opened_at.plus(i64::from(rule.hours) * HOUR);
+        if existing.is_some() && rule.hours > 0 && now >= due {
+            if let Some(step) = apply_default(task, question, &rule) {
                 steps.push(step);
                 continue;
             }
         }
-        let body = question_text(task, question, default, config.timeout_hours, due, estimate);
+        let body = question_text(task, question, &rule, due, estimate);
         if existing.is_none_or(|e| e.body != body) {
             steps.push(Step::Ask {
                 task_id: task.id.clone(),
@@ -148,20 +179,23 @@ pub fn escalate(
     steps
 }
 
+/// Items as inline code, comma-separated (backticks inside defused), or `none` when empty.
+pub fn code_list(items: &[String], none: &str) -> String {
+    if items.is_empty() {
+        none.to_string()
+    } else {
+        items
+            .iter()
+            .map(|i| format!("`{}`", i.replace('`', "'")))
+            .collect::<Vec<_>>()
+            .join(", ")
+    }
+}
+
 /// The plan an approval is asked for: where the change may go, how it is checked, and what it
 /// may cost.
 fn plan_lines(task: &Task, estimate: Estimate) -> String {
-    let code = |items: &[String], none: &str| {
-        if items.is_empty() {
-            none.to_string()
-        } else {
-            items
-                .iter()
-                .map(|i| format!("`{}`", i.replace('`', "'")))
-                .collect::<Vec<_>>()
-                .join(", ")
-        }
-    };
+    let code = code_list;
     let typical = estimate
         .typical_usd
         .map(|t| format!("; finished tasks here spent ${t:.2} on average"))
@@ -189,13 +223,8 @@ fn effective_default(
     }
 }
 
-fn apply_default(
-    task: &Task,
-    question: Question,
-    default: EscalationDefault,
-    hours: u32,
-) -> Option<Step> {
-    let (to, reset_attempts, what) = match default {
+fn apply_default(task: &Task, question: Question, rule: &Settings) -> Option<Step> {
+    let (to, reset_attempts, what) = match rule.default {
         EscalationDefault::Wait => return None,
         EscalationDefault::Cancel => (TaskState::CANCELLED, false, "cancelled"),
         EscalationDefault::RetryOnce => (TaskState::QUEUED, true, "retried once"),
@@ -205,7 +234,7 @@ fn apply_default(
         question,
         to,
         reset_attempts,
-        reason: format!("no answer in {hours}h: {what} (escalation.default)"),
+        reason: format!("no answer in {}h: {what} ({})", rule.hours, rule.key),
     })
 }
 
@@ -213,11 +242,11 @@ fn apply_default(
 pub fn question_text(
     task: &Task,
     question: Question,
-    default: EscalationDefault,
-    hours: u32,
+    rule: &Settings,
     due: Timestamp,
     estimate: Estimate,
 ) -> String {
+    let (default, hours) = (rule.default, rule.hours);
     // The reason's own "Decide: `opentiger task …`" is for a terminal; the options below are
     // the comment commands.
     let why = task
@@ -286,7 +315,8 @@ pub fn question_text(
         out.push_str(&format!("If nobody answers, {fallback}."));
     } else {
         out.push_str(&format!(
-            "If nobody answers within {hours}h, {fallback} (`escalation.default`)."
+            "If nobody answers within {hours}h, {fallback} (`{}`).",
+            rule.key
         ));
     }
     out.push_str(&format!("\n\n{}", marker(&task.id, question)));

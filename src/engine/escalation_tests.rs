@@ -7,6 +7,15 @@ fn config(hours: u32, default: EscalationDefault) -> EscalationConfig {
         comment: true,
         timeout_hours: hours,
         default,
+        reasons: Default::default(),
+    }
+}
+
+fn rule(default: EscalationDefault, hours: u32) -> Settings {
+    Settings {
+        hours,
+        default,
+        key: "escalation.default".to_string(),
     }
 }
 
@@ -116,8 +125,7 @@ fn the_question_leads_with_the_recommended_option_and_says_what_silence_does() {
     let body = question_text(
         &t,
         Question::Stuck,
-        EscalationDefault::Cancel,
-        24,
+        &rule(EscalationDefault::Cancel, 24),
         at(24 * 60),
         estimate,
     );
@@ -143,8 +151,7 @@ fn the_question_leads_with_the_recommended_option_and_says_what_silence_does() {
     let body = question_text(
         &planned,
         Question::Approval,
-        EscalationDefault::Wait,
-        24,
+        &rule(EscalationDefault::Wait, 24),
         at(0),
         estimate,
     );
@@ -205,4 +212,71 @@ fn defaults_fall_due_after_the_timeout() {
         &config(24, EscalationDefault::RetryOnce),
     );
     assert_eq!(kinds(&steps), vec!["ask t1 approval"]);
+}
+
+#[test]
+fn each_question_has_its_own_timeout_and_default_else_the_global_ones() {
+    use crate::config::{EscalationReasons, EscalationRule};
+    let per_question = |approval: EscalationRule, stuck: EscalationRule| EscalationConfig {
+        reasons: EscalationReasons { approval, stuck },
+        ..config(24, EscalationDefault::Wait)
+    };
+    let set = |hours: Option<u32>, default: Option<EscalationDefault>| EscalationRule {
+        timeout_hours: hours,
+        default,
+    };
+    let stuck_task = stuck("t1");
+    let approval_task = stuck("t2").with(|t| t.needs_approval = true);
+    #[rustfmt::skip]
+    let cases: Vec<(&str, EscalationConfig, i64, Vec<&str>)> = vec![
+        ("nothing set: global wait", per_question(set(None, None), set(None, None)), 30 * 60, vec![]),
+        ("stuck cancels after its 2h", per_question(set(None, None), set(Some(2), Some(EscalationDefault::Cancel))), 3 * 60, vec!["default t1 cancelled"]),
+        ("stuck's own default, global 24h: not yet", per_question(set(None, None), set(None, Some(EscalationDefault::Cancel))), 3 * 60, vec![]),
+        ("stuck's own default, global 24h: due", per_question(set(None, None), set(None, Some(EscalationDefault::Cancel))), 25 * 60, vec!["default t1 cancelled"]),
+        ("approval cancels after 1h, stuck waits", per_question(set(Some(1), Some(EscalationDefault::Cancel)), set(None, None)), 2 * 60, vec!["default t2 cancelled"]),
+        ("approval never times out (0)", per_question(set(Some(0), Some(EscalationDefault::Cancel)), set(None, None)), 99 * 60, vec![]),
+    ];
+    for (name, config, minutes, expected) in cases {
+        let steps = run(
+            &[stuck_task.clone(), approval_task.clone()],
+            &[
+                open("t1", "stuck", minutes, "old"),
+                open("t2", "approval", minutes, "old"),
+            ],
+            false,
+            &config,
+        );
+        let defaults: Vec<String> = kinds(&steps)
+            .into_iter()
+            .filter(|k| k.starts_with("default"))
+            .collect();
+        assert_eq!(defaults, expected, "{name}");
+    }
+    // The question and the record name the setting that chose the default.
+    let config = per_question(
+        set(None, None),
+        set(Some(2), Some(EscalationDefault::Cancel)),
+    );
+    let steps = run(std::slice::from_ref(&stuck_task), &[], false, &config);
+    let Some(Step::Ask { body, .. }) = steps.first() else {
+        panic!("{steps:?}")
+    };
+    assert!(
+        body.contains("If nobody answers within 2h, the task is cancelled at")
+            && body.contains("(`escalation.reasons.stuck.default`)"),
+        "{body}"
+    );
+    let steps = run(
+        std::slice::from_ref(&stuck_task),
+        &[open("t1", "stuck", 3 * 60, "old")],
+        false,
+        &config,
+    );
+    let Some(Step::Default { reason, .. }) = steps.first() else {
+        panic!("{steps:?}")
+    };
+    assert_eq!(
+        reason,
+        "no answer in 2h: cancelled (escalation.reasons.stuck.default)"
+    );
 }

@@ -9,6 +9,7 @@
 //! the plan doubles as the "next action" of each task in `status`.
 
 pub mod backoff;
+pub mod checkboxes;
 pub mod classify;
 pub mod commands;
 mod dispatch;

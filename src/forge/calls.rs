@@ -396,13 +396,7 @@ impl GithubClient {
             )?;
         }
         if !current.iter().any(|l| l == wanted) {
-            self.send(
-                Method::POST,
-                &self.path(&format!("/issues/{issue}/labels")),
-                Some(&json!({ "labels": [wanted] })),
-                None,
-                now,
-            )?;
+            self.add_labels(issue, &[wanted.to_string()], now)?;
         }
         Ok(())
     }
@@ -426,9 +420,22 @@ impl GithubClient {
         labels: &[String],
         now: Timestamp,
     ) -> Result<u64, ForgeError> {
+        self.create_issue_as(title, body, labels, now)
+            .map(|(number, _)| number)
+    }
+
+    /// Opens an issue; returns its number and who opened it (the token's login).
+    pub fn create_issue_as(
+        &self,
+        title: &str,
+        body: &str,
+        labels: &[String],
+        now: Timestamp,
+    ) -> Result<(u64, String), ForgeError> {
         #[derive(Deserialize)]
         struct Created {
             number: u64,
+            user: Option<RawUser>,
         }
         let created: Created = self.call(
             Method::POST,
@@ -436,7 +443,25 @@ impl GithubClient {
             Some(&json!({ "title": title, "body": body, "labels": labels })),
             now,
         )?;
-        Ok(created.number)
+        let login = created.user.map(|u| u.login).unwrap_or_default();
+        Ok((created.number, login))
+    }
+
+    /// Adds labels to an issue (those it has stay).
+    pub fn add_labels(
+        &self,
+        issue: u64,
+        labels: &[String],
+        now: Timestamp,
+    ) -> Result<(), ForgeError> {
+        self.send(
+            Method::POST,
+            &self.path(&format!("/issues/{issue}/labels")),
+            Some(&json!({ "labels": labels })),
+            None,
+            now,
+        )?;
+        Ok(())
     }
 }
 

@@ -57,6 +57,8 @@ pub struct TaskLine {
     pub checks: Option<String>,
     /// The recommended comment command (github mode), e.g. `/opentiger retry <id>`.
     pub command: Option<String>,
+    /// Its checkboxes (github mode), recommended first.
+    pub boxes: Vec<crate::engine::checkboxes::Checkbox>,
 }
 
 /// Data of `summary.md.hbs`: the tick and the rendered board.
@@ -122,6 +124,7 @@ impl BoardView {
             let mut line = TaskLine::of(task);
             if !github {
                 line.command = None;
+                line.boxes.clear();
             }
             match (task.status.as_str(), task.block_reason.as_deref()) {
                 ("done" | "cancelled", _) => finished.push(task),
@@ -157,6 +160,7 @@ impl TaskLine {
             pr: task.pr,
             checks: task.checks.clone(),
             command: task.command.clone(),
+            boxes: task.boxes.clone(),
         }
     }
 }
@@ -245,6 +249,7 @@ mod tests {
             next_attempt_at: None,
             updated_at: Timestamp(0),
             command: None,
+            boxes: vec![],
         }
     }
 
@@ -264,7 +269,22 @@ mod tests {
                     None,
                     "Fix <script> for @alice ![x](http://e/x.png)",
                 ),
-                task("b", "blocked", Some("awaiting_human"), "Decide"),
+                TaskStatusView {
+                    command: Some("/opentiger retry b".into()),
+                    boxes: vec![
+                        crate::engine::checkboxes::Checkbox {
+                            verb: "retry",
+                            recommended: true,
+                            marker: "<!-- opentiger:box=b:retry:k1 -->".into(),
+                        },
+                        crate::engine::checkboxes::Checkbox {
+                            verb: "cancel",
+                            recommended: false,
+                            marker: "<!-- opentiger:box=b:cancel:k1 -->".into(),
+                        },
+                    ],
+                    ..task("b", "blocked", Some("awaiting_human"), "Decide")
+                },
                 TaskStatusView {
                     pr: Some(7),
                     checks: Some("pending".into()),
@@ -302,8 +322,7 @@ mod tests {
         let (dashboard, summary) = render(&templates, &board, Some(tick)).unwrap();
         for needle in [
             "## Waiting on a person (1)",
-            "- [ ] **Decide** (`b`, awaiting_feedback: blocked(awaiting_human)): why b",
-            "decide: next for b",
+            "- **Decide** (`b`, awaiting_feedback: blocked(awaiting_human)): why b\n  - [ ] retry (recommended) <!-- opentiger:box=b:retry:k1 -->\n  - [ ] cancel <!-- opentiger:box=b:cancel:k1 -->\n  - decide: tick a box, or comment `/opentiger retry b` here (recommended)",
             "**Review me** (`c`, verifying: blocked(awaiting_judge)) · PR #7, CI pending",
             "$1.50 today of $50.00 per day",
             "## Recently finished",

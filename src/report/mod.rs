@@ -2,6 +2,7 @@
 
 pub mod board;
 pub mod heartbeat;
+pub mod plan;
 pub mod progress;
 
 use std::collections::BTreeMap;
@@ -41,6 +42,9 @@ pub struct TaskStatusView {
     pub updated_at: Timestamp,
     /// The comment command that answers a task waiting on a person (github mode's dashboard).
     pub command: Option<String>,
+    /// Its dashboard checkboxes (github mode), recommended first.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub boxes: Vec<crate::engine::checkboxes::Checkbox>,
 }
 
 #[derive(Clone, Debug, Serialize)]
@@ -256,6 +260,7 @@ pub fn task_view(task: &Task, plan: &Plan, phase: Phase) -> TaskStatusView {
         next_attempt_at: task.next_attempt_at,
         updated_at: task.updated_at,
         command: crate::engine::commands::recommended(task),
+        boxes: crate::engine::checkboxes::boxes(task),
     }
 }
 

@@ -71,6 +71,20 @@ impl Store {
             .is_some())
     }
 
+    /// The plan each planned task came from.
+    pub fn plan_of_tasks(
+        &self,
+    ) -> Result<std::collections::BTreeMap<crate::model::TaskId, String>, StoreError> {
+        let rows = self
+            .conn
+            .prepare("SELECT task_id, plan_id FROM plan_tasks")?
+            .query_map([], |r| {
+                Ok((crate::model::TaskId(r.get::<_, String>(0)?), r.get(1)?))
+            })?
+            .collect::<Result<_, _>>()?;
+        Ok(rows)
+    }
+
     /// Records a planner attempt, creating its tasks in the same transaction. A signature that
     /// was planned meanwhile (another tick) creates nothing and returns `false`.
     pub fn record_plan(
@@ -84,6 +98,12 @@ impl Store {
         }
         let tx = self.conn.transaction()?;
         super::tasks::insert_tasks_in(&tx, tasks, writer)?;
+        for task in tasks {
+            tx.execute(
+                "INSERT OR REPLACE INTO plan_tasks (task_id, plan_id) VALUES (?1, ?2)",
+                params![task.id.as_str(), plan.id],
+            )?;
+        }
         tx.execute(
             &format!("INSERT OR REPLACE INTO plans ({COLUMNS}, tick_id) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)"),
             params![

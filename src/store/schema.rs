@@ -3,7 +3,7 @@
 //! A migration is appended, never edited: version N's SQL turns a version N-1 file into version N.
 
 /// Each entry migrates from version `index` to version `index + 1`.
-pub const MIGRATIONS: &[&str] = &[V1, V2, V3, V4, V5, V6, V7, V8, V9];
+pub const MIGRATIONS: &[&str] = &[V1, V2, V3, V4, V5, V6, V7, V8, V9, V10];
 
 pub const LATEST: i64 = MIGRATIONS.len() as i64;
 
@@ -301,4 +301,13 @@ CREATE TABLE pull_reviews (
 CREATE INDEX pull_reviews_by_pr ON pull_reviews(pr);
 -- The judge's answer per acceptance criterion of the issue (JSON list of CriterionCheck).
 ALTER TABLE judgements ADD COLUMN criteria TEXT NOT NULL DEFAULT '[]';
+"#;
+
+/// Which plan made each planned task (issue 17, `/opentiger replan`: a plan's unstarted tasks
+/// are cancelled together). Tasks planned before this version have no row.
+const V10: &str = r#"
+CREATE TABLE plan_tasks (
+    task_id TEXT PRIMARY KEY,
+    plan_id TEXT NOT NULL
+) STRICT, WITHOUT ROWID;
 "#;

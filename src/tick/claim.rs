@@ -140,7 +140,7 @@ impl PlanWork {
         let Some(requirement) = ctx.requirement_text().filter(|t| !t.trim().is_empty()) else {
             return Ok(None);
         };
-        let inputs = ctx.plan_inputs(&requirement);
+        let inputs = ctx.plan_inputs(&requirement, store)?;
         let existing = store.list_tasks(&crate::store::TaskFilter::default())?;
         let feedback = store
             .recent_feedback(5)?

@@ -13,10 +13,10 @@ use std::collections::BTreeMap;
 use serde::{Deserialize, Serialize};
 
 use super::{Context, Failure};
-use crate::engine::commands::{self, Effect, Outcome, Parsed, Place, Request};
+use crate::engine::commands::{self, Effect, Origin, Outcome, Parsed, Place, Request};
 use crate::forge::comments::{Feed, FeedComment};
 use crate::forge::github::{ForgeError, GithubClient};
-use crate::model::{PullRequest, TaskId};
+use crate::model::{Issue, PullRequest, TaskId};
 use crate::store::{CommandRecord, Cursor, RepoPause, Store, TaskChanges, TaskFilter, Writer};
 use crate::time::{Timestamp, DAY, HOUR};
 
@@ -135,6 +135,7 @@ pub fn fetch(
         .body
         .and_then(|b| b.parse().ok());
     let me = store.cursor(SELF).map_err(config_error)?.body;
+    let plan_thread = super::plan_thread::thread(store).map_err(config_error)?;
     for comment in comments {
         let ours = me.as_deref() == Some(comment.author.as_str());
         if let Some(id) = replied_to(&comment.body).filter(|_| ours) {
@@ -160,7 +161,8 @@ pub fn fetch(
             .tasks_of_thread(comment.thread)
             .map_err(config_error)?
             .is_empty()
-            || pulls.iter().any(|p| p.number == comment.thread);
+            || pulls.iter().any(|p| p.number == comment.thread)
+            || plan_thread == Some(comment.thread);
         let on_dashboard = match dashboard {
             Some(n) => n == comment.thread,
             None if own_thread || !allowed => false,
@@ -256,10 +258,14 @@ impl CommandFeed {
     /// Decides and applies each new command, recording its comment id with the reply owed, in
     /// the claim phase's state write (re-run on fresh state if the save loses a race: a command
     /// recorded by the winner is skipped). Returns report lines.
+    ///
+    /// `issues` are the backlog issues as this tick read them: `replan` re-reads a task's
+    /// issue from them.
     pub fn apply(
         &self,
         ctx: &Context,
         store: &mut Store,
+        issues: &[Issue],
         writer: Writer<'_>,
     ) -> Result<Vec<String>, Failure> {
         for (key, cursor) in &self.cursors {
@@ -292,40 +298,38 @@ impl CommandFeed {
             if store.command_seen(comment.id)? {
                 continue;
             }
-            let tasks: BTreeMap<TaskId, crate::model::Task> = store
-                .list_tasks(&TaskFilter {
-                    status: None,
-                    include_terminal: true,
-                })?
-                .into_iter()
-                .map(|t| (t.id.clone(), t))
-                .collect();
             let place = if command.on_dashboard {
                 Place::Dashboard
+            } else if super::plan_thread::thread(store)? == Some(comment.thread) {
+                Place::Plan {
+                    number: comment.thread,
+                    tasks: super::plan_thread::latest_plan(store)?
+                        .map(|(_, tasks)| tasks.into_iter().map(|t| t.id).collect())
+                        .unwrap_or_default(),
+                }
             } else {
                 Place::Thread {
                     number: comment.thread,
                     tasks: store.tasks_of_thread(comment.thread)?,
                 }
             };
-            let pause = store.repo_pause()?;
-            let decision = commands::decide(
-                &command.parsed,
-                &Request {
-                    author: &comment.author,
-                    allowed: command.allowed,
-                    refused_before: store.refused_before(comment.thread, &comment.author)?,
-                    place,
-                    tasks: &tasks,
-                    repo_paused_by: pause.as_ref().map(|p| p.by.as_str()),
-                    spent: &store.spend_by_task()?,
-                    budgets: &store.task_budgets()?,
-                    default_budget: ctx.config.budget.per_task_usd,
-                },
-            );
+            let asked = Asked {
+                author: &comment.author,
+                allowed: command.allowed,
+                refused_before: store.refused_before(comment.thread, &comment.author)?,
+                place,
+                checkbox: false,
+            };
+            let decision = decide_on(ctx, store, &command.parsed, asked, issues, writer.now)?;
             let mut outcome = decision.outcome;
             let mut reply = decision.reply.clone();
-            if let Err(e) = apply_effects(store, &decision.effects, comment, writer) {
+            let source = Source {
+                actor: format!("github:{}", comment.author),
+                author: &comment.author,
+                url: &comment.html_url,
+                nonce: comment.id,
+            };
+            if let Err(e) = apply_effects(store, &decision.effects, &source, issues, writer) {
                 // The state moved on under the command (a race with a run ending): say so.
                 outcome = Outcome::Refused;
                 reply = Some(format!("This could not be done: {e}; nothing was changed."));
@@ -354,17 +358,117 @@ impl CommandFeed {
     }
 }
 
+/// Who asks, where, and how (everything of a [`Request`] besides the state).
+pub(super) struct Asked<'a> {
+    pub author: &'a str,
+    pub allowed: bool,
+    pub refused_before: bool,
+    pub place: Place,
+    pub checkbox: bool,
+}
+
+/// Decides one command on the state as it is now (`engine::commands::decide`).
+pub(super) fn decide_on(
+    ctx: &Context,
+    store: &Store,
+    parsed: &Parsed,
+    asked: Asked<'_>,
+    issues: &[Issue],
+    now: Timestamp,
+) -> Result<commands::Decision, crate::store::StoreError> {
+    let tasks: BTreeMap<TaskId, crate::model::Task> = store
+        .list_tasks(&TaskFilter {
+            status: None,
+            include_terminal: true,
+        })?
+        .into_iter()
+        .map(|t| (t.id.clone(), t))
+        .collect();
+    let pause = store.repo_pause()?;
+    let origins = origins(store, &tasks, issues)?;
+    Ok(commands::decide(
+        parsed,
+        &Request {
+            author: asked.author,
+            allowed: asked.allowed,
+            refused_before: asked.refused_before,
+            place: asked.place,
+            tasks: &tasks,
+            repo_paused_by: pause.as_ref().map(|p| p.by.as_str()),
+            spent: &store.spend_by_task()?,
+            budgets: &store.task_budgets()?,
+            default_budget: ctx.config.budget.per_task_usd,
+            origins: &origins,
+            now,
+            checkbox: asked.checkbox,
+        },
+    ))
+}
+
+/// Where each task's plan came from, for `replan`: the planner's plan, else the issue it was
+/// imported from (fix children and tasks added by hand have none).
+fn origins(
+    store: &Store,
+    tasks: &BTreeMap<TaskId, crate::model::Task>,
+    issues: &[Issue],
+) -> Result<BTreeMap<TaskId, Origin>, crate::store::StoreError> {
+    let planned = store.plan_of_tasks()?;
+    Ok(tasks
+        .values()
+        .filter_map(|t| {
+            let origin = match (planned.get(&t.id), t.issue_number) {
+                (Some(plan), _) => Origin::Plan(plan.clone()),
+                (None, Some(number)) if t.parent_task_id.is_none() => Origin::Issue {
+                    number,
+                    open: issues.iter().any(|i| i.number == number),
+                },
+                (None, _) => return None,
+            };
+            Some((t.id.clone(), origin))
+        })
+        .collect())
+}
+
+/// The key whose value salts the plan signature: a `replan` makes the requirement count as
+/// changed (the comment id, so each replan is new).
+pub const REPLAN: &str = "planner:replan";
+
+/// Who gave a command, and where, for the record.
+pub(super) struct Source<'a> {
+    /// The event's actor, e.g. `github:alice`.
+    pub actor: String,
+    pub author: &'a str,
+    /// The comment (or issue) that gave it.
+    pub url: &'a str,
+    /// Unique per command: a replan's salt.
+    pub nonce: u64,
+}
+
 /// The effects of one command, all or nothing.
-fn apply_effects(
+pub(super) fn apply_effects(
     store: &mut Store,
     effects: &[Effect],
-    comment: &FeedComment,
+    source: &Source<'_>,
+    issues: &[Issue],
     writer: Writer<'_>,
 ) -> Result<(), crate::store::StoreError> {
     // Check every move first, so a command never half-happens.
     for effect in effects {
-        if let Effect::Move { task, to, .. } = effect {
-            crate::model::check_transition(store.task(task)?.state(), *to)?;
+        match effect {
+            Effect::Move { task, to, .. } => {
+                crate::model::check_transition(store.task(task)?.state(), *to)?;
+            }
+            Effect::Respec { issue, .. } if !issues.iter().any(|i| i.number == *issue) => {
+                return Err(crate::store::StoreError::Invalid(format!(
+                    "issue #{issue} was not in this tick's backlog list"
+                )));
+            }
+            Effect::Respec { .. }
+            | Effect::EndCooldown { .. }
+            | Effect::SetBudget { .. }
+            | Effect::PauseRepo
+            | Effect::ResumeRepo
+            | Effect::Replan { .. } => {}
         }
     }
     for effect in effects {
@@ -381,23 +485,43 @@ fn apply_effects(
                     next_attempt_at: reset_attempts.then_some(None),
                     needs_approval: approved.then_some(false),
                 };
-                let reason = format!("{reason} ({})", comment.html_url);
-                let by = format!("github:{}", comment.author);
+                let reason = format!("{reason} ({})", source.url);
                 let writer = Writer {
-                    actor: &by,
+                    actor: &source.actor,
                     ..writer
                 };
                 store.transition_task(task, *to, &reason, changes, writer)?;
             }
             Effect::SetBudget { task, usd } => {
-                store.set_task_budget(task, *usd, &comment.author, writer.now)?;
+                store.set_task_budget(task, *usd, source.author, writer.now)?;
             }
             Effect::PauseRepo => store.set_repo_pause(Some(&RepoPause {
-                by: comment.author.clone(),
+                by: source.author.to_string(),
                 at: writer.now,
-                comment: Some(comment.html_url.clone()),
+                comment: Some(source.url.to_string()),
             }))?,
             Effect::ResumeRepo => store.set_repo_pause(None)?,
+            Effect::Respec { issue, .. } => {
+                // Present: checked above.
+                if let Some(read) = issues.iter().find(|i| i.number == *issue) {
+                    store.set_issue_spec(&crate::engine::import::spec_of(read))?;
+                }
+            }
+            Effect::EndCooldown { task, reason } => {
+                let writer = Writer {
+                    actor: &source.actor,
+                    ..writer
+                };
+                store.clear_cooldown(task, &format!("{reason} ({})", source.url), writer)?;
+            }
+            Effect::Replan { .. } => store.set_cursor(
+                REPLAN,
+                &Cursor {
+                    etag: None,
+                    body: Some(source.nonce.to_string()),
+                },
+                writer.now,
+            )?,
         }
     }
     Ok(())
@@ -442,6 +566,11 @@ pub fn post_replies(
         }
     }
     poster
+}
+
+/// Who opentiger posts as, once known (from a comment or the dashboard it posted).
+pub fn self_login(store: &Store) -> Result<Option<String>, crate::store::StoreError> {
+    Ok(store.cursor(SELF)?.body.filter(|l| !l.is_empty()))
 }
 
 /// Remembers who opentiger posts as (the token's login, from a comment it posted): only

@@ -291,7 +291,9 @@ impl Context {
         let github = self.config.mode == crate::model::Mode::Github;
         let plan_signature = requirement
             .filter(|t| !t.trim().is_empty())
-            .map(|text| self.plan_inputs(&text).signature);
+            .map(|text| self.plan_inputs(&text, store))
+            .transpose()?
+            .map(|inputs| inputs.signature);
         // How CI starts here (github mode): the workflow files and the token's kind.
         let ci_setup = if github {
             crate::workflows::ci_setup(
@@ -367,7 +369,8 @@ impl Context {
     /// What a plan made now would be made from, and its signature: the requirement's content
     /// and, for an agent planner (which looks at the code), the base branch's head. The
     /// deterministic fallback depends on the requirement alone, so a merge does not replan it.
-    pub fn plan_inputs(&self, requirement: &str) -> PlanInputs {
+    /// A person's `/opentiger replan` salts the signature, so the same inputs count as new.
+    pub fn plan_inputs(&self, requirement: &str, store: &Store) -> Result<PlanInputs, Failure> {
         let requirement_hash = crate::planner::content_hash(requirement);
         let base_head = Git::new(&self.repo)
             .resolve(&format!("refs/heads/{}", self.config.base_branch))
@@ -375,17 +378,20 @@ impl Context {
             .flatten()
             .unwrap_or_else(|| "__UNBORN_HEAD__".to_string());
         let agent = self.planner_agent_usable();
-        let signature = if agent {
+        let mut signature = if agent {
             crate::model::short_hash(&["agent", &requirement_hash, &base_head])
         } else {
             crate::model::short_hash(&["fallback", &requirement_hash])
         };
-        PlanInputs {
+        if let Some(replan) = store.cursor(super::commands::REPLAN)?.body {
+            signature = crate::model::short_hash(&["replan", &signature, &replan]);
+        }
+        Ok(PlanInputs {
             requirement_hash,
             base_head,
             signature,
             agent,
-        }
+        })
     }
 
     /// Whether the planner agent can run here (configured on and an executor of its chain

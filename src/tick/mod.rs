@@ -13,6 +13,7 @@
 
 mod act;
 pub mod apply;
+mod checkboxes;
 mod ci_gate;
 mod claim;
 mod commands;
@@ -21,6 +22,7 @@ mod escalate;
 mod lock;
 pub mod observe;
 pub mod output;
+mod plan_thread;
 mod progress;
 mod publish;
 mod record;
@@ -162,8 +164,16 @@ pub fn tick_with(ctx: &Context, fan_out: bool) -> Result<TickSummary, Failure> {
         if let Some(login) = replied.or(asked) {
             commands::remember_self(ctx, &login)?;
         }
+        // A plan held for approval is shown on the requirement's issue (no request when the
+        // comment already says it).
+        claimed.lines.extend(plan_thread::publish(ctx, client));
     }
     summary.requests = forge.as_ref().map_or(0, |c| c.requests.get());
+    summary.dashboard_ticked = observed.as_ref().is_some_and(|o| {
+        o.dashboard
+            .as_ref()
+            .is_some_and(|d| !crate::engine::checkboxes::ticked(&d.body).is_empty())
+    });
     summary.decisions = claimed.decisions;
     summary.lines = std::mem::take(&mut claimed.lines);
     let heartbeat_due = claimed.heartbeat_due;
@@ -203,6 +213,10 @@ pub fn tick_with(ctx: &Context, fan_out: bool) -> Result<TickSummary, Failure> {
     summary.merged = recorded.merged;
     summary.spend_usd = recorded.spend_usd;
     summary.failures = recorded.failures;
+    // A plan the planner just held for approval is shown on the requirement's issue.
+    if let Some(client) = &forge {
+        summary.lines.extend(plan_thread::publish(ctx, client));
+    }
     report_progress(ctx, forge.as_ref(), Reports::All, &mut summary);
     Ok(summary)
 }

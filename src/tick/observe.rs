@@ -7,7 +7,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::{ci_gate, Context, Failure};
+use super::{ci_gate, publish, Context, Failure};
 use crate::engine::import::{
     cap_body, cap_title, import_issues, lane_of, spec_change, ImportDecision, ImportInput,
     SpecChange, BODY_CAP,
@@ -45,6 +45,9 @@ pub struct Observed {
     pub requests: u32,
     /// New `/opentiger` commands, and replies seen posted.
     pub commands: super::commands::CommandFeed,
+    /// opentiger's own dashboard issue, when the backlog listing brought it back changed: its
+    /// ticked checkboxes are acted on.
+    pub dashboard: Option<Issue>,
 }
 
 #[derive(Serialize, Deserialize)]
@@ -113,10 +116,24 @@ fn fetch(
                     .as_deref()
                     .and_then(|b| serde_json::from_str(b).ok())
                     .unwrap_or_default();
-                seen.issues.extend(cached);
+                seen.issues
+                    .extend(cached.into_iter().filter(|i| !publish::is_dashboard(i)));
             }
             Conditional::Fresh { value, etag } => {
                 unchanged = false;
+                // The dashboard is listed too (it carries the backlog label so that a ticked
+                // checkbox changes this listing): its boxes are read, it is never a task.
+                let (dashboards, value): (Vec<Issue>, Vec<Issue>) =
+                    value.into_iter().partition(publish::is_dashboard);
+                let me = super::commands::self_login(store)
+                    .map_err(|e| ForgeError::Config(e.to_string()))?;
+                if let Some(own) = dashboards
+                    .into_iter()
+                    .filter(|d| publish::is_own_dashboard(d, me.as_deref()))
+                    .min_by_key(|d| d.number)
+                {
+                    seen.dashboard = Some(own);
+                }
                 // Redacted and size-capped before anything keeps or reads them (issue 14): the
                 // cached list, the import and the task's spec all see the same bounded text.
                 let redactor = ctx.redactor();
@@ -300,7 +317,16 @@ impl Observed {
                 store.set_pull_base(pr.number, &pr.base_ref, now)?;
             }
         }
-        lines.extend(self.commands.apply(ctx, store, writer)?);
+        lines.extend(self.commands.apply(ctx, store, &self.issues, writer)?);
+        if let Some(dashboard) = &self.dashboard {
+            lines.extend(super::checkboxes::apply(
+                ctx,
+                store,
+                dashboard,
+                &self.issues,
+                writer,
+            )?);
+        }
         for (number, state, sha, base) in &self.finished {
             store.set_pull_state(*number, *state, sha.as_deref(), now)?;
             store.set_pull_base(*number, base, now)?;

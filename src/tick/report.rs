@@ -37,6 +37,8 @@ pub struct TickSummary {
     pub spend_usd: f64,
     /// Runs that failed, one entry each (the GitHub Action turns them into annotations).
     pub failures: Vec<RunFailure>,
+    /// A person ticked a dashboard checkbox (github mode): the dashboard is rewritten unticked.
+    pub dashboard_ticked: bool,
 }
 
 /// A run of this tick that failed, and where that left its task.
@@ -109,7 +111,11 @@ impl TickSummary {
 pub fn report_tick(ctx: &Context, summary: &TickSummary) {
     let step_summary = std::env::var_os("GITHUB_STEP_SUMMARY")
         .filter(|p| !p.is_empty() && ctx.config.report.job_summary);
-    let busy = summary.decisions > 0 || summary.claimed > 0 || summary.judged > 0;
+    // A ticked checkbox is answered by rewriting the dashboard unticked, busy or not.
+    let busy = summary.decisions > 0
+        || summary.claimed > 0
+        || summary.judged > 0
+        || summary.dashboard_ticked;
     let dashboard = ctx.config.mode == Mode::Github && ctx.config.report.dashboard_issue && busy;
     if step_summary.is_none() && !dashboard {
         return;
@@ -148,8 +154,17 @@ pub fn report_tick(ctx: &Context, summary: &TickSummary) {
                 publish::update_dashboard(&client, ctx, &board).map_err(|e| e.to_string())
             });
         match updated {
-            Ok(Some(n)) => tracing::info!("dashboard issue #{n} updated"),
-            Ok(None) => {}
+            Ok(publish::DashboardWrite::Updated(n)) => {
+                tracing::info!("dashboard issue #{n} updated")
+            }
+            Ok(publish::DashboardWrite::Opened(n, login)) => {
+                tracing::info!("dashboard issue #{n} opened");
+                // Its checkboxes are believed only in an issue opentiger opened itself.
+                if let Err(e) = super::commands::remember_self(ctx, &login) {
+                    tracing::warn!("could not remember who opentiger posts as: {}", e.message);
+                }
+            }
+            Ok(publish::DashboardWrite::Unchanged) => {}
             Err(e) => tracing::warn!("could not update the dashboard issue: {e}"),
         }
     }

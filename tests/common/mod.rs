@@ -294,6 +294,20 @@ impl GitRepo {
 }
 
 /// `2026-11-21T12:MM:00Z` plus hours as needed.
+/// Turns the dashboard issue on in a test repository's `.opentiger.yml` (the github-mode test
+/// set-ups write `report: dashboard_issue: false`).
+#[allow(dead_code)]
+pub fn enable_dashboard(clone: &Path) {
+    let path = clone.join(".opentiger.yml");
+    let config = std::fs::read_to_string(&path).unwrap();
+    assert!(config.contains("dashboard_issue: false"), "{config}");
+    std::fs::write(
+        &path,
+        config.replace("dashboard_issue: false", "dashboard_issue: true"),
+    )
+    .unwrap();
+}
+
 pub fn minute(m: u32) -> String {
     format!("2026-11-21T{:02}:{:02}:00Z", 12 + m / 60, m % 60)
 }
