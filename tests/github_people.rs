@@ -193,6 +193,52 @@ fn a_collaborator_s_retry_acts_once_and_is_answered_once() {
 }
 
 #[test]
+fn a_retry_from_a_comment_lets_an_executor_parked_for_its_configuration_run_again() {
+    use std::os::unix::fs::PermissionsExt;
+    let s = setup("");
+    // The worker cannot reach its model until a person fixes its configuration (`ok`).
+    let agent = s.dir.path().join("agent.sh");
+    let ok = s.dir.path().join("ok");
+    std::fs::write(
+        &agent,
+        format!(
+            "#!/bin/sh\nif [ ! -f '{}' ]; then echo 'Not logged in · Please run /login' >&2; exit 1; fi\necho done > \"work-$OPENTIGER_TASK_ID.txt\"\necho '{{\"summary\": \"done\"}}' > \"$OPENTIGER_RESULT_FILE\"\n",
+            ok.display()
+        ),
+    )
+    .unwrap();
+    std::fs::set_permissions(&agent, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let issue = s
+        .server
+        .add_issue("Add a greeting", "Please.", &["opentiger"], "acme", "OWNER");
+    s.tick(0);
+    assert_eq!(s.state(), "blocked(awaiting_human)", "{}", s.task());
+    let status = s.run("2026-11-21T12:02:00Z", &["status"]);
+    let status = String::from_utf8_lossy(&status.stdout);
+    assert!(
+        status.contains("cannot reach its model as configured"),
+        "{status}"
+    );
+
+    std::fs::write(&ok, "").unwrap();
+    s.server.set_permission("bob", "write");
+    s.server.advance(60);
+    s.server
+        .add_comment(issue, "Logged in now.\n/opentiger retry", "bob");
+    s.tick(5);
+    // The same tick ran the worker, which opened a PR, and the executor is no longer parked.
+    assert_eq!(s.state(), "blocked(awaiting_judge)", "{}", s.task());
+    assert_eq!(s.server.pulls().len(), 1);
+    // It ran as a free executor, not as a parked one "tried anyway".
+    let id = s.task()["id"].as_str().unwrap().to_string();
+    let shown = s.run("2026-11-21T12:06:00Z", &["task", "show", &id, "--json"]);
+    let shown: serde_json::Value = serde_json::from_slice(&shown.stdout).unwrap();
+    let executor = shown["runs"][0]["executor"].as_str().unwrap_or_default();
+    assert!(executor.starts_with("command:"), "{shown}");
+    assert!(!executor.contains("tried anyway"), "{executor}");
+}
+
+#[test]
 fn an_outsider_changes_nothing_and_hears_once() {
     let s = setup("");
     let issue = s.task_awaiting_human();

@@ -491,6 +491,11 @@ pub(super) fn apply_effects(
                     ..writer
                 };
                 store.transition_task(task, *to, &reason, changes, writer)?;
+                // Issue 18: a person's retry says the agents' configuration is dealt with,
+                // as `opentiger task retry` does: executors parked for it may run again.
+                if *reset_attempts {
+                    store.clear_config_parks()?;
+                }
             }
             Effect::SetBudget { task, usd } => {
                 store.set_task_budget(task, *usd, source.author, writer.now)?;
