@@ -126,10 +126,10 @@ impl BoardView {
                 line.command = None;
                 line.boxes.clear();
             }
-            match (task.status.as_str(), task.block_reason.as_deref()) {
+            match (task.status.as_str(), task.waits_on_person) {
                 ("done" | "cancelled", _) => finished.push(task),
-                ("blocked", Some("awaiting_human" | "paused")) => board.humans.push(line),
-                _ => board.active.push(line),
+                (_, true) => board.humans.push(line),
+                (_, false) => board.active.push(line),
             }
         }
         board.humans_count = board.humans.len();
@@ -248,6 +248,7 @@ mod tests {
             next_action: format!("next for {id}"),
             next_attempt_at: None,
             updated_at: Timestamp(0),
+            waits_on_person: matches!(block, Some("awaiting_human" | "paused")),
             command: None,
             boxes: vec![],
         }
@@ -349,5 +350,43 @@ mod tests {
         );
         assert!(summary.contains("## Waiting on a person (1)"), "{summary}");
         assert!(!summary.contains(DASHBOARD_MARKER));
+    }
+}
+
+#[cfg(test)]
+mod who_acts_tests {
+    use crate::engine::testkit::{plan_with, snapshot, task};
+    use crate::model::{PhaseFacts, TaskId};
+
+    /// A task held for its own spent budget waits on a person (the `budget` command); one held
+    /// for the day's budget waits for midnight, not for anybody.
+    #[test]
+    fn a_task_over_its_own_budget_waits_on_a_person_and_the_day_s_budget_on_nobody() {
+        let cases = [
+            ("own budget spent", 0.0, 6.0, true),
+            ("the day's budget spent", 60.0, 1.0, false),
+            ("under both", 1.0, 1.0, false),
+        ];
+        for (name, today, spent, waits) in cases {
+            let mut snap = snapshot(vec![task("a")], vec![], vec![]);
+            snap.observations.spend.today_usd = today;
+            snap.observations
+                .spend
+                .by_task
+                .insert(TaskId("a".into()), spent);
+            let mut config = crate::config::Config::default();
+            config.budget.per_day_usd = 50.0;
+            config.budget.per_task_usd = 5.0;
+            let plan = plan_with(&snap, &config);
+            let a = &snap.tasks[0];
+            let view = crate::report::task_view(a, &plan, a.phase(PhaseFacts::of(a)));
+            assert_eq!(view.waits_on_person, waits, "{name}");
+            let command = view.command.unwrap_or_default();
+            assert_eq!(
+                command == "/opentiger budget <usd> a",
+                waits,
+                "{name}: {command}"
+            );
+        }
     }
 }

@@ -40,6 +40,9 @@ pub struct TaskStatusView {
     pub next_action: String,
     pub next_attempt_at: Option<Timestamp>,
     pub updated_at: Timestamp,
+    /// A person must act before it moves: a question (`awaiting_human`), a pause, or its own
+    /// spent budget (the dashboard lists it under "Waiting on a person").
+    pub waits_on_person: bool,
     /// The comment command that answers a task waiting on a person (github mode's dashboard).
     pub command: Option<String>,
     /// Its dashboard checkboxes (github mode), recommended first.
@@ -235,6 +238,13 @@ pub fn why_idle(plan: &Plan, tasks: &[Task]) -> Vec<String> {
 /// A task for `status` and the dashboard; `phase` is its lifecycle phase, from the facts the
 /// shell gathered (`tick::progress::phase_facts`).
 pub fn task_view(task: &Task, plan: &Plan, phase: Phase) -> TaskStatusView {
+    use crate::engine::commands::{recommended, PREFIX};
+    // Held for its own budget (no time lifts it): only a person's `budget` command does.
+    let budget_spent = matches!(plan.budget_hold(&task.id), Some((None, _)));
+    let asked = matches!(
+        task.block_reason,
+        Some(crate::model::BlockReason::AwaitingHuman | crate::model::BlockReason::Paused)
+    ) && task.status == crate::model::TaskStatus::Blocked;
     TaskStatusView {
         id: task.id.to_string(),
         title: task.title.clone(),
@@ -259,7 +269,9 @@ pub fn task_view(task: &Task, plan: &Plan, phase: Phase) -> TaskStatusView {
         next_action: next_action(plan, task),
         next_attempt_at: task.next_attempt_at,
         updated_at: task.updated_at,
-        command: crate::engine::commands::recommended(task),
+        waits_on_person: asked || budget_spent,
+        command: recommended(task)
+            .or_else(|| budget_spent.then(|| format!("{PREFIX} budget <usd> {}", task.id))),
         boxes: crate::engine::checkboxes::boxes(task),
     }
 }
