@@ -206,6 +206,9 @@ fn opencode_worker_gets_its_config_and_a_rate_limit_is_a_quota_failure() {
             "run",
             "--format",
             "json",
+            "--print-logs",
+            "--log-level",
+            "WARN",
             "--model",
             "anthropic/claude-sonnet-4-5"
         ]
