@@ -62,7 +62,8 @@ fn claude_code_worker_runs_and_its_result_file_wins() {
         [
             "-p",
             "--output-format",
-            "json",
+            "stream-json",
+            "--verbose",
             "--max-turns",
             "100",
             "--model",
