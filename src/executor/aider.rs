@@ -357,6 +357,7 @@ mod tests {
             ("connection_refused.txt", false, Some(K::Error), None, (0, 0), None),
             // Issue 18: exit 0 after it; the key, not a flaky provider.
             ("missing_key.txt", false, Some(K::Config), None, (0, 0), None),
+            ("invalid_key_401.txt", false, Some(K::Config), None, (0, 0), None),
             // Both cache figures: `Cost:` on the next line, still read.
             ("cache_cost_wrapped.txt", true, None, Some(0.0412), (15200, 180), Some("I added `sub` to ops.py.")),
         ];

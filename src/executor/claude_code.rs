@@ -272,6 +272,9 @@ mod tests {
         #[rustfmt::skip]
         let cases: &[Case] = &[
             ("success.json", None, 0.0216, 3000, 840, "Added subtraction"),
+            // Issue 18: `--output-format stream-json --verbose`, against the stand-in.
+            ("success_stream.jsonl", None, 0.0096, 2400, 160, "Wrote sub.txt"),
+            ("max_turns_stream.jsonl", Some(K::MaxTurns), 0.0144, 3600, 240, ""),
             ("not_logged_in.json", Some(K::Config), 0.0, 0, 0, "Not logged in"),
             ("rate_limited_429.json", Some(K::Quota { retry_hint: None }), 0.0, 0, 0, "API Error: Request rejected (429)"),
             ("overloaded_529.json", Some(K::Quota { retry_hint: None }), 0.0, 0, 0, "API Error: 529 Overloaded"),
@@ -343,8 +346,10 @@ mod tests {
         // A retry of an overloaded or rate-limited request is claude's own business.
         let overloaded = r#"{"type":"system","subtype":"api_retry","attempt":1,"error_status":529,"error":"overloaded"}"#;
         assert_eq!(AuthWatch.line(overloaded, Duration::ZERO), None);
-        for line in fixture("success.json").lines() {
-            assert_eq!(AuthWatch.line(line, Duration::ZERO), None);
+        for name in ["success.json", "success_stream.jsonl", "max_turns_stream.jsonl"] {
+            for line in fixture(name).lines() {
+                assert_eq!(AuthWatch.line(line, Duration::ZERO), None, "{name}");
+            }
         }
     }
 }
