@@ -426,12 +426,7 @@ impl Branches {
 mod tests {
     use super::*;
 
-    fn repo() -> (tempfile::TempDir, Git) {
-        let dir = tempfile::tempdir().unwrap();
-        let git = Git::new(dir.path());
-        git.run(&["init", "-q"]).unwrap();
-        (dir, git)
-    }
+    use crate::git::temp_repo as repo;
 
     /// Issue 18: claude refuses to write anywhere under a `.git` folder.
     #[test]
