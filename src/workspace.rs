@@ -441,7 +441,10 @@ mod tests {
         );
         assert_eq!(root, worktree_root(&one).unwrap(), "stable");
         assert_ne!(root, worktree_root(&two).unwrap(), "per repository");
-        assert_eq!(root_name(Path::new("/r/.git")), root_name(Path::new("/r/.git")));
+        assert_eq!(
+            root_name(Path::new("/r/.git")),
+            root_name(Path::new("/r/.git"))
+        );
         let created = private_root(&one).unwrap();
         let mode = std::fs::metadata(&created).unwrap().permissions().mode();
         assert_eq!(mode & 0o777, 0o700);

@@ -254,7 +254,11 @@ fn check(cli: &Cli) {
             s.describe()
         );
         assert!(!s.server.seen().is_empty(), "the stand-in was never asked");
-        let first = s.runs.first().cloned().unwrap_or_else(|| panic!("no run\n{}", s.describe()));
+        let first = s
+            .runs
+            .first()
+            .cloned()
+            .unwrap_or_else(|| panic!("no run\n{}", s.describe()));
         let (code, error, cost, input, output) = first;
         let error = error.unwrap_or_default();
         let task = s.task();
@@ -273,14 +277,12 @@ fn check(cli: &Cli) {
             }
             Scenario::RateLimited => {
                 assert_eq!(code.as_deref(), Some("quota_failure"), "{}", s.describe());
-                assert!(
-                    error.contains("quota or rate limit"),
-                    "{}",
-                    s.describe()
-                );
+                assert!(error.contains("quota or rate limit"), "{}", s.describe());
                 let parked = s.g.repo.run(&["status", "--json"]).ok().json();
                 assert!(
-                    parked["parked_executors"].to_string().contains(cli.executor),
+                    parked["parked_executors"]
+                        .to_string()
+                        .contains(cli.executor),
                     "{parked}"
                 );
             }
@@ -332,4 +334,3 @@ fn opencode_against_the_stand_in() {
 fn aider_against_the_stand_in() {
     check(&AIDER);
 }
-

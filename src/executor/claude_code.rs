@@ -346,7 +346,11 @@ mod tests {
         // A retry of an overloaded or rate-limited request is claude's own business.
         let overloaded = r#"{"type":"system","subtype":"api_retry","attempt":1,"error_status":529,"error":"overloaded"}"#;
         assert_eq!(AuthWatch.line(overloaded, Duration::ZERO), None);
-        for name in ["success.json", "success_stream.jsonl", "max_turns_stream.jsonl"] {
+        for name in [
+            "success.json",
+            "success_stream.jsonl",
+            "max_turns_stream.jsonl",
+        ] {
             for line in fixture(name).lines() {
                 assert_eq!(AuthWatch.line(line, Duration::ZERO), None, "{name}");
             }

@@ -200,8 +200,7 @@ impl Watcher for ReconnectWatch {
             // Its requests were refused with 429 until its retries ran out; it would go on
             // (issue 18, recorded: `Reconnecting... 1/5 (exceeded retry limit, last status: 429
             // Too Many Requests)`, then quiet until the timeout).
-            if message.contains("exceeded retry limit") && crate::model::is_quota_message(message)
-            {
+            if message.contains("exceeded retry limit") && crate::model::is_quota_message(message) {
                 return Some(report::quota(message));
             }
             self.reconnects += 1;
@@ -431,7 +430,11 @@ mod tests {
             .expect("stopped");
         assert_eq!(at, recorded.lines().count() - 1, "at the 429 reconnect");
         assert!(matches!(f.kind, K::Quota { .. }), "{f:?}");
-        assert!(f.message.contains("last status: 429 Too Many Requests"), "{}", f.message);
+        assert!(
+            f.message.contains("last status: 429 Too Many Requests"),
+            "{}",
+            f.message
+        );
         // The WebSocket fallback before it (404s) is no quota.
         let mut watch = ReconnectWatch::default();
         for line in recorded.lines().take(8) {

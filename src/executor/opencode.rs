@@ -464,7 +464,11 @@ mod tests {
             let mut watch = TurnWatch::new(100);
             assert_eq!(watch_lines(&mut watch, &limited), None, "{name}");
             let last = Duration::from_secs(limited.lines().count() as u64 - 1);
-            assert_eq!(watch.poll(last + Duration::from_secs(30)), None, "{name}: not yet");
+            assert_eq!(
+                watch.poll(last + Duration::from_secs(30)),
+                None,
+                "{name}: not yet"
+            );
             let f = watch.poll(last + QUOTA_QUIET).expect("stopped");
             assert!(matches!(f.kind, K::Quota { .. }), "{name}: {f:?}");
             assert!(
@@ -474,7 +478,8 @@ mod tests {
                 f.message
             );
             assert!(
-                f.message.ends_with("(opencode went on waiting it out by itself and was stopped)"),
+                f.message
+                    .ends_with("(opencode went on waiting it out by itself and was stopped)"),
                 "{name}: {}",
                 f.message
             );

@@ -153,7 +153,8 @@ fn respond(scenario: Scenario, req: &Request, body: &Value) -> Response {
         Scenario::Unauthorized => error(api, 401),
         Scenario::RateLimited => {
             let mut r = error(api, 429);
-            r.headers.push(("retry-after".into(), RETRY_AFTER.to_string()));
+            r.headers
+                .push(("retry-after".into(), RETRY_AFTER.to_string()));
             r
         }
         Scenario::Success if has_tool_result(body) => answer(api, body, Turn::Text(ANSWER)),
@@ -180,7 +181,10 @@ fn error(api: Api, status: u16) -> Response {
             let (message, code) = if status == 401 {
                 ("Incorrect API key provided: sk-***. You can find your API key at https://platform.openai.com/account/api-keys.", "invalid_api_key")
             } else {
-                ("Rate limit reached for requests. Please try again later.", "rate_limit_exceeded")
+                (
+                    "Rate limit reached for requests. Please try again later.",
+                    "rate_limit_exceeded",
+                )
             };
             json!({ "error": { "message": message, "type": kind, "param": null, "code": code } })
         }
@@ -260,11 +264,17 @@ fn tool_call(body: &Value, scenario: Scenario) -> Option<Call> {
     };
     if has("Write").is_some() {
         let path = format!("{cwd}/{file}");
-        return Some(call("Write", json!({ "file_path": path, "content": content })));
+        return Some(call(
+            "Write",
+            json!({ "file_path": path, "content": content }),
+        ));
     }
     if has("write").is_some() {
         let path = format!("{cwd}/{file}");
-        return Some(call("write", json!({ "filePath": path, "content": content })));
+        return Some(call(
+            "write",
+            json!({ "filePath": path, "content": content }),
+        ));
     }
     if let Some((name, freeform)) = has("apply_patch") {
         let added: String = content.lines().map(|l| format!("+{l}\n")).collect();
@@ -407,10 +417,7 @@ fn responses(body: &Value, turn: Turn) -> Response {
 
 fn chat(body: &Value, turn: Turn) -> Response {
     let (message, finish) = match &turn {
-        Turn::Text(text) => (
-            json!({ "role": "assistant", "content": text }),
-            "stop",
-        ),
+        Turn::Text(text) => (json!({ "role": "assistant", "content": text }), "stop"),
         Turn::Tool(c) => (
             json!({ "role": "assistant", "content": null, "tool_calls": [{
                 "index": 0, "id": "call_standin", "type": "function",
