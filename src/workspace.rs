@@ -457,7 +457,7 @@ mod tests {
         let root = worktree_root(&one).unwrap();
         std::fs::create_dir(&root).unwrap();
         std::fs::set_permissions(&root, std::fs::Permissions::from_mode(0o777)).unwrap();
-        let refused = private_root(&one).err().expect("refused").to_string();
+        let refused = private_root(&one).expect_err("refused").to_string();
         std::fs::remove_dir(&root).unwrap();
         assert!(
             refused.contains("is not a folder of this user with mode 0700; remove it"),

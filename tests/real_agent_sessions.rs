@@ -21,6 +21,19 @@ use std::path::{Path, PathBuf};
 use common::model_server::{self, ModelServer, Scenario};
 use common::{minute, real_clis, GitRepo, Setup};
 
+/// Names (of variables, or of files under the home) and their values.
+type Pairs = Vec<(&'static str, String)>;
+
+/// A worker run as the state records it.
+#[derive(Clone, Debug)]
+struct RunRow {
+    failure_code: Option<String>,
+    error: Option<String>,
+    cost_usd: f64,
+    input_tokens: i64,
+    output_tokens: i64,
+}
+
 /// One CLI as a worker: how it is configured and pointed at the stand-in.
 struct Cli {
     executor: &'static str,
@@ -30,7 +43,7 @@ struct Cli {
     key: &'static str,
     /// The variables that point it at `base` (`http://127.0.0.1:<port>`), and files it reads
     /// from its home: (path under home, text).
-    point: fn(base: &str) -> (Vec<(&'static str, String)>, Vec<(&'static str, String)>),
+    point: fn(base: &str) -> (Pairs, Pairs),
     /// The scenarios it is run with.
     scenarios: &'static [Scenario],
 }
@@ -106,8 +119,8 @@ struct Session {
     g: GitRepo,
     id: String,
     server: ModelServer,
-    /// The worker runs, oldest first: (failure code, error, cost, input tokens, output tokens).
-    runs: Vec<(Option<String>, Option<String>, f64, i64, i64)>,
+    /// The worker runs, oldest first.
+    runs: Vec<RunRow>,
     output: String,
 }
 
@@ -223,7 +236,7 @@ fn session(cli: &Cli, bins: &[PathBuf], scenario: Scenario, ticks: u32) -> Sessi
     }
 }
 
-fn worker_runs(repo: &Path, id: &str) -> Vec<(Option<String>, Option<String>, f64, i64, i64)> {
+fn worker_runs(repo: &Path, id: &str) -> Vec<RunRow> {
     let db = rusqlite::Connection::open(repo.join(".opentiger/state.sqlite")).unwrap();
     let mut q = db
         .prepare(
@@ -233,7 +246,13 @@ fn worker_runs(repo: &Path, id: &str) -> Vec<(Option<String>, Option<String>, f6
         .unwrap();
     let rows = q
         .query_map([id], |r| {
-            Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?))
+            Ok(RunRow {
+                failure_code: r.get(0)?,
+                error: r.get(1)?,
+                cost_usd: r.get(2)?,
+                input_tokens: r.get(3)?,
+                output_tokens: r.get(4)?,
+            })
         })
         .unwrap();
     rows.map(Result::unwrap).collect()
@@ -259,7 +278,13 @@ fn check(cli: &Cli) {
             .first()
             .cloned()
             .unwrap_or_else(|| panic!("no run\n{}", s.describe()));
-        let (code, error, cost, input, output) = first;
+        let RunRow {
+            failure_code: code,
+            error,
+            cost_usd: cost,
+            input_tokens: input,
+            output_tokens: output,
+        } = first;
         let error = error.unwrap_or_default();
         let task = s.task();
         match scenario {
