@@ -59,8 +59,10 @@ fn root_name(common_dir: &Path) -> String {
     format!("opentiger.worktrees.{hash}")
 }
 
-/// [`worktree_root`], created with mode 0700 when missing; refused unless it is a folder of
-/// this user that no one else may enter (the temp folder is shared).
+/// [`worktree_root`], created with mode 0700 when missing; refused unless it is a folder (not a
+/// link) of this user, made private again when it is not (a concurrent tick's `close` may remove
+/// it just before `git worktree add` recreates it with the umask's mode). The temp folder is
+/// shared: another user's folder, or a link, is never used.
 fn private_root(repo: &Git) -> Result<PathBuf, GitError> {
     let root = worktree_root(repo)?;
     match std::fs::DirBuilder::new().mode(0o700).create(&root) {
@@ -71,18 +73,16 @@ fn private_root(repo: &Git) -> Result<PathBuf, GitError> {
     }
     let meta = std::fs::symlink_metadata(&root)
         .map_err(|e| io_error(repo, "read the worktree folder", e))?;
-    let private = meta.is_dir()
-        && meta.uid() == crate::scratch::uid()
-        && meta.permissions().mode() & 0o077 == 0;
-    if !private {
+    if !meta.is_dir() || meta.uid() != crate::scratch::uid() {
         let why = std::io::Error::new(
             std::io::ErrorKind::PermissionDenied,
-            format!(
-                "{} is not a folder of this user with mode 0700; remove it",
-                root.display()
-            ),
+            format!("{} is not a folder of this user; remove it", root.display()),
         );
         return Err(io_error(repo, "use the worktree folder", why));
+    }
+    if meta.permissions().mode() & 0o077 != 0 {
+        std::fs::set_permissions(&root, std::fs::Permissions::from_mode(0o700))
+            .map_err(|e| io_error(repo, "make the worktree folder private", e))?;
     }
     Ok(root)
 }
@@ -197,9 +197,19 @@ impl Workspace {
         self.git.run(&["rev-parse", "HEAD"])
     }
 
-    /// Removes the worktree (the branch stays).
+    /// Removes the worktree (the branch stays), and the root folder when nothing else is in it.
     pub fn close(self) -> Result<(), GitError> {
-        remove_worktree(&self.repo, &self.path)
+        remove_worktree(&self.repo, &self.path)?;
+        remove_if_empty(self.path.parent());
+        Ok(())
+    }
+}
+
+/// Removes a folder if it is empty (a temp folder left behind by nothing).
+fn remove_if_empty(dir: Option<&Path>) {
+    if let Some(dir) = dir {
+        // Fails, as it should, when another run's worktree is in it.
+        let _ = std::fs::remove_dir(dir);
     }
 }
 
@@ -241,6 +251,7 @@ pub fn remove_leftovers(repo: &Git, in_use: &[PathBuf]) -> Result<Vec<PathBuf>, 
             removed.push(path);
         }
     }
+    remove_if_empty(Some(&root));
     Ok(removed)
 }
 
@@ -452,16 +463,32 @@ mod tests {
     }
 
     #[test]
-    fn a_root_others_may_enter_is_refused() {
+    fn a_root_others_may_enter_is_made_private_and_a_link_is_refused() {
         let (_a, one) = repo();
         let root = worktree_root(&one).unwrap();
         std::fs::create_dir(&root).unwrap();
-        std::fs::set_permissions(&root, std::fs::Permissions::from_mode(0o777)).unwrap();
-        let refused = private_root(&one).expect_err("refused").to_string();
+        std::fs::set_permissions(&root, std::fs::Permissions::from_mode(0o755)).unwrap();
+        assert_eq!(private_root(&one).unwrap(), root);
+        let mode = std::fs::metadata(&root).unwrap().permissions().mode();
+        assert_eq!(mode & 0o777, 0o700);
         std::fs::remove_dir(&root).unwrap();
+        // A link someone put there, even to a folder of ours.
+        let (target, _) = repo();
+        std::os::unix::fs::symlink(target.path(), &root).unwrap();
+        let refused = private_root(&one).expect_err("refused").to_string();
+        std::fs::remove_file(&root).unwrap();
         assert!(
-            refused.contains("is not a folder of this user with mode 0700; remove it"),
+            refused.contains("is not a folder of this user; remove it"),
             "{refused}"
         );
+        // Closed worktrees leave no empty root behind.
+        let dir = tempfile::tempdir().unwrap();
+        let inner = dir.path().join("root");
+        std::fs::create_dir_all(inner.join("wt")).unwrap();
+        remove_if_empty(Some(&inner));
+        assert!(inner.exists(), "not empty: kept");
+        std::fs::remove_dir(inner.join("wt")).unwrap();
+        remove_if_empty(Some(&inner));
+        assert!(!inner.exists());
     }
 }
