@@ -358,6 +358,15 @@ pub fn parse_numstat_z(out: &str) -> Vec<NumstatEntry> {
     entries
 }
 
+/// A new, empty repository in a temporary folder, for tests.
+#[cfg(test)]
+pub(crate) fn temp_repo() -> (tempfile::TempDir, Git) {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let git = Git::new(dir.path());
+    git.run(&["init", "-q"]).expect("git init");
+    (dir, git)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -4,7 +4,7 @@
 //! `opentiger-<pid>-<purpose>-<random>`, and every file the runner writes in it with
 //! [`write_private`] has mode 0600. A tick killed before it could remove its folders leaves them
 //! behind; the next tick's [`remove_leftovers`] removes those whose process is gone (same host,
-//! same user). Not here: the worktrees (`workspace`), which live under `.git/opentiger/`.
+//! same user). Not here: the worktrees (`workspace`), which live in folders of their own.
 
 use std::io::Write;
 use std::os::unix::fs::{MetadataExt, OpenOptionsExt, PermissionsExt};
@@ -73,7 +73,7 @@ fn leftover_pid(name: &str) -> Option<u32> {
 }
 
 /// Our user id.
-fn uid() -> u32 {
+pub(crate) fn uid() -> u32 {
     // SAFETY: getuid takes no arguments, cannot fail and touches no memory of ours.
     unsafe { libc::getuid() }
 }

@@ -1,11 +1,20 @@
-//! Worktrees: one isolated checkout per run, on the task's branch, under the repository's
-//! `.git/opentiger/worktrees/` (outside the working tree, so nothing shows up in `git status`).
+//! Worktrees: one isolated checkout per run, on the task's branch, in a private folder of the
+//! temp folder named after the repository (outside the working tree, so nothing shows up in
+//! `git status`).
+//!
+//! Not under `.git/`: claude (2.1.197) refuses every write to a path with a `.git` folder in it,
+//! whatever `--permission-mode` and `--allowedTools` say, and reports the refusal only in its
+//! result's `permission_denials` — a worker could never change a file (issue 18, seen with the
+//! real CLI against the stand-in model server of `tests/real_agent_sessions.rs`).
 //!
 //! A killed tick leaves its worktree behind; the next `open` of the same branch, or
 //! [`remove_leftovers`], removes it. Changes are staged and committed here by the runner, never by
 //! the agent.
 
+use std::os::unix::fs::{DirBuilderExt, MetadataExt, PermissionsExt};
 use std::path::{Path, PathBuf};
+
+use sha2::{Digest, Sha256};
 
 use crate::git::{parse_numstat_z, Git, GitError, NumstatEntry};
 pub use crate::model::task_branch;
@@ -36,9 +45,46 @@ pub fn next_start(repo: &Git, branch: &str, base: &str) -> Result<NextStart, Git
     }
 }
 
-/// Where worktrees of this repository live.
+/// Where worktrees of this repository live: `<temp>/opentiger.worktrees.<hash of its git
+/// folder>`.
 pub fn worktree_root(repo: &Git) -> Result<PathBuf, GitError> {
-    Ok(repo.common_dir()?.join("opentiger").join("worktrees"))
+    let common = repo.common_dir()?;
+    let common = common.canonicalize().unwrap_or(common);
+    Ok(std::env::temp_dir().join(root_name(&common)))
+}
+
+fn root_name(common_dir: &Path) -> String {
+    let digest = Sha256::digest(common_dir.as_os_str().as_encoded_bytes());
+    let hash: String = digest.iter().take(8).map(|b| format!("{b:02x}")).collect();
+    format!("opentiger.worktrees.{hash}")
+}
+
+/// [`worktree_root`], created with mode 0700 when missing; refused unless it is a folder (not a
+/// link) of this user, made private again when it is not (a concurrent tick's `close` may remove
+/// it just before `git worktree add` recreates it with the umask's mode). The temp folder is
+/// shared: another user's folder, or a link, is never used.
+fn private_root(repo: &Git) -> Result<PathBuf, GitError> {
+    let root = worktree_root(repo)?;
+    match std::fs::DirBuilder::new().mode(0o700).create(&root) {
+        Err(e) if e.kind() != std::io::ErrorKind::AlreadyExists => {
+            return Err(io_error(repo, "create the worktree folder", e));
+        }
+        _ => {}
+    }
+    let meta = std::fs::symlink_metadata(&root)
+        .map_err(|e| io_error(repo, "read the worktree folder", e))?;
+    if !meta.is_dir() || meta.uid() != crate::scratch::uid() {
+        let why = std::io::Error::new(
+            std::io::ErrorKind::PermissionDenied,
+            format!("{} is not a folder of this user; remove it", root.display()),
+        );
+        return Err(io_error(repo, "use the worktree folder", why));
+    }
+    if meta.permissions().mode() & 0o077 != 0 {
+        std::fs::set_permissions(&root, std::fs::Permissions::from_mode(0o700))
+            .map_err(|e| io_error(repo, "make the worktree folder private", e))?;
+    }
+    Ok(root)
 }
 
 /// An open worktree.
@@ -60,9 +106,7 @@ impl Workspace {
         base: &str,
         tip: Option<&str>,
     ) -> Result<Workspace, GitError> {
-        let root = worktree_root(repo)?;
-        std::fs::create_dir_all(&root)
-            .map_err(|e| io_error(repo, "create the worktree folder", e))?;
+        let root = private_root(repo)?;
         let path = root.join(branch.replace('/', "__"));
         remove_worktree(repo, &path)?;
         let path_text = path.display().to_string();
@@ -103,9 +147,7 @@ impl Workspace {
     /// A worktree at `commit` without a branch: what happens in it moves no ref (the judge's
     /// trial merge with the base).
     pub fn open_detached(repo: &Git, name: &str, commit: &str) -> Result<Workspace, GitError> {
-        let root = worktree_root(repo)?;
-        std::fs::create_dir_all(&root)
-            .map_err(|e| io_error(repo, "create the worktree folder", e))?;
+        let root = private_root(repo)?;
         let path = root.join(format!("review__{}", name.replace('/', "__")));
         remove_worktree(repo, &path)?;
         repo.run(&[
@@ -155,9 +197,19 @@ impl Workspace {
         self.git.run(&["rev-parse", "HEAD"])
     }
 
-    /// Removes the worktree (the branch stays).
+    /// Removes the worktree (the branch stays), and the root folder when nothing else is in it.
     pub fn close(self) -> Result<(), GitError> {
-        remove_worktree(&self.repo, &self.path)
+        remove_worktree(&self.repo, &self.path)?;
+        remove_if_empty(self.path.parent());
+        Ok(())
+    }
+}
+
+/// Removes a folder if it is empty (a temp folder left behind by nothing).
+fn remove_if_empty(dir: Option<&Path>) {
+    if let Some(dir) = dir {
+        // Fails, as it should, when another run's worktree is in it.
+        let _ = std::fs::remove_dir(dir);
     }
 }
 
@@ -199,6 +251,7 @@ pub fn remove_leftovers(repo: &Git, in_use: &[PathBuf]) -> Result<Vec<PathBuf>, 
             removed.push(path);
         }
     }
+    remove_if_empty(Some(&root));
     Ok(removed)
 }
 
@@ -377,5 +430,65 @@ impl Branches {
                 .try_run(&["update-ref", "-d", &self.tracking(branch)]);
         }
         let _ = self.git.try_run(&["branch", "-D", branch]);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    use crate::git::temp_repo as repo;
+
+    /// Issue 18: claude refuses to write anywhere under a `.git` folder.
+    #[test]
+    fn worktrees_live_outside_the_git_folder_one_root_per_repository() {
+        let (_a, one) = repo();
+        let (_b, two) = repo();
+        let root = worktree_root(&one).unwrap();
+        assert!(
+            !root.components().any(|c| c.as_os_str() == ".git"),
+            "{}",
+            root.display()
+        );
+        assert_eq!(root, worktree_root(&one).unwrap(), "stable");
+        assert_ne!(root, worktree_root(&two).unwrap(), "per repository");
+        assert_eq!(
+            root_name(Path::new("/r/.git")),
+            root_name(Path::new("/r/.git"))
+        );
+        let created = private_root(&one).unwrap();
+        let mode = std::fs::metadata(&created).unwrap().permissions().mode();
+        assert_eq!(mode & 0o777, 0o700);
+        std::fs::remove_dir(&created).unwrap();
+    }
+
+    #[test]
+    fn a_root_others_may_enter_is_made_private_and_a_link_is_refused() {
+        let (_a, one) = repo();
+        let root = worktree_root(&one).unwrap();
+        std::fs::create_dir(&root).unwrap();
+        std::fs::set_permissions(&root, std::fs::Permissions::from_mode(0o755)).unwrap();
+        assert_eq!(private_root(&one).unwrap(), root);
+        let mode = std::fs::metadata(&root).unwrap().permissions().mode();
+        assert_eq!(mode & 0o777, 0o700);
+        std::fs::remove_dir(&root).unwrap();
+        // A link someone put there, even to a folder of ours.
+        let (target, _) = repo();
+        std::os::unix::fs::symlink(target.path(), &root).unwrap();
+        let refused = private_root(&one).expect_err("refused").to_string();
+        std::fs::remove_file(&root).unwrap();
+        assert!(
+            refused.contains("is not a folder of this user; remove it"),
+            "{refused}"
+        );
+        // Closed worktrees leave no empty root behind.
+        let dir = tempfile::tempdir().unwrap();
+        let inner = dir.path().join("root");
+        std::fs::create_dir_all(inner.join("wt")).unwrap();
+        remove_if_empty(Some(&inner));
+        assert!(inner.exists(), "not empty: kept");
+        std::fs::remove_dir(inner.join("wt")).unwrap();
+        remove_if_empty(Some(&inner));
+        assert!(!inner.exists());
     }
 }

@@ -6,8 +6,8 @@
 //! OPENTIGER_REAL_CLI_TESTS=1 cargo test --test real_agent_clis -- --ignored --nocapture
 //! ```
 //!
-//! It installs `@anthropic-ai/claude-code`, `@openai/codex` and `opencode-ai` with npm and
-//! `aider-chat` with pip into a temporary prefix (or reuses `OPENTIGER_REAL_CLI_PREFIX`), then runs
+//! `scripts/real-clis.sh` installs `@anthropic-ai/claude-code`, `@openai/codex` and `opencode-ai`
+//! with npm and `aider-chat` with pip at the pinned versions (cached, see the README), then it runs
 //! each adapter for a worker and for the judge, through `Executor::run`, with fake API keys and
 //! the providers' addresses pointed at a closed local port: no model is reached, but each CLI
 //! parses the exact command line the adapter builds. An unknown or misspelt flag makes the CLI's
@@ -16,10 +16,13 @@
 //! every flag must be in its `--help`; for the others, flags missing from `--help` are only
 //! printed (claude's `--max-turns` is accepted but not listed).
 
+mod common;
+
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::Duration;
 
+use common::real_clis;
 use opentiger::config::AgentRole;
 use opentiger::executor::{
     aider, claude_code, codex, opencode, AdapterConfig, AgentRequest, AgentResult, Cli, Executor,
@@ -37,27 +40,6 @@ const PARSER_ERRORS: &[&str] = &[
     "invalid values:",
     "error: option",
 ];
-
-fn install(prefix: &Path) -> Vec<PathBuf> {
-    let npm = prefix.join("npm");
-    let venv = prefix.join("venv");
-    let run = |cmd: &mut Command| {
-        let status = cmd.status().expect("run an installer");
-        assert!(status.success(), "{cmd:?} failed");
-    };
-    if !npm.join("node_modules/.bin/claude").exists() {
-        run(Command::new("npm")
-            .arg("install")
-            .arg("--prefix")
-            .arg(&npm)
-            .args(["@anthropic-ai/claude-code", "@openai/codex", "opencode-ai"]));
-    }
-    if !venv.join("bin/aider").exists() {
-        run(Command::new("python3").arg("-m").arg("venv").arg(&venv));
-        run(Command::new(venv.join("bin/pip")).args(["install", "-q", "aider-chat"]));
-    }
-    vec![npm.join("node_modules/.bin"), venv.join("bin")]
-}
 
 fn run_adapter(exec: &dyn Executor, role: AgentRole, bins: &[PathBuf], dir: &Path) -> AgentResult {
     let workspace = dir.join("ws");
@@ -130,15 +112,10 @@ fn parser_complaint(output: &str) -> Option<&'static str> {
 #[test]
 #[ignore = "installs the real agent CLIs from npm and PyPI; set OPENTIGER_REAL_CLI_TESTS=1 and pass --ignored"]
 fn real_clis_accept_every_flag_the_adapters_pass() {
-    if std::env::var("OPENTIGER_REAL_CLI_TESTS").as_deref() != Ok("1") {
-        eprintln!("skipped: set OPENTIGER_REAL_CLI_TESTS=1 to install and run the real CLIs");
+    let Some(bins) = real_clis::install() else {
         return;
-    }
+    };
     let temp = tempfile::tempdir().unwrap();
-    let prefix = std::env::var("OPENTIGER_REAL_CLI_PREFIX")
-        .map(PathBuf::from)
-        .unwrap_or_else(|_| temp.path().join("clis"));
-    let bins = install(&prefix);
     let cases: [(&Cli, Option<&str>, &[&str]); 4] = [
         (&claude_code::CLI, Some("sonnet"), &["--help"]),
         (&codex::CLI, Some("gpt-5-codex"), &["exec", "--help"]),
@@ -155,11 +132,7 @@ fn real_clis_accept_every_flag_the_adapters_pass() {
     ];
     let mut failures = Vec::new();
     for (cli, model, help_args) in cases {
-        let program = bins
-            .iter()
-            .map(|b| b.join(cli.program))
-            .find(|p| p.exists());
-        let program = program.unwrap_or_else(|| panic!("{} was not installed", cli.program));
+        let program = real_clis::program(&bins, cli.program);
         let help = Command::new(&program).args(help_args).output().unwrap();
         let help = String::from_utf8_lossy(&help.stdout).to_string()
             + &String::from_utf8_lossy(&help.stderr);

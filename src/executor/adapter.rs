@@ -34,7 +34,7 @@ pub(super) trait Adapter {
     fn clean_up(&self, _workspace: &Path, _before: &[String]) {}
 }
 
-/// Reads a CLI's stdout lines while it runs: the failure to stop it for, if any (a turn cap it
+/// Reads a CLI's stdout and stderr lines while it runs: the failure to stop it for, if any (a turn cap it
 /// does not keep, a dead network or a rate limit it retries by itself). `at` is the time since
 /// the start. Pure state machines, table-tested with times given by hand.
 pub(super) trait Watcher: Send {

@@ -58,6 +58,27 @@ pub struct Aider {
     config: AdapterConfig,
 }
 
+/// A git identity for aider, by `GIT_CONFIG_*` variables (git reads them as command-line
+/// configuration). With none configured (a CI runner) aider writes `user.name` and `user.email`
+/// into the repository's `.git/config`, which opentiger puts back and fails the run for as a
+/// `policy_violation` (issue 18, seen with aider 0.86.2). aider makes no commit (the runner
+/// does), so the identity is only there to be found. Not set when the agent is given
+/// `GIT_CONFIG_COUNT` already.
+pub fn git_identity(given: &[(String, String)]) -> Vec<(String, String)> {
+    if given.iter().any(|(k, _)| k == "GIT_CONFIG_COUNT") {
+        return Vec::new();
+    }
+    [
+        ("GIT_CONFIG_COUNT", "2"),
+        ("GIT_CONFIG_KEY_0", "user.name"),
+        ("GIT_CONFIG_VALUE_0", "opentiger agent"),
+        ("GIT_CONFIG_KEY_1", "user.email"),
+        ("GIT_CONFIG_VALUE_1", "agent@opentiger.invalid"),
+    ]
+    .map(|(k, v)| (k.to_string(), v.to_string()))
+    .to_vec()
+}
+
 impl Aider {
     pub fn new(config: AdapterConfig) -> Aider {
         Aider { config }
@@ -251,8 +272,8 @@ impl Adapter for Aider {
         None
     }
 
-    fn env(&self, _scratch: &Path, _given: &[(String, String)]) -> Vec<(String, String)> {
-        Vec::new()
+    fn env(&self, _scratch: &Path, given: &[(String, String)]) -> Vec<(String, String)> {
+        git_identity(given)
     }
 
     fn parse(&self, out: &ProcessOutput, _scratch: &Path) -> Report {
@@ -336,6 +357,7 @@ mod tests {
             ("connection_refused.txt", false, Some(K::Error), None, (0, 0), None),
             // Issue 18: exit 0 after it; the key, not a flaky provider.
             ("missing_key.txt", false, Some(K::Config), None, (0, 0), None),
+            ("invalid_key_401.txt", false, Some(K::Config), None, (0, 0), None),
             // Both cache figures: `Cost:` on the next line, still read.
             ("cache_cost_wrapped.txt", true, None, Some(0.0412), (15200, 180), Some("I added `sub` to ops.py.")),
         ];
@@ -390,5 +412,38 @@ mod tests {
         let r = parse(&text);
         assert_eq!((r.completed, r.failure), (true, None));
         assert_eq!(r.final_message.as_deref(), Some("Done, sub() added."));
+    }
+
+    /// Issue 18: with no git identity aider wrote one into `.git/config`; git finds ours.
+    #[test]
+    fn aider_finds_a_git_identity_without_writing_one() {
+        let repo = tempfile::tempdir().unwrap();
+        let home = tempfile::tempdir().unwrap();
+        let git = |env: &[(String, String)], args: &[&str]| {
+            std::process::Command::new("git")
+                .args(args)
+                .current_dir(repo.path())
+                .env_clear()
+                .env("PATH", std::env::var("PATH").unwrap_or_default())
+                .env("HOME", home.path())
+                .envs(env.iter().map(|(k, v)| (k, v)))
+                .output()
+                .unwrap()
+        };
+        assert!(git(&[], &["init", "-q"]).status.success());
+        assert!(!git(&[], &["config", "--get", "user.name"]).status.success());
+        let identity = git_identity(&[]);
+        for (key, want) in [
+            ("user.name", "opentiger agent\n"),
+            ("user.email", "agent@opentiger.invalid\n"),
+        ] {
+            let out = git(&identity, &["config", "--get", key]);
+            assert_eq!(String::from_utf8_lossy(&out.stdout), want);
+        }
+        let config = std::fs::read_to_string(repo.path().join(".git/config")).unwrap();
+        assert!(!config.contains("[user]"), "{config}");
+        // A configuration the agent is given is left alone.
+        let given = [("GIT_CONFIG_COUNT".to_string(), "1".to_string())];
+        assert!(git_identity(&given).is_empty());
     }
 }

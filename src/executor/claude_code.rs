@@ -1,7 +1,8 @@
 //! The `claude-code` adapter: Anthropic's Claude Code CLI (`claude`, npm
 //! `@anthropic-ai/claude-code`).
 //!
-//! Runs `claude -p --output-format json --max-turns N [--model M]` with the prompt on stdin, and
+//! Runs `claude -p --output-format stream-json --verbose --max-turns N [--model M]` with the
+//! prompt on stdin, and
 //! - workers (worker, tester, docser): `--permission-mode acceptEdits --allowedTools
 //!   Bash,Read,Edit,Write,Glob,Grep --add-dir <scratch>` (edits without asking, shell commands,
 //!   and the scratch folder so the result file can be written; in print mode anything else that
@@ -15,12 +16,18 @@
 //! the CLI sets with `subtype: "success"` for API errors — is a failure; `api_error_status`
 //! 429/529 and usage-limit texts are quota failures; `error_max_turns` and `error_max_budget_usd`
 //! are turn-cap and spending-cap failures.
+//!
+//! The stream, not the one `json` object, because claude (2.1.197) retries a refused key: a
+//! stand-in answering HTTP 401 got 10 requests over minutes with nothing printed, until the
+//! timeout. The stream shows each retry (`"subtype":"api_retry","error_status":401`), and
+//! [`AuthWatch`] stops it at the first one as a configuration error.
 
 use std::path::Path;
+use std::time::Duration;
 
 use serde_json::Value;
 
-use super::adapter::Adapter;
+use super::adapter::{Adapter, Watcher};
 use super::cli::{AdapterConfig, Cli, RunFiles};
 use super::report::{self, failure, int, json_lines, read_only, text_at, Report};
 use super::AgentFailureKind;
@@ -51,9 +58,15 @@ impl ClaudeCode {
 
 /// The arguments after `claude` (the prompt goes on stdin).
 pub fn args(config: &AdapterConfig, scratch: &Path) -> Vec<String> {
-    let mut args: Vec<String> = ["-p", "--output-format", "json", "--max-turns"]
-        .map(String::from)
-        .to_vec();
+    let mut args: Vec<String> = [
+        "-p",
+        "--output-format",
+        "stream-json",
+        "--verbose",
+        "--max-turns",
+    ]
+    .map(String::from)
+    .to_vec();
     args.push(config.max_turns.to_string());
     if let Some(model) = &config.model {
         args.extend(["--model".to_string(), model.clone()]);
@@ -83,7 +96,7 @@ pub fn args(config: &AdapterConfig, scratch: &Path) -> Vec<String> {
     args
 }
 
-/// Reads `claude -p --output-format json` (or `stream-json`) output.
+/// Reads `claude -p --output-format stream-json` (or `json`) output.
 pub fn parse(stdout: &str) -> Report {
     let (events, _) = json_lines(stdout);
     let Some(result) = events
@@ -182,6 +195,37 @@ impl Adapter for ClaudeCode {
     fn parse(&self, out: &ProcessOutput, _scratch: &Path) -> Report {
         parse(&out.stdout_tail)
     }
+
+    fn watcher(&self) -> Option<Box<dyn Watcher>> {
+        Some(Box::new(AuthWatch))
+    }
+}
+
+/// Stops claude at its first retry of a request refused for its key (HTTP 401 or 403): retrying
+/// does not fix a key.
+pub struct AuthWatch;
+
+impl Watcher for AuthWatch {
+    fn line(&mut self, line: &str, _at: Duration) -> Option<super::AgentFailure> {
+        let event = serde_json::from_str::<Value>(line).ok()?;
+        if text_at(&event, "/type") != Some("system")
+            || text_at(&event, "/subtype") != Some("api_retry")
+        {
+            return None;
+        }
+        let status = event.get("error_status").and_then(Value::as_i64);
+        let error = text_at(&event, "/error").unwrap_or("");
+        (matches!(status, Some(401 | 403)) || error == "authentication_failed").then(|| {
+            failure(
+                AgentFailureKind::Config,
+                format!(
+                    "claude's requests are refused ({}, HTTP {}) and it retries them; stopped at the first retry",
+                    if error.is_empty() { "no reason given" } else { error },
+                    status.map_or_else(|| "?".to_string(), |s| s.to_string())
+                ),
+            )
+        })
+    }
 }
 
 #[cfg(test)]
@@ -209,13 +253,13 @@ mod tests {
         worker.max_turns = 40;
         assert_eq!(
             args(&worker, scratch).join(" "),
-            "-p --output-format json --max-turns 40 --model sonnet --permission-mode acceptEdits \
+            "-p --output-format stream-json --verbose --max-turns 40 --model sonnet --permission-mode acceptEdits \
              --allowedTools Bash,Read,Edit,Write,Glob,Grep --add-dir /scratch"
         );
         let judge = AdapterConfig::new(&CLI, AgentRole::Judge);
         assert_eq!(
             args(&judge, scratch).join(" "),
-            "-p --output-format json --max-turns 100 --permission-mode plan \
+            "-p --output-format stream-json --verbose --max-turns 100 --permission-mode plan \
              --disallowedTools Bash,Edit,Write,NotebookEdit"
         );
         let planner = AdapterConfig::new(&CLI, AgentRole::Planner);
@@ -228,6 +272,9 @@ mod tests {
         #[rustfmt::skip]
         let cases: &[Case] = &[
             ("success.json", None, 0.0216, 3000, 840, "Added subtraction"),
+            // Issue 18: `--output-format stream-json --verbose`, against the stand-in.
+            ("success_stream.jsonl", None, 0.0096, 2400, 160, "Wrote sub.txt"),
+            ("max_turns_stream.jsonl", Some(K::MaxTurns), 0.0144, 3600, 240, ""),
             ("not_logged_in.json", Some(K::Config), 0.0, 0, 0, "Not logged in"),
             ("rate_limited_429.json", Some(K::Quota { retry_hint: None }), 0.0, 0, 0, "API Error: Request rejected (429)"),
             ("overloaded_529.json", Some(K::Quota { retry_hint: None }), 0.0, 0, 0, "API Error: 529 Overloaded"),
@@ -276,6 +323,37 @@ mod tests {
             let r = parse(text);
             assert_eq!(r.completed, *ok, "{text:?}");
             assert_eq!(r.failure.is_none(), *ok, "{text:?}");
+        }
+    }
+
+    /// Issue 18: recorded with a key the stand-in refuses (HTTP 401): claude retries it 10 times
+    /// over minutes; the watch stops it at the first retry.
+    #[test]
+    fn a_refused_key_is_stopped_at_its_first_retry() {
+        let recorded = fixture("auth_retry_401.jsonl");
+        let mut watch = AuthWatch;
+        let (at, f) = recorded
+            .lines()
+            .enumerate()
+            .find_map(|(i, l)| watch.line(l, Duration::ZERO).map(|f| (i, f)))
+            .expect("stopped");
+        assert_eq!(at, 1, "the line after init");
+        assert_eq!(f.kind, AgentFailureKind::Config);
+        assert_eq!(
+            f.message,
+            "claude's requests are refused (authentication_failed, HTTP 401) and it retries them; stopped at the first retry"
+        );
+        // A retry of an overloaded or rate-limited request is claude's own business.
+        let overloaded = r#"{"type":"system","subtype":"api_retry","attempt":1,"error_status":529,"error":"overloaded"}"#;
+        assert_eq!(AuthWatch.line(overloaded, Duration::ZERO), None);
+        for name in [
+            "success.json",
+            "success_stream.jsonl",
+            "max_turns_stream.jsonl",
+        ] {
+            for line in fixture(name).lines() {
+                assert_eq!(AuthWatch.line(line, Duration::ZERO), None, "{name}");
+            }
         }
     }
 }

@@ -20,7 +20,8 @@
 //! Without a network codex prints "Reconnecting…" until it is killed (issue 18: six 30-minute
 //! timeouts). [`ReconnectWatch`] stops it after [`MAX_RECONNECTS`] reconnects, or
 //! [`RECONNECT_STALL`] after the first, with no progress in between: a transient failure
-//! naming the last reconnect message.
+//! naming the last reconnect message. A reconnect after its retries of a rate-limited request
+//! ran out stops it at once, as a quota failure (codex shows no `retry-after`).
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -196,6 +197,12 @@ impl Watcher for ReconnectWatch {
         let kind = text_at(&event, "/type").unwrap_or("");
         let message = text_at(&event, "/message").unwrap_or("");
         if kind == "error" && message.starts_with("Reconnecting") {
+            // Its requests were refused with 429 until its retries ran out; it would go on
+            // (issue 18, recorded: `Reconnecting... 1/5 (exceeded retry limit, last status: 429
+            // Too Many Requests)`, then quiet until the timeout).
+            if message.contains("exceeded retry limit") && crate::model::is_quota_message(message) {
+                return Some(report::quota(message));
+            }
             self.reconnects += 1;
             self.first.get_or_insert(at);
             self.last = message.to_string();
@@ -409,5 +416,29 @@ mod tests {
             assert_eq!(watch.line(line, secs(1)), None);
         }
         assert_eq!(watch.poll(secs(10_000)), None);
+    }
+
+    /// Issue 18: recorded against the stand-in answering 429: quota at once, not a stall.
+    #[test]
+    fn a_rate_limit_past_its_retries_is_a_quota_at_once() {
+        let recorded = fixture("rate_limited_429.jsonl");
+        let mut watch = ReconnectWatch::default();
+        let (at, f) = recorded
+            .lines()
+            .enumerate()
+            .find_map(|(i, l)| watch.line(l, Duration::from_secs(i as u64)).map(|f| (i, f)))
+            .expect("stopped");
+        assert_eq!(at, recorded.lines().count() - 1, "at the 429 reconnect");
+        assert!(matches!(f.kind, K::Quota { .. }), "{f:?}");
+        assert!(
+            f.message.contains("last status: 429 Too Many Requests"),
+            "{}",
+            f.message
+        );
+        // The WebSocket fallback before it (404s) is no quota.
+        let mut watch = ReconnectWatch::default();
+        for line in recorded.lines().take(8) {
+            assert_eq!(watch.line(line, Duration::ZERO), None, "{line}");
+        }
     }
 }

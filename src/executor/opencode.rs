@@ -1,7 +1,7 @@
 //! The `opencode` adapter: the OpenCode CLI (`opencode`, npm `opencode-ai`).
 //!
-//! Runs `opencode run --format json [--model provider/model] [--agent plan]` with the prompt on
-//! stdin (`opencode run` reads a piped stdin as the message). Workers use the default `build`
+//! Runs `opencode run --format json --print-logs --log-level WARN [--model provider/model]
+//! [--agent plan]` with the prompt on stdin (`opencode run` reads a piped stdin as the message). Workers use the default `build`
 //! agent; the judge and the planner the built-in `plan` agent, which may not edit. Settings go in
 //! `OPENCODE_CONFIG_CONTENT` (merged over the user's and the project's config): the turn cap as
 //! the agents' `steps`, and permission to write the scratch folder (for the result file) — any
@@ -15,8 +15,13 @@
 //! model answer, so a capped run looks finished (issue 18).
 //!
 //! `steps` is only a prompt to the model, not a cap: [`TurnWatch`] counts the steps while the
-//! CLI runs and stops it at `max_turns`; it also stops a CLI that keeps quiet after reporting a
-//! rate limit (opencode retries it by itself, `retry-after` long), as a quota failure. A worker
+//! CLI runs and stops it at `max_turns`; it also stops a CLI that keeps quiet after a rate limit
+//! (opencode retries it by itself, `retry-after` long), as a quota failure. Such a retry prints
+//! no event at all (seen with opencode 1.18.33 against a stand-in answering HTTP 429 with
+//! `retry-after: 3600`: nothing on stdout until the timeout); only its log says so, which is why
+//! the logs go to stderr (WARN and above: `level=ERROR … message="stream error" … small=false
+//! … error.error="AI_APICallError: <the provider's message>"`), where the watch reads them. The
+//! log has no `retry-after`: the quota wait takes opentiger's own backoff. A worker
 //! with no model is not started (`executor::missing_key`): opencode would use its own hosted
 //! default.
 
@@ -56,7 +61,16 @@ impl Opencode {
 
 /// The arguments after `opencode` (the prompt goes on stdin).
 pub fn args(config: &AdapterConfig) -> Vec<String> {
-    let mut args: Vec<String> = ["run", "--format", "json"].map(String::from).to_vec();
+    let mut args: Vec<String> = [
+        "run",
+        "--format",
+        "json",
+        "--print-logs",
+        "--log-level",
+        "WARN",
+    ]
+    .map(String::from)
+    .to_vec();
     if let Some(model) = &config.model {
         args.extend(["--model".to_string(), model.clone()]);
     }
@@ -161,6 +175,10 @@ impl TurnWatch {
 impl Watcher for TurnWatch {
     fn line(&mut self, line: &str, at: Duration) -> Option<super::AgentFailure> {
         let Ok(event) = serde_json::from_str::<Value>(line) else {
+            // The first one counts: a retry that fails again logs again.
+            if self.quota.is_none() {
+                self.quota = logged_rate_limit(line).map(|f| (at, f));
+            }
             return None;
         };
         self.quota = None;
@@ -209,6 +227,18 @@ impl Watcher for TurnWatch {
             f
         })
     }
+}
+
+/// A rate limit in opencode's log (stderr): a `stream error` of the main model (not the small
+/// one that names the session) whose error is a quota text.
+fn logged_rate_limit(line: &str) -> Option<super::AgentFailure> {
+    if !line.contains("message=\"stream error\"") || !line.contains(" small=false ") {
+        return None;
+    }
+    let (_, error) = line.split_once(" error.error=\"")?;
+    let error = error.strip_suffix('"').unwrap_or(error);
+    let error = error.strip_prefix("AI_APICallError: ").unwrap_or(error);
+    crate::model::is_quota_message(error).then(|| report::quota(error))
 }
 
 fn error_event(event: &Value) -> super::AgentFailure {
@@ -298,10 +328,13 @@ mod tests {
         worker.max_turns = 25;
         assert_eq!(
             args(&worker).join(" "),
-            "run --format json --model anthropic/claude-sonnet-4-5"
+            "run --format json --print-logs --log-level WARN --model anthropic/claude-sonnet-4-5"
         );
         let planner = AdapterConfig::new(&CLI, AgentRole::Planner);
-        assert_eq!(args(&planner).join(" "), "run --format json --agent plan");
+        assert_eq!(
+            args(&planner).join(" "),
+            "run --format json --print-logs --log-level WARN --agent plan"
+        );
         let content: Value =
             serde_json::from_str(&config_content(&worker, Path::new("/tmp/s \"x\""))).unwrap();
         assert_eq!(content["agent"]["build"]["steps"], 25);
@@ -421,25 +454,53 @@ mod tests {
         assert_eq!(parse(&success, 2).failure, None);
     }
 
-    /// Issue 18: a rate limit opencode waits out by itself is a quota wait, not a timeout.
+    /// Issue 18: a rate limit opencode waits out by itself is a quota wait, not a timeout: one it
+    /// reported as an event, or one only its log on stderr shows (a long `retry-after`: no event
+    /// at all, recorded with the real CLI).
     #[test]
     fn a_rate_limit_waited_out_inside_opencode_is_a_quota() {
-        let limited = fixture("rate_limited_429.jsonl");
+        for name in ["rate_limited_429.jsonl", "rate_limited_429_retry.log"] {
+            let limited = fixture(name);
+            let mut watch = TurnWatch::new(100);
+            assert_eq!(watch_lines(&mut watch, &limited), None, "{name}");
+            let last = Duration::from_secs(limited.lines().count() as u64 - 1);
+            assert_eq!(
+                watch.poll(last + Duration::from_secs(30)),
+                None,
+                "{name}: not yet"
+            );
+            let f = watch.poll(last + QUOTA_QUIET).expect("stopped");
+            assert!(matches!(f.kind, K::Quota { .. }), "{name}: {f:?}");
+            assert!(
+                f.message.starts_with("This request would exceed")
+                    || f.message.starts_with("APIError: This request would exceed"),
+                "{name}: {}",
+                f.message
+            );
+            assert!(
+                f.message
+                    .ends_with("(opencode went on waiting it out by itself and was stopped)"),
+                "{name}: {}",
+                f.message
+            );
+            // It went on by itself: no quota.
+            let mut watch = TurnWatch::new(100);
+            watch_lines(&mut watch, &limited);
+            watch.line(fixture("success.jsonl").lines().next().unwrap(), last);
+            assert_eq!(watch.poll(last + QUOTA_QUIET * 2), None, "{name}");
+        }
+        let log = fixture("rate_limited_429_retry.log");
+        // The small model's failure (the session title) is not the run's.
+        let title = log
+            .lines()
+            .filter(|l| l.contains("small=true"))
+            .collect::<Vec<_>>()
+            .join("\n");
         let mut watch = TurnWatch::new(100);
-        assert_eq!(watch_lines(&mut watch, &limited), None);
-        let last = Duration::from_secs(limited.lines().count() as u64 - 1);
-        assert_eq!(watch.poll(last + Duration::from_secs(30)), None, "not yet");
-        let f = watch.poll(last + QUOTA_QUIET).expect("stopped");
-        assert!(matches!(f.kind, K::Quota { .. }), "{f:?}");
-        assert!(
-            f.message.contains("waiting it out by itself"),
-            "{}",
-            f.message
-        );
-        // It went on by itself: no quota.
-        let mut watch = TurnWatch::new(100);
-        watch_lines(&mut watch, &limited);
-        watch.line(fixture("success.jsonl").lines().next().unwrap(), last);
-        assert_eq!(watch.poll(last + QUOTA_QUIET * 2), None);
+        assert_eq!(watch_lines(&mut watch, &title), None);
+        assert_eq!(watch.poll(Duration::from_secs(3600)), None);
+        // Other errors in the log are left to the events opencode prints about them.
+        let other = "timestamp=x level=ERROR message=\"stream error\" small=false agent=build error.error=\"AI_APICallError: invalid x-api-key\"";
+        assert_eq!(logged_rate_limit(other), None);
     }
 }

@@ -16,8 +16,8 @@
 //! - stdin is written from a thread and then closed, so a child that never reads it cannot
 //!   deadlock us. stdout and stderr are read concurrently; only the last `tail_bytes` of each are
 //!   kept (an agent can print gigabytes), plus the total byte counts.
-//! - An optional [`Watch`] reads stdout line by line while the program runs and may stop it
-//!   early (`watch.rs`): its reason is [`ProcessOutput::stopped`].
+//! - An optional [`Watch`] reads stdout and stderr line by line while the program runs and may
+//!   stop it early (`watch.rs`): its reason is [`ProcessOutput::stopped`].
 //!
 //! Not here: deciding what a failure means (the engine's `classify`), and redacting the output
 //! (the caller passes the tails through `redact::Redactor` before storing or showing them).
@@ -209,11 +209,14 @@ pub fn run(spec: &ProcessSpec) -> Result<ProcessOutput, ProcessError> {
         }
     }
     let stop = Arc::new(Mutex::new(None));
-    let feed = spec
-        .watch
-        .clone()
-        .map(|w| (watch::LineFeed::new(w, stop.clone()), started));
-    let (stdout, stderr) = match start_threads(&mut child, spec, feed) {
+    // Both streams: a CLI may say on stderr (its log) what it does not print as an event.
+    let feeds = spec.watch.clone().map(|w| {
+        (
+            (watch::LineFeed::new(w.clone(), stop.clone()), started),
+            (watch::LineFeed::new(w, stop.clone()), started),
+        )
+    });
+    let (stdout, stderr) = match start_threads(&mut child, spec, feeds) {
         Ok(captures) => captures,
         Err(source) => {
             kill_group(pid);
@@ -362,7 +365,7 @@ impl Capture {
 fn start_threads(
     child: &mut Child,
     spec: &ProcessSpec,
-    feed: Option<(watch::LineFeed, Instant)>,
+    feeds: Option<((watch::LineFeed, Instant), (watch::LineFeed, Instant))>,
 ) -> io::Result<(Capture, Capture)> {
     if let (Some(mut stdin), Some(bytes)) = (child.stdin.take(), spec.stdin.clone()) {
         // Not joined: if the child never reads, the write ends with a broken pipe once it exits.
@@ -379,8 +382,9 @@ fn start_threads(
             })?;
     }
     let (stdout, stderr) = (Capture::new(spec.tail_bytes), Capture::new(spec.tail_bytes));
-    start_reader("process-stdout", child.stdout.take(), &stdout, feed)?;
-    start_reader("process-stderr", child.stderr.take(), &stderr, None)?;
+    let (out_feed, err_feed) = feeds.map_or((None, None), |(o, e)| (Some(o), Some(e)));
+    start_reader("process-stdout", child.stdout.take(), &stdout, out_feed)?;
+    start_reader("process-stderr", child.stderr.take(), &stderr, err_feed)?;
     Ok((stdout, stderr))
 }
 

@@ -235,6 +235,13 @@ fn a_watch_stops_the_program_on_what_it_prints() {
     let out = run(&spec).unwrap();
     assert_eq!(out.stopped.as_deref(), Some("stalled"));
 
+    // Lines on stderr count too (opencode's log, issue 18).
+    let mut spec = sh("while :; do echo step >&2; sleep 0.01; done", 60_000);
+    spec.watch = Some(Watch::new(StopAfter(3)));
+    let out = run(&spec).unwrap();
+    assert_eq!(out.stopped.as_deref(), Some("three steps"));
+    assert!(!out.timed_out);
+
     // A program that ends first is not stopped.
     let mut spec = sh("echo step; echo done", 60_000);
     spec.watch = Some(Watch::new(StopAfter(3)));

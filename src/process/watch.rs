@@ -1,9 +1,9 @@
-//! Watching a program's stdout while it runs, to stop it early (issue 18): an agent CLI that
+//! Watching a program's stdout and stderr while it runs, to stop it early (issue 18): an agent CLI that
 //! ignores its turn cap, or that retries a dead network or a long rate limit by itself until the
 //! timeout, says so in its output long before the timeout.
 //!
-//! The caller gives an [`OutputWatch`]: each complete stdout line goes to it (from the reader
-//! thread), and it is polled while the program runs; the first `Some(reason)` stops the program
+//! The caller gives an [`OutputWatch`]: each complete line of stdout or stderr goes to it (from
+//! the reader threads), and it is polled while the program runs; the first `Some(reason)` stops the program
 //! (its whole group is killed) and is reported as [`super::ProcessOutput::stopped`]. Time comes
 //! in as the time since the start, so a watch is a pure state machine that tests drive by hand.
 
@@ -13,7 +13,8 @@ use std::time::Duration;
 
 /// What decides, from a program's output, that it should be stopped.
 pub trait OutputWatch: Send {
-    /// A complete line of stdout (without its newline), `at` this long after the start.
+    /// A complete line of stdout or stderr (without its newline), `at` this long after the
+    /// start.
     fn line(&mut self, line: &str, at: Duration) -> Option<String>;
     /// Called about every poll interval while the program runs.
     fn poll(&mut self, _at: Duration) -> Option<String> {

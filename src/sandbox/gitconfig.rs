@@ -193,12 +193,7 @@ fn changed_keys(git: &Git, before: Option<&[u8]>, now: Option<&[u8]>) -> Vec<Str
 mod tests {
     use super::*;
 
-    fn repo() -> (tempfile::TempDir, Git) {
-        let dir = tempfile::tempdir().unwrap();
-        let git = Git::new(dir.path());
-        git.run(&["init", "-q"]).unwrap();
-        (dir, git)
-    }
+    use crate::git::temp_repo as repo;
 
     #[test]
     fn an_unchanged_configuration_is_left_alone() {

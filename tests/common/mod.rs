@@ -3,6 +3,8 @@
 
 pub mod fake_cli;
 pub mod github;
+pub mod model_server;
+pub mod real_clis;
 pub mod scripted;
 
 use std::path::{Path, PathBuf};

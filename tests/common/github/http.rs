@@ -165,6 +165,7 @@ pub fn reason(status: u16) -> &'static str {
         405 => "Method Not Allowed",
         409 => "Conflict",
         422 => "Unprocessable Entity",
+        429 => "Too Many Requests",
         502 => "Bad Gateway",
         _ => "Unknown",
     }

@@ -12,7 +12,7 @@
 //! head branch springs into being when the PR is opened.
 
 mod actions;
-mod http;
+pub mod http;
 mod issues;
 mod pulls;
 mod render;
