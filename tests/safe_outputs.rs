@@ -107,8 +107,10 @@ impl Split {
             .env_remove("GITHUB_TOKEN")
             .env_remove("GH_TOKEN")
             .env("ANTHROPIC_API_KEY", API_KEY)
-            .args(["work", "--run", run, "--output"])
-            .arg(&out_dir)
+            // As a user types it: a folder relative to where the command runs, which is not
+            // the repository (git, which writes the bundle, runs in the repository).
+            .current_dir(self.dir.path())
+            .args(["work", "--run", run, "--output", "out"])
             .output()
             .unwrap();
         let text = tick_output(out, AT);
@@ -126,7 +128,17 @@ impl Split {
         if !job.exists() {
             common::clone(&self.origin, &job);
         }
-        let out = self.with_token(&job, &["apply", out_dir.to_str().unwrap()]);
+        // Relative to where the command runs when the folder is beside the repository.
+        let dir = match out_dir.parent() == Some(self.dir.path()) {
+            true => out_dir.file_name().unwrap().to_os_string(),
+            false => out_dir.as_os_str().to_os_string(),
+        };
+        let out = opentiger_against(&self.server, &job, AT)
+            .current_dir(self.dir.path())
+            .arg("apply")
+            .arg(dir)
+            .output()
+            .unwrap();
         tick_output(out, AT)
     }
 

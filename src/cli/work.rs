@@ -8,6 +8,7 @@ use std::path::PathBuf;
 use clap::Args;
 
 use super::{CmdResult, Context};
+use crate::failure::Failure;
 use crate::model::RunId;
 use crate::tick::output::{work_output, Written};
 use crate::tick::work::{work_run, WorkDone};
@@ -35,6 +36,7 @@ pub fn run(ctx: &Context, args: &WorkArgs) -> CmdResult {
     let Some(dir) = &args.output else {
         return print_done(&run_id, "work", work_run(ctx, &run_id)?);
     };
+    let dir = &absolute(dir)?;
     match work_output(ctx, &run_id, dir)? {
         Written::AlreadyRecorded(status) => {
             outln!("run {run_id} is already recorded ({status}): nothing to do, nothing written");
@@ -58,8 +60,15 @@ pub fn run(ctx: &Context, args: &WorkArgs) -> CmdResult {
 }
 
 pub fn apply(ctx: &Context, args: &ApplyArgs) -> CmdResult {
-    let (run_id, done) = crate::tick::apply::apply_output(ctx, &args.dir)?;
+    let (run_id, done) = crate::tick::apply::apply_output(ctx, &absolute(&args.dir)?)?;
     print_done(&run_id, "apply", done)
+}
+
+/// DIR as given, from the folder the command was started in: git, which writes and reads the
+/// bundle, runs in the repository, so a relative path must not reach it.
+fn absolute(dir: &std::path::Path) -> Result<PathBuf, Failure> {
+    std::path::absolute(dir)
+        .map_err(|e| Failure::usage(format!("the folder {}: {e}", dir.display())))
 }
 
 fn print_done(run_id: &RunId, what: &str, done: WorkDone) -> CmdResult {
