@@ -14,6 +14,8 @@
 //! - `STATE_BENCH_TASKS=1000,10000,50000` (default `1000,10000`)
 //! - `STATE_BENCH_SAVES=1000` saves for the history figure (default 1000 for states of up to
 //!   1000 tasks, 100 above)
+//! - `STATE_BENCH_KEEP=1` keeps each size's folder (the clones, the state file) and prints its
+//!   path, to profile a command on it by hand
 
 #[path = "state/build.rs"]
 mod build;
@@ -66,7 +68,11 @@ fn main() {
 }
 
 fn measure_size(tasks: usize, saves: usize, now: Timestamp) -> Figures {
-    let dir = tempfile::tempdir().expect("temp dir");
+    let mut dir = tempfile::tempdir().expect("temp dir");
+    if std::env::var_os("STATE_BENCH_KEEP").is_some() {
+        dir.disable_cleanup(true);
+        eprintln!("[{tasks} tasks] kept in {}", dir.path().display());
+    }
     let started = Instant::now();
     let state_file = dir.path().join("built.sqlite");
     {
