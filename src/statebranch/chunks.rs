@@ -1,5 +1,6 @@
-//! The state file as chunks in a git tree: the layout, the manifest, and the two git processes
-//! that move chunks (`cat-file --batch` to assemble a file, `fast-import` to write a commit).
+//! The state file as chunks in a git tree: the layout, the manifest, and the git processes that
+//! move chunks (`cat-file --batch` to assemble a file, a few at once for a large one;
+//! `fast-import` to write a commit).
 //!
 //! A state commit holds `manifest` (length, chunk size, chunk count, checksum: see
 //! [`super::manifest`]), `STATE.md`, and
@@ -178,9 +179,20 @@ impl Drop for Batch<'_> {
 }
 
 /// Assembles the state file of `commit` into `file`, checking every chunk against the manifest,
-/// in one `git cat-file --batch` process. A single-blob state (before chunks) is copied as is
+/// with `git cat-file --batch`: one process for the manifest and the tree, then one per run of
+/// chunks ([`readers`]). A single-blob state (before chunks) is copied as is
 /// and gives an empty [`Base`], so the next save writes it as chunks.
 pub fn assemble(git: &Git, commit: &str, file: &Path) -> Result<Base, ChunkError> {
+    assemble_with(git, commit, file, readers)
+}
+
+/// [`assemble`] with `readers` saying how many processes read a given count of chunks.
+fn assemble_with(
+    git: &Git,
+    commit: &str,
+    file: &Path,
+    readers: fn(usize) -> usize,
+) -> Result<Base, ChunkError> {
     let mut batch = Batch::start(git)?;
     let mut buffer = Vec::with_capacity(CHUNK_SIZE);
     let manifest = match batch.ask(&format!("{commit}:{MANIFEST_FILE}"))? {
@@ -217,11 +229,79 @@ pub fn assemble(git: &Git, commit: &str, file: &Path) -> Result<Base, ChunkError
             )))
         }
     };
-    let mut out = std::fs::File::create(file).map_err(file_error(file))?;
-    // Every chunk is asked for at once, from a thread, while this one reads the answers: no
-    // round trip per chunk, and no deadlock when the questions outgrow the pipe. If reading
-    // stops early, dropping `batch` kills the process and the thread's next write fails.
-    let questions: String = (0..count)
+    batch.finish()?;
+    let out = std::fs::File::create(file).map_err(file_error(file))?;
+    out.set_len(manifest.length).map_err(file_error(file))?;
+    // The chunks are read by a few `cat-file` processes at once, each for its own run of them,
+    // written where they belong in the file: inflating the objects is most of a load's time,
+    // and it is spread over the machine's cores.
+    let parts = readers(count);
+    let per_part = count.div_ceil(parts.max(1)).max(1);
+    let results: Vec<Result<Vec<[u8; 32]>, ChunkError>> = std::thread::scope(|scope| {
+        let readers: Vec<_> = (0..count)
+            .step_by(per_part)
+            .map(|start| {
+                let range = start..(start + per_part).min(count);
+                let (out, manifest) = (&out, &manifest);
+                scope.spawn(move || read_chunks(git, commit, range, manifest, out, file))
+            })
+            .collect();
+        readers
+            .into_iter()
+            .map(|reader| {
+                reader.join().unwrap_or_else(|_| {
+                    Err(git.failure(BATCH, "a thread reading chunks failed").into())
+                })
+            })
+            .collect()
+    });
+    let mut digests = Vec::with_capacity(count);
+    for part in results {
+        digests.extend(part?);
+    }
+    let mut all = Sha256::new();
+    for digest in &digests {
+        all.update(digest);
+    }
+    (&out).flush().map_err(file_error(file))?;
+    let checksum = hex(&all.finalize());
+    if checksum != manifest.checksum {
+        return Err(ChunkError::Damaged(format!(
+            "the chunks' checksum {checksum} is not the manifest's {}",
+            manifest.checksum
+        )));
+    }
+    Ok(Base {
+        chunks_tree,
+        digests,
+    })
+}
+
+/// How many `cat-file` processes read `count` chunks: one per core, at most 4, and none for
+/// fewer than 64 chunks (4 MiB) of its own: a small state is read by one.
+fn readers(count: usize) -> usize {
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+    cores.min(4).min(count / 64).max(1)
+}
+
+/// Reads the chunks `range` of `commit` with a `cat-file --batch` of its own, checks each
+/// against the manifest and writes it at its place in `out`; returns their digests, in order.
+fn read_chunks(
+    git: &Git,
+    commit: &str,
+    range: std::ops::Range<usize>,
+    manifest: &Manifest,
+    out: &std::fs::File,
+    file: &Path,
+) -> Result<Vec<[u8; 32]>, ChunkError> {
+    use std::os::unix::fs::FileExt;
+    let count = manifest.chunk_count();
+    let mut batch = Batch::start(git)?;
+    // Every chunk of the range is asked for at once, from a thread, while this one reads the
+    // answers: no round trip per chunk, and no deadlock when the questions outgrow the pipe. If
+    // reading stops early, dropping `batch` kills the process and the thread's next write fails.
+    let questions: String = range
+        .clone()
         .map(|index| format!("{commit}:{}\n", chunk_path(index)))
         .collect();
     let mut input = batch
@@ -233,9 +313,9 @@ pub fn assemble(git: &Git, commit: &str, file: &Path) -> Result<Base, ChunkError
             .write_all(questions.as_bytes())
             .and_then(|()| input.flush())
     });
-    let mut digests = Vec::with_capacity(count);
-    let mut all = Sha256::new();
-    for index in 0..count {
+    let mut buffer = Vec::with_capacity(CHUNK_SIZE);
+    let mut digests = Vec::with_capacity(range.len());
+    for index in range {
         let path = chunk_path(index);
         let expected = manifest.chunk_len(index);
         match batch.header()? {
@@ -253,12 +333,10 @@ pub fn assemble(git: &Git, commit: &str, file: &Path) -> Result<Base, ChunkError
                 )))
             }
         }
-        let digest: [u8; 32] = Sha256::digest(&buffer).into();
-        all.update(digest);
-        digests.push(digest);
-        out.write_all(&buffer).map_err(file_error(file))?;
+        digests.push(Sha256::digest(&buffer).into());
+        out.write_all_at(&buffer, (index * CHUNK_SIZE) as u64)
+            .map_err(file_error(file))?;
     }
-    out.flush().map_err(file_error(file))?;
     match asking.join() {
         Ok(Ok(())) => {}
         Ok(Err(e)) => return Err(batch.broken(e).into()),
@@ -269,17 +347,7 @@ pub fn assemble(git: &Git, commit: &str, file: &Path) -> Result<Base, ChunkError
         }
     }
     batch.finish()?;
-    let checksum = hex(&all.finalize());
-    if checksum != manifest.checksum {
-        return Err(ChunkError::Damaged(format!(
-            "the chunks' checksum {checksum} is not the manifest's {}",
-            manifest.checksum
-        )));
-    }
-    Ok(Base {
-        chunks_tree,
-        digests,
-    })
+    Ok(digests)
 }
 
 /// Copies a single-blob state into `file`.
@@ -498,6 +566,59 @@ fn hex(bytes: &[u8]) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// However many processes read the chunks, the file and its digests are the same, and a
+    /// damaged chunk in any run of them is found.
+    #[test]
+    fn chunks_read_in_parallel_runs_make_the_same_file() {
+        let (dir, git) = crate::git::temp_repo();
+        let file = dir.path().join("state.bin");
+        // 20 chunks and a bit: every run but the last ends on a whole chunk.
+        let bytes: Vec<u8> = (0..20 * CHUNK_SIZE + 1234)
+            .map(|i| (i * 7 % 251) as u8)
+            .collect();
+        std::fs::write(&file, &bytes).unwrap();
+        let written = write_commit(&git, &Base::default(), &file, "# s\n", "m", None).unwrap();
+        let mut bases = Vec::new();
+        for parts in [|_| 1, |_| 2, |_| 3, |_| 7, |n| n] {
+            let out = dir.path().join("out.bin");
+            let base = assemble_with(&git, &written.commit, &out, parts).unwrap();
+            assert_eq!(std::fs::read(&out).unwrap(), bytes);
+            bases.push(base);
+        }
+        assert!(bases.windows(2).all(|w| w[0] == w[1]));
+
+        // Chunk 17 replaced by another blob of the same length: the checksum finds it.
+        let other = git
+            .run_with_input(&["hash-object", "-w", "--stdin"], &vec![0u8; CHUNK_SIZE])
+            .unwrap();
+        let damaged = {
+            let index = dir.path().join("index");
+            let env_git = |args: &[&str]| {
+                std::process::Command::new("git")
+                    .args(args)
+                    .current_dir(dir.path())
+                    .env("GIT_INDEX_FILE", &index)
+                    .env("GIT_AUTHOR_NAME", "t")
+                    .env("GIT_AUTHOR_EMAIL", "t@example.com")
+                    .env("GIT_COMMITTER_NAME", "t")
+                    .env("GIT_COMMITTER_EMAIL", "t@example.com")
+                    .output()
+                    .unwrap()
+            };
+            env_git(&["read-tree", &written.commit]);
+            let entry = format!("100644,{},{}", other.trim(), chunk_path(17));
+            env_git(&["update-index", "--cacheinfo", &entry]);
+            let tree = String::from_utf8(env_git(&["write-tree"]).stdout).unwrap();
+            let commit = env_git(&["commit-tree", tree.trim(), "-m", "damaged"]);
+            String::from_utf8(commit.stdout).unwrap().trim().to_string()
+        };
+        for parts in [|_| 1, |_| 3] {
+            let out = dir.path().join("damaged.bin");
+            let err = assemble_with(&git, &damaged, &out, parts).unwrap_err();
+            assert!(err.to_string().contains("checksum"), "{err}");
+        }
+    }
 
     #[test]
     fn chunk_paths_fan_out_by_256() {
