@@ -80,7 +80,13 @@ pub fn config_fix(agent: &EffectiveAgent) -> String {
 }
 
 fn fix(cli: &Cli, agent: &EffectiveAgent) -> String {
-    let wanted = cli.keys[0];
+    // The key the agent already passes, if it lists one of its CLI's (codex: `OPENAI_API_KEY`,
+    // given to it as `CODEX_API_KEY`): that is the one to set or fix.
+    let wanted = cli
+        .keys
+        .iter()
+        .find(|k| agent.env_passthrough.iter().any(|p| p == *k))
+        .unwrap_or(&cli.keys[0]);
     let model = match &agent.model {
         Some(m) => format!(
             " and that `{}.model` ({m}) is a model it may use",
@@ -172,7 +178,12 @@ mod tests {
             missing_key(&codex, env(&[("OPENAI_API_KEY", "sk")]), None),
             None
         );
+        // The fix names the key the agent lists, not the one the CLI reads.
         assert!(missing_key(&codex, none, None)
+            .unwrap()
+            .contains("fix: set OPENAI_API_KEY"));
+        let bare = agent("agents:\n  worker:\n    executor: codex\n");
+        assert!(missing_key(&bare, none, None)
             .unwrap()
             .contains("fix: set CODEX_API_KEY"));
         // A login made by hand on this machine.
