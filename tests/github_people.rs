@@ -749,18 +749,28 @@ fn a_ticked_dashboard_box_acts_once_and_is_unticked() {
 
 /// Planner approval in the thread: in ask mode a plan is shown as ONE comment on the
 /// requirement's issue, and its tasks' issues are opened only after `/opentiger approve` there.
-#[test]
-fn a_plan_waits_for_approval_on_the_requirement_s_issue() {
-    let s = setup("execution_mode: ask\nplanner:\n  agent: false\n  replan_interval_minutes: 0\n");
-    std::fs::write(s.dir.path().join("ok"), "").unwrap();
-    std::fs::create_dir_all(s.clone.join("docs")).unwrap();
-    std::fs::write(
-        s.clone.join("docs/requirement.md"),
-        "# R\n\n## Goal\nGreetings.\n\n## Acceptance Criteria\n- hello works\n- goodbye works\n",
-    )
-    .unwrap();
-    let plan_issue = || {
-        let found: Vec<_> = s
+const PLANNED_IN_ASK_MODE: &str =
+    "execution_mode: ask\nplanner:\n  agent: false\n  replan_interval_minutes: 0\n";
+
+impl Setup {
+    /// A requirement planned in ask mode (two tasks): the number of its issue.
+    fn planned_requirement(&self) -> u64 {
+        std::fs::write(self.dir.path().join("ok"), "").unwrap();
+        std::fs::create_dir_all(self.clone.join("docs")).unwrap();
+        std::fs::write(
+            self.clone.join("docs/requirement.md"),
+            "# R\n\n## Goal\nGreetings.\n\n## Acceptance Criteria\n- hello works\n- goodbye works\n",
+        )
+        .unwrap();
+        self.tick(0);
+        self.tick(1);
+        self.tick(2);
+        self.plan_issue()
+    }
+
+    /// The requirement's issue (there is exactly one).
+    fn plan_issue(&self) -> u64 {
+        let found: Vec<_> = self
             .server
             .issues()
             .into_iter()
@@ -768,26 +778,67 @@ fn a_plan_waits_for_approval_on_the_requirement_s_issue() {
             .collect();
         assert_eq!(found.len(), 1, "one requirement issue: {found:?}");
         found[0].number
-    };
-    let plan_comments = |issue: u64| -> Vec<String> {
-        s.server
+    }
+
+    /// The plan comments on the requirement's issue.
+    fn plan_comments(&self, issue: u64) -> Vec<String> {
+        self.server
             .comments(issue)
             .into_iter()
             .map(|c| c.body)
             .filter(|b| b.contains("<!-- opentiger:plan-comment -->"))
             .collect()
-    };
-    let task_issues = || {
-        s.server
+    }
+
+    /// How many task issues were opened.
+    fn task_issues(&self) -> usize {
+        self.server
             .issues()
             .into_iter()
             .filter(|i| i.labels.iter().any(|l| l == "opentiger"))
             .count()
-    };
-    s.tick(0);
-    s.tick(1);
-    s.tick(2);
-    let issue = plan_issue();
+    }
+}
+
+#[test]
+fn a_planned_task_approved_by_name_gets_its_issue_first() {
+    let s = setup(PLANNED_IN_ASK_MODE);
+    let issue = s.planned_requirement();
+    assert_eq!(s.task_issues(), 0);
+    let out = s.run("2026-11-21T12:03:00Z", &["status", "--json", "--all"]);
+    let json: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let id = json["tasks"][0]["id"].as_str().unwrap().to_string();
+
+    s.server.advance(60);
+    let approve = s
+        .server
+        .add_comment(issue, &format!("/opentiger approve {id}"), "acme");
+    s.tick(5);
+    let replies = s.replies(issue, approve);
+    assert_eq!(replies.len(), 1, "{replies:?}");
+    assert!(
+        replies[0].contains(&format!("task `{id}` gets its issue next")),
+        "{}",
+        replies[0]
+    );
+    for minute in [6, 7, 8] {
+        s.tick(minute);
+    }
+    assert_eq!(
+        s.task_issues(),
+        1,
+        "the approved task got its issue, the other none"
+    );
+    assert!(!s.server.pulls().is_empty(), "and it ran");
+}
+
+#[test]
+fn a_plan_waits_for_approval_on_the_requirement_s_issue() {
+    let s = setup(PLANNED_IN_ASK_MODE);
+    let issue = s.planned_requirement();
+    let plan_issue = || s.plan_issue();
+    let plan_comments = |issue: u64| s.plan_comments(issue);
+    let task_issues = || s.task_issues();
     let shown = plan_comments(issue);
     assert_eq!(shown.len(), 1, "{shown:?}");
     assert!(

@@ -7,7 +7,7 @@ use clap::{Args, Subcommand};
 use serde::Deserialize;
 
 use super::{CmdResult, Context, Failure};
-use crate::engine::commands::{cancel_refusal, retry_move, RetryMove};
+use crate::engine::commands::{approved_state, cancel_refusal, retry_move, RetryMove};
 use crate::model::{BlockReason, Lane, Risk, Role, Task, TaskId, TaskState, TaskStatus};
 use crate::report;
 use crate::runner::TaskField;
@@ -505,11 +505,15 @@ fn approve(ctx: &Context, id: Option<&str>, all: bool) -> CmdResult {
             None if all => waiting.iter().collect(),
             None => Vec::new(),
         };
+        let planned = store.plan_of_tasks()?;
+        let github = ctx.config.mode == crate::model::Mode::Github;
         let mut lines = Vec::new();
         for task in chosen {
+            // The rule is the comment command's too: a planned task gets its issue first.
+            let to = approved_state(task, planned.contains_key(&task.id), github);
             let changes = TaskChanges { attempts: None, next_attempt_at: None, needs_approval: Some(false) };
-            store.transition_task(&task.id, TaskState::QUEUED, "approved by a person", changes, writer(ctx))?;
-            lines.push(format!("{}: approved → queued", task.id));
+            store.transition_task(&task.id, to, "approved by a person", changes, writer(ctx))?;
+            lines.push(format!("{}: approved → {to}", task.id));
         }
         Ok(lines)
     })?;

@@ -245,7 +245,7 @@ pub fn decide(parsed: &Parsed, req: &Request<'_>) -> Decision {
             }
             let effects = waiting
                 .iter()
-                .map(|t| approve_effect(t, &by))
+                .map(|t| approve_effect(t, req, &by))
                 .collect();
             let ids: Vec<String> = waiting.iter().map(|t| format!("`{}`", t.id)).collect();
             return done(
@@ -325,10 +325,12 @@ pub fn decide(parsed: &Parsed, req: &Request<'_>) -> Decision {
             if !waits_approval(task) {
                 return refuse(format!("Task `{id}` does not wait for approval (it is {state})"));
             }
-            done(
-                vec![approve_effect(task, &by)],
-                format!("Approved {by}: task `{id}` is queued."),
-            )
+            let effect = approve_effect(task, req, &by);
+            let next = match &effect {
+                Effect::Move { to, .. } if *to == TaskState::QUEUED => "is queued",
+                _ => "gets its issue next, then runs",
+            };
+            done(vec![effect], format!("Approved {by}: task `{id}` {next}."))
         }
         Verb::Pause => match task.status {
             TaskStatus::Queued | TaskStatus::Failed => done(
@@ -443,13 +445,26 @@ fn plain_move(id: &TaskId, to: TaskState, reason: String) -> Effect {
     }
 }
 
-fn approve_effect(task: &Task, by: &str) -> Effect {
+fn approve_effect(task: &Task, req: &Request<'_>, by: &str) -> Effect {
+    let planned = matches!(req.origins.get(&task.id), Some(Origin::Plan(_)));
     Effect::Move {
         task: task.id.clone(),
-        to: TaskState::QUEUED,
+        // Comments are read in github mode only.
+        to: approved_state(task, planned, true),
         reset_attempts: false,
         approved: true,
         reason: format!("approved {by}"),
+    }
+}
+
+/// Where an approved task goes (a comment, a dashboard box, `opentiger task approve` alike): a
+/// planned task in github mode that has no issue yet gets its issue first
+/// (`blocked(issue_linking)`, spec §2.1 step 10), as an unheld planned task does; any other
+/// task is queued.
+pub fn approved_state(task: &Task, planned: bool, github: bool) -> TaskState {
+    match (planned && github, task.issue_number) {
+        (true, None) => TaskState::blocked(BlockReason::IssueLinking),
+        _ => TaskState::QUEUED,
     }
 }
 

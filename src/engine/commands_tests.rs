@@ -687,3 +687,23 @@ fn on_the_requirement_s_issue_approve_cancel_and_replan_act_on_the_whole_plan() 
     let d = run(&w, "/opentiger approve", plan(), true, None);
     assert_eq!((d.outcome, d.effects.len()), (Outcome::Refused, 0));
 }
+
+/// An approved planned task in github mode gets its issue first, as an unheld one does; every
+/// other approved task is queued.
+#[test]
+fn an_approved_planned_task_gets_its_issue_first_in_github_mode() {
+    let linking = TaskState::blocked(BlockReason::IssueLinking);
+    let mut with_issue = crate::engine::testkit::task("a");
+    with_issue.issue_number = Some(4);
+    let without = crate::engine::testkit::task("b");
+    #[rustfmt::skip]
+    let cases = [
+        ("planned, github, no issue yet", &without, true, true, linking),
+        ("planned, github, issue opened", &with_issue, true, true, TaskState::QUEUED),
+        ("planned, local mode", &without, true, false, TaskState::QUEUED),
+        ("not planned (imported or by hand)", &without, false, true, TaskState::QUEUED),
+    ];
+    for (name, task, planned, github, to) in cases {
+        assert_eq!(super::approved_state(task, planned, github), to, "{name}");
+    }
+}
