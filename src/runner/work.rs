@@ -14,6 +14,13 @@ use crate::model::{FailureCode, Mode, Role, RunId, Task, TaskKind};
 use crate::store::RunRecord;
 use crate::workspace::{task_branch, Branches, Workspace};
 
+#[path = "work_conflicts.rs"]
+mod conflicts;
+#[path = "work_direct.rs"]
+mod direct;
+use conflicts::fix_conflicts;
+use direct::direct;
+
 /// What a run produced, ready to record.
 pub struct WorkResult {
     pub outcome: RunOutcome,
@@ -205,158 +212,6 @@ fn after_first_line(text: &str, note: &str) -> String {
     }
 }
 
-/// A conflict fix (`autofix_conflict`): the base is merged into the change's branch; conflicts
-/// are left marked for the agent to resolve, and the runner checks that no marker is left before
-/// it concludes the merge. A base that merges cleanly needs no agent. Policy and verification
-/// then judge the branch as its PR shows it: against the base.
-fn fix_conflicts(
-    act: &Act<'_>,
-    task: &Task,
-    (run_id, brief): (&RunId, &Brief),
-    ws: &Workspace,
-    base_ref: &str,
-    record: &mut RunRecord,
-) -> Result<WorkResult, CheckFailure> {
-    let git = ws.git();
-    let base = &act.config.base_branch;
-    let message = format!(
-        "Merge {base} into {}\n\nTask: {}\nRun: {run_id}",
-        ws.branch, task.id
-    );
-    let clean = git
-        .try_run(&[
-            "merge",
-            "--no-edit",
-            "--no-ff",
-            "-q",
-            "-m",
-            &message,
-            base_ref,
-        ])
-        .map_err(setup)?
-        .is_some();
-    let summary = if clean {
-        Some(if ws.head().map_err(setup)? == ws.start {
-            format!("{base} was already merged into the branch: nothing to resolve")
-        } else {
-            format!("{base} merged into the branch without conflicts")
-        })
-    } else {
-        let conflicted: Vec<String> = git
-            .run(&["diff", "--name-only", "--diff-filter=U"])
-            .map_err(setup)?
-            .lines()
-            .map(String::from)
-            .collect();
-        if conflicted.is_empty() {
-            return Err(setup_text(format!(
-                "merging {base} into {} failed without conflicts",
-                ws.branch
-            )));
-        }
-        let agent = run_agent(act, task, run_id, brief, &ws.path, record)?;
-        let left: Vec<&String> = conflicted
-            .iter()
-            .filter(|f| has_conflict_markers(&ws.path.join(f)))
-            .collect();
-        if !left.is_empty() {
-            let _ = git.run(&["merge", "--abort"]);
-            return Err(CheckFailure {
-                code: FailureCode::ModelOrUnknownFailure,
-                message: format!(
-                    "conflict markers are still in {} after the agent finished",
-                    left.iter()
-                        .map(|f| f.as_str())
-                        .collect::<Vec<_>>()
-                        .join(", ")
-                ),
-            });
-        }
-        git.run(&["add", "-A"]).map_err(setup)?;
-        git.run(&["commit", "--no-verify", "-q", "--no-edit"])
-            .map_err(setup)?;
-        agent
-    };
-    let head = ws.head().map_err(setup)?;
-    let changes = crate::workspace::changed_files(git, base_ref, &head).map_err(setup)?;
-    checks::check_policy(task, act.config, &changes)?;
-    checks::run_verification(task, act.config, &ws.path, &changes, act.redactor)?;
-    record.head_sha = Some(head);
-    record.summary = summary.clone().map(|s| act.redactor.excerpt(&s, 500));
-    Ok(success(summary, record))
-}
-
-/// A file still holding a conflict marker line (`<<<<<<< `, `=======`, `>>>>>>> `).
-fn has_conflict_markers(path: &Path) -> bool {
-    let Ok(text) = std::fs::read(path) else {
-        return false; // deleted as the resolution
-    };
-    String::from_utf8_lossy(&text)
-        .lines()
-        .any(|l| l.starts_with("<<<<<<< ") || l.starts_with(">>>>>>> ") || l == "=======")
-}
-
-/// Direct mode: the agent edits the repository in place. The change is measured against a
-/// snapshot tree taken before (a private index, so the user's index is untouched); a change that
-/// fails the checks is rolled back (spec weak spot §8.20: failed edits are not left behind).
-fn direct(
-    act: &Act<'_>,
-    task: &Task,
-    run_id: &RunId,
-    brief: &Brief,
-    record: &mut RunRecord,
-) -> Result<WorkResult, CheckFailure> {
-    let scratch = crate::scratch::private_dir("index").map_err(|e| setup_text(e.to_string()))?;
-    let index = scratch.path().join("index");
-    let git = Git::new(act.repo).with_env("GIT_INDEX_FILE", &index.display().to_string());
-    let exclusions = act.state_exclusions();
-    let snapshot = |g: &Git| -> Result<String, CheckFailure> {
-        g.run(&["add", "-A"]).map_err(setup)?;
-        if !exclusions.is_empty() {
-            let mut args = vec!["rm", "-r", "-q", "--cached", "--ignore-unmatch", "--"];
-            args.extend(exclusions.iter().map(String::as_str));
-            g.run(&args).map_err(setup)?;
-        }
-        g.run(&["write-tree"]).map_err(setup)
-    };
-    let before = snapshot(&git)?;
-    let agent = run_agent(act, task, run_id, brief, act.repo, record);
-    let after = snapshot(&git)?;
-    let diff = git
-        .run(&[
-            "diff-tree",
-            "-r",
-            "--numstat",
-            "-z",
-            "--no-renames",
-            &before,
-            &after,
-        ])
-        .map_err(setup)?;
-    let changes = crate::git::parse_numstat_z(&diff);
-    let checked = agent
-        .and_then(|agent| {
-            checks::check_content(
-                task,
-                act.config,
-                &git,
-                &[&before, &after],
-                &changes,
-                act.redactor,
-            )
-            .map(|()| agent)
-        })
-        .and_then(|agent| check_change(act, task, act.repo, &changes, agent));
-    match checked {
-        Ok((passed, summary)) if changes.is_empty() => Ok(noop_success(passed, summary, record)),
-        Ok((_, summary)) => Ok(success(summary, record)),
-        Err(failure) => {
-            rollback(&git, &before, &changes);
-            Err(failure)
-        }
-    }
-}
-
 /// An earlier run of this task committed (and published) its work, but its outcome was never
 /// recorded (its tick died): the branch already holds the change, so this run adopts it after the
 /// same checks instead of failing with "no changes".
@@ -388,23 +243,6 @@ fn adopt_earlier_commit(
         "adopted the change an earlier, unrecorded run of this task committed".to_string();
     record.summary = Some(summary.clone());
     Ok(Some(success(Some(summary), record)))
-}
-
-/// Puts the files a failed direct run changed back as they were.
-fn rollback(git: &Git, before: &str, changes: &[NumstatEntry]) {
-    let _ = git.run(&["read-tree", before]);
-    for change in changes {
-        let existed = git
-            .try_run(&["cat-file", "-e", &format!("{before}:{}", change.path)])
-            .ok()
-            .flatten()
-            .is_some();
-        if existed {
-            let _ = git.run(&["checkout-index", "-f", "--", &change.path]);
-        } else {
-            let _ = std::fs::remove_file(git.dir().join(&change.path));
-        }
-    }
 }
 
 /// Runs the agent; a failed, cut-short or garbled run is a failure with its output.
