@@ -81,9 +81,22 @@ impl Setup {
     }
 
     fn task(&self) -> serde_json::Value {
-        let out = self.run("2026-11-21T12:00:00Z", &["status", "--json", "--all"]);
+        self.tasks_at("2026-11-21T12:00:00Z")[0].clone()
+    }
+
+    /// Every task, as `status --json --all` shows them at `now`.
+    fn tasks_at(&self, now: &str) -> Vec<serde_json::Value> {
+        let out = self.run(now, &["status", "--json", "--all"]);
         let json: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
-        json["tasks"][0].clone()
+        json["tasks"].as_array().cloned().unwrap_or_default()
+    }
+
+    /// The task whose `field` is `value`, as `status --json --all` shows it at `now`.
+    fn task_where(&self, now: &str, field: &str, value: serde_json::Value) -> serde_json::Value {
+        self.tasks_at(now)
+            .into_iter()
+            .find(|t| t[field] == value)
+            .unwrap_or_else(|| panic!("no task with {field} = {value}"))
     }
 
     fn state(&self) -> String {
@@ -294,14 +307,7 @@ fn quoted_code_and_malformed_commands_change_nothing() {
         .server
         .add_issue("Another", "Please.", &["opentiger"], "acme", "OWNER");
     s.tick(10);
-    let tasks = s.run("2026-11-21T12:10:00Z", &["status", "--json", "--all"]);
-    let tasks: serde_json::Value = serde_json::from_slice(&tasks.stdout).unwrap();
-    let other_id = tasks["tasks"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|t| t["title"] == "Another")
-        .unwrap()["id"]
+    let other_id = s.task_where("2026-11-21T12:10:00Z", "title", "Another".into())["id"]
         .as_str()
         .unwrap()
         .to_string();
@@ -386,15 +392,7 @@ fn the_dashboard_pauses_the_repository_until_resumed() {
     for minute in [10, 15] {
         s.tick(minute);
     }
-    let tasks = s.run("2026-11-21T12:16:00Z", &["status", "--json", "--all"]);
-    let tasks: serde_json::Value = serde_json::from_slice(&tasks.stdout).unwrap();
-    let held = tasks["tasks"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|t| t["issue"] == second)
-        .cloned()
-        .unwrap();
+    let held = s.task_where("2026-11-21T12:16:00Z", "issue", second.into());
     assert_eq!(held["status"], "queued", "{held}");
     assert!(
         held["next_action"]
@@ -410,15 +408,7 @@ fn the_dashboard_pauses_the_repository_until_resumed() {
     let resume = s.server.add_comment(dashboard, "/opentiger resume", "acme");
     s.tick(20);
     assert_eq!(s.replies(dashboard, resume).len(), 1);
-    let tasks = s.run("2026-11-21T12:21:00Z", &["status", "--json", "--all"]);
-    let tasks: serde_json::Value = serde_json::from_slice(&tasks.stdout).unwrap();
-    let second_task = tasks["tasks"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|t| t["issue"] == second)
-        .cloned()
-        .unwrap();
+    let second_task = s.task_where("2026-11-21T12:21:00Z", "issue", second.into());
     assert_ne!(
         second_task["status"], "queued",
         "claimed after resume: {second_task}"
@@ -559,15 +549,7 @@ fn ask_mode_holds_an_imported_issue_until_approved() {
     let approve = s.server.add_comment(issue, "/opentiger approve", "acme");
     s.tick(15);
     assert_eq!(s.replies(issue, approve).len(), 1);
-    let tasks = s.run("2026-11-21T12:16:00Z", &["status", "--json", "--all"]);
-    let tasks: serde_json::Value = serde_json::from_slice(&tasks.stdout).unwrap();
-    let held = tasks["tasks"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|t| t["issue"] == issue)
-        .cloned()
-        .unwrap();
+    let held = s.task_where("2026-11-21T12:16:00Z", "issue", issue.into());
     assert_ne!(held["block_reason"], "awaiting_human", "approved: {held}");
     assert!(!s.server.pulls().is_empty(), "an approved or `go` task ran");
 }
@@ -805,9 +787,10 @@ fn a_planned_task_approved_by_name_gets_its_issue_first() {
     let s = setup(PLANNED_IN_ASK_MODE);
     let issue = s.planned_requirement();
     assert_eq!(s.task_issues(), 0);
-    let out = s.run("2026-11-21T12:03:00Z", &["status", "--json", "--all"]);
-    let json: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
-    let id = json["tasks"][0]["id"].as_str().unwrap().to_string();
+    let id = s.tasks_at("2026-11-21T12:03:00Z")[0]["id"]
+        .as_str()
+        .unwrap()
+        .to_string();
 
     s.server.advance(60);
     let approve = s
