@@ -12,9 +12,7 @@ use common::scripted::*;
 fn the_issue_body_names_the_file_and_the_change_is_merged() {
     let s = setup();
     let body = "We need a greeting.\n\nCREATE hello.txt\n\n## Acceptance criteria\n- [ ] hello.txt exists\n- [ ] nothing else changes\n";
-    let n = s
-        .server
-        .add_issue("Add a greeting", body, &["opentiger"], "alice", "OWNER");
+    let n = owners_issue(&s, "Add a greeting", body);
     let out = tick(&s, "2026-11-21T12:00:00Z");
     assert!(out.contains(&format!("imported issue #{n}")), "{out}");
     let pulls = s.server.pulls();
@@ -97,19 +95,11 @@ fn edits_and_trusted_comments_steer_the_next_attempt_and_others_change_nothing()
     let s = setup();
     s.server.set_permission("carol", "write");
     // One run per tick (the default): the first issue runs first, the second waits its turn.
-    let first = s.server.add_issue(
-        "First",
-        "CREATE first.txt",
-        &["opentiger"],
-        "alice",
-        "OWNER",
-    );
-    let second = s.server.add_issue(
+    let first = owners_issue(&s, "First", "CREATE first.txt");
+    let second = owners_issue(
+        &s,
         "Second",
         "CREATE draft.txt\n\n## Acceptance criteria\n- [ ] the files the issue asks for exist\n",
-        &["opentiger"],
-        "alice",
-        "OWNER",
     );
     tick(&s, "2026-11-21T12:00:00Z");
     assert_eq!(s.server.pulls().len(), 1, "only the first issue ran");
@@ -207,13 +197,7 @@ fn edits_and_trusted_comments_steer_the_next_attempt_and_others_change_nothing()
 fn a_reviewers_changes_requested_gets_an_autofix_that_answers_it_then_the_merge() {
     let s = setup();
     s.server.set_permission("carol", "write");
-    let n = s.server.add_issue(
-        "Greeting",
-        "CREATE hello.txt",
-        &["opentiger"],
-        "alice",
-        "OWNER",
-    );
+    let n = owners_issue(&s, "Greeting", "CREATE hello.txt");
     tick(&s, "2026-11-21T12:00:00Z");
     let pr = s.server.pulls()[0].clone();
     s.server.advance(120);
@@ -274,13 +258,7 @@ fn with_human_approval_required_a_pr_waits_for_a_maintainer_and_their_approval_m
     let s = setup();
     set_config(&s, "merge:\n  human_approval: required\n");
     s.server.set_permission("carol", "write");
-    s.server.add_issue(
-        "Greeting",
-        "CREATE hello.txt",
-        &["opentiger"],
-        "alice",
-        "OWNER",
-    );
+    owners_issue(&s, "Greeting", "CREATE hello.txt");
     tick(&s, "2026-11-21T12:00:00Z");
     let pr = s.server.pulls()[0].clone();
     let out = tick(&s, "2026-11-21T12:05:00Z");
