@@ -282,28 +282,7 @@ fn a_killed_tick_is_recovered_exactly_once() {
     let id = g
         .repo
         .add(&["--title", "Survive a kill", "--goal", "result.txt"]);
-    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_opentiger"))
-        .args([
-            "--repo",
-            g.path().to_str().unwrap(),
-            "--now",
-            &minute(0),
-            "tick",
-        ])
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::null())
-        .spawn()
-        .unwrap();
-    let pidfile = g.tools_path().join("agent.pid");
-    for _ in 0..200 {
-        if pidfile.exists() {
-            break;
-        }
-        std::thread::sleep(std::time::Duration::from_millis(50));
-    }
-    assert!(pidfile.exists(), "the agent never started");
-    child.kill().unwrap(); // SIGKILL: no cleanup at all
-    child.wait().unwrap();
+    let pidfile = tick_killed_while_the_agent_runs(&g);
     // The job is gone, and its agent with it (in CI the runner machine goes away).
     let agent: i32 = std::fs::read_to_string(&pidfile)
         .unwrap()
@@ -352,28 +331,7 @@ echo done > result.txt
 "
     ));
     g.repo.add(&["--title", "Orphans", "--goal", "result.txt"]);
-    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_opentiger"))
-        .args([
-            "--repo",
-            g.path().to_str().unwrap(),
-            "--now",
-            &minute(0),
-            "tick",
-        ])
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::null())
-        .spawn()
-        .unwrap();
-    let pidfile = g.tools_path().join("agent.pid");
-    for _ in 0..200 {
-        if pidfile.exists() {
-            break;
-        }
-        std::thread::sleep(std::time::Duration::from_millis(50));
-    }
-    assert!(pidfile.exists(), "the agent never started");
-    child.kill().unwrap(); // SIGKILL: no cleanup at all
-    child.wait().unwrap();
+    tick_killed_while_the_agent_runs(&g);
     let read_pid = |name: &str| -> i32 {
         std::fs::read_to_string(g.tools_path().join(name))
             .unwrap()
@@ -667,4 +625,32 @@ fn work_of_an_agent_cut_short_is_kept_for_the_next_attempt() {
     );
     assert_eq!(g.file_on_main("part1.txt").as_deref(), Some("half\n"));
     assert_eq!(g.file_on_main("part2.txt").as_deref(), Some("rest\n"));
+}
+
+/// A tick at minute 0, SIGKILLed (no cleanup at all) once its agent wrote `agent.pid` into the
+/// tools folder; returns that file.
+fn tick_killed_while_the_agent_runs(g: &GitRepo) -> std::path::PathBuf {
+    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_opentiger"))
+        .args([
+            "--repo",
+            g.path().to_str().unwrap(),
+            "--now",
+            &minute(0),
+            "tick",
+        ])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let pidfile = g.tools_path().join("agent.pid");
+    for _ in 0..200 {
+        if pidfile.exists() {
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    assert!(pidfile.exists(), "the agent never started");
+    child.kill().unwrap();
+    child.wait().unwrap();
+    pidfile
 }
