@@ -158,20 +158,9 @@ pub fn decide_outcome(
             key: a.key.clone(),
             wait: a.park.clone(),
         });
-        if let Some((a, (index, next))) = after.as_ref().and_then(|a| Some((a, a.next.clone()?))) {
-            let which = chain_position(index);
-            return OutcomeDecision {
-                run_status: RunStatus::Failed,
-                failure_code: Some(FailureCode::QuotaFailure),
-                to: TaskState::QUEUED,
-                attempts: None,
-                next_attempt_at: Some(None),
-                reason: format!(
-                    "quota: executor {} waits until {}; queued again at once for {next} ({which})",
-                    a.key, a.park.until
-                ),
-                executor: park,
-            };
+        if let Some((a, next)) = after.as_ref().and_then(|a| Some((a, a.next.as_ref()?))) {
+            let waits = format!("quota: executor {} waits until {}", a.key, a.park.until);
+            return to_fallback(FailureCode::QuotaFailure, &waits, next, "", park);
         }
         let waits = task.attempts.get(AttemptKey::Quota);
         let max = config.retry.quota.max_waits;
@@ -247,21 +236,13 @@ fn config_outcome(
         key: a.key.clone(),
         wait: a.park.clone(),
     });
-    if let Some((a, (index, next))) = after.as_ref().and_then(|a| Some((a, a.next.clone()?))) {
-        let which = chain_position(index);
-        return OutcomeDecision {
-            run_status: RunStatus::Failed,
-            failure_code: Some(FailureCode::AgentConfig),
-            to: TaskState::QUEUED,
-            attempts: None,
-            next_attempt_at: Some(None),
-            reason: format!(
-                "agent_config: executor {} cannot reach its model as configured and waits until its configuration changes; queued again at once for {next} ({which}): {}",
-                a.key,
-                first_line(&outcome.message)
-            ),
-            executor: park,
-        };
+    if let Some((a, next)) = after.as_ref().and_then(|a| Some((a, a.next.as_ref()?))) {
+        let waits = format!(
+            "agent_config: executor {} cannot reach its model as configured and waits until its configuration changes",
+            a.key
+        );
+        let cause = format!(": {}", first_line(&outcome.message));
+        return to_fallback(FailureCode::AgentConfig, &waits, next, &cause, park);
     }
     let fix = outcome
         .message
@@ -280,6 +261,29 @@ fn config_outcome(
             "agent_config (not retried): {}{fix}; then `opentiger task retry {}`",
             first_line(&outcome.message),
             task.id
+        ),
+        executor: park,
+    }
+}
+
+/// The run failed for its executor (parked: `park`), and the task goes at once to `next`, the
+/// free executor of its chain (index, key), with its budgets untouched.
+fn to_fallback(
+    code: FailureCode,
+    waits: &str,
+    (index, next): &(usize, String),
+    cause: &str,
+    park: Option<ExecutorChange>,
+) -> OutcomeDecision {
+    OutcomeDecision {
+        run_status: RunStatus::Failed,
+        failure_code: Some(code),
+        to: TaskState::QUEUED,
+        attempts: None,
+        next_attempt_at: Some(None),
+        reason: format!(
+            "{waits}; queued again at once for {next} ({}){cause}",
+            chain_position(*index)
         ),
         executor: park,
     }
