@@ -353,10 +353,20 @@ pub(super) fn write_ci_heal(
     now: Timestamp,
 ) -> Result<(), StoreError> {
     let body = serde_json::to_string(heal).unwrap_or_default();
+    write_cursor_body(tx, &heal_key(pr), &body, now)
+}
+
+/// Sets the body of cursor `key` inside a transaction, keeping its ETag.
+fn write_cursor_body(
+    tx: &rusqlite::Transaction<'_>,
+    key: &str,
+    body: &str,
+    now: Timestamp,
+) -> Result<(), StoreError> {
     tx.execute(
         "INSERT INTO forge_cursors (key, etag, body, updated_at) VALUES (?1, NULL, ?2, ?3) \
          ON CONFLICT(key) DO UPDATE SET body = excluded.body, updated_at = excluded.updated_at",
-        params![heal_key(pr), body, now.0],
+        params![key, body, now.0],
     )?;
     Ok(())
 }
@@ -493,12 +503,7 @@ pub(super) fn write_retarget(
     from: &str,
     now: Timestamp,
 ) -> Result<(), StoreError> {
-    tx.execute(
-        "INSERT INTO forge_cursors (key, etag, body, updated_at) VALUES (?1, NULL, ?2, ?3) \
-         ON CONFLICT(key) DO UPDATE SET body = excluded.body, updated_at = excluded.updated_at",
-        params![retarget_key(pr), from, now.0],
-    )?;
-    Ok(())
+    write_cursor_body(tx, &retarget_key(pr), from, now)
 }
 
 impl Store {
