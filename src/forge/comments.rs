@@ -11,15 +11,10 @@ use http::Method;
 use serde::Deserialize;
 use serde_json::json;
 
-use super::calls::encode;
+use super::calls::{encode, RawUser};
 use super::github::{ForgeError, GithubClient};
 use crate::model::AuthorAssociation;
 use crate::time::Timestamp;
-
-#[derive(Deserialize)]
-struct RawUser {
-    login: String,
-}
 
 #[derive(Deserialize)]
 struct RawComment {
