@@ -166,17 +166,13 @@ impl GithubClient {
             "/issues?state=open&labels={}&per_page=100",
             encode(label)
         ));
-        Ok(match self.get_all::<RawIssue>(&path, etag, now)? {
-            Conditional::NotModified => Conditional::NotModified,
-            Conditional::Fresh { value, etag } => Conditional::Fresh {
-                value: value
-                    .into_iter()
-                    .filter(|i| i.pull_request.is_none())
-                    .map(Issue::from)
-                    .collect(),
-                etag,
-            },
-        })
+        Ok(self.get_all::<RawIssue>(&path, etag, now)?.map(|issues| {
+            issues
+                .into_iter()
+                .filter(|i| i.pull_request.is_none())
+                .map(Issue::from)
+                .collect()
+        }))
     }
 
     /// Open pull requests, conditional on `etag`.
@@ -186,13 +182,9 @@ impl GithubClient {
         now: Timestamp,
     ) -> Result<Conditional<Vec<PullRequest>>, ForgeError> {
         let path = self.path("/pulls?state=open&per_page=100");
-        Ok(match self.get_all::<RawPull>(&path, etag, now)? {
-            Conditional::NotModified => Conditional::NotModified,
-            Conditional::Fresh { value, etag } => Conditional::Fresh {
-                value: value.into_iter().map(PullRequest::from).collect(),
-                etag,
-            },
-        })
+        Ok(self
+            .get_all::<RawPull>(&path, etag, now)?
+            .map(|pulls| pulls.into_iter().map(PullRequest::from).collect()))
     }
 
     pub fn pull(&self, number: u64, now: Timestamp) -> Result<PullRequest, ForgeError> {

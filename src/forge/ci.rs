@@ -67,21 +67,18 @@ impl GithubClient {
             "/rules/branches/{}?per_page=100",
             super::calls::encode(branch)
         ));
-        Ok(match self.get_all::<RawRule>(&path, etag, now)? {
-            Conditional::NotModified => Conditional::NotModified,
-            Conditional::Fresh { value, etag } => {
-                let mut names: Vec<String> = value
-                    .into_iter()
-                    .filter(|r| r.kind == "required_status_checks")
-                    .filter_map(|r| r.parameters)
-                    .flat_map(|p| p.required_status_checks)
-                    .map(|c| c.context)
-                    .collect();
-                names.sort();
-                names.dedup();
-                Conditional::Fresh { value: names, etag }
-            }
-        })
+        Ok(self.get_all::<RawRule>(&path, etag, now)?.map(|rules| {
+            let mut names: Vec<String> = rules
+                .into_iter()
+                .filter(|r| r.kind == "required_status_checks")
+                .filter_map(|r| r.parameters)
+                .flat_map(|p| p.required_status_checks)
+                .map(|c| c.context)
+                .collect();
+            names.sort();
+            names.dedup();
+            names
+        }))
     }
 
     /// The names of the check runs on the tip of `branch`, or `NotModified`.

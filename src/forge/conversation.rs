@@ -61,10 +61,10 @@ impl GithubClient {
         now: Timestamp,
     ) -> Result<Conditional<Vec<ThreadComment>>, ForgeError> {
         let path = self.path(&format!("/issues/{thread}/comments?per_page=100"));
-        Ok(match self.get_all::<RawComment>(&path, etag, now)? {
-            Conditional::NotModified => Conditional::NotModified,
-            Conditional::Fresh { value, etag } => Conditional::Fresh {
-                value: value
+        Ok(self
+            .get_all::<RawComment>(&path, etag, now)?
+            .map(|comments| {
+                comments
                     .into_iter()
                     .map(|c| ThreadComment {
                         id: c.id,
@@ -75,10 +75,8 @@ impl GithubClient {
                         created_at: time(&c.created_at),
                         updated_at: time(&c.updated_at),
                     })
-                    .collect(),
-                etag,
-            },
-        })
+                    .collect()
+            }))
     }
 
     /// The reviews of PR `pr` with their line comments, and each author's association, as a

@@ -66,6 +66,19 @@ pub enum Conditional<T> {
     },
 }
 
+impl<T> Conditional<T> {
+    /// The fresh value turned into another (a 304 stays a 304), with its ETag.
+    pub fn map<U>(self, f: impl FnOnce(T) -> U) -> Conditional<U> {
+        match self {
+            Conditional::NotModified => Conditional::NotModified,
+            Conditional::Fresh { value, etag } => Conditional::Fresh {
+                value: f(value),
+                etag,
+            },
+        }
+    }
+}
+
 pub struct GithubClient {
     octo: octocrab::Octocrab,
     runtime: tokio::runtime::Runtime,
