@@ -6,23 +6,24 @@
 //! inherits them. Everything that needs the token asks [`lookup`] instead of `std::env::var`.
 //!
 //! The runner's git gets the token only for commands that talk to an `https` remote, through
-//! `GIT_ASKPASS` pointing at this same binary ([`answer_askpass`]) and a file of mode 0600 in a
-//! folder of mode 0700 that exists only while that one command runs ([`AskpassFile`]): never in
-//! an argument list, never in anyone's environment.
+//! `GIT_ASKPASS` pointing at this same binary ([`answer_askpass`]), which finds it in its own
+//! environment under [`ASKPASS_TOKEN_VAR`], inherited from that one git command: never in an
+//! argument list (`/proc/<pid>/cmdline` is readable by everyone) and never in a file. A file,
+//! however private, is readable by every process of the runner's user, an agent's among them
+//! (Landlock confines writes, not reads); another process's environment is not readable from
+//! the agent's Landlock domain (`/proc/<pid>/environ` needs ptrace access, which Landlock denies
+//! across domains), and no process of an agent outlives its run (`process::reaper`).
 //!
 //! Not here: what the token may do (the forge), redacting it (`redact`, which asks [`lookup`]).
 
-use std::io::Write;
-use std::os::unix::fs::OpenOptionsExt;
-use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
 
 /// The variables that may hold a forge token, in the order they are preferred.
 pub const TOKEN_VARS: [&str; 3] = ["OPENTIGER_GITHUB_TOKEN", "GITHUB_TOKEN", "GH_TOKEN"];
 
-/// The variable naming the askpass file, set only in the environment of a git command that
-/// pushes or fetches over https.
-pub const ASKPASS_FILE_VAR: &str = "OPENTIGER_ASKPASS_FILE";
+/// The variable holding the token, set only in the environment of a git command that pushes or
+/// fetches over https (and so of the askpass it starts).
+pub const ASKPASS_TOKEN_VAR: &str = "OPENTIGER_ASKPASS_TOKEN";
 
 /// The user name GitHub expects with a token over https.
 const ASKPASS_USER: &str = "x-access-token";
@@ -100,76 +101,33 @@ pub fn forge_token() -> Option<String> {
         .filter(|t| !t.trim().is_empty())
 }
 
-/// The token in a file only its owner can read, in a folder only its owner can enter; both are
-/// removed when this is dropped (right after the git command that needed it).
-pub struct AskpassFile {
-    dir: tempfile::TempDir,
-    path: PathBuf,
-}
-
-impl AskpassFile {
-    pub fn create(token: &str) -> std::io::Result<AskpassFile> {
-        let dir = crate::scratch::private_dir("askpass")?;
-        let path = dir.path().join("token");
-        let mut file = std::fs::OpenOptions::new()
-            .write(true)
-            .create_new(true)
-            .mode(0o600)
-            .open(&path)?;
-        file.write_all(token.as_bytes())?;
-        Ok(AskpassFile { dir, path })
-    }
-
-    pub fn path(&self) -> &Path {
-        &self.path
-    }
-}
-
-impl Drop for AskpassFile {
-    fn drop(&mut self) {
-        // The folder goes with `dir`; the file first, in case that fails.
-        let _ = std::fs::remove_file(&self.path);
-        let _ = &self.dir;
-    }
-}
-
-/// When git runs this binary as its `GIT_ASKPASS` (the askpass file variable set, one argument:
-/// the prompt), the answer to print: the user name, or the token read from the file. `None`:
-/// this is not an askpass call.
+/// When git runs this binary as its `GIT_ASKPASS` (the token variable set, one argument: the
+/// prompt), the answer to print: the user name, or the token. `None`: this is not an askpass
+/// call.
 pub fn answer_askpass(
     args: &[String],
     env: impl Fn(&str) -> Option<String>,
 ) -> Option<Result<String, String>> {
-    let file = env(ASKPASS_FILE_VAR)?;
+    let token = env(ASKPASS_TOKEN_VAR)?;
     let [_, prompt] = args else {
         return None;
     };
     Some(if prompt.starts_with("Username") {
         Ok(ASKPASS_USER.to_string())
+    } else if token.trim().is_empty() {
+        Err("opentiger askpass: git asked for a password, but no token was handed over".into())
     } else {
-        std::fs::read_to_string(&file)
-            .map(|t| t.trim().to_string())
-            .map_err(|e| format!("opentiger askpass: cannot read the token file: {e}"))
+        Ok(token.trim().to_string())
     })
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::os::unix::fs::PermissionsExt;
 
     #[test]
-    fn askpass_answers_the_user_then_the_token_from_a_private_file() {
-        let file = AskpassFile::create("tok-123456789").unwrap();
-        let mode = std::fs::metadata(file.path()).unwrap().permissions().mode();
-        assert_eq!(mode & 0o777, 0o600);
-        let dir_mode = std::fs::metadata(file.path().parent().unwrap())
-            .unwrap()
-            .permissions()
-            .mode();
-        assert_eq!(dir_mode & 0o777, 0o700);
-        let path = file.path().display().to_string();
-        let env = |k: &str| (k == ASKPASS_FILE_VAR).then(|| path.clone());
+    fn askpass_answers_the_user_then_the_token_from_its_own_environment() {
+        let env = |k: &str| (k == ASKPASS_TOKEN_VAR).then(|| "tok-123456789".to_string());
         let args = |p: &str| vec!["opentiger".to_string(), p.to_string()];
         assert_eq!(
             answer_askpass(&args("Username for 'https://github.com': "), env),
@@ -179,12 +137,12 @@ mod tests {
             answer_askpass(&args("Password for 'https://x@github.com': "), env),
             Some(Ok("tok-123456789".to_string()))
         );
+        // Not an askpass call: no token handed over, or not the one argument git passes.
         assert_eq!(answer_askpass(&args("Password"), |_| None), None);
-        let kept = file.path().to_path_buf();
-        drop(file);
-        assert!(!kept.exists(), "removed after the command");
+        assert_eq!(answer_askpass(&["opentiger".to_string()], env), None);
+        let empty = |k: &str| (k == ASKPASS_TOKEN_VAR).then(String::new);
         assert!(matches!(
-            answer_askpass(&args("Password"), env),
+            answer_askpass(&args("Password"), empty),
             Some(Err(_))
         ));
     }

@@ -91,10 +91,12 @@ impl Git {
 
     /// git with a minimal environment and the overrides of [`HARDENING`]: whatever an agent
     /// wrote into a repository's or the user's configuration, the runner's git runs none of it
-    /// and sends no credential it did not choose (DESIGN §10). A command that talks to a remote
-    /// gets the forge token through [`credentials::AskpassFile`], and only over https.
-    fn command(&self, args: &[&str]) -> (Command, Option<credentials::AskpassFile>) {
-        let mut cmd = Command::new("git");
+    /// and sends no credential it did not choose (DESIGN §10). The program is the one
+    /// `programs` resolved at start, away from anything an agent could write, and its `PATH`
+    /// is filtered the same way. A command that talks to a remote gets the forge token in its
+    /// own environment (for the askpass, `credentials`), and only over https.
+    fn command(&self, args: &[&str]) -> Command {
+        let mut cmd = Command::new(crate::programs::git());
         cmd.current_dir(&self.dir).env_clear().args([
             "-c",
             &format!("user.name={AUTHOR_NAME}"),
@@ -109,22 +111,20 @@ impl Git {
                 cmd.env(name, value);
             }
         }
+        if let Some(path) = crate::programs::git_path_var() {
+            cmd.env("PATH", path);
+        }
         cmd.env("GIT_TERMINAL_PROMPT", "0")
             .env("GIT_CONFIG_NOSYSTEM", "1")
             .env("LC_ALL", "C")
             .stdin(Stdio::null());
-        let mut askpass = None;
         let token = credentials::forge_token();
         if let Some(token) = token.filter(|_| talks_to_remote(args)) {
             // Only our token, only through our askpass: no helper, no ssh program of theirs.
             cmd.args(["-c", "credential.helper=", "-c", "core.sshCommand=ssh"]);
-            if let (Ok(file), Ok(exe)) = (
-                credentials::AskpassFile::create(&token),
-                std::env::current_exe(),
-            ) {
+            if let Ok(exe) = std::env::current_exe() {
                 cmd.env("GIT_ASKPASS", exe)
-                    .env(credentials::ASKPASS_FILE_VAR, file.path());
-                askpass = Some(file);
+                    .env(credentials::ASKPASS_TOKEN_VAR, token);
             }
         } else if !talks_to_remote(args) {
             cmd.args(["-c", "credential.helper="]);
@@ -133,7 +133,7 @@ impl Git {
         for (k, v) in &self.env {
             cmd.env(k, v);
         }
-        (cmd, askpass)
+        cmd
     }
 
     fn error(&self, args: &[&str], code: Option<i32>, detail: String) -> GitError {
@@ -147,7 +147,7 @@ impl Git {
 
     /// Runs git and returns trimmed stdout; a non-zero exit is an error with stderr attached.
     pub fn run(&self, args: &[&str]) -> Result<String, GitError> {
-        let (mut cmd, _askpass) = self.command(args);
+        let mut cmd = self.command(args);
         let out = cmd
             .output()
             .map_err(|e| self.error(args, None, format!("could not start git: {e}")))?;
@@ -172,7 +172,7 @@ impl Git {
                 format!("could not create {}: {e}", file.display()),
             )
         })?;
-        let (mut cmd, _askpass) = self.command(args);
+        let mut cmd = self.command(args);
         let result = cmd
             .stdout(out)
             .stderr(Stdio::piped())
@@ -191,7 +191,7 @@ impl Git {
 
     /// Runs git and returns stdout as bytes (blobs).
     pub fn run_bytes(&self, args: &[&str]) -> Result<Vec<u8>, GitError> {
-        let (mut cmd, _askpass) = self.command(args);
+        let mut cmd = self.command(args);
         let out = cmd
             .output()
             .map_err(|e| self.error(args, None, format!("could not start git: {e}")))?;
@@ -208,7 +208,7 @@ impl Git {
 
     /// Runs git; `Ok(None)` when it exits non-zero (for questions like "is this an ancestor?").
     pub fn try_run(&self, args: &[&str]) -> Result<Option<String>, GitError> {
-        let (mut cmd, _askpass) = self.command(args);
+        let mut cmd = self.command(args);
         let out = cmd
             .output()
             .map_err(|e| self.error(args, None, format!("could not start git: {e}")))?;
@@ -221,7 +221,7 @@ impl Git {
     /// Runs git with `input` on stdin.
     pub fn run_with_input(&self, args: &[&str], input: &[u8]) -> Result<String, GitError> {
         use std::io::Write;
-        let (mut cmd, _askpass) = self.command(args);
+        let mut cmd = self.command(args);
         let mut child = cmd
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
@@ -248,20 +248,25 @@ impl Git {
                 "a command that talks to a remote cannot be spawned: run it with `run`".into(),
             ));
         }
-        let (mut cmd, _no_credentials) = self.command(args);
-        cmd.stdin(Stdio::piped())
+        let mut cmd = self.command(args);
+        let child = cmd
+            .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
             .spawn()
-            .map_err(|e| self.error(args, None, format!("could not start git: {e}")))
+            .map_err(|e| self.error(args, None, format!("could not start git: {e}")))?;
+        // A child of ours on purpose: the sweep after a run must spare it.
+        crate::process::reaper::keep(child.id());
+        Ok(child)
     }
 
     /// Waits for a process from [`Git::spawn`] (its stdin already closed) and returns what is
     /// left on its stdout; a non-zero exit is an error with stderr attached.
     pub fn finish(&self, args: &[&str], child: std::process::Child) -> Result<String, GitError> {
-        let out = child
-            .wait_with_output()
-            .map_err(|e| self.error(args, None, format!("git did not finish: {e}")))?;
+        let pid = child.id();
+        let out = child.wait_with_output();
+        crate::process::reaper::release(pid);
+        let out = out.map_err(|e| self.error(args, None, format!("git did not finish: {e}")))?;
         if out.status.success() {
             Ok(String::from_utf8_lossy(&out.stdout).trim_end().to_string())
         } else {

@@ -19,6 +19,7 @@ pub mod init;
 pub mod model;
 pub mod planner;
 pub mod policy;
+pub mod programs;
 pub mod process;
 pub mod prompt;
 pub mod redact;

@@ -15,5 +15,8 @@ fn main() {
     // this user may read our memory or environment through /proc.
     opentiger::credentials::take_from_env();
     opentiger::sandbox::protect_runner();
+    // Every process an agent or a check starts is re-parented to us when orphaned, so the end of
+    // its run can end it too (`process::reaper`).
+    opentiger::process::reaper::become_subreaper();
     std::process::exit(opentiger::cli::main());
 }

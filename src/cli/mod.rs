@@ -190,6 +190,14 @@ pub fn main() -> i32 {
             return 2;
         }
     };
+    // Before any agent runs: the runner's own git, from a folder no agent can write
+    // (`programs`). `doctor` reports a refusal among its checks instead of stopping here.
+    if let Err(message) = crate::programs::init(&cli.repo) {
+        if !matches!(cli.command, Command::Doctor(_)) {
+            eprintln!("error: {message}");
+            return 2;
+        }
+    }
     match run(cli) {
         Ok(()) => 0,
         Err(f) => {

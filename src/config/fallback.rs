@@ -90,6 +90,13 @@ fn over(primary: &EffectiveAgent, entry: &AgentConfig, config_key: String) -> Ef
                 executor.default_passthrough()
             }
         }),
+        home_files: entry.home_files.clone().unwrap_or_else(|| {
+            if same {
+                primary.home_files.clone()
+            } else {
+                executor.default_home_files()
+            }
+        }),
         count: primary.count,
         review: primary.review,
         script: tied(same, &entry.script, &primary.script),

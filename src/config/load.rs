@@ -260,6 +260,7 @@ fn validate(config: &Config, text: &str, file: &str) -> Result<(), ConfigError> 
         AgentRole::Judge,
     ];
     validate_fallback_entries(config).map_err(|(key, message, fix)| fail(&key, message, &fix))?;
+    validate_sandbox_paths(config).map_err(|(key, message, fix)| fail(&key, message, &fix))?;
     for (role, agent) in roles.into_iter().flat_map(|role| {
         config
             .agents
@@ -432,6 +433,53 @@ fn validate_fallback_entries(config: &Config) -> Result<(), (String, String, Str
                     format!("set it as `{owner}.{name}`"),
                 ));
             }
+        }
+    }
+    Ok(())
+}
+
+/// `agents.*.home_files` name paths inside `$HOME`; `sandbox.writable` names absolute folders.
+fn validate_sandbox_paths(config: &Config) -> Result<(), (String, String, String)> {
+    let mut lists = vec![("agents.default".to_string(), &config.agents.default)];
+    for role in AgentRole::ALL {
+        lists.push((format!("agents.{}", role.name()), config.agents.entry(role)));
+    }
+    for (owner, agent) in lists {
+        let entries = std::iter::once((owner.clone(), agent)).chain(
+            agent
+                .fallbacks
+                .iter()
+                .flatten()
+                .enumerate()
+                .map(|(i, f)| (format!("{owner}.fallbacks[{i}]"), f)),
+        );
+        for (at, entry) in entries {
+            for (i, file) in entry.home_files.iter().flatten().enumerate() {
+                let path = std::path::Path::new(file.as_str());
+                let inside = !file.trim().is_empty()
+                    && path.is_relative()
+                    && path
+                        .components()
+                        .all(|c| matches!(c, std::path::Component::Normal(_)));
+                if !inside {
+                    return Err((
+                        format!("{at}.home_files[{i}]"),
+                        format!("`{file}` is not a path inside $HOME"),
+                        "give paths relative to $HOME without `..`, e.g. `.claude.json` or `.codex/`"
+                            .to_string(),
+                    ));
+                }
+            }
+        }
+    }
+    for (i, dir) in config.sandbox.writable.iter().enumerate() {
+        let path = std::path::Path::new(dir.as_str());
+        if !path.is_absolute() || path == std::path::Path::new("/") {
+            return Err((
+                format!("sandbox.writable[{i}]"),
+                format!("`{dir}` is not an absolute folder below /"),
+                "name folders by their absolute path, e.g. /home/runner/.cache/sccache".to_string(),
+            ));
         }
     }
     Ok(())

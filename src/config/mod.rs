@@ -21,7 +21,7 @@ pub use load::{load, load_checked, load_str, schema_json, ConfigError, ConfigSou
 pub use people::{
     CommandsConfig, EscalationConfig, EscalationDefault, EscalationReasons, EscalationRule,
 };
-pub use sandbox::{FilesystemSandbox, SandboxConfig};
+pub use sandbox::{AgentHome, FilesystemSandbox, SandboxConfig};
 
 /// The whole configuration file.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
@@ -207,6 +207,20 @@ impl ExecutorKind {
             ExecutorKind::Command | ExecutorKind::Scripted => Vec::new(),
         }
     }
+
+    /// What an agent of this kind finds in its private home when no `home_files` is configured:
+    /// where each CLI keeps a login made by hand and its own settings (`executor::cli` reads the
+    /// same login files to tell whether a CLI without a key can run).
+    pub fn default_home_files(self) -> Vec<String> {
+        let files: &[&str] = match self {
+            ExecutorKind::ClaudeCode => &[".claude/.credentials.json", ".claude.json", ".claude/settings.json"],
+            ExecutorKind::Codex => &[".codex/auth.json", ".codex/config.toml"],
+            ExecutorKind::Opencode => &[".local/share/opencode/auth.json", ".config/opencode/"],
+            ExecutorKind::Aider => &[".env", ".aider.conf.yml"],
+            ExecutorKind::Command | ExecutorKind::Scripted => &[],
+        };
+        files.iter().map(|f| f.to_string()).collect()
+    }
 }
 
 /// Settings of one agent role. Unset keys are inherited from `agents.default`.
@@ -228,6 +242,11 @@ pub struct AgentConfig {
     pub timeout_minutes: Option<f64>,
     /// Environment variables passed to the agent (nothing else is, and never the forge token).
     pub env_passthrough: Option<Vec<String>>,
+    /// Paths under the runner's `$HOME` copied into the agent's private home before each run
+    /// (`sandbox.agent_home: private`), a trailing `/` for a folder, e.g. `[".claude.json",
+    /// ".codex/"]`; nothing is copied back. Default: the CLI's login and settings files (none
+    /// for `command` and `scripted`).
+    pub home_files: Option<Vec<String>>,
     /// How many runs of this role may be in flight at once.
     pub count: Option<u32>,
     /// Judge only: ask the judge agent for a review (else checks and policy alone decide).
@@ -299,6 +318,8 @@ impl Default for AgentsConfig {
                 timeout_minutes: Some(30.0),
                 // Unset: each executor's own default (`ExecutorKind::default_passthrough`).
                 env_passthrough: None,
+                // Unset: each executor's own (`ExecutorKind::default_home_files`).
+                home_files: None,
                 count: Some(1),
                 review: Some(true),
                 script: None,
@@ -350,6 +371,7 @@ pub struct EffectiveAgent {
     pub command: Option<Vec<String>>,
     pub timeout_minutes: f64,
     pub env_passthrough: Vec<String>,
+    pub home_files: Vec<String>,
     pub count: u32,
     pub review: bool,
     pub script: Option<String>,
@@ -398,6 +420,7 @@ impl AgentsConfig {
             timeout_minutes: pick!(timeout_minutes).unwrap_or(30.0),
             env_passthrough: pick!(env_passthrough)
                 .unwrap_or_else(|| executor.default_passthrough()),
+            home_files: pick!(home_files).unwrap_or_else(|| executor.default_home_files()),
             count: pick!(count).unwrap_or(1),
             review: pick!(review).unwrap_or(true),
             script: pick!(script),

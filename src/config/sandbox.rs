@@ -16,6 +16,16 @@ pub struct SandboxConfig {
     /// from the kernel, or the runner could not be made non-dumpable), instead of running it
     /// with a warning.
     pub require: bool,
+    /// `private` (default): each run's agent and its verification commands get a `HOME` of
+    /// their own, a 0700 folder in the run's scratch folder removed after it, holding only the
+    /// agent's `home_files`. `runner`: they share the runner's `HOME` and may write it; an agent
+    /// can then leave programs and settings there (`~/.local/bin`, `~/.ssh/config`, `~/.bashrc`)
+    /// for later runs and for other programs of the runner's user to pick up.
+    pub agent_home: AgentHome,
+    /// Absolute folders agents and verification commands may write besides their workspace,
+    /// scratch folder and home, e.g. a shared build cache (`/home/runner/.cache/sccache`).
+    /// Whatever an agent leaves there, later runs and the runner's user find.
+    pub writable: Vec<String>,
 }
 
 impl Default for SandboxConfig {
@@ -23,8 +33,18 @@ impl Default for SandboxConfig {
         SandboxConfig {
             filesystem: FilesystemSandbox::Landlock,
             require: false,
+            agent_home: AgentHome::Private,
+            writable: Vec::new(),
         }
     }
+}
+
+/// Whose `HOME` an agent runs with.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "kebab-case")]
+pub enum AgentHome {
+    Private,
+    Runner,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]

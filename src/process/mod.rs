@@ -12,7 +12,9 @@
 //!   the runner itself is killed with `SIGKILL` and can clean nothing up.
 //! - The child leads its own process group. On timeout, or if reading its output fails, the whole
 //!   group gets `SIGKILL`, so grandchildren die too. When the program exits by itself, whatever
-//!   it left running in its group is killed as well: nothing it started outlives the run.
+//!   it left running in its group is killed as well; and when the runner is a child subreaper
+//!   (`reaper`), so is whatever it moved out of its group (a new session, a double fork): nothing
+//!   it started outlives the run.
 //! - stdin is written from a thread and then closed, so a child that never reads it cannot
 //!   deadlock us. stdout and stderr are read concurrently; only the last `tail_bytes` of each are
 //!   kept (an agent can print gigabytes), plus the total byte counts.
@@ -22,6 +24,7 @@
 //! Not here: deciding what a failure means (the engine's `classify`), and redacting the output
 //! (the caller passes the tails through `redact::Redactor` before storing or showing them).
 
+pub mod reaper;
 mod watch;
 
 pub use watch::{OutputWatch, Watch};
@@ -240,6 +243,8 @@ pub fn run(spec: &ProcessSpec) -> Result<ProcessOutput, ProcessError> {
         let message = format!("lost track of it while waiting for it to exit: {e}");
         spawn_failed(spec, io::Error::new(e.kind(), message))
     })?;
+    // What left the group: re-parented to us (the subreaper), killed before anything else runs.
+    reaper::sweep();
     let drain_until = Instant::now() + DRAIN_GRACE;
     while !(stdout.lock().finished && stderr.lock().finished) {
         if Instant::now() >= drain_until {

@@ -232,10 +232,17 @@ pub fn run_verification(
         },
     )?;
     let timeout = Duration::from_secs(u64::from(config.verify.timeout_seconds.max(1)));
+    if plan.commands.is_empty() {
+        return Ok(Vec::new());
+    }
+    let domain = CheckDomain::new(config, cwd).map_err(|message| CheckFailure {
+        code: FailureCode::SetupOrBootstrapIssue,
+        message,
+    })?;
     let mut previous: Option<String> = None;
     let mut passed = Vec::new();
     for cmd in &plan.commands {
-        let mut env = base_env();
+        let mut env = domain.env.clone();
         env.extend(cmd.spec.env.iter().cloned());
         let spec = ProcessSpec {
             program: cmd.spec.program.clone(),
@@ -247,14 +254,14 @@ pub fn run_verification(
             tail_bytes: 8 * 1024,
             watch: None,
             group_record: None,
-            confine: None,
+            confine: domain.confine.clone(),
         };
         // spec §2.3.2 error text: `Verification failed at <cmd> [<source>]: <output>`; the output
         // starts on its own line so the first line stays readable.
         let failure = |output: &str, code: FailureCode| CheckFailure {
             code,
             message: format!(
-                "Verification failed at {} [{}]:\n{}",
+                "Verification failed at {} [{}]:\n{}{}",
                 cmd.spec.text,
                 cmd.source,
                 redactor.excerpt(
@@ -264,7 +271,8 @@ pub fn run_verification(
                         output.trim()
                     },
                     1200
-                )
+                ),
+                domain.denial_hint(output)
             ),
         };
         match process::run(&spec) {
@@ -294,7 +302,64 @@ pub fn run_verification(
     Ok(passed)
 }
 
-/// What verification commands see: the runner's `PATH`, `HOME` and locale, nothing secret.
+/// Where verification commands run. They run the repository's code, which the agent may just
+/// have changed (a test, a `build.rs`, an npm `pretest`, a `Makefile`), so they run in a domain
+/// like the agent's: a scratch folder as `TMPDIR`, a private `HOME` (with the runner's Rust
+/// toolchain named read-only, `sandbox::home::toolchain_vars`), and Landlock letting them write
+/// the workspace, those two folders and `sandbox.writable` — not the repository's `.git`.
+struct CheckDomain {
+    _scratch: tempfile::TempDir,
+    env: Vec<(String, String)>,
+    confine: Option<std::sync::Arc<crate::sandbox::landlock::Ruleset>>,
+    writable: Vec<std::path::PathBuf>,
+}
+
+impl CheckDomain {
+    fn new(config: &Config, cwd: &Path) -> Result<CheckDomain, String> {
+        let scratch = crate::scratch::private_dir("check").map_err(|e| e.to_string())?;
+        let home = super::run_home(config, scratch.path(), &[])?;
+        let mut env = base_env();
+        if config.sandbox.agent_home == crate::config::AgentHome::Private {
+            let runner_home = std::env::var_os("HOME").map(std::path::PathBuf::from);
+            for (k, v) in crate::sandbox::home::toolchain_vars(runner_home.as_deref(), |k| {
+                std::env::var(k).ok()
+            }) {
+                super::set_var(&mut env, &k, &v);
+            }
+        }
+        super::set_var(&mut env, "HOME", &home.display().to_string());
+        super::set_var(&mut env, "TMPDIR", &scratch.path().display().to_string());
+        let mut writable = vec![cwd.to_path_buf(), scratch.path().to_path_buf(), home];
+        let confine = super::confinement(config, writable.clone())?;
+        writable.extend(config.sandbox.writable.iter().map(std::path::PathBuf::from));
+        Ok(CheckDomain {
+            _scratch: scratch,
+            env,
+            confine,
+            writable,
+        })
+    }
+
+    /// When a failed check's output says a write was refused outside what checks may write:
+    /// which path, and the setting that allows it.
+    fn denial_hint(&self, output: &str) -> String {
+        if self.confine.is_none() {
+            return String::new();
+        }
+        match crate::sandbox::denied_write(output, &self.writable) {
+            Some(path) => format!(
+                "\n  the sandbox refused a write to {path} (checks write only their workspace, a scratch folder and a private home); if the check needs it, allow its folder with `sandbox.writable: [\"{}\"]`",
+                std::path::Path::new(&path)
+                    .parent()
+                    .map_or(path.clone(), |p| p.display().to_string())
+            ),
+            None => String::new(),
+        }
+    }
+}
+
+/// What verification commands see: the runner's `PATH`, `HOME` and locale, nothing secret
+/// (`HOME` and `TMPDIR` are replaced by the check's own, `CheckDomain`).
 pub fn base_env() -> Vec<(String, String)> {
     [
         "PATH",

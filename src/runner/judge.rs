@@ -448,7 +448,7 @@ fn review(
         &scratch.path().join("result.json"),
     )
     .map_err(|f| f.message)?;
-    let env = executor::agent_env(
+    let mut env = executor::agent_env(
         &agent.env_passthrough,
         |k| std::env::var(k).ok(),
         &[
@@ -459,6 +459,7 @@ fn review(
             ("TMPDIR", scratch.path().display().to_string()),
         ],
     );
+    let confine = super::agent_domain(act, &ws.path, scratch.path(), &agent, &mut env)?;
     let request = AgentRequest {
         role: AgentRole::Judge,
         task,
@@ -470,7 +471,7 @@ fn review(
         attempt: asked.reviews_so_far,
         scratch: scratch.path(),
         group_record: super::group_record(act, &run.id.to_string()),
-        confine: super::confinement(act, &ws.path, scratch.path())?,
+        confine,
     };
     let guard = crate::sandbox::AgentGuard::before(&ws.path).map_err(|e| e.to_string())?;
     let result = exec.run(&request);

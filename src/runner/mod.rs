@@ -131,18 +131,69 @@ pub fn kill_orphaned_agents(repo: &Path) -> Vec<u32> {
     }
 }
 
-/// The Landlock domain an agent working in `workspace` runs in (`sandbox.filesystem`): it may
-/// write the workspace, its scratch folder, the repository's `.git` (git in a worktree writes
-/// there; the configuration is checked after the run) and its home folder (CLIs keep their state
-/// there). `Err` when `sandbox.require` is set and a protection is missing here.
-fn confinement(
+/// Sets up the domain an agent working in `workspace` runs in, with `scratch` as its scratch
+/// folder: its home (`sandbox.agent_home`: a private one in the scratch folder holding its
+/// `home_files`, set as `HOME` in `env`) and its Landlock ruleset (`sandbox.filesystem`): it may
+/// write the workspace, the scratch folder, the repository's `.git` (git in a worktree writes
+/// there; what it changes is checked after the run), its home and `sandbox.writable`. `Err`
+/// when `sandbox.require` is set and a protection is missing here.
+fn agent_domain(
     act: &Act<'_>,
     workspace: &Path,
     scratch: &Path,
+    agent: &crate::config::EffectiveAgent,
+    env: &mut Vec<(String, String)>,
+) -> Result<Option<std::sync::Arc<crate::sandbox::landlock::Ruleset>>, String> {
+    let home = run_home(act.config, scratch, &agent.home_files)?;
+    set_var(env, "HOME", &home.display().to_string());
+    let mut writable = vec![workspace.to_path_buf(), scratch.to_path_buf()];
+    if let Ok(common) = crate::git::Git::new(workspace).common_dir() {
+        writable.push(common);
+    }
+    writable.push(home);
+    confinement(act.config, writable)
+}
+
+/// The `HOME` of one run: a new private folder in `scratch` holding `files` copied from the
+/// runner's home, or the runner's own (`sandbox.agent_home: runner`).
+pub(crate) fn run_home(
+    config: &Config,
+    scratch: &Path,
+    files: &[String],
+) -> Result<std::path::PathBuf, String> {
+    let runner_home = std::env::var_os("HOME").map(std::path::PathBuf::from);
+    match config.sandbox.agent_home {
+        crate::config::AgentHome::Runner => {
+            Ok(runner_home.unwrap_or_else(|| scratch.join("home")))
+        }
+        crate::config::AgentHome::Private => {
+            let home = scratch.join("home");
+            crate::sandbox::home::make(&home, runner_home.as_deref(), files).map_err(|e| {
+                format!(
+                    "could not make the run's private home {}: {e}\n  fix: check the temp folder (TMPDIR) is writable, or set sandbox.agent_home: runner",
+                    home.display()
+                )
+            })?;
+            Ok(home)
+        }
+    }
+}
+
+/// Sets `key` in a child's environment, replacing an earlier value.
+pub(crate) fn set_var(env: &mut Vec<(String, String)>, key: &str, value: &str) {
+    env.retain(|(k, _)| k != key);
+    env.push((key.to_string(), value.to_string()));
+}
+
+/// The Landlock ruleset letting a child write only beneath `writable` (and `sandbox.writable`),
+/// or `None` when `sandbox.filesystem` is none or Landlock is missing here and not required.
+pub(crate) fn confinement(
+    config: &Config,
+    mut writable: Vec<std::path::PathBuf>,
 ) -> Result<Option<std::sync::Arc<crate::sandbox::landlock::Ruleset>>, String> {
     use crate::config::FilesystemSandbox;
-    let sandbox = &act.config.sandbox;
-    let missing = crate::sandbox::in_force(sandbox.filesystem)
+    let sandbox = &config.sandbox;
+    let missing = crate::sandbox::in_force(sandbox)
         .into_iter()
         .find(|p| !p.in_force)
         .map(|p| format!("{}: {}", p.name, p.detail));
@@ -157,13 +208,7 @@ fn confinement(
         }
         return Ok(None);
     }
-    let mut writable = vec![workspace.to_path_buf(), scratch.to_path_buf()];
-    if let Ok(common) = crate::git::Git::new(workspace).common_dir() {
-        writable.push(common);
-    }
-    if let Some(home) = std::env::var_os("HOME") {
-        writable.push(home.into());
-    }
+    writable.extend(sandbox.writable.iter().map(std::path::PathBuf::from));
     match crate::sandbox::landlock::Ruleset::for_agent(&writable) {
         Ok(ruleset) => Ok(Some(std::sync::Arc::new(ruleset))),
         Err(e) if sandbox.require => Err(format!(

@@ -211,7 +211,7 @@ fn ask_agent(
         &requirement.goal,
         req.now,
     );
-    let env = executor::agent_env(
+    let mut env = executor::agent_env(
         &agent.env_passthrough,
         |k| std::env::var(k).ok(),
         &[
@@ -221,6 +221,7 @@ fn ask_agent(
             ("TMPDIR", scratch.path().display().to_string()),
         ],
     );
+    let confine = super::agent_domain(act, &ws.path, scratch.path(), &agent, &mut env)?;
     let request = AgentRequest {
         role,
         task: &pseudo,
@@ -232,7 +233,7 @@ fn ask_agent(
         attempt,
         scratch: scratch.path(),
         group_record: super::group_record(act, &run_id.to_string()),
-        confine: super::confinement(act, &ws.path, scratch.path())?,
+        confine,
     };
     let guard = crate::sandbox::AgentGuard::before(&ws.path).map_err(|e| e.to_string());
     let result = exec.run(&request).map_err(|e| e.to_string());

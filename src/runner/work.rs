@@ -269,7 +269,7 @@ fn run_agent(
     record.executor_use = Some(chosen.usage);
     let scratch = crate::scratch::private_dir("run").map_err(|e| setup_text(e.to_string()))?;
     let prompt = super::prompts::worker(act, task, brief, &scratch.path().join("result.json"))?;
-    let env = executor::agent_env(
+    let mut env = executor::agent_env(
         &agent.env_passthrough,
         |k| std::env::var(k).ok(),
         &[
@@ -281,7 +281,7 @@ fn run_agent(
         ],
     );
     let attempt = u32::try_from(brief.runs.len()).unwrap_or(u32::MAX);
-    let confine = super::confinement(act, cwd, scratch.path()).map_err(|message| CheckFailure {
+    let confine = super::agent_domain(act, cwd, scratch.path(), &agent, &mut env).map_err(|message| CheckFailure {
         code: FailureCode::ExecutionFailed,
         message,
     })?;

@@ -16,13 +16,15 @@
 //! process group and environment (`process`, `executor`).
 
 pub mod gitconfig;
+pub mod gitdir;
 pub mod groups;
+pub mod home;
 pub mod landlock;
 
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
 
-use crate::config::FilesystemSandbox;
+use crate::config::{AgentHome, FilesystemSandbox, SandboxConfig};
 use crate::git::{Git, GitError};
 use gitconfig::ConfigSnapshot;
 
@@ -48,8 +50,9 @@ pub struct Protection {
 }
 
 /// The protections of this module and of the runner's git, as they hold in this process with
-/// this `sandbox.filesystem` setting.
-pub fn in_force(filesystem: FilesystemSandbox) -> Vec<Protection> {
+/// these `sandbox` settings.
+pub fn in_force(sandbox: &SandboxConfig) -> Vec<Protection> {
+    let filesystem = sandbox.filesystem;
     let dumpable = NON_DUMPABLE.load(Ordering::Relaxed);
     let landlock = landlock::abi_version();
     let confined = filesystem == FilesystemSandbox::Landlock && landlock.is_some();
@@ -59,7 +62,12 @@ pub fn in_force(filesystem: FilesystemSandbox) -> Vec<Protection> {
             in_force: confined,
             detail: match (filesystem, landlock) {
                 (FilesystemSandbox::Landlock, Some(abi)) => format!(
-                    "agents write only their workspace, scratch folder, the repository's .git and their home folder (Landlock ABI {abi})"
+                    "agents write only their workspace, scratch folder, the repository's .git and their home folder, and verification commands only their workspace, scratch folder and home (Landlock ABI {abi}{})",
+                    if abi >= 6 {
+                        "; they cannot signal processes outside their domain"
+                    } else {
+                        "; below ABI 6 they can still signal the runner's processes"
+                    }
                 ),
                 (FilesystemSandbox::Landlock, None) => {
                     "this kernel has no Landlock: agents may write anywhere the runner's user may".to_string()
@@ -83,9 +91,28 @@ pub fn in_force(filesystem: FilesystemSandbox) -> Vec<Protection> {
             name: "credentials out of the environment",
             in_force: true,
             detail: "forge credentials are read once, then scrubbed from the environment; git \
-                     gets them only to push or fetch over https, through a 0600 askpass file"
+                     gets them only to push or fetch over https, in its own environment for the \
+                     askpass (never in a file or an argument)"
                 .to_string(),
         },
+        Protection {
+            name: "private agent home",
+            in_force: sandbox.agent_home == AgentHome::Private,
+            detail: match sandbox.agent_home {
+                AgentHome::Private => "each run's agent and checks get a HOME of their own (0700, removed after the run) holding only the agent's home_files".to_string(),
+                AgentHome::Runner => "sandbox.agent_home is runner: agents may write the runner's HOME, where programs and settings they leave (~/.local/bin, ~/.ssh/config, ~/.bashrc) are picked up later by the runner's user".to_string(),
+            },
+        },
+        Protection {
+            name: "agent processes end with their run",
+            in_force: crate::process::reaper::in_force(),
+            detail: if crate::process::reaper::in_force() {
+                "the runner is a child subreaper: every process an agent or a check starts, in whatever session or group, is killed when its run ends (not when the runner itself is killed with SIGKILL)".to_string()
+            } else {
+                "this process is not a child subreaper (Linux only): processes an agent moves out of its group may outlive its run".to_string()
+            },
+        },
+        runner_git(),
         Protection {
             name: "git configuration",
             in_force: true,
@@ -97,10 +124,43 @@ pub fn in_force(filesystem: FilesystemSandbox) -> Vec<Protection> {
     ]
 }
 
+/// Where the runner's own git comes from (`programs`).
+fn runner_git() -> Protection {
+    let name = "runner's git";
+    match crate::programs::get() {
+        Ok(p) => Protection {
+            name,
+            in_force: true,
+            detail: match p.git_source {
+                crate::programs::GitSource::Path => format!(
+                    "{} (from PATH, skipping folders an agent could write{})",
+                    p.git.display(),
+                    if p.skipped.is_empty() {
+                        String::new()
+                    } else {
+                        let skipped: Vec<&str> = p.skipped.iter().map(|(d, _)| d.as_str()).collect();
+                        format!(": {}", skipped.join(", "))
+                    }
+                ),
+                crate::programs::GitSource::Variable => format!(
+                    "{} (named by {}; keep it where no agent can write)",
+                    p.git.display(),
+                    crate::programs::GIT_VAR
+                ),
+            },
+        },
+        Err(message) => Protection {
+            name,
+            in_force: false,
+            detail: message.lines().next().unwrap_or_default().to_string(),
+        },
+    }
+}
+
 /// The protections as a short Markdown list, for the job summary.
-pub fn summary_markdown(filesystem: FilesystemSandbox) -> String {
+pub fn summary_markdown(sandbox: &SandboxConfig) -> String {
     let mut out = String::from("\n### Agent isolation on this runner\n\n");
-    for p in in_force(filesystem) {
+    for p in in_force(sandbox) {
         let mark = if p.in_force {
             "in force"
         } else {
@@ -111,10 +171,39 @@ pub fn summary_markdown(filesystem: FilesystemSandbox) -> String {
     out
 }
 
-/// Watches the git configuration around one agent run in `workspace`.
+/// The first path a failed program's output says it could not write (`Permission denied`,
+/// `Read-only file system`, `Operation not permitted`) that lies outside `writable`: a write
+/// the sandbox refused, most likely. Pure, for the check's failure message.
+pub fn denied_write(output: &str, writable: &[std::path::PathBuf]) -> Option<String> {
+    const REFUSALS: [&str; 4] = [
+        "permission denied",
+        "read-only file system",
+        "operation not permitted",
+        "eacces",
+    ];
+    for line in output.lines() {
+        let lower = line.to_ascii_lowercase();
+        if !REFUSALS.iter().any(|r| lower.contains(r)) {
+            continue;
+        }
+        let paths = line
+            .split(|c: char| c.is_whitespace() || matches!(c, '\'' | '"' | '`' | ',' | '(' | ')'))
+            .map(|w| w.trim_end_matches([':', '.', ';']))
+            .filter(|w| w.starts_with('/') && w.len() > 1);
+        for path in paths {
+            if !writable.iter().any(|w| Path::new(path).starts_with(w)) {
+                return Some(path.to_string());
+            }
+        }
+    }
+    None
+}
+
+/// Watches the git configuration and the shared `.git` around one agent run in `workspace`.
 pub struct AgentGuard {
     git: Git,
     snapshot: ConfigSnapshot,
+    git_dir: gitdir::GitDirSnapshot,
 }
 
 impl AgentGuard {
@@ -127,18 +216,37 @@ impl AgentGuard {
             strip_checkout_credentials(&git)?;
         }
         let snapshot = ConfigSnapshot::take(&git)?;
-        Ok(AgentGuard { git, snapshot })
+        let git_dir = gitdir::GitDirSnapshot::take(&git)?;
+        Ok(AgentGuard {
+            git,
+            snapshot,
+            git_dir,
+        })
     }
 
-    /// After the agent exited, before any other git command: `Err` with the policy violation's
-    /// text when it changed a configuration file (each one is put back first).
+    /// After the agent exited and every process it started is gone (`process::reaper`), before
+    /// any other git command: `Err` with the policy violation's text when it changed a
+    /// configuration file or the shared `.git` (each change is put back first; the
+    /// configuration first, since the runner's git reads it to put back the rest).
     pub fn after(self) -> Result<(), String> {
-        match self.snapshot.restore_changes(&self.git) {
-            Ok(tampered) if tampered.is_empty() => Ok(()),
-            Ok(tampered) => Err(gitconfig::describe(&tampered)),
-            Err(e) => Err(format!(
+        let config = match self.snapshot.restore_changes(&self.git) {
+            Ok(tampered) if tampered.is_empty() => None,
+            Ok(tampered) => Some(gitconfig::describe(&tampered)),
+            Err(e) => return Err(format!(
                 "policy_violation: the agent changed the git configuration and it could not be put back: {e}"
             )),
+        };
+        let git_dir = match self.git_dir.restore_changes(&self.git) {
+            Ok(changed) if changed.is_empty() => None,
+            Ok(changed) => Some(gitdir::describe(&changed)),
+            Err(e) => Some(format!(
+                "policy_violation: the agent changed the repository's shared .git and it could not all be put back: {e}"
+            )),
+        };
+        match (config, git_dir) {
+            (None, None) => Ok(()),
+            (Some(one), None) | (None, Some(one)) => Err(one),
+            (Some(config), Some(git_dir)) => Err(format!("{config}; {git_dir}")),
         }
     }
 }
@@ -183,9 +291,29 @@ mod tests {
     use super::*;
 
     #[test]
+    fn a_refused_write_outside_the_writable_folders_is_named() {
+        let writable = [
+            std::path::PathBuf::from("/tmp/ws"),
+            std::path::PathBuf::from("/tmp/scratch"),
+        ];
+        let cases = [
+            ("error: failed to open `/home/runner/.cargo/.package-cache`: Permission denied (os error 13)", Some("/home/runner/.cargo/.package-cache")),
+            ("npm ERR! EACCES: permission denied, mkdir '/home/runner/.npm/_cacache'", Some("/home/runner/.npm/_cacache")),
+            ("sh: 1: cannot create /etc/x: Permission denied", Some("/etc/x")),
+            ("touch: cannot touch '/tmp/ws/a': Permission denied", None),
+            ("assertion failed: /home/runner/x is wrong", None),
+            ("", None),
+        ];
+        for (output, expected) in cases {
+            assert_eq!(denied_write(output, &writable).as_deref(), expected, "{output}");
+        }
+    }
+
+    #[test]
     fn the_summary_lists_every_protection() {
-        let text = summary_markdown(FilesystemSandbox::Landlock);
-        for p in in_force(FilesystemSandbox::Landlock) {
+        let sandbox = SandboxConfig::default();
+        let text = summary_markdown(&sandbox);
+        for p in in_force(&sandbox) {
             assert!(text.contains(p.name), "{text}");
         }
     }

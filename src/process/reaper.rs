@@ -1,0 +1,156 @@
+//! Nothing a program starts outlives its run, whatever it did to leave its process group.
+//!
+//! Killing a run's process group misses what the program moved out of it: a process in a new
+//! session (`setsid`), a double fork, one that ignores `SIGTERM` and `SIGHUP`. Such a process
+//! keeps the agent's Landlock domain (it cannot write outside the agent's paths) but can read
+//! files and keep writing the repository's `.git` while the runner runs git.
+//!
+//! So the runner makes itself a *child subreaper* (`PR_SET_CHILD_SUBREAPER`, Linux 3.4): a
+//! process orphaned anywhere below it is re-parented to the runner instead of to init. When a run
+//! ends, [`sweep`] kills every child of the runner it does not know of, reaps it, and repeats
+//! until none is left: killing one orphan re-parents its own children to the runner, and the next
+//! round takes them. The runner runs one program at a time while it sweeps (the act phase is
+//! sequential); the long-lived git processes it keeps on purpose (`cat-file --batch`,
+//! `fast-import`) are registered with [`keep`] and spared.
+//!
+//! Not covered: a runner killed with `SIGKILL` can sweep nothing. Its orphans are re-parented to
+//! the next subreaper above it (on GitHub Actions the job's processes end with the job); the next
+//! tick kills the process groups it recorded (`sandbox::groups`), not processes in a session of
+//! their own.
+
+use std::collections::HashSet;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Mutex;
+
+static ACTIVE: AtomicBool = AtomicBool::new(false);
+static KEPT: Mutex<Option<HashSet<u32>>> = Mutex::new(None);
+
+/// At most this many rounds of kill-and-reap; each round takes one generation of orphans.
+const MAX_ROUNDS: usize = 64;
+
+/// Makes this process the subreaper of everything it starts. Returns whether that holds (Linux
+/// only). Call once, early, in the binary's `main`.
+pub fn become_subreaper() -> bool {
+    #[cfg(target_os = "linux")]
+    {
+        // SAFETY: prctl with PR_SET_CHILD_SUBREAPER takes plain integers and touches no memory.
+        let rc = unsafe { libc::prctl(libc::PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) };
+        ACTIVE.store(rc == 0, Ordering::Relaxed);
+    }
+    ACTIVE.load(Ordering::Relaxed)
+}
+
+/// Whether this process is a subreaper (and so sweeps after each run).
+pub fn in_force() -> bool {
+    ACTIVE.load(Ordering::Relaxed)
+}
+
+/// Spares a child the runner keeps on purpose from [`sweep`], until [`release`].
+pub fn keep(pid: u32) {
+    let mut kept = KEPT.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+    kept.get_or_insert_with(HashSet::new).insert(pid);
+}
+
+/// The child kept with [`keep`] has been waited for.
+pub fn release(pid: u32) {
+    let mut kept = KEPT.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+    if let Some(set) = kept.as_mut() {
+        set.remove(&pid);
+    }
+}
+
+/// Kills and reaps every child of this process that is not kept, until none is left. Returns
+/// how many were killed. Does nothing unless this process is a subreaper.
+pub fn sweep() -> usize {
+    if !in_force() {
+        return 0;
+    }
+    let me = std::process::id();
+    let mut killed = 0;
+    for _ in 0..MAX_ROUNDS {
+        let kept = KEPT
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .clone()
+            .unwrap_or_default();
+        let strays: Vec<u32> = children_of(me)
+            .into_iter()
+            .filter(|pid| !kept.contains(pid))
+            .collect();
+        if strays.is_empty() {
+            break;
+        }
+        for &pid in &strays {
+            if let Ok(pid) = libc::pid_t::try_from(pid) {
+                // SAFETY: kill and waitpid have no memory effects beyond `status`, which lives
+                // for the call; `pid` is our own child, so it cannot be reused before we reap it.
+                unsafe {
+                    libc::kill(pid, libc::SIGKILL);
+                    let mut status = 0;
+                    libc::waitpid(pid, &mut status, 0);
+                }
+            }
+        }
+        killed += strays.len();
+    }
+    if killed > 0 {
+        tracing::info!(killed, "ended processes a run left behind");
+    }
+    killed
+}
+
+/// The processes whose parent is `parent`, read from `/proc` (every thread's children included:
+/// an orphan is re-parented to the process, whichever thread started its ancestor).
+pub fn children_of(parent: u32) -> Vec<u32> {
+    let Ok(entries) = std::fs::read_dir("/proc") else {
+        return Vec::new();
+    };
+    entries
+        .flatten()
+        .filter_map(|e| e.file_name().to_str()?.parse::<u32>().ok())
+        .filter(|&pid| parent_of(pid) == Some(parent))
+        .collect()
+}
+
+/// The parent of `pid`, from `/proc/<pid>/stat`.
+fn parent_of(pid: u32) -> Option<u32> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    parse_ppid(&stat)
+}
+
+/// The fourth field of a `/proc/<pid>/stat` line; the second (the name, in parentheses) may hold
+/// spaces and parentheses itself, so the fields are counted from the last `)`.
+fn parse_ppid(stat: &str) -> Option<u32> {
+    let rest = &stat[stat.rfind(')')? + 1..];
+    rest.split_whitespace().nth(1)?.parse().ok()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_parent_is_read_past_a_name_with_spaces_and_parentheses() {
+        let cases = [
+            ("42 (sh) S 7 42 42 0 -1", Some(7)),
+            ("42 (a b) c) R 1234 42 42 0", Some(1234)),
+            ("42 (x", None),
+            ("", None),
+        ];
+        for (stat, expected) in cases {
+            assert_eq!(parse_ppid(stat), expected, "{stat}");
+        }
+    }
+
+    #[test]
+    fn our_own_children_are_listed() {
+        let mut child = std::process::Command::new("sleep")
+            .arg("5")
+            .spawn()
+            .unwrap();
+        let listed = children_of(std::process::id());
+        let _ = child.kill();
+        let _ = child.wait();
+        assert!(listed.contains(&child.id()), "{listed:?}");
+    }
+}
