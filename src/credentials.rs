@@ -12,7 +12,7 @@
 //! however private, is readable by every process of the runner's user, an agent's among them
 //! (Landlock confines writes, not reads); another process's environment is not readable from
 //! the agent's Landlock domain (`/proc/<pid>/environ` needs ptrace access, which Landlock denies
-//! across domains), and no process of an agent outlives its run (`process::reaper`).
+//! across domains), and no process of an agent outlives its run (`reaper`).
 //!
 //! Not here: what the token may do (the forge), redacting it (`redact`, which asks [`lookup`]).
 

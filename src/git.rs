@@ -256,7 +256,7 @@ impl Git {
             .spawn()
             .map_err(|e| self.error(args, None, format!("could not start git: {e}")))?;
         // A child of ours on purpose: the sweep after a run must spare it.
-        crate::process::reaper::keep(child.id());
+        crate::reaper::keep(child.id());
         Ok(child)
     }
 
@@ -265,7 +265,7 @@ impl Git {
     pub fn finish(&self, args: &[&str], child: std::process::Child) -> Result<String, GitError> {
         let pid = child.id();
         let out = child.wait_with_output();
-        crate::process::reaper::release(pid);
+        crate::reaper::release(pid);
         let out = out.map_err(|e| self.error(args, None, format!("git did not finish: {e}")))?;
         if out.status.success() {
             Ok(String::from_utf8_lossy(&out.stdout).trim_end().to_string())

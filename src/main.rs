@@ -16,7 +16,7 @@ fn main() {
     opentiger::credentials::take_from_env();
     opentiger::sandbox::protect_runner();
     // Every process an agent or a check starts is re-parented to us when orphaned, so the end of
-    // its run can end it too (`process::reaper`).
-    opentiger::process::reaper::become_subreaper();
+    // its run can end it too (`reaper`).
+    opentiger::reaper::become_subreaper();
     std::process::exit(opentiger::cli::main());
 }

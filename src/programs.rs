@@ -159,7 +159,10 @@ pub fn resolve(
             )),
         };
     }
-    if let Some(git) = safe.iter().find_map(|dir| executable(&Path::new(dir).join("git"))) {
+    if let Some(git) = safe
+        .iter()
+        .find_map(|dir| executable(&Path::new(dir).join("git")))
+    {
         return Ok(Programs {
             git,
             git_source: GitSource::Path,
@@ -205,7 +208,10 @@ mod tests {
         let cases: [(&str, Option<&str>); 7] = [
             ("/home/runner/.local/bin", Some("under $HOME")),
             ("/home/runner/.cargo/bin", Some("under $HOME")),
-            ("/work/repo/node_modules/.bin", Some("inside the repository")),
+            (
+                "/work/repo/node_modules/.bin",
+                Some("inside the repository"),
+            ),
             ("/tmp/opentiger.worktrees.1/x", Some("in a temp folder")),
             ("", Some("a relative entry")),
             ("bin", Some("a relative entry")),
@@ -214,7 +220,11 @@ mod tests {
         for (dir, expected) in cases {
             assert_eq!(unsafe_entry(dir, &roots), expected, "{dir}");
         }
-        assert_eq!(unsafe_entry("/home/runner2/bin", &roots), None, "a prefix is not a parent");
+        assert_eq!(
+            unsafe_entry("/home/runner2/bin", &roots),
+            None,
+            "a prefix is not a parent"
+        );
     }
 
     #[test]
@@ -244,7 +254,10 @@ mod tests {
             files(&["/home/runner/.local/bin/git"]),
         )
         .unwrap_err();
-        assert!(err.contains("/home/runner/.local/bin (under $HOME)"), "{err}");
+        assert!(
+            err.contains("/home/runner/.local/bin (under $HOME)"),
+            "{err}"
+        );
         assert!(err.contains("OPENTIGER_GIT"), "{err}");
         let err = resolve("/usr/bin", None, &roots(), files(&[])).unwrap_err();
         assert!(err.contains("not found"), "{err}");

@@ -4,33 +4,38 @@
 //! runner can see is reported as a policy violation. After every case the canary is looked for
 //! in the state file, the tick's output (its log), the temp folder and whatever the agent
 //! managed to collect.
+//!
+//! The ticks run as an unprivileged user from a shell holding the token, as on a hosted runner
+//! (`common::unprivileged`); the escapes of issues 25 and 31 are `attacks_escape.rs`.
 
 mod common;
 
 use std::path::{Path, PathBuf};
-use std::process::Command;
 use std::time::{Duration, Instant};
 
-use common::{bare_origin, git, minute, GitRepo, Out, Setup};
+use common::unprivileged::{Jail, CANARY};
+use common::{bare_origin, git, minute, Out, Setup};
 
-/// The forge token the runner holds.
-const CANARY: &str = "ghp_CANARYcanary0123456789abcdefghijklmn";
 /// A key passed through to the agent (`env_passthrough`).
 const API_KEY: &str = "sk-ant-api03-PASSTHROUGHkey0123456789abcdefghijk";
 
 /// One repository under attack, with its own temp folder and a place the agent drops its loot.
 struct Case {
-    g: GitRepo,
-    tmp: tempfile::TempDir,
-    loot: PathBuf,
+    jail: Jail,
+}
+
+impl std::ops::Deref for Case {
+    type Target = Jail;
+    fn deref(&self) -> &Jail {
+        &self.jail
+    }
 }
 
 impl Case {
     fn new(setup: Setup) -> Case {
-        let g = GitRepo::with(setup);
-        let tmp = tempfile::tempdir().expect("tmp");
-        let loot = g.tools_path().join("loot.txt");
-        Case { g, tmp, loot }
+        Case {
+            jail: Jail::new(setup),
+        }
     }
 
     /// A plain case: every agent gets the passthrough key.
@@ -42,50 +47,20 @@ impl Case {
     }
 
     fn add_task(&self) -> String {
-        self.g
-            .repo
-            .add(&["--title", "Attack", "--goal", "anything"])
+        self.jail
+            .add_task(&["--title", "Attack", "--goal", "anything"])
     }
 
-    /// One tick with the canary and the key in the environment, killed after 60 s.
+    /// One tick with the canary in the parent shell and the key in the environment.
     fn tick(&self, at: u32) -> Out {
-        let mut child = Command::new(env!("CARGO_BIN_EXE_opentiger"))
-            .args(["--repo", self.g.path().to_str().unwrap()])
-            .args(["--now", &minute(at), "tick"])
-            .env("GITHUB_TOKEN", CANARY)
-            .env("ANTHROPIC_API_KEY", API_KEY)
-            .env("TMPDIR", self.tmp.path())
-            .env_remove("GITHUB_RUN_ID")
-            .env_remove("GITHUB_STEP_SUMMARY")
-            .env_remove("OPENTIGER_GITHUB_TOKEN")
-            .stdout(std::process::Stdio::piped())
-            .stderr(std::process::Stdio::piped())
-            .spawn()
-            .expect("start opentiger");
-        let deadline = Instant::now() + Duration::from_secs(60);
-        loop {
-            if child.try_wait().expect("wait").is_some() {
-                break;
-            }
-            if Instant::now() > deadline {
-                let _ = child.kill();
-                let out = child.wait_with_output().expect("output");
-                panic!("the tick hung: {}", String::from_utf8_lossy(&out.stderr));
-            }
-            std::thread::sleep(Duration::from_millis(50));
-        }
-        let out = child.wait_with_output().expect("output");
-        Out {
-            code: out.status.code().unwrap_or(-1),
-            stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
-            stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
-        }
+        self.jail
+            .run(&minute(at), &["tick"], &[("ANTHROPIC_API_KEY", API_KEY)])
     }
 
     /// The first run's failure code and error of the task.
     fn first_run(&self, id: &str) -> (String, String) {
-        let shown = self.g.repo.run(&["task", "show", id, "--json"]).ok().json();
-        let run = &shown["runs"][0];
+        let runs = self.jail.runs(id);
+        let run = &runs[0];
         (
             run["failure_code"].as_str().unwrap_or("").to_string(),
             run["error"].as_str().unwrap_or("").to_string(),
@@ -332,15 +307,29 @@ fn a_filter_in_the_shared_config_is_reverted_and_never_run() {
 
 #[test]
 fn the_runner_environment_cannot_be_read_through_proc() {
-    let case = Case::plain();
+    // Under Landlock: a process of the runner's user outside any sandbox reads the step shell's
+    // environment, token and all (the twin below shows the loot channel works).
+    let case = Case {
+        jail: Jail::confined(Setup {
+            default_agent: "    env_passthrough: [ANTHROPIC_API_KEY]\n",
+            ..Setup::default()
+        }),
+    };
     case.g.agent(&format!(
-        "#!/bin/sh\ncat /proc/$PPID/environ >> {loot} 2>/dev/null\nfor f in /proc/*/environ; do cat \"$f\" >> {loot} 2>/dev/null; done\ncat /proc/$PPID/cmdline >> {loot} 2>/dev/null\necho x > x.txt\n",
+        "#!/bin/sh\necho \"run $OPENTIGER_RUN_ID\" >> {loot}\ncat /proc/$PPID/environ >> {loot} 2>/dev/null\nfor f in /proc/*/environ; do cat \"$f\" >> {loot} 2>/dev/null; done\ncat /proc/$PPID/cmdline >> {loot} 2>/dev/null\necho x > x.txt\n",
         loot = case.loot.display()
     ));
-    case.add_task();
+    let id = case.add_task();
     let out = case.tick(0);
     assert_eq!(out.code, 0, "{}", out.stderr);
     case.assert_no_leak(&out);
+    // The twin: what the agent may read (its own run id) reached the loot.
+    let run_id = case.runs(&id)[0]["id"].as_str().unwrap().to_string();
+    assert!(
+        case.loot_text().contains(&format!("run {run_id}")),
+        "{}",
+        case.loot_text()
+    );
 }
 
 #[test]

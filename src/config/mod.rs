@@ -213,7 +213,11 @@ impl ExecutorKind {
     /// same login files to tell whether a CLI without a key can run).
     pub fn default_home_files(self) -> Vec<String> {
         let files: &[&str] = match self {
-            ExecutorKind::ClaudeCode => &[".claude/.credentials.json", ".claude.json", ".claude/settings.json"],
+            ExecutorKind::ClaudeCode => &[
+                ".claude/.credentials.json",
+                ".claude.json",
+                ".claude/settings.json",
+            ],
             ExecutorKind::Codex => &[".codex/auth.json", ".codex/config.toml"],
             ExecutorKind::Opencode => &[".local/share/opencode/auth.json", ".config/opencode/"],
             ExecutorKind::Aider => &[".env", ".aider.conf.yml"],

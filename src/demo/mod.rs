@@ -51,6 +51,9 @@ pub fn create_sample(root: &Path) -> Result<PathBuf, Failure> {
     }
     std::fs::write(root.join("script.json"), SCRIPT).map_err(|e| io("write the script", e))?;
     let target = root.join("target");
+    // The checks share one build folder outside their worktrees (quicker); the sandbox lets
+    // them write it because the configuration names it (`sandbox.writable`, an existing folder).
+    std::fs::create_dir_all(&target).map_err(|e| io("make the build folder", e))?;
     let test = format!(
         "CARGO_TARGET_DIR={} cargo test --offline --quiet",
         target.display()
@@ -61,8 +64,10 @@ pub fn create_sample(root: &Path) -> Result<PathBuf, Failure> {
          agents:\n  default:\n    executor: scripted\n    script: {script}\n\
          limits:\n  max_runs_per_tick: 2\n\
          retry:\n  cooldown_seconds: 60\n\
-         verify:\n  commands: [\"{test}\"]\n",
+         verify:\n  commands: [\"{test}\"]\n\
+         sandbox:\n  writable: [\"{target}\"]\n",
         script = root.join("script.json").display(),
+        target = target.display(),
     );
     std::fs::write(repo.join(".opentiger.yml"), config)
         .map_err(|e| io("write the configuration", e))?;

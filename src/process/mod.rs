@@ -13,7 +13,7 @@
 //! - The child leads its own process group. On timeout, or if reading its output fails, the whole
 //!   group gets `SIGKILL`, so grandchildren die too. When the program exits by itself, whatever
 //!   it left running in its group is killed as well; and when the runner is a child subreaper
-//!   (`reaper`), so is whatever it moved out of its group (a new session, a double fork): nothing
+//!   (`crate::reaper`), so is whatever it moved out of its group (a new session, a double fork): nothing
 //!   it started outlives the run.
 //! - stdin is written from a thread and then closed, so a child that never reads it cannot
 //!   deadlock us. stdout and stderr are read concurrently; only the last `tail_bytes` of each are
@@ -24,7 +24,6 @@
 //! Not here: deciding what a failure means (the engine's `classify`), and redacting the output
 //! (the caller passes the tails through `redact::Redactor` before storing or showing them).
 
-pub mod reaper;
 mod watch;
 
 pub use watch::{OutputWatch, Watch};
@@ -244,7 +243,7 @@ pub fn run(spec: &ProcessSpec) -> Result<ProcessOutput, ProcessError> {
         spawn_failed(spec, io::Error::new(e.kind(), message))
     })?;
     // What left the group: re-parented to us (the subreaper), killed before anything else runs.
-    reaper::sweep();
+    crate::reaper::sweep();
     let drain_until = Instant::now() + DRAIN_GRACE;
     while !(stdout.lock().finished && stderr.lock().finished) {
         if Instant::now() >= drain_until {

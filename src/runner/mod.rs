@@ -163,9 +163,7 @@ pub(crate) fn run_home(
 ) -> Result<std::path::PathBuf, String> {
     let runner_home = std::env::var_os("HOME").map(std::path::PathBuf::from);
     match config.sandbox.agent_home {
-        crate::config::AgentHome::Runner => {
-            Ok(runner_home.unwrap_or_else(|| scratch.join("home")))
-        }
+        crate::config::AgentHome::Runner => Ok(runner_home.unwrap_or_else(|| scratch.join("home"))),
         crate::config::AgentHome::Private => {
             let home = scratch.join("home");
             crate::sandbox::home::make(&home, runner_home.as_deref(), files).map_err(|e| {

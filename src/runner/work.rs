@@ -281,10 +281,13 @@ fn run_agent(
         ],
     );
     let attempt = u32::try_from(brief.runs.len()).unwrap_or(u32::MAX);
-    let confine = super::agent_domain(act, cwd, scratch.path(), &agent, &mut env).map_err(|message| CheckFailure {
-        code: FailureCode::ExecutionFailed,
-        message,
-    })?;
+    let confine =
+        super::agent_domain(act, cwd, scratch.path(), &agent, &mut env).map_err(|message| {
+            CheckFailure {
+                code: FailureCode::ExecutionFailed,
+                message,
+            }
+        })?;
     let request = AgentRequest {
         role,
         task,

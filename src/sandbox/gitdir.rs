@@ -87,8 +87,7 @@ impl GitDirSnapshot {
             }
             for (path, bytes) in &self.hooks {
                 if !now.iter().any(|(p, b)| p == path && b == bytes) {
-                    put_back(path, Some(bytes))
-                        .map_err(|e| format!("{}: {e}", path.display()))?;
+                    put_back(path, Some(bytes)).map_err(|e| format!("{}: {e}", path.display()))?;
                 }
             }
             changed.push(rel(&dir));
@@ -182,7 +181,8 @@ mod tests {
     #[test]
     fn other_refs_attributes_and_alternates_are_put_back_and_the_own_branch_is_not() {
         let (dir, repo) = crate::git::temp_repo();
-        repo.run(&["symbolic-ref", "HEAD", "refs/heads/main"]).unwrap();
+        repo.run(&["symbolic-ref", "HEAD", "refs/heads/main"])
+            .unwrap();
         std::fs::write(dir.path().join("a"), "a").unwrap();
         repo.run(&["add", "a"]).unwrap();
         repo.run(&["commit", "-q", "-m", "initial"]).unwrap();
@@ -203,7 +203,9 @@ mod tests {
         worktree
             .run(&["update-ref", "refs/heads/main", own.as_deref().unwrap()])
             .unwrap();
-        worktree.run(&["update-ref", "-d", "refs/heads/other"]).unwrap();
+        worktree
+            .run(&["update-ref", "-d", "refs/heads/other"])
+            .unwrap();
         worktree
             .run(&["update-ref", "refs/heads/planted", own.as_deref().unwrap()])
             .unwrap();
@@ -221,9 +223,15 @@ mod tests {
             "refs/heads/other",
             "refs/heads/planted",
         ] {
-            assert!(changed.iter().any(|c| c == expected), "{expected}: {changed:?}");
+            assert!(
+                changed.iter().any(|c| c == expected),
+                "{expected}: {changed:?}"
+            );
         }
-        assert!(!changed.iter().any(|c| c == "refs/heads/task"), "{changed:?}");
+        assert!(
+            !changed.iter().any(|c| c == "refs/heads/task"),
+            "{changed:?}"
+        );
         assert_eq!(repo.resolve("refs/heads/main").unwrap(), main_before);
         assert!(repo.branch_exists("other").unwrap());
         assert!(!repo.branch_exists("planted").unwrap());
@@ -233,7 +241,10 @@ mod tests {
         assert!(!common.join("hooks/pre-push").exists());
         // Nothing changed: nothing to say.
         let snap = GitDirSnapshot::take(&worktree).unwrap();
-        assert_eq!(snap.restore_changes(&worktree).unwrap(), Vec::<String>::new());
+        assert_eq!(
+            snap.restore_changes(&worktree).unwrap(),
+            Vec::<String>::new()
+        );
         assert!(describe(&changed).contains("refs/heads/main"));
     }
 }

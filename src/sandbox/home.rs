@@ -88,11 +88,9 @@ pub fn toolchain_vars(
 ) -> Vec<(String, String)> {
     let mut vars = Vec::new();
     for (var, default) in [("CARGO_HOME", ".cargo"), ("RUSTUP_HOME", ".rustup")] {
-        let value = lookup(var).map(PathBuf::from).or_else(|| {
-            runner_home
-                .map(|h| h.join(default))
-                .filter(|p| p.is_dir())
-        });
+        let value = lookup(var)
+            .map(PathBuf::from)
+            .or_else(|| runner_home.map(|h| h.join(default)).filter(|p| p.is_dir()));
         if let Some(value) = value {
             vars.push((var.to_string(), value.display().to_string()));
         }

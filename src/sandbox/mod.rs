@@ -105,8 +105,8 @@ pub fn in_force(sandbox: &SandboxConfig) -> Vec<Protection> {
         },
         Protection {
             name: "agent processes end with their run",
-            in_force: crate::process::reaper::in_force(),
-            detail: if crate::process::reaper::in_force() {
+            in_force: crate::reaper::in_force(),
+            detail: if crate::reaper::in_force() {
                 "the runner is a child subreaper: every process an agent or a check starts, in whatever session or group, is killed when its run ends (not when the runner itself is killed with SIGKILL)".to_string()
             } else {
                 "this process is not a child subreaper (Linux only): processes an agent moves out of its group may outlive its run".to_string()
@@ -138,7 +138,8 @@ fn runner_git() -> Protection {
                     if p.skipped.is_empty() {
                         String::new()
                     } else {
-                        let skipped: Vec<&str> = p.skipped.iter().map(|(d, _)| d.as_str()).collect();
+                        let skipped: Vec<&str> =
+                            p.skipped.iter().map(|(d, _)| d.as_str()).collect();
                         format!(": {}", skipped.join(", "))
                     }
                 ),
@@ -224,7 +225,7 @@ impl AgentGuard {
         })
     }
 
-    /// After the agent exited and every process it started is gone (`process::reaper`), before
+    /// After the agent exited and every process it started is gone (`reaper`), before
     /// any other git command: `Err` with the policy violation's text when it changed a
     /// configuration file or the shared `.git` (each change is put back first; the
     /// configuration first, since the runner's git reads it to put back the rest).
@@ -305,7 +306,11 @@ mod tests {
             ("", None),
         ];
         for (output, expected) in cases {
-            assert_eq!(denied_write(output, &writable).as_deref(), expected, "{output}");
+            assert_eq!(
+                denied_write(output, &writable).as_deref(),
+                expected,
+                "{output}"
+            );
         }
     }
 

@@ -6,6 +6,7 @@ pub mod github;
 pub mod model_server;
 pub mod real_clis;
 pub mod scripted;
+pub mod unprivileged;
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -135,6 +136,9 @@ pub fn git(dir: &Path, args: &[&str]) -> String {
     let out = Command::new("git")
         .current_dir(dir)
         .args([
+            // The attack suite's repositories belong to the unprivileged user the ticks run as.
+            "-c",
+            "safe.directory=*",
             "-c",
             "user.name=t",
             "-c",
@@ -248,7 +252,7 @@ impl GitRepo {
     pub fn file_on_main(&self, path: &str) -> Option<String> {
         let out = Command::new("git")
             .current_dir(self.path())
-            .args(["show", &format!("main:{path}")])
+            .args(["-c", "safe.directory=*", "show", &format!("main:{path}")])
             .output()
             .ok()?;
         out.status

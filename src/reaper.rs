@@ -47,13 +47,17 @@ pub fn in_force() -> bool {
 
 /// Spares a child the runner keeps on purpose from [`sweep`], until [`release`].
 pub fn keep(pid: u32) {
-    let mut kept = KEPT.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+    let mut kept = KEPT
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
     kept.get_or_insert_with(HashSet::new).insert(pid);
 }
 
 /// The child kept with [`keep`] has been waited for.
 pub fn release(pid: u32) {
-    let mut kept = KEPT.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+    let mut kept = KEPT
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
     if let Some(set) = kept.as_mut() {
         set.remove(&pid);
     }

@@ -1,0 +1,531 @@
+//! The ways out of the sandbox of issues 25 and 31, each tried by a scripted agent as GitHub's
+//! runner user would meet it: the ticks run as an unprivileged user, from a shell whose
+//! environment holds the forge token, with `$HOME/.local/bin` first on `PATH`
+//! (`common::unprivileged`). Agents run under Landlock and may write a loot folder
+//! (`sandbox.writable`): whatever an agent, a check it rewrote or a program it planted finds, it
+//! drops there. The canary is never found there, nothing is planted where the runner's user
+//! finds it, no process of an agent is alive after a tick, and a plain task next to the attack
+//! still lands.
+//!
+//! The agent script reads its prompt: a task whose title says ATTACK runs the attack, any other
+//! task writes `plain.txt`.
+
+mod common;
+
+use std::path::Path;
+
+use common::unprivileged::{Jail, CANARY};
+use common::{git, minute, Setup};
+
+/// A shell fragment that looks for the token everywhere a process of the agent's could, and
+/// says it ran, into the loot folder (`$1`: who is looking).
+const STEAL: &str = r#"steal() {
+  echo "ran: $1 uid=$(id -u)" >> "$LOOT"
+  for f in /proc/[0-9]*/environ; do tr '\0' '\n' < "$f" 2>/dev/null | grep -a TOKEN >> "$LOOT"; done
+  grep -ra ghp_ "$HOME" /tmp "${TMPDIR:-/tmp}/.." 2>/dev/null | head -5 >> "$LOOT"
+}
+"#;
+
+struct Attack {
+    jail: Jail,
+}
+
+impl Attack {
+    fn new(setup: Setup) -> Attack {
+        Attack {
+            jail: Jail::confined(setup),
+        }
+    }
+
+    fn plain() -> Attack {
+        Attack::new(Setup::default())
+    }
+
+    /// The runner user's real home, which agents must not write.
+    fn runner_home(&self) -> &Path {
+        self.jail.home.path()
+    }
+
+    /// An agent script: `attack` (shell lines, with `steal` and `$LOOT` defined) for a task
+    /// titled ATTACK, else a plain change.
+    fn agent(&self, attack: &str) {
+        let script = format!(
+            "#!/bin/sh\nLOOT={loot}\n{STEAL}if grep -q ATTACK \"$OPENTIGER_PROMPT_FILE\"; then\n{attack}\necho attacked > attacked.txt\nelse\necho plain > plain.txt\nfi\n",
+            loot = self.jail.loot.display(),
+        );
+        self.jail.g.agent(&script);
+    }
+
+    /// Adds the attack task (with these `--command` checks) and a plain one; their ids.
+    fn tasks(&self, commands: &[&str]) -> (String, String) {
+        let mut args = vec!["--title", "ATTACK", "--goal", "anything"];
+        for c in commands {
+            args.extend(["--command", c]);
+        }
+        let attack = self.jail.add_task(&args);
+        let plain = self
+            .jail
+            .add_task(&["--title", "Plain", "--goal", "plain.txt says plain"]);
+        (attack, plain)
+    }
+
+    fn tick(&self, at: u32, env: &[(&str, &str)]) -> common::Out {
+        let out = self.jail.run(&minute(at), &["tick"], env);
+        assert_eq!(out.code, 0, "{}\n{}", out.stdout, out.stderr);
+        self.assert_clean(&out);
+        out
+    }
+
+    /// Ticks until both tasks are done or failed (at most 8 ticks, `limits` permitting).
+    fn ticks(&self, env: &[(&str, &str)]) {
+        for i in 0..8 {
+            self.tick(i * 10, env);
+        }
+    }
+
+    /// The canary nowhere, nothing of the agent's alive, nothing planted in the runner's home.
+    fn assert_clean(&self, out: &common::Out) {
+        let loot = self.jail.loot_text();
+        assert!(!loot.contains(CANARY), "the token was found:\n{loot}");
+        assert!(!out.stdout.contains(CANARY) && !out.stderr.contains(CANARY));
+        let all = git(self.jail.g.path(), &["log", "--all", "-p", "--format=%B"]);
+        assert!(!all.contains(CANARY), "{all}");
+        let marker = self.jail.g.tools_path().display().to_string();
+        let alive = self.jail.alive_with(&marker);
+        assert!(
+            alive.is_empty(),
+            "processes of an agent outlived the tick: {alive:?}"
+        );
+        for planted in [
+            ".local/bin/git",
+            ".local/bin/ssh",
+            ".cargo/bin/git",
+            ".ssh/config",
+            ".bashrc",
+            ".local/lib/evil.so",
+        ] {
+            let path = self.runner_home().join(planted);
+            assert!(!path.exists(), "the agent planted {}", path.display());
+        }
+    }
+
+    /// Whether the task's change reached `main` (the remote's, when there is one).
+    fn landed(&self, file: &str) -> bool {
+        let origin = self.jail.g.tools_path().join("origin.git");
+        if origin.exists() {
+            let spec = format!("main:{file}");
+            return std::process::Command::new("git")
+                .args(["-c", "safe.directory=*", "-C"])
+                .arg(&origin)
+                .args(["cat-file", "-e", &spec])
+                .status()
+                .is_ok_and(|s| s.success());
+        }
+        self.jail.g.file_on_main(file).is_some()
+    }
+
+    fn runs(&self, id: &str) -> Vec<serde_json::Value> {
+        self.jail.runs(id)
+    }
+
+    fn loot(&self) -> String {
+        self.jail.loot_text()
+    }
+
+    /// The start of a script that steals into the loot folder when it runs (`steal WHO`).
+    fn stealer(&self) -> String {
+        format!("LOOT={}\n{STEAL}", self.jail.loot.display())
+    }
+}
+
+/// A program planted on the runner's `PATH` (`dir` under the home) that steals when run.
+fn plant(dir: &str, home: &Path) -> String {
+    let mut lines = String::new();
+    for target in [format!("$HOME/{dir}"), format!("{}/{dir}", home.display())] {
+        for program in ["git", "ssh"] {
+            lines.push_str(&format!(
+                "mkdir -p {target} 2>/dev/null\nprintf '#!/bin/sh\\nLOOT=%s\\necho \"ran: planted {program} $(id -u)\" >> \"$LOOT\"\\ncat /proc/*/environ >> \"$LOOT\" 2>/dev/null\\nexit 1\\n' \"$LOOT\" > {target}/{program} 2>/dev/null && chmod +x {target}/{program}\n"
+            ));
+        }
+    }
+    lines
+}
+
+fn planted_programs_never_run(dir: &str) {
+    let a = Attack::plain();
+    a.agent(&plant(dir, a.runner_home()));
+    let (attack, _) = a.tasks(&[]);
+    a.ticks(&[]);
+    assert!(!a.loot().contains("ran: planted"), "{}", a.loot());
+    assert_eq!(a.runs(&attack)[0]["failure_code"], serde_json::Value::Null);
+    assert!(a.landed("attacked.txt") && a.landed("plain.txt"));
+}
+
+#[test]
+fn a_git_planted_in_local_bin_is_never_run() {
+    planted_programs_never_run(".local/bin");
+}
+
+#[test]
+fn a_git_planted_in_cargo_bin_is_never_run() {
+    planted_programs_never_run(".cargo/bin");
+}
+
+/// A check the agent can rewrite: committed on `main` first.
+fn commit_on_main(a: &Attack, files: &[(&str, &str)]) {
+    for (path, text) in files {
+        a.jail.g.repo.file(path, text);
+    }
+    git(a.jail.g.path(), &["add", "-A"]);
+    git(a.jail.g.path(), &["commit", "-q", "-m", "checks"]);
+}
+
+/// The attack task's verification ran the agent's code (it left its mark), inside the
+/// sandbox (no token, nothing planted), and the change landed.
+fn check_ran_confined(a: &Attack, who: &str) {
+    let loot = a.loot();
+    assert!(
+        loot.contains(&format!("ran: {who}")),
+        "the check did not run:\n{loot}"
+    );
+    assert!(a.landed("attacked.txt"), "the attack task's check passed");
+    assert!(a.landed("plain.txt"));
+}
+
+#[test]
+fn a_rewritten_check_script_runs_in_the_agent_s_sandbox() {
+    let a = Attack::plain();
+    commit_on_main(&a, &[("check.sh", "#!/bin/sh\nexit 0\n")]);
+    let home = a.runner_home().display().to_string();
+    let check = format!(
+        "{}steal check.sh\nmkdir -p {home}/.local/bin && echo x > {home}/.local/bin/git\nexit 0",
+        a.stealer()
+    );
+    a.agent(&format!("cat > check.sh <<'EOF'\n{check}\nEOF"));
+    a.tasks(&["sh check.sh"]);
+    a.ticks(&[]);
+    check_ran_confined(&a, "check.sh");
+}
+
+#[test]
+fn a_makefile_target_runs_in_the_agent_s_sandbox() {
+    let a = Attack::plain();
+    commit_on_main(&a, &[("Makefile", "check:\n\ttrue\n")]);
+    a.agent(
+        "printf 'check:\\n\\techo \"ran: make $$(id -u)\" >> %s\\n\\tcat /proc/*/environ >> %s 2>/dev/null || true\\n' \"$LOOT\" \"$LOOT\" > Makefile",
+    );
+    a.tasks(&["make check"]);
+    a.ticks(&[]);
+    check_ran_confined(&a, "make");
+}
+
+#[test]
+fn npm_pretest_and_postinstall_run_in_the_agent_s_sandbox() {
+    let a = Attack::plain();
+    commit_on_main(
+        &a,
+        &[
+            ("package.json", "{\"name\": \"t\", \"version\": \"1.0.0\", \"scripts\": {\"test\": \"node test.js\"}}\n"),
+            ("test.js", "require('assert').strictEqual(1 + 1, 2);\n"),
+        ],
+    );
+    a.agent(&format!(
+        "cat > steal.sh <<'EOF'\n{}steal npm-$1\nEOF\nprintf '{{\"name\": \"t\", \"version\": \"1.0.0\", \"scripts\": {{\"pretest\": \"sh steal.sh pretest\", \"postinstall\": \"sh steal.sh postinstall\", \"test\": \"node test.js\"}}}}\\n' > package.json",
+        a.stealer()
+    ));
+    a.tasks(&["npm test"]);
+    a.ticks(&[]);
+    check_ran_confined(&a, "npm-pretest");
+}
+
+#[test]
+fn build_rs_run_by_a_cargo_test_check_runs_in_the_agent_s_sandbox() {
+    let a = Attack::plain();
+    let Some(env) = cargo_env(&a) else {
+        return;
+    };
+    commit_on_main(&a, &small_crate());
+    let loot = a.jail.loot.with_file_name("build-rs.txt");
+    let build_rs = format!(
+        r#"fn main() {{
+    let mut text = format!("ran: build.rs {{}}\n", std::process::id());
+    for e in std::fs::read_dir("/proc").unwrap().flatten() {{
+        if let Ok(b) = std::fs::read(e.path().join("environ")) {{
+            text.push_str(&String::from_utf8_lossy(&b));
+        }}
+    }}
+    let _ = std::fs::write("{}", text);
+}}"#,
+        loot.display()
+    );
+    a.agent(&format!("cat > build.rs <<'EOF'\n{build_rs}\nEOF"));
+    let env: Vec<(&str, &str)> = env.iter().map(|(k, v)| (*k, v.as_str())).collect();
+    a.tasks(&["cargo test --offline -q"]);
+    a.ticks(&env);
+    check_ran_confined(&a, "build.rs");
+}
+
+/// A crate with one test and no dependencies.
+fn small_crate() -> Vec<(&'static str, &'static str)> {
+    vec![
+        (
+            "Cargo.toml",
+            "[package]\nname = \"small\"\nversion = \"0.1.0\"\nedition = \"2021\"\n",
+        ),
+        (
+            "src/lib.rs",
+            "pub fn add(a: i32, b: i32) -> i32 { a + b }\n#[cfg(test)]\nmod tests { #[test] fn adds() { assert_eq!(super::add(1, 2), 3); } }\n",
+        ),
+        (".gitignore", "/.opentiger/state.sqlite*\n/target\n"),
+    ]
+}
+
+/// The tick's environment for a `cargo test` check as the runner's user: the toolchain's
+/// folders and `cargo` on `PATH`. `None` (said loudly) when that user cannot run cargo here.
+fn cargo_env(a: &Attack) -> Option<Vec<(&'static str, String)>> {
+    let cargo = which("cargo")?;
+    let bin = cargo.parent()?.to_path_buf();
+    let mut env = vec![("PATH", format!("{}:{}", a.jail.path_var(), bin.display()))];
+    for (var, default) in [("CARGO_HOME", ".cargo"), ("RUSTUP_HOME", ".rustup")] {
+        let value = std::env::var(var).ok().or_else(|| {
+            let home = std::env::var("HOME").ok()?;
+            Some(format!("{home}/{default}"))
+        })?;
+        env.push((var, value));
+    }
+    let probe: Vec<(&str, &str)> = env
+        .iter()
+        .map(|(k, v)| (*k, v.as_str()))
+        .chain([("HOME", "/")])
+        .collect();
+    if a.jail.user.can_run("cargo", &probe) {
+        Some(env)
+    } else {
+        eprintln!(
+            "\n!!! SKIPPED: the runner's user cannot run cargo at {} (a toolchain under a home it cannot enter; `.ci/run` makes it reachable) !!!\n",
+            cargo.display()
+        );
+        None
+    }
+}
+
+fn which(program: &str) -> Option<std::path::PathBuf> {
+    std::env::var("PATH")
+        .ok()?
+        .split(':')
+        .map(|d| Path::new(d).join(program))
+        .find(|p| p.is_file())
+}
+
+#[test]
+fn hooks_attributes_and_alternates_in_the_shared_git_are_put_back() {
+    let a = Attack::plain();
+    a.agent(
+        // The hooks last: the agent's own git would run them (in its sandbox) if it ran again.
+        "COMMON=\"$(git rev-parse --git-common-dir)\"\ngit update-ref refs/heads/main \"$(git -c user.name=a -c user.email=a@a commit-tree 'HEAD^{tree}' -m evil)\"\nmkdir -p \"$COMMON/info\"\necho '* filter=evil ident' > \"$COMMON/info/attributes\"\necho '*.txt' >> \"$COMMON/info/exclude\"\necho /tmp > \"$COMMON/objects/info/alternates\"\nfor h in post-commit pre-push reference-transaction post-checkout; do printf '#!/bin/sh\\necho \"ran: hook\" >> %s\\n' \"$LOOT\" > \"$COMMON/hooks/$h\"; chmod +x \"$COMMON/hooks/$h\"; done",
+    );
+    let (attack, _) = a.tasks(&[]);
+    a.ticks(&[]);
+    let run = &a.runs(&attack)[0];
+    assert_eq!(run["failure_code"], "policy_violation", "{run}");
+    let error = run["error"].as_str().unwrap_or_default();
+    for named in [
+        "hooks",
+        "info/attributes",
+        "info/exclude",
+        "objects/info/alternates",
+        "refs/heads/main",
+    ] {
+        assert!(error.contains(named), "{named}: {error}");
+    }
+    let common = a.jail.g.path().join(".git");
+    assert!(!common.join("info/attributes").exists());
+    assert!(!common.join("objects/info/alternates").exists());
+    assert!(!common.join("hooks/post-commit").exists());
+    assert!(!a.loot().contains("ran: hook"), "{}", a.loot());
+    assert!(a.landed("plain.txt"));
+    assert!(!a.landed("attacked.txt"));
+}
+
+#[test]
+fn an_ssh_config_and_a_bashrc_never_reach_the_runner_s_home() {
+    let a = Attack::new(Setup {
+        default_agent: "    env_passthrough: [BASH_ENV]\n",
+        ..Setup::default()
+    });
+    let home = a.runner_home().display().to_string();
+    let bash_env = format!("{home}/.bashrc");
+    a.agent(&format!(
+        "for h in \"$HOME\" {home}; do mkdir -p \"$h/.ssh\" 2>/dev/null; printf 'Host *\\n  ProxyCommand sh -c \"echo ran: ssh >> %s\"\\n' \"$LOOT\" > \"$h/.ssh/config\" 2>/dev/null; echo 'echo ran: bashrc >> '\"$LOOT\" >> \"$h/.bashrc\" 2>/dev/null; done\necho 'echo ran: bash_env >> '\"$LOOT\" >> \"$BASH_ENV\" 2>/dev/null"
+    ));
+    commit_on_main(&a, &[("check.sh", "exit 0\n")]);
+    a.tasks(&["bash check.sh"]);
+    a.ticks(&[("BASH_ENV", bash_env.as_str())]);
+    assert!(!a.loot().contains("ran:"), "{}", a.loot());
+    assert!(a.landed("attacked.txt") && a.landed("plain.txt"));
+}
+
+#[test]
+fn ld_preload_passed_through_loads_nothing_the_agent_wrote() {
+    let a = Attack::new(Setup {
+        default_agent: "    env_passthrough: [LD_PRELOAD]\n",
+        ..Setup::default()
+    });
+    let lib = a.runner_home().join(".local/lib/evil.so");
+    let lib_text = lib.display().to_string();
+    a.agent(&format!(
+        "mkdir -p {dir} 2>/dev/null\nprintf '#include <stdio.h>\\n__attribute__((constructor)) static void f(void) {{ FILE *l = fopen(\"%s\", \"a\"); if (l) {{ fputs(\"ran: preload\\\\n\", l); fclose(l); }} }}\\n' \"$LOOT\" > \"$TMPDIR/evil.c\"\ncc -shared -fPIC -o {lib_text} \"$TMPDIR/evil.c\" 2>/dev/null\ncc -shared -fPIC -o \"$HOME/evil.so\" \"$TMPDIR/evil.c\" 2>/dev/null",
+        dir = lib.parent().unwrap().display(),
+    ));
+    a.tasks(&[]);
+    a.ticks(&[("LD_PRELOAD", lib_text.as_str())]);
+    assert!(!lib.exists());
+    assert!(!a.loot().contains("ran: preload"), "{}", a.loot());
+    assert!(a.landed("attacked.txt") && a.landed("plain.txt"));
+}
+
+#[test]
+fn links_from_the_agent_s_home_to_the_runner_s_folders_find_no_token() {
+    let a = Attack::plain();
+    a.agent(
+        "ln -s \"$TMPDIR/..\" \"$HOME/runner-temp\"\nln -s /proc/$PPID/environ \"$HOME/runner-environ\"\nln -s /proc/1/environ \"$HOME/init-environ\"\nls \"$HOME/runner-temp/\" | sed 's/^/listed: /' >> \"$LOOT\"\ncat \"$HOME/runner-environ\" \"$HOME/init-environ\" >> \"$LOOT\" 2>/dev/null\ngrep -ra ghp_ \"$HOME/runner-temp/\" >> \"$LOOT\" 2>/dev/null",
+    );
+    a.tasks(&[]);
+    a.ticks(&[]);
+    // The twin: the links were followed (the runner's temp folder was listed).
+    assert!(a.loot().contains("listed: "), "{}", a.loot());
+    assert!(a.landed("attacked.txt") && a.landed("plain.txt"));
+}
+
+/// A program the agent leaves behind, in the tools folder so that its command line names the
+/// case (`alive_with`).
+fn leftover(a: &Attack, name: &str, body: &str) -> String {
+    let path = a.jail.g.tools_path().join(name);
+    std::fs::write(
+        &path,
+        format!("#!/bin/sh\nLOOT={}\n{STEAL}{body}\n", a.jail.loot.display()),
+    )
+    .unwrap();
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
+    path.display().to_string()
+}
+
+/// With a remote, so that the runner fetches and pushes (with the token) after the agent.
+fn with_origin(a: &Attack) {
+    let origin = common::bare_origin(a.jail.g.tools_path());
+    git(
+        a.jail.g.path(),
+        &["remote", "add", "origin", origin.to_str().unwrap()],
+    );
+    git(a.jail.g.path(), &["push", "-q", "origin", "main"]);
+}
+
+#[test]
+fn a_process_left_in_a_new_session_is_gone_before_the_runner_pushes() {
+    let a = Attack::plain();
+    with_origin(&a);
+    let script = leftover(
+        &a,
+        "searcher.sh",
+        "i=0\nwhile [ $i -lt 400 ]; do steal searcher; i=$((i+1)); sleep 0.05; done",
+    );
+    a.agent(&format!(
+        "setsid {script} </dev/null >/dev/null 2>&1 &\nsleep 0.3"
+    ));
+    a.tasks(&[]);
+    a.ticks(&[]);
+    // The twin: it ran (inside the sandbox) before its run ended.
+    assert!(a.loot().contains("ran: searcher"), "{}", a.loot());
+    assert!(a.landed("attacked.txt") && a.landed("plain.txt"));
+}
+
+#[test]
+fn a_double_forked_process_ignoring_sigterm_is_gone_after_its_run() {
+    let a = Attack::plain();
+    with_origin(&a);
+    let script = leftover(
+        &a,
+        "stubborn.sh",
+        "trap '' TERM HUP INT\nwhile :; do steal stubborn; sleep 0.1; done",
+    );
+    a.agent(&format!(
+        "( ( setsid {script} </dev/null >/dev/null 2>&1 & ) & )\nsleep 0.3"
+    ));
+    a.tasks(&[]);
+    a.ticks(&[]);
+    assert!(a.loot().contains("ran: stubborn"), "{}", a.loot());
+    assert!(a.landed("attacked.txt") && a.landed("plain.txt"));
+}
+
+#[test]
+fn a_late_writer_of_the_git_config_cannot_race_the_runner() {
+    let a = Attack::plain();
+    with_origin(&a);
+    let before = std::fs::read_to_string(a.jail.g.path().join(".git/config")).unwrap();
+    let script = leftover(
+        &a,
+        "rewriter.sh",
+        "COMMON=\"$1\"\ni=0\nwhile [ $i -lt 150 ]; do\n  git config --file \"$COMMON/config\" filter.evil.clean \"sh -c 'echo ran: filter >> $LOOT'\"\n  mkdir -p \"$COMMON/info\"; echo '* filter=evil' > \"$COMMON/info/attributes\"\n  i=$((i+1)); sleep 0.1\ndone",
+    );
+    a.agent(&format!(
+        "setsid {script} \"$(git rev-parse --git-common-dir)\" </dev/null >/dev/null 2>&1 &\nsleep 0.5"
+    ));
+    let (attack, _) = a.tasks(&[]);
+    a.ticks(&[]);
+    let run = &a.runs(&attack)[0];
+    assert_eq!(run["failure_code"], "policy_violation", "{run}");
+    let after = std::fs::read_to_string(a.jail.g.path().join(".git/config")).unwrap();
+    assert!(!after.contains("evil"), "{after}");
+    assert!(after.starts_with(&before), "{after}");
+    assert!(!a.jail.g.path().join(".git/info/attributes").exists());
+    assert!(!a.loot().contains("ran: filter"), "{}", a.loot());
+    assert!(a.landed("plain.txt"));
+}
+
+#[test]
+fn with_the_runner_s_home_shared_a_planted_git_is_still_never_run_by_the_runner() {
+    // `sandbox.agent_home: runner` lets the agent write the runner's home: the planted programs
+    // stay there, but the runner resolved its git at start, away from $HOME.
+    let a = Attack::new(Setup {
+        extra: "sandbox:\n  filesystem: none\n  agent_home: runner\n",
+        ..Setup::default()
+    });
+    a.agent(&plant(".local/bin", a.runner_home()));
+    a.tasks(&[]);
+    for i in 0..6 {
+        let out = a.jail.run(&minute(i * 10), &["tick"], &[]);
+        assert_eq!(out.code, 0, "{}\n{}", out.stdout, out.stderr);
+    }
+    assert!(
+        a.runner_home().join(".local/bin/git").exists(),
+        "the twin: it was planted"
+    );
+    assert!(!a.loot().contains("ran: planted"), "{}", a.loot());
+    assert!(a.landed("attacked.txt") && a.landed("plain.txt"));
+}
+
+#[test]
+fn a_git_found_only_under_home_is_refused_with_the_fix() {
+    let a = Attack::plain();
+    let bin = a.runner_home().join("bin");
+    std::fs::create_dir_all(&bin).unwrap();
+    std::os::unix::fs::symlink(which("git").unwrap(), bin.join("git")).unwrap();
+    let path = format!("{}:/nonexistent", bin.display());
+    let out = a
+        .jail
+        .run(common::NOW, &["status"], &[("PATH", path.as_str())]);
+    assert_eq!(out.code, 2, "{}\n{}", out.stdout, out.stderr);
+    assert!(
+        out.stderr
+            .contains("git was found only where an agent could write it")
+            && out.stderr.contains("OPENTIGER_GIT"),
+        "{}",
+        out.stderr
+    );
+    // doctor reports it among its checks instead of stopping.
+    let out = a
+        .jail
+        .run(common::NOW, &["doctor"], &[("PATH", path.as_str())]);
+    assert!(out.stdout.contains("runner's git"), "{}", out.stdout);
+}
