@@ -529,3 +529,49 @@ fn a_git_found_only_under_home_is_refused_with_the_fix() {
         .run(common::NOW, &["doctor"], &[("PATH", path.as_str())]);
     assert!(out.stdout.contains("runner's git"), "{}", out.stdout);
 }
+
+#[test]
+fn in_github_mode_a_leftover_searching_during_the_push_is_gone_and_finds_nothing() {
+    let a = Attack::new(Setup {
+        mode: "github",
+        extra: "report:\n  dashboard_issue: false\n",
+        ..Setup::default()
+    });
+    with_origin(&a);
+    let origin = a.jail.g.tools_path().join("origin.git");
+    let server =
+        common::github::GithubServer::with_token("acme", "widgets", CANARY).with_git(&origin);
+    server.add_issue(
+        "ATTACK the pushes",
+        "Write attacked.txt.",
+        &["opentiger"],
+        "alice",
+        "OWNER",
+    );
+    let searcher = leftover(
+        &a,
+        "searcher.sh",
+        "i=0\nwhile [ $i -lt 400 ]; do steal searcher; i=$((i+1)); sleep 0.05; done",
+    );
+    let stubborn = leftover(
+        &a,
+        "stubborn.sh",
+        "trap '' TERM HUP INT\nwhile :; do steal stubborn; sleep 0.1; done",
+    );
+    a.agent(&format!(
+        "setsid {searcher} </dev/null >/dev/null 2>&1 &\n( ( setsid {stubborn} </dev/null >/dev/null 2>&1 & ) & )\nsleep 0.3"
+    ));
+    let url = server.base_url();
+    let env = [
+        ("GITHUB_API_URL", url.as_str()),
+        ("GITHUB_REPOSITORY", "acme/widgets"),
+    ];
+    for i in 0..3 {
+        a.tick(i * 10, &env);
+    }
+    // The twin: both ran before their run ended, and the runner pushed and opened the PR with
+    // the token meanwhile.
+    assert!(a.loot().contains("ran: searcher"), "{}", a.loot());
+    assert!(a.loot().contains("ran: stubborn"), "{}", a.loot());
+    assert!(!server.pulls().is_empty(), "no PR was opened");
+}

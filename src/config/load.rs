@@ -836,4 +836,25 @@ mod tests {
             );
         }
     }
+
+    #[test]
+    fn home_files_and_writable_folders_are_checked_where_they_enter() {
+        let cases = [
+            ("agents:\n  worker:\n    home_files: [\"../.ssh/id_rsa\"]\n", Some("agents.worker.home_files[0]")),
+            ("agents:\n  default:\n    home_files: [\"/etc/passwd\"]\n", Some("agents.default.home_files[0]")),
+            ("agents:\n  judge:\n    fallbacks:\n      - executor: codex\n        home_files: [\".codex/\", \"\"]\n", Some("agents.judge.fallbacks[0].home_files[1]")),
+            ("sandbox:\n  writable: [\"cache\"]\n", Some("sandbox.writable[0]")),
+            ("sandbox:\n  writable: [\"/\"]\n", Some("sandbox.writable[0]")),
+            ("sandbox:\n  agent_home: shared\n", Some("sandbox.agent_home")),
+            ("agents:\n  worker:\n    home_files: [\".claude.json\", \".codex/\"]\nsandbox:\n  agent_home: runner\n  writable: [\"/var/cache/x\"]\n", None),
+        ];
+        for (yaml, key) in cases {
+            match (load_str(yaml, ".opentiger.yml"), key) {
+                (Ok(_), None) => {}
+                (Err(e), Some(key)) => assert_eq!(e.key, key, "{yaml}: {e}"),
+                (Ok(_), Some(key)) => panic!("{yaml}: accepted, expected an error at {key}"),
+                (Err(e), None) => panic!("{yaml}: {e}"),
+            }
+        }
+    }
 }

@@ -253,7 +253,8 @@ pub fn run_verification(
             timeout,
             tail_bytes: 8 * 1024,
             watch: None,
-            group_record: None,
+            // As an agent's: a tick killed while a check runs leaves its group for the next.
+            group_record: domain.group_record.clone(),
             confine: domain.confine.clone(),
         };
         // spec §2.3.2 error text: `Verification failed at <cmd> [<source>]: <output>`; the output
@@ -312,6 +313,7 @@ struct CheckDomain {
     env: Vec<(String, String)>,
     confine: Option<std::sync::Arc<crate::sandbox::landlock::Ruleset>>,
     writable: Vec<std::path::PathBuf>,
+    group_record: Option<std::path::PathBuf>,
 }
 
 impl CheckDomain {
@@ -332,7 +334,16 @@ impl CheckDomain {
         let mut writable = vec![cwd.to_path_buf(), scratch.path().to_path_buf(), home];
         let confine = super::confinement(config, writable.clone())?;
         writable.extend(config.sandbox.writable.iter().map(std::path::PathBuf::from));
+        let group_record = Git::new(cwd).common_dir().ok().map(|common| {
+            let dir = crate::sandbox::groups::records_dir(&common);
+            let name = scratch
+                .path()
+                .file_name()
+                .map_or_else(|| "check".to_string(), |n| n.to_string_lossy().into_owned());
+            crate::sandbox::groups::record_path(&dir, &name)
+        });
         Ok(CheckDomain {
+            group_record,
             _scratch: scratch,
             env,
             confine,
