@@ -575,3 +575,58 @@ fn in_github_mode_a_leftover_searching_during_the_push_is_gone_and_finds_nothing
     assert!(a.loot().contains("ran: stubborn"), "{}", a.loot());
     assert!(!server.pulls().is_empty(), "no PR was opened");
 }
+
+#[test]
+fn a_check_refused_a_write_by_the_sandbox_names_the_path_and_the_setting() {
+    let a = Attack::plain();
+    let cache = a.jail.g.tools_path().join("cache");
+    std::fs::create_dir_all(&cache).unwrap();
+    commit_on_main(
+        &a,
+        &[(
+            "check.sh",
+            &format!("echo built > {}/out.txt\n", cache.display()),
+        )],
+    );
+    a.agent("true");
+    let (attack, _) = a.tasks(&["sh check.sh"]);
+    let mut at = 0;
+    while a.runs(&attack).is_empty() && at < 40 {
+        a.tick(at, &[]);
+        at += 10;
+    }
+    let error = a.runs(&attack)[0]["error"]
+        .as_str()
+        .unwrap_or_default()
+        .to_string();
+    assert!(
+        error.contains(&format!(
+            "the sandbox refused a write to {}/out.txt",
+            cache.display()
+        )) && error.contains(&format!("sandbox.writable: [\"{}\"]", cache.display())),
+        "{error}"
+    );
+    // The twin: with the folder named in the setting, the same check passes.
+    let config_path = a.jail.g.path().join(".opentiger.yml");
+    let config = std::fs::read_to_string(&config_path).unwrap();
+    let loot_dir = a.jail.loot.parent().unwrap().display().to_string();
+    std::fs::write(
+        &config_path,
+        config.replace(
+            &format!("writable: [\"{loot_dir}\"]"),
+            &format!("writable: [\"{loot_dir}\", \"{}\"]", cache.display()),
+        ),
+    )
+    .unwrap();
+    git(a.jail.g.path(), &["commit", "-qam", "allow the cache"]);
+    let retried = a.jail.run(&minute(at), &["task", "retry", &attack], &[]);
+    assert_eq!(retried.code, 0, "{}", retried.stderr);
+    for i in at / 10 + 1..at / 10 + 8 {
+        a.tick(i * 10, &[]);
+    }
+    assert_eq!(
+        std::fs::read_to_string(cache.join("out.txt")).unwrap(),
+        "built\n"
+    );
+    assert!(a.landed("attacked.txt"));
+}
