@@ -19,7 +19,8 @@ pub struct SandboxConfig {
     /// `private` (default): each run's agent and its verification commands get a `HOME` of
     /// their own, a 0700 folder in the run's scratch folder removed after it, holding only the
     /// agent's `home_files`. `runner`: they share the runner's `HOME` and may write it; an agent
-    /// can then leave programs and settings there (`~/.local/bin`, `~/.ssh/config`, `~/.bashrc`)
+    /// can then leave programs and settings there (`~/.local/bin`, `~/.ssh/config`, `~/.bashrc`,
+    /// even an opentiger binary installed in `~/.cargo/bin`, which git runs as its askpass)
     /// for later runs and for other programs of the runner's user to pick up.
     pub agent_home: AgentHome,
     /// Absolute folders agents and verification commands may write besides their workspace,
