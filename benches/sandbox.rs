@@ -115,6 +115,7 @@ fn cargo_check() {
                 runner_home.clone().into()
             };
             let mut vars = env(Some(&home));
+            vars.push(("TMPDIR".to_string(), scratch.path().display().to_string()));
             if private {
                 vars.extend(opentiger::sandbox::home::toolchain_vars(
                     Some(Path::new(&runner_home)),
