@@ -421,41 +421,36 @@ fn with_origin(a: &Attack) {
     git(a.jail.g.path(), &["push", "-q", "origin", "main"]);
 }
 
-#[test]
-fn a_process_left_in_a_new_session_is_gone_before_the_runner_pushes() {
+/// A program the agent leaves behind with `launch` (`{}`: the program), running `body`, which
+/// says `steal <name>`: it ran inside the sandbox (the twin), it is gone after the tick, it found
+/// nothing, and the work landed on the remote the runner pushed to meanwhile.
+fn left_behind(name: &str, body: &str, launch: &str) {
     let a = Attack::plain();
     with_origin(&a);
-    let script = leftover(
-        &a,
-        "searcher.sh",
-        "i=0\nwhile [ $i -lt 400 ]; do steal searcher; i=$((i+1)); sleep 0.05; done",
-    );
-    a.agent(&format!(
-        "setsid {script} </dev/null >/dev/null 2>&1 &\nsleep 0.3"
-    ));
+    let script = leftover(&a, &format!("{name}.sh"), body);
+    a.agent(&format!("{}\nsleep 0.3", launch.replace("{}", &script)));
     a.tasks(&[]);
     a.ticks(&[]);
-    // The twin: it ran (inside the sandbox) before its run ended.
-    assert!(a.loot().contains("ran: searcher"), "{}", a.loot());
+    assert!(a.loot().contains(&format!("ran: {name}")), "{}", a.loot());
     assert!(a.landed("attacked.txt") && a.landed("plain.txt"));
 }
 
 #[test]
-fn a_double_forked_process_ignoring_sigterm_is_gone_after_its_run() {
-    let a = Attack::plain();
-    with_origin(&a);
-    let script = leftover(
-        &a,
-        "stubborn.sh",
-        "trap '' TERM HUP INT\nwhile :; do steal stubborn; sleep 0.1; done",
+fn a_process_left_in_a_new_session_is_gone_before_the_runner_pushes() {
+    left_behind(
+        "searcher",
+        "i=0\nwhile [ $i -lt 400 ]; do steal searcher; i=$((i+1)); sleep 0.05; done",
+        "setsid {} </dev/null >/dev/null 2>&1 &",
     );
-    a.agent(&format!(
-        "( ( setsid {script} </dev/null >/dev/null 2>&1 & ) & )\nsleep 0.3"
-    ));
-    a.tasks(&[]);
-    a.ticks(&[]);
-    assert!(a.loot().contains("ran: stubborn"), "{}", a.loot());
-    assert!(a.landed("attacked.txt") && a.landed("plain.txt"));
+}
+
+#[test]
+fn a_double_forked_process_ignoring_sigterm_is_gone_after_its_run() {
+    left_behind(
+        "stubborn",
+        "trap '' TERM HUP INT\nwhile :; do steal stubborn; sleep 0.1; done",
+        "( ( setsid {} </dev/null >/dev/null 2>&1 & ) & )",
+    );
 }
 
 #[test]
