@@ -625,3 +625,57 @@ fn a_check_refused_a_write_by_the_sandbox_names_the_path_and_the_setting() {
     );
     assert!(a.landed("attacked.txt"));
 }
+
+#[test]
+fn after_a_killed_tick_the_next_one_ends_what_its_agent_left_in_another_session() {
+    let a = Attack::plain();
+    let script = leftover(
+        &a,
+        "lingerer.sh",
+        "while :; do steal lingerer; sleep 0.2; done",
+    );
+    // The first run leaves it and waits to be killed with its tick; a later run finishes.
+    a.agent(&format!(
+        "if mkdir \"$LOOT.first\" 2>/dev/null; then setsid {script} </dev/null >/dev/null 2>&1 & sleep 60; fi"
+    ));
+    // Only the attack: the first tick runs it.
+    a.jail
+        .add_task(&["--title", "ATTACK", "--goal", "anything"]);
+    let shell = a.jail.spawn(&minute(0), &["tick"], &[]);
+    let marker = a
+        .jail
+        .g
+        .tools_path()
+        .join("lingerer.sh")
+        .display()
+        .to_string();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    let mut shell = shell;
+    while a.jail.alive_with(&marker).is_empty() {
+        if std::time::Instant::now() > deadline || shell.try_wait().unwrap().is_some() {
+            let out = common::unprivileged::wait_bounded(shell);
+            panic!(
+                "the leftover never started:\n{}\n{}\n{}",
+                out.stdout,
+                out.stderr,
+                a.loot()
+            );
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    // The runner is killed as a cancelled job's would be, with no chance to sweep.
+    let tick = common::unprivileged::children(shell.id());
+    assert_eq!(tick.len(), 1, "{tick:?}");
+    // SAFETY: kill has no memory effects; the pid is our grandchild, still unreaped.
+    unsafe { libc::kill(tick[0] as i32, libc::SIGKILL) };
+    // Only the status: the leftovers still hold the tick's output pipes open.
+    let killed = shell.wait().unwrap();
+    assert!(!killed.success());
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    assert!(
+        !a.jail.alive_with(&marker).is_empty(),
+        "the twin: it outlived the killed tick"
+    );
+    a.tick(10, &[]);
+    assert!(a.loot().contains("ran: lingerer"), "{}", a.loot());
+}

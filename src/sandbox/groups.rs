@@ -29,11 +29,63 @@ pub fn write_record(path: &Path, pgid: u32) -> std::io::Result<()> {
     crate::scratch::write_private(path, format!("{pgid} {start}\n").as_bytes())
 }
 
-/// Kills the groups whose runner is gone; returns the group ids killed.
+/// The variable every check process gets (agents have `OPENTIGER_RUN_ID`): with the run id,
+/// what names a process of a run after it left its group.
+pub const CHECK_TAG_VAR: &str = "OPENTIGER_CHECK";
+
+/// Kills the groups whose runner is gone, and the processes of those runs that left their group
+/// (found by the run's variable in their environment); returns the group ids killed.
 pub fn kill_orphans(dir: &Path) -> Vec<u32> {
-    kill_orphans_with(dir, crate::scratch::process_alive, start_time, |pgid| {
-        // SAFETY: kill with a negative pid signals a process group; it touches no memory.
-        unsafe { libc::kill(-(pgid as i32), libc::SIGKILL) == 0 }
+    let mut gone_runs = Vec::new();
+    let killed = kill_orphans_with(
+        dir,
+        crate::scratch::process_alive,
+        start_time,
+        |pgid| {
+            // SAFETY: kill with a negative pid signals a process group; it touches no memory.
+            unsafe { libc::kill(-(pgid as i32), libc::SIGKILL) == 0 }
+        },
+        |run| gone_runs.push(run.to_string()),
+    );
+    if !gone_runs.is_empty() {
+        kill_tagged(&gone_runs);
+    }
+    killed
+}
+
+/// Kills every process whose environment names one of `runs` (`OPENTIGER_RUN_ID=<run>` or
+/// `OPENTIGER_CHECK=<run>`): what a killed runner's agents moved out of their groups, unless
+/// they also emptied their environment (README: not enforced).
+fn kill_tagged(runs: &[String]) {
+    let me = std::process::id();
+    let Ok(entries) = std::fs::read_dir("/proc") else {
+        return;
+    };
+    for pid in entries
+        .flatten()
+        .filter_map(|e| e.file_name().to_str()?.parse::<u32>().ok())
+        .filter(|&pid| pid != me)
+    {
+        let Ok(environ) = std::fs::read(format!("/proc/{pid}/environ")) else {
+            continue;
+        };
+        if tagged(&environ, runs) {
+            if let Ok(pid) = libc::pid_t::try_from(pid) {
+                // SAFETY: kill has no memory effects.
+                unsafe { libc::kill(pid, libc::SIGKILL) };
+            }
+        }
+    }
+}
+
+/// Whether an environment block (`NAME=value\0…`) carries the tag of one of `runs`.
+fn tagged(environ: &[u8], runs: &[String]) -> bool {
+    environ.split(|&b| b == 0).any(|var| {
+        let var = String::from_utf8_lossy(var);
+        match var.split_once('=') {
+            Some(("OPENTIGER_RUN_ID" | CHECK_TAG_VAR, value)) => runs.iter().any(|r| r == value),
+            _ => false,
+        }
     })
 }
 
@@ -42,6 +94,7 @@ fn kill_orphans_with(
     alive: impl Fn(u32) -> bool,
     started: impl Fn(u32) -> Option<u64>,
     kill: impl Fn(u32) -> bool,
+    mut gone_run: impl FnMut(&str),
 ) -> Vec<u32> {
     let mut killed = Vec::new();
     let Ok(entries) = std::fs::read_dir(dir) else {
@@ -54,6 +107,9 @@ fn kill_orphans_with(
         };
         if alive(runner) {
             continue;
+        }
+        if let Some((_, run)) = name.split_once('-') {
+            gone_run(run);
         }
         let text = std::fs::read_to_string(entry.path()).unwrap_or_default();
         let mut fields = text.split_whitespace();
@@ -101,15 +157,44 @@ mod tests {
             200 => Some(9999),
             _ => None,
         };
-        let mut killed = kill_orphans_with(dir.path(), |pid| pid == 20, started, |_| true);
+        let mut runs = Vec::new();
+        let mut killed = kill_orphans_with(
+            dir.path(),
+            |pid| pid == 20,
+            started,
+            |_| true,
+            |run| runs.push(run.to_string()),
+        );
         killed.sort_unstable();
         assert_eq!(killed, [100, 300]);
+        runs.sort();
+        assert_eq!(runs, ["run-a", "run-b", "run-c"]);
         let left: Vec<_> = std::fs::read_dir(dir.path())
             .unwrap()
             .flatten()
             .map(|e| e.file_name().to_string_lossy().into_owned())
             .collect();
         assert_eq!(left, ["20-run-d"]);
+    }
+
+    #[test]
+    fn a_process_is_found_by_its_run_s_variable() {
+        let runs = ["abc123".to_string(), "opentiger-7-check-x".to_string()];
+        let cases: [(&[u8], bool); 5] = [
+            (b"PATH=/bin\0OPENTIGER_RUN_ID=abc123\0", true),
+            (b"OPENTIGER_CHECK=opentiger-7-check-x\0HOME=/h\0", true),
+            (b"OPENTIGER_RUN_ID=abc1234\0", false),
+            (b"X=OPENTIGER_RUN_ID=abc123\0", false),
+            (b"", false),
+        ];
+        for (environ, expected) in cases {
+            assert_eq!(
+                tagged(environ, &runs),
+                expected,
+                "{}",
+                String::from_utf8_lossy(environ)
+            );
+        }
     }
 
     #[test]

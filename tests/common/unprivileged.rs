@@ -184,6 +184,12 @@ impl Jail {
     /// `opentiger --repo <repo> --now <now> <args>` as the user, from a bash whose environment
     /// holds the canary token, killed after 120 s.
     pub fn run(&self, now: &str, args: &[&str], env: &[(&str, &str)]) -> Out {
+        let child = self.spawn(now, args, env);
+        wait_bounded(child)
+    }
+
+    /// The same, started: the child is the step's bash, the tick its only child.
+    pub fn spawn(&self, now: &str, args: &[&str], env: &[(&str, &str)]) -> std::process::Child {
         self.hand_over();
         let mut cmd = self.user.command("/bin/bash");
         // Not `exec`: the shell stays the tick's parent, with the token in its environment.
@@ -203,22 +209,7 @@ impl Jail {
             .envs(env.iter().copied())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped());
-        let mut child = cmd.spawn().expect("start opentiger");
-        let deadline = Instant::now() + Duration::from_secs(120);
-        while child.try_wait().expect("wait").is_none() {
-            if Instant::now() > deadline {
-                let _ = child.kill();
-                let out = child.wait_with_output().expect("output");
-                panic!("opentiger hung: {}", String::from_utf8_lossy(&out.stderr));
-            }
-            std::thread::sleep(Duration::from_millis(50));
-        }
-        let out = child.wait_with_output().expect("output");
-        Out {
-            code: out.status.code().unwrap_or(-1),
-            stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
-            stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
-        }
+        cmd.spawn().expect("start opentiger")
     }
 
     pub fn add_task(&self, args: &[&str]) -> String {
@@ -259,4 +250,40 @@ impl Jail {
             })
             .collect()
     }
+}
+
+/// Waits at most 120 s for `child`, then kills it and fails.
+pub fn wait_bounded(mut child: std::process::Child) -> Out {
+    let deadline = Instant::now() + Duration::from_secs(120);
+    while child.try_wait().expect("wait").is_none() {
+        if Instant::now() > deadline {
+            let _ = child.kill();
+            let out = child.wait_with_output().expect("output");
+            panic!("opentiger hung: {}", String::from_utf8_lossy(&out.stderr));
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let out = child.wait_with_output().expect("output");
+    Out {
+        code: out.status.code().unwrap_or(-1),
+        stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
+        stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
+    }
+}
+
+/// The processes whose parent is `pid`.
+pub fn children(pid: u32) -> Vec<u32> {
+    std::fs::read_dir("/proc")
+        .into_iter()
+        .flatten()
+        .flatten()
+        .filter_map(|e| e.file_name().to_str()?.parse::<u32>().ok())
+        .filter(|p| {
+            std::fs::read_to_string(format!("/proc/{p}/stat"))
+                .ok()
+                .and_then(|s| s.rsplit_once(')').map(|(_, r)| r.to_string()))
+                .and_then(|r| r.split_whitespace().nth(1)?.parse::<u32>().ok())
+                == Some(pid)
+        })
+        .collect()
 }
