@@ -189,6 +189,12 @@ pub(crate) fn dispatch(w: &mut Working<'_>) {
                 continue;
             }
             match refusal(w, task, &load, tick_cap, quota_waiting, true) {
+                // The slot it missed went to another family's turn: that is what held it.
+                Some(hold)
+                    if matches!(hold.kind, HoldKind::TickCap | HoldKind::RoleSlots)
+                        && refusals
+                            .get(id)
+                            .is_some_and(|h| h.kind == HoldKind::FamilyTurn) => {}
                 Some(hold) => {
                     refusals.insert(id.clone(), hold);
                 }

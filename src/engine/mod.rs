@@ -542,6 +542,8 @@ fn explain_remaining(w: &mut Working<'_>, gates: &Preflight) {
 #[cfg(test)]
 mod dispatch_tests;
 #[cfg(test)]
+mod fairness_tests;
+#[cfg(test)]
 mod import_tests;
 #[cfg(test)]
 mod outcome_tests;
