@@ -251,6 +251,8 @@ mod tests {
             waits_on_person: matches!(block, Some("awaiting_human" | "paused")),
             command: None,
             boxes: vec![],
+            held_back: None,
+            family: None,
         }
     }
 
@@ -306,6 +308,7 @@ mod tests {
             paused: None,
             ci: Some("no CI configured: merged on opentiger's own verification".into()),
             heartbeat: Some("the last scheduled tick was 3h ago, expected every 30 min".into()),
+            held_back: None,
         };
         let board = BoardView::of(&view, "github");
         assert_eq!(board.humans.len(), 1);

@@ -48,6 +48,12 @@ pub struct TaskStatusView {
     /// Its dashboard checkboxes (github mode), recommended first.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub boxes: Vec<crate::engine::checkboxes::Checkbox>,
+    /// A queued task: what held it back this tick (`kind`, `reason`, and the `fix`: the setting
+    /// or task field that would let it run), from the plan (issue 27).
+    pub held_back: Option<crate::engine::Hold>,
+    /// Its family (the task with its AutoFix, rework and conflict-fix descendants) and the runs
+    /// the whole family paid for (issue 27); `status` fills it in.
+    pub family: Option<crate::store::FamilyRuns>,
 }
 
 #[derive(Clone, Debug, Serialize)]
@@ -90,6 +96,9 @@ pub struct StatusView {
     pub ci: Option<String>,
     /// The last tick against the workflow's schedule (a warning when it was missed).
     pub heartbeat: Option<String>,
+    /// When fewer runs would start than `limits.max_runs_per_tick` allows: what holds the rest
+    /// back and what setting lets them run (issue 27).
+    pub held_back: Option<String>,
 }
 
 /// The plan's lines about executors parked on a quota or for their configuration (issue 18).
@@ -273,6 +282,8 @@ pub fn task_view(task: &Task, plan: &Plan, phase: Phase) -> TaskStatusView {
         command: recommended(task)
             .or_else(|| budget_spent.then(|| format!("{PREFIX} budget <usd> {}", task.id))),
         boxes: crate::engine::checkboxes::boxes(task),
+        held_back: plan.holds.get(&task.id).cloned(),
+        family: None,
     }
 }
 
@@ -394,6 +405,9 @@ pub fn status_text(view: &StatusView, verbose: bool) -> String {
     for line in &view.parked_executors {
         let _ = writeln!(out, "Parked: {line}");
     }
+    if let Some(line) = &view.held_back {
+        let _ = writeln!(out, "Concurrency: {line}");
+    }
     if view.tasks.is_empty() {
         let _ = writeln!(out, "\nNo active tasks.");
     } else {
@@ -415,6 +429,16 @@ pub fn status_text(view: &StatusView, verbose: bool) -> String {
                 let _ = writeln!(out, "{:<12} why:  {}", "", reason);
             }
             let _ = writeln!(out, "{:<12} next: {}", "", t.next_action);
+            if let Some(f) = t.family.as_ref().filter(|f| f.paid_runs > 0) {
+                let _ = writeln!(
+                    out,
+                    "{:<12} runs: {} paid by its family ({}, {} task(s))",
+                    "",
+                    f.paid_runs,
+                    short(&f.family),
+                    f.tasks
+                );
+            }
         }
     }
     if !view.ignored_issues.is_empty() {
@@ -446,6 +470,21 @@ pub fn status_text(view: &StatusView, verbose: bool) -> String {
         }
     }
     out
+}
+
+/// `task show`'s text with the family's paid runs after the attempts line (issue 27).
+pub fn with_family(text: &str, family: &crate::store::FamilyRuns) -> String {
+    let line = format!(
+        "  family:   {} ({} task(s)): {} paid run(s)\n",
+        family.family, family.tasks, family.paid_runs
+    );
+    match text.find("  attempts: ") {
+        Some(at) => {
+            let end = text[at..].find('\n').map_or(text.len(), |n| at + n + 1);
+            format!("{}{line}{}", &text[..end], &text[end..])
+        }
+        None => format!("{text}{line}"),
+    }
 }
 
 pub fn task_text(task: &Task, phase: Phase, next: &str, runs: &[Run], events: &[Event]) -> String {
