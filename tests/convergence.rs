@@ -188,3 +188,80 @@ fn eight_misbehaving_tasks_do_not_starve_a_plain_one() {
     assert!(g.file_on_main("out/link").is_none());
     assert!(g.file_on_main("notes.txt").is_none());
 }
+
+/// A long dependency chain while new issues keep arriving, one run a tick (the defaults): the
+/// chain's links were queued before every new issue, so each starts as soon as its dependency
+/// is done and the chain converges within its bound (`CHAIN` links, each a run and a review:
+/// 2 ticks a link); every new issue starts within ⌈(F + 1) / 1⌉ ticks of its arrival, `F` the
+/// families with queued work when it arrived.
+#[test]
+fn a_long_chain_converges_while_new_issues_keep_arriving() {
+    const CHAIN: u32 = 6;
+    const STREAM: u32 = 8;
+    let g = GitRepo::with(Setup::default());
+    g.agent(AGENT);
+    let mut chain: Vec<String> = Vec::new();
+    for i in 0..CHAIN {
+        let at = format!("2026-11-21T11:{:02}:00Z", i);
+        let deps: Vec<&str> = match chain.last() {
+            Some(prev) => vec!["--depends-on", prev.as_str()],
+            None => vec![],
+        };
+        chain.push(add_at(&g, &at, &format!("link{i}"), &format!("Link {i}"), &deps));
+    }
+    // (id, tick it arrived, families with queued work then)
+    let mut stream: Vec<(String, u32, u32)> = Vec::new();
+    let mut started: std::collections::BTreeMap<String, u32> = Default::default();
+    let mut chain_done_at = None;
+    for n in 0..60 {
+        if n < STREAM {
+            let before = status(&g, n);
+            let mut families: Vec<String> = before["tasks"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .filter(|t| t["status"] == "queued")
+                .map(|t| t["family"]["family"].as_str().unwrap_or("").to_string())
+                .collect();
+            families.sort();
+            families.dedup();
+            let id = add_at(&g, &minute(n * 2), &format!("new{n}"), &format!("New issue {n}"), &[]);
+            stream.push((id, n, families.len() as u32));
+        }
+        tick(&g, n);
+        let now = status(&g, n);
+        for t in now["tasks"].as_array().unwrap() {
+            let id = t["id"].as_str().unwrap().to_string();
+            if t["family"]["paid_runs"].as_u64().unwrap_or(0) > 0 {
+                started.entry(id).or_insert(n);
+            }
+        }
+        if chain_done_at.is_none() && chain.iter().all(|id| find(&now, id)["status"] == "done") {
+            chain_done_at = Some(n + 1);
+        }
+        let all_done = now["tasks"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|t| t["status"] == "done");
+        if n >= STREAM && all_done {
+            break;
+        }
+    }
+    let chain_bound = 2 * CHAIN + 1;
+    let done_at = chain_done_at.expect("the chain converged");
+    eprintln!("chain of {CHAIN} done at tick {done_at} (bound {chain_bound})");
+    assert!(done_at <= chain_bound, "chain done at tick {done_at}, bound {chain_bound}");
+    for (id, arrived, ahead) in &stream {
+        let at = started
+            .get(id)
+            .unwrap_or_else(|| panic!("{id} never started"));
+        let waited = at - arrived + 1;
+        eprintln!("{id}: arrived at tick {arrived} with {ahead} families queued, started after {waited} tick(s)");
+        assert!(waited <= ahead + 1, "{id} waited {waited} ticks, bound {}", ahead + 1);
+    }
+    let end = status(&g, 60);
+    for t in end["tasks"].as_array().unwrap() {
+        assert_eq!(t["status"], "done", "{t}");
+    }
+}
