@@ -73,7 +73,13 @@ fn eight_misbehaving_tasks_do_not_starve_a_plain_one() {
     for i in 0..8u32 {
         let kind = KINDS[i as usize % KINDS.len()];
         let at = format!("2026-11-21T11:{:02}:00Z", i);
-        bad.push(add_at(&g, &at, &format!("bad{i}"), &format!("MISBEHAVE-{kind} {i}"), &[]));
+        bad.push(add_at(
+            &g,
+            &at,
+            &format!("bad{i}"),
+            &format!("MISBEHAVE-{kind} {i}"),
+            &[],
+        ));
     }
     let plain = add_at(&g, "2026-11-21T11:30:00Z", "plain", "Plain work", &[]);
 
@@ -104,7 +110,9 @@ fn eight_misbehaving_tasks_do_not_starve_a_plain_one() {
             first = Some(out.stdout.clone());
         }
         let now = status(&g, n);
-        let runs = find(&now, &plain)["family"]["paid_runs"].as_u64().unwrap_or(0);
+        let runs = find(&now, &plain)["family"]["paid_runs"]
+            .as_u64()
+            .unwrap_or(0);
         if plain_started.is_none() && runs > 0 {
             plain_started = Some(n + 1);
         }
@@ -129,7 +137,10 @@ fn eight_misbehaving_tasks_do_not_starve_a_plain_one() {
     );
     let started = plain_started.expect("the plain task started");
     eprintln!("plain task started at tick {started} (bound {bound})");
-    assert!(started <= bound, "plain started at tick {started}, bound {bound}");
+    assert!(
+        started <= bound,
+        "plain started at tick {started}, bound {bound}"
+    );
 
     let end = status(&g, 60);
     assert_eq!(find(&end, &plain)["status"], "done", "{end}");
@@ -176,7 +187,10 @@ fn eight_misbehaving_tasks_do_not_starve_a_plain_one() {
         notes.contains("symbolic link out/link points outside the worktree"),
         "{notes}"
     );
-    assert!(shown["family"]["paid_runs"].as_u64().unwrap() <= 3, "{shown}");
+    assert!(
+        shown["family"]["paid_runs"].as_u64().unwrap() <= 3,
+        "{shown}"
+    );
     assert!(
         g.repo
             .run(&["task", "show", &bad[0]])
@@ -207,7 +221,13 @@ fn a_long_chain_converges_while_new_issues_keep_arriving() {
             Some(prev) => vec!["--depends-on", prev.as_str()],
             None => vec![],
         };
-        chain.push(add_at(&g, &at, &format!("link{i}"), &format!("Link {i}"), &deps));
+        chain.push(add_at(
+            &g,
+            &at,
+            &format!("link{i}"),
+            &format!("Link {i}"),
+            &deps,
+        ));
     }
     // (id, tick it arrived, families with queued work then)
     let mut stream: Vec<(String, u32, u32)> = Vec::new();
@@ -225,7 +245,13 @@ fn a_long_chain_converges_while_new_issues_keep_arriving() {
                 .collect();
             families.sort();
             families.dedup();
-            let id = add_at(&g, &minute(n * 2), &format!("new{n}"), &format!("New issue {n}"), &[]);
+            let id = add_at(
+                &g,
+                &minute(n * 2),
+                &format!("new{n}"),
+                &format!("New issue {n}"),
+                &[],
+            );
             stream.push((id, n, families.len() as u32));
         }
         tick(&g, n);
@@ -251,14 +277,21 @@ fn a_long_chain_converges_while_new_issues_keep_arriving() {
     let chain_bound = 2 * CHAIN + 1;
     let done_at = chain_done_at.expect("the chain converged");
     eprintln!("chain of {CHAIN} done at tick {done_at} (bound {chain_bound})");
-    assert!(done_at <= chain_bound, "chain done at tick {done_at}, bound {chain_bound}");
+    assert!(
+        done_at <= chain_bound,
+        "chain done at tick {done_at}, bound {chain_bound}"
+    );
     for (id, arrived, ahead) in &stream {
         let at = started
             .get(id)
             .unwrap_or_else(|| panic!("{id} never started"));
         let waited = at - arrived + 1;
         eprintln!("{id}: arrived at tick {arrived} with {ahead} families queued, started after {waited} tick(s)");
-        assert!(waited <= ahead + 1, "{id} waited {waited} ticks, bound {}", ahead + 1);
+        assert!(
+            waited <= ahead + 1,
+            "{id} waited {waited} ticks, bound {}",
+            ahead + 1
+        );
     }
     let end = status(&g, 60);
     for t in end["tasks"].as_array().unwrap() {

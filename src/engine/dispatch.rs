@@ -222,15 +222,15 @@ pub(crate) fn dispatch(w: &mut Working<'_>) {
         }
     }
     if let Some(line) = held_back_line(load.picked, tick_cap, &refusals) {
-        w.decide(
-            None,
-            HELD_BACK,
-            Action::Wait { until: None },
-            line,
-        );
+        w.decide(None, HELD_BACK, Action::Wait { until: None }, line);
     }
     for (id, hold) in refusals {
-        w.wait(&id, None, "dispatch.not_picked", format!("queued: {}", hold.text()));
+        w.wait(
+            &id,
+            None,
+            "dispatch.not_picked",
+            format!("queued: {}", hold.text()),
+        );
         w.hold(&id, hold);
     }
 }
@@ -303,7 +303,8 @@ fn refusal(
     if busy >= slots {
         let fix = match config.mode {
             crate::model::Mode::Direct => {
-                "direct mode runs one task at a time; local-git or github mode runs more".to_string()
+                "direct mode runs one task at a time; local-git or github mode runs more"
+                    .to_string()
             }
             crate::model::Mode::Github | crate::model::Mode::LocalGit => format!(
                 "raise agents.{}.count to run more {} tasks at once",

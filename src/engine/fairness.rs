@@ -73,10 +73,7 @@ pub struct Families {
 }
 
 impl Families {
-    pub fn new<'r>(
-        tasks: &BTreeMap<TaskId, Task>,
-        runs: &BTreeMap<TaskId, Vec<&'r Run>>,
-    ) -> Families {
+    pub fn new(tasks: &BTreeMap<TaskId, Task>, runs: &BTreeMap<TaskId, Vec<&Run>>) -> Families {
         let mut families = Families::default();
         for id in tasks.keys() {
             let family = family_of(tasks, id);

@@ -7,9 +7,7 @@ use super::fairness::{family_of, starts_within, waiting_since, Families};
 use super::testkit::*;
 use super::{HoldKind, Plan, Snapshot};
 use crate::config::Config;
-use crate::model::{
-    BlockReason, Lane, Role, Run, RunStatus, Task, TaskId, TaskKind, TaskStatus,
-};
+use crate::model::{BlockReason, Lane, Role, Run, RunStatus, Task, TaskId, TaskKind, TaskStatus};
 use crate::time::{Timestamp, HOUR, MINUTE};
 
 fn config(max_runs: u32, workers: u32) -> Config {
@@ -28,6 +26,29 @@ fn claimed(plan: &Plan) -> Vec<String> {
     ids.sort();
     ids
 }
+
+/// name, tasks, runs, config, claimed ids, (task, the kind of its hold).
+type TurnCase = (
+    &'static str,
+    Vec<Task>,
+    Vec<Run>,
+    Config,
+    &'static [&'static str],
+    &'static [(&'static str, HoldKind)],
+);
+
+/// name, tasks, ids of running (leased) tasks, config, task, its hold's kind, a piece of its
+/// fix, a piece of the plan's held-back line (or none).
+type HoldCase = (
+    &'static str,
+    Vec<Task>,
+    Vec<&'static str>,
+    Config,
+    &'static str,
+    HoldKind,
+    &'static str,
+    Option<&'static str>,
+);
 
 fn child_of(id: &str, parent: &str, kind: TaskKind) -> Task {
     task(id).with(|t| {
@@ -70,7 +91,11 @@ fn a_family_is_a_task_with_its_descendants() {
     #[rustfmt::skip]
     let cases = [("root", "root"), ("fix", "root"), ("rework", "root"), ("orphan", "gone"), ("other", "other")];
     for (id, family) in cases {
-        assert_eq!(family_of(&tasks, &TaskId::from(id)).as_str(), family, "{id}");
+        assert_eq!(
+            family_of(&tasks, &TaskId::from(id)).as_str(),
+            family,
+            "{id}"
+        );
     }
 }
 
@@ -79,7 +104,7 @@ fn families_take_turns() {
     let parent = |id: &str| task(id).blocked(BlockReason::NeedsRework);
     let failed = |id: &str, task: &str, minutes: i64| run(id, task, RunStatus::Failed, at(minutes));
     #[rustfmt::skip]
-    let cases: Vec<(&str, Vec<Task>, Vec<Run>, Config, &[&str], &[(&str, HoldKind)])> = vec![
+    let cases: Vec<TurnCase> = vec![
         ("a rework chain waits behind a family that never ran, whatever its priority",
             vec![parent("a"), child_of("w", "a", TaskKind::Rework).with(|t| t.priority = 50), task("p")],
             vec![failed("r1", "a", -30)], config(1, 1), &["p"], &[("w", HoldKind::TickCap)]),
@@ -98,10 +123,19 @@ fn families_take_turns() {
     ];
     for (name, tasks, runs, config, expect, holds) in cases {
         let plan = plan_with(&snapshot(tasks, runs, vec![]), &config);
-        assert_eq!(claimed(&plan), *expect, "case `{name}`: {:#?}", plan.decisions);
+        assert_eq!(
+            claimed(&plan),
+            *expect,
+            "case `{name}`: {:#?}",
+            plan.decisions
+        );
         for (id, kind) in holds {
             let hold = plan.holds.get(&TaskId::from(*id));
-            assert_eq!(hold.map(|h| h.kind), Some(*kind), "case `{name}`: {id}: {hold:?}");
+            assert_eq!(
+                hold.map(|h| h.kind),
+                Some(*kind),
+                "case `{name}`: {id}: {hold:?}"
+            );
         }
     }
 }
@@ -169,20 +203,21 @@ fn the_bound_is_the_families_ahead_over_the_runs_per_tick() {
     #[rustfmt::skip]
     let cases = [((8, 1), Some(9)), ((8, 2), Some(5)), ((8, 10), Some(1)), ((0, 1), Some(1)), ((3, 0), None)];
     for ((ahead, per_tick), expected) in cases {
-        assert_eq!(starts_within(ahead, per_tick), expected, "{ahead} ahead, {per_tick}/tick");
+        assert_eq!(
+            starts_within(ahead, per_tick),
+            expected,
+            "{ahead} ahead, {per_tick}/tick"
+        );
     }
 }
 
 #[test]
 fn families_count_the_runs_they_paid_for() {
-    let tasks: std::collections::BTreeMap<TaskId, Task> = [
-        task("a"),
-        child_of("w", "a", TaskKind::Rework),
-        task("b"),
-    ]
-    .into_iter()
-    .map(|t| (t.id.clone(), t))
-    .collect();
+    let tasks: std::collections::BTreeMap<TaskId, Task> =
+        [task("a"), child_of("w", "a", TaskKind::Rework), task("b")]
+            .into_iter()
+            .map(|t| (t.id.clone(), t))
+            .collect();
     let list = [
         run("1", "a", RunStatus::Failed, at(-30)),
         run("2", "w", RunStatus::Failed, at(-20)),
@@ -212,7 +247,7 @@ fn holds_say_what_kept_a_task_back_and_what_lifts_it() {
         )
     };
     #[rustfmt::skip]
-    let cases: Vec<(&str, Vec<Task>, Vec<&str>, Config, &str, HoldKind, &str, Option<&str>)> = vec![
+    let cases: Vec<HoldCase> = vec![
         ("one worker for ten runs a tick", vec![task("a"), task("b"), task("c")], vec![], config(10, 1),
             "b", HoldKind::RoleSlots, "raise agents.worker.count",
             Some("started 1 of limits.max_runs_per_tick = 10: 2 queued task(s) held back: 2 by all worker slots busy (1/1, agents.worker.count) (raise agents.worker.count to run more worker tasks at once)")),
@@ -232,7 +267,10 @@ fn holds_say_what_kept_a_task_back_and_what_lifts_it() {
     for (name, tasks, running_ids, config, id, kind, fix, line) in cases {
         let (runs, leases): (Vec<_>, Vec<_>) = running_ids.iter().map(|id| leased(id)).unzip();
         let plan = plan_with(&snapshot(tasks, runs, leases), &config);
-        let hold = plan.holds.get(&TaskId::from(id)).unwrap_or_else(|| panic!("{name}: no hold for {id}"));
+        let hold = plan
+            .holds
+            .get(&TaskId::from(id))
+            .unwrap_or_else(|| panic!("{name}: no hold for {id}"));
         assert_eq!(hold.kind, kind, "{name}");
         assert!(hold.fix.contains(fix), "{name}: {hold:?}");
         match line {
