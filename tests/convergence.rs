@@ -101,6 +101,13 @@ fn eight_misbehaving_tasks_do_not_starve_a_plain_one() {
         "{plain_hold}"
     );
 
+    let text = g.repo.run_at(&minute(0), &["status"]).ok().stdout;
+    assert!(
+        text.contains("Concurrency: started 1 of limits.max_runs_per_tick = 10")
+            && text.contains("raise agents.worker.count"),
+        "{text}"
+    );
+
     let bound = 9; // ⌈(8 + 1) / 1⌉
     let mut plain_started = None;
     let mut first = None;
@@ -144,6 +151,8 @@ fn eight_misbehaving_tasks_do_not_starve_a_plain_one() {
 
     let end = status(&g, 60);
     assert_eq!(find(&end, &plain)["status"], "done", "{end}");
+    let text = g.repo.run_at(&minute(120), &["status"]).ok().stdout;
+    assert!(text.contains("runs: 2 paid by its family"), "{text}");
     for id in &bad {
         let family: Vec<&serde_json::Value> = end["tasks"]
             .as_array()
