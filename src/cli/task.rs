@@ -392,14 +392,17 @@ fn show(ctx: &Context, id: &str, json: bool) -> CmdResult {
     let phase = task.phase(crate::tick::phase_facts(ctx, &store, &plan, &task)?);
     let runs = store.runs_of(&id, 20)?;
     let events = store.events_of(&id, 50)?;
+    let family = store.family_runs(&id)?;
+    let held_back = plan.holds.get(&id);
     if json {
-        let value = serde_json::json!({ "task": task, "phase": phase, "next_action": next, "runs": runs, "events": events });
+        let value = serde_json::json!({ "task": task, "phase": phase, "next_action": next, "runs": runs, "events": events, "family": family, "held_back": held_back });
         outln!(
             "{}",
             serde_json::to_string_pretty(&value).map_err(|e| Failure::tick(e.to_string()))?
         );
     } else {
-        out!("{}", report::task_text(&task, phase, &next, &runs, &events));
+        let text = report::task_text(&task, phase, &next, &runs, &events);
+        out!("{}", report::with_family(&text, &family));
     }
     Ok(())
 }

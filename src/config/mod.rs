@@ -552,7 +552,9 @@ pub struct RetryConfig {
     pub cooldown_seconds: u32,
     /// Retries allowed per failure category; categories left out keep the spec's budget.
     pub budgets: BTreeMap<FailureCategory, u32>,
-    /// This many identical failures in a row stop retries early.
+    /// This many identical failed or cancelled runs in a row stop retries early. Two identical
+    /// failed runs of one task family, or one policy violation, already stop a plain retry: one
+    /// rework names the failure, then a person decides (issue 27).
     pub repeated_signature_threshold: u32,
     /// Re-reviews after a judge failure (agent down, CI never reported) before a person decides.
     pub max_judge_retries: u32,

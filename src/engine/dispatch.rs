@@ -2,12 +2,18 @@
 //!
 //! Filters: checks that cannot run (a person's fix first), cooldown (`next_attempt_at`), dependencies (**Better:** only `done` resolves one; a
 //! failed dependency makes its dependents wait), target-area exclusion, role slots, the tick's run
-//! cap and the quota throttle. Order: score (priority × risk + age + short timebox). Lanes: feature
-//! first up to its minimum, caps on conflict recovery and docs, and one forced pick when lane caps
-//! alone would leave every slot idle.
+//! cap and the quota throttle. Order (issue 27, changing spec §2.2 step 3's plain score order):
+//! families take turns (`fairness`: the family that waited longest since its last run first, one
+//! run per family per tick while other families wait), then the score (priority × risk + age
+//! since the task's last run + short timebox). Lanes: feature first up to its minimum, caps on
+//! conflict recovery and docs, and one forced pick when lane caps alone would leave every slot
+//! idle. Every queued task not claimed gets a `Hold` (`hold.rs`) saying what held it and what
+//! setting lifts it.
 
 use std::collections::{BTreeMap, BTreeSet};
 
+use super::fairness::{waiting_since, Families};
+use super::hold::{held_back_line, Hold, HoldKind};
 use super::{Action, Working};
 use crate::model::{
     BlockReason, Lane, Risk, Role, RunId, Task, TaskId, TaskKind, TaskState, TaskStatus,
@@ -15,13 +21,15 @@ use crate::model::{
 use crate::time::{Timestamp, HOUR, MINUTE};
 
 /// spec §2.2 step 3: priority×10 × risk multiplier + min(2×waiting hours, 20) + 5 if timebox ≤ 30.
-pub fn score(task: &Task, now: Timestamp) -> f64 {
+/// The waiting hours count from `waiting_since` (issue 27: the task's last run, else its
+/// creation), so a task that keeps running earns no age and one that waits does.
+pub fn score(task: &Task, waiting_since: Timestamp, now: Timestamp) -> f64 {
     let risk = match task.risk {
         Risk::Low => 1.5,
         Risk::Medium => 1.0,
         Risk::High => 0.5,
     };
-    let hours = now.minus(task.created_at).max(0) as f64 / HOUR as f64;
+    let hours = now.minus(waiting_since).max(0) as f64 / HOUR as f64;
     let short = if task.timebox_minutes <= 30 { 5.0 } else { 0.0 };
     task.priority as f64 * 10.0 * risk + (2.0 * hours).min(20.0) + short
 }
@@ -33,6 +41,8 @@ struct Load {
     areas: BTreeMap<String, TaskId>,
     in_flight: u32,
     picked: u32,
+    /// Families that started a run this tick.
+    families: BTreeSet<TaskId>,
 }
 
 impl Load {
@@ -54,6 +64,7 @@ pub(crate) fn dispatch(w: &mut Working<'_>) {
         areas: BTreeMap::new(),
         in_flight: 0,
         picked: 0,
+        families: BTreeSet::new(),
     };
     for task in w.tasks.values().filter(|t| t.status == TaskStatus::Running) {
         load.add(task);
@@ -92,6 +103,14 @@ pub(crate) fn dispatch(w: &mut Working<'_>) {
             continue;
         }
         if let Some(at) = task.next_attempt_at.filter(|at| *at > w.now) {
+            w.hold(
+                &id,
+                Hold::new(
+                    HoldKind::Cooldown,
+                    format!("cooldown until {at}"),
+                    format!("`opentiger task retry {id}` skips the wait"),
+                ),
+            );
             w.wait(
                 &id,
                 Some(at),
@@ -105,33 +124,59 @@ pub(crate) fn dispatch(w: &mut Working<'_>) {
             continue;
         }
         if let Some(why) = unresolved_dependency(w, task) {
+            let hold = Hold::new(
+                HoldKind::Dependency,
+                why.trim_start_matches("queued: ").to_string(),
+                "it starts once its dependencies are done",
+            );
+            w.hold(&id, hold);
             w.wait(&id, None, "dispatch.dependency", why);
             continue;
         }
         if let Some((until, why)) = over_budget(w, task) {
+            let hold = Hold::new(
+                HoldKind::Budget,
+                why.trim_start_matches("queued: ").to_string(),
+                "raise the budget",
+            );
+            w.hold(&id, hold);
             w.wait(&id, until, BUDGET_WAIT, why);
             continue;
         }
         eligible.push(id);
     }
+    let families = Families::new(&w.tasks, &w.runs);
     let now = w.now;
+    let key = |id: &TaskId| {
+        let task = &w.tasks[id];
+        let since = waiting_since(task, w.task_runs(id));
+        (families.turn(task), score(task, since, now))
+    };
+    let keys: BTreeMap<TaskId, (Timestamp, f64)> =
+        eligible.iter().map(|id| (id.clone(), key(id))).collect();
+    // Issue 27: the family whose turn is oldest first; the score decides within a family and
+    // between families whose turn is the same instant.
     eligible.sort_by(|a, b| {
         let (ta, tb) = (&w.tasks[a], &w.tasks[b]);
-        score(tb, now)
-            .total_cmp(&score(ta, now))
+        let ((turn_a, score_a), (turn_b, score_b)) = (keys[a], keys[b]);
+        turn_a
+            .cmp(&turn_b)
+            .then(score_b.total_cmp(&score_a))
             .then(ta.created_at.cmp(&tb.created_at))
             .then(ta.id.cmp(&tb.id))
     });
 
     let mut picked: BTreeSet<TaskId> = BTreeSet::new();
-    let mut refusals: BTreeMap<TaskId, String> = BTreeMap::new();
-    // Pass 1 fills the feature lane's minimum, pass 2 takes everything in score order.
-    for pass in [Pass::FeatureMinimum, Pass::ScoreOrder] {
+    let mut refusals: BTreeMap<TaskId, Hold> = BTreeMap::new();
+    // Pass 1 fills the feature lane's minimum, pass 2 gives each family one run in turn order,
+    // pass 3 fills what is left in the same order.
+    for pass in [Pass::FeatureMinimum, Pass::OnePerFamily, Pass::Rest] {
         for id in &eligible {
             if picked.contains(id) {
                 continue;
             }
             let task = &w.tasks[id];
+            let family = families.family(id);
             if pass == Pass::FeatureMinimum
                 && (task.lane != Lane::Feature
                     || load.per_lane.get(&Lane::Feature).copied().unwrap_or(0)
@@ -139,17 +184,29 @@ pub(crate) fn dispatch(w: &mut Working<'_>) {
             {
                 continue;
             }
+            if pass != Pass::Rest && load.families.contains(&family) {
+                refusals.insert(id.clone(), family_turn(&family));
+                continue;
+            }
             match refusal(w, task, &load, tick_cap, quota_waiting, true) {
-                Some(why) => {
-                    refusals.insert(id.clone(), why);
+                // The slot it missed went to another family's turn: that is what held it.
+                Some(hold)
+                    if matches!(hold.kind, HoldKind::TickCap | HoldKind::RoleSlots)
+                        && refusals
+                            .get(id)
+                            .is_some_and(|h| h.kind == HoldKind::FamilyTurn) => {}
+                Some(hold) => {
+                    refusals.insert(id.clone(), hold);
                 }
                 None => {
                     refusals.remove(id);
                     let task = task.clone();
                     load.add(&task);
                     load.picked += 1;
+                    load.families.insert(family);
                     picked.insert(id.clone());
-                    claim(w, &task, "dispatch.claim");
+                    let since = waiting_since(&task, w.task_runs(id));
+                    claim(w, &task, since, "dispatch.claim");
                 }
             }
         }
@@ -159,18 +216,43 @@ pub(crate) fn dispatch(w: &mut Working<'_>) {
         if let Some(id) = forced_pick(w, &eligible, &load, tick_cap, quota_waiting) {
             let task = w.tasks[&id].clone();
             refusals.remove(&id);
-            claim(w, &task, "dispatch.claim_forced");
+            load.picked += 1;
+            let since = waiting_since(&task, w.task_runs(&id));
+            claim(w, &task, since, "dispatch.claim_forced");
         }
     }
-    for (id, why) in refusals {
-        w.wait(&id, None, "dispatch.not_picked", why);
+    if let Some(line) = held_back_line(load.picked, tick_cap, &refusals) {
+        w.decide(None, HELD_BACK, Action::Wait { until: None }, line);
+    }
+    for (id, hold) in refusals {
+        w.wait(
+            &id,
+            None,
+            "dispatch.not_picked",
+            format!("queued: {}", hold.text()),
+        );
+        w.hold(&id, hold);
     }
 }
+
+/// The rule of the plan's one line saying what held queued tasks back when fewer runs started
+/// than the tick allows (issue 27 item 3).
+pub const HELD_BACK: &str = "dispatch.held_back";
 
 #[derive(Clone, Copy, PartialEq, Eq)]
 enum Pass {
     FeatureMinimum,
-    ScoreOrder,
+    OnePerFamily,
+    Rest,
+}
+
+/// The fair queue's hold: the family already started a run this tick.
+fn family_turn(family: &TaskId) -> Hold {
+    Hold::new(
+        HoldKind::FamilyTurn,
+        format!("its family ({family}) started a run this tick and other families wait their turn"),
+        "families take turns; it runs when a slot is left after every waiting family had one",
+    )
 }
 
 fn forced_pick(
@@ -200,30 +282,51 @@ fn refusal(
     tick_cap: u32,
     quota_waiting: usize,
     lane_caps: bool,
-) -> Option<String> {
+) -> Option<Hold> {
     let config = w.config;
     if load.picked >= tick_cap {
-        return Some(format!(
-            "queued: this tick's run limit is reached (limits.max_runs_per_tick = {tick_cap})"
+        return Some(Hold::new(
+            HoldKind::TickCap,
+            format!("this tick's run limit is reached (limits.max_runs_per_tick = {tick_cap})"),
+            "raise limits.max_runs_per_tick to start more runs per tick",
         ));
     }
     if quota_waiting > 0 && load.in_flight >= 1 {
-        return Some(format!(
-            "queued: {quota_waiting} task(s) wait on quota, so one run at a time (spec quota throttle)"
+        return Some(Hold::new(
+            HoldKind::QuotaThrottle,
+            format!("{quota_waiting} task(s) wait on quota, so one run at a time (spec quota throttle)"),
+            "lifts when no task waits on quota; `agents.<role>.fallbacks` give the role another executor",
         ));
     }
     let slots = config.role_slots(task.role);
     let busy = load.per_role.get(&task.role).copied().unwrap_or(0);
     if busy >= slots {
-        return Some(format!(
-            "queued: all {} slots busy ({busy}/{slots}, agents.{}.count)",
-            task.role, task.role
+        let fix = match config.mode {
+            crate::model::Mode::Direct => {
+                "direct mode runs one task at a time; local-git or github mode runs more"
+                    .to_string()
+            }
+            crate::model::Mode::Github | crate::model::Mode::LocalGit => format!(
+                "raise agents.{}.count to run more {} tasks at once",
+                task.role, task.role
+            ),
+        };
+        return Some(Hold::new(
+            HoldKind::RoleSlots,
+            format!(
+                "all {} slots busy ({busy}/{slots}, agents.{}.count)",
+                task.role, task.role
+            ),
+            fix,
         ));
     }
     if let Some(area) = &task.target_area {
         if let Some(holder) = load.areas.get(area) {
-            return Some(format!(
-                "queued: target area `{area}` is busy with {holder}"
+            return Some(Hold::new(
+                HoldKind::TargetArea,
+                format!("target area `{area}` is busy with {holder}"),
+                "tasks of one target area run one at a time; give tasks that do not overlap \
+                 their own `touches:` (or `target_area:`) so they can run together",
             ));
         }
     }
@@ -236,7 +339,15 @@ fn refusal(
         if let Some(cap) = cap.filter(|c| *c > 0) {
             let used = load.per_lane.get(&task.lane).copied().unwrap_or(0);
             if used >= cap {
-                return Some(format!("queued: lane {} is full ({used}/{cap})", task.lane));
+                let setting = match task.lane {
+                    Lane::Docser => "limits.docser_lane_max",
+                    Lane::ConflictRecovery | Lane::Feature => "limits.conflict_lane_max",
+                };
+                return Some(Hold::new(
+                    HoldKind::LaneFull,
+                    format!("lane {} is full ({used}/{cap})", task.lane),
+                    format!("raise {setting} to run more of this lane at once"),
+                ));
             }
         }
     }
@@ -295,14 +406,14 @@ fn unresolved_dependency(w: &Working<'_>, task: &Task) -> Option<String> {
         })
 }
 
-fn claim(w: &mut Working<'_>, task: &Task, rule: &'static str) {
+fn claim(w: &mut Working<'_>, task: &Task, waiting_since: Timestamp, rule: &'static str) {
     let run_id = RunId::for_claim(&w.snapshot.tick_id, &task.id);
     let expires_at = w
         .now
         .plus(i64::from(w.config.limits.lease_minutes) * MINUTE);
     let reason = format!(
         "score {:.1} (priority {}, risk {}, lane {}), as {}; lease until {expires_at}",
-        score(task, w.now),
+        score(task, waiting_since, w.now),
         task.priority,
         task.risk,
         task.lane,
@@ -323,6 +434,12 @@ fn claim(w: &mut Working<'_>, task: &Task, rule: &'static str) {
 /// Issue 17: the repository is paused: no queued task is claimed, each says so.
 pub(crate) fn hold_for_pause(w: &mut Working<'_>, by: &str) {
     for id in w.ids_in(TaskState::QUEUED) {
+        let hold = Hold::new(
+            HoldKind::Paused,
+            format!("the repository is paused by @{by}"),
+            "`/opentiger resume` on the dashboard issue",
+        );
+        w.hold(&id, hold);
         w.wait(
             &id,
             None,

@@ -94,7 +94,7 @@ fn score_formula() {
         let mut t = task("a");
         t.created_at = NOW;
         f(&mut t);
-        score(&t, NOW)
+        score(&t, t.created_at, NOW)
     };
     #[rustfmt::skip]
     let cases: &[ScoreCase] = &[

@@ -14,9 +14,11 @@ pub mod classify;
 pub mod commands;
 mod dispatch;
 pub mod escalation;
+pub mod fairness;
 pub mod fallback;
 mod followup;
 pub mod gate;
+pub mod hold;
 pub mod import;
 pub mod outcome;
 mod preflight;
@@ -35,7 +37,8 @@ use crate::model::{
 };
 use crate::time::Timestamp;
 
-pub use dispatch::tick_budget_spent;
+pub use dispatch::{tick_budget_spent, HELD_BACK};
+pub use hold::{Hold, HoldKind};
 pub use preflight::{preflight, Preflight, PreflightInputs};
 
 /// What the engine sees: the state plus observations of the world.
@@ -122,6 +125,8 @@ pub struct Plan {
     pub now: Timestamp,
     pub preflight: Preflight,
     pub decisions: Vec<Decision>,
+    /// What held each queued task back this tick (issue 27 item 3), by task.
+    pub holds: BTreeMap<TaskId, Hold>,
 }
 
 /// One decision: what happens to what, and why.
@@ -235,6 +240,15 @@ impl Plan {
         })
     }
 
+    /// The one line saying what held queued tasks back when fewer runs start than
+    /// `limits.max_runs_per_tick` allows (issue 27 item 3).
+    pub fn held_back(&self) -> Option<&str> {
+        self.decisions
+            .iter()
+            .find(|d| d.rule == HELD_BACK)
+            .map(|d| d.reason.as_str())
+    }
+
     pub fn claims(&self) -> impl Iterator<Item = &Decision> {
         self.decisions
             .iter()
@@ -255,6 +269,8 @@ pub(crate) struct Working<'a> {
     pub decisions: Vec<Decision>,
     /// Tasks whose judge lease recovery released in this plan.
     pub released_judge_leases: Vec<TaskId>,
+    /// What held each queued task back (dispatch).
+    pub holds: BTreeMap<TaskId, Hold>,
 }
 
 impl<'a> Working<'a> {
@@ -285,6 +301,7 @@ impl<'a> Working<'a> {
             leases,
             decisions: Vec::new(),
             released_judge_leases: Vec::new(),
+            holds: BTreeMap::new(),
         }
     }
 
@@ -367,6 +384,11 @@ impl<'a> Working<'a> {
         );
     }
 
+    /// Records what held a queued task back this tick.
+    pub fn hold(&mut self, id: &TaskId, hold: Hold) {
+        self.holds.insert(id.clone(), hold);
+    }
+
     pub fn wait(
         &mut self,
         id: &TaskId,
@@ -428,6 +450,7 @@ pub fn plan(snapshot: &Snapshot, config: &Config, now: Timestamp) -> Plan {
         now,
         preflight: gates,
         decisions: w.decisions,
+        holds: w.holds,
     }
 }
 
@@ -518,6 +541,8 @@ fn explain_remaining(w: &mut Working<'_>, gates: &Preflight) {
 
 #[cfg(test)]
 mod dispatch_tests;
+#[cfg(test)]
+mod fairness_tests;
 #[cfg(test)]
 mod import_tests;
 #[cfg(test)]

@@ -225,12 +225,14 @@ fn failed_tasks_retry_within_their_category_budget() {
             )
         },
         Case {
-            reason_has: &["the same failure 4 times in a row"],
+            reason_has: &[
+                "the same failure as the attempt before (transient_or_flaky_failure), not retried as it is: connection timed out after 30s",
+            ],
             ..case(
-                "the same failure four times stops retries early",
+                "the same failure twice is not retried as it is: one rework",
                 snapshot(
-                    vec![failed().attempts(AttemptKey::Flaky, 2)],
-                    (1..=4)
+                    vec![failed().attempts(AttemptKey::Flaky, 1)],
+                    (1..=2)
                         .map(|i| {
                             failed_run(
                                 &format!("r{i}"),
@@ -273,6 +275,106 @@ fn failed_tasks_retry_within_their_category_budget() {
                     vec![],
                 ),
                 &["recovery.retry_failed a -> queued"],
+            )
+        },
+    ]);
+}
+
+/// Issue 27 item 2: a policy violation is never retried as it is (one rework naming it, then a
+/// person with the fix), and a rework failing the way its parent did stops the family.
+#[test]
+fn a_repeated_failure_stops_the_family_early() {
+    let violation = |id: &str, task: &str, minutes: i64| {
+        failed_run(
+            id,
+            task,
+            Some(FailureCode::PolicyViolation),
+            "Policy violation: symbolic link out/link points outside the worktree",
+            at(minutes),
+        )
+    };
+    let rework_of_a = |status: TaskStatus| {
+        task("w").status(status).with(|t| {
+            t.parent_task_id = Some(TaskId::from("a"));
+            t.kind = TaskKind::Rework;
+            t.rework_depth = 1;
+        })
+    };
+    let parent = || task("a").blocked(BlockReason::NeedsRework);
+    let test_fail = |id: &str, task: &str, text: &str, minutes: i64| {
+        failed_run(id, task, Some(FailureCode::TestFailure), text, at(minutes))
+    };
+    check(vec![
+        Case {
+            reason_has: &[
+                "a policy violation is not retried as it is: policy_violation: Policy violation: symbolic link out/link points outside the worktree",
+                "Fix: symbolic links must point inside the worktree",
+            ],
+            ..case(
+                "a first policy violation: one rework naming it, no retry as it is",
+                snapshot(vec![task("a").status(TaskStatus::Failed)], vec![violation("r1", "a", -10)], vec![]),
+                &[
+                    "recovery.rework_child 760d02aa0247 create rework Rework: task a",
+                    "recovery.follow_rework a -> blocked(needs_rework)",
+                    "dispatch.claim 760d02aa0247 claim",
+                ],
+            )
+        },
+        Case {
+            reason_has: &[
+                "a policy violation is not retried as it is",
+                "this family already had its rework",
+                "Fix: symbolic links must point inside the worktree",
+                "opentiger task retry w",
+            ],
+            ..case(
+                "a policy violation of the rework: a person, with the fix",
+                snapshot(
+                    vec![rework_of_a(TaskStatus::Failed), parent()],
+                    vec![violation("r1", "a", -20), violation("r2", "w", -10)],
+                    vec![],
+                ),
+                &["recovery.repeated_failure w -> blocked(awaiting_human)"],
+            )
+        },
+        Case {
+            reason_has: &["the same failure as the attempt before (test_failure)", "this family already had its rework"],
+            ..case(
+                "a rework failing as its parent did: a person",
+                snapshot(
+                    vec![rework_of_a(TaskStatus::Failed), parent()],
+                    vec![test_fail("r1", "a", "assert x == 1 failed", -20), test_fail("r2", "w", "assert x == 2 failed", -10)],
+                    vec![],
+                ),
+                &["recovery.repeated_failure w -> blocked(awaiting_human)"],
+            )
+        },
+        Case {
+            reason_has: &["test failure (test_failure): retry 1/3"],
+            ..case(
+                "a rework failing differently is retried within its budget",
+                snapshot(
+                    vec![rework_of_a(TaskStatus::Failed), parent()],
+                    vec![test_fail("r1", "a", "assert x == 1 failed", -20), test_fail("r2", "w", "panicked: index out of bounds", -10)],
+                    vec![],
+                ),
+                &["recovery.retry_failed w -> queued"],
+            )
+        },
+        Case {
+            config: Config {
+                limits: crate::config::LimitsConfig { max_rework_depth: 0, ..Default::default() },
+                ..Config::default()
+            },
+            reason_has: &["reworks are off (limits.max_rework_depth = 0)", "Fix: the agent changed the git configuration"],
+            ..case(
+                "reworks off: a policy violation goes to a person at once",
+                snapshot(
+                    vec![task("a").status(TaskStatus::Failed)],
+                    vec![failed_run("r1", "a", Some(FailureCode::PolicyViolation), "policy_violation: the agent changed the git repository configuration, which was put back: core.hookspath", at(-10))],
+                    vec![],
+                ),
+                &["recovery.repeated_failure a -> blocked(awaiting_human)"],
             )
         },
     ]);

@@ -41,6 +41,8 @@ pub struct BoardView {
     pub ci: Option<String>,
     /// The last tick against the schedule.
     pub heartbeat: Option<String>,
+    /// What held queued tasks back when fewer runs start than the tick allows (issue 27).
+    pub concurrency: Option<String>,
 }
 
 /// One task, for people.
@@ -106,6 +108,7 @@ impl BoardView {
             paused: view.paused.as_deref().map(plain),
             ci: view.ci.as_deref().map(plain),
             heartbeat: view.heartbeat.as_deref().map(plain),
+            concurrency: view.held_back.as_deref().map(plain),
             ignored: view
                 .ignored_issues
                 .iter()
@@ -251,6 +254,8 @@ mod tests {
             waits_on_person: matches!(block, Some("awaiting_human" | "paused")),
             command: None,
             boxes: vec![],
+            held_back: None,
+            family: None,
         }
     }
 
@@ -306,6 +311,9 @@ mod tests {
             paused: None,
             ci: Some("no CI configured: merged on opentiger's own verification".into()),
             heartbeat: Some("the last scheduled tick was 3h ago, expected every 30 min".into()),
+            held_back: Some(
+                "started 1 of limits.max_runs_per_tick = 4: 2 queued task(s) held back".into(),
+            ),
         };
         let board = BoardView::of(&view, "github");
         assert_eq!(board.humans.len(), 1);
@@ -329,6 +337,7 @@ mod tests {
             "## Recently finished",
             "#9: opened by @\u{200B}eve",
             "**Agents parked on a quota:** claude-code waits on quota until 12:40",
+            "**Concurrency:** started 1 of limits.max\\_runs\\_per\\_tick = 4: 2 queued task(s) held back",
             DASHBOARD_MARKER,
         ] {
             assert!(

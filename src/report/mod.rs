@@ -4,6 +4,7 @@ pub mod board;
 pub mod heartbeat;
 pub mod plan;
 pub mod progress;
+mod task_show;
 
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
@@ -11,9 +12,10 @@ use std::fmt::Write as _;
 use serde::Serialize;
 
 use crate::engine::{Action, Decision, Plan};
-use crate::model::{Event, Phase, Run, Task, TaskId};
+use crate::model::{Phase, Run, Task, TaskId};
 use crate::store::TickRecord;
 use crate::time::{human_span, Timestamp};
+pub use task_show::{task_text, with_family};
 
 /// One task as `status --json` shows it (DESIGN §13).
 #[derive(Clone, Debug, Serialize)]
@@ -48,6 +50,12 @@ pub struct TaskStatusView {
     /// Its dashboard checkboxes (github mode), recommended first.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub boxes: Vec<crate::engine::checkboxes::Checkbox>,
+    /// A queued task: what held it back this tick (`kind`, `reason`, and the `fix`: the setting
+    /// or task field that would let it run), from the plan (issue 27).
+    pub held_back: Option<crate::engine::Hold>,
+    /// Its family (the task with its AutoFix, rework and conflict-fix descendants) and the runs
+    /// the whole family paid for (issue 27); `status` fills it in.
+    pub family: Option<crate::store::FamilyRuns>,
 }
 
 #[derive(Clone, Debug, Serialize)]
@@ -90,6 +98,9 @@ pub struct StatusView {
     pub ci: Option<String>,
     /// The last tick against the workflow's schedule (a warning when it was missed).
     pub heartbeat: Option<String>,
+    /// When fewer runs would start than `limits.max_runs_per_tick` allows: what holds the rest
+    /// back and what setting lets them run (issue 27).
+    pub held_back: Option<String>,
 }
 
 /// The plan's lines about executors parked on a quota or for their configuration (issue 18).
@@ -273,6 +284,8 @@ pub fn task_view(task: &Task, plan: &Plan, phase: Phase) -> TaskStatusView {
         command: recommended(task)
             .or_else(|| budget_spent.then(|| format!("{PREFIX} budget <usd> {}", task.id))),
         boxes: crate::engine::checkboxes::boxes(task),
+        held_back: plan.holds.get(&task.id).cloned(),
+        family: None,
     }
 }
 
@@ -394,6 +407,9 @@ pub fn status_text(view: &StatusView, verbose: bool) -> String {
     for line in &view.parked_executors {
         let _ = writeln!(out, "Parked: {line}");
     }
+    if let Some(line) = &view.held_back {
+        let _ = writeln!(out, "Concurrency: {line}");
+    }
     if view.tasks.is_empty() {
         let _ = writeln!(out, "\nNo active tasks.");
     } else {
@@ -415,6 +431,16 @@ pub fn status_text(view: &StatusView, verbose: bool) -> String {
                 let _ = writeln!(out, "{:<12} why:  {}", "", reason);
             }
             let _ = writeln!(out, "{:<12} next: {}", "", t.next_action);
+            if let Some(f) = t.family.as_ref().filter(|f| f.paid_runs > 0) {
+                let _ = writeln!(
+                    out,
+                    "{:<12} runs: {} paid by its family ({}, {} task(s))",
+                    "",
+                    f.paid_runs,
+                    short(&f.family),
+                    f.tasks
+                );
+            }
         }
     }
     if !view.ignored_issues.is_empty() {
@@ -442,96 +468,6 @@ pub fn status_text(view: &StatusView, verbose: bool) -> String {
                     .as_deref()
                     .map(|c| format!(" {c}"))
                     .unwrap_or_default()
-            );
-        }
-    }
-    out
-}
-
-pub fn task_text(task: &Task, phase: Phase, next: &str, runs: &[Run], events: &[Event]) -> String {
-    let mut out = String::new();
-    let _ = writeln!(out, "Task {}: {}", task.id, task.title);
-    let _ = writeln!(out, "  state:    {}", task.state());
-    let _ = writeln!(out, "  phase:    {phase}");
-    if let Some(r) = &task.status_reason {
-        let _ = writeln!(out, "  why:      {r}");
-    }
-    let _ = writeln!(out, "  next:     {next}");
-    let _ = writeln!(
-        out,
-        "  kind:     {}   role: {}   lane: {}   priority: {}   risk: {}",
-        task.kind, task.role, task.lane, task.priority, task.risk
-    );
-    let _ = writeln!(out, "  goal:     {}", task.goal);
-    let list = |v: &[String]| {
-        if v.is_empty() {
-            "-".to_string()
-        } else {
-            v.join(", ")
-        }
-    };
-    let _ = writeln!(out, "  paths:    {}", list(&task.allowed_paths));
-    let _ = writeln!(out, "  commands: {}", list(&task.commands));
-    let deps: Vec<String> = task.dependencies.iter().map(|d| d.to_string()).collect();
-    let _ = writeln!(out, "  depends:  {}", list(&deps));
-    if let Some(p) = &task.parent_task_id {
-        let _ = writeln!(out, "  parent:   {p} (rework depth {})", task.rework_depth);
-    }
-    let _ = writeln!(out, "  attempts: {}", task.attempts.summary());
-    if let Some(at) = task.next_attempt_at {
-        let _ = writeln!(out, "  not before: {at}");
-    }
-    if !task.notes.is_empty() {
-        let _ = writeln!(
-            out,
-            "  notes:    {}",
-            task.notes.replace('\n', "\n            ")
-        );
-    }
-    let _ = writeln!(
-        out,
-        "  created:  {}   updated: {}",
-        task.created_at, task.updated_at
-    );
-    if !runs.is_empty() {
-        let _ = writeln!(out, "Runs (newest first):");
-        for r in runs {
-            let _ = writeln!(
-                out,
-                "  {} {:<9} by {} at {}{}{}",
-                r.id,
-                r.status,
-                r.agent_id,
-                r.started_at,
-                r.executor
-                    .as_deref()
-                    .map(|e| format!(" on {e}"))
-                    .unwrap_or_default(),
-                r.error
-                    .as_deref()
-                    .map(|e| format!(": {}", crate::model::excerpt::headline(e)))
-                    .unwrap_or_default()
-            );
-        }
-        // The newest failure's last output lines: the cause (issue 15).
-        if let Some(error) = runs.iter().find_map(|r| r.error.as_deref()) {
-            for line in crate::model::excerpt::tail(error) {
-                let _ = writeln!(out, "      | {line}");
-            }
-        }
-    }
-    if !events.is_empty() {
-        let _ = writeln!(out, "Events:");
-        for e in events {
-            let moved = match (&e.from_state, &e.to_state) {
-                (Some(f), Some(t)) => format!("{f} → {t}: "),
-                (None, Some(t)) => format!("→ {t}: "),
-                _ => String::new(),
-            };
-            let _ = writeln!(
-                out,
-                "  {} {:<16} {}{} [{}]",
-                e.at, e.kind, moved, e.reason, e.actor
             );
         }
     }

@@ -7,6 +7,7 @@
 
 mod apply;
 mod executors;
+mod family;
 mod forge;
 mod people;
 mod plans;
@@ -23,6 +24,7 @@ use std::path::{Path, PathBuf};
 use rusqlite::{Connection, OpenFlags};
 
 pub use apply::{ApplyReport, HealCi};
+pub use family::FamilyRuns;
 pub use forge::{rules_key, Cursor, LEARNED_CHECKS};
 pub use people::{CommandRecord, Escalation, RepoPause};
 pub use plans::ReviewFeedback;

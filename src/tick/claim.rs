@@ -207,6 +207,11 @@ pub(super) fn claim(ctx: &Context, store: &mut Store) -> Result<Claimed, Failure
         .collect::<Vec<_>>();
     let decisions = lines.len();
     lines.extend(crate::report::why_idle(&plan, &snapshot.tasks));
+    // Issue 27: fewer runs than the tick allows say what held the rest back.
+    lines.extend(
+        plan.held_back()
+            .map(|l| format!("[{}] {l}", crate::engine::HELD_BACK)),
+    );
     let applied = store.apply_plan(&plan, writer)?;
     let mut work = Vec::new();
     for (task_id, run_id) in &applied.claims {

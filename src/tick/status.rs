@@ -64,6 +64,7 @@ pub fn view(ctx: &Context, store: &Store, all: bool) -> Result<StatusView, Failu
                     .source_pr
                     .and_then(|pr| store.pull_checks(pr).ok().flatten())
                     .map(|(_, c)| c.state);
+                view.family = Some(store.family_runs(&t.id)?);
                 Ok(view)
             })
             .collect::<Result<_, Failure>>()?,
@@ -89,6 +90,7 @@ pub fn view(ctx: &Context, store: &Store, all: bool) -> Result<StatusView, Failu
         }),
         ci: ci_line(ctx, store)?,
         heartbeat: heartbeat_line(ctx, store)?,
+        held_back: plan.held_back().map(str::to_string),
     })
 }
 

@@ -3,6 +3,7 @@
 //! and hand every exhausted bound to a person (`blocked(awaiting_human)`) instead of looping.
 
 mod leases;
+mod repeat;
 mod review;
 mod stalls;
 
@@ -45,6 +46,11 @@ fn recover_failed(w: &mut Working<'_>, id: &TaskId) {
     let message = run.and_then(|r| r.error.clone()).unwrap_or_default();
     let code = run.and_then(|r| r.failure_code);
     let class = classify(&message, code);
+    // Issue 27: a policy violation, or the family's last failure again, is not retried as is.
+    if let Some(why) = repeat::not_again(w, id, &class, run) {
+        stop_repeat(w, id, &why, &class, run);
+        return;
+    }
     let task = &w.tasks[id];
     let key = AttemptKey::from(class.category);
     let used = task.attempts.get(key);
@@ -97,6 +103,41 @@ fn repeated_failure(w: &Working<'_>, id: &TaskId, threshold: usize) -> bool {
         .map(|r| failure_signature(r.error.as_deref().unwrap_or(""), r.failure_code))
         .collect();
     failed.len() >= threshold && failed.iter().all(|s| s == &failed[0])
+}
+
+/// Issue 27: a failure not to retry as it is. The family's first such failure gets one rework
+/// naming it (when reworks are allowed at all); a family that already had its rework goes to a
+/// person with the failure and the fix.
+fn stop_repeat(
+    w: &mut Working<'_>,
+    id: &TaskId,
+    why: &str,
+    class: &Classification,
+    run: Option<&crate::model::Run>,
+) {
+    let task = &w.tasks[id];
+    let fix = repeat::fix_for(&run.map(repeat::violation).unwrap_or_default());
+    let first = task.rework_depth == 0 && task.kind != TaskKind::Rework;
+    let max_depth = w.config.limits.max_rework_depth;
+    if first && max_depth > 0 {
+        escalate(w, id, &format!("{why}. Fix: {fix}"), class);
+        return;
+    }
+    let stop = if first {
+        format!("reworks are off (limits.max_rework_depth = {max_depth})")
+    } else {
+        "this family already had its rework, so it stops here".to_string()
+    };
+    w.transition(
+        id,
+        TaskState::blocked(BlockReason::AwaitingHuman),
+        None,
+        None,
+        "recovery.repeated_failure",
+        format!(
+            "{why}; {stop}. Fix: {fix}. Then `opentiger task retry {id}`, or `opentiger task cancel {id}`"
+        ),
+    );
 }
 
 /// Out of retries: a rework child with the failure in its notes, or a person.

@@ -1,0 +1,111 @@
+//! `task show`'s text: the task, why it is where it is, what happens next, its family's paid
+//! runs, its runs and events. Rendering only.
+
+use std::fmt::Write as _;
+
+use crate::model::{Event, Phase, Run, Task};
+
+/// `task show`'s text with the family's paid runs after the attempts line (issue 27).
+pub fn with_family(text: &str, family: &crate::store::FamilyRuns) -> String {
+    let line = format!(
+        "  family:   {} ({} task(s)): {} paid run(s)\n",
+        family.family, family.tasks, family.paid_runs
+    );
+    match text.find("  attempts: ") {
+        Some(at) => {
+            let end = text[at..].find('\n').map_or(text.len(), |n| at + n + 1);
+            format!("{}{line}{}", &text[..end], &text[end..])
+        }
+        None => format!("{text}{line}"),
+    }
+}
+
+pub fn task_text(task: &Task, phase: Phase, next: &str, runs: &[Run], events: &[Event]) -> String {
+    let mut out = String::new();
+    let _ = writeln!(out, "Task {}: {}", task.id, task.title);
+    let _ = writeln!(out, "  state:    {}", task.state());
+    let _ = writeln!(out, "  phase:    {phase}");
+    if let Some(r) = &task.status_reason {
+        let _ = writeln!(out, "  why:      {r}");
+    }
+    let _ = writeln!(out, "  next:     {next}");
+    let _ = writeln!(
+        out,
+        "  kind:     {}   role: {}   lane: {}   priority: {}   risk: {}",
+        task.kind, task.role, task.lane, task.priority, task.risk
+    );
+    let _ = writeln!(out, "  goal:     {}", task.goal);
+    let list = |v: &[String]| {
+        if v.is_empty() {
+            "-".to_string()
+        } else {
+            v.join(", ")
+        }
+    };
+    let _ = writeln!(out, "  paths:    {}", list(&task.allowed_paths));
+    let _ = writeln!(out, "  commands: {}", list(&task.commands));
+    let deps: Vec<String> = task.dependencies.iter().map(|d| d.to_string()).collect();
+    let _ = writeln!(out, "  depends:  {}", list(&deps));
+    if let Some(p) = &task.parent_task_id {
+        let _ = writeln!(out, "  parent:   {p} (rework depth {})", task.rework_depth);
+    }
+    let _ = writeln!(out, "  attempts: {}", task.attempts.summary());
+    if let Some(at) = task.next_attempt_at {
+        let _ = writeln!(out, "  not before: {at}");
+    }
+    if !task.notes.is_empty() {
+        let _ = writeln!(
+            out,
+            "  notes:    {}",
+            task.notes.replace('\n', "\n            ")
+        );
+    }
+    let _ = writeln!(
+        out,
+        "  created:  {}   updated: {}",
+        task.created_at, task.updated_at
+    );
+    if !runs.is_empty() {
+        let _ = writeln!(out, "Runs (newest first):");
+        for r in runs {
+            let _ = writeln!(
+                out,
+                "  {} {:<9} by {} at {}{}{}",
+                r.id,
+                r.status,
+                r.agent_id,
+                r.started_at,
+                r.executor
+                    .as_deref()
+                    .map(|e| format!(" on {e}"))
+                    .unwrap_or_default(),
+                r.error
+                    .as_deref()
+                    .map(|e| format!(": {}", crate::model::excerpt::headline(e)))
+                    .unwrap_or_default()
+            );
+        }
+        // The newest failure's last output lines: the cause (issue 15).
+        if let Some(error) = runs.iter().find_map(|r| r.error.as_deref()) {
+            for line in crate::model::excerpt::tail(error) {
+                let _ = writeln!(out, "      | {line}");
+            }
+        }
+    }
+    if !events.is_empty() {
+        let _ = writeln!(out, "Events:");
+        for e in events {
+            let moved = match (&e.from_state, &e.to_state) {
+                (Some(f), Some(t)) => format!("{f} → {t}: "),
+                (None, Some(t)) => format!("→ {t}: "),
+                _ => String::new(),
+            };
+            let _ = writeln!(
+                out,
+                "  {} {:<16} {}{} [{}]",
+                e.at, e.kind, moved, e.reason, e.actor
+            );
+        }
+    }
+    out
+}
