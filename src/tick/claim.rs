@@ -21,6 +21,13 @@ use crate::workspace::{task_branch, worktree_root};
 /// task's retry budget.
 pub(super) fn preflight_checks(ctx: &Context) -> Result<(), Failure> {
     let config = &ctx.config;
+    // First: outside a repository, the missing remote would be a misleading cause.
+    if !Git::is_repository(&ctx.repo) {
+        return Err(Failure::usage(format!(
+            "{} is not a git repository\n  fix: run `git init` and commit, or point --repo at a repository",
+            ctx.repo.display()
+        )));
+    }
     match config.mode {
         Mode::Github => {
             let branches = crate::workspace::Branches::new(&Git::new(&ctx.repo), &config.remote);
@@ -34,12 +41,6 @@ pub(super) fn preflight_checks(ctx: &Context) -> Result<(), Failure> {
             }
         }
         Mode::LocalGit | Mode::Direct => {}
-    }
-    if !Git::is_repository(&ctx.repo) {
-        return Err(Failure::usage(format!(
-            "{} is not a git repository\n  fix: run `git init` and commit, or point --repo at a repository",
-            ctx.repo.display()
-        )));
     }
     let git = Git::new(&ctx.repo);
     if git
