@@ -259,3 +259,70 @@ fn running(pid: i32) -> bool {
         })
         .is_some_and(|zombie| !zombie)
 }
+
+/// Item 4: a quiet tick on the file store starts at most one `git` process (the base branch's
+/// tip); whether this is a repository and where its git folder is are read from the files.
+#[test]
+fn a_quiet_tick_on_the_file_store_starts_at_most_one_git() {
+    let g = GitRepo::with(Setup::default());
+    g.tick(&minute(0)); // the first tick writes the heartbeat
+    let real = std::env::var("PATH")
+        .unwrap_or_default()
+        .split(':')
+        .map(|d| Path::new(d).join("git"))
+        .find(|p| p.is_file())
+        .expect("git on PATH");
+    let shims = tempfile::tempdir().unwrap();
+    let log = shims.path().join("calls");
+    let shim = shims.path().join("git");
+    std::fs::write(
+        &shim,
+        format!(
+            "#!/bin/sh\necho \"$*\" >> {}\nexec {} \"$@\"\n",
+            log.display(),
+            real.display()
+        ),
+    )
+    .unwrap();
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(&shim, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let path = format!(
+        "{}:{}",
+        shims.path().display(),
+        std::env::var("PATH").unwrap_or_default()
+    );
+    let quiet = g.tick_env(&minute(1), &[("PATH", path.as_str())]);
+    assert_eq!(quiet.code, 0, "{}", quiet.stderr);
+    assert!(quiet.stdout.contains("0 decision(s)"), "{}", quiet.stdout);
+    let calls = std::fs::read_to_string(&log).unwrap_or_default();
+    // Exactly the one question the files cannot answer (also proof the shim counts).
+    assert_eq!(calls.lines().count(), 1, "git processes:\n{calls}");
+    assert!(
+        calls.contains("rev-parse --verify --quiet refs/heads/main"),
+        "{calls}"
+    );
+    // The answers read from the files are git's own, in a repository and a linked worktree.
+    let linked = g.tools_path().join("linked");
+    git(
+        g.path(),
+        &[
+            "worktree",
+            "add",
+            "-q",
+            linked.to_str().unwrap(),
+            "-b",
+            "side",
+        ],
+    );
+    for dir in [g.path(), linked.as_path()] {
+        let ours = opentiger::git::Git::new(dir).common_dir().unwrap();
+        let theirs = dir.join(git(dir, &["rev-parse", "--git-common-dir"]));
+        assert_eq!(
+            ours.canonicalize().unwrap(),
+            theirs.canonicalize().unwrap(),
+            "{}",
+            dir.display()
+        );
+        assert!(opentiger::git::Git::is_repository(dir));
+    }
+}

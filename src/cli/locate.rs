@@ -2,8 +2,8 @@
 //! top of the work tree, `git rev-parse --show-toplevel`), unless `--repo` names one; and what a
 //! command says when no `.opentiger.yml` is there, before it starts a state with the defaults.
 //!
-//! Not for: reading the configuration (`config::load`) or anything git does beyond finding the
-//! top of the work tree, which takes no `git` process: a quiet tick stays cheap.
+//! Not for: reading the configuration (`config::load`), or finding the top of the work tree
+//! itself (`git::work_tree_top`, which takes no `git` process: a quiet tick stays cheap).
 
 use std::io::IsTerminal;
 use std::path::{Path, PathBuf};
@@ -12,28 +12,10 @@ use super::Failure;
 use crate::config::{ConfigSource, StoreKind};
 use crate::tick::Context;
 
-/// The top of the work tree holding `dir`: the nearest folder, `dir` or above, with a `.git`
-/// folder (a repository) or a `.git` file naming its git folder (a linked worktree, a
-/// submodule). `None` outside any repository.
-pub fn work_tree_top(dir: &Path) -> Option<PathBuf> {
-    dir.ancestors()
-        .find(|d| is_git_entry(&d.join(".git")))
-        .map(Path::to_path_buf)
-}
-
-fn is_git_entry(dot_git: &Path) -> bool {
-    match std::fs::metadata(dot_git) {
-        Ok(meta) if meta.is_dir() => dot_git.join("HEAD").exists(),
-        Ok(meta) if meta.is_file() => std::fs::read_to_string(dot_git)
-            .is_ok_and(|text| text.trim_start().starts_with("gitdir:")),
-        Ok(_) | Err(_) => false,
-    }
-}
-
 /// The repository a command without `--repo` works on: the work tree holding `cwd`, or the
 /// one-line error saying there is none, with the fix (exit 2).
 pub fn repository_of(cwd: &Path) -> Result<PathBuf, Failure> {
-    work_tree_top(cwd).ok_or_else(|| {
+    crate::git::work_tree_top(cwd).ok_or_else(|| {
         Failure::usage(format!(
             "no git repository in {} or any folder above it: run opentiger inside your repository's folder, `git init` one here, or pass --repo DIR",
             cwd.display()
@@ -116,19 +98,26 @@ mod tests {
         std::fs::create_dir_all(root.join(".git")).expect("mkdir");
         std::fs::write(root.join(".git/HEAD"), "ref: refs/heads/main\n").expect("write");
         std::fs::create_dir_all(&deep).expect("mkdir");
-        assert_eq!(work_tree_top(&deep), Some(root.clone()));
-        assert_eq!(work_tree_top(&root), Some(root.clone()));
+        assert_eq!(crate::git::work_tree_top(&deep), Some(root.clone()));
+        assert_eq!(crate::git::work_tree_top(&root), Some(root.clone()));
         // A linked worktree (or a submodule) inside: its own top, as git says.
         let linked = root.join("src/linked");
         std::fs::create_dir_all(linked.join("a")).expect("mkdir");
-        std::fs::write(linked.join(".git"), "gitdir: /elsewhere/.git/worktrees/x\n")
-            .expect("write");
-        assert_eq!(work_tree_top(&linked.join("a")), Some(linked));
+        let pointed = root.join(".git/worktrees/x");
+        std::fs::create_dir_all(&pointed).expect("mkdir");
+        std::fs::write(pointed.join("HEAD"), "ref: refs/heads/x\n").expect("write");
+        std::fs::write(pointed.join("commondir"), "../..\n").expect("write");
+        std::fs::write(
+            linked.join(".git"),
+            format!("gitdir: {}\n", pointed.display()),
+        )
+        .expect("write");
+        assert_eq!(crate::git::work_tree_top(&linked.join("a")), Some(linked));
         // A `.git` that is neither is not a repository.
         let other = dir.path().join("other/sub");
         std::fs::create_dir_all(&other).expect("mkdir");
         std::fs::write(dir.path().join("other/.git"), "not a pointer").expect("write");
-        assert_eq!(work_tree_top(&other), None);
+        assert_eq!(crate::git::work_tree_top(&other), None);
         let failure = repository_of(&other).expect_err("no repository");
         assert_eq!(failure.code, 2);
         assert!(

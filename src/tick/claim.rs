@@ -284,11 +284,16 @@ pub(super) fn claim(ctx: &Context, store: &mut Store) -> Result<Claimed, Failure
 
 /// Worktrees that leased tasks (of any tick) may be using right now.
 fn worktrees_in_use(ctx: &Context, store: &Store) -> Result<Vec<std::path::PathBuf>, Failure> {
+    let leased = store.leased_tasks()?;
+    // Nothing leased (a quiet tick): no need to ask where worktrees live.
+    if leased.is_empty() {
+        return Ok(Vec::new());
+    }
     let Ok(root) = worktree_root(&Git::new(&ctx.repo)) else {
         return Ok(Vec::new());
     };
     let mut paths = Vec::new();
-    for (task_id, _) in store.leased_tasks()? {
+    for (task_id, _) in leased {
         let task = store.task(&task_id)?;
         let name = task_branch(&task).replace('/', "__");
         paths.push(root.join(&name));
