@@ -5,7 +5,6 @@
 //! Not for: reading the configuration (`config::load`), or finding the top of the work tree
 //! itself (`git::work_tree_top`, which takes no `git` process: a quiet tick stays cheap).
 
-use std::io::IsTerminal;
 use std::path::{Path, PathBuf};
 
 use super::Failure;
@@ -32,9 +31,15 @@ pub enum Access {
 }
 
 /// With no `.opentiger.yml`, a read says so; a write that would start a new state says which
-/// defaults it uses and where the state will live, and in an interactive terminal refuses
-/// unless `yes` (`--yes`): a state started by mistake in the wrong place is easy to miss.
-pub fn confirm_defaults(ctx: &Context, access: Access, yes: bool) -> Result<(), Failure> {
+/// defaults it uses and where the state will live, and when `interactive` (a person at a
+/// terminal) refuses unless `yes` (`--yes`): a state started by mistake in the wrong place is
+/// easy to miss.
+pub fn confirm_defaults(
+    ctx: &Context,
+    access: Access,
+    yes: bool,
+    interactive: bool,
+) -> Result<(), Failure> {
     match &ctx.config_source {
         ConfigSource::File(_) => return Ok(()),
         ConfigSource::Defaults => {}
@@ -77,7 +82,7 @@ pub fn confirm_defaults(ctx: &Context, access: Access, yes: bool) -> Result<(), 
         ctx.config.mode,
         ctx.config.base_branch,
     );
-    if !yes && std::io::stdin().is_terminal() {
+    if !yes && interactive {
         return Err(Failure::usage(format!(
             "{said}\n  fix: `opentiger init` writes a configuration here (or run from the folder that has one, or pass --config FILE); --yes starts with the defaults anyway"
         )));
@@ -89,6 +94,47 @@ pub fn confirm_defaults(ctx: &Context, access: Access, yes: bool) -> Result<(), 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_new_state_with_the_defaults_is_refused_at_a_terminal_unless_yes() {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let out = std::process::Command::new("git")
+            .args(["init", "-q", "-b", "main"])
+            .current_dir(dir.path())
+            .output()
+            .expect("git init");
+        assert!(out.status.success());
+        let ctx = Context::load(&crate::tick::ContextOptions {
+            repo: dir.path().to_path_buf(),
+            ..Default::default()
+        })
+        .expect("defaults load");
+        let refused =
+            confirm_defaults(&ctx, Access::Write, false, true).expect_err("refused at a terminal");
+        assert_eq!(refused.code, 2);
+        for needle in ["mode github", "opentiger/state", "opentiger init", "--yes"] {
+            assert!(
+                refused.message.contains(needle),
+                "{needle}: {}",
+                refused.message
+            );
+        }
+        confirm_defaults(&ctx, Access::Write, true, true).expect("--yes");
+        confirm_defaults(&ctx, Access::Write, false, false).expect("no terminal: said, not asked");
+        confirm_defaults(&ctx, Access::Read, false, true).expect("a read only says so");
+        // A state that exists already is not a new one: nothing to confirm.
+        let file = crate::tick::Context {
+            config: crate::config::Config {
+                mode: crate::model::Mode::LocalGit,
+                ..ctx.config.clone()
+            },
+            ..ctx.clone()
+        };
+        let state = file.state_path().expect("a file store");
+        std::fs::create_dir_all(state.parent().expect("a folder")).expect("mkdir");
+        std::fs::write(&state, "").expect("write");
+        confirm_defaults(&file, Access::Write, false, true).expect("the state exists");
+    }
 
     #[test]
     fn the_top_of_the_work_tree_is_found_from_any_folder_in_it() {

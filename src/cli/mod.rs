@@ -237,7 +237,8 @@ fn run(cli: Cli) -> CmdResult {
     // Loaded, and what it says when there is no `.opentiger.yml` (see `locate`).
     let context = |access: Access| -> Result<Context, Failure> {
         let ctx = Context::load(&cli.context_options())?;
-        locate::confirm_defaults(&ctx, access, cli.yes)?;
+        let interactive = std::io::IsTerminal::is_terminal(&std::io::stdin());
+        locate::confirm_defaults(&ctx, access, cli.yes, interactive)?;
         Ok(ctx)
     };
     match &cli.command {

@@ -9,6 +9,7 @@ use super::claim::{Claimed, Work};
 use super::{ci_gate, publish};
 use super::{Context, Failure, TickSummary};
 use crate::engine::tick_budget_spent;
+use crate::engine::verdict::JudgeConclusion;
 use crate::forge::github::GithubClient;
 use crate::git::Git;
 use crate::model::{Mode, RunId, Task, TaskId};
@@ -164,6 +165,13 @@ pub(super) fn act(
                         .as_ref()
                         .map(|m| m as &dyn crate::runner::judge::PullMerger),
                 );
+                // A review an interrupt cut short concluded nothing: not recorded (no judge
+                // retry spent), its lease is reclaimed as a killed tick's is.
+                if let (Some(_), JudgeConclusion::Failed { .. }) =
+                    (crate::process::interrupt::requested(), &result.conclusion)
+                {
+                    continue;
+                }
                 if let (Some(client), Some(pr)) = (forge, run.pr_number) {
                     // Visibility only: a comment that could not be posted loses no state.
                     if let Err(e) = publish::post_verdict(
