@@ -162,43 +162,8 @@ fn an_interrupt_is_a_clean_stop() {
             "#!/bin/sh\nif [ ! -f {tools}/first ]; then touch {tools}/first; sleep 300 & echo $! > {tools}/child.pid; echo $$ > {tools}/agent.pid; sleep 120; fi\necho done > result.txt\n"
         ));
         let id = g.repo.add(&["--title", "Slow", "--goal", "result.txt"]);
-        let mut tick = Command::new(env!("CARGO_BIN_EXE_opentiger"))
-            .args([
-                "--repo",
-                g.path().to_str().unwrap(),
-                "--now",
-                &minute(0),
-                "tick",
-            ])
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .unwrap();
-        let pidfile = g.tools_path().join("agent.pid");
-        for _ in 0..400 {
-            if pidfile.exists() {
-                break;
-            }
-            std::thread::sleep(Duration::from_millis(50));
-        }
-        assert!(pidfile.exists(), "the agent never started");
-        let tick_pid = i32::try_from(tick.id()).unwrap();
-        // SAFETY: kill has no memory effects; the pid is our own child's.
-        unsafe { libc::kill(tick_pid, signal) };
-        // Bounded: the grace period is seconds, the agent's sleep minutes.
-        let mut status = None;
-        for _ in 0..600 {
-            status = tick.try_wait().unwrap();
-            if status.is_some() {
-                break;
-            }
-            std::thread::sleep(Duration::from_millis(50));
-        }
-        let Some(status) = status else {
-            let _ = tick.kill();
-            panic!("the tick did not stop after the signal");
-        };
-        let out = tick.wait_with_output().unwrap();
+        let (status, out) =
+            interrupted_while_the_agent_runs(&g, &["--now", &minute(0), "tick"], signal);
         let stdout = String::from_utf8_lossy(&out.stdout);
         let stderr = String::from_utf8_lossy(&out.stderr);
         assert_eq!(status.code(), Some(code), "{stdout}\n{stderr}");
@@ -247,6 +212,83 @@ fn an_interrupt_is_a_clean_stop() {
             "{shown}"
         );
     }
+}
+
+/// `work --run ID` of a fan-out, interrupted while its agent runs: the run is cancelled and the
+/// task queued again, as in a tick.
+#[test]
+fn an_interrupted_fan_out_job_queues_its_task_again() {
+    let g = GitRepo::with(Setup::default());
+    let tools = g.tools_path().display().to_string();
+    g.agent(&format!(
+        "#!/bin/sh\nif [ ! -f {tools}/first ]; then touch {tools}/first; echo $$ > {tools}/agent.pid; sleep 120; fi\necho done > result.txt\n"
+    ));
+    let id = g.repo.add(&["--title", "Slow", "--goal", "result.txt"]);
+    let claim = g
+        .repo
+        .run_at(&minute(0), &["tick", "--fan-out", "1", "--json"])
+        .ok()
+        .json();
+    let run = claim["matrix"]["include"][0]["run"]
+        .as_str()
+        .unwrap_or_else(|| panic!("{claim}"))
+        .to_string();
+    let (status, out) = interrupted_while_the_agent_runs(
+        &g,
+        &["--now", &minute(1), "work", "--run", &run],
+        libc::SIGTERM,
+    );
+    assert_eq!(
+        status.code(),
+        Some(143),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let shown = g.repo.run(&["task", "show", &id, "--json"]).ok().json();
+    assert_eq!(shown["task"]["status"], "queued", "{shown}");
+    assert_eq!(shown["runs"][0]["status"], "cancelled", "{shown}");
+}
+
+/// Runs `opentiger --repo <g> <args>` until the agent wrote `agent.pid` into the tools folder,
+/// sends it `signal`, and waits (bounded) for it to end.
+fn interrupted_while_the_agent_runs(
+    g: &GitRepo,
+    args: &[&str],
+    signal: libc::c_int,
+) -> (std::process::ExitStatus, std::process::Output) {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_opentiger"))
+        .arg("--repo")
+        .arg(g.path())
+        .args(args)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let pidfile = g.tools_path().join("agent.pid");
+    for _ in 0..400 {
+        if pidfile.exists() {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    assert!(pidfile.exists(), "the agent never started");
+    let pid = i32::try_from(child.id()).unwrap();
+    // SAFETY: kill has no memory effects; the pid is our own child's.
+    unsafe { libc::kill(pid, signal) };
+    // Bounded: the grace period is seconds, the agent's sleep minutes.
+    let mut status = None;
+    for _ in 0..600 {
+        status = child.try_wait().unwrap();
+        if status.is_some() {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let Some(status) = status else {
+        let _ = child.kill();
+        panic!("{args:?} did not stop after the signal");
+    };
+    (status, child.wait_with_output().unwrap())
 }
 
 /// Whether a process exists and is not a zombie.

@@ -226,7 +226,7 @@ pub(super) fn record(
 
 /// A run that ended without a result of its own (not started, or stopped by an interrupt):
 /// cancelled, and its task queued again with no attempt counted and no wait.
-fn requeued(why: &str) -> crate::engine::outcome::OutcomeDecision {
+pub(super) fn requeued(why: &str) -> crate::engine::outcome::OutcomeDecision {
     crate::engine::outcome::OutcomeDecision {
         run_status: crate::model::RunStatus::Cancelled,
         failure_code: None,
