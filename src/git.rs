@@ -348,7 +348,11 @@ fn git_dir_at(top: &Path) -> Option<PathBuf> {
 fn common_dir_at(top: &Path) -> Option<PathBuf> {
     let git_dir = git_dir_at(top)?;
     match std::fs::read_to_string(git_dir.join("commondir")) {
-        Ok(text) => Some(git_dir.join(text.trim())),
+        Ok(text) => {
+            // `../..` from `.git/worktrees/<name>`: made plain, as git prints it.
+            let common = git_dir.join(text.trim());
+            Some(common.canonicalize().unwrap_or(common))
+        }
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => Some(git_dir),
         Err(_) => None,
     }
