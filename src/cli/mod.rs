@@ -40,7 +40,7 @@ const GLOBAL: &str = "Global options";
 
 /// Global options that mean nothing to `demo` (it builds its own sample repository): left out
 /// of its help and refused when given.
-const NOT_FOR_DEMO: [&str; 4] = ["repo", "config", "mode", "yes"];
+const NOT_FOR_DEMO: [&str; 3] = ["repo", "config", "mode"];
 
 #[derive(Parser, Debug)]
 #[command(
@@ -259,9 +259,14 @@ fn run(cli: Cli) -> CmdResult {
         Command::Plan(args) => plan::run(&context(Access::Write)?, args),
         Command::Task(cmd) => {
             // Only adding can start a state: the other task commands need a task in one.
+            use task::TaskCommand;
             let access = match cmd {
-                task::TaskCommand::Add(_) => Access::Write,
-                _ => Access::Read,
+                TaskCommand::Add(_) => Access::Write,
+                TaskCommand::List { .. }
+                | TaskCommand::Show { .. }
+                | TaskCommand::Retry { .. }
+                | TaskCommand::Approve { .. }
+                | TaskCommand::Cancel { .. } => Access::Read,
             };
             task::run(&context(access)?, cmd)
         }
