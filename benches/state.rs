@@ -7,7 +7,8 @@
 //! state's size 40 days later, after retention; and the packed history after many saves divided
 //! by one packed snapshot. Times are medians; memory is the peak resident set of the largest
 //! process in the command's process tree (`/usr/bin/time`'s figure, which folds in every
-//! descendant the command waited for).
+//! descendant the command waited for). The quiet tick on the file store is also shown against
+//! its floor, `sqlite3` opening the same file and counting the tasks (issue 29: within 2×).
 //!
 //! Figures, not assertions: nothing here fails on a slow machine. Selectable, since the largest
 //! cases are slow:
@@ -37,6 +38,8 @@ struct Figures {
     events: i64,
     state_mib: f64,
     quiet_file: Measured,
+    /// `sqlite3` opening the same file and counting its tasks: the floor of a quiet tick.
+    floor: Measured,
     quiet_branch: Measured,
     save_ms: f64,
     pushed_kib: f64,
@@ -100,6 +103,9 @@ fn measure_size(tasks: usize, saves: usize, now: Timestamp) -> Figures {
     git(&file_repo, &["init", "-q", "-b", "main"]);
     git(&file_repo, &["commit", "-q", "--allow-empty", "-m", "i"]);
     let quiet_file = quiet_ticks(&file_repo, now);
+    let floor = median(5, || {
+        measure::sqlite3_floor(&file_repo.join(".opentiger/state.sqlite"))
+    });
     let at = now.to_string();
     let reads = [
         ("status", vec!["status"]),
@@ -168,6 +174,7 @@ fn measure_size(tasks: usize, saves: usize, now: Timestamp) -> Figures {
         events,
         state_mib: bytes as f64 / 1048576.0,
         quiet_file,
+        floor,
         quiet_branch,
         save_ms: save_times[save_times.len() / 2].as_secs_f64() * 1000.0,
         pushed_kib: pushed as f64 / 1024.0,
@@ -264,6 +271,18 @@ fn print_table(rows: &[Figures]) {
     line("quiet tick, file store (time / peak)", &|r| {
         cell(&r.quiet_file)
     });
+    line("`sqlite3` floor: open the file, count the tasks", &|r| {
+        cell(&r.floor)
+    });
+    line(
+        "quiet tick, file store ÷ `sqlite3` floor (issue 29: ≤ 2)",
+        &|r| {
+            format!(
+                "{:.1}",
+                r.quiet_file.time.as_secs_f64() / r.floor.time.as_secs_f64().max(1e-9)
+            )
+        },
+    );
     line("quiet tick, state branch (time / peak)", &|r| {
         cell(&r.quiet_branch)
     });

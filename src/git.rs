@@ -297,8 +297,12 @@ impl Git {
         Ok(self.resolve(&format!("refs/heads/{branch}"))?.is_some())
     }
 
-    /// `.git` of the main repository, shared by all worktrees.
+    /// `.git` of the main repository, shared by all worktrees. Read from the files when this is
+    /// the top of a work tree (no process: a quiet tick asks this), else asked of git.
     pub fn common_dir(&self) -> Result<PathBuf, GitError> {
+        if let Some(common) = common_dir_at(&self.dir) {
+            return Ok(common);
+        }
         let dir = self.run(&["rev-parse", "--git-common-dir"])?;
         let path = PathBuf::from(dir);
         Ok(if path.is_absolute() {
@@ -309,11 +313,53 @@ impl Git {
     }
 
     pub fn is_repository(dir: &Path) -> bool {
+        if git_dir_at(dir).is_some() {
+            return true;
+        }
         Git::new(dir)
             .try_run(&["rev-parse", "--git-dir"])
             .ok()
             .flatten()
             .is_some()
+    }
+}
+
+/// The top of the work tree holding `dir`, as `git rev-parse --show-toplevel` finds it: the
+/// nearest folder, `dir` or above, with a `.git` folder (a repository) or a `.git` file naming
+/// its git folder (a linked worktree, a submodule). `None` outside any repository. Reads files
+/// only: finding the repository costs no process.
+pub fn work_tree_top(dir: &Path) -> Option<PathBuf> {
+    dir.ancestors()
+        .find(|d| git_dir_at(d).is_some())
+        .map(Path::to_path_buf)
+}
+
+/// The git folder of the work tree whose top is `top`: its `.git` folder, or the folder its
+/// `.git` file points to; `None` when `top` has neither (or it holds no `HEAD`).
+fn git_dir_at(top: &Path) -> Option<PathBuf> {
+    let dot_git = top.join(".git");
+    let meta = std::fs::metadata(&dot_git).ok()?;
+    let git_dir = if meta.is_dir() {
+        dot_git
+    } else {
+        let text = std::fs::read_to_string(&dot_git).ok()?;
+        top.join(text.trim().strip_prefix("gitdir:")?.trim())
+    };
+    git_dir.join("HEAD").exists().then_some(git_dir)
+}
+
+/// The common git folder of the work tree whose top is `top` (a linked worktree's `commondir`
+/// file names it), read from the files.
+fn common_dir_at(top: &Path) -> Option<PathBuf> {
+    let git_dir = git_dir_at(top)?;
+    match std::fs::read_to_string(git_dir.join("commondir")) {
+        Ok(text) => {
+            // `../..` from `.git/worktrees/<name>`: made plain, as git prints it.
+            let common = git_dir.join(text.trim());
+            Some(common.canonicalize().unwrap_or(common))
+        }
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Some(git_dir),
+        Err(_) => None,
     }
 }
 

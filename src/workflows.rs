@@ -246,6 +246,20 @@ pub fn is_workflow_token(env: impl Fn(&str) -> Option<String>) -> bool {
 /// The longest time between two runs of a cron (`minute hour * * *` forms; the day fields must
 /// be `*`), or `None` when the expression is not one of those.
 pub fn cron_interval(cron: &str) -> Option<Millis> {
+    let longest = cron_gaps(cron)?.into_iter().max()?;
+    Some(i64::from(longest) * MINUTE)
+}
+
+/// The shortest time between two runs of a cron (the forms of [`cron_interval`]): how often it
+/// can start a job, which is what a quiet day costs in billed minutes.
+pub fn cron_shortest_interval(cron: &str) -> Option<Millis> {
+    let shortest = cron_gaps(cron)?.into_iter().min()?;
+    Some(i64::from(shortest) * MINUTE)
+}
+
+/// The minutes between consecutive runs of a cron over a day, the last one wrapping to the next
+/// day's first.
+fn cron_gaps(cron: &str) -> Option<Vec<u32>> {
     let fields: Vec<&str> = cron.split_whitespace().collect();
     let [minute, hour, day, month, weekday] = fields.as_slice() else {
         return None;
@@ -261,10 +275,14 @@ pub fn cron_interval(cron: &str) -> Option<Millis> {
         .collect();
     fires.sort_unstable();
     let first = *fires.first()?;
-    let gaps = fires.windows(2).map(|w| w[1] - w[0]);
     let wrap = first + 24 * 60 - fires.last()?;
-    let longest = gaps.chain(std::iter::once(wrap)).max()?;
-    Some(i64::from(longest) * MINUTE)
+    Some(
+        fires
+            .windows(2)
+            .map(|w| w[1] - w[0])
+            .chain(std::iter::once(wrap))
+            .collect(),
+    )
 }
 
 /// One cron field's values: `*`, `*/n`, `a`, `a-b`, `a-b/n`, and lists of those.
@@ -319,6 +337,27 @@ mod tests {
     }
 
     #[test]
+    fn crons_become_their_shortest_gap() {
+        #[rustfmt::skip]
+        let cases: Vec<(&str, Option<i64>)> = vec![
+            ("17 * * * *", Some(60)),
+            ("*/30 * * * *", Some(30)),
+            ("0,5 * * * *", Some(5)),
+            ("0 9-17 * * *", Some(60)),
+            ("*/5 * * * *", Some(5)),
+            ("0 0 * * *", Some(24 * 60)),
+            ("0 0 * * 1", None),
+        ];
+        for (cron, minutes) in cases {
+            assert_eq!(
+                cron_shortest_interval(cron),
+                minutes.map(|m| m * MINUTE),
+                "{cron}"
+            );
+        }
+    }
+
+    #[test]
     fn workflows_say_what_starts_them() {
         let ci = "name: CI\non:\n  push:\n    branches: [main]\n  pull_request:\n  workflow_dispatch:\njobs:\n  test:\n    runs-on: ubuntu-latest\n    steps:\n      - run: cargo test\n";
         let w = parse("ci.yml", ci).expect("a workflow");
@@ -342,9 +381,9 @@ mod tests {
         }
         let tick = include_str!("../examples/workflows/opentiger.yml");
         let w = parse("opentiger.yml", tick).expect("the example workflow");
-        assert_eq!(w.crons, vec!["*/30 * * * *"]);
+        assert_eq!(w.crons, vec!["17 * * * *"]);
         let every = schedule(std::slice::from_ref(&w)).map(|s| s.every);
-        assert_eq!(every, Some(30 * MINUTE));
+        assert_eq!(every, Some(60 * MINUTE));
         assert!(w.runs_opentiger && w.dispatch && !w.on_push_or_pr);
         let with_actions = tick.replace("  statuses: read", "  actions: write\n  statuses: read");
         assert!(

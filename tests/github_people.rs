@@ -536,6 +536,26 @@ fn ask_mode_holds_an_imported_issue_until_approved() {
         "{}",
         asked[0].body
     );
+    // Issue 29: one comment asks; the progress comment points to it, without the commands.
+    let naming: Vec<_> = s
+        .server
+        .comments(issue)
+        .into_iter()
+        .filter(|c| c.body.contains("/opentiger approve"))
+        .collect();
+    assert_eq!(naming.len(), 1, "{naming:#?}");
+    let all = s.server.comments(issue);
+    let progress = all
+        .iter()
+        .find(|c| c.body.contains("phase **"))
+        .unwrap_or_else(|| panic!("a progress comment: {all:#?}"));
+    assert!(
+        progress
+            .body
+            .contains("a maintainer must act: answer the question on this issue"),
+        "points to the question: {}",
+        progress.body
+    );
     assert!(s.server.pulls().is_empty());
     // A label lets another issue through at once.
     s.server.add_issue(

@@ -19,6 +19,22 @@ pub struct Measured {
 /// a small process, because Linux counts a spawned child's peak from the memory of the process
 /// that spawned it, and this one holds a whole state.
 pub fn opentiger(repo: &Path, args: &[&str]) -> Measured {
+    let mut all = vec!["--repo", repo.to_str().expect("utf-8")];
+    all.extend_from_slice(args);
+    timed(env!("CARGO_BIN_EXE_opentiger"), &all)
+}
+
+/// `sqlite3 FILE "select count(*) from tasks"`: the floor of any command on the file store (a
+/// process started, the file opened, one query), measured the same way as [`opentiger`].
+pub fn sqlite3_floor(file: &Path) -> Measured {
+    timed(
+        "sqlite3",
+        &[file.to_str().expect("utf-8"), "select count(*) from tasks"],
+    )
+}
+
+/// Runs `program args`, which must succeed, under `/usr/bin/time` (see [`opentiger`]).
+fn timed(program: &str, args: &[&str]) -> Measured {
     let report = tempfile::NamedTempFile::new().expect("temp file");
     let started = Instant::now();
     let out = Command::new("/usr/bin/time")
@@ -26,18 +42,16 @@ pub fn opentiger(repo: &Path, args: &[&str]) -> Measured {
         .arg("%M")
         .arg("-o")
         .arg(report.path())
-        .arg(env!("CARGO_BIN_EXE_opentiger"))
-        .arg("--repo")
-        .arg(repo)
+        .arg(program)
         .args(args)
         .env_remove("GITHUB_RUN_ID")
         .env_remove("GITHUB_STEP_SUMMARY")
         .output()
-        .expect("start /usr/bin/time opentiger");
+        .expect("start /usr/bin/time");
     let time = started.elapsed();
     assert!(
         out.status.success(),
-        "opentiger {args:?} failed: {}",
+        "{program} {args:?} failed: {}",
         String::from_utf8_lossy(&out.stderr)
     );
     let peak_kib = std::fs::read_to_string(report.path())

@@ -21,6 +21,7 @@ macro_rules! out {
 mod config_cmd;
 mod doctor;
 mod init;
+mod locate;
 mod plan;
 mod status;
 mod task;
@@ -48,9 +49,14 @@ const NOT_FOR_DEMO: [&str; 3] = ["repo", "config", "mode"];
     about = "An autonomous coding loop for one repository, one tick at a time."
 )]
 pub struct Cli {
-    /// Repository to work on.
-    #[arg(long, global = true, help_heading = GLOBAL, default_value = ".", env = "OPENTIGER_REPO")]
-    pub repo: PathBuf,
+    /// Repository to work on [default: the repository holding the current folder, at the top
+    /// of its work tree].
+    #[arg(long, global = true, help_heading = GLOBAL, env = "OPENTIGER_REPO")]
+    pub repo: Option<PathBuf>,
+    /// With no .opentiger.yml, start a new state with the built-in defaults without asking
+    /// (`task add`, `tick`, `plan` ask in an interactive terminal).
+    #[arg(long, global = true, help_heading = GLOBAL)]
+    pub yes: bool,
     /// Configuration file [default: <repo>/.opentiger.yml].
     #[arg(long, global = true, help_heading = GLOBAL, env = "OPENTIGER_CONFIG")]
     pub config: Option<PathBuf>,
@@ -68,6 +74,10 @@ pub struct Cli {
     pub quiet: bool,
     #[command(subcommand)]
     pub command: Command,
+    /// The repository as worked on: `--repo` made absolute, else the top of the work tree
+    /// holding the current folder (set by [`main`]).
+    #[arg(skip)]
+    pub root: PathBuf,
 }
 
 #[derive(Subcommand, Debug)]
@@ -110,7 +120,7 @@ impl Cli {
     /// What a [`Context`] is loaded from: the repository and the global overrides.
     pub fn context_options(&self) -> ContextOptions {
         ContextOptions {
-            repo: self.repo.clone(),
+            repo: self.root.clone(),
             config: self.config.clone(),
             mode: self.mode.clone(),
             now: self.now.clone(),
@@ -183,11 +193,11 @@ pub fn main() -> i32 {
     // Relative paths in the configuration (an agent's `./scripts/agent.sh`, the state file, the
     // requirement) are relative to the repository: made absolute once here, they stay right
     // whatever folder a program later runs in (a run's worktree, a scratch copy).
-    cli.repo = match std::path::absolute(&cli.repo) {
-        Ok(repo) => repo,
-        Err(e) => {
-            eprintln!("error: --repo {}: {e}", cli.repo.display());
-            return 2;
+    cli.root = match root(&cli) {
+        Ok(root) => root,
+        Err(f) => {
+            eprintln!("error: {}", f.message);
+            return f.code;
         }
     };
     // Before any agent runs: the runner's own git, from a folder no agent can write
@@ -209,20 +219,70 @@ pub fn main() -> i32 {
     }
 }
 
+/// The repository a command works on: `--repo` as given (made absolute), else the top of the
+/// work tree holding the current folder, as git finds it. Outside any repository that is an
+/// error, except for the commands that need none (`demo`, `config schema`).
+fn root(cli: &Cli) -> Result<PathBuf, Failure> {
+    if let Some(repo) = &cli.repo {
+        return std::path::absolute(repo)
+            .map_err(|e| Failure::usage(format!("--repo {}: {e}", repo.display())));
+    }
+    let cwd = std::env::current_dir()
+        .map_err(|e| Failure::usage(format!("cannot read the current folder: {e}")))?;
+    let needs_none = matches!(
+        &cli.command,
+        Command::Demo(_) | Command::Config(config_cmd::ConfigCommand::Schema)
+    );
+    match locate::repository_of(&cwd) {
+        Ok(root) => Ok(root),
+        Err(_) if needs_none => Ok(cwd),
+        Err(f) => Err(f),
+    }
+}
+
 fn run(cli: Cli) -> CmdResult {
-    let context = || Context::load(&cli.context_options());
+    use locate::Access;
+    // Loaded, and what it says when there is no `.opentiger.yml` (see `locate`).
+    let context = |access: Access| -> Result<Context, Failure> {
+        let ctx = Context::load(&cli.context_options())?;
+        let interactive = std::io::IsTerminal::is_terminal(&std::io::stdin());
+        locate::confirm_defaults(&ctx, access, cli.yes, interactive)?;
+        Ok(ctx)
+    };
     match &cli.command {
         Command::Config(cmd) => config_cmd::run(&cli, cmd),
         Command::Init(args) => init::run(&cli, args),
         Command::Doctor(args) => doctor::run(&cli, args),
-        Command::Tick(args) => tick::run(&context()?, args),
-        Command::Work(args) => work::run(&context()?, args),
-        Command::Apply(args) => work::apply(&context()?, args),
-        Command::Status(args) => status::run(&context()?, args, cli.verbose > 0),
-        Command::Plan(args) => plan::run(&context()?, args),
-        Command::Task(cmd) => task::run(&context()?, cmd),
+        Command::Tick(args) => {
+            let access = if args.dry_run {
+                Access::Read
+            } else {
+                Access::Write
+            };
+            tick::run(&context(access)?, args)
+        }
+        Command::Work(args) => work::run(&context(Access::Read)?, args),
+        Command::Apply(args) => work::apply(&context(Access::Read)?, args),
+        Command::Status(args) => status::run(&context(Access::Read)?, args, cli.verbose > 0),
+        Command::Plan(args) => plan::run(&context(Access::Write)?, args),
+        Command::Task(cmd) => {
+            // Only adding can start a state: the other task commands need a task in one.
+            use task::TaskCommand;
+            let access = match cmd {
+                TaskCommand::Add(_) => Access::Write,
+                TaskCommand::List { .. }
+                | TaskCommand::Show { .. }
+                | TaskCommand::Retry { .. }
+                | TaskCommand::Approve { .. }
+                | TaskCommand::Cancel { .. } => Access::Read,
+            };
+            task::run(&context(access)?, cmd)
+        }
         Command::Demo(args) => {
-            let report = crate::demo::run(&context()?, args.keep.as_deref())?;
+            let report = crate::demo::run(
+                &Context::load(&cli.context_options())?,
+                args.keep.as_deref(),
+            )?;
             out!("{}", report.text);
             if report.converged {
                 Ok(())

@@ -50,6 +50,8 @@ pub fn run(ctx: &Context, args: &TickArgs) -> CmdResult {
         // process, whose end must not look like a dead holder.
         ctx.agent_id = fan_out_holder(&ctx.tick_id);
     }
+    // Ctrl-C, or Actions cancelling the job: stop the agents, record, save, then exit 130/143.
+    crate::process::interrupt::install();
     let summary = tick_with(&ctx, args.fan_out.is_some())?;
     report_tick(&ctx, &summary);
     if args.json {
@@ -61,7 +63,16 @@ pub fn run(ctx: &Context, args: &TickArgs) -> CmdResult {
     } else {
         out!("{}", summary.text());
     }
-    Ok(())
+    match crate::process::interrupt::requested() {
+        Some(signal) => Err(Failure {
+            code: signal.exit_code(),
+            message: format!(
+                "interrupted by {}: the tick stopped cleanly (see above); the next tick goes on",
+                signal.name()
+            ),
+        }),
+        None => Ok(()),
+    }
 }
 
 /// The plan the next tick would make, changing nothing. In github mode (unless `offline`) it

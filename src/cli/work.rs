@@ -34,7 +34,19 @@ pub struct ApplyArgs {
 pub fn run(ctx: &Context, args: &WorkArgs) -> CmdResult {
     let run_id = RunId(args.run.trim().to_string());
     let Some(dir) = &args.output else {
-        return print_done(&run_id, "work", work_run(ctx, &run_id)?);
+        // A cancelled matrix job: the run is stopped, recorded as cancelled, the task queued.
+        crate::process::interrupt::install();
+        print_done(&run_id, "work", work_run(ctx, &run_id)?)?;
+        return match crate::process::interrupt::requested() {
+            Some(signal) => Err(super::Failure {
+                code: signal.exit_code(),
+                message: format!(
+                    "interrupted by {}: the run was stopped and queued again",
+                    signal.name()
+                ),
+            }),
+            None => Ok(()),
+        };
     };
     let dir = &absolute(dir)?;
     match work_output(ctx, &run_id, dir)? {

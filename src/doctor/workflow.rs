@@ -2,7 +2,8 @@
 //! and it runs a fixed release of it — the action pinned to a release tag or a commit, never a
 //! branch such as `@main` (every tick would run whatever is pushed there next, holding the write
 //! token and the agent's key), with `version:` set, and no `cargo install --git` of opentiger
-//! (whatever the default branch is at, in every job).
+//! (whatever the default branch is at, in every job); and no schedule starting a tick more often
+//! than every 15 minutes (each job is billed as at least a minute, and events start the rest).
 //!
 //! Not for: linting workflows (actionlint does that) or checking the pinned tag exists.
 
@@ -62,6 +63,7 @@ pub fn inspect(text: &str) -> Inspection {
     let Ok(workflow) = serde_saphyr::from_str::<Workflow>(text) else {
         return out;
     };
+    out.problems.extend(frequent_schedules(text));
     let pinned = format!(
         "pin the major version and the release: `uses: {}` with `version: {}` (what `opentiger init --force` writes)",
         release::action_reference(),
@@ -118,6 +120,34 @@ pub fn inspect(text: &str) -> Inspection {
         }
     }
     out
+}
+
+/// A schedule starting a job more often than this costs more billed minutes than it saves:
+/// events start a tick for everything that matters, the schedule is only the heartbeat.
+const SHORTEST_SCHEDULE: crate::time::Millis = 15 * crate::time::MINUTE;
+
+/// Each `schedule` cron that runs more often than every [`SHORTEST_SCHEDULE`].
+fn frequent_schedules(text: &str) -> Vec<Problem> {
+    let Some(parsed) = crate::workflows::parse("", text) else {
+        return Vec::new();
+    };
+    parsed
+        .crons
+        .iter()
+        .filter_map(|cron| {
+            let every = crate::workflows::cron_shortest_interval(cron)?;
+            (every < SHORTEST_SCHEDULE).then(|| {
+                let minutes = every / crate::time::MINUTE;
+                Problem {
+                    detail: format!(
+                        "`cron: \"{cron}\"` starts a tick every {minutes} min: {} billed job minutes on a quiet day, while events already start a tick for what matters",
+                        24 * 60 / minutes.max(1)
+                    ),
+                    fix: "make the heartbeat hourly, `cron: \"17 * * * *\"` (24 billed minutes a day; README: What a quiet day costs)".into(),
+                }
+            })
+        })
+        .collect()
 }
 
 /// Every workflow of the repository that runs opentiger, and what is wrong with how.
@@ -224,6 +254,14 @@ mod tests {
                 &[],
             ),
             ("not: [a workflow", &[]),
+            (
+                "on:\n  schedule:\n    - cron: \"*/5 * * * *\"\njobs:\n  t:\n    steps:\n      - run: opentiger tick\n",
+                &["`cron: \"*/5 * * * *\"` starts a tick every 5 min: 288 billed job minutes"],
+            ),
+            (
+                "on:\n  schedule:\n    - cron: \"*/15 * * * *\"\njobs:\n  t:\n    steps:\n      - run: opentiger tick\n",
+                &[],
+            ),
         ];
         for (text, expected) in cases {
             let found = details(text);

@@ -20,10 +20,13 @@
 //!   kept (an agent can print gigabytes), plus the total byte counts.
 //! - An optional [`Watch`] reads stdout and stderr line by line while the program runs and may
 //!   stop it early (`watch.rs`): its reason is [`ProcessOutput::stopped`].
+//! - An interrupt of the runner ([`interrupt`]) stops it too, gently: SIGTERM to its group,
+//!   SIGKILL after a grace period; the reason says which signal.
 //!
 //! Not here: deciding what a failure means (the engine's `classify`), and redacting the output
 //! (the caller passes the tails through `redact::Redactor` before storing or showing them).
 
+pub mod interrupt;
 mod watch;
 
 pub use watch::{OutputWatch, Watch};
@@ -445,6 +448,11 @@ fn watch(
     let deadline = started + spec.timeout;
     let mut killed = false;
     while !has_exited(pid) {
+        if let Some(signal) = interrupt::requested() {
+            tracing::info!(pid, "interrupted; ending its process group");
+            interrupt::end_group(pid, has_exited);
+            return End::Stopped(format!("interrupted by {}", signal.name()));
+        }
         let now = Instant::now();
         if now >= deadline {
             tracing::warn!(pid, "timed out; killing its process group");

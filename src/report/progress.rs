@@ -35,6 +35,9 @@ pub struct ProgressView {
     /// An excerpt of the last verification output, if there is one (shown in a code block).
     pub verification: Option<String>,
     pub criteria: Vec<CriterionCheck>,
+    /// The link to the comment that asks a person (options, recommended one, timeout), when
+    /// one does: the blocker points to it instead of repeating it (issue 29).
+    pub question: Option<String>,
 }
 
 /// The checklist as Markdown task-list lines: `- [x] item — met: reason`.
@@ -75,9 +78,13 @@ pub fn progress_comment(v: &ProgressView) -> String {
         None => changed,
     };
     let _ = writeln!(out, "- **What changed:** {changed}");
+    let link = match (&v.blocker, &v.question) {
+        (Some(_), Some(url)) => format!(" → [the question]({url})"),
+        (Some(_) | None, None) | (None, Some(_)) => String::new(),
+    };
     let _ = writeln!(
         out,
-        "- **Blocker:** {}",
+        "- **Blocker:** {}{link}",
         v.blocker.as_deref().map_or("none".to_string(), plain)
     );
     let _ = writeln!(out, "- **Next:** {}", plain(&v.next));
@@ -193,6 +200,7 @@ mod tests {
             evidence: vec!["PR #7".into(), "CI pending".into()],
             verification: Some("test ok ``` x".into()),
             criteria: criteria(),
+            question: None,
         };
         let text = progress_comment(&view);
         for needle in [
@@ -217,6 +225,24 @@ mod tests {
             first.contains("- **Blocker:** a maintainer must decide"),
             "{first}"
         );
+        // A question comment asks: the blocker links to it.
+        let asked = progress_comment(&ProgressView {
+            blocker: Some("a maintainer must act: answer the question on this issue".into()),
+            question: Some("#issuecomment-42".into()),
+            ..first_view()
+        });
+        assert!(
+            asked.contains("answer the question on this issue → [the question](#issuecomment-42)"),
+            "{asked}"
+        );
+    }
+
+    fn first_view() -> ProgressView {
+        ProgressView {
+            task_id: "abc".into(),
+            phase: Some(Phase::AwaitingFeedback),
+            ..ProgressView::default()
+        }
     }
 
     #[test]

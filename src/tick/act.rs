@@ -9,6 +9,7 @@ use super::claim::{Claimed, Work};
 use super::{ci_gate, publish};
 use super::{Context, Failure, TickSummary};
 use crate::engine::tick_budget_spent;
+use crate::engine::verdict::JudgeConclusion;
 use crate::forge::github::GithubClient;
 use crate::git::Git;
 use crate::model::{Mode, RunId, Task, TaskId};
@@ -28,8 +29,12 @@ pub(super) enum Done {
     CiHealed(crate::store::HealCi, ci_gate::Healed),
     /// A PR pointed at the base branch, or why not: (task, PR, base, result).
     Retargeted(TaskId, u64, String, Result<(), String>),
-    /// A claimed run not started (the tick's budget was spent): back to the queue.
+    /// A claimed run not started (the tick's budget was spent, or an interrupt came first):
+    /// back to the queue.
     Unstarted(TaskId, RunId, String),
+    /// A run an interrupt (SIGINT, SIGTERM) stopped: cancelled, not failed, and the task back
+    /// to the queue; what it spent is still recorded.
+    Interrupted(TaskId, RunId, WorkResult, String),
 }
 
 /// Runs the claimed work; with `fan_out` the claimed runs are listed in the summary's matrix
@@ -75,6 +80,18 @@ pub(super) fn act(
     // What the runs of this tick spent so far, for budget.per_tick_usd.
     let mut tick_spend = 0.0;
     for item in work {
+        // An interrupt: nothing new starts. A claimed run goes back to the queue; the rest
+        // (reviews, planning, issues) is claimed again by the next tick as a killed tick's is.
+        if let Some(signal) = crate::process::interrupt::requested() {
+            if let Work::Run { task, run_id, .. } = item {
+                done.push(Done::Unstarted(
+                    task.id.clone(),
+                    run_id,
+                    format!("not started: interrupted by {}", signal.name()),
+                ));
+            }
+            continue;
+        }
         match item {
             Work::Run { task, run_id, .. } if fan_out => {
                 if let Some(m) = summary.matrix.as_mut() {
@@ -95,6 +112,19 @@ pub(super) fn act(
                 let _span = tracing::info_span!("run", task = %task.id, run = %run_id).entered();
                 summary.started += 1;
                 let mut result = run_task(&act, &task, &run_id, &brief);
+                // A run that failed once an interrupt came was stopped by it (its agent, a
+                // check or git): cancelled, not a failure the task pays for.
+                if let (Some(signal), false) = (
+                    crate::process::interrupt::requested(),
+                    result.outcome.success,
+                ) {
+                    let why = format!(
+                        "cancelled: interrupted by {} (stopped, queued again)",
+                        signal.name()
+                    );
+                    done.push(Done::Interrupted(task.id.clone(), run_id, result, why));
+                    continue;
+                }
                 if let (Some(client), true) = (
                     forge,
                     result.outcome.success && result.record.head_sha.is_some(),
@@ -135,6 +165,13 @@ pub(super) fn act(
                         .as_ref()
                         .map(|m| m as &dyn crate::runner::judge::PullMerger),
                 );
+                // A review an interrupt cut short concluded nothing: not recorded (no judge
+                // retry spent), its lease is reclaimed as a killed tick's is.
+                if let (Some(_), JudgeConclusion::Failed { .. }) =
+                    (crate::process::interrupt::requested(), &result.conclusion)
+                {
+                    continue;
+                }
                 if let (Some(client), Some(pr)) = (forge, run.pr_number) {
                     // Visibility only: a comment that could not be posted loses no state.
                     if let Err(e) = publish::post_verdict(

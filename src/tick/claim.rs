@@ -21,6 +21,13 @@ use crate::workspace::{task_branch, worktree_root};
 /// task's retry budget.
 pub(super) fn preflight_checks(ctx: &Context) -> Result<(), Failure> {
     let config = &ctx.config;
+    // First: outside a repository, the missing remote would be a misleading cause.
+    if !Git::is_repository(&ctx.repo) {
+        return Err(Failure::usage(format!(
+            "{} is not a git repository\n  fix: run `git init` and commit, or point --repo at a repository",
+            ctx.repo.display()
+        )));
+    }
     match config.mode {
         Mode::Github => {
             let branches = crate::workspace::Branches::new(&Git::new(&ctx.repo), &config.remote);
@@ -34,12 +41,6 @@ pub(super) fn preflight_checks(ctx: &Context) -> Result<(), Failure> {
             }
         }
         Mode::LocalGit | Mode::Direct => {}
-    }
-    if !Git::is_repository(&ctx.repo) {
-        return Err(Failure::usage(format!(
-            "{} is not a git repository\n  fix: run `git init` and commit, or point --repo at a repository",
-            ctx.repo.display()
-        )));
     }
     let git = Git::new(&ctx.repo);
     if git
@@ -288,11 +289,16 @@ pub(super) fn claim(ctx: &Context, store: &mut Store) -> Result<Claimed, Failure
 
 /// Worktrees that leased tasks (of any tick) may be using right now.
 fn worktrees_in_use(ctx: &Context, store: &Store) -> Result<Vec<std::path::PathBuf>, Failure> {
+    let leased = store.leased_tasks()?;
+    // Nothing leased (a quiet tick): no need to ask where worktrees live.
+    if leased.is_empty() {
+        return Ok(Vec::new());
+    }
     let Ok(root) = worktree_root(&Git::new(&ctx.repo)) else {
         return Ok(Vec::new());
     };
     let mut paths = Vec::new();
-    for (task_id, _) in store.leased_tasks()? {
+    for (task_id, _) in leased {
         let task = store.task(&task_id)?;
         let name = task_branch(&task).replace('/', "__");
         paths.push(root.join(&name));

@@ -213,6 +213,15 @@ pub fn tick_with(ctx: &Context, fan_out: bool) -> Result<TickSummary, Failure> {
     summary.merged = recorded.merged;
     summary.spend_usd = recorded.spend_usd;
     summary.failures = recorded.failures;
+    if let Some(signal) = crate::process::interrupt::requested() {
+        summary.lines.push(format!(
+            "interrupted by {}: nothing new started; {} run(s) stopped, cancelled and queued again; state saved",
+            signal.name(),
+            recorded.interrupted
+        ));
+        // What is owed to GitHub waits for the next tick: the person asked to stop.
+        return Ok(summary);
+    }
     // A plan the planner just held for approval is shown on the requirement's issue.
     if let Some(client) = &forge {
         summary.lines.extend(plan_thread::publish(ctx, client));

@@ -184,6 +184,9 @@ fn pr_of(store: &Store, task: &Task) -> Result<Option<u64>, Failure> {
         .find_map(|r| r.pr_number))
 }
 
+/// Why a task with an open question waits, said without the question's commands.
+const ASKED: &str = "a person decides: the question on this issue says how";
+
 fn view(
     ctx: &Context,
     store: &Store,
@@ -198,11 +201,30 @@ fn view(
         over_budget: hold.is_some(),
         ..PhaseFacts::of(task)
     });
-    let reason = match hold {
-        Some((_, why)) => Some(why.to_string()),
-        None => task.status_reason.clone(),
+    // Issue 29: one comment per question. Where a question comment asks (options, the
+    // recommended one, what silence does), this one points to it instead of repeating it.
+    let question = match phase {
+        Phase::AwaitingFeedback => store.escalations()?.into_iter().find(|e| {
+            e.task_id == task.id && e.resolved_at.is_none() && task.issue_number == Some(e.thread)
+        }),
+        Phase::Intake
+        | Phase::Planning
+        | Phase::Executing
+        | Phase::Verifying
+        | Phase::Reporting
+        | Phase::Completed
+        | Phase::Paused
+        | Phase::Blocked => None,
+    };
+    let reason = match (hold, &question) {
+        (Some((_, why)), _) => Some(why.to_string()),
+        (None, Some(_)) => Some(ASKED.to_string()),
+        (None, None) => task.status_reason.clone(),
     };
     let blocker = match phase {
+        Phase::AwaitingFeedback if question.is_some() => {
+            Some("a maintainer must act: answer the question on this issue".to_string())
+        }
         Phase::AwaitingFeedback => Some(format!(
             "a maintainer must act: {}",
             reason.as_deref().unwrap_or("the task waits on a person")
@@ -268,7 +290,13 @@ fn view(
         previous,
         reason,
         blocker,
-        next: crate::report::next_action(plan, task),
+        next: match &question {
+            Some(_) => "waits for an answer to the question on this issue".to_string(),
+            None => crate::report::next_action(plan, task),
+        },
+        question: question
+            .and_then(|q| q.comment_id)
+            .map(|id| format!("#issuecomment-{id}")),
         spent_usd: store.spend_of_task(&task.id)?,
         budget_usd: ctx.config.budget.per_task_usd,
         evidence,

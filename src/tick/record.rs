@@ -25,6 +25,8 @@ pub(super) struct RecordedLines {
     pub(super) merged: usize,
     pub(super) spend_usd: f64,
     pub(super) failures: Vec<RunFailure>,
+    /// Runs an interrupt stopped.
+    pub(super) interrupted: usize,
 }
 
 pub(super) fn record(
@@ -124,21 +126,25 @@ pub(super) fn record(
             }
             Done::Unstarted(task_id, run_id, why) => {
                 out.lines.push(format!("{task_id}: {why}"));
-                let decision = crate::engine::outcome::OutcomeDecision {
-                    run_status: crate::model::RunStatus::Cancelled,
-                    failure_code: None,
-                    to: crate::model::TaskState::QUEUED,
-                    attempts: None,
-                    next_attempt_at: Some(None),
-                    reason: why.clone(),
-                    executor: None,
-                };
                 let record = crate::store::RunRecord {
                     error: Some(why.clone()),
                     ..Default::default()
                 };
                 (
-                    store.record_run(task_id, run_id, &record, &decision, writer)?,
+                    store.record_run(task_id, run_id, &record, &requeued(why), writer)?,
+                    false,
+                )
+            }
+            Done::Interrupted(task_id, run_id, WorkResult { record, .. }, why) => {
+                out.lines.push(format!("{task_id}: {why}"));
+                out.interrupted += 1;
+                out.spend_usd += record.cost_usd;
+                let record = crate::store::RunRecord {
+                    error: Some(why.clone()),
+                    ..record.clone()
+                };
+                (
+                    store.record_run(task_id, run_id, &record, &requeued(why), writer)?,
                     false,
                 )
             }
@@ -216,6 +222,20 @@ pub(super) fn record(
         })?;
     }
     Ok(out)
+}
+
+/// A run that ended without a result of its own (not started, or stopped by an interrupt):
+/// cancelled, and its task queued again with no attempt counted and no wait.
+pub(super) fn requeued(why: &str) -> crate::engine::outcome::OutcomeDecision {
+    crate::engine::outcome::OutcomeDecision {
+        run_status: crate::model::RunStatus::Cancelled,
+        failure_code: None,
+        to: crate::model::TaskState::QUEUED,
+        attempts: None,
+        next_attempt_at: Some(None),
+        reason: why.to_string(),
+        executor: None,
+    }
 }
 
 /// One line about a plan for the tick's report.

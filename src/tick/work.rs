@@ -127,7 +127,19 @@ pub(super) fn record_work(
             used: result.record.executor_use.as_ref(),
             waits: &waits,
         };
-        let decision = decide_outcome(&task, &result.outcome, &executors, &ctx.config, now);
+        // A run an interrupt stopped is cancelled and queued again, as in a tick (issue 29).
+        let decision = match (
+            crate::process::interrupt::requested(),
+            result.outcome.success,
+        ) {
+            (Some(signal), false) => super::record::requeued(&format!(
+                "cancelled: interrupted by {} (stopped, queued again)",
+                signal.name()
+            )),
+            (Some(_) | None, true) | (None, false) => {
+                decide_outcome(&task, &result.outcome, &executors, &ctx.config, now)
+            }
+        };
         let line = format!(
             "{} {:?}: {} → {}",
             task.id,
