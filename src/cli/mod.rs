@@ -202,7 +202,7 @@ pub fn main() -> i32 {
     };
     // Before any agent runs: the runner's own git, from a folder no agent can write
     // (`programs`). `doctor` reports a refusal among its checks instead of stopping here.
-    if let Err(message) = crate::programs::init(&cli.repo) {
+    if let Err(message) = crate::programs::init(&cli.root) {
         if !matches!(cli.command, Command::Doctor(_)) {
             eprintln!("error: {message}");
             return 2;
