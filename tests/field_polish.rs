@@ -328,12 +328,10 @@ fn a_quiet_tick_on_the_file_store_starts_at_most_one_git() {
     .unwrap();
     use std::os::unix::fs::PermissionsExt;
     std::fs::set_permissions(&shim, std::fs::Permissions::from_mode(0o755)).unwrap();
-    let path = format!(
-        "{}:{}",
-        shims.path().display(),
-        std::env::var("PATH").unwrap_or_default()
-    );
-    let quiet = g.tick_env(&minute(1), &[("PATH", path.as_str())]);
+    // Named explicitly: the runner takes no program from a temp folder found on PATH
+    // (`programs`), so the counting shim is handed over as OPENTIGER_GIT.
+    let shim_path = shim.display().to_string();
+    let quiet = g.tick_env(&minute(1), &[("OPENTIGER_GIT", shim_path.as_str())]);
     assert_eq!(quiet.code, 0, "{}", quiet.stderr);
     assert!(quiet.stdout.contains("0 decision(s)"), "{}", quiet.stdout);
     let calls = std::fs::read_to_string(&log).unwrap_or_default();
