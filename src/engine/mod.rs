@@ -18,6 +18,7 @@ pub mod fallback;
 mod followup;
 pub mod gate;
 pub mod import;
+pub mod objection;
 pub mod outcome;
 mod preflight;
 mod recovery;
