@@ -105,6 +105,10 @@ pub struct Observations {
     pub paused_by: Option<String>,
     /// Trusted people's reviews of task PRs (github mode), by PR number, oldest first.
     pub reviews: BTreeMap<u64, Vec<crate::model::PullReview>>,
+    /// The labels on each open PR (github mode), by number: `merge.hold_labels` hold a merge.
+    pub pull_labels: BTreeMap<u64, Vec<String>>,
+    /// Who holds an issue's or PR's merge with `/opentiger hold` not yet released, by number.
+    pub holds: BTreeMap<u64, String>,
 }
 
 /// Where a task's pull request stands.

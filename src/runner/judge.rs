@@ -7,6 +7,7 @@ use super::checks;
 use super::Act;
 use crate::config::{AgentRole, MergeMethod};
 use crate::engine::import::acceptance_criteria;
+use crate::engine::objection::LastWord;
 use crate::engine::verdict::{short_sha, JudgeConclusion};
 use crate::executor::{self, AgentExit, AgentRequest};
 use crate::forge::calls::MergeAnswer;
@@ -31,6 +32,11 @@ pub trait PullMerger {
     /// whose outcome was lost is recognised on the base.
     fn merge(&self, pr: u64, head: &str, title: &str, message: &str)
         -> Result<MergeAnswer, String>;
+
+    /// Issue 26: what people say about `head` of PR `pr`, read again just before it is
+    /// merged (their reviews, the PR's hold labels, a `/opentiger hold`). `Err` when it cannot
+    /// be read: the merge does not happen then.
+    fn last_word(&self, pr: u64, head: &str) -> Result<LastWord, String>;
 }
 
 /// What a review is asked in the light of: how many reviews the change had so far, and the issue
@@ -395,6 +401,40 @@ fn merge_pull(
     let Some(pr) = run.pr_number else {
         return failed(format!("run {} recorded no pull request", run.id));
     };
+    // People have the last word (issue 26): whatever the review said, a trusted person's
+    // standing request for changes or a hold, seen now, keeps the PR from being merged.
+    match merger.last_word(pr, head) {
+        Ok(LastWord::Clear { .. }) => {}
+        Ok(LastWord::Fix(conclusion)) => {
+            let row = match &conclusion {
+                JudgeConclusion::RequestChanges { summary, findings } => Some(JudgementRow {
+                    head_sha: head.to_string(),
+                    verdict: Verdict::RequestChanges,
+                    summary: summary.clone(),
+                    findings: findings.clone(),
+                    criteria: Vec::new(),
+                }),
+                _ => None,
+            };
+            return JudgeResult {
+                conclusion,
+                judgement: row,
+            };
+        }
+        Ok(held @ LastWord::Held(_)) => {
+            return JudgeResult {
+                conclusion: JudgeConclusion::Held {
+                    reason: held.held_text().unwrap_or_default(),
+                },
+                judgement: None,
+            }
+        }
+        Err(e) => {
+            return failed(format!(
+                "not merged: people's reviews of PR #{pr} could not be read again before the merge: {e}"
+            ))
+        }
+    }
     let title = format!("{} (#{pr})", task.title);
     let message = format!("{}\n\nTask: {}", review.summary.trim(), task.id);
     match merger.merge(pr, head, &title, &message) {

@@ -19,6 +19,7 @@ mod claim;
 mod commands;
 mod context;
 mod escalate;
+mod last_word;
 mod lock;
 pub mod observe;
 pub mod output;
