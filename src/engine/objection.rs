@@ -86,8 +86,13 @@ pub enum LastWord {
     /// Nobody objects or holds. `approved_by`: trusted people whose standing is an approval
     /// of this head.
     Clear { approved_by: Vec<String> },
-    /// Requests no AutoFix answered yet: one answers them (`RequestChanges`), as the judge's.
-    Fix(JudgeConclusion),
+    /// Requests no AutoFix answered yet: one answers them (`conclusion`, a `RequestChanges`),
+    /// as the judge's; `held_by` says whose, for people ("@maint's review (changes requested
+    /// on 3f2a1c0)").
+    Fix {
+        conclusion: JudgeConclusion,
+        held_by: String,
+    },
     /// Held until each of these is lifted.
     Held(Vec<Hold>),
 }
@@ -103,7 +108,7 @@ impl LastWord {
                     .collect::<Vec<_>>()
                     .join("; "),
             ),
-            LastWord::Clear { .. } | LastWord::Fix(_) => None,
+            LastWord::Clear { .. } | LastWord::Fix { .. } => None,
         }
     }
 }
@@ -158,7 +163,23 @@ pub fn last_word(say: &PeopleSay<'_>, merge: &MergeConfig) -> LastWord {
         .collect();
     unanswered.sort_by_key(|r| (r.submitted_at, r.id));
     if !unanswered.is_empty() {
-        return LastWord::Fix(fix_request(&unanswered));
+        let held_by = unanswered
+            .iter()
+            .map(|r| {
+                let what = match r.state {
+                    ReviewState::ChangesRequested => "changes requested",
+                    ReviewState::Approved | ReviewState::Commented | ReviewState::Dismissed => {
+                        "line comments"
+                    }
+                };
+                format!("@{}'s review ({what} on {})", r.author, short_sha(&r.commit_id))
+            })
+            .collect::<Vec<_>>()
+            .join(", ");
+        return LastWord::Fix {
+            conclusion: fix_request(&unanswered),
+            held_by,
+        };
     }
     let mut holds: Vec<Hold> = objections
         .iter()

@@ -35,10 +35,11 @@ fn lined(r: PullReview, n: usize) -> PullReview {
 fn short(word: &LastWord) -> String {
     match word {
         LastWord::Clear { approved_by } => format!("clear {}", approved_by.join(",")),
-        LastWord::Fix(JudgeConclusion::RequestChanges { summary, .. }) => {
-            format!("fix {}", summary.replace(" requested changes", ""))
-        }
-        LastWord::Fix(other) => format!("{other:?}"),
+        LastWord::Fix {
+            conclusion: JudgeConclusion::RequestChanges { summary, .. },
+            ..
+        } => format!("fix {}", summary.replace(" requested changes", "")),
+        LastWord::Fix { conclusion, .. } => format!("{conclusion:?}"),
         LastWord::Held(holds) => format!(
             "held {}",
             holds.iter().map(Hold::who).collect::<Vec<_>>().join("|")
@@ -110,7 +111,10 @@ fn an_objection_holds_in_every_approval_mode() {
             held_by: None,
             fixed_at: None,
         };
-        assert!(matches!(last_word(&say, &merge), LastWord::Fix(_)), "{mode:?}");
+        assert!(
+            matches!(last_word(&say, &merge), LastWord::Fix { .. }),
+            "{mode:?}"
+        );
         let answered = PeopleSay {
             fixed_at: Some(Timestamp(11 * SECOND)),
             ..say
@@ -133,11 +137,14 @@ fn many_commented_ranges_are_capped() {
         held_by: None,
         fixed_at: None,
     };
-    let LastWord::Fix(JudgeConclusion::RequestChanges { findings, .. }) =
-        last_word(&say, &MergeConfig::default())
+    let LastWord::Fix {
+        conclusion: JudgeConclusion::RequestChanges { findings, .. },
+        held_by,
+    } = last_word(&say, &MergeConfig::default())
     else {
         panic!("a request for changes gets an AutoFix");
     };
+    assert_eq!(held_by, "@bob's review (changes requested on head)");
     assert_eq!(findings.len(), MAX_RANGES + 1, "{findings:?}");
     assert_eq!(findings[0], "notes.txt:1: see @bob's review comment on these lines");
     assert!(findings[MAX_RANGES].starts_with("280 more commented ranges"));

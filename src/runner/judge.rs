@@ -405,7 +405,7 @@ fn merge_pull(
     // standing request for changes or a hold, seen now, keeps the PR from being merged.
     match merger.last_word(pr, head) {
         Ok(LastWord::Clear { .. }) => {}
-        Ok(LastWord::Fix(conclusion)) => {
+        Ok(LastWord::Fix { conclusion, .. }) => {
             let row = match &conclusion {
                 JudgeConclusion::RequestChanges { summary, findings } => Some(JudgementRow {
                     head_sha: head.to_string(),

@@ -121,7 +121,7 @@ impl LastWordCheck {
     pub fn approved_by(&self, ctx: &Context, head: &str) -> Vec<String> {
         match self.decide(ctx, head, &self.reviews, &self.labels) {
             LastWord::Clear { approved_by } => approved_by,
-            LastWord::Fix(_) | LastWord::Held(_) => Vec::new(),
+            LastWord::Fix { .. } | LastWord::Held(_) => Vec::new(),
         }
     }
 

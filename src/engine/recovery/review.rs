@@ -195,12 +195,12 @@ pub(super) fn gate_open_pull_request(w: &mut Working<'_>, id: &TaskId, pr: u64) 
     // AutoFix answered yet gets one, as the judge's does; one still standing, a hold label or a
     // `/opentiger hold` holds the merge; their approval may be required before it.
     let people = people_say(w, id, run, pr);
-    if let LastWord::Fix(conclusion) = &people {
-        let by = match conclusion {
-            JudgeConclusion::RequestChanges { summary, .. } => summary.clone(),
-            _ => String::new(),
-        };
-        fix_on_pull(w, id, pr, conclusion, "judge.review_changes", Some(&by));
+    if let LastWord::Fix {
+        conclusion,
+        held_by,
+    } = &people
+    {
+        fix_on_pull(w, id, pr, conclusion, "judge.review_changes", Some(held_by));
         return;
     }
     let needs_approval = w.config.merge.human_approval == HumanApproval::Required
