@@ -234,7 +234,7 @@ fn a_request_written_while_the_judge_reviews_stops_the_merge() {
 #[test]
 fn a_hold_label_holds_the_merge_until_it_is_removed() {
     let s = setup();
-    owners_issue(&s, "Greeting", "CREATE hello.txt");
+    let issue = owners_issue(&s, "Greeting", "CREATE hello.txt");
     tick(&s, "2026-11-21T12:00:00Z");
     let pr = s.server.pulls()[0].clone();
     s.server.advance(60);
@@ -247,11 +247,33 @@ fn a_hold_label_holds_the_merge_until_it_is_removed() {
             && held.contains("remove the label `do-not-merge`"),
         "{held}"
     );
+    // The progress comment says who holds it and how to release it.
+    let progress = s
+        .server
+        .comments(issue)
+        .into_iter()
+        .find(|c| c.body.contains("opentiger:task="))
+        .expect("a progress comment");
+    assert!(
+        progress.body.contains("held by the label `do-not-merge`")
+            && progress.body.contains("remove the label"),
+        "{}",
+        progress.body
+    );
     // Held and nothing new: the lists answer 304, so no review or label is read again (the
     // only other reads are CI's, while the PR waits on it).
-    s.server.reset_counts();
+    // (The next tick sees the progress comment's own edit once.)
     tick(&s, "2026-11-21T12:10:00Z");
+    s.server.reset_counts();
+    tick(&s, "2026-11-21T12:12:00Z");
     let calls = s.server.requests();
+    assert!(
+        calls
+            .iter()
+            .filter(|r| r.path_and_query.contains("/issues?") || r.path_and_query.contains("/pulls?"))
+            .all(|r| r.status == 304),
+        "{calls:?}"
+    );
     assert!(
         calls
             .iter()
