@@ -154,9 +154,13 @@ fn a_dismissed_request_no_longer_holds_and_a_deleted_one_never_did() {
         &[],
     );
     s.server.delete_review(gone);
-    let review = s
-        .server
-        .add_review(pr.number, "carol", "CHANGES_REQUESTED", "WRITE notes.txt final", &[]);
+    let review = s.server.add_review(
+        pr.number,
+        "carol",
+        "CHANGES_REQUESTED",
+        "WRITE notes.txt final",
+        &[],
+    );
     tick(&s, "2026-11-21T12:05:00Z");
     let prompt = autofix_prompt(&s, first);
     assert!(!prompt.contains("withdrawn"), "{prompt}");
@@ -270,7 +274,9 @@ fn a_hold_label_holds_the_merge_until_it_is_removed() {
     assert!(
         calls
             .iter()
-            .filter(|r| r.path_and_query.contains("/issues?") || r.path_and_query.contains("/pulls?"))
+            .filter(
+                |r| r.path_and_query.contains("/issues?") || r.path_and_query.contains("/pulls?")
+            )
             .all(|r| r.status == 304),
         "{calls:?}"
     );
@@ -278,8 +284,7 @@ fn a_hold_label_holds_the_merge_until_it_is_removed() {
         calls
             .iter()
             .filter(|r| r.path_and_query.contains("/reviews")
-                || r.path_and_query.contains("/comments?")
-                    && r.path_and_query.contains("/pulls/")
+                || r.path_and_query.contains("/comments?") && r.path_and_query.contains("/pulls/")
                 || r.path_and_query.contains("/labels"))
             .count()
             == 0,
@@ -382,9 +387,15 @@ fn a_huge_review_is_bounded() {
         .server
         .requests()
         .iter()
-        .filter(|r| r.path_and_query.contains(&format!("/pulls/{}/comments", pr.number)))
+        .filter(|r| {
+            r.path_and_query
+                .contains(&format!("/pulls/{}/comments", pr.number))
+        })
         .count();
-    assert!(pages >= 3, "300 review comments are 3 pages of 100: {pages}");
+    assert!(
+        pages >= 3,
+        "300 review comments are 3 pages of 100: {pages}"
+    );
     let prompt = autofix_prompt(&s, n);
     assert!(prompt.len() < 40_000, "prompt of {} bytes", prompt.len());
     assert!(prompt.contains("more commented ranges"), "{prompt}");

@@ -421,8 +421,10 @@ fn hold_and_release_act_on_the_thread_s_merge() {
         thread,
         by: by.map(String::from),
     };
+    /// (command, where, allowed, outcome, effects, the reply says)
+    type Case<'a> = (&'a str, Place, bool, Outcome, Vec<Effect>, &'a str);
     #[rustfmt::skip]
-    let cases: Vec<(&str, Place, bool, Outcome, Vec<Effect>, &str)> = vec![
+    let cases: Vec<Case> = vec![
         ("/opentiger hold",    on(9, &["a1"]),  true,  Outcome::Done,       vec![hold(9, Some("alice"))], "Held by @alice"),
         ("/opentiger release", on(9, &["a1"]),  true,  Outcome::Done,       vec![hold(9, None)],          "Released by @alice"),
         ("/opentiger unhold",  on(7, &["a1"]),  true,  Outcome::Done,       vec![hold(7, None)],          "Released"),
@@ -432,7 +434,11 @@ fn hold_and_release_act_on_the_thread_s_merge() {
     ];
     for (body, place, allowed, outcome, effects, says) in cases {
         let d = run(&w, body, place.clone(), allowed, None);
-        assert_eq!((d.outcome, &d.effects), (outcome, &effects), "{body} on {place:?}");
+        assert_eq!(
+            (d.outcome, &d.effects),
+            (outcome, &effects),
+            "{body} on {place:?}"
+        );
         let reply = d.reply.unwrap_or_default();
         assert!(reply.contains(says), "{body}: {reply}");
     }

@@ -71,9 +71,9 @@ impl Hold {
     /// How it is released.
     pub fn release(&self) -> String {
         match self {
-            Hold::Review { author, .. } => format!(
-                "@{author} approves the PR, or a maintainer dismisses the review"
-            ),
+            Hold::Review { author, .. } => {
+                format!("@{author} approves the PR, or a maintainer dismisses the review")
+            }
             Hold::Label(name) => format!("remove the label `{name}`"),
             Hold::Comment { .. } => "a maintainer comments `/opentiger release`".to_string(),
         }
@@ -172,7 +172,11 @@ pub fn last_word(say: &PeopleSay<'_>, merge: &MergeConfig) -> LastWord {
                         "line comments"
                     }
                 };
-                format!("@{}'s review ({what} on {})", r.author, short_sha(&r.commit_id))
+                format!(
+                    "@{}'s review ({what} on {})",
+                    r.author,
+                    short_sha(&r.commit_id)
+                )
             })
             .collect::<Vec<_>>()
             .join(", ");

@@ -52,8 +52,17 @@ fn last_word_table() {
     let merge = MergeConfig::default();
     let none: Vec<String> = Vec::new();
     let hold_label = vec!["bug".to_string(), "Do-Not-Merge".to_string()];
+    /// (name, reviews, labels, held by, AutoFix made in second, decision)
+    type Case<'a> = (
+        &'a str,
+        Vec<PullReview>,
+        &'a Vec<String>,
+        Option<&'a str>,
+        Option<i64>,
+        &'a str,
+    );
     #[rustfmt::skip]
-    let cases: Vec<(&str, Vec<PullReview>, &Vec<String>, Option<&str>, Option<i64>, &str)> = vec![
+    let cases: Vec<Case> = vec![
         ("nobody said anything", vec![], &none, None, None, "clear "),
         ("approved this head", vec![review(1, "amy", Approved, "head", 10)], &none, None, None, "clear amy"),
         ("approved an older head only", vec![review(1, "amy", Approved, "old", 10)], &none, None, None, "clear "),
@@ -146,7 +155,10 @@ fn many_commented_ranges_are_capped() {
     };
     assert_eq!(held_by, "@bob's review (changes requested on head)");
     assert_eq!(findings.len(), MAX_RANGES + 1, "{findings:?}");
-    assert_eq!(findings[0], "notes.txt:1: see @bob's review comment on these lines");
+    assert_eq!(
+        findings[0],
+        "notes.txt:1: see @bob's review comment on these lines"
+    );
     assert!(findings[MAX_RANGES].starts_with("280 more commented ranges"));
 }
 
@@ -163,5 +175,11 @@ fn what_a_hold_says() {
         word.held_text().unwrap(),
         "held by @maint's review (changes requested on 3f2a1c0) (to release: @maint approves the PR, or a maintainer dismisses the review); held by the label `do-not-merge` (to release: remove the label `do-not-merge`)"
     );
-    assert_eq!(LastWord::Clear { approved_by: vec![] }.held_text(), None);
+    assert_eq!(
+        LastWord::Clear {
+            approved_by: vec![]
+        }
+        .held_text(),
+        None
+    );
 }

@@ -40,8 +40,8 @@ pub fn set_hold(
         Some(by) => all.insert(thread, by.to_string()),
         None => all.remove(&thread),
     };
-    let body = serde_json::to_string(&all)
-        .map_err(|e| StoreError::Invalid(format!("holds: {e}")))?;
+    let body =
+        serde_json::to_string(&all).map_err(|e| StoreError::Invalid(format!("holds: {e}")))?;
     store.set_cursor(
         HOLDS,
         &Cursor {
@@ -104,7 +104,13 @@ impl LastWordCheck {
         })
     }
 
-    fn decide(&self, ctx: &Context, head: &str, reviews: &[PullReview], labels: &[String]) -> LastWord {
+    fn decide(
+        &self,
+        ctx: &Context,
+        head: &str,
+        reviews: &[PullReview],
+        labels: &[String],
+    ) -> LastWord {
         last_word(
             &PeopleSay {
                 head,
@@ -127,7 +133,12 @@ impl LastWordCheck {
 
     /// The last look, just before `head` is merged: the reviews again (conditionally) and the
     /// PR's labels (one GET of the PR).
-    pub fn look(&self, ctx: &Context, client: &GithubClient, head: &str) -> Result<LastWord, ForgeError> {
+    pub fn look(
+        &self,
+        ctx: &Context,
+        client: &GithubClient,
+        head: &str,
+    ) -> Result<LastWord, ForgeError> {
         let now = ctx.later();
         let reviews = match client.pull_reviews(self.pr, self.etag.as_deref(), now)? {
             Conditional::NotModified => self.reviews.clone(),

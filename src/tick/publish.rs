@@ -249,14 +249,10 @@ impl crate::runner::judge::PullMerger for ApiMerger<'_> {
             .map_err(|e| e.to_string())
     }
 
-    fn last_word(
-        &self,
-        pr: u64,
-        head: &str,
-    ) -> Result<crate::engine::objection::LastWord, String> {
-        let check = self
-            .last_word
-            .ok_or_else(|| format!("nothing was read about PR #{pr} when its review was claimed"))?;
+    fn last_word(&self, pr: u64, head: &str) -> Result<crate::engine::objection::LastWord, String> {
+        let check = self.last_word.ok_or_else(|| {
+            format!("nothing was read about PR #{pr} when its review was claimed")
+        })?;
         check
             .look(self.ctx, self.client, head)
             .map_err(|e| e.to_string())

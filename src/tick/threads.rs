@@ -172,7 +172,8 @@ pub fn fetch(
         // Who can write, asked only for authors whose association does not already say so.
         for c in &comments {
             let listed = comment_trusted(c, &ctx.config.backlog, false);
-            if !listed && c.created_at.at_or_after_second(since) && !writers.contains_key(&c.author) {
+            if !listed && c.created_at.at_or_after_second(since) && !writers.contains_key(&c.author)
+            {
                 let can = !c.author.is_empty() && client.can_write(&c.author, ctx.now)?;
                 writers.insert(c.author.clone(), can);
             }

@@ -47,7 +47,9 @@ pub fn kept_comments(
 ) -> Vec<ThreadComment> {
     let mut kept: Vec<ThreadComment> = comments
         .iter()
-        .filter(|c| c.created_at.at_or_after_second(since) && !is_own(c) && !is_command(c) && trusted(c))
+        .filter(|c| {
+            c.created_at.at_or_after_second(since) && !is_own(c) && !is_command(c) && trusted(c)
+        })
         .cloned()
         .collect();
     kept.sort_by_key(|c| (c.created_at, c.id));

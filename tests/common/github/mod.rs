@@ -269,7 +269,10 @@ impl GithubServer {
     pub fn remove_label_by(&self, issue: u64, label: &str, actor: &str) {
         let mut s = self.state();
         assert!(s.issues.contains_key(&issue), "no issue #{issue}");
-        assert!(s.remove_label(issue, label, actor), "#{issue} has no {label}");
+        assert!(
+            s.remove_label(issue, label, actor),
+            "#{issue} has no {label}"
+        );
     }
 
     /// A review GitHub's PR list does not show yet (its lists lag behind): the PR's
