@@ -12,6 +12,8 @@ use std::collections::BTreeMap;
 use crate::model::{BlockReason, Task, TaskId, TaskState, TaskStatus};
 use crate::time::Timestamp;
 
+#[path = "commands_hold.rs"]
+mod hold;
 #[path = "commands_parse.rs"]
 mod parse;
 #[path = "commands_plan.rs"]
@@ -268,7 +270,7 @@ pub fn decide(parsed: &Parsed, req: &Request<'_>) -> Decision {
                 ),
             );
         }
-        (Verb::Hold | Verb::Release, _) => return hold(&command.verb, req),
+        (Verb::Hold | Verb::Release, _) => return hold::decide(&command.verb, req),
         (Verb::Pause, None) if on_dashboard => {
             return match req.repo_paused_by {
                 Some(by) => refuse(format!("The repository is already paused (by @{by})")),
@@ -416,51 +418,6 @@ pub fn decide(parsed: &Parsed, req: &Request<'_>) -> Decision {
             effects: Vec::new(),
             reply: Some(help_text()),
         },
-    }
-}
-
-/// `hold` / `release` on a task's issue or PR (issue 26): the merge of its PR waits while held,
-/// whatever the judge concluded. Written by someone allowed to command (checked before).
-fn hold(verb: &Verb, req: &Request<'_>) -> Decision {
-    let Place::Thread { number, tasks } = &req.place else {
-        return refuse(
-            "`hold` and `release` work on a task's issue or pull request, not here".to_string(),
-        );
-    };
-    if tasks.is_empty() {
-        return refuse(format!("#{number} has no opentiger task to hold"));
-    }
-    match verb {
-        Verb::Hold => done(
-            vec![Effect::Hold {
-                thread: *number,
-                by: Some(req.author.to_string()),
-            }],
-            format!(
-                "Held by @{}: opentiger will not merge this task's pull request, whatever its review says, until a maintainer comments `/opentiger release` here.",
-                req.author
-            ),
-        ),
-        Verb::Release
-        | Verb::Approve
-        | Verb::ApproveAll
-        | Verb::Retry
-        | Verb::Cancel
-        | Verb::Pause
-        | Verb::Resume
-        | Verb::Budget(_)
-        | Verb::Status
-        | Verb::Replan
-        | Verb::Help => done(
-            vec![Effect::Hold {
-                thread: *number,
-                by: None,
-            }],
-            format!(
-                "Released by @{}: no `/opentiger hold` holds this task's pull request any more; it is merged once its review and checks allow.",
-                req.author
-            ),
-        ),
     }
 }
 
