@@ -183,3 +183,86 @@ fn what_a_hold_says() {
         None
     );
 }
+
+/// The rule inside the plan (github mode): task `a` waits on PR #7, head `aaa` green; what
+/// people said decides between the review, an AutoFix and a wait that says who holds it.
+#[test]
+fn the_plan_follows_peoples_last_word() {
+    use crate::config::{Config, HumanApproval};
+    use crate::engine::testkit::{at, checks_on, plan_with, reasons, run, snapshot, task, TaskExt};
+    use crate::engine::PullState;
+    use crate::model::{BlockReason, RunStatus, TaskId, TaskKind, TaskStatus};
+
+    let carol = |state, sha: &str| PullReview {
+        submitted_at: at(-5),
+        ..review(1, "carol", state, sha, 0)
+    };
+    // name, reviews, labels, hold, an AutoFix made after the review, approval mode,
+    // what the plan writes first (empty: waits), a reason that must show.
+    type Row<'a> = (
+        &'a str,
+        Vec<PullReview>,
+        Vec<String>,
+        Option<&'a str>,
+        bool,
+        HumanApproval,
+        &'a str,
+        &'a str,
+    );
+    #[rustfmt::skip]
+    let cases: Vec<Row> = vec![
+        ("nobody objects", vec![], vec![], None, false, HumanApproval::Counts, "judge.review a judge r1", "not judged yet"),
+        ("an unanswered request on an older head", vec![carol(ChangesRequested, "old")], vec![], None, false, HumanApproval::Counts,
+            "judge.autofix_child", "held by @carol's review (changes requested on old)"),
+        ("the same, approvals ignored", vec![carol(ChangesRequested, "aaa")], vec![], None, false, HumanApproval::Ignored,
+            "judge.autofix_child", "held by @carol's review"),
+        ("answered, still standing", vec![carol(ChangesRequested, "old")], vec![], None, true, HumanApproval::Counts,
+            "", "held by @carol's review (changes requested on old) (to release: @carol approves the PR, or a maintainer dismisses the review); AutoFix 1/3 done"),
+        ("answered, then approved", vec![carol(ChangesRequested, "old"), PullReview { submitted_at: at(-1), ..review(2, "carol", Approved, "aaa", 0) }], vec![], None, true, HumanApproval::Required,
+            "judge.review a judge r1", "not judged yet"),
+        ("a hold label", vec![], vec!["opentiger:hold".into()], None, false, HumanApproval::Counts,
+            "", "not merged: held by the label `opentiger:hold`"),
+        ("a hold comment", vec![], vec![], Some("maint"), false, HumanApproval::Counts,
+            "", "held by @maint's `/opentiger hold`"),
+    ];
+    for (name, reviews, labels, hold, answered, mode, first, reason) in cases {
+        let mut r1 = run("r1", "a", RunStatus::Success, at(-10));
+        r1.pr_number = Some(7);
+        r1.head_sha = Some("aaa".into());
+        let mut tasks = vec![task("a")
+            .blocked(BlockReason::AwaitingJudge)
+            .with(|t| t.source_pr = Some(7))];
+        if answered {
+            let mut fix = task("fix0");
+            fix.title = "AutoFix 1/3: task a".into();
+            fix.kind = TaskKind::Autofix;
+            fix.parent_task_id = Some(TaskId::from("a"));
+            fix.status = TaskStatus::Done;
+            fix.created_at = at(-3);
+            tasks.push(fix);
+        }
+        let mut snap = snapshot(tasks, vec![r1], vec![]);
+        let obs = &mut snap.observations;
+        obs.pull_requests.insert(7, PullState::Open);
+        obs.pull_checks
+            .insert(7, checks_on("aaa", &["test"], &[], &[]));
+        obs.reviews.insert(7, reviews);
+        obs.pull_labels.insert(7, labels);
+        if let Some(by) = hold {
+            obs.holds.insert(7, by.to_string());
+        }
+        let mut config = Config::default();
+        config.merge.human_approval = mode;
+        let plan = plan_with(&snap, &config);
+        let writes = crate::engine::testkit::writes(&plan);
+        match first {
+            "" => assert!(writes.is_empty(), "{name}: {writes:?}"),
+            first => assert!(
+                writes.first().is_some_and(|w| w.starts_with(first)),
+                "{name}: {writes:?}"
+            ),
+        }
+        let all = reasons(&plan, "a").join(" | ");
+        assert!(all.contains(reason), "{name}: {all}");
+    }
+}
