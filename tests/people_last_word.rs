@@ -102,6 +102,20 @@ fn a_maintainers_request_for_changes_is_never_merged_over() {
         1
     );
     assert!(prompts(&s, "judge").is_empty(), "no review while held");
+    let progress: Vec<String> = s
+        .server
+        .comments(n)
+        .into_iter()
+        .filter(|c| c.body.contains("opentiger:task="))
+        .map(|c| c.body)
+        .collect();
+    assert!(
+        progress
+            .iter()
+            .any(|b| b.contains("held by @\u{200B}carol's review")
+                && b.contains("approves the PR, or a maintainer dismisses the review")),
+        "{progress:#?}"
+    );
 
     // Carol approves the fixed head: it merges, saying what she asked.
     s.server.set_now("2026-11-21T12:12:00Z");
