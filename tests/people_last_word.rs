@@ -417,4 +417,12 @@ fn a_huge_review_is_bounded() {
         fenced(&prompt, "comments by trusted people").contains("WRITE notes.txt final"),
         "the start of the review reaches the prompt"
     );
+    // The state keeps the review bounded too (its file, on the state branch, stays small).
+    let manifest = git(&s.origin, &["show", "opentiger/state:manifest"]);
+    let length: u64 = manifest
+        .lines()
+        .find_map(|l| l.strip_prefix("length "))
+        .and_then(|n| n.trim().parse().ok())
+        .unwrap_or_else(|| panic!("no length in the manifest:\n{manifest}"));
+    assert!(length < 400_000, "the state is {length} bytes");
 }
