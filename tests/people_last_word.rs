@@ -260,6 +260,12 @@ fn a_hold_label_holds_the_merge_until_it_is_removed() {
     let out = tick(&s, "2026-11-21T12:05:00Z");
     assert!(!merged(&s, pr.number), "{out}");
     let held = next_action(&s, "feature");
+    let feature = tasks(&s)
+        .into_iter()
+        .find(|t| t["kind"] == "feature")
+        .unwrap();
+    assert_eq!(feature["phase"], "awaiting_feedback", "{feature:?}");
+    assert_eq!(feature["waits_on_person"], true, "{feature:?}");
     assert!(
         held.contains("held by the label `do-not-merge`")
             && held.contains("remove the label `do-not-merge`"),
@@ -274,7 +280,9 @@ fn a_hold_label_holds_the_merge_until_it_is_removed() {
         .expect("a progress comment");
     assert!(
         progress.body.contains("held by the label `do-not-merge`")
-            && progress.body.contains("remove the label"),
+            && progress.body.contains("remove the label")
+            && progress.body.contains("awaiting_feedback")
+            && progress.body.contains("a maintainer must act"),
         "{}",
         progress.body
     );

@@ -240,6 +240,16 @@ impl Plan {
         })
     }
 
+    /// Why people hold the merge of the task's PR, when the plan waits for them (issue 26).
+    pub fn people_hold<'a>(&'a self, id: &'a TaskId) -> Option<&'a str> {
+        self.for_task(id).find_map(|d| {
+            let Action::Wait { .. } = d.action else {
+                return None;
+            };
+            (d.rule == objection::HELD_RULE).then_some(d.reason.as_str())
+        })
+    }
+
     pub fn claims(&self) -> impl Iterator<Item = &Decision> {
         self.decisions
             .iter()

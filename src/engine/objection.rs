@@ -24,6 +24,9 @@ use crate::config::MergeConfig;
 use crate::model::{PullReview, ReviewState};
 use crate::time::Timestamp;
 
+/// The rule of the plan's wait while people hold a merge.
+pub const HELD_RULE: &str = "judge.held";
+
 /// The most commented ranges an AutoFix's findings name; the review itself (its lines cut to
 /// the prompt's bounds) is in the AutoFix's prompt.
 pub const MAX_RANGES: usize = 20;

@@ -49,6 +49,7 @@ pub fn phase_facts(
     };
     Ok(PhaseFacts {
         over_budget: plan.budget_hold(&task.id).is_some(),
+        held_by_people: plan.people_hold(&task.id).is_some(),
         report: IssueReport::of(ctx.config.mode, last),
         ..PhaseFacts::of(task)
     })
@@ -196,11 +197,12 @@ fn view(
     let hold = plan.budget_hold(&task.id);
     let phase = task.phase(PhaseFacts {
         over_budget: hold.is_some(),
+        held_by_people: plan.people_hold(&task.id).is_some(),
         ..PhaseFacts::of(task)
     });
-    let reason = match hold {
-        Some((_, why)) => Some(why.to_string()),
-        None => task.status_reason.clone(),
+    let reason = match (hold, plan.people_hold(&task.id)) {
+        (Some((_, why)), _) | (None, Some(why)) => Some(why.to_string()),
+        (None, None) => task.status_reason.clone(),
     };
     let blocker = match phase {
         Phase::AwaitingFeedback => Some(format!(

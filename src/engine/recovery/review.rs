@@ -212,7 +212,7 @@ pub(super) fn gate_open_pull_request(w: &mut Working<'_>, id: &TaskId, pr: u64) 
         CheckGate::Proceed { note } if people.held_text().is_some() => w.wait(
             id,
             None,
-            "judge.held",
+            super::super::objection::HELD_RULE,
             format!(
                 "PR #{pr}: {note}; not merged: {}{}",
                 people.held_text().unwrap_or_default(),
