@@ -325,7 +325,7 @@ fn a_hold_label_holds_the_merge_until_it_is_removed() {
 fn a_hold_comment_holds_the_merge_until_released() {
     let s = setup();
     s.server.set_permission("carol", "write");
-    owners_issue(&s, "Greeting", "CREATE hello.txt");
+    let issue = owners_issue(&s, "Greeting", "CREATE hello.txt");
     tick(&s, "2026-11-21T12:00:00Z");
     let pr = s.server.pulls()[0].clone();
     s.server.advance(60);
@@ -342,6 +342,20 @@ fn a_hold_comment_holds_the_merge_until_released() {
         "{held}"
     );
     assert!(!held.contains("mallory"), "{held}");
+    let progress = s
+        .server
+        .comments(issue)
+        .into_iter()
+        .find(|c| c.body.contains("opentiger:task="))
+        .expect("a progress comment");
+    assert!(
+        progress
+            .body
+            .contains("held by @\u{200B}carol's `/opentiger hold`")
+            && progress.body.contains("`/opentiger release`"),
+        "{}",
+        progress.body
+    );
     let replies: Vec<String> = s
         .server
         .comments(pr.number)

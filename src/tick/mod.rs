@@ -194,13 +194,9 @@ pub fn tick_with(ctx: &Context, fan_out: bool) -> Result<TickSummary, Failure> {
     if summary.decisions == 0 && claimed.work.is_empty() && !heartbeat_due {
         // A task decided between ticks (`task cancel`, a command) still owes its issue the
         // outcome: it is `reporting` until the comment says so. Nothing owed costs nothing.
-        // When GitHub's lists changed (a hold label, a review), what a waiting task waits for
-        // may have changed with them: its report too (issue 26; an unchanged one costs nothing).
-        let which = match observed.as_ref().is_some_and(|o| o.changed()) {
-            true => Reports::All,
-            false => Reports::FinalOnly,
-        };
-        report_progress(ctx, forge.as_ref(), which, &mut summary);
+        // A task whose merge people just held (a label, a review, `/opentiger hold`) says so
+        // too (issue 26; its report is stable, so an unchanged one costs nothing).
+        report_progress(ctx, forge.as_ref(), Reports::FinalAndHeld, &mut summary);
         return Ok(summary);
     }
 

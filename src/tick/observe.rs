@@ -294,11 +294,6 @@ fn add_label_actors(
 }
 
 impl Observed {
-    /// Whether GitHub's lists changed since the last sync (not all answered 304).
-    pub fn changed(&self) -> bool {
-        !self.unchanged && self.wait_until.is_none()
-    }
-
     /// Writes what was seen: cursors, PR states, and the import decisions (inside the claim
     /// phase, so it re-runs on fresh state if a save loses a race). Returns report lines.
     pub fn apply(

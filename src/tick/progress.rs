@@ -60,8 +60,9 @@ pub fn phase_facts(
 pub enum Reports {
     /// Every report that changed (a tick that did something).
     All,
-    /// Only the final reports owed by decided tasks (a quiet tick: nothing else changed).
-    FinalOnly,
+    /// Only the final reports owed by decided tasks, and the reports of tasks whose merge
+    /// people hold (a quiet tick: nothing else changed; a hold comes with no decision).
+    FinalAndHeld,
 }
 
 /// Posts the reports that changed; returns a line per comment edited or created.
@@ -72,7 +73,8 @@ pub fn report_progress(
 ) -> Result<Vec<String>, Failure> {
     let store = ctx.read_store()?;
     let mut due = Vec::new();
-    for (task, body) in store.tasks_to_report(which == Reports::All)? {
+    let mut plan = None;
+    for (task, body) in store.tasks_to_report(true)? {
         let Some(issue) = task.issue_number else {
             continue;
         };
@@ -81,14 +83,27 @@ pub fn report_progress(
         // finished before reports began none.
         let owed =
             IssueReport::of(ctx.config.mode, last.as_ref().map(|l| l.phase)).owed(task.status);
-        if owed || (which == Reports::All && !task.status.is_terminal()) {
+        let wanted = match which {
+            Reports::All => !task.status.is_terminal(),
+            Reports::FinalAndHeld => {
+                if plan.is_none() {
+                    plan = Some(ctx.plan(&store)?.1);
+                }
+                plan.as_ref()
+                    .is_some_and(|p| p.people_hold(&task.id).is_some())
+            }
+        };
+        if owed || wanted {
             due.push((task, issue, last));
         }
     }
     if due.is_empty() {
         return Ok(Vec::new());
     }
-    let (_, plan) = ctx.plan(&store)?;
+    let plan = match plan {
+        Some(plan) => plan,
+        None => ctx.plan(&store)?.1,
+    };
     let redactor = ctx.redactor();
     let mut posted = Vec::new();
     for (task, issue, last) in due {
