@@ -46,6 +46,18 @@ impl Timestamp {
     }
 
     /// The UTC calendar day, `YYYY-MM-DD`: the key of the daily spend ledger.
+    /// The whole second this instant falls in: GitHub's timestamps have one-second
+    /// resolution, so anything compared with one is compared at this (issue 26 item 3).
+    pub fn whole_second(self) -> i64 {
+        self.0.div_euclid(SECOND)
+    }
+
+    /// Whether `self` (a GitHub time) is at or after `since`, at whole seconds: something a
+    /// person wrote in the same second as `since` counts as after it, never lost.
+    pub fn at_or_after_second(self, since: Timestamp) -> bool {
+        self.whole_second() >= since.whole_second()
+    }
+
     pub fn day(self) -> String {
         self.to_datetime().format("%Y-%m-%d").to_string()
     }
@@ -116,6 +128,23 @@ mod tests {
         let offset = Timestamp::parse_rfc3339("2026-11-21T13:40:00+01:00").unwrap();
         assert_eq!(offset, t);
         assert!(Timestamp::parse_rfc3339("yesterday").is_err());
+    }
+
+    /// Issue 26 item 3: GitHub's second against an import kept in milliseconds.
+    #[test]
+    fn github_times_compare_at_whole_seconds_inclusive() {
+        let import = Timestamp(1_000_500); // 1000.5 s
+        #[rustfmt::skip]
+        let cases = [
+            (Timestamp(1_000_000), true,  "same second, earlier millisecond"),
+            (Timestamp(1_000_999), true,  "same second, later"),
+            (Timestamp(1_001_000), true,  "next second"),
+            (Timestamp(999_999),   false, "the second before"),
+        ];
+        for (at, want, name) in cases {
+            assert_eq!(at.at_or_after_second(import), want, "{name}");
+        }
+        assert_eq!(Timestamp(-1).whole_second(), -1);
     }
 
     #[test]

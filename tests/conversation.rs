@@ -246,7 +246,13 @@ fn a_reviewers_changes_requested_gets_an_autofix_that_answers_it_then_the_merge(
         "the fix was pushed"
     );
 
+    // Issue 26: the fix answered carol, but only carol lifts her request for changes.
     let out = tick(&s, "2026-11-21T12:10:00Z");
+    assert!(!s.server.pull(pr.number).unwrap().merged, "{out}");
+    s.server.set_now("2026-11-21T12:12:00Z");
+    s.server
+        .add_review(pr.number, "carol", "APPROVED", "Good now.", &[]);
+    let out = tick(&s, "2026-11-21T12:15:00Z");
     assert!(out.contains("approved and merged"), "{out}");
     let files = files_on_main(&s);
     assert!(files.lines().any(|f| f == "fix.txt"), "{files}");

@@ -667,8 +667,13 @@ pub struct MergeConfig {
     pub update_when_behind: bool,
     /// github mode: what a trusted person's approving review does: `required` (merge only with
     /// one; it replaces the judge agent), `counts` (evidence in the PR body; the judge decides)
-    /// or `ignored`. A review requesting changes always gets an AutoFix.
+    /// or `ignored`. A trusted person's request for changes is never merged over, in every
+    /// mode: it gets an AutoFix, and blocks the merge until that person approves or the review
+    /// is dismissed (issue 26).
     pub human_approval: HumanApproval,
+    /// github mode: labels on a task's PR that hold its merge until removed (issue 26). A
+    /// trusted `/opentiger hold` comment on the PR holds it too, until `/opentiger release`.
+    pub hold_labels: Vec<String>,
 }
 
 impl Default for MergeConfig {
@@ -683,6 +688,7 @@ impl Default for MergeConfig {
             retry_seconds: 30,
             update_when_behind: true,
             human_approval: HumanApproval::Counts,
+            hold_labels: vec!["do-not-merge".to_string(), "opentiger:hold".to_string()],
         }
     }
 }

@@ -12,6 +12,8 @@ use std::collections::BTreeMap;
 use crate::model::{BlockReason, Task, TaskId, TaskState, TaskStatus};
 use crate::time::Timestamp;
 
+#[path = "commands_hold.rs"]
+mod hold;
 #[path = "commands_parse.rs"]
 mod parse;
 #[path = "commands_plan.rs"]
@@ -40,6 +42,10 @@ pub enum Verb {
     Status,
     /// Make the task's plan again (its issue's current text, or the requirement's planner).
     Replan,
+    /// Hold the merge of this thread's task PR until a `release` (issue 26).
+    Hold,
+    /// Lift a `hold`.
+    Release,
     Help,
 }
 
@@ -132,6 +138,11 @@ pub enum Effect {
     Replan {
         plan: String,
     },
+    /// Hold (`by` a person) or release (`None`) the merge of the PR of this issue or PR.
+    Hold {
+        thread: u64,
+        by: Option<String>,
+    },
 }
 
 /// How a command ended, for the record.
@@ -181,6 +192,7 @@ pub fn help_text() -> String {
         "| `/opentiger budget <usd>` | set this task's budget over all its attempts (at most $1000) |",
         "| `/opentiger replan` | make the task's plan again: an issue's task works from the issue's current text, afresh; a planned task's unstarted plan is cancelled and the requirement planned again |",
         "| `/opentiger status` | say where the task stands |",
+        "| `/opentiger hold` / `release` | on a task's issue or PR: hold its merge (whatever the judge says), or let it go again |",
         "| `/opentiger help` | this list |",
         "",
         "On the dashboard issue, name the task (`/opentiger retry <task-id>`); there `pause` and `resume` without a task hold the whole repository, and `approve all` starts every task that waits for approval.",
@@ -258,6 +270,7 @@ pub fn decide(parsed: &Parsed, req: &Request<'_>) -> Decision {
                 ),
             );
         }
+        (Verb::Hold | Verb::Release, _) => return hold::decide(&command.verb, req),
         (Verb::Pause, None) if on_dashboard => {
             return match req.repo_paused_by {
                 Some(by) => refuse(format!("The repository is already paused (by @{by})")),
@@ -399,8 +412,8 @@ pub fn decide(parsed: &Parsed, req: &Request<'_>) -> Decision {
             }
         }
         Verb::Replan => replan::decide(task, req, &by),
-        // Both are answered before a task is picked; the help text is the safe answer anyway.
-        Verb::Help | Verb::ApproveAll => Decision {
+        // Answered before a task is picked; the help text is the safe answer anyway.
+        Verb::Help | Verb::ApproveAll | Verb::Hold | Verb::Release => Decision {
             outcome: Outcome::Help,
             effects: Vec::new(),
             reply: Some(help_text()),

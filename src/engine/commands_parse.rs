@@ -69,6 +69,9 @@ fn parse_words(line: &str, words: Vec<&str>) -> Parsed {
         "status" => (Verb::Status, args),
         "replan" => (Verb::Replan, args),
         "help" => (Verb::Help, args),
+        "hold" => (Verb::Hold, args),
+        // `unhold` is what people try first.
+        "release" | "unhold" => (Verb::Release, args),
         "budget" => {
             let Some(amount) = args.first() else {
                 return malformed("`budget` needs an amount in USD, e.g. `/opentiger budget 10`");

@@ -84,7 +84,14 @@ pub(super) fn decide(
                     .join("\n"),
             ),
         },
-        Verb::Retry | Verb::Pause | Verb::Resume | Verb::Budget(_) | Verb::Help | Verb::ApproveAll => {
+        Verb::Retry
+        | Verb::Pause
+        | Verb::Resume
+        | Verb::Budget(_)
+        | Verb::Help
+        | Verb::ApproveAll
+        | Verb::Hold
+        | Verb::Release => {
             refuse(format!(
                 "On #{number}, `approve`, `cancel`, `replan` and `status` act on the whole plan; for anything else name the task (`/opentiger retry <task-id>`)"
             ))

@@ -21,7 +21,7 @@ use serde::{Deserialize, Serialize};
 
 use super::verdict::{short_sha, JudgeConclusion};
 use crate::config::MergeConfig;
-use crate::model::{Checks, PullReview, ReviewState, Run};
+use crate::model::{Checks, Run};
 use crate::time::{Timestamp, MINUTE};
 
 /// What the dashboard and the verdict say when a repository has no CI to wait for.
@@ -138,76 +138,6 @@ pub enum CheckGate {
         /// When the grace period ended.
         since: Timestamp,
     },
-}
-
-/// What people's reviews say about the head a run pushed (issue 14 item 5).
-#[derive(Clone, Debug, PartialEq)]
-pub enum ReviewGate {
-    /// A trusted reviewer requested changes on this head, or commented on lines of it: an
-    /// AutoFix answers, as for the judge's requests.
-    ChangesRequested(JudgeConclusion),
-    /// Trusted people approved this head (their logins), and nobody asks for changes.
-    Approved(Vec<String>),
-    /// No review of this head says anything yet.
-    Silent,
-}
-
-/// Each reviewer's latest review of the run's head decides for them: changes requested (or
-/// line comments) win over approvals. Reviews of older heads were answered by the push that
-/// replaced them. `reviews` are trusted people's only (the shell drops the rest).
-pub fn review_gate(run: &Run, reviews: &[PullReview]) -> ReviewGate {
-    let Some(head) = run.head_sha.as_deref() else {
-        return ReviewGate::Silent;
-    };
-    let mut latest: Vec<&PullReview> = Vec::new();
-    let mut on_head: Vec<&PullReview> = reviews.iter().filter(|r| r.commit_id == head).collect();
-    on_head.sort_by_key(|r| std::cmp::Reverse((r.submitted_at, r.id)));
-    for r in on_head {
-        if !latest.iter().any(|l| l.author == r.author) {
-            latest.push(r);
-        }
-    }
-    let asking: Vec<&&PullReview> = latest
-        .iter()
-        .filter(|r| r.state == ReviewState::ChangesRequested || !r.lines.is_empty())
-        .collect();
-    if !asking.is_empty() {
-        let who: Vec<String> = asking.iter().map(|r| format!("@{}", r.author)).collect();
-        let mut findings: Vec<String> = Vec::new();
-        for r in &asking {
-            for l in &r.lines {
-                findings.push(format!(
-                    "{}: see @{}'s review comment on these lines",
-                    l.range(),
-                    r.author
-                ));
-            }
-            if r.lines.is_empty() {
-                findings.push(format!(
-                    "answer @{}'s review (see their comments)",
-                    r.author
-                ));
-            }
-        }
-        return ReviewGate::ChangesRequested(JudgeConclusion::RequestChanges {
-            summary: format!(
-                "{} requested changes on {}",
-                who.join(", "),
-                short_sha(head)
-            ),
-            findings,
-        });
-    }
-    let approved: Vec<String> = latest
-        .iter()
-        .filter(|r| r.state == ReviewState::Approved)
-        .map(|r| r.author.clone())
-        .collect();
-    if approved.is_empty() {
-        ReviewGate::Silent
-    } else {
-        ReviewGate::Approved(approved)
-    }
 }
 
 /// `observed` is `None` when CI has not been read for this PR yet.
@@ -581,101 +511,5 @@ mod tests {
         };
         assert!(reason.contains("60 minutes"), "{reason}");
         assert!(reason.contains("build"), "{reason}");
-    }
-
-    fn review(id: u64, author: &str, state: ReviewState, sha: &str, minute: i64) -> PullReview {
-        PullReview {
-            id,
-            pr: 7,
-            author: author.into(),
-            state,
-            body: "text".into(),
-            commit_id: sha.into(),
-            submitted_at: at(minute),
-            lines: Vec::new(),
-        }
-    }
-
-    #[test]
-    fn review_gate_table() {
-        use ReviewState::{Approved, ChangesRequested, Commented};
-        let run = pushed("aaaa", at(0));
-        let lined = PullReview {
-            lines: vec![crate::model::ReviewLine {
-                path: "src/a.rs".into(),
-                start_line: Some(3),
-                line: 5,
-                body: "off by one".into(),
-            }],
-            ..review(9, "bob", Commented, "aaaa", 2)
-        };
-        let cases: Vec<(&str, Vec<PullReview>, &str)> = vec![
-            ("no reviews", vec![], "silent"),
-            (
-                "a comment only",
-                vec![review(1, "bob", Commented, "aaaa", 1)],
-                "silent",
-            ),
-            (
-                "approved",
-                vec![review(1, "bob", Approved, "aaaa", 1)],
-                "approved bob",
-            ),
-            (
-                "changes requested",
-                vec![review(1, "bob", ChangesRequested, "aaaa", 1)],
-                "changes @bob",
-            ),
-            (
-                "line comments ask for changes",
-                vec![lined.clone()],
-                "changes @bob src/a.rs:3-5",
-            ),
-            (
-                "a later approval by the same person settles it",
-                vec![
-                    review(1, "bob", ChangesRequested, "aaaa", 1),
-                    review(2, "bob", Approved, "aaaa", 2),
-                ],
-                "approved bob",
-            ),
-            (
-                "one approval does not outvote another's request",
-                vec![
-                    review(1, "amy", Approved, "aaaa", 1),
-                    review(2, "bob", ChangesRequested, "aaaa", 2),
-                ],
-                "changes @bob",
-            ),
-            (
-                "a review of an older head was answered by the push",
-                vec![review(1, "bob", ChangesRequested, "0000", 1)],
-                "silent",
-            ),
-        ];
-        for (name, reviews, expected) in cases {
-            let got = match review_gate(&run, &reviews) {
-                ReviewGate::Silent => "silent".to_string(),
-                ReviewGate::Approved(who) => format!("approved {}", who.join(",")),
-                ReviewGate::ChangesRequested(JudgeConclusion::RequestChanges {
-                    summary,
-                    findings,
-                }) => {
-                    let who = summary.split(" requested").next().unwrap_or("").to_string();
-                    let ranges: Vec<String> = findings
-                        .iter()
-                        .filter(|f| f.contains(':') && !f.starts_with("answer"))
-                        .map(|f| f.split(": ").next().unwrap_or("").to_string())
-                        .collect();
-                    if ranges.is_empty() {
-                        format!("changes {who}")
-                    } else {
-                        format!("changes {who} {}", ranges.join(" "))
-                    }
-                }
-                ReviewGate::ChangesRequested(other) => format!("{other:?}"),
-            };
-            assert_eq!(got, expected, "{name}");
-        }
     }
 }

@@ -37,6 +37,7 @@ fn pr(n: u64, title: &str, body: &str) -> PullRequest {
         author_association: "COLLABORATOR".to_string(),
         draft: false,
         from_fork: false,
+        labels: Vec::new(),
     }
 }
 

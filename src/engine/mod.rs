@@ -20,6 +20,7 @@ mod followup;
 pub mod gate;
 pub mod hold;
 pub mod import;
+pub mod objection;
 pub mod outcome;
 mod preflight;
 mod recovery;
@@ -107,6 +108,10 @@ pub struct Observations {
     pub paused_by: Option<String>,
     /// Trusted people's reviews of task PRs (github mode), by PR number, oldest first.
     pub reviews: BTreeMap<u64, Vec<crate::model::PullReview>>,
+    /// The labels on each open PR (github mode), by number: `merge.hold_labels` hold a merge.
+    pub pull_labels: BTreeMap<u64, Vec<String>>,
+    /// Who holds an issue's or PR's merge with `/opentiger hold` not yet released, by number.
+    pub holds: BTreeMap<u64, String>,
 }
 
 /// Where a task's pull request stands.
@@ -247,6 +252,16 @@ impl Plan {
             .iter()
             .find(|d| d.rule == HELD_BACK)
             .map(|d| d.reason.as_str())
+    }
+
+    /// Why people hold the merge of the task's PR, when the plan waits for them (issue 26).
+    pub fn people_hold<'a>(&'a self, id: &'a TaskId) -> Option<&'a str> {
+        self.for_task(id).find_map(|d| {
+            let Action::Wait { .. } = d.action else {
+                return None;
+            };
+            (d.rule == objection::HELD_RULE).then_some(d.reason.as_str())
+        })
     }
 
     pub fn claims(&self) -> impl Iterator<Item = &Decision> {

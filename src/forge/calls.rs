@@ -79,6 +79,8 @@ struct RawPull {
     author_association: String,
     #[serde(default)]
     draft: Option<bool>,
+    #[serde(default)]
+    labels: Vec<RawLabel>,
 }
 
 #[derive(Deserialize)]
@@ -128,6 +130,7 @@ impl From<RawPull> for PullRequest {
             author: raw.user.map(|u| u.login).unwrap_or_default(),
             html_url: raw.html_url,
             updated_at: time(&raw.updated_at),
+            labels: raw.labels.into_iter().map(|l| l.name).collect(),
         }
     }
 }

@@ -80,7 +80,8 @@ impl GithubClient {
     }
 
     /// The reviews of PR `pr` with their line comments, and each author's association, as a
-    /// conditional request on the review list. Pending and dismissed reviews are left out.
+    /// conditional request on the review list. Pending reviews are left out; dismissed ones are
+    /// kept, since a dismissal lifts its author's request for changes (issue 26).
     pub fn pull_reviews(
         &self,
         pr: u64,
@@ -104,6 +105,7 @@ impl GithubClient {
                     "APPROVED" => ReviewState::Approved,
                     "CHANGES_REQUESTED" => ReviewState::ChangesRequested,
                     "COMMENTED" => ReviewState::Commented,
+                    "DISMISSED" => ReviewState::Dismissed,
                     _ => return None,
                 };
                 let review = PullReview {

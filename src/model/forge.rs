@@ -88,6 +88,9 @@ pub struct PullRequest {
     /// The head branch lives in another repository (a fork, or one since deleted).
     #[serde(default)]
     pub from_fork: bool,
+    /// Its labels' names (`merge.hold_labels` hold its merge, issue 26).
+    #[serde(default)]
+    pub labels: Vec<String>,
 }
 
 /// What CI says about a commit: check runs and commit statuses together.

@@ -47,6 +47,9 @@ pub struct PhaseFacts {
     /// Dispatch holds the queued task because it spent its budget (the plan's
     /// `dispatch.budget` wait).
     pub over_budget: bool,
+    /// People hold the merge of its PR (a standing request for changes, a hold label or
+    /// comment; the plan's `judge.held` wait, issue 26): it waits for them.
+    pub held_by_people: bool,
     /// What its issue was last told.
     pub report: IssueReport,
 }
@@ -57,6 +60,7 @@ impl PhaseFacts {
         PhaseFacts {
             attempted: task.attempts.total() > 0,
             over_budget: false,
+            held_by_people: false,
             report: IssueReport::NotKept,
         }
     }
@@ -75,6 +79,9 @@ pub fn phase_of(status: TaskStatus, block_reason: Option<BlockReason>, facts: Ph
             Phase::Reporting
         }
         (TaskStatus::Done | TaskStatus::Cancelled, _) => Phase::Completed,
+        (TaskStatus::Blocked, Some(BlockReason::AwaitingJudge)) if facts.held_by_people => {
+            Phase::AwaitingFeedback
+        }
         (TaskStatus::Blocked, None) => Phase::Blocked,
         (TaskStatus::Blocked, Some(reason)) => match reason {
             BlockReason::IssueLinking => Phase::Planning,
@@ -101,6 +108,7 @@ mod tests {
         PhaseFacts {
             attempted,
             over_budget: false,
+            held_by_people: false,
             report: IssueReport::NotKept,
         }
     }
@@ -157,6 +165,25 @@ mod tests {
                 "{status} {facts:?}"
             );
         }
+    }
+
+    /// Issue 26: a PR people hold waits on them.
+    #[test]
+    fn a_task_whose_merge_people_hold_awaits_feedback() {
+        let held = PhaseFacts {
+            held_by_people: true,
+            ..facts(true)
+        };
+        let judged = Some(BlockReason::AwaitingJudge);
+        assert_eq!(
+            phase_of(TaskStatus::Blocked, judged, held),
+            Phase::AwaitingFeedback
+        );
+        assert_eq!(
+            phase_of(TaskStatus::Blocked, judged, facts(true)),
+            Phase::Verifying
+        );
+        assert_eq!(phase_of(TaskStatus::Done, None, held), Phase::Completed);
     }
 
     #[test]

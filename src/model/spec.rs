@@ -57,6 +57,9 @@ pub enum ReviewState {
     Approved,
     ChangesRequested,
     Commented,
+    /// A review someone dismissed (GitHub's `DISMISSED`): it no longer asks for anything, and
+    /// as its author's latest say it lifts their earlier request for changes (issue 26).
+    Dismissed,
 }
 
 /// A trusted person's review of a task's pull request (issue 14 item 5): kept in the state; its

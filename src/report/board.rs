@@ -234,6 +234,7 @@ mod tests {
                 crate::model::PhaseFacts {
                     attempted: false,
                     over_budget: false,
+                    held_by_people: false,
                     report: crate::model::IssueReport::NotKept,
                 },
             )

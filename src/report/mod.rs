@@ -280,7 +280,8 @@ pub fn task_view(task: &Task, plan: &Plan, phase: Phase) -> TaskStatusView {
         next_action: next_action(plan, task),
         next_attempt_at: task.next_attempt_at,
         updated_at: task.updated_at,
-        waits_on_person: asked || budget_spent,
+        // Issue 26: people hold its merge (a review, a label, a hold): they act.
+        waits_on_person: asked || budget_spent || plan.people_hold(&task.id).is_some(),
         command: recommended(task)
             .or_else(|| budget_spent.then(|| format!("{PREFIX} budget <usd> {}", task.id))),
         boxes: crate::engine::checkboxes::boxes(task),

@@ -7,13 +7,17 @@ use super::checks;
 use super::Act;
 use crate::config::{AgentRole, MergeMethod};
 use crate::engine::import::acceptance_criteria;
-use crate::engine::verdict::{short_sha, JudgeConclusion};
+use crate::engine::verdict::JudgeConclusion;
 use crate::executor::{self, AgentExit, AgentRequest};
-use crate::forge::calls::MergeAnswer;
 use crate::git::{Git, GitError};
 use crate::model::{CriterionCheck, Run, Task, TaskKind, Verdict};
 use crate::store::JudgementRow;
 use crate::workspace::{changed_files, diff_text, Branches, Workspace};
+
+#[path = "judge_merge.rs"]
+mod merge;
+use merge::merge_pull;
+pub use merge::PullMerger;
 
 // The judge works on a detached copy of the branch head, so its trial merge with the base never
 // moves the task branch: the verdict stays bound to the head the worker produced.
@@ -22,15 +26,6 @@ use crate::workspace::{changed_files, diff_text, Branches, Workspace};
 pub struct JudgeResult {
     pub conclusion: JudgeConclusion,
     pub judgement: Option<JudgementRow>,
-}
-
-/// How an approved change lands when it is a pull request (github mode): the forge merges it.
-/// Without one the judge advances the base branch itself (local-git).
-pub trait PullMerger {
-    /// Merges PR `pr` if its head is still `head`; the message carries `Task: <id>` so a merge
-    /// whose outcome was lost is recognised on the base.
-    fn merge(&self, pr: u64, head: &str, title: &str, message: &str)
-        -> Result<MergeAnswer, String>;
 }
 
 /// What a review is asked in the light of: how many reviews the change had so far, and the issue
@@ -72,7 +67,7 @@ pub struct Review {
 }
 
 impl Review {
-    fn row(&self, head: &str) -> JudgementRow {
+    pub(super) fn row(&self, head: &str) -> JudgementRow {
         JudgementRow {
             head_sha: head.to_string(),
             verdict: self.verdict,
@@ -378,40 +373,6 @@ fn try_merge(
         judgement: Some(review.row(head)),
         conclusion: JudgeConclusion::Merged { commit },
     })
-}
-
-/// github mode: the approved head is merged by GitHub, bound to the reviewed SHA.
-fn merge_pull(
-    merger: &dyn PullMerger,
-    task: &Task,
-    run: &Run,
-    head: &str,
-    review: Review,
-) -> JudgeResult {
-    let failed = |error: String| JudgeResult {
-        conclusion: JudgeConclusion::Failed { error },
-        judgement: None,
-    };
-    let Some(pr) = run.pr_number else {
-        return failed(format!("run {} recorded no pull request", run.id));
-    };
-    let title = format!("{} (#{pr})", task.title);
-    let message = format!("{}\n\nTask: {}", review.summary.trim(), task.id);
-    match merger.merge(pr, head, &title, &message) {
-        Ok(MergeAnswer::Merged { commit }) => JudgeResult {
-            judgement: Some(review.row(head)),
-            conclusion: JudgeConclusion::Merged { commit },
-        },
-        Ok(MergeAnswer::NotMergeable { message }) => JudgeResult {
-            conclusion: crate::engine::verdict::merge_refusal(pr, &message),
-            judgement: None,
-        },
-        Ok(MergeAnswer::HeadMoved) => failed(format!(
-            "PR #{pr} head moved after the review of {}: reviewed again",
-            short_sha(head)
-        )),
-        Err(e) => failed(format!("merging PR #{pr} failed: {e}")),
-    }
 }
 
 fn missing_base(repo: &Git, base: &str) -> GitError {

@@ -61,8 +61,14 @@ impl Brief {
         }
         let mut kept = store.thread_comments(&threads)?;
         // People's reviews of the task's PR read as comments: their text, and the lines they
-        // were written on.
-        kept.extend(store.pull_reviews(&threads)?.iter().map(review_comment));
+        // were written on. A dismissed review asks for nothing any more (issue 26).
+        kept.extend(
+            store
+                .pull_reviews(&threads)?
+                .iter()
+                .filter(|r| r.state != ReviewState::Dismissed)
+                .map(review_comment),
+        );
         let comments = context_comments(&kept);
         Ok(Brief {
             runs,
@@ -225,6 +231,7 @@ fn review_comment(review: &PullReview) -> ThreadComment {
         ReviewState::Approved => "approved",
         ReviewState::ChangesRequested => "requested changes",
         ReviewState::Commented => "commented",
+        ReviewState::Dismissed => "dismissed",
     };
     let mut body = format!(
         "Review of {} ({verdict}):\n{}",

@@ -145,12 +145,15 @@ pub(super) fn act(
                 reviews,
                 issue,
                 approved_by,
+                last_word,
             } => {
                 let _span = tracing::info_span!("review", task = %task.id, run = %run.id).entered();
                 let merger = forge.map(|client| publish::ApiMerger {
                     client,
+                    ctx,
                     method: ctx.config.merge.method,
                     now: ctx.later(),
+                    last_word: last_word.as_ref(),
                 });
                 let result = judge_run(
                     &act,

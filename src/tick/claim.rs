@@ -7,7 +7,6 @@
 
 use super::{Context, Failure, PlanInputs};
 use crate::config::AgentRole;
-use crate::engine::gate::{review_gate, ReviewGate};
 use crate::executor;
 use crate::git::Git;
 use crate::model::{Mode, Run, RunId, Task, TaskId, TaskKind};
@@ -115,6 +114,8 @@ pub(super) enum Work {
         reviews: u32,
         issue: Option<Box<crate::model::IssueSpec>>,
         approved_by: Vec<String>,
+        /// github mode: what is read again just before the merge (issue 26).
+        last_word: Option<super::last_word::LastWordCheck>,
     },
     Plan(Box<PlanWork>),
     /// Open the GitHub issue mirroring a planned task.
@@ -238,19 +239,21 @@ pub(super) fn claim(ctx: &Context, store: &mut Store) -> Result<Claimed, Failure
             Some(n) => store.issue_spec(n)?.map(Box::new),
             None => None,
         };
-        let approved_by = match run.pr_number {
-            Some(pr) => match review_gate(&run, &store.pull_reviews(&[pr])?) {
-                ReviewGate::Approved(who) => who,
-                ReviewGate::ChangesRequested(_) | ReviewGate::Silent => Vec::new(),
-            },
-            None => Vec::new(),
+        let last_word = match run.pr_number {
+            Some(pr) => Some(super::last_word::LastWordCheck::read(store, &task, pr)?),
+            None => None,
         };
+        let approved_by = last_word
+            .as_ref()
+            .map(|l| l.approved_by(ctx, run.head_sha.as_deref().unwrap_or_default()))
+            .unwrap_or_default();
         work.push(Work::Review {
             task,
             run: Box::new(run),
             reviews,
             issue,
             approved_by,
+            last_word,
         });
     }
     if applied.start_planner {

@@ -468,7 +468,8 @@ pub(super) fn apply_effects(
             | Effect::SetBudget { .. }
             | Effect::PauseRepo
             | Effect::ResumeRepo
-            | Effect::Replan { .. } => {}
+            | Effect::Replan { .. }
+            | Effect::Hold { .. } => {}
         }
     }
     for effect in effects {
@@ -518,6 +519,9 @@ pub(super) fn apply_effects(
                     ..writer
                 };
                 store.clear_cooldown(task, &format!("{reason} ({})", source.url), writer)?;
+            }
+            Effect::Hold { thread, by } => {
+                super::last_word::set_hold(store, *thread, by.as_deref(), writer.now)?
             }
             Effect::Replan { .. } => store.set_cursor(
                 REPLAN,

@@ -338,6 +338,16 @@ impl Context {
             } else {
                 BTreeMap::new()
             },
+            pull_labels: if github {
+                super::last_word::pull_labels(store)?
+            } else {
+                BTreeMap::new()
+            },
+            holds: if github {
+                super::last_word::holds(store)?
+            } else {
+                BTreeMap::new()
+            },
         })
     }
 

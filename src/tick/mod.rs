@@ -19,6 +19,7 @@ mod claim;
 mod commands;
 mod context;
 mod escalate;
+mod last_word;
 mod lock;
 pub mod observe;
 pub mod output;
@@ -193,7 +194,9 @@ pub fn tick_with(ctx: &Context, fan_out: bool) -> Result<TickSummary, Failure> {
     if summary.decisions == 0 && claimed.work.is_empty() && !heartbeat_due {
         // A task decided between ticks (`task cancel`, a command) still owes its issue the
         // outcome: it is `reporting` until the comment says so. Nothing owed costs nothing.
-        report_progress(ctx, forge.as_ref(), Reports::FinalOnly, &mut summary);
+        // A task whose merge people just held (a label, a review, `/opentiger hold`) says so
+        // too (issue 26; its report is stable, so an unchanged one costs nothing).
+        report_progress(ctx, forge.as_ref(), Reports::FinalAndHeld, &mut summary);
         return Ok(summary);
     }
 

@@ -19,7 +19,7 @@ use crate::store::{Cursor, Store, Writer};
 use crate::time::Timestamp;
 
 const RATE_LIMIT: &str = "rate_limit";
-const PULLS: &str = "pulls:open";
+pub(super) const PULLS: &str = "pulls:open";
 
 /// What one sync saw.
 #[derive(Default)]

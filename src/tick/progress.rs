@@ -49,6 +49,7 @@ pub fn phase_facts(
     };
     Ok(PhaseFacts {
         over_budget: plan.budget_hold(&task.id).is_some(),
+        held_by_people: plan.people_hold(&task.id).is_some(),
         report: IssueReport::of(ctx.config.mode, last),
         ..PhaseFacts::of(task)
     })
@@ -59,8 +60,9 @@ pub fn phase_facts(
 pub enum Reports {
     /// Every report that changed (a tick that did something).
     All,
-    /// Only the final reports owed by decided tasks (a quiet tick: nothing else changed).
-    FinalOnly,
+    /// Only the final reports owed by decided tasks, and the reports of tasks whose merge
+    /// people hold (a quiet tick: nothing else changed; a hold comes with no decision).
+    FinalAndHeld,
 }
 
 /// Posts the reports that changed; returns a line per comment edited or created.
@@ -71,7 +73,8 @@ pub fn report_progress(
 ) -> Result<Vec<String>, Failure> {
     let store = ctx.read_store()?;
     let mut due = Vec::new();
-    for (task, body) in store.tasks_to_report(which == Reports::All)? {
+    let mut plan = None;
+    for (task, body) in store.tasks_to_report(true)? {
         let Some(issue) = task.issue_number else {
             continue;
         };
@@ -80,14 +83,27 @@ pub fn report_progress(
         // finished before reports began none.
         let owed =
             IssueReport::of(ctx.config.mode, last.as_ref().map(|l| l.phase)).owed(task.status);
-        if owed || (which == Reports::All && !task.status.is_terminal()) {
+        let wanted = match which {
+            Reports::All => !task.status.is_terminal(),
+            Reports::FinalAndHeld => {
+                if plan.is_none() {
+                    plan = Some(ctx.plan(&store)?.1);
+                }
+                plan.as_ref()
+                    .is_some_and(|p| p.people_hold(&task.id).is_some())
+            }
+        };
+        if owed || wanted {
             due.push((task, issue, last));
         }
     }
     if due.is_empty() {
         return Ok(Vec::new());
     }
-    let (_, plan) = ctx.plan(&store)?;
+    let plan = match plan {
+        Some(plan) => plan,
+        None => ctx.plan(&store)?.1,
+    };
     let redactor = ctx.redactor();
     let mut posted = Vec::new();
     for (task, issue, last) in due {
@@ -199,6 +215,7 @@ fn view(
     let hold = plan.budget_hold(&task.id);
     let phase = task.phase(PhaseFacts {
         over_budget: hold.is_some(),
+        held_by_people: plan.people_hold(&task.id).is_some(),
         ..PhaseFacts::of(task)
     });
     // Issue 29: one comment per question. Where a question comment asks (options, the
@@ -216,13 +233,13 @@ fn view(
         | Phase::Paused
         | Phase::Blocked => None,
     };
-    let reason = match (hold, &question) {
-        (Some((_, why)), _) => Some(why.to_string()),
-        (None, Some(_)) => Some(ASKED.to_string()),
-        (None, None) => task.status_reason.clone(),
+    let reason = match (hold, plan.people_hold(&task.id), &question) {
+        (Some((_, why)), _, _) | (None, Some(why), _) => Some(why.to_string()),
+        (None, None, Some(_)) => Some(ASKED.to_string()),
+        (None, None, None) => task.status_reason.clone(),
     };
     let blocker = match phase {
-        Phase::AwaitingFeedback if question.is_some() => {
+        Phase::AwaitingFeedback if question.is_some() && plan.people_hold(&task.id).is_none() => {
             Some("a maintainer must act: answer the question on this issue".to_string())
         }
         Phase::AwaitingFeedback => Some(format!(

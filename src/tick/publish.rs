@@ -100,6 +100,10 @@ pub fn post_verdict(
             "**opentiger judge: approved, not merged** (task `{}`): {reason}. A person decides: merge it by hand, or change the rule and retry the task.",
             task.id
         ),
+        JudgeConclusion::Held { reason } => format!(
+            "**opentiger judge: approved, not merged** (task `{}`): {reason}. It is merged once nothing holds it.",
+            task.id
+        ),
         JudgeConclusion::Failed { .. } | JudgeConclusion::BaseMoved { .. } => return Ok(()),
     };
     let marker = format!("<!-- opentiger:verdict task={} run={run} -->", task.id);
@@ -217,11 +221,14 @@ pub fn is_dashboard(issue: &crate::model::Issue) -> bool {
         .any(|l| l.eq_ignore_ascii_case(DASHBOARD_LABEL))
 }
 
-/// Approved PRs are merged by GitHub with the configured method, bound to the reviewed head.
+/// Approved PRs are merged by GitHub with the configured method, bound to the reviewed head,
+/// after a last look at what people say about it (issue 26).
 pub struct ApiMerger<'a> {
     pub client: &'a GithubClient,
+    pub ctx: &'a Context,
     pub method: crate::config::MergeMethod,
     pub now: crate::time::Timestamp,
+    pub last_word: Option<&'a super::last_word::LastWordCheck>,
 }
 
 impl crate::runner::judge::PullMerger for ApiMerger<'_> {
@@ -239,6 +246,15 @@ impl crate::runner::judge::PullMerger for ApiMerger<'_> {
         };
         self.client
             .merge_pull(pr, head, method, title, message, self.now)
+            .map_err(|e| e.to_string())
+    }
+
+    fn last_word(&self, pr: u64, head: &str) -> Result<crate::engine::objection::LastWord, String> {
+        let check = self.last_word.ok_or_else(|| {
+            format!("nothing was read about PR #{pr} when its review was claimed")
+        })?;
+        check
+            .look(self.ctx, self.client, head)
             .map_err(|e| e.to_string())
     }
 }

@@ -8,7 +8,7 @@
 use std::collections::BTreeMap;
 
 use super::Context;
-use crate::engine::import::{comment_trusted, kept_comments};
+use crate::engine::import::{cap_body, comment_trusted, kept_comments, COMMENT_CAP};
 use crate::forge::github::{Conditional, ForgeError, GithubClient};
 use crate::forge::PullRequest;
 use crate::model::{PullReview, ReviewLine, TaskKind, ThreadComment};
@@ -71,7 +71,6 @@ pub fn fetch_reviews(
     store: &Store,
     prs: &[u64],
 ) -> Result<Fetched<PullReview>, ForgeError> {
-    let redactor = ctx.redactor();
     let mut changed = Vec::new();
     let mut cursors = Vec::new();
     let mut writers: BTreeMap<String, bool> = BTreeMap::new();
@@ -88,42 +87,61 @@ pub fn fetch_reviews(
                 value
             }
         };
-        let mut kept = Vec::new();
-        for (review, association) in reviews {
-            let listed = ctx
-                .config
-                .backlog
-                .trusted_associations
-                .iter()
-                .any(|a| a.trim().eq_ignore_ascii_case(association.trim()));
-            let trusted = listed || {
-                if let Some(w) = writers.get(&review.author) {
-                    *w
-                } else {
-                    let w =
-                        !review.author.is_empty() && client.can_write(&review.author, ctx.now)?;
-                    writers.insert(review.author.clone(), w);
-                    w
-                }
-            };
-            if trusted {
-                kept.push(PullReview {
-                    body: redactor.redact(&review.body),
-                    lines: review
-                        .lines
-                        .into_iter()
-                        .map(|l| ReviewLine {
-                            body: redactor.redact(&l.body),
-                            ..l
-                        })
-                        .collect(),
-                    ..review
-                });
-            }
-        }
+        let kept = trusted_reviews(ctx, client, reviews, &mut writers)?;
         changed.push((pr, kept));
     }
     Ok(Fetched { changed, cursors })
+}
+
+/// The most line comments of one review kept (the prompt shows fewer, `COMMENTS_CAP`).
+const LINES_KEPT: usize = 50;
+
+/// Trusted people's reviews among `reviews` (their association, else their write permission,
+/// asked once per author and kept in `writers`), redacted and bounded: a body cut to a
+/// comment's cap, at most [`LINES_KEPT`] line comments each cut the same way. Everyone
+/// else's are dropped: they never reach the state or a prompt.
+pub fn trusted_reviews(
+    ctx: &Context,
+    client: &GithubClient,
+    reviews: Vec<(PullReview, String)>,
+    writers: &mut BTreeMap<String, bool>,
+) -> Result<Vec<PullReview>, ForgeError> {
+    let redactor = ctx.redactor();
+    let cap = |text: &str| cap_body(&redactor.redact(text), COMMENT_CAP);
+    let mut kept = Vec::new();
+    for (review, association) in reviews {
+        let listed = ctx
+            .config
+            .backlog
+            .trusted_associations
+            .iter()
+            .any(|a| a.trim().eq_ignore_ascii_case(association.trim()));
+        let trusted = listed || {
+            if let Some(w) = writers.get(&review.author) {
+                *w
+            } else {
+                let w = !review.author.is_empty() && client.can_write(&review.author, ctx.now)?;
+                writers.insert(review.author.clone(), w);
+                w
+            }
+        };
+        if trusted {
+            kept.push(PullReview {
+                body: cap(&review.body),
+                lines: review
+                    .lines
+                    .into_iter()
+                    .take(LINES_KEPT)
+                    .map(|l| ReviewLine {
+                        body: cap(&l.body),
+                        ..l
+                    })
+                    .collect(),
+                ..review
+            });
+        }
+    }
+    Ok(kept)
 }
 
 /// Reads each followed thread; returns (thread, its trusted comments) for the threads that
@@ -154,7 +172,8 @@ pub fn fetch(
         // Who can write, asked only for authors whose association does not already say so.
         for c in &comments {
             let listed = comment_trusted(c, &ctx.config.backlog, false);
-            if !listed && c.created_at >= since && !writers.contains_key(&c.author) {
+            if !listed && c.created_at.at_or_after_second(since) && !writers.contains_key(&c.author)
+            {
                 let can = !c.author.is_empty() && client.can_write(&c.author, ctx.now)?;
                 writers.insert(c.author.clone(), can);
             }

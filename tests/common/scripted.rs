@@ -17,11 +17,15 @@ pub struct Setup {
 }
 
 /// The worker: every `CREATE <file>` line of its prompt becomes that file (saying which issue
-/// line asked for it); nothing else. Its prompt is kept in `prompts/`.
+/// line asked for it), every `WRITE <file> <word>` makes the file say that word (in the order
+/// the prompt says them: the last one wins); nothing else. Its prompt is kept in `prompts/`.
 pub const WORKER: &str = r#"#!/bin/sh
 cp "$OPENTIGER_PROMPT_FILE" "$PROMPTS/worker-$OPENTIGER_RUN_ID.md"
 grep -o 'CREATE [A-Za-z0-9._-]*' "$OPENTIGER_PROMPT_FILE" | while read -r _ f; do
   echo "made for $OPENTIGER_TASK_ID" > "$f"
+done
+grep -o 'WRITE [A-Za-z0-9._-]* [A-Za-z0-9_-]*' "$OPENTIGER_PROMPT_FILE" | while read -r _ f w; do
+  echo "$w" > "$f"
 done
 echo '{"summary": "created the files the prompt named"}' > "$OPENTIGER_RESULT_FILE"
 "#;

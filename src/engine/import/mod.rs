@@ -34,7 +34,7 @@ pub use pulls::{import_pulls, review_task_id, PullImport};
 pub use spec::{
     acceptance_criteria, cap_body, cap_title, spec_change, spec_of, SpecChange, BODY_CAP,
 };
-pub use thread::{comment_trusted, context_comments, kept_comments, COMMENTS_CAP};
+pub use thread::{comment_trusted, context_comments, kept_comments, COMMENTS_CAP, COMMENT_CAP};
 
 use text::{allowed_paths, dependencies, explicit_role, priority, referencing_pr, risk};
 

@@ -185,6 +185,7 @@ mod tests {
             author_association: "COLLABORATOR".into(),
             draft: false,
             from_fork: false,
+            labels: Vec::new(),
         }
     }
 

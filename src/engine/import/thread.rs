@@ -47,7 +47,9 @@ pub fn kept_comments(
 ) -> Vec<ThreadComment> {
     let mut kept: Vec<ThreadComment> = comments
         .iter()
-        .filter(|c| c.created_at >= since && !is_own(c) && !is_command(c) && trusted(c))
+        .filter(|c| {
+            c.created_at.at_or_after_second(since) && !is_own(c) && !is_command(c) && trusted(c)
+        })
         .cloned()
         .collect();
     kept.sort_by_key(|c| (c.created_at, c.id));
@@ -85,8 +87,8 @@ mod tests {
             author: format!("user{id}"),
             association: association.into(),
             body: body.into(),
-            created_at: Timestamp(at),
-            updated_at: Timestamp(at),
+            created_at: Timestamp(at * crate::time::SECOND),
+            updated_at: Timestamp(at * crate::time::SECOND),
         }
     }
 
@@ -113,12 +115,16 @@ mod tests {
             // Quoting or showing a command is not giving one: still context.
             comment(11, 730, "OWNER", "> /opentiger retry\nYes, CREATE c.txt"),
             comment(12, 740, "OWNER", "run `/opentiger retry` later"),
+            // Issue 26 item 3: GitHub's second of the import (kept in ms) is not lost.
+            comment(13, 100, "OWNER", "in the second of the import"),
+            comment(14, 99, "OWNER", "the second before it"),
         ];
-        let kept = kept_comments(&all, Timestamp(100), |c| {
+        let import = Timestamp(100 * crate::time::SECOND + 640);
+        let kept = kept_comments(&all, import, |c| {
             comment_trusted(c, &config, writers.contains(&c.author))
         });
         let ids: Vec<u64> = kept.iter().map(|c| c.id).collect();
-        assert_eq!(ids, vec![3, 2, 6, 11, 12]);
+        assert_eq!(ids, vec![13, 3, 2, 6, 11, 12]);
     }
 
     #[test]

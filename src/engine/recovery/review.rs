@@ -2,7 +2,8 @@
 //! followed on GitHub (merged, closed, its CI gate), a person's PR reviewed again on a new head,
 //! a PR superseded by a recreation closed.
 
-use super::super::gate::{checks_gate, review_gate, CheckGate, ReviewGate};
+use super::super::gate::{checks_gate, CheckGate};
+use super::super::objection::{last_word, LastWord, PeopleSay};
 use super::super::verdict::{decide_verdict, short_sha, JudgeConclusion, Lineage};
 use super::super::{Action, Working};
 use crate::config::HumanApproval;
@@ -190,20 +191,34 @@ pub(super) fn gate_open_pull_request(w: &mut Working<'_>, id: &TaskId, pr: u64) 
         );
         return;
     };
-    // Issue 14 item 5: a trusted person's request for changes on this head gets an AutoFix,
-    // as the judge's does; their approval may be required before the merge.
-    let reviews = w.snapshot.observations.reviews.get(&pr);
-    let people = review_gate(run, reviews.map_or(&[], Vec::as_slice));
-    if let ReviewGate::ChangesRequested(conclusion) = &people {
-        fix_on_pull(w, id, pr, conclusion, "judge.review_changes");
+    // Issues 14 and 26: people have the last word. A trusted person's request for changes no
+    // AutoFix answered yet gets one, as the judge's does; one still standing, a hold label or a
+    // `/opentiger hold` holds the merge; their approval may be required before it.
+    let people = people_say(w, id, run, pr);
+    if let LastWord::Fix {
+        conclusion,
+        held_by,
+    } = &people
+    {
+        fix_on_pull(w, id, pr, conclusion, "judge.review_changes", Some(held_by));
         return;
     }
     let needs_approval = w.config.merge.human_approval == HumanApproval::Required
-        && !matches!(people, ReviewGate::Approved(_));
+        && !matches!(&people, LastWord::Clear { approved_by } if !approved_by.is_empty());
     let head = run.head_sha.clone().unwrap_or_default();
     let observed = w.snapshot.observations.pull_checks.get(&pr);
     let expected = &w.snapshot.observations.expected_checks;
     match checks_gate(run, observed, expected, &w.config.merge, w.now) {
+        CheckGate::Proceed { note } if people.held_text().is_some() => w.wait(
+            id,
+            None,
+            super::super::objection::HELD_RULE,
+            format!(
+                "PR #{pr}: {note}; not merged: {}{}",
+                people.held_text().unwrap_or_default(),
+                autofix_note(w, id)
+            ),
+        ),
         CheckGate::Proceed { note } if needs_approval => w.wait(
             id,
             None,
@@ -279,7 +294,7 @@ pub(super) fn gate_open_pull_request(w: &mut Working<'_>, id: &TaskId, pr: u64) 
             super::stalls::heal_stalled_pull(w, id, pr, &branch, &head_sha, &missing);
         }
         CheckGate::Failed(conclusion) => {
-            fix_on_pull(w, id, pr, &conclusion, "judge.checks_failed");
+            fix_on_pull(w, id, pr, &conclusion, "judge.checks_failed", None);
         }
     }
 }
@@ -292,6 +307,7 @@ fn fix_on_pull(
     pr: u64,
     conclusion: &JudgeConclusion,
     rule: &'static str,
+    held_by: Option<&str>,
 ) {
     let task = w.tasks[id].clone();
     // The snapshot holds a blocked task's children and its source's: all a lineage needs.
@@ -325,8 +341,57 @@ fn fix_on_pull(
         decision.attempts,
         Some(None),
         rule,
-        format!("PR #{pr}: {}", decision.reason),
+        match held_by {
+            // Issue 26 item 4: the progress comment says who holds the merge.
+            Some(by) => format!("PR #{pr}: held by {by}: {}", decision.reason),
+            None => format!("PR #{pr}: {}", decision.reason),
+        },
     );
+}
+
+/// What people said about the PR of `id`'s run (issue 26): its trusted reviews, labels and
+/// holds, and when the change's newest AutoFix was made (it answered older reviews).
+fn people_say(w: &Working<'_>, id: &TaskId, run: &crate::model::Run, pr: u64) -> LastWord {
+    let obs = &w.snapshot.observations;
+    let head = run.head_sha.clone().unwrap_or_default();
+    let issue = w.tasks[id].issue_number;
+    let held_by = obs
+        .holds
+        .get(&pr)
+        .or_else(|| issue.and_then(|n| obs.holds.get(&n)))
+        .map(String::as_str);
+    let say = PeopleSay {
+        head: &head,
+        reviews: obs.reviews.get(&pr).map_or(&[], Vec::as_slice),
+        labels: obs.pull_labels.get(&pr).map_or(&[], Vec::as_slice),
+        held_by,
+        fixed_at: newest_autofix(w, id).map(|t| t.created_at),
+    };
+    last_word(&say, &w.config.merge)
+}
+
+/// The newest AutoFix of the change `id` belongs to (itself, when it is one).
+fn newest_autofix<'a>(w: &'a Working<'_>, id: &TaskId) -> Option<&'a crate::model::Task> {
+    let task = &w.tasks[id];
+    let root = match (task.kind, &task.parent_task_id) {
+        (TaskKind::Autofix, Some(parent)) => parent.clone(),
+        _ => task.id.clone(),
+    };
+    w.tasks
+        .values()
+        .filter(|t| t.kind == TaskKind::Autofix)
+        .filter(|t| t.id == *id || t.parent_task_id.as_ref() == Some(&root))
+        .max_by_key(|t| t.created_at)
+}
+
+/// "; AutoFix 1/3 done" when an AutoFix answered the change's reviews.
+fn autofix_note(w: &Working<'_>, id: &TaskId) -> String {
+    newest_autofix(w, id)
+        .map(|t| {
+            let n = t.title.split(':').next().unwrap_or("AutoFix");
+            format!("; {n} {}", t.status)
+        })
+        .unwrap_or_default()
 }
 
 /// Emits the judge's work: one review per task with an unjudged successful run (spec §2.4 step 3:

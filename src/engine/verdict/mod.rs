@@ -43,6 +43,9 @@ pub enum JudgeConclusion {
     Refused { reason: String },
     /// Approved and left for a person to merge (a person's PR, `backlog.merge_imported_prs` off).
     Approved { summary: String },
+    /// Approved, but the last look before the merge found it held by people (a standing
+    /// request for changes, a hold label or comment; issue 26): not merged, looked at again.
+    Held { reason: String },
 }
 
 /// The change a judged task belongs to, and the follow-up tasks it already had (the bounds of
@@ -231,6 +234,17 @@ pub fn decide_verdict(
                 rebind_head: Some(head.clone()),
             },
         ),
+        // People have the last word (issue 26): the merge waits for them, and nothing is spent
+        // from a budget; the PR gate says what holds it until it is lifted.
+        JudgeConclusion::Held { reason } => VerdictDecision {
+            to: TaskState::blocked(BlockReason::AwaitingJudge),
+            attempts: None,
+            reason: format!("approved, but not merged: {reason}"),
+            create: None,
+            rejudge: true,
+            next_attempt_at: None,
+            rebind_head: None,
+        },
         JudgeConclusion::Refused { reason } => VerdictDecision {
             to: TaskState::blocked(BlockReason::AwaitingHuman),
             attempts: None,
@@ -294,7 +308,8 @@ fn person_pr_reviewed(conclusion: &JudgeConclusion) -> Option<String> {
         JudgeConclusion::Merged { .. }
         | JudgeConclusion::Failed { .. }
         | JudgeConclusion::BaseMoved { .. }
-        | JudgeConclusion::Updated { .. } => return None,
+        | JudgeConclusion::Updated { .. }
+        | JudgeConclusion::Held { .. } => return None,
         JudgeConclusion::Approved { summary } => {
             format!("approved, left for a person to merge: {summary}")
         }
@@ -534,6 +549,17 @@ mod tests {
                 TaskState::blocked(BlockReason::AwaitingJudge),
                 false,
                 "merged into the branch as 0123456789 (update 1/3)",
+            ),
+            (
+                "held by people at the last look",
+                judged(),
+                JudgeConclusion::Held {
+                    reason: "held by the label `do-not-merge`".into(),
+                },
+                0,
+                TaskState::blocked(BlockReason::AwaitingJudge),
+                false,
+                "not merged: held by the label",
             ),
         ];
         for (name, t, conclusion, children, to, creates, reason) in cases {

@@ -265,6 +265,57 @@ impl GithubServer {
         s.add_labels(issue, &[label.to_string()], actor);
     }
 
+    /// `actor` removes `label` from the issue or PR (an `unlabeled` event).
+    pub fn remove_label_by(&self, issue: u64, label: &str, actor: &str) {
+        let mut s = self.state();
+        assert!(s.issues.contains_key(&issue), "no issue #{issue}");
+        assert!(
+            s.remove_label(issue, label, actor),
+            "#{issue} has no {label}"
+        );
+    }
+
+    /// A review GitHub's PR list does not show yet (its lists lag behind): the PR's
+    /// `updated_at` stays as it was, so the open-PR list still answers 304; the review list
+    /// has it.
+    pub fn add_review_not_yet_listed(
+        &self,
+        pull: u64,
+        author: &str,
+        state: &str,
+        body: &str,
+    ) -> u64 {
+        let mut s = self.state();
+        let before = s.issues[&pull].updated_at;
+        let id = s.add_review(pull, author, state, body, &[]);
+        s.issues.get_mut(&pull).expect("checked").updated_at = before;
+        id
+    }
+
+    /// A maintainer dismisses review `id`: its state becomes `DISMISSED`, as on GitHub.
+    pub fn dismiss_review(&self, id: u64) {
+        let mut s = self.state();
+        let r = s
+            .reviews
+            .iter_mut()
+            .find(|r| r.id == id)
+            .unwrap_or_else(|| panic!("no review {id}"));
+        r.state = "DISMISSED".to_string();
+        let pull = r.pull;
+        s.touch_pull(pull);
+    }
+
+    /// A review is deleted (a pending one, or by GitHub staff): it is no longer listed.
+    pub fn delete_review(&self, id: u64) {
+        let mut s = self.state();
+        let pull = s.reviews.iter().find(|r| r.id == id).map(|r| r.pull);
+        s.reviews.retain(|r| r.id != id);
+        s.review_comments.retain(|c| c.review != id);
+        if let Some(pull) = pull {
+            s.touch_pull(pull);
+        }
+    }
+
     /// Someone edits the issue's body (its `updated_at` moves to the server's now).
     pub fn edit_issue_body(&self, issue: u64, body: &str) {
         let mut s = self.state();

@@ -379,6 +379,11 @@ impl State {
         self.events.last_mut().expect("just pushed")
     }
 
+    /// A PR changed (a review dismissed or deleted): its `updated_at` moves, as on GitHub.
+    pub fn touch_pull(&mut self, n: u64) {
+        self.touch(n);
+    }
+
     fn touch(&mut self, n: u64) {
         let now = self.now;
         if let Some(i) = self.issues.get_mut(&n) {

@@ -1,0 +1,92 @@
+//! github mode, the end of a review: the approved head merged by GitHub, bound to the reviewed
+//! SHA — after a last look at what people say about it (issue 26: a standing request for
+//! changes, a hold label or `/opentiger hold` seen now stops the merge).
+
+use super::{JudgeResult, Review};
+use crate::engine::objection::LastWord;
+use crate::engine::verdict::{short_sha, JudgeConclusion};
+use crate::forge::calls::MergeAnswer;
+use crate::model::{Run, Task, Verdict};
+use crate::store::JudgementRow;
+
+/// How an approved change lands when it is a pull request (github mode): the forge merges it.
+/// Without one the judge advances the base branch itself (local-git).
+pub trait PullMerger {
+    /// Merges PR `pr` if its head is still `head`; the message carries `Task: <id>` so a merge
+    /// whose outcome was lost is recognised on the base.
+    fn merge(&self, pr: u64, head: &str, title: &str, message: &str)
+        -> Result<MergeAnswer, String>;
+
+    /// Issue 26: what people say about `head` of PR `pr`, read again just before it is
+    /// merged (their reviews, the PR's hold labels, a `/opentiger hold`). `Err` when it cannot
+    /// be read: the merge does not happen then.
+    fn last_word(&self, pr: u64, head: &str) -> Result<LastWord, String>;
+}
+
+/// github mode: the approved head is merged by GitHub, bound to the reviewed SHA.
+pub(super) fn merge_pull(
+    merger: &dyn PullMerger,
+    task: &Task,
+    run: &Run,
+    head: &str,
+    review: Review,
+) -> JudgeResult {
+    let failed = |error: String| JudgeResult {
+        conclusion: JudgeConclusion::Failed { error },
+        judgement: None,
+    };
+    let Some(pr) = run.pr_number else {
+        return failed(format!("run {} recorded no pull request", run.id));
+    };
+    // People have the last word (issue 26): whatever the review said, a trusted person's
+    // standing request for changes or a hold, seen now, keeps the PR from being merged.
+    match merger.last_word(pr, head) {
+        Ok(LastWord::Clear { .. }) => {}
+        Ok(LastWord::Fix { conclusion, .. }) => {
+            let row = match &conclusion {
+                JudgeConclusion::RequestChanges { summary, findings } => Some(JudgementRow {
+                    head_sha: head.to_string(),
+                    verdict: Verdict::RequestChanges,
+                    summary: summary.clone(),
+                    findings: findings.clone(),
+                    criteria: Vec::new(),
+                }),
+                _ => None,
+            };
+            return JudgeResult {
+                conclusion,
+                judgement: row,
+            };
+        }
+        Ok(held @ LastWord::Held(_)) => {
+            return JudgeResult {
+                conclusion: JudgeConclusion::Held {
+                    reason: held.held_text().unwrap_or_default(),
+                },
+                judgement: None,
+            }
+        }
+        Err(e) => {
+            return failed(format!(
+                "not merged: people's reviews of PR #{pr} could not be read again before the merge: {e}"
+            ))
+        }
+    }
+    let title = format!("{} (#{pr})", task.title);
+    let message = format!("{}\n\nTask: {}", review.summary.trim(), task.id);
+    match merger.merge(pr, head, &title, &message) {
+        Ok(MergeAnswer::Merged { commit }) => JudgeResult {
+            judgement: Some(review.row(head)),
+            conclusion: JudgeConclusion::Merged { commit },
+        },
+        Ok(MergeAnswer::NotMergeable { message }) => JudgeResult {
+            conclusion: crate::engine::verdict::merge_refusal(pr, &message),
+            judgement: None,
+        },
+        Ok(MergeAnswer::HeadMoved) => failed(format!(
+            "PR #{pr} head moved after the review of {}: reviewed again",
+            short_sha(head)
+        )),
+        Err(e) => failed(format!("merging PR #{pr} failed: {e}")),
+    }
+}
