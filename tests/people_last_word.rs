@@ -23,6 +23,15 @@ fn next_action(s: &Setup, kind: &str) -> String {
         .unwrap_or_default()
 }
 
+/// The task's one progress comment on `issue`.
+fn progress(s: &Setup, issue: u64) -> common::github::Comment {
+    s.server
+        .comments(issue)
+        .into_iter()
+        .find(|c| c.body.contains("opentiger:task="))
+        .expect("a progress comment")
+}
+
 fn autofix_prompt(s: &Setup, issue: u64) -> String {
     worker_prompt_for(s, issue)
         .into_iter()
@@ -73,12 +82,7 @@ fn a_maintainers_request_for_changes_is_never_merged_over() {
         "{prompt}"
     );
     // The progress comment says who holds the merge.
-    let progress = s
-        .server
-        .comments(n)
-        .into_iter()
-        .find(|c| c.body.contains("opentiger:task="))
-        .expect("a progress comment");
+    let progress = progress(&s, n);
     assert!(
         progress
             .body
@@ -272,12 +276,7 @@ fn a_hold_label_holds_the_merge_until_it_is_removed() {
         "{held}"
     );
     // The progress comment says who holds it and how to release it.
-    let progress = s
-        .server
-        .comments(issue)
-        .into_iter()
-        .find(|c| c.body.contains("opentiger:task="))
-        .expect("a progress comment");
+    let progress = progress(&s, issue);
     assert!(
         progress.body.contains("held by the label `do-not-merge`")
             && progress.body.contains("remove the label")
@@ -342,12 +341,7 @@ fn a_hold_comment_holds_the_merge_until_released() {
         "{held}"
     );
     assert!(!held.contains("mallory"), "{held}");
-    let progress = s
-        .server
-        .comments(issue)
-        .into_iter()
-        .find(|c| c.body.contains("opentiger:task="))
-        .expect("a progress comment");
+    let progress = progress(&s, issue);
     assert!(
         progress
             .body
