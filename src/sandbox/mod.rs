@@ -107,7 +107,7 @@ pub fn in_force(sandbox: &SandboxConfig) -> Vec<Protection> {
             name: "agent processes end with their run",
             in_force: crate::reaper::in_force(),
             detail: if crate::reaper::in_force() {
-                "the runner is a child subreaper: every process an agent or a check starts, in whatever session or group, is killed when its run ends (not when the runner itself is killed with SIGKILL)".to_string()
+                "the runner is a child subreaper: every process an agent or a check starts, in whatever session or group, is killed when its run ends (a runner killed with SIGKILL leaves them to the next tick, which finds them by their run)".to_string()
             } else {
                 "this process is not a child subreaper (Linux only): processes an agent moves out of its group may outlive its run".to_string()
             },
@@ -138,8 +138,12 @@ fn runner_git() -> Protection {
                     if p.skipped.is_empty() {
                         String::new()
                     } else {
-                        let skipped: Vec<&str> =
-                            p.skipped.iter().map(|(d, _)| d.as_str()).collect();
+                        let mut skipped: Vec<&str> = Vec::new();
+                        for (dir, _) in &p.skipped {
+                            if !skipped.contains(&dir.as_str()) {
+                                skipped.push(dir);
+                            }
+                        }
                         format!(": {}", skipped.join(", "))
                     }
                 ),
