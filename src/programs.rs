@@ -85,6 +85,13 @@ fn resolve_here(repo: Option<&Path>) -> Result<Programs, String> {
     for temp in temp_folders() {
         unsafe_roots.push((temp, "in a temp folder"));
     }
+    // Each root also as the folder it links to, resolved once here (`/tmp` → `/private/tmp`).
+    let real: Vec<(PathBuf, &'static str)> = unsafe_roots
+        .iter()
+        .map(|(root, why)| (canonical(root), *why))
+        .filter(|real| !unsafe_roots.contains(real))
+        .collect();
+    unsafe_roots.extend(real);
     let path_var = std::env::var("PATH").unwrap_or_default();
     let named = std::env::var_os(GIT_VAR).map(PathBuf::from);
     resolve(&path_var, named.as_deref(), &unsafe_roots, |p| {
@@ -112,7 +119,8 @@ fn is_executable(path: &Path) -> bool {
 
 /// Why `dir` (a `PATH` entry) is not a place to take the runner's programs from, if it is not.
 /// A relative entry (empty means the current folder) is never safe; an absolute one is unsafe
-/// when it, or the folder it links to, lies beneath one of `unsafe_roots`.
+/// when it, or the folder it links to, lies beneath one of `unsafe_roots` (given both as named
+/// and as resolved).
 pub fn unsafe_entry(dir: &str, unsafe_roots: &[(PathBuf, &'static str)]) -> Option<&'static str> {
     let path = Path::new(dir);
     if !path.is_absolute() {
@@ -121,10 +129,7 @@ pub fn unsafe_entry(dir: &str, unsafe_roots: &[(PathBuf, &'static str)]) -> Opti
     let real = canonical(path);
     unsafe_roots
         .iter()
-        .find(|(root, _)| {
-            let real_root = canonical(root);
-            path.starts_with(root) || real.starts_with(&real_root)
-        })
+        .find(|(root, _)| path.starts_with(root) || real.starts_with(root))
         .map(|(_, why)| *why)
 }
 

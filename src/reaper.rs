@@ -118,15 +118,21 @@ pub fn children_of(parent: u32) -> Vec<u32> {
 
 /// The parent of `pid`, from `/proc/<pid>/stat`.
 fn parent_of(pid: u32) -> Option<u32> {
-    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
-    parse_ppid(&stat)
+    stat_field(pid, 4)
 }
 
-/// The fourth field of a `/proc/<pid>/stat` line; the second (the name, in parentheses) may hold
-/// spaces and parentheses itself, so the fields are counted from the last `)`.
-fn parse_ppid(stat: &str) -> Option<u32> {
+/// Field `n` (1-based, as `proc(5)` numbers them: 4 is the parent, 22 the start time) of
+/// `/proc/<pid>/stat`.
+pub fn stat_field<T: std::str::FromStr>(pid: u32, n: usize) -> Option<T> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    field(&stat, n)
+}
+
+/// Field `n` of a `/proc/<pid>/stat` line. The second (the name, in parentheses) may hold spaces
+/// and parentheses itself, so the fields from the third on are counted from the last `)`.
+fn field<T: std::str::FromStr>(stat: &str, n: usize) -> Option<T> {
     let rest = &stat[stat.rfind(')')? + 1..];
-    rest.split_whitespace().nth(1)?.parse().ok()
+    rest.split_whitespace().nth(n.checked_sub(3)?)?.parse().ok()
 }
 
 #[cfg(test)]
@@ -142,7 +148,7 @@ mod tests {
             ("", None),
         ];
         for (stat, expected) in cases {
-            assert_eq!(parse_ppid(stat), expected, "{stat}");
+            assert_eq!(field::<u32>(stat, 4), expected, "{stat}");
         }
     }
 

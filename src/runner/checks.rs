@@ -331,9 +331,9 @@ impl CheckDomain {
         }
         super::set_var(&mut env, "HOME", &home.display().to_string());
         super::set_var(&mut env, "TMPDIR", &scratch.path().display().to_string());
-        let mut writable = vec![cwd.to_path_buf(), scratch.path().to_path_buf(), home];
-        let confine = super::confinement(config, writable.clone())?;
-        writable.extend(config.sandbox.writable.iter().map(std::path::PathBuf::from));
+        let own = [cwd.to_path_buf(), scratch.path().to_path_buf(), home];
+        let confine = super::confinement(config, &own)?;
+        let writable = super::with_configured(config, &own);
         let group_record = Git::new(cwd).common_dir().ok().map(|common| {
             let dir = crate::sandbox::groups::records_dir(&common);
             let name = scratch

@@ -157,7 +157,7 @@ fn agent_domain(
         writable.push(common);
     }
     writable.push(home);
-    confinement(act.config, writable)
+    confinement(act.config, &writable)
 }
 
 /// The `HOME` of one run: a new private folder in `scratch` holding `files` copied from the
@@ -183,17 +183,26 @@ pub(crate) fn run_home(
     }
 }
 
+/// `paths` and the folders `sandbox.writable` adds: all a confined child may write.
+pub(crate) fn with_configured(
+    config: &Config,
+    paths: &[std::path::PathBuf],
+) -> Vec<std::path::PathBuf> {
+    let extra = config.sandbox.writable.iter().map(std::path::PathBuf::from);
+    paths.iter().cloned().chain(extra).collect()
+}
+
 /// Sets `key` in a child's environment, replacing an earlier value.
 pub(crate) fn set_var(env: &mut Vec<(String, String)>, key: &str, value: &str) {
     env.retain(|(k, _)| k != key);
     env.push((key.to_string(), value.to_string()));
 }
 
-/// The Landlock ruleset letting a child write only beneath `writable` (and `sandbox.writable`),
+/// The Landlock ruleset letting a child write only beneath `writable` and `sandbox.writable`,
 /// or `None` when `sandbox.filesystem` is none or Landlock is missing here and not required.
 pub(crate) fn confinement(
     config: &Config,
-    mut writable: Vec<std::path::PathBuf>,
+    writable: &[std::path::PathBuf],
 ) -> Result<Option<std::sync::Arc<crate::sandbox::landlock::Ruleset>>, String> {
     use crate::config::FilesystemSandbox;
     let sandbox = &config.sandbox;
@@ -212,7 +221,7 @@ pub(crate) fn confinement(
         }
         return Ok(None);
     }
-    writable.extend(sandbox.writable.iter().map(std::path::PathBuf::from));
+    let writable = with_configured(config, writable);
     match crate::sandbox::landlock::Ruleset::for_agent(&writable) {
         Ok(ruleset) => Ok(Some(std::sync::Arc::new(ruleset))),
         Err(e) if sandbox.require => Err(format!(

@@ -134,10 +134,7 @@ fn kill_orphans_with(
 
 /// The start time of a process (clock ticks since boot), from `/proc/<pid>/stat`.
 fn start_time(pid: u32) -> Option<u64> {
-    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
-    let (_, rest) = stat.rsplit_once(')')?;
-    // Fields after the command name start at field 3; the start time is field 22.
-    rest.split_whitespace().nth(19)?.parse().ok()
+    crate::reaper::stat_field(pid, 22)
 }
 
 #[cfg(test)]
