@@ -664,7 +664,7 @@ fn after_a_killed_tick_the_next_one_ends_what_its_agent_left_in_another_session(
         std::thread::sleep(std::time::Duration::from_millis(50));
     }
     // The runner is killed as a cancelled job's would be, with no chance to sweep.
-    let tick = common::unprivileged::children(shell.id());
+    let tick = opentiger::reaper::children_of(shell.id());
     assert_eq!(tick.len(), 1, "{tick:?}");
     // SAFETY: kill has no memory effects; the pid is our grandchild, still unreaped.
     unsafe { libc::kill(tick[0] as i32, libc::SIGKILL) };

@@ -11,7 +11,7 @@ use common::{git, minute, GitRepo, Out, Setup, NOW};
 
 /// The binary run in `cwd` with no `--repo`, as a person types it.
 fn run_in(cwd: &Path, args: &[&str]) -> Out {
-    let out = Command::new(env!("CARGO_BIN_EXE_opentiger"))
+    Command::new(env!("CARGO_BIN_EXE_opentiger"))
         .current_dir(cwd)
         .args(["--now", NOW])
         .args(args)
@@ -22,12 +22,8 @@ fn run_in(cwd: &Path, args: &[&str]) -> Out {
         .env_remove("GITHUB_STEP_SUMMARY")
         .stdin(Stdio::null())
         .output()
-        .expect("run opentiger");
-    Out {
-        code: out.status.code().unwrap_or(-1),
-        stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
-        stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
-    }
+        .expect("run opentiger")
+        .into()
 }
 
 fn branches(repo: &Path) -> String {
@@ -75,18 +71,7 @@ fn from_a_subfolder_task_add_lands_in_the_root_state() {
     let status = run_in(&sub, &["status", "--json"]).ok().json();
     assert_eq!(status["tasks"].as_array().unwrap().len(), 2, "{status}");
     // A linked worktree is a work tree of its own, as git sees it: its own top folder.
-    let linked = g.tools_path().join("linked");
-    git(
-        g.path(),
-        &[
-            "worktree",
-            "add",
-            "-q",
-            linked.to_str().unwrap(),
-            "-b",
-            "side",
-        ],
-    );
+    let linked = g.linked_worktree();
     std::fs::create_dir_all(linked.join("src/deep")).unwrap();
     let shown = run_in(&linked.join("src/deep"), &["config", "show", "--json"]).ok();
     assert_eq!(shown.json()["mode"], "local-git", "{}", shown.stderr);
@@ -156,11 +141,8 @@ fn without_a_configuration_the_defaults_are_named() {
 fn an_interrupt_is_a_clean_stop() {
     for (signal, code) in [(libc::SIGINT, 130), (libc::SIGTERM, 143)] {
         let g = GitRepo::with(Setup::default());
-        let tools = g.tools_path().display().to_string();
         // First run: a child that ignores nothing, its pid, and a long wait; later runs finish.
-        g.agent(&format!(
-            "#!/bin/sh\nif [ ! -f {tools}/first ]; then touch {tools}/first; sleep 300 & echo $! > {tools}/child.pid; echo $$ > {tools}/agent.pid; sleep 120; fi\necho done > result.txt\n"
-        ));
+        g.agent_hanging_first(true);
         let id = g.repo.add(&["--title", "Slow", "--goal", "result.txt"]);
         let (status, out) =
             interrupted_while_the_agent_runs(&g, &["--now", &minute(0), "tick"], signal);
@@ -219,10 +201,7 @@ fn an_interrupt_is_a_clean_stop() {
 #[test]
 fn an_interrupted_fan_out_job_queues_its_task_again() {
     let g = GitRepo::with(Setup::default());
-    let tools = g.tools_path().display().to_string();
-    g.agent(&format!(
-        "#!/bin/sh\nif [ ! -f {tools}/first ]; then touch {tools}/first; echo $$ > {tools}/agent.pid; sleep 120; fi\necho done > result.txt\n"
-    ));
+    g.agent_hanging_first(false);
     let id = g.repo.add(&["--title", "Slow", "--goal", "result.txt"]);
     let claim = g
         .repo
@@ -342,18 +321,7 @@ fn a_quiet_tick_on_the_file_store_starts_at_most_one_git() {
         "{calls}"
     );
     // The answers read from the files are git's own, in a repository and a linked worktree.
-    let linked = g.tools_path().join("linked");
-    git(
-        g.path(),
-        &[
-            "worktree",
-            "add",
-            "-q",
-            linked.to_str().unwrap(),
-            "-b",
-            "side",
-        ],
-    );
+    let linked = g.linked_worktree();
     for dir in [g.path(), linked.as_path()] {
         let ours = opentiger::git::Git::new(dir).common_dir().unwrap();
         let theirs = dir.join(git(dir, &["rev-parse", "--git-common-dir"]));

@@ -27,11 +27,7 @@ fn run_in_env(cwd: &Path, args: &[&str], env: &[(&str, &str)]) -> Out {
         .envs(env.iter().copied())
         .output()
         .expect("run opentiger");
-    Out {
-        code: out.status.code().unwrap_or(-1),
-        stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
-        stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
-    }
+    Out::from(out)
 }
 
 fn executable(path: &Path, text: &str) {
@@ -778,11 +774,7 @@ fn run_first_repo(dir: &Path, script: &str, env: &[(&str, String)]) -> Out {
         .env_remove("ANTHROPIC_API_KEY")
         .output()
         .expect("bash");
-    Out {
-        code: out.status.code().unwrap_or(-1),
-        stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
-        stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
-    }
+    Out::from(out)
 }
 
 /// Item 14: README's first-repository section, run verbatim (cwd = the repository, no

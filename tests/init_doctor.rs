@@ -36,11 +36,7 @@ fn opentiger(dir: &Path, args: &[&str], env: &[(&str, &str)]) -> Out {
         cmd.env(k, v);
     }
     let out = cmd.output().expect("run opentiger");
-    Out {
-        code: out.status.code().unwrap_or(-1),
-        stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
-        stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
-    }
+    Out::from(out)
 }
 
 /// A clone of a bare `origin` with one commit on main.

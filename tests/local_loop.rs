@@ -274,11 +274,8 @@ fn agents_see_only_the_variables_they_are_given() {
 #[test]
 fn a_killed_tick_is_recovered_exactly_once() {
     let g = GitRepo::with(Setup::default());
-    let tools = g.tools_path().display().to_string();
     // First run: announce itself and hang; later runs finish at once.
-    g.agent(&format!(
-        "#!/bin/sh\nif [ ! -f {tools}/first ]; then touch {tools}/first; echo $$ > {tools}/agent.pid; sleep 120; fi\necho done > result.txt\n"
-    ));
+    g.agent_hanging_first(false);
     let id = g
         .repo
         .add(&["--title", "Survive a kill", "--goal", "result.txt"]);
@@ -323,13 +320,7 @@ fn a_killed_tick_is_recovered_exactly_once() {
 #[test]
 fn agents_left_by_a_killed_tick_die_before_their_task_is_claimed_again() {
     let g = GitRepo::with(Setup::default());
-    let tools = g.tools_path().display().to_string();
-    g.agent(&format!(
-        "#!/bin/sh
-if [ ! -f {tools}/first ]; then touch {tools}/first; sleep 300 & echo $! > {tools}/child.pid; echo $$ > {tools}/agent.pid; sleep 120; fi
-echo done > result.txt
-"
-    ));
+    g.agent_hanging_first(true);
     g.repo.add(&["--title", "Orphans", "--goal", "result.txt"]);
     tick_killed_while_the_agent_runs(&g);
     let read_pid = |name: &str| -> i32 {

@@ -32,6 +32,23 @@ fn progress(s: &Setup, issue: u64) -> common::github::Comment {
         .expect("a progress comment")
 }
 
+/// A repository whose owner filed `title` (`body` scripts the worker) and its PR, opened by
+/// the first tick; with `carol_writes`, carol is a trusted reviewer.
+fn pr_opened(
+    carol_writes: bool,
+    title: &str,
+    body: &str,
+) -> (Setup, u64, common::github::PullView) {
+    let s = setup();
+    if carol_writes {
+        s.server.set_permission("carol", "write");
+    }
+    let issue = owners_issue(&s, title, body);
+    tick(&s, "2026-11-21T12:00:00Z");
+    let pr = s.server.pulls()[0].clone();
+    (s, issue, pr)
+}
+
 fn autofix_prompt(s: &Setup, issue: u64) -> String {
     worker_prompt_for(s, issue)
         .into_iter()
@@ -41,11 +58,7 @@ fn autofix_prompt(s: &Setup, issue: u64) -> String {
 
 #[test]
 fn a_maintainers_request_for_changes_is_never_merged_over() {
-    let s = setup();
-    s.server.set_permission("carol", "write");
-    let n = owners_issue(&s, "Notes", "Write the notes.\n\nWRITE notes.txt draft\n");
-    tick(&s, "2026-11-21T12:00:00Z");
-    let pr = s.server.pulls()[0].clone();
+    let (s, n, pr) = pr_opened(true, "Notes", "Write the notes.\n\nWRITE notes.txt draft\n");
     // Before the judge's tick: the maintainer asks for a change, an outsider for another.
     s.server.advance(120);
     s.server.add_review(
@@ -134,10 +147,7 @@ fn a_maintainers_request_for_changes_is_never_merged_over() {
 
 #[test]
 fn an_untrusted_request_for_changes_changes_nothing() {
-    let s = setup();
-    owners_issue(&s, "Notes", "WRITE notes.txt draft\n");
-    tick(&s, "2026-11-21T12:00:00Z");
-    let pr = s.server.pulls()[0].clone();
+    let (s, _, pr) = pr_opened(false, "Notes", "WRITE notes.txt draft\n");
     s.server.advance(120);
     s.server.add_review(
         pr.number,
@@ -157,11 +167,7 @@ fn an_untrusted_request_for_changes_changes_nothing() {
 
 #[test]
 fn a_dismissed_request_no_longer_holds_and_a_deleted_one_never_did() {
-    let s = setup();
-    s.server.set_permission("carol", "write");
-    let first = owners_issue(&s, "Notes", "WRITE notes.txt draft\n");
-    tick(&s, "2026-11-21T12:00:00Z");
-    let pr = s.server.pulls()[0].clone();
+    let (s, first, pr) = pr_opened(true, "Notes", "WRITE notes.txt draft\n");
     s.server.advance(120);
     // Written and deleted between two ticks: it never reached opentiger, nothing holds.
     let gone = s.server.add_review(
@@ -255,10 +261,7 @@ fn a_request_written_while_the_judge_reviews_stops_the_merge() {
 
 #[test]
 fn a_hold_label_holds_the_merge_until_it_is_removed() {
-    let s = setup();
-    let issue = owners_issue(&s, "Greeting", "CREATE hello.txt");
-    tick(&s, "2026-11-21T12:00:00Z");
-    let pr = s.server.pulls()[0].clone();
+    let (s, issue, pr) = pr_opened(false, "Greeting", "CREATE hello.txt");
     s.server.advance(60);
     s.server.add_label_event(pr.number, "do-not-merge", "alice");
     let out = tick(&s, "2026-11-21T12:05:00Z");
@@ -322,11 +325,7 @@ fn a_hold_label_holds_the_merge_until_it_is_removed() {
 
 #[test]
 fn a_hold_comment_holds_the_merge_until_released() {
-    let s = setup();
-    s.server.set_permission("carol", "write");
-    let issue = owners_issue(&s, "Greeting", "CREATE hello.txt");
-    tick(&s, "2026-11-21T12:00:00Z");
-    let pr = s.server.pulls()[0].clone();
+    let (s, issue, pr) = pr_opened(true, "Greeting", "CREATE hello.txt");
     s.server.advance(60);
     // An outsider's hold is not a maintainer's.
     s.server
@@ -396,11 +395,7 @@ fn a_comment_in_the_same_second_as_the_import_reaches_the_prompt() {
 /// in the AutoFix's prompt.
 #[test]
 fn a_huge_review_is_bounded() {
-    let s = setup();
-    s.server.set_permission("carol", "write");
-    let n = owners_issue(&s, "Notes", "WRITE notes.txt draft\n");
-    tick(&s, "2026-11-21T12:00:00Z");
-    let pr = s.server.pulls()[0].clone();
+    let (s, n, pr) = pr_opened(true, "Notes", "WRITE notes.txt draft\n");
     s.server.advance(120);
     let body = format!("WRITE notes.txt final\n{}", "blah ".repeat(200_000));
     let lines: Vec<(String, u64)> = (1..=300).map(|i| (format!("line {i}"), i)).collect();

@@ -32,6 +32,17 @@ fn lined(r: PullReview, n: usize) -> PullReview {
 }
 
 /// The decision in short: "clear amy,bob", "fix @bob on aaaa", "held <who>|<who>".
+/// What people said of `head` through `reviews` alone: no label, no hold, no fix yet.
+fn reviews_only(reviews: &[PullReview]) -> PeopleSay<'_> {
+    PeopleSay {
+        head: "head",
+        reviews,
+        labels: &[],
+        held_by: None,
+        fixed_at: None,
+    }
+}
+
 fn short(word: &LastWord) -> String {
     match word {
         LastWord::Clear { approved_by } => format!("clear {}", approved_by.join(",")),
@@ -113,13 +124,7 @@ fn an_objection_holds_in_every_approval_mode() {
             human_approval: mode,
             ..MergeConfig::default()
         };
-        let say = PeopleSay {
-            head: "head",
-            reviews: &reviews,
-            labels: &[],
-            held_by: None,
-            fixed_at: None,
-        };
+        let say = reviews_only(&reviews);
         assert!(
             matches!(last_word(&say, &merge), LastWord::Fix { .. }),
             "{mode:?}"
@@ -139,13 +144,7 @@ fn an_objection_holds_in_every_approval_mode() {
 #[test]
 fn many_commented_ranges_are_capped() {
     let reviews = vec![lined(review(1, "bob", ChangesRequested, "head", 10), 300)];
-    let say = PeopleSay {
-        head: "head",
-        reviews: &reviews,
-        labels: &[],
-        held_by: None,
-        fixed_at: None,
-    };
+    let say = reviews_only(&reviews);
     let LastWord::Fix {
         conclusion: JudgeConclusion::RequestChanges { findings, .. },
         held_by,

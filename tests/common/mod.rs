@@ -23,6 +23,16 @@ pub struct Out {
     pub stderr: String,
 }
 
+impl From<std::process::Output> for Out {
+    fn from(out: std::process::Output) -> Out {
+        Out {
+            code: out.status.code().unwrap_or(-1),
+            stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
+            stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
+        }
+    }
+}
+
 impl Out {
     pub fn ok(self) -> Out {
         assert_eq!(
@@ -96,15 +106,11 @@ impl TestRepo {
         for key in AGENT_KEYS {
             command.env_remove(key);
         }
-        let out = command
+        command
             .envs(env.iter().copied())
             .output()
-            .expect("run opentiger");
-        Out {
-            code: out.status.code().unwrap_or(-1),
-            stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
-            stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
-        }
+            .expect("run opentiger")
+            .into()
     }
 
     /// `task add` and the new id.
@@ -212,6 +218,38 @@ impl GitRepo {
         );
         g.repo.file(".opentiger.yml", &config);
         g
+    }
+
+    /// A task agent whose first run records its pid in the tools folder (`agent.pid`; with
+    /// `with_child`, also a background child's, `child.pid`) and hangs; later runs write
+    /// `result.txt` at once. For tests that kill or interrupt a tick mid-run.
+    pub fn agent_hanging_first(&self, with_child: bool) -> &GitRepo {
+        let tools = self.tools_path().display().to_string();
+        let child = if with_child {
+            format!("sleep 300 & echo $! > {tools}/child.pid; ")
+        } else {
+            String::new()
+        };
+        self.agent(&format!(
+            "#!/bin/sh\nif [ ! -f {tools}/first ]; then touch {tools}/first; {child}echo $$ > {tools}/agent.pid; sleep 120; fi\necho done > result.txt\n"
+        ))
+    }
+
+    /// A linked worktree of the repository on a new branch `side`, in the tools folder.
+    pub fn linked_worktree(&self) -> PathBuf {
+        let linked = self.tools_path().join("linked");
+        git(
+            self.path(),
+            &[
+                "worktree",
+                "add",
+                "-q",
+                linked.to_str().unwrap(),
+                "-b",
+                "side",
+            ],
+        );
+        linked
     }
 
     /// Writes the task agent script.
