@@ -19,6 +19,15 @@ use super::{GitRepo, Out, Setup};
 /// The forge token in the parent shell's environment.
 pub const CANARY: &str = "ghp_CANARYcanary0123456789abcdefghijklmn";
 
+/// The folder of the reachable binary (`User::binary`), removed at exit.
+static BINARY_DIR: OnceLock<PathBuf> = OnceLock::new();
+
+extern "C" fn remove_binary_dir() {
+    if let Some(dir) = BINARY_DIR.get() {
+        let _ = std::fs::remove_dir_all(dir);
+    }
+}
+
 /// The user the ticks run as.
 pub struct User {
     /// `(uid, gid)` to switch to; `None`: the tests' own user.
@@ -57,6 +66,36 @@ impl User {
     pub fn unprivileged(&self) -> bool {
         // SAFETY: geteuid has no preconditions.
         self.ids.is_some() || unsafe { libc::geteuid() } != 0
+    }
+
+    /// The binary as the user can reach it. The build folder may sit inside a folder only root
+    /// may enter (a clone in a `mktemp -d` folder): the user then runs a link to it made in a
+    /// folder of its own, removed when the tests end.
+    pub fn binary(&self) -> PathBuf {
+        static REACHABLE: OnceLock<PathBuf> = OnceLock::new();
+        let built = PathBuf::from(env!("CARGO_BIN_EXE_opentiger"));
+        if self.ids.is_none() {
+            return built;
+        }
+        REACHABLE
+            .get_or_init(|| {
+                let dir =
+                    std::env::temp_dir().join(format!("opentiger-bin-{}", std::process::id()));
+                let _ = std::fs::remove_dir_all(&dir);
+                std::fs::create_dir(&dir).expect("binary folder");
+                use std::os::unix::fs::PermissionsExt;
+                std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o755))
+                    .expect("chmod");
+                let link = dir.join("opentiger");
+                if std::fs::hard_link(&built, &link).is_err() {
+                    std::fs::copy(&built, &link).expect("copy the binary");
+                }
+                BINARY_DIR.get_or_init(|| dir.clone());
+                // SAFETY: registers a plain extern "C" function with no captured state.
+                unsafe { libc::atexit(remove_binary_dir) };
+                link
+            })
+            .clone()
     }
 
     /// Makes the user own `paths` (recursively), so its ticks can write there.
@@ -194,7 +233,7 @@ impl Jail {
         let mut cmd = self.user.command("/bin/bash");
         // Not `exec`: the shell stays the tick's parent, with the token in its environment.
         cmd.args(["-c", "\"$@\"; status=$?; exit $status", "step-shell"])
-            .arg(env!("CARGO_BIN_EXE_opentiger"))
+            .arg(self.user.binary())
             .arg("--repo")
             .arg(self.g.path())
             .args(["--now", now])
