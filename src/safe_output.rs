@@ -129,15 +129,32 @@ impl ResultRecord {
     }
 }
 
-/// `record` with every text an agent may have written through `redactor`.
+/// `record` with every text an agent (or the code it changed, through a verification
+/// command's output) may have written through `redactor`; the verification report bounded
+/// (`apply` publishes it in a check run).
 fn redacted(record: &RunRecord, redactor: &Redactor) -> RunRecord {
     let redact = |t: &Option<String>| t.as_deref().map(|t| redactor.redact(t));
+    let verification = record
+        .verification
+        .iter()
+        .take(VERIFICATION_COMMANDS_MAX)
+        .map(|c| crate::model::checks::CommandReport {
+            command: redactor.excerpt(&c.command, 500),
+            source: redactor.excerpt(&c.source, 40),
+            tail: redactor.excerpt(&c.tail, 2000),
+            ..c.clone()
+        })
+        .collect();
     RunRecord {
         error: redact(&record.error),
         summary: redact(&record.summary),
+        verification,
         ..record.clone()
     }
 }
+
+/// Verification commands a result carries at most.
+const VERIFICATION_COMMANDS_MAX: usize = 50;
 
 /// Makes `dir` a private, empty result folder (mode 0700); an existing folder must be empty.
 pub fn prepare(dir: &Path) -> Result<(), OutputError> {

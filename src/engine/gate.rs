@@ -68,7 +68,18 @@ pub struct ExpectedChecks {
 impl ExpectedChecks {
     /// The first source that names any check: configuration, branch rules, what was learned.
     pub fn choose(configured: Option<&[String]>, rules: &[String], learned: &[String]) -> Self {
-        let (source, names) = match configured {
+        // opentiger's own checks (issue 28) are never CI to wait for, even where the branch's
+        // rules require them: the judge completes them, after this gate.
+        let ci = |names: &[String]| -> Vec<String> {
+            names
+                .iter()
+                .filter(|n| !crate::model::checks::is_own_check(n))
+                .cloned()
+                .collect()
+        };
+        let configured = configured.map(ci);
+        let (rules, learned) = (ci(rules), ci(learned));
+        let (source, names) = match configured.as_deref() {
             // An explicit empty list says: this repository has no CI to wait for.
             Some(names) => (ExpectedSource::Config, names.to_vec()),
             None if !rules.is_empty() => (ExpectedSource::BranchRules, rules.to_vec()),
@@ -443,6 +454,11 @@ mod tests {
     fn the_first_source_that_names_checks_wins() {
         let s = |v: &[&str]| v.iter().map(|n| n.to_string()).collect::<Vec<_>>();
         let (config, rules, learned) = (s(&["b", "a", "a"]), s(&["r"]), s(&["l"]));
+        let own = s(&["opentiger / judge", "opentiger / verify"]);
+        let (own_and_l, own_and_a) = (
+            s(&["opentiger / verify", "l"]),
+            s(&["opentiger / judge", "a"]),
+        );
         type Row<'a> = (
             Option<&'a [String]>,
             &'a [String],
@@ -457,6 +473,10 @@ mod tests {
             (None,          &[],    &learned, ExpectedSource::Learned, s(&["l"])),
             (None,          &[],    &[],      ExpectedSource::Nothing, vec![]),
             (Some(&[]),     &rules, &learned, ExpectedSource::Nothing, vec![]),
+            // Issue 28: opentiger's own checks are never the CI it waits for, wherever named.
+            (None,          &own,   &learned, ExpectedSource::Learned, s(&["l"])),
+            (None,          &[],    &own_and_l, ExpectedSource::Learned, s(&["l"])),
+            (Some(&own_and_a), &rules, &learned, ExpectedSource::Config, s(&["a"])),
         ];
         for (configured, rules, learned, source, names) in cases {
             let got = ExpectedChecks::choose(configured, rules, learned);

@@ -10,6 +10,7 @@
 
 pub mod backoff;
 pub mod checkboxes;
+pub mod checks;
 pub mod classify;
 pub mod commands;
 mod dispatch;

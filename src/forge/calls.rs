@@ -535,7 +535,11 @@ impl Checks {
         let mut pending = Vec::new();
         let mut passed = Vec::new();
         let mut excerpts = std::collections::BTreeMap::new();
-        for run in runs {
+        // opentiger's own checks (issue 28) are never the repository's CI.
+        let own = |name: &str| crate::model::checks::is_own_check(name);
+        let runs: Vec<&RawCheckRun> = runs.iter().filter(|r| !own(&r.name)).collect();
+        let statuses: Vec<&RawStatusItem> = statuses.iter().filter(|s| !own(&s.context)).collect();
+        for run in &runs {
             match (run.status.as_str(), run.conclusion.as_deref()) {
                 ("completed", Some("success" | "neutral" | "skipped")) => {
                     passed.push(run.name.clone());
@@ -554,7 +558,7 @@ impl Checks {
                 _ => pending.push(run.name.clone()),
             }
         }
-        for status in statuses {
+        for status in &statuses {
             match status.state.as_str() {
                 "success" => passed.push(status.context.clone()),
                 "pending" => pending.push(status.context.clone()),

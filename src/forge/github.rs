@@ -86,6 +86,9 @@ pub struct GithubClient {
     pub repo: String,
     /// Requests sent by this client (for the report; 304s are free on GitHub's side).
     pub requests: std::cell::Cell<u32>,
+    /// GitHub refused a check-run write for the token's permissions: opentiger's checks go out
+    /// as commit statuses for the rest of the process (issue 28).
+    pub checks_refused: std::cell::Cell<bool>,
 }
 
 impl GithubClient {
@@ -136,6 +139,7 @@ impl GithubClient {
             runtime,
             repo: repo.to_string(),
             requests: std::cell::Cell::new(0),
+            checks_refused: std::cell::Cell::new(false),
         })
     }
 

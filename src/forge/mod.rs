@@ -5,6 +5,7 @@
 //! sends fewer) never breaks parsing (DESIGN §14: slim serde types).
 
 pub mod calls;
+pub mod checks;
 pub mod ci;
 pub mod comments;
 mod conversation;

@@ -5,6 +5,7 @@
 //! depends on another module of ours but `time`.
 
 mod agent_config;
+pub mod checks;
 pub mod excerpt;
 mod forge;
 pub mod graph;

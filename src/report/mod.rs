@@ -1,6 +1,7 @@
 //! What people read: the dry-run plan, `status`, `task show`. Rendering only; no decisions.
 
 pub mod board;
+pub mod check_run;
 pub mod heartbeat;
 pub mod plan;
 pub mod progress;

@@ -7,6 +7,7 @@ use std::time::Duration;
 use crate::config::Config;
 use crate::engine::classify::verification_failure_code;
 use crate::git::{Git, NumstatEntry};
+use crate::model::checks::CommandReport;
 use crate::model::{FailureCode, Role, Task};
 use crate::policy::{self, ChangedFile, ContentViolation, PathPolicy};
 use crate::process::{self, ProcessSpec};
@@ -208,39 +209,71 @@ fn link_violation(root: &Path, path: &str, policy: &PathPolicy) -> Option<Conten
     })
 }
 
-/// The verification commands that passed (all of them), or the first failure.
+/// What the verification commands did: each command that ran, in order (the last one the
+/// failure, if one failed), and the failure.
+#[derive(Clone, Debug, Default)]
+pub struct Verification {
+    pub commands: Vec<CommandReport>,
+    pub failure: Option<CheckFailure>,
+}
+
+impl Verification {
+    /// The commands that passed (all of them), or the failure.
+    pub fn passed(&self) -> Result<Vec<String>, CheckFailure> {
+        match &self.failure {
+            Some(failure) => Err(failure.clone()),
+            None => Ok(self.commands.iter().map(|c| c.command.clone()).collect()),
+        }
+    }
+
+    fn failed(failure: CheckFailure) -> Verification {
+        Verification {
+            commands: Vec::new(),
+            failure: Some(failure),
+        }
+    }
+}
+
+/// Runs the verification commands of a task in order, stopping at the first failure; every
+/// command that ran is reported (issue 28: the check run lists them).
 pub fn run_verification(
     task: &Task,
     config: &Config,
     cwd: &Path,
     changes: &[NumstatEntry],
     redactor: &Redactor,
-) -> Result<Vec<String>, CheckFailure> {
+) -> Verification {
     let changed: Vec<String> = changes.iter().map(|c| c.path.clone()).collect();
-    let plan = verify::plan_commands(&task.commands, &config.verify, task.role, &changed).map_err(
-        |e| {
+    let plan = match verify::plan_commands(&task.commands, &config.verify, task.role, &changed) {
+        Ok(plan) => plan,
+        Err(e) => {
             let code = match &e {
                 PlanError::Denied { .. } => FailureCode::PolicyViolation,
                 PlanError::Invalid { .. } | PlanError::InvalidGlob { .. } => {
                     FailureCode::VerificationCommandUnsupportedFormat
                 }
             };
-            CheckFailure {
+            return Verification::failed(CheckFailure {
                 code,
                 message: e.to_string(),
-            }
-        },
-    )?;
+            });
+        }
+    };
     let timeout = Duration::from_secs(u64::from(config.verify.timeout_seconds.max(1)));
+    let mut done = Verification::default();
     if plan.commands.is_empty() {
-        return Ok(Vec::new());
+        return done;
     }
-    let domain = CheckDomain::new(config, cwd).map_err(|message| CheckFailure {
-        code: FailureCode::SetupOrBootstrapIssue,
-        message,
-    })?;
+    let domain = match CheckDomain::new(config, cwd) {
+        Ok(domain) => domain,
+        Err(message) => {
+            return Verification::failed(CheckFailure {
+                code: FailureCode::SetupOrBootstrapIssue,
+                message,
+            })
+        }
+    };
     let mut previous: Option<String> = None;
-    let mut passed = Vec::new();
     for cmd in &plan.commands {
         let mut env = domain.env.clone();
         env.extend(cmd.spec.env.iter().cloned());
@@ -276,32 +309,62 @@ pub fn run_verification(
                 domain.denial_hint(output)
             ),
         };
-        match process::run(&spec) {
-            Ok(out) if out.success() => passed.push(cmd.spec.text.clone()),
-            Ok(out) if out.timed_out => {
-                return Err(failure(
-                    &format!(
-                        "timed out after {}s\n{}",
-                        timeout.as_secs(),
-                        out.output_tail
-                    ),
-                    FailureCode::TransientOrFlakyFailure,
-                ));
-            }
+        let started = std::time::Instant::now();
+        let ran = process::run(&spec);
+        let mut report = CommandReport {
+            command: cmd.spec.text.clone(),
+            source: cmd.source.to_string(),
+            exit: None,
+            timed_out: false,
+            duration_ms: u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX),
+            tail: String::new(),
+        };
+        let failed = match ran {
             Ok(out) => {
-                let code = verification_failure_code(
-                    &cmd.spec.text,
-                    &out.output_tail,
-                    previous.as_deref(),
-                );
-                return Err(failure(&out.output_tail, code));
+                report.exit = match out.status {
+                    process::ExitStatusKind::Code(code) => Some(code),
+                    _ => None,
+                };
+                report.timed_out = out.timed_out;
+                report.duration_ms = u64::try_from(out.duration.as_millis()).unwrap_or(u64::MAX);
+                report.tail = redactor.excerpt(out.output_tail.trim(), REPORTED_TAIL);
+                if out.success() {
+                    None
+                } else if out.timed_out {
+                    Some(failure(
+                        &format!(
+                            "timed out after {}s\n{}",
+                            timeout.as_secs(),
+                            out.output_tail
+                        ),
+                        FailureCode::TransientOrFlakyFailure,
+                    ))
+                } else {
+                    let code = verification_failure_code(
+                        &cmd.spec.text,
+                        &out.output_tail,
+                        previous.as_deref(),
+                    );
+                    Some(failure(&out.output_tail, code))
+                }
             }
-            Err(e) => return Err(failure(&e.to_string(), FailureCode::SetupOrBootstrapIssue)),
+            Err(e) => {
+                report.tail = redactor.excerpt(&e.to_string(), REPORTED_TAIL);
+                Some(failure(&e.to_string(), FailureCode::SetupOrBootstrapIssue))
+            }
+        };
+        done.commands.push(report);
+        if failed.is_some() {
+            done.failure = failed;
+            return done;
         }
         previous = Some(cmd.spec.text.clone());
     }
-    Ok(passed)
+    done
 }
+
+/// How much of each command's output a report keeps (the check run shows it).
+const REPORTED_TAIL: usize = 2000;
 
 /// Where verification commands run. They run the repository's code, which the agent may just
 /// have changed (a test, a `build.rs`, an npm `pretest`, a `Makefile`), so they run in a domain

@@ -10,6 +10,7 @@ use crate::engine::import::acceptance_criteria;
 use crate::engine::verdict::JudgeConclusion;
 use crate::executor::{self, AgentExit, AgentRequest};
 use crate::git::{Git, GitError};
+use crate::model::checks::CommandReport;
 use crate::model::{CriterionCheck, Run, Task, TaskKind, Verdict};
 use crate::store::JudgementRow;
 use crate::workspace::{changed_files, diff_text, Branches, Workspace};
@@ -26,6 +27,8 @@ pub use merge::PullMerger;
 pub struct JudgeResult {
     pub conclusion: JudgeConclusion,
     pub judgement: Option<JudgementRow>,
+    /// The verification commands as they ran on the head merged with the base (issue 28).
+    pub verification: Vec<CommandReport>,
 }
 
 /// What a review is asked in the light of: how many reviews the change had so far, and the issue
@@ -46,9 +49,14 @@ pub fn judge_run(
     asked: ReviewBrief<'_>,
     merger: Option<&dyn PullMerger>,
 ) -> JudgeResult {
-    match judge(act, task, run, asked, merger) {
-        Ok(r) => r,
+    let mut verified = Vec::new();
+    match judge(act, task, run, asked, merger, &mut verified) {
+        Ok(mut r) => {
+            r.verification = verified;
+            r
+        }
         Err(e) => JudgeResult {
+            verification: Vec::new(),
             conclusion: JudgeConclusion::Failed {
                 error: act.redactor.excerpt(&e.to_string(), 500),
             },
@@ -80,6 +88,7 @@ impl Review {
 
 fn request_changes(head: &str, summary: String, findings: Vec<String>) -> JudgeResult {
     JudgeResult {
+        verification: Vec::new(),
         judgement: Some(JudgementRow {
             head_sha: head.to_string(),
             verdict: Verdict::RequestChanges,
@@ -101,12 +110,14 @@ fn judge(
     run: &Run,
     asked: ReviewBrief<'_>,
     merger: Option<&dyn PullMerger>,
+    verified: &mut Vec<CommandReport>,
 ) -> Result<JudgeResult, GitError> {
     let repo = Git::new(act.repo);
     let base = &act.config.base_branch;
     let branches = Branches::new(&repo, &act.config.remote);
     let failed = |error: String| {
         Ok(JudgeResult {
+            verification: Vec::new(),
             conclusion: JudgeConclusion::Failed { error },
             judgement: None,
         })
@@ -124,6 +135,7 @@ fn judge(
                 branches.delete(&branch);
             }
             return Ok(JudgeResult {
+                verification: Vec::new(),
                 conclusion: JudgeConclusion::Merged { commit },
                 judgement: None,
             });
@@ -147,7 +159,7 @@ fn judge(
             run,
             &ws,
             (&base_head, &head),
-            &mut reviewed,
+            (&mut reviewed, verified),
             asked,
             (&branches, merger),
         );
@@ -201,7 +213,7 @@ fn try_merge(
     run: &Run,
     ws: &Workspace,
     (base_head, head): (&str, &str),
-    reviewed: &mut Option<Review>,
+    (reviewed, log): (&mut Option<Review>, &mut Vec<CommandReport>),
     asked: ReviewBrief<'_>,
     (branches, merger): (&Branches, Option<&dyn PullMerger>),
 ) -> Result<Attempt, GitError> {
@@ -220,6 +232,7 @@ fn try_merge(
         let _ = ws.git().run(&["merge", "--abort"]);
         let files: Vec<String> = conflicts.lines().map(String::from).collect();
         return done(JudgeResult {
+            verification: Vec::new(),
             judgement: Some(JudgementRow {
                 head_sha: head.to_string(),
                 verdict: Verdict::RequestChanges,
@@ -261,17 +274,18 @@ fn try_merge(
             findings,
         ));
     }
-    let verified =
-        match checks::run_verification(task, act.config, &ws.path, &changes, act.redactor) {
-            Ok(passed) => passed,
-            Err(f) => {
-                return done(request_changes(
-                    head,
-                    format!("verification fails on the change merged with {base}"),
-                    vec![f.message],
-                ))
-            }
-        };
+    let verification = checks::run_verification(task, act.config, &ws.path, &changes, act.redactor);
+    *log = verification.commands.clone();
+    let verified = match verification.passed() {
+        Ok(passed) => passed,
+        Err(f) => {
+            return done(request_changes(
+                head,
+                format!("verification fails on the change merged with {base}"),
+                vec![f.message],
+            ))
+        }
+    };
     // github mode: a PR behind the base is brought up to date first (the merge just checked),
     // so CI runs on what would land; the review comes after, on that head.
     let behind = ws
@@ -288,6 +302,7 @@ fn try_merge(
     ) {
         if !branches.advance(branch, head, &merged)? {
             return done(JudgeResult {
+                verification: Vec::new(),
                 conclusion: JudgeConclusion::Failed {
                     error: format!("{branch} moved while the base was merged into it"),
                 },
@@ -295,6 +310,7 @@ fn try_merge(
             });
         }
         return done(JudgeResult {
+            verification: Vec::new(),
             conclusion: JudgeConclusion::Updated { head: merged },
             judgement: None,
         });
@@ -323,6 +339,7 @@ fn try_merge(
                 Ok(v) => v,
                 Err(error) => {
                     return done(JudgeResult {
+                        verification: Vec::new(),
                         conclusion: JudgeConclusion::Failed { error },
                         judgement: None,
                     })
@@ -339,6 +356,7 @@ fn try_merge(
     }
     let Some(review) = reviewed.clone() else {
         return done(JudgeResult {
+            verification: Vec::new(),
             conclusion: JudgeConclusion::Failed {
                 error: "no review".to_string(),
             },
@@ -347,6 +365,7 @@ fn try_merge(
     };
     if review.verdict == Verdict::RequestChanges {
         return done(JudgeResult {
+            verification: Vec::new(),
             judgement: Some(review.row(head)),
             conclusion: JudgeConclusion::RequestChanges {
                 summary: review.summary,
@@ -356,6 +375,7 @@ fn try_merge(
     }
     if !ours && !act.config.backlog.merge_imported_prs {
         return done(JudgeResult {
+            verification: Vec::new(),
             judgement: Some(review.row(head)),
             conclusion: JudgeConclusion::Approved {
                 summary: review.summary,
@@ -370,6 +390,7 @@ fn try_merge(
         return Ok(Attempt::BaseMoved);
     }
     done(JudgeResult {
+        verification: Vec::new(),
         judgement: Some(review.row(head)),
         conclusion: JudgeConclusion::Merged { commit },
     })

@@ -21,6 +21,10 @@ pub trait PullMerger {
     /// merged (their reviews, the PR's hold labels, a `/opentiger hold`). `Err` when it cannot
     /// be read: the merge does not happen then.
     fn last_word(&self, pr: u64, head: &str) -> Result<LastWord, String>;
+
+    /// Issue 28: the approval is published on the head (the judge's check run) before the
+    /// merge, so a branch rule requiring that check lets the merge through. Visibility only.
+    fn approved(&self, head: &str, judgement: &JudgementRow);
 }
 
 /// github mode: the approved head is merged by GitHub, bound to the reviewed SHA.
@@ -32,6 +36,7 @@ pub(super) fn merge_pull(
     review: Review,
 ) -> JudgeResult {
     let failed = |error: String| JudgeResult {
+        verification: Vec::new(),
         conclusion: JudgeConclusion::Failed { error },
         judgement: None,
     };
@@ -54,12 +59,14 @@ pub(super) fn merge_pull(
                 _ => None,
             };
             return JudgeResult {
+verification: Vec::new(),
                 conclusion,
                 judgement: row,
             };
         }
         Ok(held @ LastWord::Held(_)) => {
             return JudgeResult {
+verification: Vec::new(),
                 conclusion: JudgeConclusion::Held {
                     reason: held.held_text().unwrap_or_default(),
                 },
@@ -72,14 +79,17 @@ pub(super) fn merge_pull(
             ))
         }
     }
+    merger.approved(head, &review.row(head));
     let title = format!("{} (#{pr})", task.title);
     let message = format!("{}\n\nTask: {}", review.summary.trim(), task.id);
     match merger.merge(pr, head, &title, &message) {
         Ok(MergeAnswer::Merged { commit }) => JudgeResult {
+            verification: Vec::new(),
             judgement: Some(review.row(head)),
             conclusion: JudgeConclusion::Merged { commit },
         },
         Ok(MergeAnswer::NotMergeable { message }) => JudgeResult {
+            verification: Vec::new(),
             conclusion: crate::engine::verdict::merge_refusal(pr, &message),
             judgement: None,
         },

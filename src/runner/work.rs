@@ -109,7 +109,7 @@ fn in_worktree(
             &changes,
             act.redactor,
         )?;
-        let (passed, summary) = check_change(act, task, &ws.path, &changes, agent)?;
+        let (passed, summary) = check_change(act, task, &ws.path, &changes, agent, record)?;
         if changes.is_empty() {
             return Ok(noop_success(passed, summary, record));
         }
@@ -237,7 +237,9 @@ fn adopt_earlier_commit(
         .map_err(setup)?;
     let committed = crate::workspace::changed_files(ws.git(), &fork, "HEAD").map_err(setup)?;
     checks::check_policy(task, act.config, &committed)?;
-    checks::run_verification(task, act.config, &ws.path, &committed, act.redactor)?;
+    let verified = checks::run_verification(task, act.config, &ws.path, &committed, act.redactor);
+    record.verification = verified.commands.clone();
+    verified.passed()?;
     record.head_sha = Some(ws.head().map_err(setup)?);
     let summary =
         "adopted the change an earlier, unrecorded run of this task committed".to_string();
@@ -415,6 +417,7 @@ fn check_change(
     cwd: &Path,
     changes: &[NumstatEntry],
     summary: Option<String>,
+    record: &mut RunRecord,
 ) -> Result<(usize, Option<String>), CheckFailure> {
     if changes.is_empty() && !may_change_nothing(task) {
         return Err(CheckFailure {
@@ -424,7 +427,9 @@ fn check_change(
         });
     }
     checks::check_policy(task, act.config, changes)?;
-    let passed = checks::run_verification(task, act.config, cwd, changes, act.redactor)?.len();
+    let verified = checks::run_verification(task, act.config, cwd, changes, act.redactor);
+    record.verification = verified.commands.clone();
+    let passed = verified.passed()?.len();
     if changes.is_empty() && passed == 0 {
         return Err(CheckFailure {
             code: FailureCode::NoActionableChanges,

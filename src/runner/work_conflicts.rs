@@ -86,7 +86,9 @@ pub(super) fn fix_conflicts(
     let head = ws.head().map_err(setup)?;
     let changes = crate::workspace::changed_files(git, base_ref, &head).map_err(setup)?;
     checks::check_policy(task, act.config, &changes)?;
-    checks::run_verification(task, act.config, &ws.path, &changes, act.redactor)?;
+    let verified = checks::run_verification(task, act.config, &ws.path, &changes, act.redactor);
+    record.verification = verified.commands.clone();
+    verified.passed()?;
     record.head_sha = Some(head);
     record.summary = summary.clone().map(|s| act.redactor.excerpt(&s, 500));
     Ok(success(summary, record))

@@ -59,7 +59,7 @@ pub(super) fn direct(
             )
             .map(|()| agent)
         })
-        .and_then(|agent| check_change(act, task, act.repo, &changes, agent));
+        .and_then(|agent| check_change(act, task, act.repo, &changes, agent, record));
     match checked {
         Ok((passed, summary)) if changes.is_empty() => Ok(noop_success(passed, summary, record)),
         Ok((_, summary)) => Ok(success(summary, record)),

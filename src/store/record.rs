@@ -33,6 +33,10 @@ pub struct RunRecord {
     /// Which executor of its role's chain ran (not stored as such: `executor` says it for
     /// people; the outcome reads it to park or clear the executor).
     pub executor_use: Option<crate::engine::fallback::ExecutorUse>,
+    /// The verification commands as they ran on the head (issue 28: its check run lists
+    /// them; `apply` publishes them from the work job's result file). Not stored.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub verification: Vec<crate::model::checks::CommandReport>,
 }
 
 /// What happened to an outcome.

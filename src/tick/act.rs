@@ -6,7 +6,7 @@
 //! Not for: changing the state (everything learned here is recorded in phase 3, lease-checked).
 
 use super::claim::{Claimed, Work};
-use super::{ci_gate, publish};
+use super::{checks, ci_gate, publish};
 use super::{Context, Failure, TickSummary};
 use crate::engine::tick_budget_spent;
 use crate::engine::verdict::JudgeConclusion;
@@ -148,12 +148,17 @@ pub(super) fn act(
                 last_word,
             } => {
                 let _span = tracing::info_span!("review", task = %task.id, run = %run.id).entered();
+                if let Some(client) = forge {
+                    checks::review_started(client, ctx, &task, &run);
+                }
                 let merger = forge.map(|client| publish::ApiMerger {
                     client,
                     ctx,
                     method: ctx.config.merge.method,
                     now: ctx.later(),
                     last_word: last_word.as_ref(),
+                    task: &task,
+                    run: run.id.as_str(),
                 });
                 let result = judge_run(
                     &act,
@@ -174,6 +179,17 @@ pub(super) fn act(
                     (crate::process::interrupt::requested(), &result.conclusion)
                 {
                     continue;
+                }
+                if let Some(client) = forge {
+                    checks::review_done(
+                        client,
+                        ctx,
+                        &task,
+                        &run,
+                        &result.conclusion,
+                        result.judgement.as_ref(),
+                        &result.verification,
+                    );
                 }
                 if let (Some(client), Some(pr)) = (forge, run.pr_number) {
                     // Visibility only: a comment that could not be posted loses no state.
@@ -239,7 +255,19 @@ pub(crate) fn publish_run(
     let branch = result.record.branch.clone().unwrap_or_default();
     let summary = result.record.summary.clone().unwrap_or_default();
     match publish::publish_pull(client, ctx, task, run_id.as_str(), &branch, &summary) {
-        Ok(pr) => result.record.pr_number = Some(pr),
+        Ok(pr) => {
+            result.record.pr_number = Some(pr);
+            if let Some(head) = &result.record.head_sha {
+                checks::after_push(
+                    client,
+                    ctx,
+                    task,
+                    run_id.as_str(),
+                    head,
+                    &result.record.verification,
+                );
+            }
+        }
         Err(e) => {
             let message =
                 format!("the change is pushed, but its pull request could not be opened: {e}");

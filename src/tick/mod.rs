@@ -14,6 +14,7 @@
 mod act;
 pub mod apply;
 mod checkboxes;
+mod checks;
 mod ci_gate;
 mod claim;
 mod commands;
@@ -201,6 +202,9 @@ pub fn tick_with(ctx: &Context, fan_out: bool) -> Result<TickSummary, Failure> {
     }
 
     let done = act::act(ctx, forge.as_ref(), claimed, fan_out, &mut summary)?;
+    if forge.as_ref().is_some_and(|c| c.checks_refused.get()) {
+        summary.lines.push(checks::STATUSES_NOTE.to_string());
+    }
 
     // Phase 3: record, on the latest state, only where our leases still hold.
     let now = ctx.later();

@@ -229,6 +229,9 @@ pub struct ApiMerger<'a> {
     pub method: crate::config::MergeMethod,
     pub now: crate::time::Timestamp,
     pub last_word: Option<&'a super::last_word::LastWordCheck>,
+    /// The task and run under review: the judge's check run is theirs.
+    pub task: &'a crate::model::Task,
+    pub run: &'a str,
 }
 
 impl crate::runner::judge::PullMerger for ApiMerger<'_> {
@@ -247,6 +250,10 @@ impl crate::runner::judge::PullMerger for ApiMerger<'_> {
         self.client
             .merge_pull(pr, head, method, title, message, self.now)
             .map_err(|e| e.to_string())
+    }
+
+    fn approved(&self, head: &str, judgement: &crate::store::JudgementRow) {
+        super::checks::approved(self.client, self.ctx, self.task, self.run, head, judgement);
     }
 
     fn last_word(&self, pr: u64, head: &str) -> Result<crate::engine::objection::LastWord, String> {

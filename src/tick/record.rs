@@ -87,6 +87,7 @@ pub(super) fn record(
                 JudgeResult {
                     conclusion,
                     judgement,
+                    ..
                 },
             ) => {
                 let task = store.task(task_id)?;

@@ -12,6 +12,7 @@
 //! head branch springs into being when the PR is opened.
 
 mod actions;
+mod checks;
 pub mod http;
 mod issues;
 mod pulls;
@@ -36,7 +37,7 @@ use http::{
 };
 use render::error;
 use routes::{dispatch, find, Ctx, Endpoint, Reply};
-pub use state::{Comment, Event, Issue, PullView};
+pub use state::{CheckRun, Comment, Event, Issue, PullView};
 use state::{CommitStatus, State};
 
 /// The token `start` expects (`Authorization: Bearer …` or `token …`).
@@ -399,6 +400,34 @@ impl GithubServer {
         s.check_runs.insert(sha.to_string(), runs);
     }
 
+    /// Every check run named `name` on commit `sha`, oldest first.
+    pub fn check_runs_named(&self, sha: &str, name: &str) -> Vec<CheckRun> {
+        self.state()
+            .check_runs
+            .get(sha)
+            .map(|runs| runs.iter().filter(|r| r.name == name).cloned().collect())
+            .unwrap_or_default()
+    }
+
+    /// Every commit status of context `context` on `sha`, oldest first: (state, description).
+    pub fn statuses_of(&self, sha: &str, context: &str) -> Vec<(String, Option<String>)> {
+        self.state()
+            .statuses
+            .get(sha)
+            .map(|list| {
+                list.iter()
+                    .filter(|s| s.context == context)
+                    .map(|s| (s.state.clone(), s.description.clone()))
+                    .collect()
+            })
+            .unwrap_or_default()
+    }
+
+    /// Whether the token may write check runs (default yes); without, writes answer 403.
+    pub fn set_checks_write(&self, allowed: bool) {
+        self.state().checks_write = allowed;
+    }
+
     /// Sets what a check run of a commit reported (`output.title` and `output.summary`).
     pub fn set_check_output(&self, sha: &str, name: &str, title: &str, summary: &str) {
         let mut s = self.state();
@@ -421,6 +450,7 @@ impl GithubServer {
                 context: context.to_string(),
                 state: state.to_string(),
                 created_at: s.now,
+                description: None,
             })
             .collect();
         s.statuses.insert(sha.to_string(), list);

@@ -11,15 +11,23 @@ use super::state::{CheckRun, MergeRefusal, State};
 pub fn check_runs(c: &Ctx<'_>) -> Reply {
     let sha = resolve_ref(c.s, &c.params[2]);
     let name = c.req.param("check_name");
-    let runs: Vec<Value> =
-        c.s.check_runs
-            .get(&sha)
-            .map(Vec::as_slice)
-            .unwrap_or(&[])
-            .iter()
-            .filter(|r| name.is_none_or(|n| n == r.name))
-            .map(|r| c.r().check_run(r))
-            .collect();
+    let all = c.req.param("filter") == Some("all");
+    let listed = c.s.check_runs.get(&sha).map(Vec::as_slice).unwrap_or(&[]);
+    // Newest first; `filter=latest` (the default) keeps the newest run of each name.
+    let runs: Vec<Value> = listed
+        .iter()
+        .rev()
+        .filter(|r| name.is_none_or(|n| n == r.name))
+        .enumerate()
+        .filter(|(i, r)| {
+            all || !listed
+                .iter()
+                .rev()
+                .take(*i)
+                .any(|newer| newer.name == r.name && name.is_none_or(|n| n == newer.name))
+        })
+        .map(|(_, r)| c.r().check_run(r))
+        .collect();
     let total = runs.len();
     let mut reply = c.page(runs);
     reply.body = Some(json!({ "total_count": total, "check_runs": reply.body.take() }));
@@ -237,6 +245,9 @@ pub fn new_check_runs(
             completed_at: (*status == "completed").then_some(s.now),
             title: None,
             summary: None,
+            text: None,
+            external_id: String::new(),
+            annotations: Vec::new(),
         })
         .collect()
 }

@@ -458,7 +458,7 @@ impl Render<'_> {
             "id": c.id,
             "node_id": node_id("CR", c.id),
             "head_sha": c.head_sha,
-            "external_id": "",
+            "external_id": c.external_id,
             "url": format!("{}/check-runs/{}", self.api(), c.id),
             "html_url": html,
             "details_url": html,
@@ -469,8 +469,8 @@ impl Render<'_> {
             "output": {
                 "title": c.title,
                 "summary": c.summary,
-                "text": null,
-                "annotations_count": 0,
+                "text": c.text,
+                "annotations_count": c.annotations.len(),
                 "annotations_url": format!("{}/check-runs/{}/annotations", self.api(), c.id),
             },
             "name": c.name,
@@ -487,7 +487,7 @@ impl Render<'_> {
             "id": s.id,
             "node_id": node_id("SC", s.id),
             "state": s.state,
-            "description": null,
+            "description": s.description,
             "target_url": null,
             "context": s.context,
             "created_at": time(s.created_at),
@@ -495,13 +495,16 @@ impl Render<'_> {
         })
     }
 
+    /// The newest status of each context, newest first, as GitHub combines them.
     pub fn combined_status(&self, sha: &str) -> Value {
-        let statuses: Vec<Value> = self
-            .s
-            .statuses
-            .get(sha)
-            .map(|v| v.iter().map(|s| self.status(sha, s)).collect())
-            .unwrap_or_default();
+        let all = self.s.statuses.get(sha).map(Vec::as_slice).unwrap_or(&[]);
+        let mut seen = std::collections::BTreeSet::new();
+        let statuses: Vec<Value> = all
+            .iter()
+            .rev()
+            .filter(|s| seen.insert(s.context.clone()))
+            .map(|s| self.status(sha, s))
+            .collect();
         json!({
             "state": self.s.combined_state(sha),
             "total_count": statuses.len(),

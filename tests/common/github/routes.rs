@@ -10,7 +10,7 @@ use serde_json::{json, Value};
 use super::http::{decode_path, Request};
 use super::render::{error, Render};
 use super::state::State;
-use super::{actions, issues, pulls};
+use super::{actions, checks, issues, pulls};
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Endpoint {
@@ -36,7 +36,10 @@ pub enum Endpoint {
     ListReviews,
     ListReviewComments,
     CheckRuns,
+    CreateCheckRun,
+    UpdateCheckRun,
     CombinedStatus,
+    CreateStatus,
     Permission,
     GetRepo,
     RateLimit,
@@ -151,6 +154,21 @@ pub const ROUTES: &[(&str, &str, Endpoint)] = &[
         "GET",
         "/repos/{owner}/{repo}/commits/{ref}/status",
         Endpoint::CombinedStatus,
+    ),
+    (
+        "POST",
+        "/repos/{owner}/{repo}/check-runs",
+        Endpoint::CreateCheckRun,
+    ),
+    (
+        "PATCH",
+        "/repos/{owner}/{repo}/check-runs/{check_run_id}",
+        Endpoint::UpdateCheckRun,
+    ),
+    (
+        "POST",
+        "/repos/{owner}/{repo}/statuses/{sha}",
+        Endpoint::CreateStatus,
     ),
     (
         "GET",
@@ -375,6 +393,9 @@ pub fn dispatch(endpoint: Endpoint, mut c: Ctx<'_>) -> Reply {
         Endpoint::ListReviews => Ok(pulls::reviews(&c)),
         Endpoint::ListReviewComments => Ok(pulls::review_comments(&c)),
         Endpoint::CheckRuns => Ok(pulls::check_runs(&c)),
+        Endpoint::CreateCheckRun => checks::create(&mut c),
+        Endpoint::UpdateCheckRun => checks::update(&mut c),
+        Endpoint::CreateStatus => checks::create_status(&mut c),
         Endpoint::CombinedStatus => {
             let sha = resolve_ref(c.s, &c.params[2]);
             Ok(Reply::json(200, c.r().combined_status(&sha)))

@@ -147,6 +147,21 @@ pub struct CheckRun {
     /// The run's `output.title` and `output.summary`.
     pub title: Option<String>,
     pub summary: Option<String>,
+    /// `output.text`, `external_id` and the annotations written with it (`POST /check-runs`).
+    pub text: Option<String>,
+    pub external_id: String,
+    pub annotations: Vec<CheckAnnotation>,
+}
+
+/// One annotation of a check run, as written.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct CheckAnnotation {
+    pub path: String,
+    pub start_line: u64,
+    pub end_line: u64,
+    pub level: String,
+    pub title: Option<String>,
+    pub message: String,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -155,6 +170,7 @@ pub struct CommitStatus {
     pub context: String,
     pub state: String,
     pub created_at: i64,
+    pub description: Option<String>,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -205,6 +221,9 @@ pub struct State {
     pub workflows: BTreeMap<String, bool>,
     /// Whether the token may dispatch workflows (`actions: write`).
     pub actions_write: bool,
+    /// The token may write check runs (`checks: write` of an App or workflow token); without
+    /// it `POST`/`PATCH` of check runs answer 403, as for a fork's token or a PAT.
+    pub checks_write: bool,
     pub dispatches: Vec<super::actions::Dispatched>,
     /// A bare repository behind the API: branch heads are read from it and merges are real
     /// commits in it (`None`: made-up shas, no git).
@@ -241,6 +260,7 @@ impl State {
             required_checks: BTreeMap::new(),
             workflows: BTreeMap::new(),
             actions_write: false,
+            checks_write: true,
             dispatches: Vec::new(),
             git_dir: None,
             next_id: 1000,
@@ -724,7 +744,14 @@ impl State {
     /// GitHub's combined state: any failure or error fails it, any pending (or none at all)
     /// keeps it pending, else success.
     pub fn combined_state(&self, sha: &str) -> &'static str {
-        let statuses = self.statuses.get(sha).map(Vec::as_slice).unwrap_or(&[]);
+        let all = self.statuses.get(sha).map(Vec::as_slice).unwrap_or(&[]);
+        let mut seen = std::collections::BTreeSet::new();
+        // The newest status of each context counts.
+        let statuses: Vec<&CommitStatus> = all
+            .iter()
+            .rev()
+            .filter(|s| seen.insert(s.context.clone()))
+            .collect();
         if statuses
             .iter()
             .any(|s| s.state == "failure" || s.state == "error")
