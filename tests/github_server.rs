@@ -963,6 +963,44 @@ fn responses_match_githubs_openapi_description() {
     c.get(&format!("{R}/issues/{p}/events"));
     c.get(&format!("{R}/commits/{sha}/check-runs"));
     c.get(&format!("{R}/commits/{sha}/status"));
+    // Issue 28: opentiger's own check runs and the statuses standing in for them.
+    let annotation = json!({"path": "src/a.rs", "start_line": 3, "end_line": 3,
+        "annotation_level": "failure", "title": "t", "message": "m"});
+    let created = c.post(
+        &format!("{R}/check-runs"),
+        json!({"name": "opentiger / verify", "head_sha": sha, "external_id": "task=t run=r",
+            "status": "completed", "conclusion": "failure", "completed_at": "2026-11-21T12:00:00Z",
+            "output": {"title": "failed", "summary": "s", "text": "t", "annotations": [annotation]}}),
+    );
+    let run = created.body["id"].as_u64().expect("id");
+    c.patch(
+        &format!("{R}/check-runs/{run}"),
+        json!({"status": "in_progress", "output": {"title": "again", "summary": "s"}}),
+    );
+    c.post(&format!("{R}/check-runs"), json!({"name": "no sha"}));
+    c.post(
+        &format!("{R}/check-runs"),
+        json!({"name": "x", "head_sha": sha, "status": "completed"}),
+    );
+    c.patch(
+        &format!("{R}/check-runs/99999"),
+        json!({"status": "queued"}),
+    );
+    c.get(&format!(
+        "{R}/commits/{sha}/check-runs?check_name=opentiger%20/%20verify&filter=latest&per_page=1"
+    ));
+    c.post(
+        &format!("{R}/statuses/{sha}"),
+        json!({"state": "pending", "context": "opentiger / judge", "description": "waiting"}),
+    );
+    c.post(&format!("{R}/statuses/{sha}"), json!({"state": "bogus"}));
+    c.get(&format!("{R}/commits/{sha}/status"));
+    server.set_checks_write(false);
+    c.post(
+        &format!("{R}/check-runs"),
+        json!({"name": "opentiger / judge", "head_sha": sha, "status": "queued"}),
+    );
+    server.set_checks_write(true);
     server.set_required_checks("main", &["test", "ci/build"]);
     c.get(&format!("{R}/rules/branches/main"));
     c.get(&format!("{R}/rules/branches/no-rules"));

@@ -1,7 +1,7 @@
 //! opentiger's own checks on a PR head (issue 28): which state the judge's check run takes for
 //! a review's conclusion, and whether a check run is created, updated or left as it is.
 //!
-//! Bound to the SHA: a new head gets new runs; a completed run is never rewritten (a new run
+//! Bound to the SHA: a new head gets new runs; a completed run keeps its conclusion (a new run
 //! follows it, and GitHub counts the newest); a head that is no longer the one under review is
 //! never given a passing check.
 
@@ -37,14 +37,17 @@ pub fn step(
     if existing.status != "completed" {
         return Step::Update(existing.id);
     }
-    let same = existing.conclusion.as_deref() == wanted.status.conclusion().map(|c| c.as_str())
-        && existing.title.as_deref() == Some(wanted.title.as_str())
+    let concluded =
+        existing.conclusion.as_deref() == wanted.status.conclusion().map(|c| c.as_str());
+    let said = existing.title.as_deref() == Some(wanted.title.as_str())
         && existing.summary.as_deref() == Some(wanted.summary.as_str());
-    match (same, wanted.status) {
-        (true, _) => Step::Keep,
-        // A finished run is not reopened by a later start: a new run follows it.
-        (false, CheckStatus::Queued | CheckStatus::InProgress) => Step::Create,
-        (false, CheckStatus::Completed(_)) => Step::Create,
+    match (concluded, said) {
+        (true, true) => Step::Keep,
+        // The same conclusion, said better (approved, then merged as …).
+        (true, false) => Step::Update(existing.id),
+        // A finished run is never turned into another conclusion, nor reopened by a later
+        // start: a new run follows it (GitHub counts the newest).
+        (false, _) => Step::Create,
     }
 }
 
@@ -147,8 +150,10 @@ mod tests {
             (Some(published("in_progress", None, "reviewing")), Completed(Failure), None, Step::Update(7)),
             // Killed after publishing: the same result again changes nothing.
             (done("success", "2 commands passed"), Completed(Success), None, Step::Keep),
-            // A finished run is followed by a new one, never rewritten.
+            // A finished run's conclusion is never changed: a new run follows it...
             (done("success", "2 commands passed"), Completed(Failure), None, Step::Create),
+            // ...though the same conclusion may be said better.
+            (done("success", "approved"), Completed(Success), None, Step::Update(7)),
             (done("failure", "2 commands passed"), InProgress, None, Step::Create),
             // A pass is never published on a head that is no longer under review...
             (None, Completed(Success), Some("bbb"), Step::Keep),

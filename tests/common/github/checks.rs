@@ -205,7 +205,9 @@ pub fn create_status(c: &mut Ctx<'_>) -> Result<Reply, Reply> {
         created_at: c.s.now,
         description,
     };
-    let reply = c.r().status(&sha, &status);
+    // The full `status` object (with its creator), where the combined status lists the short one.
+    let mut reply = c.r().status(&sha, &status);
+    reply["creator"] = c.r().user(&c.s.viewer.clone());
     c.s.statuses.entry(sha).or_default().push(status);
     Ok(Reply::json(201, reply))
 }

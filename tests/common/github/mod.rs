@@ -423,6 +423,12 @@ impl GithubServer {
             .unwrap_or_default()
     }
 
+    /// Whether `context` passed on `sha` as branch protection reads it (the newest check run
+    /// of that name, else the newest status of that context).
+    pub fn check_passed(&self, sha: &str, context: &str) -> bool {
+        self.state().check_passed(sha, context)
+    }
+
     /// Whether the token may write check runs (default yes); without, writes answer 403.
     pub fn set_checks_write(&self, allowed: bool) {
         self.state().checks_write = allowed;

@@ -13,19 +13,12 @@ pub fn check_runs(c: &Ctx<'_>) -> Reply {
     let name = c.req.param("check_name");
     let all = c.req.param("filter") == Some("all");
     let listed = c.s.check_runs.get(&sha).map(Vec::as_slice).unwrap_or(&[]);
-    // Newest first; `filter=latest` (the default) keeps the newest run of each name.
+    // `filter=latest` (the default) keeps the newest run of each name.
     let runs: Vec<Value> = listed
         .iter()
-        .rev()
-        .filter(|r| name.is_none_or(|n| n == r.name))
         .enumerate()
-        .filter(|(i, r)| {
-            all || !listed
-                .iter()
-                .rev()
-                .take(*i)
-                .any(|newer| newer.name == r.name && name.is_none_or(|n| n == newer.name))
-        })
+        .filter(|(_, r)| name.is_none_or(|n| n == r.name))
+        .filter(|(i, r)| all || !listed[i + 1..].iter().any(|newer| newer.name == r.name))
         .map(|(_, r)| c.r().check_run(r))
         .collect();
     let total = runs.len();
@@ -223,6 +216,10 @@ pub fn merge(c: &mut Ctx<'_>, viewer: &str) -> Result<Reply, Reply> {
             Err(MergeRefusal::HeadModified) => Reply::error(
                 409,
                 "Head branch was modified. Review and try the merge again.",
+            ),
+            Err(MergeRefusal::RequiredCheck(name)) => Reply::error(
+                405,
+                &format!("Required status check \"{name}\" is expected."),
             ),
         },
     )

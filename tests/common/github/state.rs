@@ -193,6 +193,8 @@ pub enum MergeRefusal {
     NotMergeable,
     /// 409: the `sha` the caller expected is not the head any more.
     HeadModified,
+    /// 405: a status check the base branch's rules require has not passed on the head.
+    RequiredCheck(String),
 }
 
 pub struct State {
@@ -690,6 +692,17 @@ impl State {
         if expected_head.is_some_and(|sha| sha != pull.head_sha) {
             return Err(MergeRefusal::HeadModified);
         }
+        let required = self
+            .required_checks
+            .get(&pull.base_ref)
+            .cloned()
+            .unwrap_or_default();
+        if let Some(missing) = required
+            .iter()
+            .find(|c| !self.check_passed(&pull.head_sha, c))
+        {
+            return Err(MergeRefusal::RequiredCheck(missing.clone()));
+        }
         let sha = match &self.git_dir {
             Some(dir) => squash_merge(
                 dir,
@@ -743,6 +756,25 @@ impl State {
 
     /// GitHub's combined state: any failure or error fails it, any pending (or none at all)
     /// keeps it pending, else success.
+    /// Whether `context` passed on `sha`, as branch protection reads it: the newest check run
+    /// of that name (success, neutral, skipped) or the newest status of that context.
+    pub fn check_passed(&self, sha: &str, context: &str) -> bool {
+        let run = self
+            .check_runs
+            .get(sha)
+            .and_then(|runs| runs.iter().rev().find(|r| r.name == context));
+        if let Some(run) = run {
+            return matches!(
+                run.conclusion.as_deref(),
+                Some("success" | "neutral" | "skipped")
+            );
+        }
+        self.statuses
+            .get(sha)
+            .and_then(|list| list.iter().rev().find(|s| s.context == context))
+            .is_some_and(|s| s.state == "success")
+    }
+
     pub fn combined_state(&self, sha: &str) -> &'static str {
         let all = self.statuses.get(sha).map(Vec::as_slice).unwrap_or(&[]);
         let mut seen = std::collections::BTreeSet::new();
