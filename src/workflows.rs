@@ -35,6 +35,10 @@ pub struct Workflow {
     pub runs_opentiger: bool,
     /// Grants `actions: write` (top level or a job), or `write-all`.
     pub actions_write: bool,
+    /// Grants `checks: write` (top level or a job, or `write-all`): `Some(true)`; names
+    /// permissions without it: `Some(false)`; names none (the repository's default token
+    /// permissions decide): `None`.
+    pub checks_write: Option<bool>,
 }
 
 #[derive(Deserialize)]
@@ -112,10 +116,10 @@ struct RawJob {
 }
 
 impl Permissions {
-    fn actions_write(&self) -> bool {
+    fn writes(&self, scope: &str) -> bool {
         match self {
             Permissions::All(all) => all == "write-all",
-            Permissions::Each(each) => each.get("actions").is_some_and(|p| p == "write"),
+            Permissions::Each(each) => each.get(scope).is_some_and(|p| p == "write"),
         }
     }
 }
@@ -149,15 +153,13 @@ pub fn parse(file: &str, text: &str) -> Option<Workflow> {
         })
         .flatten()
         .collect();
-    let actions_write = raw
+    let blocks: Vec<&Permissions> = raw
         .permissions
-        .as_ref()
-        .is_some_and(Permissions::actions_write)
-        || raw.jobs.values().any(|j| {
-            j.permissions
-                .as_ref()
-                .is_some_and(Permissions::actions_write)
-        });
+        .iter()
+        .chain(raw.jobs.values().filter_map(|j| j.permissions.as_ref()))
+        .collect();
+    let actions_write = blocks.iter().any(|p| p.writes("actions"));
+    let checks_write = (!blocks.is_empty()).then(|| blocks.iter().any(|p| p.writes("checks")));
     Some(Workflow {
         file: file.to_string(),
         on_push_or_pr: on_prs,
@@ -165,6 +167,7 @@ pub fn parse(file: &str, text: &str) -> Option<Workflow> {
         crons,
         runs_opentiger: text.contains("opentiger"),
         actions_write,
+        checks_write,
     })
 }
 

@@ -45,7 +45,7 @@ fn split() -> Split {
     std::fs::set_permissions(&agent, std::fs::Permissions::from_mode(0o755)).unwrap();
     std::fs::write(
         claim.join(".opentiger.yml"),
-        format!("mode: github\npolicy:\n  allowed_paths: [\"src/**\"]\nagents:\n  default:\n    executor: command\n    command: [\"{}\"]\n    timeout_minutes: 1\n    env_passthrough: [ANTHROPIC_API_KEY]\n  judge:\n    executor: command\n    command: [\"true\"]\nreport:\n  dashboard_issue: false\n", agent.display()),
+        format!("mode: github\npolicy:\n  allowed_paths: [\"src/**\"]\nverify:\n  commands: [\"cat src/work.txt\"]\nagents:\n  default:\n    executor: command\n    command: [\"{}\"]\n    timeout_minutes: 1\n    env_passthrough: [ANTHROPIC_API_KEY]\n  judge:\n    executor: command\n    command: [\"true\"]\nreport:\n  dashboard_issue: false\n", agent.display()),
     )
     .unwrap();
     std::fs::write(claim.join("README.md"), "# widgets\n").unwrap();
@@ -249,6 +249,30 @@ fn a_run_worked_without_a_token_is_applied_once_by_the_job_that_holds_it() {
     let runs = s.runs();
     assert_eq!(runs.len(), 1, "{runs:?}");
     assert_eq!(runs[0]["status"], "success", "{runs:?}");
+    // Issue 28: the work job's verification, published on the head by the job with the token.
+    assert_eq!(
+        rec["run"]["verification"][0]["command"], "cat src/work.txt",
+        "{rec}"
+    );
+    let checks = s.server.check_runs_named(head, "opentiger / verify");
+    assert_eq!(checks.len(), 1, "{checks:#?}");
+    assert_eq!(checks[0].conclusion.as_deref(), Some("success"));
+    assert!(
+        checks[0]
+            .summary
+            .as_deref()
+            .unwrap_or("")
+            .contains("`cat src/work.txt` | exit 0"),
+        "{checks:#?}"
+    );
+    assert!(
+        checks[0].text.as_deref().unwrap_or("").contains("work of "),
+        "{checks:#?}"
+    );
+    assert_eq!(
+        s.server.check_runs_named(head, "opentiger / judge")[0].status,
+        "queued"
+    );
 
     // The same folder again: nothing to do, nothing new anywhere.
     let requests = s.server.request_count();

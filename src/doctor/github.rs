@@ -12,7 +12,7 @@ use crate::config::Config;
 use crate::forge::github::{ForgeError, GithubClient};
 use crate::git::Git;
 
-const APP_TOKEN_FIX: &str = "create a GitHub App (contents, issues and pull requests: read and write; checks and commit statuses: read), mint its token in the workflow with actions/create-github-app-token, and give it to actions/checkout (`token:`) and to opentiger (the action's `token:` input, or OPENTIGER_GITHUB_TOKEN); the comments in .github/workflows/opentiger.yml show the steps";
+const APP_TOKEN_FIX: &str = "create a GitHub App (contents, issues, pull requests and checks: read and write; commit statuses: read), mint its token in the workflow with actions/create-github-app-token, and give it to actions/checkout (`token:`) and to opentiger (the action's `token:` input, or OPENTIGER_GITHUB_TOKEN); the comments in .github/workflows/opentiger.yml show the steps";
 
 pub fn checks(config: &Config, repo: &Path, vars: Vars<'_>, online: bool) -> Vec<Check> {
     let mut out = vec![remote(config, repo), repository(repo, vars)];
@@ -20,6 +20,9 @@ pub fn checks(config: &Config, repo: &Path, vars: Vars<'_>, online: bool) -> Vec
     let have_token = token.level != super::Level::Fail;
     out.push(token);
     out.push(ci_trigger(vars));
+    if have_token {
+        out.push(check_writes(vars, &crate::workflows::read(repo)));
+    }
     if online && have_token {
         out.extend(permissions(config, vars));
     }
@@ -159,6 +162,52 @@ fn ci_trigger(vars: Vars<'_>) -> Check {
             APP_TOKEN_FIX,
         ),
         None => Check::ok("CI trigger", "no token to check"),
+    }
+}
+
+/// Issue 28: whether opentiger's own checks (`opentiger / verify`, `opentiger / judge`) can be
+/// check runs with this token, or go out as commit statuses. Only GitHub Apps (and the
+/// workflow's `GITHUB_TOKEN`, an App's installation token) write check runs; the workflow's
+/// token only with `checks: write`.
+fn check_writes(vars: Vars<'_>, workflows: &[crate::workflows::Workflow]) -> Check {
+    const NAME: &str = "own checks";
+    let Some((source, value)) = token_source(vars) else {
+        return Check::ok(NAME, "no token to check");
+    };
+    if !value.starts_with("ghs_") {
+        return Check::ok(
+            NAME,
+            format!(
+                "commit statuses: {} cannot write check runs (only GitHub Apps and the workflow's GITHUB_TOKEN can), so opentiger / verify and opentiger / judge are statuses (statuses: write), without output or annotations",
+                token_kind(&value)
+            ),
+        );
+    }
+    let workflow_token =
+        source == "GITHUB_TOKEN" && vars("GITHUB_ACTIONS").as_deref() == Some("true");
+    if !workflow_token {
+        return Check::ok(
+            NAME,
+            "check runs, if the GitHub App has the Checks permission (read and write); otherwise commit statuses, and each tick says so once",
+        );
+    }
+    let granted = workflows
+        .iter()
+        .filter(|w| w.runs_opentiger)
+        .map(|w| w.checks_write)
+        .next()
+        .flatten();
+    match granted {
+        Some(true) => Check::ok(NAME, "check runs: the workflow grants `checks: write`"),
+        Some(false) => Check::warn(
+            NAME,
+            "commit statuses: the workflow's permissions do not grant `checks: write`, so opentiger / verify and opentiger / judge cannot be check runs",
+            "add `checks: write` to the workflow's `permissions:` (examples/workflows/opentiger.yml has it)",
+        ),
+        None => Check::ok(
+            NAME,
+            "check runs if the repository's default workflow permissions allow them, else commit statuses; grant `checks: write` in the workflow to be sure",
+        ),
     }
 }
 
@@ -361,9 +410,34 @@ mod tests {
     /// The App's permissions are said the same way in the fix, the README and the workflow's
     /// comment: all five of the README's permissions table.
     #[test]
+    fn the_doctor_says_whether_own_checks_are_check_runs_or_statuses() {
+        use crate::workflows::Workflow;
+        let tick = |checks_write| Workflow {
+            file: "opentiger.yml".into(),
+            runs_opentiger: true,
+            checks_write,
+            ..Workflow::default()
+        };
+        #[rustfmt::skip]
+        let cases: &[(&'static [(&'static str, &'static str)], Option<bool>, Level, &str)] = &[
+            (&[("GITHUB_TOKEN", "ghp_abc")], None, Level::Ok, "commit statuses: a personal access token (classic) cannot write check runs"),
+            (&[("GITHUB_TOKEN", "github_pat_abc")], Some(true), Level::Ok, "commit statuses"),
+            (&[("GITHUB_TOKEN", "ghs_abc"), ("GITHUB_ACTIONS", "true")], Some(true), Level::Ok, "check runs: the workflow grants `checks: write`"),
+            (&[("GITHUB_TOKEN", "ghs_abc"), ("GITHUB_ACTIONS", "true")], Some(false), Level::Warn, "do not grant `checks: write`"),
+            (&[("GITHUB_TOKEN", "ghs_abc"), ("GITHUB_ACTIONS", "true")], None, Level::Ok, "default workflow permissions"),
+            (&[("OPENTIGER_GITHUB_TOKEN", "ghs_abc"), ("GITHUB_ACTIONS", "true")], Some(false), Level::Ok, "if the GitHub App has the Checks permission"),
+        ];
+        for (pairs, granted, level, says) in cases {
+            let check = check_writes(&vars(pairs), &[tick(*granted)]);
+            assert_eq!(check.level, *level, "{pairs:?}: {}", check.detail);
+            assert!(check.detail.contains(says), "{pairs:?}: {}", check.detail);
+        }
+    }
+
+    #[test]
     fn the_app_token_fix_lists_every_permission_the_readme_does() {
         let permissions =
-            "contents, issues and pull requests: read and write; checks and commit statuses: read";
+            "contents, issues, pull requests and checks: read and write; commit statuses: read";
         assert!(APP_TOKEN_FIX.contains(permissions), "{APP_TOKEN_FIX}");
         let readme = include_str!("../../README.md").replace('\n', " ");
         assert!(readme.contains(permissions), "README");
