@@ -418,8 +418,9 @@ mod tests {
             checks_write,
             ..Workflow::default()
         };
+        type Vars = &'static [(&'static str, &'static str)];
         #[rustfmt::skip]
-        let cases: &[(&'static [(&'static str, &'static str)], Option<bool>, Level, &str)] = &[
+        let cases: &[(Vars, Option<bool>, Level, &str)] = &[
             (&[("GITHUB_TOKEN", "ghp_abc")], None, Level::Ok, "commit statuses: a personal access token (classic) cannot write check runs"),
             (&[("GITHUB_TOKEN", "github_pat_abc")], Some(true), Level::Ok, "commit statuses"),
             (&[("GITHUB_TOKEN", "ghs_abc"), ("GITHUB_ACTIONS", "true")], Some(true), Level::Ok, "check runs: the workflow grants `checks: write`"),
