@@ -13,9 +13,10 @@ use common::git;
 use common::github::CheckRun;
 use common::scripted::*;
 
-/// The verification command every run of these tests has: it prints what it checked, and
-/// fails naming `README.md:1` once a file `BROKEN` exists.
-const CHECK: &str = "#!/bin/sh\necho \"checked README.md\"\nif [ -e BROKEN ]; then echo \"README.md:1: broken by the base\"; exit 1; fi\n";
+/// The verification command every run of these tests has: it prints what it checked (and a
+/// token, which must never reach GitHub), and fails naming `README.md:1` once a file `BROKEN`
+/// exists.
+const CHECK: &str = "#!/bin/sh\necho \"checked README.md\"\necho \"token ghp_0123456789abcdefghijABCDEFGHIJ012345\"\nif [ -e BROKEN ]; then echo \"README.md:1: broken by the base\"; exit 1; fi\n";
 
 /// The judge: requests changes once, with a finding at `README.md:1`, then approves.
 const JUDGE_ONCE_NO: &str = r#"#!/bin/sh

@@ -312,7 +312,7 @@ pub fn run_verification(
         let started = std::time::Instant::now();
         let ran = process::run(&spec);
         let mut report = CommandReport {
-            command: cmd.spec.text.clone(),
+            command: redactor.redact(&cmd.spec.text),
             source: cmd.source.to_string(),
             exit: None,
             timed_out: false,

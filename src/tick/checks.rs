@@ -143,6 +143,7 @@ pub fn approved(
 /// Writes `report` on its head: the check run created, updated or left as it is; a commit
 /// status instead once GitHub refused a check-run write for the token's permissions.
 pub fn publish(client: &GithubClient, ctx: &Context, report: &CheckReport) {
+    let report = &redacted(ctx, report);
     let now = ctx.later();
     if !client.checks_refused.get() {
         let written = client
@@ -164,6 +165,21 @@ pub fn publish(client: &GithubClient, ctx: &Context, report: &CheckReport) {
     if let Err(e) = client.set_status(report, now) {
         warn(report, &e);
     }
+}
+
+/// Every text of a check through the tick's redactor once more, whatever made it: what reaches
+/// GitHub never holds a secret the tick knows.
+fn redacted(ctx: &Context, report: &CheckReport) -> CheckReport {
+    let redactor = ctx.redactor();
+    let mut out = report.clone();
+    out.title = redactor.redact(&report.title);
+    out.summary = redactor.redact(&report.summary);
+    out.text = report.text.as_deref().map(|t| redactor.redact(t));
+    for a in &mut out.annotations {
+        a.message = redactor.redact(&a.message);
+        a.title = redactor.redact(&a.title);
+    }
+    out
 }
 
 fn warn(report: &CheckReport, e: &ForgeError) {
