@@ -46,6 +46,13 @@ fn only(s: &Setup, sha: &str, name: &str) -> CheckRun {
     all.remove(0)
 }
 
+/// The run has one annotation, at `path:line`.
+fn assert_annotated(run: &CheckRun, path: &str, line: u64) {
+    assert_eq!(run.annotations.len(), 1, "{run:#?}");
+    let at = &run.annotations[0];
+    assert_eq!((at.path.as_str(), at.start_line), (path, line), "{run:#?}");
+}
+
 fn summary(run: &CheckRun) -> String {
     run.summary.clone().unwrap_or_default()
 }
@@ -109,14 +116,7 @@ fn a_pr_gets_both_check_runs_and_a_new_head_gets_new_ones() {
         summary(&judge).contains("- README.md:1: link the notes from here"),
         "{judge:#?}"
     );
-    assert_eq!(judge.annotations.len(), 1, "{judge:#?}");
-    assert_eq!(
-        (
-            judge.annotations[0].path.as_str(),
-            judge.annotations[0].start_line
-        ),
-        ("README.md", 1)
-    );
+    assert_annotated(&judge, "README.md", 1);
     let patches: Vec<String> = s
         .server
         .requests()
@@ -210,14 +210,7 @@ fn verification_failing_on_the_head_merged_with_the_base_is_annotated_and_never_
         summary(failed).contains("merged with `main`"),
         "{failed:#?}"
     );
-    assert_eq!(failed.annotations.len(), 1, "{failed:#?}");
-    assert_eq!(
-        (
-            failed.annotations[0].path.as_str(),
-            failed.annotations[0].start_line
-        ),
-        ("README.md", 1)
-    );
+    assert_annotated(failed, "README.md", 1);
     assert!(failed.annotations[0].message.contains("broken by the base"));
     let judge = only(&s, &head, "opentiger / judge");
     assert_eq!(judge.conclusion.as_deref(), Some("failure"), "{judge:#?}");

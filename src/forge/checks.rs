@@ -116,14 +116,23 @@ impl GithubClient {
         report: &CheckReport,
         now: Timestamp,
     ) -> Result<(), ForgeError> {
-        let body = run_body(report, &report.annotations, now);
+        self.patch_check(id, run_body(report, &report.annotations, now), now)?;
+        self.more_annotations(id, report, now)
+    }
+
+    fn patch_check(
+        &self,
+        id: u64,
+        body: Map<String, Value>,
+        now: Timestamp,
+    ) -> Result<(), ForgeError> {
         let _: Created = self.call(
             Method::PATCH,
             &self.path(&format!("/check-runs/{id}")),
             Some(&Value::Object(body)),
             now,
         )?;
-        self.more_annotations(id, report, now)
+        Ok(())
     }
 
     fn more_annotations(
@@ -136,12 +145,7 @@ impl GithubClient {
             // An update's annotations are added to the run's; title and summary go with them.
             let mut body = Map::new();
             body.insert("output".into(), output(report, batch));
-            let _: Created = self.call(
-                Method::PATCH,
-                &self.path(&format!("/check-runs/{id}")),
-                Some(&Value::Object(body)),
-                now,
-            )?;
+            self.patch_check(id, body, now)?;
         }
         Ok(())
     }

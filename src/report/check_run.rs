@@ -135,19 +135,7 @@ pub fn judge_report(
         let _ = writeln!(summary, "**Verdict:** {}\n", review.summary.trim());
         if !review.criteria.is_empty() {
             summary.push_str("**Acceptance checklist**\n\n");
-            for c in review.criteria {
-                let (mark, said) = match c.met {
-                    Some(true) => ("[x]", "met"),
-                    Some(false) => ("[ ]", "not met"),
-                    None => ("[ ]", "not answered"),
-                };
-                let reason = if c.reason.trim().is_empty() {
-                    String::new()
-                } else {
-                    format!(": {}", one_line(&c.reason))
-                };
-                let _ = writeln!(summary, "- {mark} {} — {said}{reason}", one_line(&c.item));
-            }
+            summary.push_str(&super::progress::checklist(review.criteria));
             summary.push('\n');
         }
         if !review.findings.is_empty() {
@@ -408,9 +396,9 @@ mod tests {
             &repo_files,
         );
         for says in [
-            "- [x] greets the reader — met: HELLO.md says hello",
-            "- [ ] has a test — not met: no test added",
-            "- [ ] documented — not answered",
+            "- [x] greets the reader — **met**: HELLO.md says hello",
+            "- [ ] has a test — **not met**: no test added",
+            "- [ ] documented — **not judged yet**",
             "- src/lib.rs:4: unwrap on user input",
         ] {
             assert!(report.summary.contains(says), "{says}\n{}", report.summary);
