@@ -196,7 +196,7 @@ fn field_name(field: TaskField) -> &'static str {
 fn lane_of(role: Role) -> Lane {
     match role {
         Role::Docser => Lane::Docser,
-        Role::Worker | Role::Tester => Lane::Feature,
+        Role::Worker | Role::Tester | Role::Research => Lane::Feature,
     }
 }
 

@@ -249,7 +249,8 @@ pub fn task_branch(task: &Task) -> String {
             | TaskKind::Recreate
             | TaskKind::Rework
             | TaskKind::PrReview
-            | TaskKind::Docs,
+            | TaskKind::Docs
+            | TaskKind::Research,
             _,
         ) => task.id.short().to_string(),
     };

@@ -441,7 +441,8 @@ fn check_change(
 fn may_change_nothing(task: &Task) -> bool {
     match task.role {
         Role::Tester | Role::Docser => true,
-        Role::Worker => false,
+        // A research task never reaches these checks (`runner::research`).
+        Role::Worker | Role::Research => false,
     }
 }
 
