@@ -12,6 +12,7 @@ mod ids;
 mod phase;
 mod plan;
 mod quota;
+mod research;
 mod spec;
 pub mod text;
 mod transition;
@@ -29,6 +30,7 @@ pub use ids::{short_hash, AgentId, RunId, TaskId, TickId};
 pub use phase::{phase_of, IssueReport, PhaseFacts};
 pub use plan::{PlanHistory, PlanRecord, PlanStatus};
 pub use quota::is_quota_message;
+pub use research::{ApprovedProposal, Proposal, ResearchReport};
 pub use spec::{CriterionCheck, IssueSpec, PullReview, ReviewLine, ReviewState, ThreadComment};
 pub use transition::{check_transition, IllegalTransition, TaskState};
 pub use vocab::{
