@@ -14,6 +14,14 @@ fn answer(criterion: CriterionRef, met: Option<bool>, text: &str) -> Answer {
     }
 }
 
+/// (name, report, answers, the `met` of each criterion or what the error says)
+type ReportCase = (
+    &'static str,
+    Option<&'static str>,
+    Vec<Answer>,
+    Result<Vec<Option<bool>>, &'static str>,
+);
+
 #[test]
 fn a_report_counts_when_present_and_every_criterion_is_answered() {
     use CriterionRef::{Number, Text};
@@ -22,7 +30,7 @@ fn a_report_counts_when_present_and_every_criterion_is_answered() {
         "Say why it is slow".to_string(),
     ];
     #[rustfmt::skip]
-    let cases: Vec<(&str, Option<&str>, Vec<Answer>, Result<Vec<Option<bool>>, &str>)> = vec![
+    let cases: Vec<ReportCase> = vec![
         ("both by number", Some("# Findings"),
             vec![answer(Number(1), Some(true), "src/parse.rs"), answer(Number(2), None, "allocations")],
             Ok(vec![Some(true), None])),

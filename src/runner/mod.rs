@@ -7,6 +7,7 @@ mod executors;
 pub mod judge;
 pub mod planner;
 mod prompts;
+pub mod research;
 pub mod work;
 
 use std::path::Path;
@@ -158,6 +159,20 @@ fn agent_domain(
     }
     writable.push(home);
     confinement(act.config, &writable)
+}
+
+/// The domain of a read-only agent (a research run, issue 28): as [`agent_domain`], but it may
+/// write only its scratch folder, its home and `sandbox.writable` — neither the workspace nor
+/// the repository's `.git`.
+fn read_only_domain(
+    act: &Act<'_>,
+    scratch: &Path,
+    agent: &crate::config::EffectiveAgent,
+    env: &mut Vec<(String, String)>,
+) -> Result<Option<std::sync::Arc<crate::sandbox::landlock::Ruleset>>, String> {
+    let home = run_home(act.config, scratch, &agent.home_files)?;
+    set_var(env, "HOME", &home.display().to_string());
+    confinement(act.config, &[scratch.to_path_buf(), home])
 }
 
 /// The `HOME` of one run: a new private folder in `scratch` holding `files` copied from the

@@ -45,6 +45,9 @@ impl WorkResult {
 /// Runs one claimed task. Errors of the runner itself (git broken, disk full) come back as a
 /// failed outcome too: the task is retried under its budget, never lost.
 pub fn run_task(act: &Act<'_>, task: &Task, run_id: &RunId, brief: &Brief) -> WorkResult {
+    if task.role == Role::Research {
+        return super::research::run_research(act, task, run_id, brief);
+    }
     let mut record = RunRecord::default();
     match act.config.mode {
         Mode::Direct => direct(act, task, run_id, brief, &mut record),
@@ -254,6 +257,54 @@ fn run_agent(
     cwd: &Path,
     record: &mut RunRecord,
 ) -> Result<Option<String>, CheckFailure> {
+    let job = AgentJob {
+        act,
+        task,
+        run_id,
+        brief,
+        cwd,
+        writes_workspace: true,
+    };
+    run_agent_with(
+        &job,
+        record,
+        |scratch| {
+            let prompt = super::prompts::worker(act, task, brief, &scratch.join("result.json"))?;
+            Ok((prompt, Vec::new()))
+        },
+        |result, _| Ok(result.summary.clone()),
+    )
+}
+
+/// One agent run of a task: in `cwd`, which it may write or only read.
+pub(super) struct AgentJob<'a> {
+    pub act: &'a Act<'a>,
+    pub task: &'a Task,
+    pub run_id: &'a RunId,
+    pub brief: &'a Brief,
+    pub cwd: &'a Path,
+    /// A worker writes its workspace (and git in it, `.git`); a research agent may write only
+    /// its scratch folder and home.
+    pub writes_workspace: bool,
+}
+
+/// Runs the agent of `job`: `prompt` makes its prompt and extra environment from the run's
+/// scratch folder, and `read` takes what it left there (its result and files) before the
+/// folder goes. The agent's failures (quota, timeout, configuration) come back as for any run.
+pub(super) fn run_agent_with<T>(
+    job: &AgentJob<'_>,
+    record: &mut RunRecord,
+    prompt: impl FnOnce(&Path) -> Result<(String, Vec<(&'static str, String)>), CheckFailure>,
+    read: impl FnOnce(&executor::AgentResult, &Path) -> Result<T, CheckFailure>,
+) -> Result<T, CheckFailure> {
+    let AgentJob {
+        act,
+        task,
+        run_id,
+        brief,
+        cwd,
+        writes_workspace,
+    } = *job;
     let role = AgentRole::Task(task.role);
     let chosen = super::executors::choose(act, role).map_err(|e| CheckFailure {
         // Issue 18: an agent given no key is not started, and waiting would not give it one.
@@ -268,26 +319,25 @@ fn run_agent(
     record.executor = Some(chosen.label);
     record.executor_use = Some(chosen.usage);
     let scratch = crate::scratch::private_dir("run").map_err(|e| setup_text(e.to_string()))?;
-    let prompt = super::prompts::worker(act, task, brief, &scratch.path().join("result.json"))?;
-    let mut env = executor::agent_env(
-        &agent.env_passthrough,
-        |k| std::env::var(k).ok(),
-        &[
-            ("OPENTIGER_ROLE", task.role.to_string()),
-            ("OPENTIGER_TASK_ID", task.id.to_string()),
-            ("OPENTIGER_RUN_ID", run_id.to_string()),
-            ("OPENTIGER_WORKSPACE", cwd.display().to_string()),
-            ("TMPDIR", scratch.path().display().to_string()),
-        ],
-    );
+    let (prompt, extra) = prompt(scratch.path())?;
+    let mut vars = vec![
+        ("OPENTIGER_ROLE", task.role.to_string()),
+        ("OPENTIGER_TASK_ID", task.id.to_string()),
+        ("OPENTIGER_RUN_ID", run_id.to_string()),
+        ("OPENTIGER_WORKSPACE", cwd.display().to_string()),
+        ("TMPDIR", scratch.path().display().to_string()),
+    ];
+    vars.extend(extra);
+    let mut env = executor::agent_env(&agent.env_passthrough, |k| std::env::var(k).ok(), &vars);
     let attempt = u32::try_from(brief.runs.len()).unwrap_or(u32::MAX);
-    let confine =
-        super::agent_domain(act, cwd, scratch.path(), &agent, &mut env).map_err(|message| {
-            CheckFailure {
-                code: FailureCode::ExecutionFailed,
-                message,
-            }
-        })?;
+    let confine = match writes_workspace {
+        true => super::agent_domain(act, cwd, scratch.path(), &agent, &mut env),
+        false => super::read_only_domain(act, scratch.path(), &agent, &mut env),
+    }
+    .map_err(|message| CheckFailure {
+        code: FailureCode::ExecutionFailed,
+        message,
+    })?;
     let request = AgentRequest {
         role,
         task,
@@ -347,19 +397,19 @@ fn run_agent(
             });
         }
     }
-    if let Some(refused) = result.result_refused {
+    if let Some(refused) = &result.result_refused {
         return Err(CheckFailure {
             code: FailureCode::PolicyViolation,
             message: format!("policy_violation: {refused}"),
         });
     }
-    if let Some(e) = result.result_error {
+    if let Some(e) = &result.result_error {
         return Err(CheckFailure {
             code: FailureCode::ModelOrUnknownFailure,
             message: format!("the agent finished but {e}"),
         });
     }
-    Ok(result.summary)
+    read(&result, scratch.path())
 }
 
 /// A failure the agent CLI reported about itself (DESIGN §6): a quota goes to `quota_wait` with

@@ -33,6 +33,9 @@ pub struct RunRecord {
     /// Which executor of its role's chain ran (not stored as such: `executor` says it for
     /// people; the outcome reads it to park or clear the executor).
     pub executor_use: Option<crate::engine::fallback::ExecutorUse>,
+    /// A research run's report (issue 28): kept with the run's outcome, posted after.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub research: Option<crate::model::ResearchReport>,
 }
 
 /// What happened to an outcome.
@@ -230,6 +233,11 @@ impl Store {
                 record.executor,
             ],
         )?;
+        if let (Some(report), crate::model::RunStatus::Success) =
+            (&record.research, decision.run_status)
+        {
+            super::research::write_report(&tx, report, writer.now)?;
+        }
         let changes = TaskChanges {
             attempts: decision.attempts.clone(),
             next_attempt_at: decision.next_attempt_at,
