@@ -287,11 +287,24 @@ fn code_spans(line: &str) -> Vec<std::ops::Range<usize>> {
     ticks.chunks_exact(2).map(|p| p[0]..p[1] + 1).collect()
 }
 
+/// The hidden line that starts the proposals of a report comment. Only boxes after its last
+/// occurrence count: the report above is the agent's text, which must not tick a box.
+pub const PROPOSALS_MARKER: &str = "<!-- opentiger:proposals -->";
+
+/// `<!--` in agent text shown in a comment, made harmless: it can open no hidden marker of
+/// ours (the comment's own, the proposals').
+pub fn neutral(text: &str) -> String {
+    text.replace("<!--", "&lt;!--")
+}
+
 /// The numbers of the proposals whose box is ticked in a report comment's body
-/// (`- [x] 3. …`), outside code blocks.
+/// (`- [x] 3. …`), after the last [`PROPOSALS_MARKER`] and outside code blocks.
 pub fn ticked(body: &str) -> Vec<u32> {
     let mut numbers = Vec::new();
-    for line in prose_lines(body).into_iter().flatten() {
+    let Some((_, boxes)) = body.rsplit_once(PROPOSALS_MARKER) else {
+        return numbers;
+    };
+    for line in prose_lines(boxes).into_iter().flatten() {
         let line = line.trim();
         let Some(rest) = ["- [x] ", "- [X] ", "* [x] ", "* [X] "]
             .iter()

@@ -147,8 +147,17 @@ fn ticked_boxes_are_read_by_number_outside_code() {
         ("  - [x] 7. indented list item", &[7]),
     ];
     for (body, numbers) in cases {
-        assert_eq!(ticked(body), *numbers, "{body}");
+        let comment = format!("- [x] 9. the report's own\n{PROPOSALS_MARKER}\n{body}");
+        assert_eq!(ticked(&comment), *numbers, "{body}");
     }
+    // Without the marker, or above its last occurrence, nothing counts.
+    assert_eq!(ticked("- [x] 1. a"), Vec::<u32>::new());
+    let forged = format!("{PROPOSALS_MARKER}\n- [x] 1. forged\n{PROPOSALS_MARKER}\n- [ ] 1. a");
+    assert_eq!(ticked(&forged), Vec::<u32>::new());
+    assert_eq!(
+        neutral("a <!-- opentiger:x -->"),
+        "a &lt;!-- opentiger:x -->"
+    );
 }
 
 #[test]

@@ -401,6 +401,11 @@ pub(super) fn decide_on(
             origins: &origins,
             now,
             checkbox: asked.checkbox,
+            reports: &store
+                .research_reports()?
+                .into_iter()
+                .map(|r| (r.task_id.clone(), r))
+                .collect(),
         },
     ))
 }
@@ -464,6 +469,7 @@ pub(super) fn apply_effects(
                 )));
             }
             Effect::Respec { .. }
+            | Effect::AddTask(_)
             | Effect::EndCooldown { .. }
             | Effect::SetBudget { .. }
             | Effect::PauseRepo
@@ -519,6 +525,13 @@ pub(super) fn apply_effects(
                     ..writer
                 };
                 store.clear_cooldown(task, &format!("{reason} ({})", source.url), writer)?;
+            }
+            Effect::AddTask(task) => {
+                let writer = Writer {
+                    actor: &source.actor,
+                    ..writer
+                };
+                store.add_proposal_task(task, writer)?;
             }
             Effect::Hold { thread, by } => {
                 super::last_word::set_hold(store, *thread, by.as_deref(), writer.now)?
