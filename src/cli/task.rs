@@ -72,7 +72,7 @@ pub struct AddArgs {
     /// What must be true when the task is done (machine-verifiable).
     #[arg(long, required_unless_present = "from")]
     pub goal: Option<String>,
-    /// Who works on it: worker, tester or docser.
+    /// Who works on it: worker, tester, docser or research (a read-only report, issue 28).
     #[arg(long, default_value = "worker")]
     pub role: Role,
     /// Globs the change may touch (repeatable; default: policy.allowed_paths).
@@ -152,6 +152,7 @@ fn build_new_tasks(
             };
             let mut task = Task::new(id, &title, &goal, ctx.now);
             task.role = args.role;
+            task.kind = crate::engine::import::kind_of(args.role, task.kind);
             task.lane = lane_of(args.role);
             task.priority = args.priority;
             task.risk = args.risk;
@@ -290,6 +291,7 @@ fn tasks_from_plan_file(
     for t in plan.tasks {
         let mut task = Task::new(ids[&t.key].clone(), &t.title, &t.goal, ctx.now);
         task.role = t.role;
+        task.kind = crate::engine::import::kind_of(t.role, task.kind);
         task.lane = lane_of(t.role);
         task.allowed_paths = t.allowed_paths;
         task.commands = t.commands;

@@ -4,6 +4,7 @@ pub mod board;
 pub mod heartbeat;
 pub mod plan;
 pub mod progress;
+pub mod research;
 mod task_show;
 
 use std::collections::BTreeMap;

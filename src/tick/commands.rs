@@ -63,6 +63,8 @@ pub struct CommandFeed {
     pub questions: Vec<(TaskId, String, u64, String)>,
     /// The feed was read to its end: every reply posted so far was seen.
     pub complete: bool,
+    /// Our research report comments seen (their boxes approve proposals, issue 28).
+    pub reports: Vec<super::research::ReportComment>,
     pub cursors: Vec<(String, Cursor)>,
 }
 
@@ -145,6 +147,15 @@ pub fn fetch(
         if let Some((task, question)) = super::escalate::marked(&comment.body).filter(|_| ours) {
             feed.questions
                 .push((task, question, comment.id, comment.body.clone()));
+            continue;
+        }
+        if let Some(task) = super::research::marked(&comment.body).filter(|_| ours) {
+            feed.reports.push(super::research::ReportComment {
+                task,
+                thread: comment.thread,
+                url: comment.html_url.clone(),
+                body: comment.body.clone(),
+            });
             continue;
         }
         if !commands_on || comment.body.contains("<!-- opentiger:") {
@@ -288,6 +299,15 @@ impl CommandFeed {
             }
         }
         let mut lines = Vec::new();
+        if ctx.config.commands.enabled {
+            lines.extend(super::research::apply_boxes(
+                ctx,
+                store,
+                &self.reports,
+                issues,
+                writer,
+            )?);
+        }
         if self.commands.is_empty() {
             return Ok(lines);
         }
