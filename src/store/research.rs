@@ -37,11 +37,11 @@ pub(super) fn write_report(
 }
 
 impl Store {
-    /// The latest report of every research task that has one, oldest task first.
+    /// The latest report of every research task that has one, oldest first.
     pub fn research_reports(&self) -> Result<Vec<ResearchReport>, StoreError> {
         let mut stmt = self.conn.prepare(
             "SELECT task_id, run_id, base_sha, body, criteria, proposals \
-             FROM research_reports ORDER BY task_id",
+             FROM research_reports ORDER BY updated_at, task_id",
         )?;
         let rows = stmt.query_map([], |r| {
             Ok((

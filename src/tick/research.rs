@@ -1,7 +1,9 @@
-//! github mode: research tasks' reports (issue 28). After a tick recorded its work, each
-//! research report kept in the state is posted as one comment on its task's issue, found by a
-//! marker keyed by the task and edited in place when it changed (a rerun's new report, a
-//! proposal approved); the text last posted is a cursor, so an unchanged report costs no call.
+//! github mode: research tasks' reports (issue 28). After a tick recorded its work, the newest
+//! research report kept for each issue is posted as one comment on it, found by a marker keyed
+//! by the issue and edited in place when it changed (a proposal approved, a rerun's report:
+//! an edited issue is a new task, which would otherwise post a second comment); the comment
+//! names its task in a second marker, for its boxes. The text last posted is a cursor, so an
+//! unchanged report costs no call.
 //! Kept in the state first (`record_run`), so a failed post or a killed tick loses nothing:
 //! the next tick posts what is owed.
 //!
@@ -23,8 +25,13 @@ use crate::store::{Cursor, Store, Writer};
 
 const OPEN: &str = "<!-- opentiger:research task=";
 
-/// The hidden marker of research task `task`'s report comment.
-pub fn marker(task: &TaskId) -> String {
+/// The hidden marker of the research report comment on `issue` (what `upsert_comment` finds).
+pub fn marker(issue: u64) -> String {
+    format!("<!-- opentiger:research issue={issue} -->")
+}
+
+/// The hidden line naming the research task whose report the comment shows.
+fn task_marker(task: &TaskId) -> String {
     format!("{OPEN}{task} -->")
 }
 
@@ -36,8 +43,8 @@ pub fn marked(body: &str) -> Option<TaskId> {
     valid.then(|| TaskId(id.to_string()))
 }
 
-fn key(task: &TaskId) -> String {
-    format!("research:{task}")
+fn key(issue: u64) -> String {
+    format!("research:issue:{issue}")
 }
 
 /// A report comment of ours as the feed brought it back.
@@ -53,26 +60,33 @@ pub struct ReportComment {
 pub fn post_reports(ctx: &Context, client: &GithubClient) -> Result<Vec<String>, Failure> {
     let store = ctx.read_store()?;
     let redactor = ctx.redactor();
-    let mut posted = Vec::new();
+    // The newest report of each issue (reports come oldest first).
+    let mut newest = std::collections::BTreeMap::new();
     for report in store.research_reports()? {
-        let Ok(task) = store.task(&report.task_id) else {
-            continue;
-        };
-        let Some(issue) = task.issue_number else {
-            continue;
-        };
+        if let Some(issue) = store
+            .task(&report.task_id)
+            .ok()
+            .and_then(|t| t.issue_number)
+        {
+            newest.insert(issue, report);
+        }
+    }
+    let mut posted = Vec::new();
+    for (issue, report) in newest {
         let approved = store.approved_proposals(&report)?;
-        let text = redactor.redact(&research_comment(&report, &approved));
-        if store.cursor(&key(&task.id))?.body.as_deref() == Some(text.as_str()) {
+        let comment = research_comment(&report, &approved);
+        let text = redactor.redact(&format!("{comment}\n{}", task_marker(&report.task_id)));
+        if store.cursor(&key(issue))?.body.as_deref() == Some(text.as_str()) {
             continue;
         }
-        match client.upsert_comment(issue, &marker(&task.id), &text, ctx.later()) {
-            Ok(_) => posted.push((task.id, issue, text, false)),
+        let task = report.task_id;
+        match client.upsert_comment(issue, &marker(issue), &text, ctx.later()) {
+            Ok(_) => posted.push((task.clone(), issue, text, false)),
             // Deleted, or transferred elsewhere: kept as said, so no tick asks again.
             Err(ForgeError::Http {
                 status: 301 | 404 | 410,
                 ..
-            }) => posted.push((task.id, issue, text, true)),
+            }) => posted.push((task.clone(), issue, text, true)),
             Err(e) => tracing::warn!("could not post the research report on #{issue}: {e}"),
         }
     }
@@ -80,12 +94,12 @@ pub fn post_reports(ctx: &Context, client: &GithubClient) -> Result<Vec<String>,
         return Ok(Vec::new());
     }
     ctx.write_state("research reports", |store| {
-        for (task, _, text, _) in &posted {
+        for (_, issue, text, _) in &posted {
             let cursor = Cursor {
                 etag: None,
                 body: Some(text.clone()),
             };
-            store.set_cursor(&key(task), &cursor, ctx.now)?;
+            store.set_cursor(&key(*issue), &cursor, ctx.now)?;
         }
         Ok(())
     })?;
@@ -159,8 +173,13 @@ mod tests {
     #[test]
     fn the_marker_names_its_task_and_nothing_else() {
         let id = TaskId("0123abcd4567".to_string());
-        let body = format!("report\n\n{}", marker(&id));
+        let body = format!("report\n{}\n\n{}", task_marker(&id), marker(7));
         assert_eq!(marked(&body), Some(id));
+        let forged = format!(
+            "&lt;!-- opentiger:research task=forged -->\n{}",
+            task_marker(&TaskId("t1".into()))
+        );
+        assert_eq!(marked(&forged), Some(TaskId("t1".to_string())));
         #[rustfmt::skip]
         let cases = [
             "<!-- opentiger:task=0123abcd4567 -->",
