@@ -203,3 +203,58 @@ fn a_report_leaving_a_criterion_unanswered_fails_its_run_naming_it() {
     assert!(reports(&s, issue).is_empty());
     assert!(s.server.pulls().is_empty());
 }
+
+/// The attack (issue 16's way, as an unprivileged user when the tests run as root): a research
+/// agent under Landlock tries to write a file into its workspace and into the repository's
+/// `.git` (the common folder and its worktree's), and fails at each; its run still succeeds
+/// with a report, so nothing it tried got through unseen. With the workspace writable, the
+/// first write would succeed and the run fail (checked once by breaking the confinement).
+#[test]
+fn a_research_agent_cannot_write_its_workspace_or_git() {
+    use common::unprivileged::Jail;
+    if opentiger::sandbox::landlock::abi_version().is_none() {
+        eprintln!("no Landlock on this kernel: nothing to check");
+        return;
+    }
+    let jail = Jail::new(common::Setup {
+        extra: "sandbox:\n  filesystem: landlock\n",
+        ..common::Setup::default()
+    });
+    jail.g.agent(
+        r###"#!/bin/sh
+r="$OPENTIGER_REPORT_FILE"
+echo "## Findings" > "$r"
+(echo pwned > "$OPENTIGER_WORKSPACE/pwned.txt") 2>/dev/null && echo "WROTE-WORKSPACE" >> "$r"
+(echo pwned > "$OPENTIGER_WORKSPACE/README.md") 2>/dev/null && echo "WROTE-README" >> "$r"
+gitdir=$(sed -n 's/^gitdir: //p' "$OPENTIGER_WORKSPACE/.git")
+common=$(dirname "$(dirname "$gitdir")")
+(echo pwned > "$common/pwned-research") 2>/dev/null && echo "WROTE-GIT" >> "$r"
+(echo pwned > "$gitdir/pwned-research") 2>/dev/null && echo "WROTE-WORKTREE-GIT" >> "$r"
+echo "tried every write" >> "$r"
+summary=$(tr '\n' ' ' < "$r")
+echo "{\"summary\": \"$summary\"}" > "$OPENTIGER_RESULT_FILE"
+"###,
+    );
+    let id = jail.add_task(&[
+        "--title",
+        "Where is the name?",
+        "--goal",
+        "Say where the project is named",
+        "--role",
+        "research",
+    ]);
+    let out = jail.run(&common::minute(0), &["tick"], &[]);
+    assert_eq!(out.code, 0, "{}\n{}", out.stdout, out.stderr);
+    let runs = jail.runs(&id);
+    let run = &runs[0];
+    assert_eq!(run["status"], "success", "{run}\n{}", out.stdout);
+    let summary = run["summary"].as_str().unwrap_or_default();
+    assert!(summary.contains("tried every write"), "{summary}");
+    assert!(!summary.contains("WROTE-"), "{summary}");
+    let git_dir = jail.g.path().join(".git");
+    assert!(!git_dir.join("pwned-research").exists());
+    assert!(!jail.g.path().join("pwned.txt").exists());
+    // Nothing was committed or branched for it.
+    let branches = common::git(jail.g.path(), &["branch", "--list", "opentiger/task-*"]);
+    assert!(branches.trim().is_empty(), "{branches}");
+}
