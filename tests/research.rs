@@ -85,6 +85,15 @@ fn a_research_issue_gets_one_report_and_approved_proposals_open_one_issue_each()
         "{body}"
     );
     assert!(body.contains("- [ ] 2. Do farewell"), "{body}");
+    // `task show` says what the report holds and where it is.
+    let id = task["id"].as_str().unwrap().to_string();
+    let shown = scripted::opentiger(&s, "2026-11-21T12:01:00Z", &["task", "show", &id]);
+    let shown = String::from_utf8_lossy(&shown.stdout);
+    assert!(shown.contains("phase:    completed"), "{shown}");
+    assert!(
+        shown.contains("2 criteria (2 met or not), 2 proposal(s), 0 approved (its comment on #1)"),
+        "{shown}"
+    );
     // Nothing pushed, no PR.
     assert!(
         !origin_branches(&s).contains("opentiger/task-"),
@@ -158,7 +167,6 @@ fn a_research_issue_gets_one_report_and_approved_proposals_open_one_issue_each()
 
     // A rerun: the author edits the question, a new research task answers it, and the same
     // comment is edited to show the new report.
-    let id = task["id"].as_str().unwrap().to_string();
     s.server.set_now("2026-11-21T12:45:00Z");
     s.server.edit_issue_body(
         issue,

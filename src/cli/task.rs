@@ -396,14 +396,22 @@ fn show(ctx: &Context, id: &str, json: bool) -> CmdResult {
     let events = store.events_of(&id, 50)?;
     let family = store.family_runs(&id)?;
     let held_back = plan.holds.get(&id);
+    let research = store.research_report(&id)?;
+    let approved = match &research {
+        Some(r) => store.approved_proposals(r)?,
+        None => Vec::new(),
+    };
     if json {
-        let value = serde_json::json!({ "task": task, "phase": phase, "next_action": next, "runs": runs, "events": events, "family": family, "held_back": held_back });
+        let value = serde_json::json!({ "task": task, "phase": phase, "next_action": next, "runs": runs, "events": events, "family": family, "held_back": held_back, "research": research, "approved_proposals": approved });
         outln!(
             "{}",
             serde_json::to_string_pretty(&value).map_err(|e| Failure::tick(e.to_string()))?
         );
     } else {
-        let text = report::task_text(&task, phase, &next, &runs, &events);
+        let mut text = report::task_text(&task, phase, &next, &runs, &events);
+        if let Some(r) = &research {
+            text = report::research::with_report(&text, r, &approved, task.issue_number);
+        }
         out!("{}", report::with_family(&text, &family));
     }
     Ok(())

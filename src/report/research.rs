@@ -67,6 +67,28 @@ pub fn research_comment(report: &ResearchReport, approved: &[ApprovedProposal]) 
     cap(&out, COMMENT_CAP - MARKER_ROOM)
 }
 
+/// `task show`'s line about a research task's report, after its `attempts` line.
+pub fn with_report(
+    text: &str,
+    report: &ResearchReport,
+    approved: &[ApprovedProposal],
+    issue: Option<u64>,
+) -> String {
+    let answered = report.criteria.iter().filter(|c| c.met.is_some()).count();
+    let where_ = issue.map_or("kept in the state".to_string(), |n| {
+        format!("its comment on #{n}")
+    });
+    let line = format!(
+        "  report:   run {} at {}: {} criteria ({answered} met or not), {} proposal(s), {} approved ({where_})\n",
+        report.run_id,
+        crate::engine::verdict::short_sha(&report.base_sha),
+        report.criteria.len(),
+        report.proposals.len(),
+        approved.len()
+    );
+    super::task_show::after_attempts(text, &line)
+}
+
 fn one_line(text: &str) -> String {
     text.split_whitespace().collect::<Vec<_>>().join(" ")
 }

@@ -3,7 +3,7 @@
 //! its proposals. An approved proposal is not a row here: it is the task with the id
 //! `engine::research::proposal_task_id` gives, so approving twice finds it and creates nothing.
 
-use rusqlite::{params, OptionalExtension, Transaction};
+use rusqlite::{params, Transaction};
 
 use super::{Store, StoreError};
 use crate::model::{ApprovedProposal, ResearchReport, Task, TaskId};
@@ -39,11 +39,22 @@ pub(super) fn write_report(
 impl Store {
     /// The latest report of every research task that has one, oldest first.
     pub fn research_reports(&self) -> Result<Vec<ResearchReport>, StoreError> {
+        self.reports_of(None)
+    }
+
+    /// The latest report of research task `id`, if it wrote one.
+    pub fn research_report(&self, id: &TaskId) -> Result<Option<ResearchReport>, StoreError> {
+        Ok(self.reports_of(Some(id))?.pop())
+    }
+
+    /// The reports of task `only`, or of every task.
+    fn reports_of(&self, only: Option<&TaskId>) -> Result<Vec<ResearchReport>, StoreError> {
         let mut stmt = self.conn.prepare(
             "SELECT task_id, run_id, base_sha, body, criteria, proposals \
-             FROM research_reports ORDER BY updated_at, task_id",
+             FROM research_reports WHERE ?1 IS NULL OR task_id = ?1 \
+             ORDER BY updated_at, task_id",
         )?;
-        let rows = stmt.query_map([], |r| {
+        let rows = stmt.query_map([only.map(|id| id.as_str())], |r| {
             Ok((
                 r.get::<_, String>(0)?,
                 r.get::<_, String>(1)?,
@@ -69,25 +80,6 @@ impl Store {
             });
         }
         Ok(out)
-    }
-
-    /// The latest report of research task `id`, if it wrote one.
-    pub fn research_report(&self, id: &TaskId) -> Result<Option<ResearchReport>, StoreError> {
-        let known: Option<String> = self
-            .conn
-            .query_row(
-                "SELECT task_id FROM research_reports WHERE task_id = ?1",
-                [id.as_str()],
-                |r| r.get(0),
-            )
-            .optional()?;
-        match known {
-            None => Ok(None),
-            Some(_) => Ok(self
-                .research_reports()?
-                .into_iter()
-                .find(|r| &r.task_id == id)),
-        }
     }
 
     /// The proposals of `report` approved so far: the tasks they became, with their issues.
