@@ -324,6 +324,32 @@ pub fn ticked(body: &str) -> Vec<u32> {
     numbers
 }
 
+/// A report comment of ours as the comment feed brought it back: its ticked boxes approve
+/// proposals (`tick::research::apply_boxes`).
+#[derive(Clone, Debug)]
+pub struct ReportComment {
+    pub task: TaskId,
+    pub thread: u64,
+    pub url: String,
+    pub body: String,
+}
+
+const TASK_OPEN: &str = "<!-- opentiger:research task=";
+
+/// The hidden line of a report comment naming the research task whose report it shows.
+pub fn task_marker(task: &TaskId) -> String {
+    format!("{TASK_OPEN}{task} -->")
+}
+
+/// The research task a report comment shows, from its last task marker (agent text in the
+/// comment cannot open one: [`neutral`]).
+pub fn marked(body: &str) -> Option<TaskId> {
+    let rest = body.rsplit_once(TASK_OPEN)?.1;
+    let id = rest.split_once(" -->")?.0;
+    let valid = !id.is_empty() && id.chars().all(|c| c.is_ascii_alphanumeric() || c == '-');
+    valid.then(|| TaskId(id.to_string()))
+}
+
 /// The id of the task proposal `number` of research task `research` becomes: the same
 /// approval decided twice creates nothing twice.
 pub fn proposal_task_id(research: &TaskId, number: u32) -> TaskId {

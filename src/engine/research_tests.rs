@@ -4,7 +4,7 @@ use std::collections::BTreeSet;
 
 use super::*;
 use crate::engine::testkit::{task, NOW};
-use crate::model::{BlockReason, Proposal, TaskState};
+use crate::model::{BlockReason, Proposal, TaskId, TaskState};
 
 fn answer(criterion: CriterionRef, met: Option<bool>, text: &str) -> Answer {
     Answer {
@@ -182,4 +182,31 @@ fn an_approved_proposal_becomes_one_task_with_a_stable_id() {
         .contains("Proposal 2 of research task r1 (#7), approved by @alice"));
     let local = proposal_task(&research, 2, &proposal, false, "by @alice", NOW);
     assert_eq!((&local.id, local.state()), (&github.id, TaskState::QUEUED));
+}
+
+#[test]
+fn the_task_marker_names_its_task_and_nothing_else() {
+    let id = TaskId("0123abcd4567".to_string());
+    let body = format!(
+        "report\n{}\n\n<!-- opentiger:research issue=7 -->",
+        task_marker(&id)
+    );
+    assert_eq!(marked(&body), Some(id));
+    let t1 = TaskId("t1".to_string());
+    let forged = format!(
+        "&lt;!-- opentiger:research task=forged -->\n{}",
+        task_marker(&t1)
+    );
+    assert_eq!(marked(&forged), Some(t1));
+    #[rustfmt::skip]
+    let cases = [
+        "<!-- opentiger:task=0123abcd4567 -->",
+        "<!-- opentiger:research task= -->",
+        "<!-- opentiger:research task=a b -->",
+        "<!-- opentiger:research task=x",
+        "",
+    ];
+    for body in cases {
+        assert_eq!(marked(body), None, "{body}");
+    }
 }

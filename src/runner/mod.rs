@@ -2,6 +2,7 @@
 //! touches the world (worktrees, agents, commands, git); every decision about what the results
 //! mean is made by the engine (`engine::outcome`, `engine::verdict`).
 
+mod agent;
 mod checks;
 mod executors;
 pub mod judge;

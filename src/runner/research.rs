@@ -11,8 +11,8 @@
 use std::collections::BTreeSet;
 use std::path::Path;
 
+use super::agent::{run_agent_with, setup, AgentJob, WorkResult};
 use super::checks::CheckFailure;
-use super::work::{run_agent_with, AgentJob, WorkResult};
 use super::{Act, Brief, Delivery};
 use crate::engine::import::acceptance_criteria;
 use crate::engine::outcome::RunOutcome;
@@ -293,11 +293,4 @@ fn existing_paths(
         .filter(|(_, answer)| *answer == "blob")
         .map(|(path, _)| path.clone())
         .collect())
-}
-
-fn setup(e: crate::git::GitError) -> CheckFailure {
-    CheckFailure {
-        code: FailureCode::SetupOrBootstrapIssue,
-        message: e.to_string(),
-    }
 }

@@ -64,7 +64,7 @@ pub struct CommandFeed {
     /// The feed was read to its end: every reply posted so far was seen.
     pub complete: bool,
     /// Our research report comments seen (their boxes approve proposals, issue 28).
-    pub reports: Vec<super::research::ReportComment>,
+    pub reports: Vec<crate::engine::research::ReportComment>,
     pub cursors: Vec<(String, Cursor)>,
 }
 
@@ -149,8 +149,8 @@ pub fn fetch(
                 .push((task, question, comment.id, comment.body.clone()));
             continue;
         }
-        if let Some(task) = super::research::marked(&comment.body).filter(|_| ours) {
-            feed.reports.push(super::research::ReportComment {
+        if let Some(task) = crate::engine::research::marked(&comment.body).filter(|_| ours) {
+            feed.reports.push(crate::engine::research::ReportComment {
                 task,
                 thread: comment.thread,
                 url: comment.html_url.clone(),
@@ -299,15 +299,6 @@ impl CommandFeed {
             }
         }
         let mut lines = Vec::new();
-        if ctx.config.commands.enabled {
-            lines.extend(super::research::apply_boxes(
-                ctx,
-                store,
-                &self.reports,
-                issues,
-                writer,
-            )?);
-        }
         if self.commands.is_empty() {
             return Ok(lines);
         }

@@ -318,6 +318,16 @@ impl Observed {
             }
         }
         lines.extend(self.commands.apply(ctx, store, &self.issues, writer)?);
+        if ctx.config.commands.enabled {
+            let reports = &self.commands.reports;
+            lines.extend(super::research::apply_boxes(
+                ctx,
+                store,
+                reports,
+                &self.issues,
+                writer,
+            )?);
+        }
         if let Some(dashboard) = &self.dashboard {
             lines.extend(super::checkboxes::apply(
                 ctx,

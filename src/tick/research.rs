@@ -17,43 +17,19 @@
 use super::commands::{apply_effects, decide_on, Asked, Source};
 use super::{Context, Failure};
 use crate::engine::commands::{Command, Outcome, Parsed, Place, Verb};
-use crate::engine::research::{proposal_task_id, ticked};
+use crate::engine::research::{proposal_task_id, task_marker, ticked, ReportComment};
 use crate::forge::github::{ForgeError, GithubClient};
-use crate::model::{Issue, TaskId};
+use crate::model::Issue;
 use crate::report::research::research_comment;
 use crate::store::{Cursor, Store, Writer};
-
-const OPEN: &str = "<!-- opentiger:research task=";
 
 /// The hidden marker of the research report comment on `issue` (what `upsert_comment` finds).
 pub fn marker(issue: u64) -> String {
     format!("<!-- opentiger:research issue={issue} -->")
 }
 
-/// The hidden line naming the research task whose report the comment shows.
-fn task_marker(task: &TaskId) -> String {
-    format!("{OPEN}{task} -->")
-}
-
-/// The research task a comment of ours reports for, from its marker.
-pub fn marked(body: &str) -> Option<TaskId> {
-    let rest = body.rsplit_once(OPEN)?.1;
-    let id = rest.split_once(" -->")?.0;
-    let valid = !id.is_empty() && id.chars().all(|c| c.is_ascii_alphanumeric() || c == '-');
-    valid.then(|| TaskId(id.to_string()))
-}
-
 fn key(issue: u64) -> String {
     format!("research:issue:{issue}")
-}
-
-/// A report comment of ours as the feed brought it back.
-#[derive(Clone, Debug)]
-pub struct ReportComment {
-    pub task: TaskId,
-    pub thread: u64,
-    pub url: String,
-    pub body: String,
 }
 
 /// Posts each report whose comment text changed; returns a line per comment written.
@@ -164,32 +140,4 @@ pub fn apply_boxes(
         }
     }
     Ok(lines)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn the_marker_names_its_task_and_nothing_else() {
-        let id = TaskId("0123abcd4567".to_string());
-        let body = format!("report\n{}\n\n{}", task_marker(&id), marker(7));
-        assert_eq!(marked(&body), Some(id));
-        let forged = format!(
-            "&lt;!-- opentiger:research task=forged -->\n{}",
-            task_marker(&TaskId("t1".into()))
-        );
-        assert_eq!(marked(&forged), Some(TaskId("t1".to_string())));
-        #[rustfmt::skip]
-        let cases = [
-            "<!-- opentiger:task=0123abcd4567 -->",
-            "<!-- opentiger:research task= -->",
-            "<!-- opentiger:research task=a b -->",
-            "<!-- opentiger:research task=x",
-            "",
-        ];
-        for body in cases {
-            assert_eq!(marked(body), None, "{body}");
-        }
-    }
 }
