@@ -100,25 +100,18 @@ pub fn decide_outcome(
     config: &Config,
     now: Timestamp,
 ) -> OutcomeDecision {
-    if outcome.success && task.role == Role::Research {
+    let research = task.role == Role::Research;
+    if outcome.success && (research || outcome.no_changes) {
         return OutcomeDecision {
             run_status: RunStatus::Success,
             failure_code: None,
             to: TaskState::DONE,
             attempts: None,
             next_attempt_at: Some(None),
-            reason: format!("research report written: {}", first_line(&outcome.message)),
-            executor: executors.cleared(),
-        };
-    }
-    if outcome.success && outcome.no_changes {
-        return OutcomeDecision {
-            run_status: RunStatus::Success,
-            failure_code: None,
-            to: TaskState::DONE,
-            attempts: None,
-            next_attempt_at: Some(None),
-            reason: format!("done without changes: {}", outcome.message),
+            reason: match research {
+                true => format!("research report written: {}", first_line(&outcome.message)),
+                false => format!("done without changes: {}", outcome.message),
+            },
             executor: executors.cleared(),
         };
     }

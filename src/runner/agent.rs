@@ -21,6 +21,19 @@ pub struct WorkResult {
 }
 
 impl WorkResult {
+    /// A run that succeeded; `no_changes`: without a change to deliver.
+    pub(crate) fn succeeded(message: String, no_changes: bool, record: &RunRecord) -> WorkResult {
+        WorkResult {
+            outcome: RunOutcome {
+                success: true,
+                failure_code: None,
+                message,
+                no_changes,
+            },
+            record: record.clone(),
+        }
+    }
+
     pub(crate) fn failed(code: FailureCode, message: String, mut record: RunRecord) -> WorkResult {
         record.error = Some(message.clone());
         WorkResult {

@@ -152,8 +152,7 @@ fn agent_domain(
     agent: &crate::config::EffectiveAgent,
     env: &mut Vec<(String, String)>,
 ) -> Result<Option<std::sync::Arc<crate::sandbox::landlock::Ruleset>>, String> {
-    let home = run_home(act.config, scratch, &agent.home_files)?;
-    set_var(env, "HOME", &home.display().to_string());
+    let home = home_set(act, scratch, agent, env)?;
     let mut writable = vec![workspace.to_path_buf(), scratch.to_path_buf()];
     if let Ok(common) = crate::git::Git::new(workspace).common_dir() {
         writable.push(common);
@@ -171,9 +170,20 @@ fn read_only_domain(
     agent: &crate::config::EffectiveAgent,
     env: &mut Vec<(String, String)>,
 ) -> Result<Option<std::sync::Arc<crate::sandbox::landlock::Ruleset>>, String> {
+    let home = home_set(act, scratch, agent, env)?;
+    confinement(act.config, &[scratch.to_path_buf(), home])
+}
+
+/// The run's home made ([`run_home`]) and set as `HOME` in `env`.
+fn home_set(
+    act: &Act<'_>,
+    scratch: &Path,
+    agent: &crate::config::EffectiveAgent,
+    env: &mut Vec<(String, String)>,
+) -> Result<std::path::PathBuf, String> {
     let home = run_home(act.config, scratch, &agent.home_files)?;
     set_var(env, "HOME", &home.display().to_string());
-    confinement(act.config, &[scratch.to_path_buf(), home])
+    Ok(home)
 }
 
 /// The `HOME` of one run: a new private folder in `scratch` holding `files` copied from the

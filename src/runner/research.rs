@@ -15,7 +15,6 @@ use super::agent::{run_agent_with, setup, AgentJob, WorkResult};
 use super::checks::CheckFailure;
 use super::{Act, Brief, Delivery};
 use crate::engine::import::acceptance_criteria;
-use crate::engine::outcome::RunOutcome;
 use crate::engine::research::{self, Answer, CriterionRef};
 use crate::git::Git;
 use crate::model::{FailureCode, Mode, Proposal, ResearchReport, RunId, Task};
@@ -193,15 +192,7 @@ fn report_of(
         criteria: checks,
         proposals,
     });
-    Ok(WorkResult {
-        outcome: RunOutcome {
-            success: true,
-            failure_code: None,
-            message,
-            no_changes: true,
-        },
-        record: record.clone(),
-    })
+    Ok(WorkResult::succeeded(message, true, record))
 }
 
 /// The result file's `criteria`: `{"criterion": <number or text>, "met": bool|null, "answer"}`

@@ -8,7 +8,6 @@ pub use super::agent::WorkResult;
 use super::agent::{run_agent_with, setup, setup_text, AgentJob};
 use super::checks::{self, CheckFailure};
 use super::{Act, Brief, Delivery};
-use crate::engine::outcome::RunOutcome;
 use crate::git::{Git, NumstatEntry};
 use crate::model::{FailureCode, Mode, Role, RunId, Task, TaskKind};
 use crate::store::RunRecord;
@@ -294,27 +293,11 @@ fn may_change_nothing(task: &Task) -> bool {
 }
 
 fn success(summary: Option<String>, record: &mut RunRecord) -> WorkResult {
-    WorkResult {
-        outcome: RunOutcome {
-            success: true,
-            failure_code: None,
-            message: summary.unwrap_or_default(),
-            no_changes: false,
-        },
-        record: record.clone(),
-    }
+    WorkResult::succeeded(summary.unwrap_or_default(), false, record)
 }
 
 fn noop_success(passed: usize, summary: Option<String>, record: &mut RunRecord) -> WorkResult {
     let message = format!("nothing needed changing; {passed} verification command(s) passed");
     record.summary = Some(summary.map_or(message.clone(), |s| format!("{s} ({message})")));
-    WorkResult {
-        outcome: RunOutcome {
-            success: true,
-            failure_code: None,
-            message,
-            no_changes: true,
-        },
-        record: record.clone(),
-    }
+    WorkResult::succeeded(message, true, record)
 }
