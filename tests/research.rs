@@ -90,6 +90,7 @@ fn a_research_issue_gets_one_report_and_approved_proposals_open_one_issue_each()
     let shown = scripted::opentiger(&s, "2026-11-21T12:01:00Z", &["task", "show", &id]);
     let shown = String::from_utf8_lossy(&shown.stdout);
     assert!(shown.contains("phase:    completed"), "{shown}");
+    assert!(shown.contains("Report:\n## Findings\n"), "{shown}");
     assert!(
         shown.contains("2 criteria (2 met or not), 2 proposal(s), 0 approved (its comment on #1)"),
         "{shown}"

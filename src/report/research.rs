@@ -67,7 +67,8 @@ pub fn research_comment(report: &ResearchReport, approved: &[ApprovedProposal]) 
     cap(&out, COMMENT_CAP - MARKER_ROOM)
 }
 
-/// `task show`'s line about a research task's report, after its `attempts` line.
+/// `task show`'s line about a research task's report, after its `attempts` line, and the
+/// report itself at the end (in local modes nothing else shows it).
 pub fn with_report(
     text: &str,
     report: &ResearchReport,
@@ -86,7 +87,8 @@ pub fn with_report(
         report.proposals.len(),
         approved.len()
     );
-    super::task_show::after_attempts(text, &line)
+    let shown = super::task_show::after_attempts(text, &line);
+    format!("{shown}\nReport:\n{}\n", report.body.trim_end())
 }
 
 fn one_line(text: &str) -> String {
