@@ -27,15 +27,15 @@ pub struct RunRecord {
     pub head_sha: Option<String>,
     /// The pull request the change is in (github mode).
     pub pr_number: Option<u64>,
+    /// A research run's report (issue 28): kept with the run's outcome, posted after.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub research: Option<crate::model::ResearchReport>,
     /// The agent was cut short (timeout, turn or spending cap): what it changed is worth
     /// keeping for the next attempt. Not stored.
     pub cut_short: bool,
     /// Which executor of its role's chain ran (not stored as such: `executor` says it for
     /// people; the outcome reads it to park or clear the executor).
     pub executor_use: Option<crate::engine::fallback::ExecutorUse>,
-    /// A research run's report (issue 28): kept with the run's outcome, posted after.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub research: Option<crate::model::ResearchReport>,
 }
 
 /// What happened to an outcome.
