@@ -40,6 +40,8 @@ pub enum TemplateName {
     Worker,
     Judge,
     Planner,
+    /// A research run (issue 28): a question answered with a report, nothing changed.
+    Research,
     /// The GitHub Actions job summary of one tick (`report::board`).
     Summary,
     /// The dashboard issue, and `status --markdown` (`report::board`).
@@ -47,10 +49,11 @@ pub enum TemplateName {
 }
 
 impl TemplateName {
-    pub const ALL: [TemplateName; 5] = [
+    pub const ALL: [TemplateName; 6] = [
         TemplateName::Worker,
         TemplateName::Judge,
         TemplateName::Planner,
+        TemplateName::Research,
         TemplateName::Summary,
         TemplateName::Dashboard,
     ];
@@ -61,6 +64,7 @@ impl TemplateName {
             TemplateName::Worker => "worker.md.hbs",
             TemplateName::Judge => "judge.md.hbs",
             TemplateName::Planner => "planner.md.hbs",
+            TemplateName::Research => "research.md.hbs",
             TemplateName::Summary => "summary.md.hbs",
             TemplateName::Dashboard => "dashboard.md.hbs",
         }
@@ -71,6 +75,7 @@ impl TemplateName {
             TemplateName::Worker => include_str!("../templates/worker.md.hbs"),
             TemplateName::Judge => include_str!("../templates/judge.md.hbs"),
             TemplateName::Planner => include_str!("../templates/planner.md.hbs"),
+            TemplateName::Research => include_str!("../templates/research.md.hbs"),
             TemplateName::Summary => include_str!("../templates/summary.md.hbs"),
             TemplateName::Dashboard => include_str!("../templates/dashboard.md.hbs"),
         }
@@ -183,6 +188,10 @@ impl Templates {
         self.render_data(TemplateName::Worker, data)
     }
 
+    pub fn render_research(&self, data: &ResearchPrompt) -> Result<String, PromptError> {
+        self.render_data(TemplateName::Research, data)
+    }
+
     pub fn render_judge(&self, data: &JudgePrompt) -> Result<String, PromptError> {
         self.render_data(TemplateName::Judge, data)
     }
@@ -246,6 +255,19 @@ pub struct WorkerPrompt {
     /// Trusted people's comments on the issue and PR since the import, oldest first, each with a
     /// header line (`@alice (OWNER) on #3 at …:`). Shown as untrusted data.
     pub comments: Vec<String>,
+}
+
+/// Data of `research.md.hbs`: a worker's data (the question is the issue) plus where the
+/// report goes and what it is read against.
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct ResearchPrompt {
+    #[serde(flatten)]
+    pub work: WorkerPrompt,
+    /// The commit the workspace holds: evidence is cited at it.
+    pub base_sha: String,
+    /// The path in `$OPENTIGER_REPORT_FILE`, in the run's scratch folder.
+    pub report_file: String,
+    pub max_proposals: usize,
 }
 
 /// An earlier attempt that failed.

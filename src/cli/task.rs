@@ -72,7 +72,7 @@ pub struct AddArgs {
     /// What must be true when the task is done (machine-verifiable).
     #[arg(long, required_unless_present = "from")]
     pub goal: Option<String>,
-    /// Who works on it: worker, tester or docser.
+    /// Who works on it: worker, tester, docser or research (a read-only report, issue 28).
     #[arg(long, default_value = "worker")]
     pub role: Role,
     /// Globs the change may touch (repeatable; default: policy.allowed_paths).
@@ -152,6 +152,7 @@ fn build_new_tasks(
             };
             let mut task = Task::new(id, &title, &goal, ctx.now);
             task.role = args.role;
+            task.kind = crate::engine::import::kind_of(args.role, task.kind);
             task.lane = lane_of(args.role);
             task.priority = args.priority;
             task.risk = args.risk;
@@ -196,7 +197,7 @@ fn field_name(field: TaskField) -> &'static str {
 fn lane_of(role: Role) -> Lane {
     match role {
         Role::Docser => Lane::Docser,
-        Role::Worker | Role::Tester => Lane::Feature,
+        Role::Worker | Role::Tester | Role::Research => Lane::Feature,
     }
 }
 
@@ -290,6 +291,7 @@ fn tasks_from_plan_file(
     for t in plan.tasks {
         let mut task = Task::new(ids[&t.key].clone(), &t.title, &t.goal, ctx.now);
         task.role = t.role;
+        task.kind = crate::engine::import::kind_of(t.role, task.kind);
         task.lane = lane_of(t.role);
         task.allowed_paths = t.allowed_paths;
         task.commands = t.commands;
@@ -394,14 +396,22 @@ fn show(ctx: &Context, id: &str, json: bool) -> CmdResult {
     let events = store.events_of(&id, 50)?;
     let family = store.family_runs(&id)?;
     let held_back = plan.holds.get(&id);
+    let research = store.research_report(&id)?;
+    let approved = match &research {
+        Some(r) => store.approved_proposals(r)?,
+        None => Vec::new(),
+    };
     if json {
-        let value = serde_json::json!({ "task": task, "phase": phase, "next_action": next, "runs": runs, "events": events, "family": family, "held_back": held_back });
+        let value = serde_json::json!({ "task": task, "phase": phase, "next_action": next, "runs": runs, "events": events, "family": family, "held_back": held_back, "research": research, "approved_proposals": approved });
         outln!(
             "{}",
             serde_json::to_string_pretty(&value).map_err(|e| Failure::tick(e.to_string()))?
         );
     } else {
-        let text = report::task_text(&task, phase, &next, &runs, &events);
+        let mut text = report::task_text(&task, phase, &next, &runs, &events);
+        if let Some(r) = &research {
+            text = report::research::with_report(&text, r, &approved, task.issue_number);
+        }
         out!("{}", report::with_family(&text, &family));
     }
     Ok(())

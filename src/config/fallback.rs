@@ -44,10 +44,14 @@ impl EffectiveAgent {
 
 impl AgentsConfig {
     /// The fallback entries of a role and the key they are written under: the role's own list
-    /// when it sets one (even an empty one), else `agents.default.fallbacks`.
+    /// when it sets one (even an empty one), else its parent's (research: the worker's), else
+    /// `agents.default.fallbacks`.
     pub fn fallback_entries(&self, role: AgentRole) -> (String, &[AgentConfig]) {
-        match &self.entry(role).fallbacks {
-            Some(list) => (format!("agents.{}.fallbacks", role.name()), list),
+        if let Some(list) = &self.entry(role).fallbacks {
+            return (format!("agents.{}.fallbacks", role.name()), list);
+        }
+        match self.parent(role).and_then(|p| p.fallbacks.as_deref()) {
+            Some(list) => ("agents.worker.fallbacks".to_string(), list),
             None => (
                 "agents.default.fallbacks".to_string(),
                 self.default.fallbacks.as_deref().unwrap_or_default(),

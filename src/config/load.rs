@@ -9,7 +9,6 @@ use std::path::{Path, PathBuf};
 
 use super::{Config, ExecutorKind};
 use crate::config::AgentRole;
-use crate::model::Role;
 
 /// Where the configuration came from, for messages and `config show`.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -252,13 +251,7 @@ fn validate(config: &Config, text: &str, file: &str) -> Result<(), ConfigError> 
         message,
         fix: fix.to_string(),
     };
-    let roles = [
-        AgentRole::Planner,
-        AgentRole::Task(Role::Worker),
-        AgentRole::Task(Role::Tester),
-        AgentRole::Task(Role::Docser),
-        AgentRole::Judge,
-    ];
+    let roles = AgentRole::ALL;
     validate_fallback_entries(config).map_err(|(key, message, fix)| fail(&key, message, &fix))?;
     validate_sandbox_paths(config).map_err(|(key, message, fix)| fail(&key, message, &fix))?;
     for (role, agent) in roles.into_iter().flat_map(|role| {
@@ -582,7 +575,7 @@ pub fn schema_json() -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::model::Mode;
+    use crate::model::{Mode, Role};
 
     #[test]
     fn empty_or_missing_means_defaults() {

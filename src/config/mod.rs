@@ -310,6 +310,10 @@ pub struct AgentsConfig {
     pub tester: AgentConfig,
     pub docser: AgentConfig,
     pub judge: AgentConfig,
+    /// Research tasks (label `opentiger:research` or `role: research`, issue 28): a read-only
+    /// run that answers the issue with a report. Unset keys, fallbacks included, come from
+    /// `agents.worker`, then `agents.default`.
+    pub research: AgentConfig,
 }
 
 impl Default for AgentsConfig {
@@ -336,6 +340,7 @@ impl Default for AgentsConfig {
             tester: AgentConfig::default(),
             docser: AgentConfig::default(),
             judge: AgentConfig::default(),
+            research: AgentConfig::default(),
         }
     }
 }
@@ -350,12 +355,13 @@ pub enum AgentRole {
 
 impl AgentRole {
     /// Every role, in the order of the configuration file.
-    pub const ALL: [AgentRole; 5] = [
+    pub const ALL: [AgentRole; 6] = [
         AgentRole::Planner,
         AgentRole::Task(Role::Worker),
         AgentRole::Task(Role::Tester),
         AgentRole::Task(Role::Docser),
         AgentRole::Judge,
+        AgentRole::Task(Role::Research),
     ];
 
     pub fn name(self) -> &'static str {
@@ -404,13 +410,28 @@ impl AgentsConfig {
             AgentRole::Task(Role::Tester) => &self.tester,
             AgentRole::Task(Role::Docser) => &self.docser,
             AgentRole::Judge => &self.judge,
+            AgentRole::Task(Role::Research) => &self.research,
+        }
+    }
+
+    /// The entry a role inherits from before `default`: research runs like a worker unless
+    /// told otherwise (issue 28); the other roles inherit from `default` alone.
+    fn parent(&self, role: AgentRole) -> Option<&AgentConfig> {
+        match role {
+            AgentRole::Task(Role::Research) => Some(&self.worker),
+            AgentRole::Planner
+            | AgentRole::Judge
+            | AgentRole::Task(Role::Worker | Role::Tester | Role::Docser) => None,
         }
     }
 
     /// The role's entry over `default` over the built-in defaults.
     pub fn effective(&self, role: AgentRole) -> EffectiveAgent {
         let builtin = AgentsConfig::default().default;
-        let layers = [self.entry(role), &self.default, &builtin];
+        let layers: Vec<&AgentConfig> = std::iter::once(self.entry(role))
+            .chain(self.parent(role))
+            .chain([&self.default, &builtin])
+            .collect();
         macro_rules! pick {
             ($field:ident) => {
                 layers.iter().find_map(|l| l.$field.clone())

@@ -299,7 +299,7 @@ mod tests {
         let details: Vec<&str> = checks.iter().map(|c| c.detail.as_str()).collect();
         assert_eq!(checks.len(), 2, "{details:?}");
         assert!(
-            details[0].starts_with("planner, worker, tester, docser: scripted"),
+            details[0].starts_with("planner, worker, tester, docser, research: scripted"),
             "{details:?}"
         );
         assert!(details[1].starts_with("judge: command ("), "{details:?}");
@@ -447,7 +447,8 @@ mod tests {
         assert!(
             covered.contains(&(
                 Level::Warn,
-                "worker: command: `/nonexistent/agent` does not exist (/nonexistent/agent) (a fallback runs instead)".to_string()
+                // Research inherits the worker's agent and fallbacks (issue 28).
+                "worker, research: command: `/nonexistent/agent` does not exist (/nonexistent/agent) (a fallback runs instead)".to_string()
             )),
             "{covered:?}"
         );
@@ -475,7 +476,7 @@ mod tests {
         let no_key = run("agents:\n  default:\n    executor: scripted\n  worker:\n    executor: codex\n    command: [\"/bin/sh\"]\n    fallbacks: [{executor: scripted}]\n");
         let worker: Vec<_> = no_key
             .iter()
-            .filter(|(_, d)| d.starts_with("worker: codex"))
+            .filter(|(_, d)| d.starts_with("worker, research: codex"))
             .collect();
         assert_eq!(worker.len(), 1, "{no_key:?}");
         assert_eq!(worker[0].0, Level::Fail, "{no_key:?}");

@@ -9,7 +9,7 @@
 
 use std::collections::BTreeMap;
 
-use crate::model::{BlockReason, Task, TaskId, TaskState, TaskStatus};
+use crate::model::{BlockReason, ResearchReport, Task, TaskId, TaskState, TaskStatus};
 use crate::time::Timestamp;
 
 #[path = "commands_hold.rs"]
@@ -20,6 +20,8 @@ mod parse;
 mod plan_thread;
 #[path = "commands_replan.rs"]
 mod replan;
+#[path = "commands_research.rs"]
+mod research;
 pub use parse::{parse, MAX_BUDGET_USD};
 pub use replan::Origin;
 
@@ -32,6 +34,8 @@ pub enum Verb {
     Approve,
     /// `approve all` (dashboard only): every task waiting for approval.
     ApproveAll,
+    /// `approve <n>` (issue 28): proposal `n` of the thread's research report becomes a task.
+    ApproveProposal(u32),
     Retry,
     Cancel,
     /// A task (on its issue, or naming it) or, on the dashboard without a task, the repository.
@@ -103,6 +107,8 @@ pub struct Request<'a> {
     /// Given by ticking a dashboard checkbox: GitHub does not say who ticked it (only people
     /// with write access can edit the dashboard), so the record says "from a checkbox".
     pub checkbox: bool,
+    /// Each research task's latest report (issue 28), for `approve <n>`.
+    pub reports: &'a BTreeMap<TaskId, ResearchReport>,
 }
 
 /// A change to the state that a command makes.
@@ -143,6 +149,8 @@ pub enum Effect {
         thread: u64,
         by: Option<String>,
     },
+    /// A new task: an approved research proposal (issue 28), unless it exists already.
+    AddTask(Box<Task>),
 }
 
 /// How a command ended, for the record.
@@ -186,6 +194,7 @@ pub fn help_text() -> String {
         "| command | what it does |",
         "|---|---|",
         "| `/opentiger approve` | start a task that waits for approval |",
+        "| `/opentiger approve <n>` | on a research task's issue: make its report's proposal `n` a task (it gets its own issue) |",
         "| `/opentiger retry` | send a failed, cancelled or blocked task back to the queue (attempt budgets start afresh) |",
         "| `/opentiger cancel` | cancel a task that is not running |",
         "| `/opentiger pause` / `resume` | hold a task, or let it go again |",
@@ -231,10 +240,10 @@ pub fn decide(parsed: &Parsed, req: &Request<'_>) -> Decision {
         Parsed::Command(c) => c,
     };
     let on_dashboard = req.place == Place::Dashboard;
-    let by = if req.checkbox {
-        "from a dashboard checkbox".to_string()
-    } else {
-        format!("by @{}", req.author)
+    let by = match (req.checkbox, &command.verb) {
+        (true, Verb::ApproveProposal(_)) => "from a box of the report".to_string(),
+        (true, _) => "from a dashboard checkbox".to_string(),
+        (false, _) => format!("by @{}", req.author),
     };
     match (&command.verb, &command.task) {
         (Verb::Help, _) => {
@@ -271,6 +280,7 @@ pub fn decide(parsed: &Parsed, req: &Request<'_>) -> Decision {
             );
         }
         (Verb::Hold | Verb::Release, _) => return hold::decide(&command.verb, req),
+        (Verb::ApproveProposal(n), _) => return research::decide(*n, command, req, &by),
         (Verb::Pause, None) if on_dashboard => {
             return match req.repo_paused_by {
                 Some(by) => refuse(format!("The repository is already paused (by @{by})")),
@@ -413,7 +423,11 @@ pub fn decide(parsed: &Parsed, req: &Request<'_>) -> Decision {
         }
         Verb::Replan => replan::decide(task, req, &by),
         // Answered before a task is picked; the help text is the safe answer anyway.
-        Verb::Help | Verb::ApproveAll | Verb::Hold | Verb::Release => Decision {
+        Verb::Help
+        | Verb::ApproveAll
+        | Verb::ApproveProposal(_)
+        | Verb::Hold
+        | Verb::Release => Decision {
             outcome: Outcome::Help,
             effects: Vec::new(),
             reply: Some(help_text()),

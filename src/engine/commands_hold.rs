@@ -29,6 +29,7 @@ pub(super) fn decide(verb: &Verb, req: &Request<'_>) -> Decision {
         Verb::Release
         | Verb::Approve
         | Verb::ApproveAll
+        | Verb::ApproveProposal(_)
         | Verb::Retry
         | Verb::Cancel
         | Verb::Pause

@@ -61,7 +61,10 @@ fn parse_words(line: &str, words: Vec<&str>) -> Parsed {
         "approve" if args.first().is_some_and(|a| a.eq_ignore_ascii_case("all")) => {
             (Verb::ApproveAll, &args[1..])
         }
-        "approve" => (Verb::Approve, args),
+        "approve" => match args.first().and_then(|a| proposal_number(a)) {
+            Some(n) => (Verb::ApproveProposal(n), &args[1..]),
+            None => (Verb::Approve, args),
+        },
         "retry" => (Verb::Retry, args),
         "cancel" => (Verb::Cancel, args),
         "pause" => (Verb::Pause, args),
@@ -93,6 +96,13 @@ fn parse_words(line: &str, words: Vec<&str>) -> Parsed {
         return malformed("`help` takes no task");
     }
     Parsed::Command(Command { verb, task })
+}
+
+/// A research proposal's number (`approve 3`): one or two digits, never a task id (a task's id
+/// is named by at least four of its characters).
+fn proposal_number(word: &str) -> Option<u32> {
+    let plain = (1..=2).contains(&word.len()) && word.chars().all(|c| c.is_ascii_digit());
+    plain.then(|| word.parse().ok()).flatten()
 }
 
 fn valid_task_word(word: &str) -> bool {

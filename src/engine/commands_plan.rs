@@ -90,6 +90,7 @@ pub(super) fn decide(
         | Verb::Budget(_)
         | Verb::Help
         | Verb::ApproveAll
+        | Verb::ApproveProposal(_)
         | Verb::Hold
         | Verb::Release => {
             refuse(format!(

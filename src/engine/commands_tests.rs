@@ -24,6 +24,14 @@ fn a_command_is_a_line_of_its_own_outside_quotes_and_code() {
             cmd(Verb::Approve, None),
         ),
         ("/opentiger approve all", cmd(Verb::ApproveAll, None)),
+        // Issue 28: a research proposal by its number; four characters name a task.
+        ("/opentiger approve 2", cmd(Verb::ApproveProposal(2), None)),
+        (
+            "/opentiger approve 10 t1",
+            cmd(Verb::ApproveProposal(10), Some("t1")),
+        ),
+        ("/opentiger approve 1234", cmd(Verb::Approve, Some("1234"))),
+        ("/opentiger approve t1", cmd(Verb::Approve, Some("t1"))),
         (
             "/opentiger cancel 0123abcd4567",
             cmd(Verb::Cancel, Some("0123abcd4567")),
@@ -106,6 +114,7 @@ struct World {
     spent: BTreeMap<TaskId, f64>,
     budgets: BTreeMap<TaskId, f64>,
     origins: BTreeMap<TaskId, Origin>,
+    reports: BTreeMap<TaskId, ResearchReport>,
 }
 
 fn world(tasks: Vec<Task>) -> World {
@@ -114,6 +123,7 @@ fn world(tasks: Vec<Task>) -> World {
         spent: BTreeMap::new(),
         budgets: BTreeMap::new(),
         origins: BTreeMap::new(),
+        reports: BTreeMap::new(),
     }
 }
 
@@ -149,6 +159,7 @@ fn run(w: &World, body: &str, place: Place, allowed: bool, paused: Option<&str>)
             origins: &w.origins,
             now: crate::engine::testkit::NOW,
             checkbox: false,
+            reports: &w.reports,
         },
     )
 }
@@ -333,6 +344,7 @@ fn outsiders_change_nothing_and_are_answered_once_per_thread() {
             origins: &w.origins,
             now: crate::engine::testkit::NOW,
             checkbox: false,
+            reports: &w.reports,
         },
     );
     assert_eq!((again.effects.len(), again.reply), (0, None));
@@ -746,3 +758,6 @@ fn an_approved_planned_task_gets_its_issue_first_in_github_mode() {
         assert_eq!(super::approved_state(task, planned, github), to, "{name}");
     }
 }
+
+#[path = "commands_research_tests.rs"]
+mod research;

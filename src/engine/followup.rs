@@ -13,7 +13,11 @@ fn title_prefix(kind: TaskKind) -> Option<&'static str> {
         TaskKind::Autofix => Some("AutoFix"),
         TaskKind::AutofixConflict => Some("Conflict fix"),
         TaskKind::Recreate => Some("Recreate"),
-        TaskKind::Feature | TaskKind::Rework | TaskKind::PrReview | TaskKind::Docs => None,
+        TaskKind::Feature
+        | TaskKind::Rework
+        | TaskKind::PrReview
+        | TaskKind::Docs
+        | TaskKind::Research => None,
     }
 }
 

@@ -4,7 +4,7 @@ use super::import::{import_issues, issue_task_id, ImportDecision, ImportInput, S
 use super::testkit::*;
 use crate::config::BacklogConfig;
 use crate::model::{AuthorAssociation, Issue, IssueEvent, PullRequest};
-use crate::model::{Lane, Risk, Role, Task, TaskId, TaskStatus};
+use crate::model::{Lane, Risk, Role, Task, TaskId, TaskKind, TaskStatus};
 
 fn issue(n: u64) -> Issue {
     Issue {
@@ -358,6 +358,13 @@ fn roles_come_from_labels_then_the_body_then_default_to_worker() {
         (&["role:docser"], "Role: tester", Docser),
         (&["role:nobody"], "", Worker),
         (&[], "", Worker),
+        // Issue 28: a research task, by the label riding on the backlog one or by the body.
+        (&["opentiger:research"], "", Research),
+        (&["OpenTiger: Research"], "", Research),
+        (&[], "Role: research", Research),
+        (&["role:research"], "", Research),
+        (&["opentiger:research"], "Role: tester", Research),
+        (&["opentiger:docser"], "", Worker),
     ];
     for (labels, body, role) in cases {
         let mut one = issue(1);
@@ -370,12 +377,36 @@ fn roles_come_from_labels_then_the_body_then_default_to_worker() {
             Lane::Feature
         };
         assert_eq!((t.role, t.lane), (*role, lane), "{labels:?} / {body:?}");
+        let kind = if *role == Research {
+            TaskKind::Research
+        } else {
+            TaskKind::Feature
+        };
+        assert_eq!(t.kind, kind, "{labels:?} / {body:?}");
     }
     let why = reason(&world(vec![issue(1)]).decide()[0]);
     assert!(
         why.contains("(role by default: the issue names none)"),
         "{why}"
     );
+}
+
+/// A task moved to or from research changes its kind with its role; other kinds stay.
+#[test]
+fn kinds_follow_the_research_role() {
+    use crate::engine::import::kind_of;
+    #[rustfmt::skip]
+    let cases = [
+        (Role::Research, TaskKind::Feature, TaskKind::Research),
+        (Role::Research, TaskKind::Docs, TaskKind::Research),
+        (Role::Worker, TaskKind::Research, TaskKind::Feature),
+        (Role::Tester, TaskKind::Research, TaskKind::Feature),
+        (Role::Worker, TaskKind::Feature, TaskKind::Feature),
+        (Role::Docser, TaskKind::Docs, TaskKind::Docs),
+    ];
+    for (role, current, expected) in cases {
+        assert_eq!(kind_of(role, current), expected, "{role} from {current}");
+    }
 }
 
 #[test]

@@ -25,6 +25,7 @@ pub mod objection;
 pub mod outcome;
 mod preflight;
 mod recovery;
+pub mod research;
 pub mod stall;
 pub mod verdict;
 

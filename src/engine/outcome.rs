@@ -1,6 +1,7 @@
 //! What a finished run does to its task (the record step, DESIGN §3 step 6), as a pure rule.
 //!
-//! - success → `blocked(awaiting_judge)`, or `done` in direct mode (no review there);
+//! - success → `blocked(awaiting_judge)`, or `done` in direct mode (no review there); a
+//!   research task's success is `done` in every mode (issue 28: a report, no change to judge);
 //! - a quota signal → the executor that hit it is parked (`fallback`); when another executor
 //!   of the role's chain is free, the task is queued again at once for it (no quota wait
 //!   spent); else `blocked(quota_wait)` with the backoff of spec §3.4 (retry hints win), or
@@ -16,7 +17,7 @@ use super::classify::{is_agent_config_message, is_quota_message};
 use super::fallback::{after_config, after_quota, ExecutorUse, ExecutorWait, ExecutorWaits};
 use crate::config::Config;
 use crate::model::{
-    AttemptKey, Attempts, BlockReason, FailureCode, Mode, RunStatus, Task, TaskState,
+    AttemptKey, Attempts, BlockReason, FailureCode, Mode, Role, RunStatus, Task, TaskState,
 };
 use crate::time::{Timestamp, SECOND};
 
@@ -99,14 +100,18 @@ pub fn decide_outcome(
     config: &Config,
     now: Timestamp,
 ) -> OutcomeDecision {
-    if outcome.success && outcome.no_changes {
+    let research = task.role == Role::Research;
+    if outcome.success && (research || outcome.no_changes) {
         return OutcomeDecision {
             run_status: RunStatus::Success,
             failure_code: None,
             to: TaskState::DONE,
             attempts: None,
             next_attempt_at: Some(None),
-            reason: format!("done without changes: {}", outcome.message),
+            reason: match research {
+                true => format!("research report written: {}", first_line(&outcome.message)),
+                false => format!("done without changes: {}", outcome.message),
+            },
             executor: executors.cleared(),
         };
     }

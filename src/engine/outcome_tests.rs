@@ -17,6 +17,13 @@ fn outcome(success: bool, code: Option<FailureCode>, message: &str) -> RunOutcom
     }
 }
 
+fn research(id: &str) -> Task {
+    let mut t = task(id);
+    t.role = crate::model::Role::Research;
+    t.kind = crate::model::TaskKind::Research;
+    t
+}
+
 #[test]
 fn outcomes_move_tasks() {
     let local = Config {
@@ -35,6 +42,34 @@ fn outcomes_move_tasks() {
             outcome(true, None, "done"),
             TaskState::blocked(BlockReason::AwaitingJudge),
             "waiting for the judge",
+        ),
+        (
+            "a research report ends the task: no judge, no PR (issue 28)",
+            &local,
+            research("a"),
+            outcome(true, None, "report posted"),
+            TaskState::DONE,
+            "research report written: report posted",
+        ),
+        (
+            "a research report is done in github mode too",
+            &Config::default(),
+            research("a"),
+            outcome(true, None, "report"),
+            TaskState::DONE,
+            "research report written",
+        ),
+        (
+            "a research run that failed is retried like any other",
+            &local,
+            research("a"),
+            outcome(
+                false,
+                Some(FailureCode::ModelOrUnknownFailure),
+                "the report leaves criterion 2 unanswered",
+            ),
+            TaskState::FAILED,
+            "run failed (model_or_unknown_failure): the report leaves criterion 2",
         ),
         (
             "direct success is done",

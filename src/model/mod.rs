@@ -13,6 +13,7 @@ mod ids;
 mod phase;
 mod plan;
 mod quota;
+mod research;
 mod spec;
 pub mod text;
 mod transition;
@@ -30,6 +31,7 @@ pub use ids::{short_hash, AgentId, RunId, TaskId, TickId};
 pub use phase::{phase_of, IssueReport, PhaseFacts};
 pub use plan::{PlanHistory, PlanRecord, PlanStatus};
 pub use quota::is_quota_message;
+pub use research::{ApprovedProposal, Proposal, ResearchReport};
 pub use spec::{CriterionCheck, IssueSpec, PullReview, ReviewLine, ReviewState, ThreadComment};
 pub use transition::{check_transition, IllegalTransition, TaskState};
 pub use vocab::{
@@ -250,7 +252,8 @@ pub fn task_branch(task: &Task) -> String {
             | TaskKind::Recreate
             | TaskKind::Rework
             | TaskKind::PrReview
-            | TaskKind::Docs,
+            | TaskKind::Docs
+            | TaskKind::Research,
             _,
         ) => task.id.short().to_string(),
     };

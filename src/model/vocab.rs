@@ -127,6 +127,8 @@ vocabulary! {
         Rework => "rework",
         PrReview => "pr_review",
         Docs => "docs",
+        /// A question, not a change: a read-only run writes a report (issue 28).
+        Research => "research",
     }
 }
 
@@ -136,6 +138,8 @@ vocabulary! {
         Worker => "worker",
         Tester => "tester",
         Docser => "docser",
+        /// Answers a question with a report; changes nothing (issue 28).
+        Research => "research",
     }
 }
 

@@ -360,7 +360,7 @@ fn default_priority(n: usize, index: usize) -> i64 {
 fn lane_of(role: Role) -> Lane {
     match role {
         Role::Docser => Lane::Docser,
-        Role::Worker | Role::Tester => Lane::Feature,
+        Role::Worker | Role::Tester | Role::Research => Lane::Feature,
     }
 }
 

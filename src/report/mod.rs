@@ -5,6 +5,7 @@ pub mod check_run;
 pub mod heartbeat;
 pub mod plan;
 pub mod progress;
+pub mod research;
 mod task_show;
 
 use std::collections::BTreeMap;

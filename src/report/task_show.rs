@@ -11,6 +11,11 @@ pub fn with_family(text: &str, family: &crate::store::FamilyRuns) -> String {
         "  family:   {} ({} task(s)): {} paid run(s)\n",
         family.family, family.tasks, family.paid_runs
     );
+    after_attempts(text, &line)
+}
+
+/// `task show`'s text with `line` after its attempts line (at the end without one).
+pub fn after_attempts(text: &str, line: &str) -> String {
     match text.find("  attempts: ") {
         Some(at) => {
             let end = text[at..].find('\n').map_or(text.len(), |n| at + n + 1);

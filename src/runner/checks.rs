@@ -29,7 +29,8 @@ pub fn allowed_paths(task: &Task, config: &Config) -> Vec<String> {
     match task.role {
         // spec §2.3.3: the docs agent edits documentation only.
         Role::Docser => ["docs/**", "*.md", "**/*.md"].map(String::from).to_vec(),
-        Role::Worker | Role::Tester => config.policy.allowed_paths.clone(),
+        // A research run changes nothing; the policy's paths bound what it reads as evidence.
+        Role::Worker | Role::Tester | Role::Research => config.policy.allowed_paths.clone(),
     }
 }
 

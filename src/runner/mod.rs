@@ -2,11 +2,13 @@
 //! touches the world (worktrees, agents, commands, git); every decision about what the results
 //! mean is made by the engine (`engine::outcome`, `engine::verdict`).
 
+mod agent;
 mod checks;
 mod executors;
 pub mod judge;
 pub mod planner;
 mod prompts;
+pub mod research;
 pub mod work;
 
 use std::path::Path;
@@ -150,14 +152,38 @@ fn agent_domain(
     agent: &crate::config::EffectiveAgent,
     env: &mut Vec<(String, String)>,
 ) -> Result<Option<std::sync::Arc<crate::sandbox::landlock::Ruleset>>, String> {
-    let home = run_home(act.config, scratch, &agent.home_files)?;
-    set_var(env, "HOME", &home.display().to_string());
+    let home = home_set(act, scratch, agent, env)?;
     let mut writable = vec![workspace.to_path_buf(), scratch.to_path_buf()];
     if let Ok(common) = crate::git::Git::new(workspace).common_dir() {
         writable.push(common);
     }
     writable.push(home);
     confinement(act.config, &writable)
+}
+
+/// The domain of a read-only agent (a research run, issue 28): as [`agent_domain`], but it may
+/// write only its scratch folder, its home and `sandbox.writable` — neither the workspace nor
+/// the repository's `.git`.
+fn read_only_domain(
+    act: &Act<'_>,
+    scratch: &Path,
+    agent: &crate::config::EffectiveAgent,
+    env: &mut Vec<(String, String)>,
+) -> Result<Option<std::sync::Arc<crate::sandbox::landlock::Ruleset>>, String> {
+    let home = home_set(act, scratch, agent, env)?;
+    confinement(act.config, &[scratch.to_path_buf(), home])
+}
+
+/// The run's home made ([`run_home`]) and set as `HOME` in `env`.
+fn home_set(
+    act: &Act<'_>,
+    scratch: &Path,
+    agent: &crate::config::EffectiveAgent,
+    env: &mut Vec<(String, String)>,
+) -> Result<std::path::PathBuf, String> {
+    let home = run_home(act.config, scratch, &agent.home_files)?;
+    set_var(env, "HOME", &home.display().to_string());
+    Ok(home)
 }
 
 /// The `HOME` of one run: a new private folder in `scratch` holding `files` copied from the

@@ -20,6 +20,39 @@ pub fn worker(
     brief: &Brief,
     result_file: &Path,
 ) -> Result<String, CheckFailure> {
+    act.templates
+        .render_worker(&worker_data(act, task, brief, result_file))
+        .map_err(|e| CheckFailure {
+            code: FailureCode::SetupOrBootstrapIssue,
+            message: format!("the worker prompt could not be rendered: {e}"),
+        })
+}
+
+/// The prompt of a research run (issue 28): the worker's data — the issue is the question —
+/// plus the base commit and where the report goes.
+pub fn research(
+    act: &Act<'_>,
+    task: &Task,
+    brief: &Brief,
+    base_sha: &str,
+    files: (&Path, &Path),
+) -> Result<String, CheckFailure> {
+    let (report_file, result_file) = files;
+    let data = crate::prompt::ResearchPrompt {
+        work: worker_data(act, task, brief, result_file),
+        base_sha: base_sha.to_string(),
+        report_file: report_file.display().to_string(),
+        max_proposals: crate::engine::research::MAX_PROPOSALS,
+    };
+    act.templates
+        .render_research(&data)
+        .map_err(|e| CheckFailure {
+            code: FailureCode::SetupOrBootstrapIssue,
+            message: format!("the research prompt could not be rendered: {e}"),
+        })
+}
+
+fn worker_data(act: &Act<'_>, task: &Task, brief: &Brief, result_file: &Path) -> WorkerPrompt {
     let history = &brief.runs;
     let failed: Vec<&Run> = history
         .iter()
@@ -43,7 +76,7 @@ pub fn worker(
             }
         })
         .collect();
-    let data = WorkerPrompt {
+    WorkerPrompt {
         role: task.role.to_string(),
         title: prompt_title(task, brief.issue.as_ref()),
         goal: task.goal.clone(),
@@ -73,13 +106,7 @@ pub fn worker(
                 )
             })
             .collect(),
-    };
-    act.templates
-        .render_worker(&data)
-        .map_err(|e| CheckFailure {
-            code: FailureCode::SetupOrBootstrapIssue,
-            message: format!("the worker prompt could not be rendered: {e}"),
-        })
+    }
 }
 
 /// Whether an earlier failure belongs in the next prompt as one not to repeat: only what the

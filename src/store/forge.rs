@@ -222,15 +222,21 @@ impl Store {
     pub fn retarget(
         &mut self,
         id: &crate::model::TaskId,
-        role: crate::model::Role,
+        (role, kind): (crate::model::Role, crate::model::TaskKind),
         lane: crate::model::Lane,
         reason: &str,
         writer: super::Writer<'_>,
     ) -> Result<(), StoreError> {
         let tx = self.conn.transaction()?;
         tx.execute(
-            "UPDATE tasks SET role = ?2, lane = ?3, updated_at = ?4 WHERE id = ?1",
-            params![id.as_str(), role.as_str(), lane.as_str(), writer.now.0],
+            "UPDATE tasks SET role = ?2, lane = ?3, kind = ?5, updated_at = ?4 WHERE id = ?1",
+            params![
+                id.as_str(),
+                role.as_str(),
+                lane.as_str(),
+                writer.now.0,
+                kind.as_str()
+            ],
         )?;
         super::tasks::note(&tx, writer, "task.retargeted", Some(id), None, reason)?;
         tx.commit()?;

@@ -13,6 +13,7 @@ mod people;
 mod plans;
 mod progress;
 mod record;
+mod research;
 mod retention;
 mod rows;
 mod schema;

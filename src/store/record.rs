@@ -27,6 +27,9 @@ pub struct RunRecord {
     pub head_sha: Option<String>,
     /// The pull request the change is in (github mode).
     pub pr_number: Option<u64>,
+    /// A research run's report (issue 28): kept with the run's outcome, posted after.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub research: Option<crate::model::ResearchReport>,
     /// The agent was cut short (timeout, turn or spending cap): what it changed is worth
     /// keeping for the next attempt. Not stored.
     pub cut_short: bool,
@@ -234,6 +237,11 @@ impl Store {
                 record.executor,
             ],
         )?;
+        if let (Some(report), crate::model::RunStatus::Success) =
+            (&record.research, decision.run_status)
+        {
+            super::research::write_report(&tx, report, writer.now)?;
+        }
         let changes = TaskChanges {
             attempts: decision.attempts.clone(),
             next_attempt_at: decision.next_attempt_at,

@@ -3,7 +3,7 @@
 //! A migration is appended, never edited: version N's SQL turns a version N-1 file into version N.
 
 /// Each entry migrates from version `index` to version `index + 1`.
-pub const MIGRATIONS: &[&str] = &[V1, V2, V3, V4, V5, V6, V7, V8, V9, V10];
+pub const MIGRATIONS: &[&str] = &[V1, V2, V3, V4, V5, V6, V7, V8, V9, V10, V11];
 
 pub const LATEST: i64 = MIGRATIONS.len() as i64;
 
@@ -309,5 +309,20 @@ const V10: &str = r#"
 CREATE TABLE plan_tasks (
     task_id TEXT PRIMARY KEY,
     plan_id TEXT NOT NULL
+) STRICT, WITHOUT ROWID;
+"#;
+
+/// Research tasks (issue 28): each one's latest report (redacted, capped, evidence linked),
+/// its answers per acceptance criterion and its proposals (JSON lists of `CriterionCheck` and
+/// `Proposal`), kept in the record phase so a tick killed before posting loses nothing.
+const V11: &str = r#"
+CREATE TABLE research_reports (
+    task_id    TEXT PRIMARY KEY REFERENCES tasks(id),
+    run_id     TEXT NOT NULL,
+    base_sha   TEXT NOT NULL,
+    body       TEXT NOT NULL,
+    criteria   TEXT NOT NULL DEFAULT '[]',
+    proposals  TEXT NOT NULL DEFAULT '[]',
+    updated_at INTEGER NOT NULL
 ) STRICT, WITHOUT ROWID;
 "#;

@@ -63,6 +63,8 @@ pub struct CommandFeed {
     pub questions: Vec<(TaskId, String, u64, String)>,
     /// The feed was read to its end: every reply posted so far was seen.
     pub complete: bool,
+    /// Our research report comments seen (their boxes approve proposals, issue 28).
+    pub reports: Vec<crate::engine::research::ReportComment>,
     pub cursors: Vec<(String, Cursor)>,
 }
 
@@ -145,6 +147,15 @@ pub fn fetch(
         if let Some((task, question)) = super::escalate::marked(&comment.body).filter(|_| ours) {
             feed.questions
                 .push((task, question, comment.id, comment.body.clone()));
+            continue;
+        }
+        if let Some(task) = crate::engine::research::marked(&comment.body).filter(|_| ours) {
+            feed.reports.push(crate::engine::research::ReportComment {
+                task,
+                thread: comment.thread,
+                url: comment.html_url.clone(),
+                body: comment.body.clone(),
+            });
             continue;
         }
         if !commands_on || comment.body.contains("<!-- opentiger:") {
@@ -401,6 +412,11 @@ pub(super) fn decide_on(
             origins: &origins,
             now,
             checkbox: asked.checkbox,
+            reports: &store
+                .research_reports()?
+                .into_iter()
+                .map(|r| (r.task_id.clone(), r))
+                .collect(),
         },
     ))
 }
@@ -464,6 +480,7 @@ pub(super) fn apply_effects(
                 )));
             }
             Effect::Respec { .. }
+            | Effect::AddTask(_)
             | Effect::EndCooldown { .. }
             | Effect::SetBudget { .. }
             | Effect::PauseRepo
@@ -519,6 +536,13 @@ pub(super) fn apply_effects(
                     ..writer
                 };
                 store.clear_cooldown(task, &format!("{reason} ({})", source.url), writer)?;
+            }
+            Effect::AddTask(task) => {
+                let writer = Writer {
+                    actor: &source.actor,
+                    ..writer
+                };
+                store.add_proposal_task(task, writer)?;
             }
             Effect::Hold { thread, by } => {
                 super::last_word::set_hold(store, *thread, by.as_deref(), writer.now)?

@@ -110,15 +110,8 @@ impl Context {
         lookup: impl Fn(&str) -> Option<String>,
     ) -> crate::redact::Redactor {
         use crate::config::AgentRole;
-        use crate::model::Role;
         let mut names: Vec<String> = Vec::new();
-        for role in [
-            AgentRole::Planner,
-            AgentRole::Task(Role::Worker),
-            AgentRole::Task(Role::Tester),
-            AgentRole::Task(Role::Docser),
-            AgentRole::Judge,
-        ] {
+        for role in AgentRole::ALL {
             for agent in self.config.agents.chain(role) {
                 names.extend(agent.env_passthrough);
             }

@@ -29,6 +29,7 @@ mod progress;
 mod publish;
 mod record;
 mod report;
+mod research;
 pub mod status;
 mod threads;
 pub mod work;
@@ -249,6 +250,11 @@ fn report_progress(
         match progress::report_progress(ctx, client, which) {
             Ok(lines) => summary.lines.extend(lines),
             Err(e) => tracing::warn!("could not report progress: {}", e.message),
+        }
+        // Issue 28: research reports kept and not yet posted as they are (none: no call).
+        match research::post_reports(ctx, client) {
+            Ok(lines) => summary.lines.extend(lines),
+            Err(e) => tracing::warn!("could not post research reports: {}", e.message),
         }
     }
 }

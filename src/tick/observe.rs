@@ -9,7 +9,7 @@ use serde::{Deserialize, Serialize};
 
 use super::{ci_gate, publish, Context, Failure};
 use crate::engine::import::{
-    cap_body, cap_title, import_issues, lane_of, spec_change, ImportDecision, ImportInput,
+    cap_body, cap_title, import_issues, kind_of, lane_of, spec_change, ImportDecision, ImportInput,
     SpecChange, BODY_CAP,
 };
 use crate::engine::PullState;
@@ -318,6 +318,16 @@ impl Observed {
             }
         }
         lines.extend(self.commands.apply(ctx, store, &self.issues, writer)?);
+        if ctx.config.commands.enabled {
+            let reports = &self.commands.reports;
+            lines.extend(super::research::apply_boxes(
+                ctx,
+                store,
+                reports,
+                &self.issues,
+                writer,
+            )?);
+        }
         if let Some(dashboard) = &self.dashboard {
             lines.extend(super::checkboxes::apply(
                 ctx,
@@ -421,7 +431,8 @@ impl Observed {
                     role,
                     reason,
                 } => {
-                    store.retarget(&task_id, role, lane_of(role), &reason, writer)?;
+                    let kind = kind_of(role, store.task(&task_id)?.kind);
+                    store.retarget(&task_id, (role, kind), lane_of(role), &reason, writer)?;
                     lines.push(format!("task {task_id}: {reason}"));
                 }
                 ImportDecision::Skip { issue, reason } => skipped

@@ -41,6 +41,45 @@ criteria=$(awk '/untrusted data from the issue.s acceptance criteria/ {f=1; next
 echo "{\"verdict\": \"approve\", \"summary\": \"does what the issue asks\", \"findings\": [], \"criteria\": [$criteria]}" > "$OPENTIGER_RESULT_FILE"
 "#;
 
+/// The research agent (issue 28): its report cites each `CITE <path:line>` of its prompt, it
+/// answers each numbered acceptance criterion of the criteria's fence except those a `LEAVE
+/// <n>` names, and proposes `Do <word>` for each `PROPOSE <word>`. With `TRY-WRITE` it tries
+/// to write a file into its workspace and into the repository's `.git`, and says in its report
+/// how that went. Nothing else. Its prompt is kept in `prompts/` when it may write there.
+pub const RESEARCH: &str = r###"#!/bin/sh
+p="$OPENTIGER_PROMPT_FILE"
+cp "$p" "$PROMPTS/research-$OPENTIGER_RUN_ID.md" 2>/dev/null
+{
+  echo "## Findings"
+  echo
+  grep -o 'CITE [A-Za-z0-9._/-]*:[0-9-]*' "$p" | while read -r _ ref; do
+    echo "- the answer is at $ref"
+  done
+  if grep -q 'TRY-WRITE' "$p"; then
+    if (echo pwned > "$OPENTIGER_WORKSPACE/pwned.txt") 2>/dev/null; then
+      echo "- WROTE-WORKSPACE"
+    else
+      echo "- the workspace refused a write"
+    fi
+    gitdir=$(sed -n 's/^gitdir: //p' "$OPENTIGER_WORKSPACE/.git")
+    common=$(dirname "$(dirname "$gitdir")")
+    if (echo pwned > "$common/pwned-research") 2>/dev/null; then
+      echo "- WROTE-GIT at $common"
+    else
+      echo "- .git refused a write"
+    fi
+  fi
+} > "$OPENTIGER_REPORT_FILE"
+leave=" $(grep -o 'LEAVE [0-9]*' "$p" | awk '{print $2}' | tr '\n' ' ') "
+criteria=$(awk -v leave="$leave" '/untrusted data from the issue.s acceptance criteria/ {f=1; next}
+  f==1 && /^```/ {f=2; next}
+  f==2 && /^```/ {f=0; next}
+  f==2 && /^[0-9]+\. / {n=$1; sub(/\./, "", n); if (index(leave, " " n " ")) next;
+    printf "%s{\"criterion\": %s, \"met\": true, \"answer\": \"see README.md:1\"}", sep, n; sep=", "}' "$p")
+proposals=$(grep -o 'PROPOSE [A-Za-z0-9_-]*' "$p" | awk '{printf "%s{\"title\": \"Do %s\", \"goal\": \"Make %s happen\"}", sep, $2, $2; sep=", "}')
+echo "{\"summary\": \"answered the question\", \"criteria\": [$criteria], \"proposals\": [$proposals]}" > "$OPENTIGER_RESULT_FILE"
+"###;
+
 pub fn script(dir: &Path, name: &str, text: &str) -> PathBuf {
     use std::os::unix::fs::PermissionsExt;
     let path = dir.join(name);
@@ -57,16 +96,19 @@ pub fn setup() -> Setup {
     std::fs::create_dir_all(dir.path().join("prompts")).unwrap();
     let worker = script(dir.path(), "worker.sh", WORKER);
     let judge = script(dir.path(), "judge.sh", JUDGE);
+    let research = script(dir.path(), "research.sh", RESEARCH);
     std::fs::write(
         clone.join(".opentiger.yml"),
         format!(
             "mode: github\nagents:\n  default:\n    executor: command\n    command: [\"{}\"]\n    \
              timeout_minutes: 1\n    env_passthrough: [PROMPTS]\n  judge:\n    executor: command\n    \
-             command: [\"{}\"]\n    timeout_minutes: 1\n    env_passthrough: [PROMPTS]\n\
+             command: [\"{}\"]\n    timeout_minutes: 1\n    env_passthrough: [PROMPTS]\n  \
+             research:\n    command: [\"{}\"]\n\
              report:\n  dashboard_issue: false\n\
              sandbox:\n  filesystem: none\n",
             worker.display(),
-            judge.display()
+            judge.display(),
+            research.display()
         ),
     )
     .unwrap();

@@ -36,6 +36,7 @@ pub use spec::{
 };
 pub use thread::{comment_trusted, context_comments, kept_comments, COMMENTS_CAP, COMMENT_CAP};
 
+pub use text::RESEARCH_LABEL;
 use text::{allowed_paths, dependencies, explicit_role, priority, referencing_pr, risk};
 
 /// What the import decides on.
@@ -127,7 +128,17 @@ impl fmt::Display for SkipReason {
 pub fn lane_of(role: Role) -> Lane {
     match role {
         Role::Docser => Lane::Docser,
-        Role::Worker | Role::Tester => Lane::Feature,
+        Role::Worker | Role::Tester | Role::Research => Lane::Feature,
+    }
+}
+
+/// The kind a task of `role` has: a research task answers a question; any other role keeps
+/// the kind it had (`current`), except that one leaving research becomes a feature.
+pub fn kind_of(role: Role, current: TaskKind) -> TaskKind {
+    match (role, current) {
+        (Role::Research, _) => TaskKind::Research,
+        (Role::Worker | Role::Tester | Role::Docser, TaskKind::Research) => TaskKind::Feature,
+        (Role::Worker | Role::Tester | Role::Docser, kind) => kind,
     }
 }
 
@@ -275,7 +286,7 @@ fn draft(
     )];
     notes.extend(dropped);
     let mut task = Task::new(id, &title, &goal, input.now);
-    task.kind = TaskKind::Feature;
+    task.kind = kind_of(role, TaskKind::Feature);
     task.role = role;
     task.lane = lane_of(role);
     task.status = TaskStatus::Queued;

@@ -6,10 +6,17 @@ use std::collections::BTreeSet;
 use crate::model::{Issue, PullRequest};
 use crate::model::{Risk, Role};
 
+/// The label that makes a backlog issue a research task (a question, not a change).
+pub const RESEARCH_LABEL: &str = "opentiger:research";
+
 /// The role the issue names, and where it says so: a label, else a `Role:` line of the body.
 pub(super) fn explicit_role(issue: &Issue) -> Option<(Role, String)> {
     let from_label = issue.labels.iter().find_map(|label| {
         let word = squash(label);
+        // Issue 28: `opentiger:research` rides on a backlog-labelled issue.
+        if word == RESEARCH_LABEL {
+            return Some((Role::Research, format!("from label `{}`", label.trim())));
+        }
         let bare = word
             .strip_prefix("role:")
             .or_else(|| word.strip_prefix("agent:"))

@@ -1,0 +1,315 @@
+//! Running one agent for a task run, the part a worker run and a research run share: the
+//! executor chosen from the role's chain, its scratch folder, environment and sandbox domain,
+//! the `.git` guard around it, and its failures (quota, timeout, turn cap, configuration) as the
+//! run's failure codes. What the run does before and after is the caller's (`work.rs`,
+//! `research.rs`).
+
+use std::path::Path;
+
+use super::checks::CheckFailure;
+use super::{Act, Brief};
+use crate::config::{AgentRole, EffectiveAgent};
+use crate::engine::outcome::RunOutcome;
+use crate::executor::{self, AgentExit, AgentFailure, AgentFailureKind, AgentRequest};
+use crate::model::{FailureCode, RunId, Task};
+use crate::store::RunRecord;
+
+/// What a run produced, ready to record.
+pub struct WorkResult {
+    pub outcome: RunOutcome,
+    pub record: RunRecord,
+}
+
+impl WorkResult {
+    /// A run that succeeded; `no_changes`: without a change to deliver.
+    pub(crate) fn succeeded(message: String, no_changes: bool, record: &RunRecord) -> WorkResult {
+        WorkResult {
+            outcome: RunOutcome {
+                success: true,
+                failure_code: None,
+                message,
+                no_changes,
+            },
+            record: record.clone(),
+        }
+    }
+
+    pub(crate) fn failed(code: FailureCode, message: String, mut record: RunRecord) -> WorkResult {
+        record.error = Some(message.clone());
+        WorkResult {
+            outcome: RunOutcome {
+                success: false,
+                failure_code: Some(code),
+                message,
+                no_changes: false,
+            },
+            record,
+        }
+    }
+}
+
+/// One agent run of a task: in `cwd`, which it may write or only read.
+pub(super) struct AgentJob<'a> {
+    pub act: &'a Act<'a>,
+    pub task: &'a Task,
+    pub run_id: &'a RunId,
+    pub brief: &'a Brief,
+    pub cwd: &'a Path,
+    /// A worker writes its workspace (and git in it, `.git`); a research agent may write only
+    /// its scratch folder and home.
+    pub writes_workspace: bool,
+}
+
+/// Runs the agent of `job`: `prompt` makes its prompt and extra environment from the run's
+/// scratch folder, and `read` takes what it left there (its result and files) before the
+/// folder goes. The agent's failures (quota, timeout, configuration) come back as for any run.
+pub(super) fn run_agent_with<T>(
+    job: &AgentJob<'_>,
+    record: &mut RunRecord,
+    prompt: impl FnOnce(&Path) -> Result<(String, Vec<(&'static str, String)>), CheckFailure>,
+    read: impl FnOnce(&executor::AgentResult, &Path) -> Result<T, CheckFailure>,
+) -> Result<T, CheckFailure> {
+    let AgentJob {
+        act,
+        task,
+        run_id,
+        brief,
+        cwd,
+        writes_workspace,
+    } = *job;
+    let role = AgentRole::Task(task.role);
+    let chosen = super::executors::choose(act, role).map_err(|e| CheckFailure {
+        // Issue 18: an agent given no key is not started, and waiting would not give it one.
+        code: if e.config {
+            FailureCode::AgentConfig
+        } else {
+            FailureCode::SetupOrBootstrapIssue
+        },
+        message: e.message,
+    })?;
+    let (agent, exec) = (chosen.agent, chosen.exec);
+    record.executor = Some(chosen.label);
+    record.executor_use = Some(chosen.usage);
+    let scratch = crate::scratch::private_dir("run").map_err(|e| setup_text(e.to_string()))?;
+    let (prompt, extra) = prompt(scratch.path())?;
+    let mut vars = vec![
+        ("OPENTIGER_ROLE", task.role.to_string()),
+        ("OPENTIGER_TASK_ID", task.id.to_string()),
+        ("OPENTIGER_RUN_ID", run_id.to_string()),
+        ("OPENTIGER_WORKSPACE", cwd.display().to_string()),
+        ("TMPDIR", scratch.path().display().to_string()),
+    ];
+    vars.extend(extra);
+    let mut env = executor::agent_env(&agent.env_passthrough, |k| std::env::var(k).ok(), &vars);
+    let attempt = u32::try_from(brief.runs.len()).unwrap_or(u32::MAX);
+    let confine = match writes_workspace {
+        true => super::agent_domain(act, cwd, scratch.path(), &agent, &mut env),
+        false => super::read_only_domain(act, scratch.path(), &agent, &mut env),
+    }
+    .map_err(|message| CheckFailure {
+        code: FailureCode::ExecutionFailed,
+        message,
+    })?;
+    let request = AgentRequest {
+        role,
+        task,
+        run_id,
+        workspace: cwd,
+        prompt,
+        env,
+        timeout: agent.timeout(),
+        attempt,
+        scratch: scratch.path(),
+        group_record: super::group_record(act, &run_id.to_string()),
+        confine,
+    };
+    let guard = crate::sandbox::AgentGuard::before(cwd).map_err(setup)?;
+    let result = exec.run(&request);
+    // First, before the runner's git runs again: what the agent did to the git configuration.
+    guard.after().map_err(|message| CheckFailure {
+        code: FailureCode::PolicyViolation,
+        message,
+    })?;
+    let result = result.map_err(|e| setup_text(e.to_string()))?;
+    record.cost_usd = result.cost_usd;
+    record.input_tokens = result.input_tokens;
+    record.output_tokens = result.output_tokens;
+    record.session_id = result.session_id.clone();
+    record.summary = result
+        .summary
+        .clone()
+        .map(|s| act.redactor.excerpt(&s, 500));
+    if let Some(failure) = &result.failure {
+        record.cut_short = matches!(
+            failure.kind,
+            AgentFailureKind::MaxTurns | AgentFailureKind::Budget
+        );
+        return Err(reported_failure(failure, &agent, role, act.redactor));
+    }
+    let tail = act.redactor.excerpt(&result.output_tail, 800);
+    match result.exit {
+        AgentExit::Finished => {}
+        AgentExit::TimedOut => {
+            record.cut_short = true;
+            return Err(CheckFailure {
+                code: FailureCode::TransientOrFlakyFailure,
+                message: format!(
+                    "the agent timed out after {:?} and was killed\n{tail}",
+                    agent.timeout()
+                ),
+            });
+        }
+        AgentExit::Failed(code) => {
+            let how = code.map_or("was killed by a signal".to_string(), |c| {
+                format!("exited with code {c}")
+            });
+            return Err(CheckFailure {
+                code: FailureCode::ExecutionFailed,
+                message: format!("the agent {how}\n{tail}"),
+            });
+        }
+    }
+    if let Some(refused) = &result.result_refused {
+        return Err(CheckFailure {
+            code: FailureCode::PolicyViolation,
+            message: format!("policy_violation: {refused}"),
+        });
+    }
+    if let Some(e) = &result.result_error {
+        return Err(CheckFailure {
+            code: FailureCode::ModelOrUnknownFailure,
+            message: format!("the agent finished but {e}"),
+        });
+    }
+    read(&result, scratch.path())
+}
+
+/// A failure the agent CLI reported about itself (DESIGN §6): a quota goes to `quota_wait` with
+/// its retry hint in the message (spec §3.4 reads it there); a turn or spending cap is an
+/// unfinished run; anything else is classified from its text (spec §3.2 message rules).
+fn reported_failure(
+    failure: &AgentFailure,
+    agent: &EffectiveAgent,
+    role: AgentRole,
+    redactor: &crate::redact::Redactor,
+) -> CheckFailure {
+    let text = redactor.excerpt(&failure.message, 600);
+    let (code, message) = match &failure.kind {
+        AgentFailureKind::Quota { retry_hint } => (
+            FailureCode::QuotaFailure,
+            match retry_hint {
+                Some(hint) => format!("the agent hit a quota or rate limit ({hint}): {text}"),
+                None => format!("the agent hit a quota or rate limit: {text}"),
+            },
+        ),
+        AgentFailureKind::MaxTurns => (
+            FailureCode::ModelOrUnknownFailure,
+            format!(
+                "the agent used all its turns (agents.{}.max_turns = {}) before finishing: {text}",
+                role.name(),
+                agent.max_turns
+            ),
+        ),
+        AgentFailureKind::Budget => (
+            FailureCode::ModelOrUnknownFailure,
+            format!("the agent stopped at its own spending cap before finishing: {text}"),
+        ),
+        AgentFailureKind::Config => (
+            FailureCode::AgentConfig,
+            format!(
+                "the agent cannot reach its model as configured ({}): {text}\n  {}",
+                agent.executor_key(),
+                executor::config_fix(agent)
+            ),
+        ),
+        AgentFailureKind::Error => (
+            FailureCode::ExecutionFailed,
+            format!("the agent reported an error: {text}"),
+        ),
+    };
+    CheckFailure { code, message }
+}
+
+pub(super) fn setup(e: crate::git::GitError) -> CheckFailure {
+    setup_text(e.to_string())
+}
+
+pub(super) fn setup_text(message: String) -> CheckFailure {
+    CheckFailure {
+        code: FailureCode::SetupOrBootstrapIssue,
+        message,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::Config;
+    use crate::engine::outcome::{decide_outcome, RunExecutors};
+    use crate::engine::testkit::{task, NOW};
+    use crate::model::Role;
+    use crate::model::{BlockReason, TaskState};
+    use crate::redact::Redactor;
+    use crate::time::SECOND;
+
+    fn failure(kind: AgentFailureKind, message: &str) -> AgentFailure {
+        AgentFailure {
+            kind,
+            message: message.to_string(),
+        }
+    }
+
+    /// A CLI's own report of failure reaches the outcome rules with the right code, and a quota
+    /// hint from the adapter sets the wait (spec §3.4).
+    #[test]
+    fn reported_failures_become_outcomes() {
+        let config = Config::default();
+        let role = AgentRole::Task(Role::Worker);
+        let agent = config.agents.effective(role);
+        let redactor = Redactor::new(["sk-secret".to_string()]);
+        #[rustfmt::skip]
+        let cases: &[(AgentFailure, FailureCode, TaskState, &str)] = &[
+            (failure(AgentFailureKind::Quota { retry_hint: Some("retry in 3600s".into()) }, "API Error: 429"),
+                FailureCode::QuotaFailure, TaskState::blocked(BlockReason::QuotaWait), "(retry in 3600s)"),
+            (failure(AgentFailureKind::Quota { retry_hint: None }, "usage limit reached"),
+                FailureCode::QuotaFailure, TaskState::blocked(BlockReason::QuotaWait), "quota or rate limit"),
+            (failure(AgentFailureKind::MaxTurns, "Reached maximum number of turns (100)"),
+                FailureCode::ModelOrUnknownFailure, TaskState::FAILED, "agents.worker.max_turns = 100"),
+            (failure(AgentFailureKind::Budget, "Reached maximum budget ($1)"),
+                FailureCode::ModelOrUnknownFailure, TaskState::FAILED, "spending cap"),
+            (failure(AgentFailureKind::Error, "it crashed with sk-secret"),
+                FailureCode::ExecutionFailed, TaskState::FAILED, "reported an error"),
+            // Issue 18: not retried; a person gets the fix.
+            (failure(AgentFailureKind::Config, "Not logged in · Please run /login (sk-secret)"),
+                FailureCode::AgentConfig, TaskState::blocked(BlockReason::AwaitingHuman),
+                "fix: set ANTHROPIC_API_KEY in the workflow's env (`env: ANTHROPIC_API_KEY: ${{ secrets.ANTHROPIC_API_KEY }}`) and list it in `agents.worker.env_passthrough`"),
+        ];
+        for (f, code, to, says) in cases {
+            let check = reported_failure(f, &agent, role, &redactor);
+            assert_eq!(check.code, *code, "{f:?}");
+            assert!(check.message.contains(says), "{}", check.message);
+            assert!(!check.message.contains("sk-secret"), "{}", check.message);
+            let outcome = RunOutcome {
+                success: false,
+                failure_code: Some(check.code),
+                message: check.message,
+                no_changes: false,
+            };
+            let decision = decide_outcome(&task("a"), &outcome, &RunExecutors::NONE, &config, NOW);
+            assert_eq!(decision.to, *to, "{f:?}");
+        }
+        let hinted = reported_failure(&cases[0].0, &agent, role, &redactor);
+        let outcome = RunOutcome {
+            success: false,
+            failure_code: Some(hinted.code),
+            message: hinted.message,
+            no_changes: false,
+        };
+        let wait = decide_outcome(&task("a"), &outcome, &RunExecutors::NONE, &config, NOW)
+            .next_attempt_at
+            .flatten()
+            .expect("a retry time")
+            .minus(NOW);
+        assert_eq!(wait, 3600 * SECOND, "the provider's hint wins");
+    }
+}

@@ -1,0 +1,269 @@
+//! Research tasks (issue 28) end to end, against the local GitHub stand-in: an issue labelled
+//! `opentiger:research` (riding on the backlog label) gets one report comment with its
+//! evidence linked at the base commit, no branch and no PR; an unchanged report costs no
+//! request, a rerun edits the same comment; `/opentiger approve <n>` by a trusted person and a
+//! ticked box of the report each open exactly one issue; an outsider's approve is refused; a
+//! report leaving a criterion unanswered fails its run, naming the criterion.
+
+mod common;
+
+use common::scripted::{self, prompts, tasks, tick, Setup};
+
+const QUESTION: &str = "Where is the project named? CITE README.md:1 and CITE src/gone.rs:3.\n\
+PROPOSE greeting\nPROPOSE farewell\n\n## Acceptance criteria\n\n- Name the file\n- Say the line\n";
+
+fn research_issue(s: &Setup, body: &str) -> u64 {
+    s.server.add_issue(
+        "Where is the name?",
+        body,
+        &["opentiger", "opentiger:research"],
+        "alice",
+        "OWNER",
+    )
+}
+
+fn research_task(s: &Setup) -> serde_json::Value {
+    tasks(s)
+        .into_iter()
+        .find(|t| t["role"] == "research")
+        .expect("a research task")
+}
+
+/// Our report comments on `issue`.
+fn reports(s: &Setup, issue: u64) -> Vec<common::github::Comment> {
+    s.server
+        .comments(issue)
+        .into_iter()
+        .filter(|c| c.body.contains("<!-- opentiger:research issue="))
+        .collect()
+}
+
+fn origin_branches(s: &Setup) -> String {
+    common::git(
+        &s.origin,
+        &["branch", "--list", "--format=%(refname:short)"],
+    )
+}
+
+/// The issues opentiger opened (a proposal's each).
+fn opened_issues(s: &Setup) -> Vec<String> {
+    s.server
+        .issues()
+        .into_iter()
+        .filter(|i| i.user != "alice")
+        .map(|i| i.title)
+        .collect()
+}
+
+#[test]
+fn a_research_issue_gets_one_report_and_approved_proposals_open_one_issue_each() {
+    let s = scripted::setup();
+    let issue = research_issue(&s, QUESTION);
+    let out = tick(&s, "2026-11-21T12:00:00Z");
+    let task = research_task(&s);
+    assert_eq!(task["status"], "done", "{out}\n{task}");
+    assert_eq!(task["kind"], "research", "{task}");
+    // The question reached the prompt (inside the issue's fence), with the base commit.
+    let prompt = prompts(&s, "research").pop().expect("a research prompt");
+    let base = common::git(&s.origin, &["rev-parse", "main"]);
+    assert!(scripted::fenced(&prompt, "the issue").contains("CITE README.md:1"));
+    assert!(
+        prompt.contains(&format!("The workspace holds commit `{base}`")),
+        "{prompt}"
+    );
+    // One comment: the evidence linked at the base commit, the missing file not; criteria
+    // answered; proposals as boxes.
+    let comments = reports(&s, issue);
+    assert_eq!(comments.len(), 1, "{comments:?}");
+    let body = &comments[0].body;
+    let link = format!("[README.md:1](https://github.com/acme/widgets/blob/{base}/README.md#L1)");
+    assert!(body.contains(&link), "{body}");
+    assert!(body.contains("the answer is at src/gone.rs:3"), "{body}");
+    assert!(body.contains("1. **Name the file** (met): see"), "{body}");
+    assert!(
+        body.contains("- [ ] 1. Do greeting — Make greeting happen"),
+        "{body}"
+    );
+    assert!(body.contains("- [ ] 2. Do farewell"), "{body}");
+    // `task show` says what the report holds and where it is.
+    let id = task["id"].as_str().unwrap().to_string();
+    let shown = scripted::opentiger(&s, "2026-11-21T12:01:00Z", &["task", "show", &id]);
+    let shown = String::from_utf8_lossy(&shown.stdout);
+    assert!(shown.contains("phase:    completed"), "{shown}");
+    assert!(shown.contains("Report:\n## Findings\n"), "{shown}");
+    assert!(
+        shown.contains("2 criteria (2 met or not), 2 proposal(s), 0 approved (its comment on #1)"),
+        "{shown}"
+    );
+    // Nothing pushed, no PR.
+    assert!(
+        !origin_branches(&s).contains("opentiger/task-"),
+        "{}",
+        origin_branches(&s)
+    );
+    assert!(s.server.pulls().is_empty());
+
+    // A second tick posts nothing: the report is unchanged (a quiet tick's requests only).
+    s.server.reset_counts();
+    tick(&s, "2026-11-21T12:05:00Z");
+    let calls = s.server.requests();
+    assert!(calls.len() <= 3, "{calls:?}");
+    assert!(calls.iter().all(|r| r.method == "GET"), "{calls:?}");
+
+    // An outsider's approve is refused and opens nothing.
+    s.server
+        .add_comment(issue, "/opentiger approve 1", "mallory");
+    tick(&s, "2026-11-21T12:10:00Z");
+    assert!(opened_issues(&s).is_empty());
+    // A trusted person approves proposal 1: one issue, the report shows it approved.
+    s.server.set_permission("bob", "write");
+    s.server.add_comment(issue, "/opentiger approve 1", "bob");
+    tick(&s, "2026-11-21T12:15:00Z");
+    tick(&s, "2026-11-21T12:20:00Z");
+    tick(&s, "2026-11-21T12:25:00Z");
+    assert_eq!(opened_issues(&s), ["Do greeting"]);
+    let comments = reports(&s, issue);
+    assert_eq!(comments.len(), 1);
+    let opened = s
+        .server
+        .issues()
+        .into_iter()
+        .find(|i| i.title == "Do greeting")
+        .unwrap();
+    let approved = format!(
+        "- [x] 1. Do greeting — Make greeting happen → #{}",
+        opened.number
+    );
+    assert!(comments[0].body.contains(&approved), "{}", comments[0].body);
+    // The same approval again: "already approved", nothing opened.
+    s.server.add_comment(issue, "/opentiger approve 1", "bob");
+    tick(&s, "2026-11-21T12:30:00Z");
+    assert_eq!(opened_issues(&s), ["Do greeting"]);
+    let replies: Vec<String> = s
+        .server
+        .comments(issue)
+        .into_iter()
+        .map(|c| c.body)
+        .filter(|b| b.contains("already approved"))
+        .collect();
+    assert_eq!(replies.len(), 1, "{replies:?}");
+
+    // A trusted person ticks box 2 of the report (only they can edit opentiger's comment).
+    let ticked = comments[0]
+        .body
+        .replace("- [ ] 2. Do farewell", "- [x] 2. Do farewell");
+    s.server.edit_comment(comments[0].id, &ticked);
+    tick(&s, "2026-11-21T12:35:00Z");
+    tick(&s, "2026-11-21T12:40:00Z");
+    let mut titles = opened_issues(&s);
+    titles.sort();
+    assert_eq!(titles, ["Do farewell", "Do greeting"]);
+    let comments = reports(&s, issue);
+    assert_eq!(comments.len(), 1);
+    assert!(
+        comments[0].body.contains("- [x] 2. Do farewell"),
+        "{}",
+        comments[0].body
+    );
+
+    // A rerun: the author edits the question, a new research task answers it, and the same
+    // comment is edited to show the new report.
+    s.server.set_now("2026-11-21T12:45:00Z");
+    s.server.edit_issue_body(
+        issue,
+        &QUESTION.replace("CITE README.md:1", "CITE README.md:1-2"),
+    );
+    let mut out = tick(&s, "2026-11-21T12:50:00Z");
+    out.push_str(&tick(&s, "2026-11-21T12:55:00Z"));
+    let after = reports(&s, issue);
+    assert_eq!(after.len(), 1, "{out}\n{after:?}");
+    assert_eq!(after[0].id, comments[0].id);
+    assert!(
+        after[0].body.contains("/README.md#L1-L2)"),
+        "{out}\n{}",
+        after[0].body
+    );
+    assert!(
+        after[0].body.contains("- [ ] 1. Do greeting"),
+        "{}",
+        after[0].body
+    );
+    // The research task never had a branch (its proposals' tasks may have theirs).
+    let short = &id[..8.min(id.len())];
+    assert!(
+        !origin_branches(&s).contains(short),
+        "{}",
+        origin_branches(&s)
+    );
+}
+
+#[test]
+fn a_report_leaving_a_criterion_unanswered_fails_its_run_naming_it() {
+    let s = scripted::setup();
+    let body = format!("{QUESTION}\nLEAVE 2\n");
+    let issue = research_issue(&s, &body);
+    let out = tick(&s, "2026-11-21T12:00:00Z");
+    let task = research_task(&s);
+    assert_ne!(task["status"], "done", "{out}");
+    assert!(
+        out.contains("leaves acceptance criterion 2 \"Say the line\" unanswered"),
+        "{out}"
+    );
+    assert!(reports(&s, issue).is_empty());
+    assert!(s.server.pulls().is_empty());
+}
+
+/// The attack (issue 16's way, as an unprivileged user when the tests run as root): a research
+/// agent under Landlock tries to write a file into its workspace and into the repository's
+/// `.git` (the common folder and its worktree's), and fails at each; its run still succeeds
+/// with a report, so nothing it tried got through unseen. With the workspace writable, the
+/// first write would succeed and the run fail (checked once by breaking the confinement).
+#[test]
+fn a_research_agent_cannot_write_its_workspace_or_git() {
+    use common::unprivileged::Jail;
+    if opentiger::sandbox::landlock::abi_version().is_none() {
+        eprintln!("no Landlock on this kernel: nothing to check");
+        return;
+    }
+    let jail = Jail::new(common::Setup {
+        extra: "sandbox:\n  filesystem: landlock\n",
+        ..common::Setup::default()
+    });
+    jail.g.agent(
+        r###"#!/bin/sh
+r="$OPENTIGER_REPORT_FILE"
+echo "## Findings" > "$r"
+(echo pwned > "$OPENTIGER_WORKSPACE/pwned.txt") 2>/dev/null && echo "WROTE-WORKSPACE" >> "$r"
+(echo pwned > "$OPENTIGER_WORKSPACE/README.md") 2>/dev/null && echo "WROTE-README" >> "$r"
+gitdir=$(sed -n 's/^gitdir: //p' "$OPENTIGER_WORKSPACE/.git")
+common=$(dirname "$(dirname "$gitdir")")
+(echo pwned > "$common/pwned-research") 2>/dev/null && echo "WROTE-GIT" >> "$r"
+(echo pwned > "$gitdir/pwned-research") 2>/dev/null && echo "WROTE-WORKTREE-GIT" >> "$r"
+echo "tried every write" >> "$r"
+summary=$(tr '\n' ' ' < "$r")
+echo "{\"summary\": \"$summary\"}" > "$OPENTIGER_RESULT_FILE"
+"###,
+    );
+    let id = jail.add_task(&[
+        "--title",
+        "Where is the name?",
+        "--goal",
+        "Say where the project is named",
+        "--role",
+        "research",
+    ]);
+    let out = jail.run(&common::minute(0), &["tick"], &[]);
+    assert_eq!(out.code, 0, "{}\n{}", out.stdout, out.stderr);
+    let runs = jail.runs(&id);
+    let run = &runs[0];
+    assert_eq!(run["status"], "success", "{run}\n{}", out.stdout);
+    let summary = run["summary"].as_str().unwrap_or_default();
+    assert!(summary.contains("tried every write"), "{summary}");
+    assert!(!summary.contains("WROTE-"), "{summary}");
+    let git_dir = jail.g.path().join(".git");
+    assert!(!git_dir.join("pwned-research").exists());
+    assert!(!jail.g.path().join("pwned.txt").exists());
+    // Nothing was committed or branched for it.
+    let branches = common::git(jail.g.path(), &["branch", "--list", "opentiger/task-*"]);
+    assert!(branches.trim().is_empty(), "{branches}");
+}
