@@ -267,3 +267,64 @@ echo "{\"summary\": \"$summary\"}" > "$OPENTIGER_RESULT_FILE"
     let branches = common::git(jail.g.path(), &["branch", "--list", "opentiger/task-*"]);
     assert!(branches.trim().is_empty(), "{branches}");
 }
+
+/// The fan-out split (issue 28 item 7: as for workers): the work job runs the research without
+/// a token and writes its result; `apply`, the job with the token, records it and posts the one
+/// report comment. Nothing is pushed by either.
+#[test]
+fn a_research_run_worked_without_a_token_is_posted_by_apply() {
+    let s = scripted::setup();
+    let issue = research_issue(&s, QUESTION);
+    let at = "2026-11-21T12:00:00Z";
+    let job = |name: &str| {
+        let path = s.dir.path().join(name);
+        common::clone(&s.origin, &path);
+        path
+    };
+    let run = |dir: &std::path::Path, token: bool, args: &[&str]| {
+        let mut cmd = common::github::opentiger_against(&s.server, dir, at);
+        cmd.env("PROMPTS", s.dir.path().join("prompts")).args(args);
+        if !token {
+            cmd.env_remove("GITHUB_TOKEN");
+        }
+        common::github::tick_output(cmd.output().unwrap(), at)
+    };
+    let claimed: serde_json::Value =
+        serde_json::from_str(&run(&s.clone, true, &["tick", "--fan-out", "1", "--json"])).unwrap();
+    let run_id = claimed["matrix"]["include"][0]["run"]
+        .as_str()
+        .unwrap_or_else(|| panic!("no run claimed: {claimed}"))
+        .to_string();
+    let out_dir = s.dir.path().join("out");
+    let work = job("work-job");
+    let requests = s.server.request_count();
+    let out_arg = out_dir.display().to_string();
+    let said = run(
+        &work,
+        false,
+        &["work", "--run", &run_id, "--output", &out_arg],
+    );
+    assert!(said.contains("result written to"), "{said}");
+    assert_eq!(
+        s.server.request_count(),
+        requests,
+        "the work job asks GitHub nothing"
+    );
+    assert!(reports(&s, issue).is_empty());
+
+    let applied = run(&job("apply-job"), true, &["apply", &out_arg]);
+    let comments = reports(&s, issue);
+    assert_eq!(comments.len(), 1, "{applied}");
+    let base = common::git(&s.origin, &["rev-parse", "main"]);
+    assert!(
+        comments[0]
+            .body
+            .contains(&format!("/blob/{base}/README.md#L1)")),
+        "{}",
+        comments[0].body
+    );
+    assert!(comments[0].body.contains("- [ ] 1. Do greeting"));
+    assert_eq!(research_task(&s)["status"], "done");
+    assert!(s.server.pulls().is_empty());
+    assert!(!origin_branches(&s).contains("opentiger/task-"));
+}

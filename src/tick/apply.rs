@@ -104,6 +104,7 @@ pub fn apply_output(ctx: &Context, dir: &Path) -> Result<(RunId, WorkDone), Fail
         publish_run(ctx, client, &task, &run_id, &mut result);
     }
     let done = record_work(ctx, &task_id, &run_id, &result)?;
+    super::research::post_after_work(ctx, forge.as_ref(), &task);
     Ok((run_id, done))
 }
 
@@ -140,6 +141,20 @@ fn verify(
             "the record names task {}, but run {run_id} is task {}",
             record.task_id, task.id
         )));
+    }
+    // A research report only from a research task's run, naming that task and run; a
+    // research run commits nothing (issue 28).
+    let research = record.run.research.as_ref();
+    let is_research = task.kind == crate::model::TaskKind::Research;
+    if research.is_some_and(|r| !is_research || r.task_id != task.id || r.run_id != run_id.as_str())
+    {
+        return Err(violation(format!(
+            "the record carries a research report that is not run {run_id}'s of research task {}",
+            task.id
+        )));
+    }
+    if is_research && record.head_sha().is_some() {
+        return Err(violation("a research run never commits".to_string()));
     }
     let Some(head) = record.head_sha() else {
         // Nothing committed: a failure (or a change-less success) to record as it is.

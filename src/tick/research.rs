@@ -32,6 +32,23 @@ fn key(issue: u64) -> String {
     format!("research:issue:{issue}")
 }
 
+/// After `work --run` or `apply` recorded a research task's run: its report is posted by the
+/// job that holds the token, not left for the next tick (visibility only: a failure is a
+/// warning, and the report stays owed).
+pub(super) fn post_after_work(
+    ctx: &Context,
+    forge: Option<&GithubClient>,
+    task: &crate::model::Task,
+) {
+    let (Some(client), crate::model::TaskKind::Research) = (forge, task.kind) else {
+        return;
+    };
+    match post_reports(ctx, client) {
+        Ok(lines) => lines.iter().for_each(|l| tracing::info!("{l}")),
+        Err(e) => tracing::warn!("could not post the research report: {}", e.message),
+    }
+}
+
 /// Posts each report whose comment text changed; returns a line per comment written.
 pub fn post_reports(ctx: &Context, client: &GithubClient) -> Result<Vec<String>, Failure> {
     let store = ctx.read_store()?;

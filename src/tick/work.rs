@@ -65,7 +65,9 @@ pub fn work_run(ctx: &Context, run_id: &RunId) -> Result<WorkDone, Failure> {
     ) {
         publish_run(ctx, client, &task, &run_id, &mut result);
     }
-    record_work(ctx, &task_id, &run_id, &result)
+    let done = record_work(ctx, &task_id, &run_id, &result)?;
+    super::research::post_after_work(ctx, forge.as_ref(), &task);
+    Ok(done)
 }
 
 /// Whether a fan-out run waits for a job.
