@@ -92,7 +92,18 @@ pub fn review_done(
             &verify_report(head, id.clone(), verification, Some(base), &known),
         );
     }
-    if let Some(state) = judge_state(conclusion) {
+    // A review that failed because the branch moved on (someone pushed) will never conclude
+    // on this head: its judge check is closed as superseded, never left in progress.
+    let superseded = matches!(conclusion, JudgeConclusion::Failed { .. })
+        && branch_tip(ctx, run).is_some_and(|tip| tip != head);
+    let state = match superseded {
+        true => Some((
+            CheckStatus::Completed(crate::model::checks::CheckConclusion::Cancelled),
+            "superseded: the branch moved on to a newer push, reviewed there".to_string(),
+        )),
+        false => judge_state(conclusion),
+    };
+    if let Some(state) = state {
         let review = judgement.map(|j| ReviewText {
             summary: &j.summary,
             findings: &j.findings,
@@ -107,6 +118,16 @@ pub fn review_done(
     if let JudgeConclusion::Updated { head: merged } = conclusion {
         after_push(client, ctx, task, run.id.as_str(), merged, verification);
     }
+}
+
+/// The run's branch as it is now on the remote (one fetch of that branch; asked only when a
+/// review failed, to tell a head that moved on from one that is retried).
+fn branch_tip(ctx: &Context, run: &Run) -> Option<String> {
+    let branch = run.branch.as_deref()?;
+    let git = Git::new(&ctx.repo);
+    let branches = crate::workspace::Branches::new(&git, &ctx.config.remote);
+    branches.refresh(&[branch]).ok()?;
+    branches.head(branch).ok().flatten()
 }
 
 /// Just before the merge of an approved head: the judge's check passes, so a branch rule that
