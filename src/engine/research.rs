@@ -291,10 +291,19 @@ fn code_spans(line: &str) -> Vec<std::ops::Range<usize>> {
 /// occurrence count: the report above is the agent's text, which must not tick a box.
 pub const PROPOSALS_MARKER: &str = "<!-- opentiger:proposals -->";
 
-/// `<!--` in agent text shown in a comment, made harmless: it can open no hidden marker of
-/// ours (the comment's own, the proposals').
+/// Agent text shown in a comment, made harmless: `<!--` can open no hidden marker of ours (the
+/// comment's own, the proposals'), and `@name` notifies nobody (a zero-width space after `@`).
 pub fn neutral(text: &str) -> String {
-    text.replace("<!--", "&lt;!--")
+    let text = text.replace("<!--", "&lt;!--");
+    let mut out = String::with_capacity(text.len());
+    let mut chars = text.chars().peekable();
+    while let Some(c) = chars.next() {
+        out.push(c);
+        if c == '@' && chars.peek().is_some_and(|n| n.is_ascii_alphanumeric()) {
+            out.push('\u{200B}');
+        }
+    }
+    out
 }
 
 /// The numbers of the proposals whose box is ticked in a report comment's body

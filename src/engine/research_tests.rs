@@ -158,6 +158,11 @@ fn ticked_boxes_are_read_by_number_outside_code() {
         neutral("a <!-- opentiger:x -->"),
         "a &lt;!-- opentiger:x -->"
     );
+    // An agent's report mentions nobody into the thread.
+    assert_eq!(
+        neutral("ask @alice, not @ alone"),
+        "ask @\u{200B}alice, not @ alone"
+    );
 }
 
 #[test]
