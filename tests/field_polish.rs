@@ -7,7 +7,7 @@ use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::Duration;
 
-use common::{git, minute, GitRepo, Out, Setup, NOW};
+use common::{git, minute, running, GitRepo, Out, Setup, NOW};
 
 /// The binary run in `cwd` with no `--repo`, as a person types it.
 fn run_in(cwd: &Path, args: &[&str]) -> Out {
@@ -268,17 +268,6 @@ fn interrupted_while_the_agent_runs(
         panic!("{args:?} did not stop after the signal");
     };
     (status, child.wait_with_output().unwrap())
-}
-
-/// Whether a process exists and is not a zombie.
-fn running(pid: i32) -> bool {
-    std::fs::read_to_string(format!("/proc/{pid}/stat"))
-        .ok()
-        .and_then(|s| {
-            s.rsplit_once(')')
-                .map(|(_, r)| r.trim_start().starts_with('Z'))
-        })
-        .is_some_and(|zombie| !zombie)
 }
 
 /// Item 4: a quiet tick on the file store starts at most one `git` process (the base branch's

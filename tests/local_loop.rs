@@ -3,7 +3,7 @@
 
 mod common;
 
-use common::{git, minute, GitRepo, Setup};
+use common::{git, minute, running, GitRepo, Setup};
 
 /// An agent that writes `out-<task id>.txt` with the task id in it.
 const WRITE_OUT: &str = "#!/bin/sh\necho \"$OPENTIGER_TASK_ID\" > \"out-$OPENTIGER_TASK_ID.txt\"\necho '{\"summary\": \"wrote a file\", \"cost_usd\": 0.01}' > \"$OPENTIGER_RESULT_FILE\"\n";
@@ -217,11 +217,10 @@ fn a_hanging_agent_is_killed_with_its_children() {
         .unwrap()
         .trim()
         .to_string();
-    let alive = std::path::Path::new(&format!("/proc/{pid}")).exists()
-        && !std::fs::read_to_string(format!("/proc/{pid}/stat"))
-            .unwrap_or_default()
-            .contains(") Z ");
-    assert!(!alive, "the agent's child {pid} survived");
+    assert!(
+        !running(pid.parse().unwrap()),
+        "the agent's child {pid} survived"
+    );
 }
 
 #[test]
@@ -342,17 +341,6 @@ fn agents_left_by_a_killed_tick_die_before_their_task_is_claimed_again() {
         !running(read_pid("agent.pid")),
         "the agent died with its tick"
     );
-}
-
-/// Whether a process exists and is not a zombie.
-fn running(pid: i32) -> bool {
-    std::fs::read_to_string(format!("/proc/{pid}/stat"))
-        .ok()
-        .and_then(|s| {
-            s.rsplit_once(')')
-                .map(|(_, r)| r.trim_start().starts_with('Z'))
-        })
-        .is_some_and(|zombie| !zombie)
 }
 
 /// SIGKILL to the agent's process group (it leads one). Never 0, 1 or negative: those would hit

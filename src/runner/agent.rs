@@ -123,14 +123,14 @@ pub(super) fn run_agent_with<T>(
         group_record: super::group_record(act, &run_id.to_string()),
         confine,
     };
-    let guard = crate::sandbox::AgentGuard::before(cwd).map_err(setup)?;
-    let result = exec.run(&request);
     // First, before the runner's git runs again: what the agent did to the git configuration.
-    guard.after().map_err(|message| CheckFailure {
-        code: FailureCode::PolicyViolation,
-        message,
-    })?;
-    let result = result.map_err(|e| setup_text(e.to_string()))?;
+    let result = crate::sandbox::AgentGuard::around(cwd, || exec.run(&request))
+        .map_err(setup)?
+        .map_err(|message| CheckFailure {
+            code: FailureCode::PolicyViolation,
+            message,
+        })?
+        .map_err(|e| setup_text(e.to_string()))?;
     record.cost_usd = result.cost_usd;
     record.input_tokens = result.input_tokens;
     record.output_tokens = result.output_tokens;

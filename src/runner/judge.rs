@@ -455,10 +455,9 @@ fn review(
         group_record: super::group_record(act, &run.id.to_string()),
         confine,
     };
-    let guard = crate::sandbox::AgentGuard::before(&ws.path).map_err(|e| e.to_string())?;
-    let result = exec.run(&request);
-    guard.after()?;
-    let result = result.map_err(|e| e.to_string())?;
+    let result = crate::sandbox::AgentGuard::around(&ws.path, || exec.run(&request))
+        .map_err(|e| e.to_string())??
+        .map_err(|e| e.to_string())?;
     if let Some(refused) = &result.result_refused {
         return Err(format!("policy_violation: {refused}"));
     }

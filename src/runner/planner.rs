@@ -235,12 +235,11 @@ fn ask_agent(
         group_record: super::group_record(act, &run_id.to_string()),
         confine,
     };
-    let guard = crate::sandbox::AgentGuard::before(&ws.path).map_err(|e| e.to_string());
-    let result = exec.run(&request).map_err(|e| e.to_string());
-    let checked = guard.and_then(crate::sandbox::AgentGuard::after);
+    let guarded = crate::sandbox::AgentGuard::around(&ws.path, || exec.run(&request));
     let _ = ws.close();
-    checked?;
-    let result = result?;
+    let result = guarded
+        .map_err(|e| e.to_string())??
+        .map_err(|e| e.to_string())?;
     if let Some(refused) = &result.result_refused {
         return Err(format!("policy_violation: {refused}"));
     }

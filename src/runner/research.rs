@@ -24,14 +24,6 @@ use crate::workspace::{Branches, Workspace};
 /// The most of `report.md` read; the comment holds far less ([`research::REPORT_CAP`]).
 const REPORT_MAX: u64 = 256 * 1024;
 
-/// Runs one claimed research task. Errors of the runner itself come back as a failed outcome,
-/// retried under the task's budget as any run's.
-pub fn run_research(act: &Act<'_>, task: &Task, run_id: &RunId, brief: &Brief) -> WorkResult {
-    let mut record = RunRecord::default();
-    in_detached_worktree(act, task, run_id, brief, &mut record)
-        .unwrap_or_else(|failure| WorkResult::failed(failure.code, failure.message, record))
-}
-
 /// What the agent left in its scratch folder.
 struct Written {
     report: Option<String>,
@@ -39,7 +31,9 @@ struct Written {
     summary: Option<String>,
 }
 
-fn in_detached_worktree(
+/// Runs one claimed research task (`runner::work::run_task` records a failure as any run's:
+/// retried under the task's budget).
+pub(super) fn research(
     act: &Act<'_>,
     task: &Task,
     run_id: &RunId,

@@ -23,13 +23,11 @@ use direct::direct;
 /// Runs one claimed task. Errors of the runner itself (git broken, disk full) come back as a
 /// failed outcome too: the task is retried under its budget, never lost.
 pub fn run_task(act: &Act<'_>, task: &Task, run_id: &RunId, brief: &Brief) -> WorkResult {
-    if task.role == Role::Research {
-        return super::research::run_research(act, task, run_id, brief);
-    }
     let mut record = RunRecord::default();
-    match act.config.mode {
-        Mode::Direct => direct(act, task, run_id, brief, &mut record),
-        Mode::LocalGit | Mode::Github => in_worktree(act, task, run_id, brief, &mut record),
+    match (task.role, act.config.mode) {
+        (Role::Research, _) => super::research::research(act, task, run_id, brief, &mut record),
+        (_, Mode::Direct) => direct(act, task, run_id, brief, &mut record),
+        (_, Mode::LocalGit | Mode::Github) => in_worktree(act, task, run_id, brief, &mut record),
     }
     .unwrap_or_else(|failure| WorkResult::failed(failure.code, failure.message, record))
 }

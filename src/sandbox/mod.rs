@@ -215,7 +215,7 @@ impl AgentGuard {
     /// Before the agent starts: a checkout's stored credentials leave the repository's
     /// configuration (when the runner holds a token of its own to push with), then every
     /// configuration file git would read is kept.
-    pub fn before(workspace: &Path) -> Result<AgentGuard, GitError> {
+    fn before(workspace: &Path) -> Result<AgentGuard, GitError> {
         let git = Git::new(workspace);
         if crate::credentials::forge_token().is_some() {
             strip_checkout_credentials(&git)?;
@@ -229,11 +229,23 @@ impl AgentGuard {
         })
     }
 
+    /// Runs `agent` between [`Self::before`] and [`Self::after`], so nothing of the runner's
+    /// can run git in between: `Err` when the guard could not be set up, else the guard's
+    /// verdict (a policy violation's text), else what the agent run gave.
+    pub fn around<T>(
+        workspace: &Path,
+        agent: impl FnOnce() -> T,
+    ) -> Result<Result<T, String>, GitError> {
+        let guard = AgentGuard::before(workspace)?;
+        let ran = agent();
+        Ok(guard.after().map(|()| ran))
+    }
+
     /// After the agent exited and every process it started is gone (`reaper`), before
     /// any other git command: `Err` with the policy violation's text when it changed a
     /// configuration file or the shared `.git` (each change is put back first; the
     /// configuration first, since the runner's git reads it to put back the rest).
-    pub fn after(self) -> Result<(), String> {
+    fn after(self) -> Result<(), String> {
         let config = match self.snapshot.restore_changes(&self.git) {
             Ok(tampered) if tampered.is_empty() => None,
             Ok(tampered) => Some(gitconfig::describe(&tampered)),

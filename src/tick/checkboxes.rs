@@ -8,7 +8,7 @@
 use super::commands::{apply_effects, decide_on, Asked, Source};
 use super::{Context, Failure};
 use crate::engine::checkboxes::{command_of, ticked};
-use crate::engine::commands::{Outcome, Place};
+use crate::engine::commands::{Outcome, Parsed, Place};
 use crate::model::Issue;
 use crate::store::{Store, Writer};
 
@@ -31,34 +31,51 @@ pub fn apply(
                 continue;
             }
         };
-        let asked = Asked {
-            author: "",
-            allowed: true,
-            refused_before: false,
-            place: Place::Dashboard,
-            checkbox: true,
-        };
-        let decision = decide_on(ctx, store, &parsed, asked, issues, writer.now)?;
         let source = Source {
             actor: "github:dashboard-checkbox".to_string(),
             author: "",
             url: &dashboard.html_url,
             nonce: dashboard.number,
         };
-        let outcome = match apply_effects(store, &decision.effects, &source, issues, writer) {
-            Ok(()) => decision.outcome,
-            Err(e) => {
-                lines.push(format!("{what}: could not be done: {e}"));
-                continue;
-            }
-        };
-        let said = decision.reply.unwrap_or_default();
-        match outcome {
-            Outcome::Done => lines.push(format!("{what}: {said}")),
-            Outcome::Refused | Outcome::NotAllowed | Outcome::Help => {
-                lines.push(format!("{what}: refused: {said}"))
-            }
-        }
+        let place = Place::Dashboard;
+        lines.push(act_on_box(
+            ctx, store, &parsed, place, &source, &what, issues, writer,
+        )?);
     }
     Ok(lines)
+}
+
+/// A ticked box acted on as the command `parsed` at `place`, by a person with write access
+/// (only they and opentiger can edit what opentiger wrote: the dashboard, a research report's
+/// comment): decided by the comment commands' rules, applied, and said in one report line
+/// that starts with `what`.
+#[allow(clippy::too_many_arguments)]
+pub(super) fn act_on_box(
+    ctx: &Context,
+    store: &mut Store,
+    parsed: &Parsed,
+    place: Place,
+    source: &Source<'_>,
+    what: &str,
+    issues: &[Issue],
+    writer: Writer<'_>,
+) -> Result<String, Failure> {
+    let asked = Asked {
+        author: "",
+        allowed: true,
+        refused_before: false,
+        place,
+        checkbox: true,
+    };
+    let decision = decide_on(ctx, store, parsed, asked, issues, writer.now)?;
+    if let Err(e) = apply_effects(store, &decision.effects, source, issues, writer) {
+        return Ok(format!("{what}: could not be done: {e}"));
+    }
+    let said = decision.reply.unwrap_or_default();
+    Ok(match decision.outcome {
+        Outcome::Done => format!("{what}: {said}"),
+        Outcome::Refused | Outcome::NotAllowed | Outcome::Help => {
+            format!("{what}: refused: {said}")
+        }
+    })
 }

@@ -246,15 +246,21 @@ fn report_progress(
     which: Reports,
     summary: &mut TickSummary,
 ) {
-    if let Some(client) = forge {
-        match progress::report_progress(ctx, client, which) {
-            Ok(lines) => summary.lines.extend(lines),
-            Err(e) => tracing::warn!("could not report progress: {}", e.message),
-        }
-        // Issue 28: research reports kept and not yet posted as they are (none: no call).
-        match research::post_reports(ctx, client) {
-            Ok(lines) => summary.lines.extend(lines),
-            Err(e) => tracing::warn!("could not post research reports: {}", e.message),
-        }
+    let Some(client) = forge else {
+        return;
+    };
+    // One read of the state for both (on a state branch a read is a fetch and an assembly).
+    let store = match ctx.read_store() {
+        Ok(store) => store,
+        Err(e) => return tracing::warn!("could not report progress: {}", e.message),
+    };
+    match progress::report_progress(ctx, client, &store, which) {
+        Ok(lines) => summary.lines.extend(lines),
+        Err(e) => tracing::warn!("could not report progress: {}", e.message),
+    }
+    // Issue 28: research reports kept and not yet posted as they are (none: no call).
+    match research::post_reports(ctx, client, &store) {
+        Ok(lines) => summary.lines.extend(lines),
+        Err(e) => tracing::warn!("could not post research reports: {}", e.message),
     }
 }

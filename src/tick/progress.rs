@@ -69,9 +69,9 @@ pub enum Reports {
 pub fn report_progress(
     ctx: &Context,
     client: &GithubClient,
+    store: &crate::store::Store,
     which: Reports,
 ) -> Result<Vec<String>, Failure> {
-    let store = ctx.read_store()?;
     let mut due = Vec::new();
     let mut plan = None;
     for (task, body) in store.tasks_to_report(true)? {
@@ -87,7 +87,7 @@ pub fn report_progress(
             Reports::All => !task.status.is_terminal(),
             Reports::FinalAndHeld => {
                 if plan.is_none() {
-                    plan = Some(ctx.plan(&store)?.1);
+                    plan = Some(ctx.plan(store)?.1);
                 }
                 plan.as_ref()
                     .is_some_and(|p| p.people_hold(&task.id).is_some())
@@ -102,12 +102,12 @@ pub fn report_progress(
     }
     let plan = match plan {
         Some(plan) => plan,
-        None => ctx.plan(&store)?.1,
+        None => ctx.plan(store)?.1,
     };
     let redactor = ctx.redactor();
     let mut posted = Vec::new();
     for (task, issue, last) in due {
-        let view = view(ctx, &store, &plan, &task, last.as_ref().map(|l| l.phase))?;
+        let view = view(ctx, store, &plan, &task, last.as_ref().map(|l| l.phase))?;
         let text = redactor.redact(&progress_comment(&view));
         if last.as_ref().is_some_and(|l| l.text == text) {
             continue;
@@ -124,9 +124,9 @@ pub fn report_progress(
             }) => posted.push((task.clone(), phase, text, true)),
             Err(e) => tracing::warn!("could not update the progress comment on #{issue}: {e}"),
         }
-        let pr = pr_of(&store, &task)?;
+        let pr = pr_of(store, &task)?;
         let approvals = match pr {
-            Some(pr) => approvals(ctx, &store, pr)?,
+            Some(pr) => approvals(ctx, store, pr)?,
             None => Vec::new(),
         };
         if let (false, Some(pr)) = (view.criteria.is_empty() && approvals.is_empty(), pr) {

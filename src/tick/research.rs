@@ -14,9 +14,10 @@
 //!
 //! Not for: the rules (`engine::research`) or the text (`report::research`).
 
-use super::commands::{apply_effects, decide_on, Asked, Source};
+use super::checkboxes::act_on_box;
+use super::commands::Source;
 use super::{Context, Failure};
-use crate::engine::commands::{Command, Outcome, Parsed, Place, Verb};
+use crate::engine::commands::{Command, Parsed, Place, Verb};
 use crate::engine::research::{proposal_task_id, task_marker, ticked, ReportComment};
 use crate::forge::github::{ForgeError, GithubClient};
 use crate::model::Issue;
@@ -43,15 +44,22 @@ pub(super) fn post_after_work(
     let (Some(client), crate::model::TaskKind::Research) = (forge, task.kind) else {
         return;
     };
-    match post_reports(ctx, client) {
+    match ctx
+        .read_store()
+        .and_then(|store| post_reports(ctx, client, &store))
+    {
         Ok(lines) => lines.iter().for_each(|l| tracing::info!("{l}")),
         Err(e) => tracing::warn!("could not post the research report: {}", e.message),
     }
 }
 
-/// Posts each report whose comment text changed; returns a line per comment written.
-pub fn post_reports(ctx: &Context, client: &GithubClient) -> Result<Vec<String>, Failure> {
-    let store = ctx.read_store()?;
+/// Posts each report of `store` whose comment text changed; returns a line per comment
+/// written. `store` is the one the tick's progress reports read (one state read for both).
+pub fn post_reports(
+    ctx: &Context,
+    client: &GithubClient,
+    store: &Store,
+) -> Result<Vec<String>, Failure> {
     let redactor = ctx.redactor();
     // The newest report of each issue (reports come oldest first).
     let mut newest = std::collections::BTreeMap::new();
@@ -126,17 +134,10 @@ pub fn apply_boxes(
                 verb: Verb::ApproveProposal(number),
                 task: Some(comment.task.to_string()),
             });
-            let asked = Asked {
-                author: "",
-                allowed: true,
-                refused_before: false,
-                place: Place::Thread {
-                    number: comment.thread,
-                    tasks: store.tasks_of_thread(comment.thread)?,
-                },
-                checkbox: true,
+            let place = Place::Thread {
+                number: comment.thread,
+                tasks: store.tasks_of_thread(comment.thread)?,
             };
-            let decision = decide_on(ctx, store, &parsed, asked, issues, writer.now)?;
             let source = Source {
                 actor: "github:report-checkbox".to_string(),
                 author: "",
@@ -144,16 +145,9 @@ pub fn apply_boxes(
                 nonce: comment.thread,
             };
             let what = format!("box {number} of research task {}", comment.task);
-            let said = decision.reply.clone().unwrap_or_default();
-            match apply_effects(store, &decision.effects, &source, issues, writer) {
-                Err(e) => lines.push(format!("{what}: could not be done: {e}")),
-                Ok(()) => match decision.outcome {
-                    Outcome::Done => lines.push(format!("{what}: {said}")),
-                    Outcome::Refused | Outcome::NotAllowed | Outcome::Help => {
-                        lines.push(format!("{what}: refused: {said}"))
-                    }
-                },
-            }
+            lines.push(act_on_box(
+                ctx, store, &parsed, place, &source, &what, issues, writer,
+            )?);
         }
     }
     Ok(lines)

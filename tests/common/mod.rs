@@ -352,6 +352,15 @@ pub fn enable_dashboard(clone: &Path) {
     .unwrap();
 }
 
+/// Whether process `pid` exists and is not a zombie (its state, field 3 of `/proc/<pid>/stat`).
+#[allow(dead_code)]
+pub fn running(pid: i32) -> bool {
+    u32::try_from(pid)
+        .ok()
+        .and_then(|pid| opentiger::reaper::stat_field::<char>(pid, 3))
+        .is_some_and(|state| state != 'Z')
+}
+
 pub fn minute(m: u32) -> String {
     format!("2026-11-21T{:02}:{:02}:00Z", 12 + m / 60, m % 60)
 }
