@@ -52,11 +52,18 @@ pub fn step(
 }
 
 /// The judge's check run for a review's conclusion on the reviewed head: its state and title.
-/// `None` leaves the check as it is.
-pub fn judge_state(conclusion: &JudgeConclusion) -> Option<(CheckStatus, String)> {
+/// `moved_on`: the branch has moved past the reviewed head (observed only after a review that
+/// failed). `None` leaves the check as it is.
+pub fn judge_state(conclusion: &JudgeConclusion, moved_on: bool) -> Option<(CheckStatus, String)> {
     use CheckConclusion::{Cancelled, Failure, Success};
     let done = |c, title: String| Some((CheckStatus::Completed(c), title));
     match conclusion {
+        // A review that failed on a head the branch has left will never conclude there: the
+        // check is closed, never left open (nor passing).
+        JudgeConclusion::Failed { .. } if moved_on => done(
+            Cancelled,
+            "superseded: the branch moved on to a newer push, reviewed there".to_string(),
+        ),
         JudgeConclusion::Merged { commit } => done(
             Success,
             format!("approved, merged as {}", short_sha(commit)),
@@ -182,9 +189,21 @@ mod tests {
             (JudgeConclusion::Failed { error: text("agent crashed") }, CheckStatus::InProgress, "retried: agent crashed"),
         ];
         for (conclusion, status, says) in cases {
-            let (got, title) = judge_state(&conclusion).expect("a state");
+            let (got, title) = judge_state(&conclusion, false).expect("a state");
             assert_eq!(got, status, "{conclusion:?}");
             assert!(title.contains(says), "{title}");
         }
+        // Failed on a head the branch has left: closed as superseded, whatever the error.
+        let failed = JudgeConclusion::Failed {
+            error: text("branch moved"),
+        };
+        let (got, title) = judge_state(&failed, true).expect("a state");
+        assert_eq!(got, CheckStatus::Completed(Cancelled));
+        assert!(title.starts_with("superseded"), "{title}");
+        // Moving on only matters to a review that failed.
+        let merged = JudgeConclusion::Merged {
+            commit: text("abcdef1234567"),
+        };
+        assert_eq!(judge_state(&merged, true), judge_state(&merged, false));
     }
 }

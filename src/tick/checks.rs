@@ -92,17 +92,10 @@ pub fn review_done(
             &verify_report(head, id.clone(), verification, Some(base), &known),
         );
     }
-    // A review that failed because the branch moved on (someone pushed) will never conclude
-    // on this head: its judge check is closed as superseded, never left in progress.
-    let superseded = matches!(conclusion, JudgeConclusion::Failed { .. })
+    // Whether the branch moved past the head: asked (one fetch) only after a failed review.
+    let moved_on = matches!(conclusion, JudgeConclusion::Failed { .. })
         && branch_tip(ctx, run).is_some_and(|tip| tip != head);
-    let state = match superseded {
-        true => Some((
-            CheckStatus::Completed(crate::model::checks::CheckConclusion::Cancelled),
-            "superseded: the branch moved on to a newer push, reviewed there".to_string(),
-        )),
-        false => judge_state(conclusion),
-    };
+    let state = judge_state(conclusion, moved_on);
     if let Some(state) = state {
         let review = judgement.map(|j| ReviewText {
             summary: &j.summary,
