@@ -2,8 +2,8 @@
 //! a review's conclusion, and whether a check run is created, updated or left as it is.
 //!
 //! Bound to the SHA: a new head gets new runs; a completed run keeps its conclusion (a new run
-//! follows it, and GitHub counts the newest); a head that is no longer the one under review is
-//! never given a passing check.
+//! follows it, and GitHub counts the newest). A pass is only ever written on the head just
+//! pushed or just approved; a head the review left behind is closed as superseded.
 
 use crate::engine::verdict::{short_sha, JudgeConclusion};
 use crate::model::checks::{CheckConclusion, CheckReport, CheckStatus, PublishedCheck};
@@ -13,24 +13,12 @@ use crate::model::checks::{CheckConclusion, CheckReport, CheckStatus, PublishedC
 pub enum Step {
     Create,
     Update(u64),
-    /// Already says this, or may not be said (a pass on a head that moved on).
+    /// Already says exactly this.
     Keep,
 }
 
-/// `current_head`: the head under review now, when known; a wanted pass on another head is
-/// never published.
-pub fn step(
-    existing: Option<&PublishedCheck>,
-    wanted: &CheckReport,
-    current_head: Option<&str>,
-) -> Step {
-    let passes = wanted
-        .status
-        .conclusion()
-        .is_some_and(CheckConclusion::passes);
-    if passes && current_head.is_some_and(|head| head != wanted.head_sha) {
-        return Step::Keep;
-    }
+/// Created, updated or kept, by what GitHub already has on that head under that name.
+pub fn step(existing: Option<&PublishedCheck>, wanted: &CheckReport) -> Step {
     let Some(existing) = existing else {
         return Step::Create;
     };
@@ -150,27 +138,22 @@ mod tests {
         use CheckStatus::{Completed, InProgress, Queued};
         let done = |c: &str, t: &str| Some(published("completed", Some(c), t));
         #[rustfmt::skip]
-        let cases: &[(Option<PublishedCheck>, CheckStatus, Option<&str>, Step)] = &[
-            (None, Queued, None, Step::Create),
-            (None, Completed(Success), Some("aaa"), Step::Create),
-            (Some(published("queued", None, "waiting")), InProgress, None, Step::Update(7)),
-            (Some(published("in_progress", None, "reviewing")), Completed(Failure), None, Step::Update(7)),
+        let cases: &[(Option<PublishedCheck>, CheckStatus, Step)] = &[
+            (None, Queued, Step::Create),
+            (None, Completed(Success), Step::Create),
+            (Some(published("queued", None, "waiting")), InProgress, Step::Update(7)),
+            (Some(published("in_progress", None, "reviewing")), Completed(Failure), Step::Update(7)),
             // Killed after publishing: the same result again changes nothing.
-            (done("success", "2 commands passed"), Completed(Success), None, Step::Keep),
+            (done("success", "2 commands passed"), Completed(Success), Step::Keep),
             // A finished run's conclusion is never changed: a new run follows it...
-            (done("success", "2 commands passed"), Completed(Failure), None, Step::Create),
+            (done("success", "2 commands passed"), Completed(Failure), Step::Create),
             // ...though the same conclusion may be said better.
-            (done("success", "approved"), Completed(Success), None, Step::Update(7)),
-            (done("failure", "2 commands passed"), InProgress, None, Step::Create),
-            // A pass is never published on a head that is no longer under review...
-            (None, Completed(Success), Some("bbb"), Step::Keep),
-            (Some(published("in_progress", None, "x")), Completed(CheckConclusion::Neutral), Some("bbb"), Step::Keep),
-            // ...but a failure or a start may be.
-            (None, Completed(Failure), Some("bbb"), Step::Create),
+            (done("success", "approved"), Completed(Success), Step::Update(7)),
+            (done("failure", "2 commands passed"), InProgress, Step::Create),
         ];
-        for (existing, status, current, expected) in cases {
-            let got = step(existing.as_ref(), &wanted("aaa", *status), *current);
-            assert_eq!(got, *expected, "{existing:?} {status:?} {current:?}");
+        for (existing, status, expected) in cases {
+            let got = step(existing.as_ref(), &wanted("aaa", *status));
+            assert_eq!(got, *expected, "{existing:?} {status:?}");
         }
     }
 

@@ -162,7 +162,7 @@ pub fn publish(client: &GithubClient, ctx: &Context, report: &CheckReport) {
     if !client.checks_refused.get() {
         let written = client
             .latest_check(&report.head_sha, report.name, now)
-            .and_then(|existing| match step(existing.as_ref(), report, None) {
+            .and_then(|existing| match step(existing.as_ref(), report) {
                 Step::Create => client.create_check(report, now).map(|_| ()),
                 Step::Update(id) => client.update_check(id, report, now),
                 Step::Keep => Ok(()),
