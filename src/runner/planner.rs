@@ -153,8 +153,8 @@ fn ask_agent(
     let (agent, exec) = (chosen.agent, chosen.exec);
     let git = Git::new(act.repo);
     let ws = Workspace::open_detached(&git, "planner", req.base_head).map_err(|e| e.to_string())?;
-    let scratch = crate::scratch::private_dir("planner").map_err(|e| e.to_string())?;
-    let result_file = scratch.path().join("result.json");
+    let scratch = ws.scratch();
+    let result_file = scratch.join("result.json");
     let files = git
         .run(&["ls-files", "-z"])
         .map_err(|e| e.to_string())
@@ -218,10 +218,10 @@ fn ask_agent(
             ("OPENTIGER_ROLE", "planner".to_string()),
             ("OPENTIGER_RUN_ID", run_id.to_string()),
             ("OPENTIGER_WORKSPACE", ws.path.display().to_string()),
-            ("TMPDIR", scratch.path().display().to_string()),
+            ("TMPDIR", scratch.display().to_string()),
         ],
     );
-    let confine = super::agent_domain(act, &ws.path, scratch.path(), &agent, &mut env)?;
+    let confine = super::agent_domain(act, ws.run_folder(), &scratch, &agent, &mut env)?;
     let request = AgentRequest {
         role,
         task: &pseudo,
@@ -231,15 +231,13 @@ fn ask_agent(
         env,
         timeout: agent.timeout(),
         attempt,
-        scratch: scratch.path(),
+        scratch: &scratch,
         group_record: super::group_record(act, &run_id.to_string()),
         confine,
     };
-    let guarded = crate::sandbox::AgentGuard::around(&ws.path, || exec.run(&request));
-    let _ = ws.close();
-    let result = guarded
-        .map_err(|e| e.to_string())??
-        .map_err(|e| e.to_string())?;
+    crate::sandbox::before_agent(act.repo).map_err(|e| e.to_string())?;
+    let result = exec.run(&request).map_err(|e| e.to_string())?;
+    drop(ws);
     if let Some(refused) = &result.result_refused {
         return Err(format!("policy_violation: {refused}"));
     }
