@@ -225,6 +225,20 @@ fn reported_failure(
     CheckFailure { code, message }
 }
 
+/// The agent's work taken as data ([`Workspace::import`]); what no change may hold is a
+/// policy violation naming it.
+pub(super) fn import(
+    ws: &crate::workspace::Workspace,
+) -> Result<crate::workspace::Imported, CheckFailure> {
+    ws.import().map_err(|e| match e {
+        crate::workspace::ImportError::Refused(message) => CheckFailure {
+            code: FailureCode::PolicyViolation,
+            message: format!("Policy violation: {message}"),
+        },
+        crate::workspace::ImportError::Git(e) => setup(e),
+    })
+}
+
 pub(super) fn setup(e: crate::git::GitError) -> CheckFailure {
     setup_text(e.to_string())
 }

@@ -107,7 +107,7 @@ fn read_report(path: &Path) -> Result<Option<String>, CheckFailure> {
 /// The workspace is read-only to the agent: where the sandbox could not make it so, a change
 /// found after the run still fails it.
 fn unchanged(ws: &Workspace) -> Result<(), CheckFailure> {
-    let change = super::work::import(ws)?;
+    let change = super::agent::import(ws)?;
     if change.is_empty() {
         return Ok(());
     }

@@ -5,13 +5,13 @@
 use std::path::Path;
 
 pub use super::agent::WorkResult;
-use super::agent::{run_agent_with, setup, setup_text, AgentJob};
+use super::agent::{import, run_agent_with, setup, setup_text, AgentJob};
 use super::checks::{self, CheckFailure};
 use super::{Act, Brief, Delivery};
 use crate::git::{Git, NumstatEntry};
 use crate::model::{FailureCode, Mode, Role, RunId, Task, TaskKind};
 use crate::store::RunRecord;
-use crate::workspace::{task_branch, Branches, ImportError, Imported, Start, Workspace};
+use crate::workspace::{task_branch, Branches, Start, Workspace};
 
 #[path = "work_conflicts.rs"]
 mod conflicts;
@@ -119,18 +119,6 @@ fn in_worktree(
     deliver(act, &branches, &branch)?;
     record.head_sha = Some(head);
     Ok(success(summary, record))
-}
-
-/// The agent's work taken as data ([`Workspace::import`]); what no change may hold is a
-/// policy violation naming it.
-pub(super) fn import(ws: &Workspace) -> Result<Imported, CheckFailure> {
-    ws.import().map_err(|e| match e {
-        ImportError::Refused(message) => CheckFailure {
-            code: FailureCode::PolicyViolation,
-            message: format!("Policy violation: {message}"),
-        },
-        ImportError::Git(e) => setup(e),
-    })
 }
 
 /// An agent cut short (timeout, turn or spending cap) leaves unfinished work: it is committed

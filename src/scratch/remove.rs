@@ -227,7 +227,8 @@ mod tests {
             std::fs::set_permissions(&d, std::fs::Permissions::from_mode(mode)).unwrap();
         }
         std::fs::write(root.join("nothing"), "x").unwrap();
-        std::fs::set_permissions(root.join("nothing"), std::fs::Permissions::from_mode(0)).unwrap();
+        std::fs::set_permissions(root.join("nothing"), std::fs::Permissions::from_mode(0o000))
+            .unwrap();
         remove_tree(&root).unwrap();
         assert!(!root.exists());
         assert_eq!(

@@ -122,13 +122,20 @@ impl Branches {
         if touched.is_empty() {
             return Ok(Vec::new());
         }
-        let mut busy = split(
-            self.git
-                .run_bytes(&["diff-index", "-z", "--name-only", "HEAD"])?,
-        );
-        let mut args = vec!["ls-files", "-z", "--others", "--exclude-standard", "--"];
+        // `status` (not plumbing): a file whose stat alone changed is not in the way.
+        let mut args = vec![
+            "status",
+            "--porcelain",
+            "-z",
+            "--no-renames",
+            "--untracked-files=all",
+            "--",
+        ];
         args.extend(touched.iter().map(|p| p.as_str()));
-        busy.extend(split(self.git.run_bytes(&args)?));
+        let busy: Vec<String> = split(self.git.run_bytes(&args)?)
+            .into_iter()
+            .filter_map(|entry| entry.get(3..).map(str::to_string))
+            .collect();
         let mut in_the_way: Vec<String> =
             touched.into_iter().filter(|p| busy.contains(p)).collect();
         in_the_way.dedup();

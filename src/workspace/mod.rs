@@ -160,7 +160,9 @@ impl Workspace {
         let path = run.path().join("work");
         let tmp = run.path().join("tmp");
         for dir in [&path, &tmp] {
-            std::fs::create_dir(dir).map_err(|e| io("make the workspace", e))?;
+            std::os::unix::fs::DirBuilderExt::mode(&mut std::fs::DirBuilder::new(), 0o700)
+                .create(dir)
+                .map_err(|e| io("make the workspace", e))?;
         }
         let tree_of = |rev: &str| repo.run(&["rev-parse", "--verify", &format!("{rev}^{{tree}}")]);
         let base_tree = tree_of(start.files.unwrap_or(start.commit))?;
