@@ -142,8 +142,17 @@ fn judge(
                 judgement: None,
             });
         }
-        let Some(head) = branches.head(&branch)? else {
-            return failed(format!("branch {branch} is gone"));
+        let head = match branches.head(&branch)? {
+            Some(head) => head,
+            // The run's commit is on the local branch but was never published (its tick died
+            // between the commit and the push): the judge publishes it, never fails on it.
+            None if unpublished(&repo, &branches, &branch, run)? => {
+                branches
+                    .publish(&branch)
+                    .and_then(|()| branches.refresh(&[&branch]))?;
+                continue;
+            }
+            None => return failed(format!("branch {branch} is gone")),
         };
         // DESIGN §4: a verdict is bound to the head it judged; a newer push is judged on its own.
         if let Some(expected) = run.head_sha.as_ref().filter(|e| **e != head) {
@@ -198,6 +207,17 @@ fn judge(
     failed(format!(
         "{base} kept moving while merging ({MERGE_RACES} tries): another tick merged first"
     ))
+}
+
+/// Whether the run's head is on the local task branch and the remote lacks the branch.
+fn unpublished(
+    repo: &Git,
+    branches: &Branches,
+    branch: &str,
+    run: &Run,
+) -> Result<bool, GitError> {
+    let local = repo.resolve(&format!("refs/heads/{branch}"))?;
+    Ok(branches.remote.is_some() && local.is_some() && local == run.head_sha)
 }
 
 /// The commit that put this task's change on the base, if there is one.
