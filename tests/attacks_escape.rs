@@ -716,7 +716,11 @@ echo '* filter=x diff=x' > .gitattributes"#;
 /// The filter an agent plants: it says who ran it (`$WHO`, set by the agent when it runs git
 /// itself), looks for the token everywhere, and passes the bytes through.
 fn evil_filter(a: &Attack) -> String {
-    leftover(a, "filter.sh", "steal \"filter by ${WHO:-someone else}\"\ncat")
+    leftover(
+        a,
+        "filter.sh",
+        "steal \"filter by ${WHO:-someone else}\"\ncat",
+    )
 }
 
 /// The agent's own git, after the redirect: the filter works (the twin of the checks below).
@@ -727,14 +731,23 @@ const AGENT_RUNS_IT: &str = "WHO=agent git add -A >/dev/null 2>&1";
 /// beside it landed.
 fn redirect_failed(a: &Attack) {
     let loot = a.loot();
-    assert!(loot.contains("ran: filter by agent"), "the twin: the filter works:\n{loot}");
+    assert!(
+        loot.contains("ran: filter by agent"),
+        "the twin: the filter works:\n{loot}"
+    );
     assert!(
         !loot.contains("ran: filter by someone else"),
         "the runner ran the agent's filter:\n{loot}"
     );
     assert!(!loot.contains(CANARY), "{loot}");
-    assert!(a.landed("plain.txt"), "a plain task beside the attack lands");
-    assert!(!a.jail.g.path().join(".git/evil").exists(), "the runner's .git is out of reach");
+    assert!(
+        a.landed("plain.txt"),
+        "a plain task beside the attack lands"
+    );
+    assert!(
+        !a.jail.g.path().join(".git/evil").exists(),
+        "the runner's .git is out of reach"
+    );
 }
 
 /// Issue 35, redirect 1: the workspace's `.git` becomes a `gitdir:` file naming a git folder the
@@ -787,6 +800,9 @@ fn a_judge_redirecting_its_workspace_git_runs_nothing_and_changes_nothing() {
     a.ticks(&[]);
     redirect_failed(&a);
     assert!(a.landed("attacked.txt"));
-    assert!(!a.landed("judged.txt"), "nothing the judge wrote is read back");
+    assert!(
+        !a.landed("judged.txt"),
+        "nothing the judge wrote is read back"
+    );
     assert!(!a.landed(".gitattributes"));
 }

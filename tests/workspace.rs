@@ -35,7 +35,11 @@ fn spawn_tick(g: &GitRepo, now: &str) -> Child {
 fn wait_for(file: &Path) {
     let deadline = Instant::now() + Duration::from_secs(60);
     while !file.exists() {
-        assert!(Instant::now() < deadline, "{} never appeared", file.display());
+        assert!(
+            Instant::now() < deadline,
+            "{} never appeared",
+            file.display()
+        );
         std::thread::sleep(Duration::from_millis(50));
     }
 }
@@ -72,7 +76,10 @@ fn a_person_s_work_during_a_run_is_never_undone() {
     });
     slow_agent(&g);
     let upstream = bare_origin(g.tools_path());
-    git(g.path(), &["remote", "add", "upstream", upstream.to_str().unwrap()]);
+    git(
+        g.path(),
+        &["remote", "add", "upstream", upstream.to_str().unwrap()],
+    );
     git(g.path(), &["push", "-q", "upstream", "main"]);
     let first = slow_task(&g);
     let tick = spawn_tick(&g, &minute(0));
@@ -90,9 +97,7 @@ fn a_person_s_work_during_a_run_is_never_undone() {
     git(g.path(), &["stash", "-q"]);
     git(g.path(), &["pack-refs", "--all"]);
     git(g.path(), &["fetch", "-q", "upstream"]);
-    let second = g
-        .repo
-        .add(&["--title", "Second", "--goal", "another file"]);
+    let second = g.repo.add(&["--title", "Second", "--goal", "another file"]);
     std::fs::write(g.tools_path().join("go"), "").unwrap();
     let out = finish(tick);
 
@@ -112,10 +117,21 @@ fn a_person_s_work_during_a_run_is_never_undone() {
         "the new branch's reflog"
     );
     assert_eq!(git(g.path(), &["diff", "--cached", "--name-only"]), "");
-    assert_eq!(git(g.path(), &["status", "--porcelain", "--untracked-files=no"]), "");
-    let status = g.repo.run_at(&minute(1), &["status", "--json", "--all"]).ok().json();
+    assert_eq!(
+        git(g.path(), &["status", "--porcelain", "--untracked-files=no"]),
+        ""
+    );
+    let status = g
+        .repo
+        .run_at(&minute(1), &["status", "--json", "--all"])
+        .ok()
+        .json();
     assert!(
-        status["tasks"].as_array().unwrap().iter().any(|t| t["id"] == second),
+        status["tasks"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|t| t["id"] == second),
         "the task added during the tick: {status}"
     );
     let run = &g.repo.run(&["task", "show", &first, "--json"]).ok().json()["runs"][0];
@@ -164,7 +180,15 @@ fn a_merge_waits_for_a_person_s_uncommitted_work_in_its_way() {
     let g = GitRepo::with(Setup::default());
     g.agent("#!/bin/sh\necho task > task.txt\n");
     let id = g.repo.add(&["--title", "T", "--goal", "task.txt"]);
-    g.tick(&minute(0)).ok();
+    let out = g.tick(&minute(0)).ok();
+    // These tests run agents with `sandbox.filesystem: none`: the tick says what that risks.
+    assert!(
+        out.stdout
+            .contains("agents run unconfined: sandbox.filesystem is none")
+            && out.stdout.contains("the runner's repository and its .git"),
+        "{}",
+        out.stdout
+    );
     std::fs::write(g.path().join("task.txt"), "my draft\n").unwrap();
     let out = g.tick(&minute(5)).ok();
     assert!(
@@ -174,7 +198,11 @@ fn a_merge_waits_for_a_person_s_uncommitted_work_in_its_way() {
     );
     let task = g.task_json(&id);
     assert_eq!(task["block_reason"], "awaiting_judge", "{task}");
-    assert_eq!(task["attempts"], serde_json::json!({}), "no retry spent: {task}");
+    assert_eq!(
+        task["attempts"],
+        serde_json::json!({}),
+        "no retry spent: {task}"
+    );
     assert_eq!(
         std::fs::read_to_string(g.path().join("task.txt")).unwrap(),
         "my draft\n"
@@ -192,7 +220,10 @@ fn a_merge_waits_for_a_person_s_uncommitted_work_in_its_way() {
 fn a_tick_killed_between_commit_and_push_still_lands_on_the_remote() {
     let g = GitRepo::with(Setup::default());
     let origin = bare_origin(g.tools_path());
-    git(g.path(), &["remote", "add", "origin", origin.to_str().unwrap()]);
+    git(
+        g.path(),
+        &["remote", "add", "origin", origin.to_str().unwrap()],
+    );
     git(g.path(), &["push", "-q", "origin", "main"]);
     g.agent_hanging_first(false);
     let id = g.repo.add(&[
@@ -255,10 +286,17 @@ fn a_tick_killed_between_commit_and_push_still_lands_on_the_remote() {
             &format!("Task: {id}\nRun: dead"),
         ],
     );
-    git(g.path(), &["update-ref", &format!("refs/heads/{branch}"), &commit]);
+    git(
+        g.path(),
+        &["update-ref", &format!("refs/heads/{branch}"), &commit],
+    );
     tick.kill().unwrap();
     tick.wait().unwrap();
-    let agent: i32 = std::fs::read_to_string(&pidfile).unwrap().trim().parse().unwrap();
+    let agent: i32 = std::fs::read_to_string(&pidfile)
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap();
     // SAFETY: kill has no memory effects; a negative pid addresses the agent's group.
     unsafe { libc::kill(-agent, libc::SIGKILL) };
 
@@ -271,7 +309,11 @@ fn a_tick_killed_between_commit_and_push_still_lands_on_the_remote() {
         .args(["show", "main:result.txt"])
         .output()
         .unwrap();
-    assert_eq!(String::from_utf8_lossy(&on_origin.stdout), "done\n", "{log:#?}");
+    assert_eq!(
+        String::from_utf8_lossy(&on_origin.stdout),
+        "done\n",
+        "{log:#?}"
+    );
 }
 
 /// The judge's agent fails past its retries: the task waits on a person. Their `task retry`
@@ -296,7 +338,11 @@ fn a_retry_after_the_judge_gave_up_asks_the_judge_and_runs_no_worker() {
     let out = g.tick(&minute(201)).ok();
     assert!(out.stdout.contains("approved and merged"), "{}", out.stdout);
     let shown = g.repo.run(&["task", "show", &id, "--json"]).ok().json();
-    assert_eq!(shown["runs"].as_array().unwrap().len(), 1, "one worker run: {shown}");
+    assert_eq!(
+        shown["runs"].as_array().unwrap().len(),
+        1,
+        "one worker run: {shown}"
+    );
 }
 
 /// An agent leaves a tree 3,000 levels deep and folders it closed: nothing of its run is left

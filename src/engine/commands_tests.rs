@@ -809,7 +809,10 @@ fn a_retry_after_the_judge_gave_up_asks_the_judge_again() {
                 "{said:?}"
             ),
             _ => assert!(
-                !said.effects.iter().any(|e| matches!(e, Effect::Rejudge { .. })),
+                !said
+                    .effects
+                    .iter()
+                    .any(|e| matches!(e, Effect::Rejudge { .. })),
                 "{said:?}"
             ),
         }

@@ -210,12 +210,7 @@ fn judge(
 }
 
 /// Whether the run's head is on the local task branch and the remote lacks the branch.
-fn unpublished(
-    repo: &Git,
-    branches: &Branches,
-    branch: &str,
-    run: &Run,
-) -> Result<bool, GitError> {
+fn unpublished(repo: &Git, branches: &Branches, branch: &str, run: &Run) -> Result<bool, GitError> {
     let local = repo.resolve(&format!("refs/heads/{branch}"))?;
     Ok(branches.remote.is_some() && local.is_some() && local == run.head_sha)
 }

@@ -11,8 +11,8 @@
 //!
 //! The agent's result is taken as data (`import.rs`): the files are compared with what was
 //! written (their `lstat`, never following a link), what changed is hashed by the runner's git
-//! with `--no-filters` and put in a temporary index of the runner's (in a folder no agent can
-//! write), and the tree is written from that index. No git command of the runner's runs with
+//! with `--no-filters`, new files are found with a private index of the runner's (in a folder
+//! no agent can write), and the trees on the changed paths are written again. No git command of the runner's runs with
 //! the workspace's git dir, config, attributes, hooks or index; nothing of the runner's
 //! repository is snapshotted and put back, so a person's commits, branches, tags, stashes and
 //! fetches during a run are never touched. The runner commits the tree itself
@@ -27,6 +27,7 @@
 mod branches;
 mod fill;
 mod import;
+mod trees;
 
 use std::path::{Path, PathBuf};
 
