@@ -19,18 +19,8 @@ use std::os::unix::ffi::OsStrExt;
 use std::path::Path;
 
 use super::fill::{self, Stat, Tracked, EXECUTABLE, FILE, GITLINK, LINK, LINK_MAX};
-use super::Workspace;
+use super::{Change, Workspace};
 use crate::git::{Git, GitError, NumstatEntry};
-
-/// A file the change adds, changes or deletes.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Change {
-    pub path: String,
-    /// The mode and blob after the change; `None`: deleted.
-    pub after: Option<(String, String)>,
-    /// Its size in bytes as `lstat` gave it (0 when deleted).
-    pub size: u64,
-}
 
 /// A symbolic link the change adds or changes: its path, target, and where the target leads
 /// in the tree after the change (`None`: out of the tree, absolute, or a loop).

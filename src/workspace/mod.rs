@@ -36,7 +36,7 @@ pub use crate::model::task_branch;
 use crate::scratch::PrivateDir;
 pub use branches::Branches;
 use fill::Tracked;
-pub use import::{Change, ImportError, Imported, LinkEntry};
+pub use import::{ImportError, Imported, LinkEntry};
 
 /// Where the next run of a task starts.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -84,6 +84,16 @@ pub fn start_branch(
     }
     repo.resolve(&format!("refs/heads/{branch}"))?
         .ok_or_else(|| repo.failure(&["rev-parse", branch], "the task branch is missing"))
+}
+
+/// A file the change adds, changes or deletes.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Change {
+    pub path: String,
+    /// The mode and blob after the change; `None`: deleted.
+    pub after: Option<(String, String)>,
+    /// Its size in bytes as `lstat` gave it (0 when deleted).
+    pub size: u64,
 }
 
 /// What a workspace starts from.

@@ -5,7 +5,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::io::{BufRead, BufReader, Read, Write};
 
-use super::import::Change;
+use super::Change;
 use crate::git::{Git, GitError};
 
 /// One entry of a tree: mode (as git writes it) and object id, by name.
