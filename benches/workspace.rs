@@ -80,7 +80,9 @@ fn main() {
         setup_new.push(start.elapsed());
         change(&ws.path);
         let start = Instant::now();
-        let imported = ws.import().expect("import");
+        let imported = ws
+            .import(opentiger::workspace::SizeLimits { file: 0, change: 0 })
+            .expect("import");
         import_new.push(start.elapsed());
         assert_eq!(imported.changes.len(), 20);
         let start = Instant::now();
@@ -140,7 +142,8 @@ fn one(way: &str, repo: &Path) {
         _ => {
             let ws = Workspace::open_detached(&git, "bench", &head).expect("workspace");
             change(&ws.path);
-            ws.import().expect("import");
+            ws.import(opentiger::workspace::SizeLimits { file: 0, change: 0 })
+                .expect("import");
         }
     }
     let (own, children) = peak_kib();

@@ -29,6 +29,7 @@ pub mod report;
 pub mod runner;
 pub mod safe_output;
 pub mod sandbox;
+pub mod scan;
 pub mod scratch;
 pub mod statebranch;
 pub mod store;

@@ -75,6 +75,11 @@ impl Redactor {
         Redactor::new(names.filter_map(lookup))
     }
 
+    /// The secret values this redactor knows (for the threat scan's encoded forms of them).
+    pub fn values(&self) -> &[String] {
+        &self.secrets
+    }
+
     /// `text` with every known secret and every recognised token shape replaced by `[REDACTED]`.
     pub fn redact(&self, text: &str) -> String {
         let mut ranges = Vec::new();

@@ -8,6 +8,7 @@ mod fallback;
 mod load;
 mod people;
 mod sandbox;
+mod scan;
 mod words;
 
 use std::collections::BTreeMap;
@@ -22,6 +23,7 @@ pub use people::{
     CommandsConfig, EscalationConfig, EscalationDefault, EscalationReasons, EscalationRule,
 };
 pub use sandbox::{AgentHome, FilesystemSandbox, SandboxConfig};
+pub use scan::{CiStart, ScanConfig};
 
 /// The whole configuration file.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
@@ -51,6 +53,8 @@ pub struct Config {
     pub report: ReportConfig,
     /// How agents are confined (`filesystem: landlock | none`, `require`).
     pub sandbox: SandboxConfig,
+    /// The threat scan before anything leaves the job (issue 36).
+    pub scan: ScanConfig,
     /// `/opentiger` comment commands (github mode).
     pub commands: CommandsConfig,
     /// Questions to people when a task waits on one.
@@ -99,6 +103,7 @@ impl Default for Config {
             planner: PlannerConfig::default(),
             report: ReportConfig::default(),
             sandbox: SandboxConfig::default(),
+            scan: ScanConfig::default(),
             commands: CommandsConfig::default(),
             escalation: EscalationConfig::default(),
         }
@@ -498,6 +503,14 @@ pub struct PolicyConfig {
     pub denied_paths: Vec<String>,
     pub max_changed_files: u32,
     pub max_changed_lines: u32,
+    /// The largest file a change may add or change, in bytes, checked from its size before
+    /// anything reads it (a sparse file counts by its apparent size); 0: no limit. The default,
+    /// 5 MiB, is above any hand-written source file and the lock files tools generate, and far
+    /// below what a review can read (GitHub refuses files over 100 MB).
+    pub max_file_bytes: u64,
+    /// The most bytes a change may add or change in all, checked the same way; 0: no limit.
+    /// Default 20 MiB.
+    pub max_change_bytes: u64,
 }
 
 impl Default for PolicyConfig {
@@ -517,6 +530,8 @@ impl Default for PolicyConfig {
             .to_vec(),
             max_changed_files: 50,
             max_changed_lines: 2000,
+            max_file_bytes: 5 * 1024 * 1024,
+            max_change_bytes: 20 * 1024 * 1024,
         }
     }
 }

@@ -153,6 +153,13 @@ pub enum Effect {
     },
     /// A new task: an approved research proposal (issue 28), unless it exists already.
     AddTask(Box<Task>),
+    /// Issue 36: a person approved the change the threat scan held, exactly commit `head`:
+    /// the task is queued and its next run delivers that commit.
+    ApproveChange {
+        task: TaskId,
+        head: String,
+        reason: String,
+    },
     /// The task waits on the judge again for its run `run`, its budgets afresh.
     Rejudge {
         task: TaskId,
@@ -361,6 +368,16 @@ pub fn decide(parsed: &Parsed, req: &Request<'_>) -> Decision {
             ),
         },
         Verb::Approve => {
+            if let Some(head) = held_change(task, req.last_runs.get(id)) {
+                return done(
+                    vec![Effect::ApproveChange {
+                        task: id.clone(),
+                        head: head.to_string(),
+                        reason: format!("its change {} approved {by} after the threat scan", short(head)),
+                    }],
+                    format!("Approved {by}: task `{id}`'s change {} (held by the threat scan) is delivered by the next tick, exactly as it was held; the approval covers that commit only.", short(head)),
+                );
+            }
             if !waits_approval(task) {
                 return refuse(format!("Task `{id}` does not wait for approval (it is {state})"));
             }
@@ -585,6 +602,19 @@ pub fn waits_approval(task: &Task) -> bool {
     task.needs_approval && task.state() == TaskState::blocked(BlockReason::AwaitingHuman)
 }
 
+/// The commit of the task's change the threat scan holds for a person (issue 36): the task
+/// waits on a person and its latest run was held with that head. `opentiger task approve` and
+/// `/opentiger approve` approve exactly it.
+pub fn held_change<'a>(task: &Task, last: Option<&'a LastRun>) -> Option<&'a str> {
+    (task.state() == TaskState::blocked(BlockReason::AwaitingHuman))
+        .then_some(())
+        .and(last?.held.as_deref())
+}
+
+fn short(sha: &str) -> &str {
+    sha.get(..10).unwrap_or(sha)
+}
+
 /// What a person's retry does to a task (`/opentiger retry` and `opentiger task retry` alike).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum RetryMove {
@@ -607,6 +637,8 @@ pub struct LastRun {
     pub made_change: bool,
     /// A review of its head asked for changes (the judge's or the policy's).
     pub changes_requested: bool,
+    /// The commit the threat scan held back (issue 36): what an approval would let out.
+    pub held: Option<String>,
 }
 
 /// What a person's retry does, or why it is refused (shared with `opentiger task retry`).

@@ -115,6 +115,22 @@ pub fn decide_outcome(
             executor: executors.cleared(),
         };
     }
+    if outcome.failure_code == Some(FailureCode::ThreatFlagged) {
+        // Issue 36: nothing left the job; a person looks at exactly this change.
+        return OutcomeDecision {
+            run_status: RunStatus::Failed,
+            failure_code: Some(FailureCode::ThreatFlagged),
+            to: TaskState::blocked(BlockReason::AwaitingHuman),
+            attempts: None,
+            next_attempt_at: Some(None),
+            reason: format!(
+                "{}. Decide: approve exactly this change with `opentiger task approve {id}` (or `/opentiger approve` on its issue), or have it redone with `opentiger task retry {id}`",
+                first_line(&outcome.message),
+                id = task.id
+            ),
+            executor: executors.cleared(),
+        };
+    }
     if outcome.success {
         let (to, reason) = match config.mode {
             Mode::Direct => (

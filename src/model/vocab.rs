@@ -195,6 +195,9 @@ vocabulary! {
         /// The agent cannot reach its model as configured: a missing or invalid key, not
         /// logged in, an unknown model or provider, an invalid CLI configuration (issue 18).
         AgentConfig => "agent_config",
+        /// Issue 36: the threat scan held the change (or a text of the agent's) before anything
+        /// left the job; a person approves exactly that commit, or has it redone.
+        ThreatFlagged => "threat_flagged",
     }
 }
 

@@ -139,38 +139,57 @@ fn push_front(todo: &mut std::collections::VecDeque<String>, target: &str) -> Op
 /// The lines a unified diff (`git diff -U0`) adds, per file, with their line numbers in the new
 /// file. Deleted files add no lines; binary files add lines only when diffed with `--text`.
 pub fn added_lines(diff: &str) -> Vec<AddedLine> {
-    let mut out = Vec::new();
-    let mut path: Option<String> = None;
-    let mut in_hunk = false;
-    let mut next_line = 0u32;
-    for line in diff.lines() {
-        if line.starts_with("diff --git ") {
-            (path, in_hunk) = (None, false);
-        } else if let Some(rest) = line.strip_prefix("@@ ") {
+    let mut walker = DiffWalker::default();
+    diff.lines()
+        .filter_map(|line| {
+            walker
+                .feed(line.as_bytes())
+                .map(|(path, line, text)| AddedLine {
+                    path: path.to_string(),
+                    line,
+                    text: String::from_utf8_lossy(text).into_owned(),
+                })
+        })
+        .collect()
+}
+
+/// Reads a unified diff line by line (bytes: a binary file diffed with `--text` is not UTF-8)
+/// and says which lines are added where, keeping nothing but the current file and line.
+#[derive(Debug, Default)]
+pub struct DiffWalker {
+    path: Option<String>,
+    in_hunk: bool,
+    next_line: u32,
+}
+
+impl DiffWalker {
+    /// One line of the diff (without its newline): `Some((file, line, text))` when it adds one.
+    pub fn feed<'a>(&mut self, line: &'a [u8]) -> Option<(&str, u32, &'a [u8])> {
+        if line.starts_with(b"diff --git ") {
+            (self.path, self.in_hunk) = (None, false);
+        } else if let Some(rest) = line.strip_prefix(b"@@ ") {
             // @@ -a,b +c,d @@
-            in_hunk = true;
-            next_line = rest
+            self.in_hunk = true;
+            self.next_line = String::from_utf8_lossy(rest)
                 .split_whitespace()
-                .find_map(|w| w.strip_prefix('+'))
-                .and_then(|w| w.split(',').next())
-                .and_then(|n| n.parse().ok())
+                .find_map(|w| w.strip_prefix('+').map(str::to_string))
+                .and_then(|w| w.split(',').next().and_then(|n| n.parse().ok()))
                 .unwrap_or(0);
-        } else if !in_hunk {
-            if let Some(rest) = line.strip_prefix("+++ ") {
-                path = rest.strip_prefix("b/").map(str::to_string);
+        } else if !self.in_hunk {
+            if let Some(rest) = line.strip_prefix(b"+++ ") {
+                self.path = rest
+                    .strip_prefix(b"b/")
+                    .map(|p| String::from_utf8_lossy(p).into_owned());
             }
-        } else if let (Some(text), Some(p)) = (line.strip_prefix('+'), &path) {
-            out.push(AddedLine {
-                path: p.clone(),
-                line: next_line,
-                text: text.to_string(),
-            });
-            next_line = next_line.saturating_add(1);
-        } else if line.starts_with(' ') {
-            next_line = next_line.saturating_add(1);
+        } else if let (Some(text), Some(path)) = (line.strip_prefix(b"+"), &self.path) {
+            let at = self.next_line;
+            self.next_line = self.next_line.saturating_add(1);
+            return Some((path.as_str(), at, text));
+        } else if line.starts_with(b" ") {
+            self.next_line = self.next_line.saturating_add(1);
         }
+        None
     }
-    out
 }
 
 /// The secrets among `lines`, one per file and line, as `secret_in` names them.

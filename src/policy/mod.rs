@@ -15,7 +15,7 @@ mod glob;
 use std::fmt;
 
 pub use content::{
-    added_lines, resolve_in_tree, resolve_link, secrets, AddedLine, ContentViolation,
+    added_lines, resolve_in_tree, resolve_link, secrets, AddedLine, ContentViolation, DiffWalker,
 };
 pub use glob::{Glob, GlobError, GlobProblem};
 
@@ -49,10 +49,32 @@ pub struct ChangedFile {
 /// One way a change breaks the policy.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Violation {
-    Denied { path: String, pattern: String },
-    OutsideAllowed { path: String },
-    TooManyFiles { count: u32, max: u32 },
-    TooManyLines { count: u32, max: u32 },
+    Denied {
+        path: String,
+        pattern: String,
+    },
+    OutsideAllowed {
+        path: String,
+    },
+    TooManyFiles {
+        count: u32,
+        max: u32,
+    },
+    TooManyLines {
+        count: u32,
+        max: u32,
+    },
+    /// Issue 36: one file over `policy.max_file_bytes`.
+    FileTooLarge {
+        path: String,
+        size: u64,
+        max: u64,
+    },
+    /// Issue 36: the change over `policy.max_change_bytes`.
+    ChangeTooLarge {
+        size: u64,
+        max: u64,
+    },
 }
 
 impl fmt::Display for Violation {
@@ -70,6 +92,14 @@ impl fmt::Display for Violation {
             Violation::TooManyLines { count, max } => {
                 write!(f, "{count} lines changed (limit {max})")
             }
+            Violation::FileTooLarge { path, size, max } => write!(
+                f,
+                "{path} is {size} bytes, over policy.max_file_bytes = {max}"
+            ),
+            Violation::ChangeTooLarge { size, max } => write!(
+                f,
+                "the change is {size} bytes in all, over policy.max_change_bytes = {max}"
+            ),
         }
     }
 }
@@ -171,6 +201,30 @@ impl PathPolicy {
             path: path.to_string(),
         })
     }
+}
+
+/// The sizes of the files a change writes (path, bytes, as the file system or git gives them
+/// before anything reads the content) against `max_file` and `max_change` (0: no limit).
+pub fn size_violations(files: &[(String, u64)], max_file: u64, max_change: u64) -> Vec<Violation> {
+    let mut out: Vec<Violation> = files
+        .iter()
+        .filter(|(_, size)| max_file > 0 && *size > max_file)
+        .map(|(path, size)| Violation::FileTooLarge {
+            path: path.clone(),
+            size: *size,
+            max: max_file,
+        })
+        .collect();
+    let total = files
+        .iter()
+        .fold(0u64, |sum, (_, size)| sum.saturating_add(*size));
+    if max_change > 0 && total > max_change {
+        out.push(Violation::ChangeTooLarge {
+            size: total,
+            max: max_change,
+        });
+    }
+    out
 }
 
 /// One line per violation, for the run's error excerpt and the next attempt's prompt; after

@@ -336,3 +336,35 @@ fn denied_folders_cover_their_own_name_and_the_folders_above_them() {
         assert_eq!(p.permits(path), by.is_none(), "permits {path}");
     }
 }
+
+#[test]
+fn sizes_are_checked_per_file_and_for_the_change() {
+    let files = |sizes: &[u64]| -> Vec<(String, u64)> {
+        sizes
+            .iter()
+            .enumerate()
+            .map(|(i, s)| (format!("f{i}"), *s))
+            .collect()
+    };
+    assert!(size_violations(&files(&[10, 20]), 100, 1000).is_empty());
+    assert!(
+        size_violations(&files(&[u64::MAX, u64::MAX]), 0, 0).is_empty(),
+        "0: no limit"
+    );
+    let over = size_violations(
+        &files(&[400 * 1024 * 1024, 5]),
+        5 * 1024 * 1024,
+        20 * 1024 * 1024,
+    );
+    let text: Vec<String> = over.iter().map(ToString::to_string).collect();
+    assert_eq!(
+        text,
+        [
+            "f0 is 419430400 bytes, over policy.max_file_bytes = 5242880",
+            "the change is 419430405 bytes in all, over policy.max_change_bytes = 20971520",
+        ]
+    );
+    // A sparse 3 GB file counts by its apparent size; the sum never overflows.
+    let huge = size_violations(&files(&[3 << 30, u64::MAX]), 1 << 20, 1 << 30);
+    assert_eq!(huge.len(), 3, "{huge:?}");
+}

@@ -229,14 +229,16 @@ fn reported_failure(
 /// policy violation naming it.
 pub(super) fn import(
     ws: &crate::workspace::Workspace,
+    config: &crate::config::Config,
 ) -> Result<crate::workspace::Imported, CheckFailure> {
-    ws.import().map_err(|e| match e {
-        crate::workspace::ImportError::Refused(message) => CheckFailure {
-            code: FailureCode::PolicyViolation,
-            message: format!("Policy violation: {message}"),
-        },
-        crate::workspace::ImportError::Git(e) => setup(e),
-    })
+    ws.import(crate::workspace::SizeLimits::of(&config.policy))
+        .map_err(|e| match e {
+            crate::workspace::ImportError::Refused(message) => CheckFailure {
+                code: FailureCode::PolicyViolation,
+                message: format!("Policy violation: {message}"),
+            },
+            crate::workspace::ImportError::Git(e) => setup(e),
+        })
 }
 
 pub(super) fn setup(e: crate::git::GitError) -> CheckFailure {

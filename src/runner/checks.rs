@@ -1,5 +1,6 @@
 //! The checks the runner applies to a change, shared by the worker and the judge: the path
-//! policy, what the change holds (links, secrets) and the verification commands. Same matcher, same commands, both places (spec §8.14).
+//! policy and the verification commands (what the change holds is `content.rs`). Same matcher,
+//! same commands, both places (spec §8.14).
 
 use std::path::Path;
 use std::time::Duration;
@@ -9,11 +10,10 @@ use crate::engine::classify::verification_failure_code;
 use crate::git::{Git, NumstatEntry};
 use crate::model::checks::CommandReport;
 use crate::model::{FailureCode, Role, Task};
-use crate::policy::{self, ChangedFile, ContentViolation, PathPolicy};
+use crate::policy::{self, ChangedFile, PathPolicy};
 use crate::process::{self, ProcessSpec};
 use crate::redact::Redactor;
 use crate::verify::{self, PlanError};
-use crate::workspace::LinkEntry;
 
 /// A check that did not pass, with the failure code and a message for the next prompt.
 #[derive(Clone, Debug, PartialEq)]
@@ -123,93 +123,6 @@ pub fn check_policy(
             ),
         })
     }
-}
-
-/// What the change holds: symbolic links that stay inside the tree and the allowed paths
-/// (`links`, resolved through the tree's own links by `workspace`), and no added line with a
-/// secret (`redactor`'s known values and token shapes). `range` is what `git diff` compares in
-/// the runner's repository: two trees or commits. The message names files and lines, never a
-/// secret.
-pub fn check_content(
-    task: &Task,
-    config: &Config,
-    git: &Git,
-    range: &[&str],
-    links: &[LinkEntry],
-    redactor: &Redactor,
-) -> Result<(), CheckFailure> {
-    let policy = PathPolicy::new(
-        &allowed_paths(task, config),
-        &config.policy.denied_paths,
-        0,
-        0,
-    )
-    .map_err(|e| CheckFailure {
-        code: FailureCode::PolicyViolation,
-        message: format!("the path policy is invalid: {e}"),
-    })?;
-    let io = |e: crate::git::GitError| CheckFailure {
-        code: FailureCode::ExecutionFailed,
-        message: format!("runner error: {e}"),
-    };
-    let mut found: Vec<ContentViolation> = links
-        .iter()
-        .filter_map(|link| link_violation(link, &policy))
-        .collect();
-    // `--text`: a binary file's bytes are diffed as lines too, so a key hidden in one is found.
-    let mut args = vec![
-        "diff",
-        "-U0",
-        "--text",
-        "--no-color",
-        "--no-ext-diff",
-        "--no-textconv",
-        "--no-renames",
-    ];
-    args.extend_from_slice(range);
-    let diff = git.run(&args).map_err(io)?;
-    let lines = policy::added_lines(&diff);
-    found.extend(policy::secrets(&lines, |t| redactor.secret_in(t)));
-    if found.is_empty() {
-        return Ok(());
-    }
-    let listed: Vec<String> = found.iter().take(20).map(ToString::to_string).collect();
-    Err(CheckFailure {
-        code: FailureCode::PolicyViolation,
-        message: format!("Policy violation: {}", listed.join("; ")),
-    })
-}
-
-/// A symbolic link whose own path is denied or stands for a denied folder, that leaves the
-/// tree, goes into a `.git` or to a denied path, or leads outside the allowed paths (issue 36).
-fn link_violation(link: &LinkEntry, policy: &PathPolicy) -> Option<ContentViolation> {
-    if let Some(pattern) = policy
-        .denied_by(&link.path)
-        .or_else(|| policy.shadows_denied(&link.path))
-    {
-        return Some(ContentViolation::LinkDenied {
-            path: link.path.clone(),
-            pattern: pattern.to_string(),
-        });
-    }
-    let Some(resolved) = &link.resolved else {
-        return Some(ContentViolation::LinkOutsideWorktree {
-            path: link.path.clone(),
-        });
-    };
-    let into_git = resolved.split('/').any(|c| c.eq_ignore_ascii_case(".git"));
-    let denied = policy.denied_by(resolved).or(into_git.then_some(".git"));
-    if let Some(pattern) = denied {
-        return Some(ContentViolation::LinkToDenied {
-            path: link.path.clone(),
-            target: resolved.clone(),
-            pattern: pattern.to_string(),
-        });
-    }
-    (!policy.permits(resolved)).then(|| ContentViolation::LinkOutsideAllowed {
-        path: link.path.clone(),
-        target: resolved.clone(),
-    })
 }
 
 /// What the verification commands did: each command that ran, in order (the last one the

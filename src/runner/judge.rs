@@ -255,15 +255,19 @@ fn try_merge(
     let merged = merged.to_string();
     let changes = changed_files(repo, base_head, &merged)?;
     let links = links_between(repo, base_head, &merged)?;
+    // The threat scan held or passed the change before it was pushed; here only what refuses
+    // a change (links, secrets) counts.
     let content = || {
-        checks::check_content(
+        super::check_content(
             task,
             act.config,
             repo,
             &[base_head, &merged],
             &links,
             act.redactor,
+            &[],
         )
+        .map(|_| ())
     };
     if let Err(f) = checks::check_policy(task, act.config, &changes).and_then(|()| content()) {
         let findings = f

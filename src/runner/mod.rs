@@ -4,6 +4,7 @@
 
 mod agent;
 mod checks;
+mod content;
 mod executors;
 pub mod judge;
 pub mod planner;
@@ -18,9 +19,9 @@ use crate::prompt::Templates;
 use crate::redact::Redactor;
 
 pub use checks::{
-    allowed_paths, base_env, check_content, check_policy, task_problems, CheckFailure, TaskField,
-    TaskProblem,
+    allowed_paths, base_env, check_policy, task_problems, CheckFailure, TaskField, TaskProblem,
 };
+pub use content::check_content;
 
 use crate::engine::import::context_comments;
 use crate::model::{IssueSpec, PullReview, ReviewState, Run, RunId, Task, ThreadComment};
@@ -37,6 +38,9 @@ pub struct Brief {
     /// Trusted people's comments on the issue and the task's PR since the import, newest last
     /// and capped (`engine::import::context_comments`): untrusted text, shown fenced.
     pub comments: Vec<ThreadComment>,
+    /// Commits of the task's changes people approved after the threat scan held them (issue
+    /// 36): the next run delivers one of them as it is.
+    pub approved: Vec<String>,
 }
 
 impl Brief {
@@ -76,6 +80,7 @@ impl Brief {
             runs,
             issue,
             comments,
+            approved: store.approved_heads(&task.id)?,
         })
     }
 }

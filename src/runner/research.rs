@@ -86,7 +86,7 @@ pub(super) fn research(
                 })
             },
         )?;
-        unchanged(&ws)?;
+        unchanged(&ws, act.config)?;
         report_of(act, task, run_id, brief, &sha, written, record)
     })();
     drop(ws);
@@ -106,8 +106,8 @@ fn read_report(path: &Path) -> Result<Option<String>, CheckFailure> {
 
 /// The workspace is read-only to the agent: where the sandbox could not make it so, a change
 /// found after the run still fails it.
-fn unchanged(ws: &Workspace) -> Result<(), CheckFailure> {
-    let change = super::agent::import(ws)?;
+fn unchanged(ws: &Workspace, config: &crate::config::Config) -> Result<(), CheckFailure> {
+    let change = super::agent::import(ws, config)?;
     if change.is_empty() {
         return Ok(());
     }

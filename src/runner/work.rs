@@ -17,8 +17,11 @@ use crate::workspace::{task_branch, Branches, Start, Workspace};
 mod conflicts;
 #[path = "work_direct.rs"]
 mod direct;
-use conflicts::fix_conflicts;
+#[path = "work_held.rs"]
+mod held;
+use conflicts::{fix_conflicts, Held};
 use direct::direct;
+pub use held::hold;
 
 /// Runs one claimed task. Errors of the runner itself (git broken, disk full) come back as a
 /// failed outcome too: the task is retried under its budget, never lost.
@@ -52,11 +55,17 @@ fn in_worktree(
         Some(_) => branches.head(&branch).map_err(setup)?,
         None => None,
     };
+    // Issue 36: a change a person approved after the threat scan held it starts the run.
+    let approved = held::approved_start(act, &branches, task, tip.as_deref(), brief);
+    let tip = approved.clone().or(tip);
     let base_ref = branches.tracking(base);
     let start =
         crate::workspace::start_branch(&git, &branch, &base_ref, tip.as_deref()).map_err(setup)?;
     record.branch = Some(branch.clone());
     record.start_sha = Some(start.clone());
+    if approved.as_deref() == Some(start.as_str()) {
+        return held::deliver_approved(act, &branches, task, &branch, &start, record);
+    }
     if task.kind == TaskKind::AutofixConflict {
         let result = fix_conflicts(
             act,
@@ -65,7 +74,13 @@ fn in_worktree(
             (&branch, &start),
             &base_ref,
             record,
-        )?;
+        )
+        .map_err(|held| match held {
+            Held::Findings(head, findings) => {
+                held::hold(act.delivery, &branches, task, &head, &findings)
+            }
+            Held::Failed(failure) => failure,
+        })?;
         if record.head_sha.as_deref() != Some(start.as_str()) {
             deliver(act, &branches, &branch)?;
         }
@@ -90,19 +105,21 @@ fn in_worktree(
         }
         Err(failure) => return Err(failure),
     };
-    let change = import(&ws)?;
+    let change = import(&ws, act.config)?;
     if change.is_empty() {
         if let Some(adopted) = adopt_earlier_commit(act, task, &ws, &base_ref, &branches, record)? {
             return Ok(adopted);
         }
     }
-    checks::check_content(
+    let texts = [("the PR body", agent.as_deref().unwrap_or(""))];
+    let findings = crate::runner::check_content(
         task,
         act.config,
         &git,
         &[&ws.base_tree, &change.tree],
         &change.links,
         act.redactor,
+        &texts,
     )?;
     let (passed, summary) = check_change(act, task, &ws.path, &change.numstat, agent, record)?;
     if change.is_empty() {
@@ -116,6 +133,11 @@ fn in_worktree(
             &format!("Task: {}\nRun: {run_id}", task.id),
         )
         .map_err(setup)?;
+    if !findings.is_empty() {
+        // Issue 36: nothing leaves the job; a person decides on exactly this commit.
+        record.head_sha = Some(head.clone());
+        return Err(held::hold(act.delivery, &branches, task, &head, &findings));
+    }
     deliver(act, &branches, &branch)?;
     record.head_sha = Some(head);
     Ok(success(summary, record))
@@ -135,24 +157,29 @@ fn keep_progress(
     mut failure: CheckFailure,
 ) -> CheckFailure {
     let kept = (|| -> Result<Option<String>, String> {
-        let change = import(ws).map_err(|e| e.message)?;
+        let change = import(ws, act.config).map_err(|e| e.message)?;
         if change.is_empty() {
             return Ok(None);
         }
         let content = || {
-            checks::check_content(
+            crate::runner::check_content(
                 task,
                 act.config,
                 ws.repo(),
                 &[&ws.base_tree, &change.tree],
                 &change.links,
                 act.redactor,
+                &[],
             )
         };
-        if let Err(refused) =
-            checks::check_policy(task, act.config, &change.numstat).and_then(|()| content())
-        {
-            return Err(format!("it breaks the path policy ({})", refused.message));
+        let findings = checks::check_policy(task, act.config, &change.numstat)
+            .and_then(|()| content())
+            .map_err(|refused| format!("it breaks the path policy ({})", refused.message))?;
+        if !findings.is_empty() {
+            return Err(format!(
+                "the threat scan would hold them ({})",
+                crate::scan::summary(&findings)
+            ));
         }
         let head = ws
             .commit(

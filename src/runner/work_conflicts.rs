@@ -13,6 +13,19 @@ use crate::runner::{Act, Brief};
 use crate::store::RunRecord;
 use crate::workspace::{Merge, Start, Workspace};
 
+/// Why a conflict fix did not deliver: its resolution was held by the threat scan (the commit
+/// and the findings), or it failed.
+pub(super) enum Held {
+    Findings(String, Vec<crate::scan::Finding>),
+    Failed(CheckFailure),
+}
+
+impl From<CheckFailure> for Held {
+    fn from(failure: CheckFailure) -> Held {
+        Held::Failed(failure)
+    }
+}
+
 /// A conflict fix: the base is merged into the task branch (which starts at `start`); a base
 /// that merges cleanly needs no agent; conflicts are written marked into a workspace for the
 /// agent to resolve, and the runner checks that no marker is left before it commits the merge.
@@ -25,7 +38,7 @@ pub(super) fn fix_conflicts(
     (branch, start): (&str, &str),
     base_ref: &str,
     record: &mut RunRecord,
-) -> Result<WorkResult, CheckFailure> {
+) -> Result<WorkResult, Held> {
     let repo = crate::git::Git::new(act.repo);
     let base = &act.config.base_branch;
     let message = format!(
@@ -67,13 +80,13 @@ pub(super) fn fix_conflicts(
             )
             .map_err(setup)?;
             let agent = run_agent(act, task, run_id, brief, &ws, record)?;
-            let change = import(&ws)?;
+            let change = import(&ws, act.config)?;
             let left: Vec<&String> = files
                 .iter()
                 .filter(|f| has_conflict_markers(&ws.path.join(f)))
                 .collect();
             if !left.is_empty() {
-                return Err(CheckFailure {
+                return Err(Held::Failed(CheckFailure {
                     code: FailureCode::ModelOrUnknownFailure,
                     message: format!(
                         "conflict markers are still in {} after the agent finished",
@@ -82,20 +95,26 @@ pub(super) fn fix_conflicts(
                             .collect::<Vec<_>>()
                             .join(", ")
                     ),
-                });
+                }));
             }
-            checks::check_content(
+            let texts = [("the PR body", agent.as_deref().unwrap_or(""))];
+            let findings = crate::runner::check_content(
                 task,
                 act.config,
                 &repo,
                 &[&ws.base_tree, &change.tree],
                 &change.links,
                 act.redactor,
+                &texts,
             )?;
             let (subject, body) = message.split_once("\n\n").unwrap_or((&message, ""));
             let head = ws
                 .commit(&change.tree, Some(&base_commit), subject, body)
                 .map_err(setup)?;
+            if !findings.is_empty() {
+                record.head_sha = Some(head.clone());
+                return Err(Held::Findings(head, findings));
+            }
             (ws, head, agent)
         }
     };

@@ -13,7 +13,7 @@ use super::{
 };
 use crate::git::Git;
 use crate::model::{FailureCode, RunId, Task};
-use crate::runner::checks::{self, CheckFailure};
+use crate::runner::checks::CheckFailure;
 use crate::runner::{Act, Brief};
 use crate::store::RunRecord;
 use crate::workspace::{Change, Start, Workspace};
@@ -53,14 +53,17 @@ pub(super) fn direct(
     )
     .map_err(setup)?;
     let agent = run_agent(act, task, run_id, brief, &ws, record)?;
-    let change = import(&ws)?;
-    checks::check_content(
+    let change = import(&ws, act.config)?;
+    // Direct mode sends nothing out (the change lands in the person's files): the scan's
+    // findings are not a hold here; links and secrets still refuse it.
+    crate::runner::check_content(
         task,
         act.config,
         &repo,
         &[&before, &change.tree],
         &change.links,
         act.redactor,
+        &[],
     )?;
     let (passed, summary) = check_change(act, task, &ws.path, &change.numstat, agent, record)?;
     if change.is_empty() {

@@ -3,7 +3,7 @@
 //! A migration is appended, never edited: version N's SQL turns a version N-1 file into version N.
 
 /// Each entry migrates from version `index` to version `index + 1`.
-pub const MIGRATIONS: &[&str] = &[V1, V2, V3, V4, V5, V6, V7, V8, V9, V10, V11];
+pub const MIGRATIONS: &[&str] = &[V1, V2, V3, V4, V5, V6, V7, V8, V9, V10, V11, V12];
 
 pub const LATEST: i64 = MIGRATIONS.len() as i64;
 
@@ -324,5 +324,17 @@ CREATE TABLE research_reports (
     criteria   TEXT NOT NULL DEFAULT '[]',
     proposals  TEXT NOT NULL DEFAULT '[]',
     updated_at INTEGER NOT NULL
+) STRICT, WITHOUT ROWID;
+"#;
+
+/// Issue 36: a person's approval of a change the threat scan held, bound to its commit: the
+/// next run delivers exactly that commit, nothing else.
+const V12: &str = r#"
+CREATE TABLE scan_approvals (
+    task_id     TEXT NOT NULL REFERENCES tasks(id),
+    head_sha    TEXT NOT NULL,
+    approved_by TEXT NOT NULL,
+    approved_at INTEGER NOT NULL,
+    PRIMARY KEY (task_id, head_sha)
 ) STRICT, WITHOUT ROWID;
 "#;

@@ -62,7 +62,17 @@ pub fn apply_output(ctx: &Context, dir: &Path) -> Result<(RunId, WorkDone), Fail
         .to_result(&branch, &redactor)
         .map_err(|e| violation(format!("the result record is not usable: {e}")))
         .and_then(|result| {
-            verify(ctx, &task, &branches, &output, &run_id)?;
+            let findings = verify(ctx, &task, &branches, &output, &run_id)?;
+            if let (false, Some(head)) = (findings.is_empty(), result.record.head_sha.as_deref()) {
+                // Issue 36: held, not pushed to the branch; kept where a person can look.
+                return Err(crate::runner::work::hold(
+                    crate::runner::Delivery::Push,
+                    &branches,
+                    &task,
+                    head,
+                    &findings,
+                ));
+            }
             Ok(result)
         });
     let mut verified = checked.is_ok();
@@ -73,7 +83,9 @@ pub fn apply_output(ctx: &Context, dir: &Path) -> Result<(RunId, WorkDone), Fail
             .to_result(&branch, &redactor)
             .map(|r| r.record)
             .unwrap_or_default();
-        record.head_sha = None;
+        if refused.code != FailureCode::ThreatFlagged {
+            record.head_sha = None;
+        }
         record.branch = Some(branch.clone());
         WorkResult::failed(refused.code, refused.message, record)
     });
@@ -134,7 +146,7 @@ fn verify(
     branches: &Branches,
     output: &Output,
     run_id: &RunId,
-) -> Result<(), CheckFailure> {
+) -> Result<Vec<crate::scan::Finding>, CheckFailure> {
     let record = &output.record;
     if record.task_id != task.id.as_str() {
         return Err(violation(format!(
@@ -158,7 +170,7 @@ fn verify(
     }
     let Some(head) = record.head_sha() else {
         // Nothing committed: a failure (or a change-less success) to record as it is.
-        return Ok(());
+        return Ok(Vec::new());
     };
     let branch = task_branch(task);
     let git = Git::new(&ctx.repo);
@@ -204,7 +216,7 @@ fn verify(
     }
     let Some((bundle, header)) = &output.bundle else {
         if head == start {
-            return Ok(()); // nothing new: the branch already holds the head
+            return Ok(Vec::new()); // nothing new: the branch already holds the head
         }
         return Err(violation(format!(
             "its head {head} is new, but there is no {}",
@@ -257,7 +269,18 @@ fn verify(
     check_policy(task, &ctx.config, &changes)?;
     let redactor = ctx.redactor();
     let links = crate::workspace::links_between(&git, start, head).map_err(setup)?;
-    check_content(task, &ctx.config, &git, &[start, head], &links, &redactor).and_then(|()| {
+    let summary = output.record.run.summary.clone().unwrap_or_default();
+    let texts = [("the PR body", summary.as_str())];
+    check_content(
+        task,
+        &ctx.config,
+        &git,
+        &[start, head],
+        &links,
+        &redactor,
+        &texts,
+    )
+    .and_then(|findings| {
         // Each commit's own additions too: a secret added and removed again would still be
         // pushed in the history.
         let commits = git
@@ -265,8 +288,16 @@ fn verify(
             .map_err(setup)?;
         for commit in commits.lines() {
             let parent = format!("{commit}^");
-            check_content(task, &ctx.config, &git, &[&parent, commit], &[], &redactor)?;
+            check_content(
+                task,
+                &ctx.config,
+                &git,
+                &[&parent, commit],
+                &[],
+                &redactor,
+                &[],
+            )?;
         }
-        Ok(())
+        Ok(findings)
     })
 }

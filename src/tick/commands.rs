@@ -496,6 +496,12 @@ pub(super) fn apply_effects(
                 let to = crate::model::TaskState::blocked(crate::model::BlockReason::AwaitingJudge);
                 crate::model::check_transition(store.task(task)?.state(), to)?;
             }
+            Effect::ApproveChange { task, .. } => {
+                crate::model::check_transition(
+                    store.task(task)?.state(),
+                    crate::model::TaskState::QUEUED,
+                )?;
+            }
             Effect::Respec { issue, .. } if !issues.iter().any(|i| i.number == *issue) => {
                 return Err(crate::store::StoreError::Invalid(format!(
                     "issue #{issue} was not in this tick's backlog list"
@@ -565,6 +571,14 @@ pub(super) fn apply_effects(
                     ..writer
                 };
                 store.add_proposal_task(task, writer)?;
+            }
+            Effect::ApproveChange { task, head, reason } => {
+                let writer = Writer {
+                    actor: &source.actor,
+                    ..writer
+                };
+                let reason = format!("{reason} ({})", source.url);
+                store.approve_change(task, head, source.author, &reason, writer)?;
             }
             Effect::Rejudge { task, run, reason } => {
                 let writer = Writer {

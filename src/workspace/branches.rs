@@ -193,6 +193,50 @@ impl Branches {
         }
     }
 
+    /// Puts `commit` at `reference` on the remote (forced: the ref is the runner's own, outside
+    /// `refs/heads`, so no workflow starts and no pull request sees it).
+    pub fn keep_at(&self, commit: &str, reference: &str) -> Result<(), GitError> {
+        match &self.remote {
+            Some(r) => self
+                .git
+                .run(&[
+                    "push",
+                    "--quiet",
+                    "--force",
+                    r,
+                    &format!("{commit}:{reference}"),
+                ])
+                .map(|_| ()),
+            None => Ok(()),
+        }
+    }
+
+    /// Fetches `reference` from the remote to the local ref `to` (missing there is fine).
+    pub fn fetch_to(&self, reference: &str, to: &str) -> Result<(), GitError> {
+        if let Some(r) = &self.remote {
+            let spec = format!("+{reference}:{to}");
+            self.git.try_run(&[
+                "fetch",
+                "--quiet",
+                "--no-tags",
+                "--no-write-fetch-head",
+                r,
+                &spec,
+            ])?;
+        }
+        Ok(())
+    }
+
+    /// Deletes `reference` on the remote and here (best effort).
+    pub fn forget(&self, reference: &str) {
+        if let Some(r) = &self.remote {
+            let _ = self
+                .git
+                .try_run(&["push", "--quiet", r, "--delete", reference]);
+        }
+        let _ = self.git.try_run(&["update-ref", "-d", reference]);
+    }
+
     /// Deletes a merged task branch here and on the remote.
     pub fn delete(&self, branch: &str) {
         if let Some(r) = &self.remote {

@@ -48,6 +48,23 @@ impl Imported {
     }
 }
 
+/// The sizes a change may not pass (`policy.max_file_bytes`, `policy.max_change_bytes`; 0: no
+/// limit).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct SizeLimits {
+    pub file: u64,
+    pub change: u64,
+}
+
+impl SizeLimits {
+    pub fn of(policy: &crate::config::PolicyConfig) -> SizeLimits {
+        SizeLimits {
+            file: policy.max_file_bytes,
+            change: policy.max_change_bytes,
+        }
+    }
+}
+
 /// Why the change could not be imported.
 #[derive(Debug, thiserror::Error)]
 pub enum ImportError {
@@ -64,6 +81,7 @@ pub(super) fn import(
     ws: &Workspace,
     tracked: &[Tracked],
     own: &Path,
+    limits: SizeLimits,
 ) -> Result<Imported, ImportError> {
     let root = &ws.path;
     let repo = &ws.repo;
@@ -151,6 +169,17 @@ pub(super) fn import(
                 "{path} is neither a file nor a link (a device, socket or pipe): leave it out"
             )));
         }
+    }
+    // Issue 36: sizes before contents. Nothing over a limit is read, by us or by git.
+    let sizes: Vec<(String, u64)> = to_hash
+        .iter()
+        .map(|(path, _, size, _)| (path.clone(), *size))
+        .collect();
+    let too_large = crate::policy::size_violations(&sizes, limits.file, limits.change);
+    if !too_large.is_empty() {
+        return Err(ImportError::Refused(
+            crate::policy::summary(&too_large).replace('\n', "; "),
+        ));
     }
     let oids = hash_files(repo, to_hash.iter().map(|(_, _, _, file)| file.as_path()))?;
     let before: HashMap<&str, &Tracked> = tracked.iter().map(|t| (t.path.as_str(), t)).collect();
@@ -263,6 +292,51 @@ fn hash_files<'a>(
         &input,
     )?;
     Ok(out.lines().map(str::to_string).collect())
+}
+
+/// See [`super::sizes_between`].
+pub(super) fn sizes_between(
+    git: &Git,
+    from: &str,
+    to: &str,
+) -> Result<Vec<(String, u64)>, GitError> {
+    let raw = git.run_bytes(&["diff-tree", "-r", "-z", "--no-renames", from, to])?;
+    let mut fields = raw.split(|b| *b == 0).filter(|f| !f.is_empty());
+    let mut written: Vec<(String, String)> = Vec::new();
+    while let Some(meta) = fields.next() {
+        let Some(path) = fields.next() else { break };
+        let meta = String::from_utf8_lossy(meta);
+        let words: Vec<&str> = meta.trim_start_matches(':').split(' ').collect();
+        if let [_, new_mode, _, new_oid, status] = words.as_slice() {
+            if !status.starts_with('D') && *new_mode != GITLINK {
+                written.push((
+                    String::from_utf8_lossy(path).into_owned(),
+                    new_oid.to_string(),
+                ));
+            }
+        }
+    }
+    if written.is_empty() {
+        return Ok(Vec::new());
+    }
+    let mut ask = String::new();
+    for (_, oid) in &written {
+        ask.push_str(oid);
+        ask.push('\n');
+    }
+    let answers = git.run_with_input(&["cat-file", "--batch-check"], ask.as_bytes())?;
+    Ok(written
+        .into_iter()
+        .zip(answers.lines())
+        .map(|((path, _), answer)| {
+            let size = answer
+                .split_whitespace()
+                .nth(2)
+                .and_then(|s| s.parse().ok())
+                .unwrap_or(u64::MAX);
+            (path, size)
+        })
+        .collect())
 }
 
 /// See [`super::links_between`].

@@ -36,7 +36,7 @@ pub use crate::model::task_branch;
 use crate::scratch::PrivateDir;
 pub use branches::Branches;
 use fill::Tracked;
-pub use import::{ImportError, Imported, LinkEntry};
+pub use import::{ImportError, Imported, LinkEntry, SizeLimits};
 
 /// Where the next run of a task starts.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -214,8 +214,8 @@ impl Workspace {
 
     /// What the agent left in the work tree, as a tree of the runner's repository (see the
     /// module doc). Empty when nothing changed.
-    pub fn import(&self) -> Result<Imported, ImportError> {
-        let imported = import::import(self, &self.tracked, self.own.path());
+    pub fn import(&self, limits: SizeLimits) -> Result<Imported, ImportError> {
+        let imported = import::import(self, &self.tracked, self.own.path(), limits);
         crate::reaper::sweep();
         imported
     }
@@ -284,6 +284,12 @@ pub fn changed_files(git: &Git, from: &str, to: &str) -> Result<Vec<NumstatEntry
         to,
     ])?;
     Ok(parse_numstat_z(&out))
+}
+
+/// The size of each file a change between `from` and `to` writes, as git stores it (from the
+/// object headers: no content is read).
+pub fn sizes_between(git: &Git, from: &str, to: &str) -> Result<Vec<(String, u64)>, GitError> {
+    import::sizes_between(git, from, to)
 }
 
 /// The symbolic links a change between `from` and `to` adds or changes, each with its target

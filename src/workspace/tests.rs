@@ -1,6 +1,8 @@
 use super::*;
 use crate::git::temp_repo;
 
+const NO_LIMITS: SizeLimits = SizeLimits { file: 0, change: 0 };
+
 fn commit_files(git: &Git, files: &[(&str, &str)]) -> String {
     for (path, text) in files {
         let full = git.dir().join(path);
@@ -75,7 +77,7 @@ fn a_workspace_holds_the_commit_s_files_and_a_repository_of_its_own() {
         .output()
         .unwrap();
     assert_eq!(String::from_utf8_lossy(&agent_head.stdout).trim(), head);
-    assert!(ws.import().unwrap().is_empty(), "nothing changed");
+    assert!(ws.import(NO_LIMITS).unwrap().is_empty(), "nothing changed");
     let folder = ws.run_folder().to_path_buf();
     drop(ws);
     assert!(!folder.exists(), "the run's folder goes with the workspace");
@@ -101,7 +103,7 @@ fn the_import_reads_every_kind_of_change() {
     .unwrap();
     // Touched but the same bytes: not a change.
     std::fs::write(w.join("run.sh"), "#!/bin/sh\n").unwrap();
-    let imported = ws.import().unwrap();
+    let imported = ws.import(NO_LIMITS).unwrap();
     assert_eq!(
         kinds(&imported),
         [
@@ -122,7 +124,7 @@ fn the_import_reads_every_kind_of_change() {
     std::fs::write(outside.path().join("b.rs"), "outside").unwrap();
     std::fs::remove_dir_all(w.join("src/deep")).unwrap();
     std::os::unix::fs::symlink(outside.path(), w.join("src/deep")).unwrap();
-    let imported = ws.import().unwrap();
+    let imported = ws.import(NO_LIMITS).unwrap();
     let paths = kinds(&imported);
     assert!(
         paths.contains(&("src/deep/b.rs".to_string(), None)),
@@ -158,7 +160,7 @@ fn the_import_runs_no_filter_and_refuses_nested_repositories() {
     config.push_str(&format!("[filter \"agent\"]\n\tclean = {program}\n"));
     std::fs::write(w.join(".git/config"), config).unwrap();
     std::fs::write(w.join("src/a.rs"), "changed\n").unwrap();
-    let imported = ws.import().unwrap();
+    let imported = ws.import(NO_LIMITS).unwrap();
     assert!(!ran.exists(), "a filter ran");
     let a = git
         .run(&["cat-file", "-p", &format!("{}:src/a.rs", imported.tree)])
@@ -177,7 +179,7 @@ fn the_import_runs_no_filter_and_refuses_nested_repositories() {
         .status()
         .unwrap();
     assert!(init.success());
-    let refused = ws.import().expect_err("refused").to_string();
+    let refused = ws.import(NO_LIMITS).expect_err("refused").to_string();
     assert!(
         refused.contains("vendor/x is a git repository inside the change"),
         "{refused}"
@@ -197,7 +199,7 @@ fn a_fifo_is_left_out_and_never_read() {
     let readme = std::ffi::CString::new(ws.path.join("README.md").display().to_string()).unwrap();
     // SAFETY: as above.
     assert_eq!(unsafe { libc::mkfifo(readme.as_ptr(), 0o644) }, 0);
-    let imported = ws.import().unwrap();
+    let imported = ws.import(NO_LIMITS).unwrap();
     assert_eq!(kinds(&imported), [("README.md".to_string(), None)]);
 }
 
@@ -208,7 +210,7 @@ fn commits_move_the_task_branch_from_its_start() {
     git.run(&["branch", "task", &head]).unwrap();
     let ws = Workspace::open(&git, "task", "HEAD", None).unwrap();
     std::fs::write(ws.path.join("x.txt"), "x\n").unwrap();
-    let imported = ws.import().unwrap();
+    let imported = ws.import(NO_LIMITS).unwrap();
     let new = ws
         .commit(&imported.tree, None, "subject", "Task: t")
         .unwrap();
@@ -317,4 +319,27 @@ fn trees_rebuilt_on_changed_paths_match_an_index() {
         let want = with.run(&["write-tree"]).unwrap();
         assert_eq!(got, want, "{changes:?}");
     }
+}
+
+/// Issue 36: sizes before contents. A sparse 3 GB file (which costs the agent nothing) is refused
+/// from its `lstat` alone, named with its apparent size and the setting; nothing reads it.
+#[test]
+fn a_file_over_the_size_limit_is_refused_before_anything_reads_it() {
+    let (_dir, git, head) = sample();
+    let ws = Workspace::open_detached(&git, "t", &head).unwrap();
+    let sparse = std::fs::File::create(ws.path.join("huge.bin")).unwrap();
+    sparse.set_len(3 << 30).unwrap();
+    let limits = SizeLimits {
+        file: 5 << 20,
+        change: 20 << 20,
+    };
+    let objects = || git.run(&["count-objects"]).unwrap();
+    let before = objects();
+    let refused = ws.import(limits).expect_err("refused").to_string();
+    assert!(
+        refused.contains("huge.bin is 3221225472 bytes, over policy.max_file_bytes = 5242880"),
+        "{refused}"
+    );
+    assert!(refused.contains("policy.max_change_bytes"), "{refused}");
+    assert_eq!(objects(), before, "nothing was hashed into the repository");
 }

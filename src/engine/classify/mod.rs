@@ -72,6 +72,8 @@ fn classify_code(code: FailureCode) -> Option<Classification> {
         FailureCode::ModelOrUnknownFailure => (C::Model, true, code),
         // Issue 18: another run with the same key, login or model fails the same way.
         FailureCode::AgentConfig => (C::AgentConfig, false, code),
+        // Issue 36: a person decides; another run would only make another change to hold.
+        FailureCode::ThreatFlagged => (C::Policy, false, code),
         FailureCode::ExecutionFailed => return None,
     };
     Some(Classification {
@@ -269,6 +271,7 @@ mod tests {
             (F::ModelDoomLoop, C::ModelLoop, true, "model_doom_loop"),
             (F::ModelOrUnknownFailure, C::Model, true, "model_or_unknown_failure"),
             (F::AgentConfig, C::AgentConfig, false, "agent_config"),
+            (F::ThreatFlagged, C::Policy, false, "threat_flagged"),
         ];
         for (code, category, retryable, reason) in cases {
             // The message would say otherwise: the code wins.

@@ -1,0 +1,214 @@
+//! What a change holds, read from the runner's repository as a stream: links (resolved inside
+//! the tree), secrets plain or encoded on any added line, and the threat scan's findings
+//! (issue 36). The diff is read line by line, each line cut at [`LINE_MAX`], so no change an
+//! agent makes can make the runner hold it whole.
+
+use std::io::{BufRead, BufReader};
+
+use super::checks::{allowed_paths, CheckFailure};
+use crate::config::Config;
+use crate::git::Git;
+use crate::model::{FailureCode, Task};
+use crate::policy::{ContentViolation, DiffWalker, PathPolicy};
+use crate::redact::Redactor;
+use crate::scan::{Finding, Scanner};
+use crate::workspace::LinkEntry;
+
+/// The longest piece of one diff line that is scanned (the rest of the line is skipped).
+const LINE_MAX: usize = 64 * 1024;
+
+/// What the change holds. `range` is what `git diff` compares in the runner's repository (two
+/// trees or commits); `links` are the links the change writes (resolved by `workspace`);
+/// `texts` the agent's texts that would be posted with it (`("the PR body", summary)`).
+/// `Err`: a policy violation — a link out of bounds, a secret (plain or encoded). `Ok`: the
+/// threat scan's findings that hold the change for a person (empty when `scan.rules` is off).
+/// Messages name files and lines, never a secret.
+pub fn check_content(
+    task: &Task,
+    config: &Config,
+    git: &Git,
+    range: &[&str],
+    links: &[LinkEntry],
+    redactor: &Redactor,
+    texts: &[(&str, &str)],
+) -> Result<Vec<Finding>, CheckFailure> {
+    let policy = PathPolicy::new(
+        &allowed_paths(task, config),
+        &config.policy.denied_paths,
+        0,
+        0,
+    )
+    .map_err(|e| CheckFailure {
+        code: FailureCode::PolicyViolation,
+        message: format!("the path policy is invalid: {e}"),
+    })?;
+    let mut found: Vec<String> = links
+        .iter()
+        .filter_map(|link| link_violation(link, &policy))
+        .map(|v| v.to_string())
+        .collect();
+    let mut scanner = Scanner::new(redactor.values());
+    let mut secrets = 0;
+    for_each_added_line(git, range, |path, line, text| {
+        if secrets < 20 {
+            if let Some(kind) = redactor.secret_in(&String::from_utf8_lossy(text)) {
+                secrets += 1;
+                found.push(
+                    ContentViolation::Secret {
+                        path: path.to_string(),
+                        line,
+                        kind,
+                    }
+                    .to_string(),
+                );
+            }
+        }
+        scanner.added_line(path, line, text);
+    })
+    .map_err(|e| CheckFailure {
+        code: FailureCode::ExecutionFailed,
+        message: format!("runner error: {e}"),
+    })?;
+    for (place, text) in texts {
+        scanner.text(place, text);
+    }
+    let (refused, held): (Vec<Finding>, Vec<Finding>) = scanner
+        .findings()
+        .into_iter()
+        .partition(|f| f.rule.refuses());
+    found.extend(refused.iter().map(ToString::to_string));
+    if !found.is_empty() {
+        found.truncate(20);
+        return Err(CheckFailure {
+            code: FailureCode::PolicyViolation,
+            message: format!("Policy violation: {}", found.join("; ")),
+        });
+    }
+    Ok(if config.scan.rules { held } else { Vec::new() })
+}
+
+/// Streams `git diff -U0 --text` of `range` and calls `each` with every added line (its file,
+/// its line in the new file, at most [`LINE_MAX`] bytes of it).
+fn for_each_added_line(
+    git: &Git,
+    range: &[&str],
+    mut each: impl FnMut(&str, u32, &[u8]),
+) -> Result<(), crate::git::GitError> {
+    let mut args = vec![
+        "-c",
+        "core.quotePath=false",
+        "diff",
+        "-U0",
+        "--text",
+        "--no-color",
+        "--no-ext-diff",
+        "--no-textconv",
+        "--no-renames",
+    ];
+    args.extend_from_slice(range);
+    let mut child = git.spawn(&args)?;
+    let Some(output) = child.stdout.take() else {
+        let _ = child.kill();
+        let _ = git.finish(&args, child);
+        return Err(git.failure(&args, "no pipe from git"));
+    };
+    drop(child.stdin.take());
+    let mut reader = BufReader::with_capacity(64 * 1024, output);
+    let mut walker = DiffWalker::default();
+    let mut line = Vec::with_capacity(1024);
+    let read = loop {
+        match read_capped(&mut reader, &mut line, LINE_MAX) {
+            Ok(false) => break Ok(()),
+            Ok(true) => {
+                if let Some((path, at, text)) = walker.feed(&line) {
+                    each(path, at, text);
+                }
+            }
+            Err(e) => break Err(e),
+        }
+    };
+    drop(reader);
+    let finished = git.finish(&args, child);
+    read.map_err(|e| git.failure(&args, format!("reading the diff: {e}")))?;
+    finished.map(|_| ())
+}
+
+/// Reads one line (without its newline) into `line`, keeping at most `cap` bytes of it and
+/// skipping the rest; `false` at the end.
+fn read_capped(reader: &mut impl BufRead, line: &mut Vec<u8>, cap: usize) -> std::io::Result<bool> {
+    line.clear();
+    let mut any = false;
+    loop {
+        let buf = reader.fill_buf()?;
+        if buf.is_empty() {
+            return Ok(any);
+        }
+        any = true;
+        let (chunk, done) = match buf.iter().position(|b| *b == b'\n') {
+            Some(i) => (&buf[..i], Some(i + 1)),
+            None => (buf, None),
+        };
+        let room = cap.saturating_sub(line.len());
+        line.extend_from_slice(&chunk[..chunk.len().min(room)]);
+        match done {
+            Some(used) => {
+                reader.consume(used);
+                return Ok(true);
+            }
+            None => {
+                let used = buf.len();
+                reader.consume(used);
+            }
+        }
+    }
+}
+
+/// A symbolic link whose own path is denied or stands for a denied folder, that leaves the
+/// tree, goes into a `.git` or to a denied path, or leads outside the allowed paths (issue 36).
+fn link_violation(link: &LinkEntry, policy: &PathPolicy) -> Option<ContentViolation> {
+    if let Some(pattern) = policy
+        .denied_by(&link.path)
+        .or_else(|| policy.shadows_denied(&link.path))
+    {
+        return Some(ContentViolation::LinkDenied {
+            path: link.path.clone(),
+            pattern: pattern.to_string(),
+        });
+    }
+    let Some(resolved) = &link.resolved else {
+        return Some(ContentViolation::LinkOutsideWorktree {
+            path: link.path.clone(),
+        });
+    };
+    let into_git = resolved.split('/').any(|c| c.eq_ignore_ascii_case(".git"));
+    let denied = policy.denied_by(resolved).or(into_git.then_some(".git"));
+    if let Some(pattern) = denied {
+        return Some(ContentViolation::LinkToDenied {
+            path: link.path.clone(),
+            target: resolved.clone(),
+            pattern: pattern.to_string(),
+        });
+    }
+    (!policy.permits(resolved)).then(|| ContentViolation::LinkOutsideAllowed {
+        path: link.path.clone(),
+        target: resolved.clone(),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn lines_are_read_whole_up_to_the_cap_and_cut_after_it() {
+        let long = "x".repeat(100);
+        let input = format!("short\n{long}\nlast");
+        let mut reader = BufReader::with_capacity(8, input.as_bytes());
+        let mut line = Vec::new();
+        let mut got = Vec::new();
+        while read_capped(&mut reader, &mut line, 10).unwrap() {
+            got.push(String::from_utf8(line.clone()).unwrap());
+        }
+        assert_eq!(got, ["short", "xxxxxxxxxx", "last"]);
+    }
+}
