@@ -106,6 +106,7 @@ fn over(primary: &EffectiveAgent, entry: &AgentConfig, config_key: String) -> Ef
         script: tied(same, &entry.script, &primary.script),
         max_turns: entry.max_turns.unwrap_or(primary.max_turns),
         pricing: tied(same, &entry.pricing, &primary.pricing),
+        idle_minutes: entry.idle_minutes.unwrap_or(primary.idle_minutes),
         config_key,
     }
 }

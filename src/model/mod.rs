@@ -10,6 +10,7 @@ pub mod excerpt;
 mod forge;
 pub mod graph;
 mod ids;
+pub mod network;
 mod phase;
 mod plan;
 mod quota;
