@@ -203,16 +203,29 @@ pub enum ExecutorKind {
 }
 
 impl ExecutorKind {
-    /// What an agent of this kind is given when no `env_passthrough` is configured: the CLI
-    /// adapters, which need a model key, `ANTHROPIC_API_KEY`; an arbitrary `command` (and the
-    /// scripted agent) nothing, so no key reaches a program that did not ask for one.
+    /// What an agent of this kind is given when no `env_passthrough` is configured: nothing.
+    /// Model keys are not passed any more (issue 37): the runner holds the keys its CLI reads
+    /// (`ANTHROPIC_API_KEY`, `OPENAI_API_KEY`, …) and the agent gets a placeholder and a base URL
+    /// on opentiger's proxy, which puts the key back on requests to that model API only.
     pub fn default_passthrough(self) -> Vec<String> {
         match self {
             ExecutorKind::ClaudeCode
             | ExecutorKind::Opencode
             | ExecutorKind::Codex
-            | ExecutorKind::Aider => vec!["ANTHROPIC_API_KEY".to_string()],
-            ExecutorKind::Command | ExecutorKind::Scripted => Vec::new(),
+            | ExecutorKind::Aider
+            | ExecutorKind::Command
+            | ExecutorKind::Scripted => Vec::new(),
+        }
+    }
+
+    /// One of the agent-CLI adapters (not an arbitrary program).
+    pub fn is_cli(self) -> bool {
+        match self {
+            ExecutorKind::ClaudeCode
+            | ExecutorKind::Opencode
+            | ExecutorKind::Codex
+            | ExecutorKind::Aider => true,
+            ExecutorKind::Command | ExecutorKind::Scripted => false,
         }
     }
 

@@ -84,7 +84,7 @@ impl Door {
                 port
             }
         };
-        let env = env_for(port, &session.spec.routes);
+        let env = door_env(port, &session.spec.routes);
         Ok(Door {
             session,
             isolation,
@@ -174,7 +174,9 @@ fn serve(
 /// itself reached as a base URL).
 const NO_PROXY: &str = "localhost,127.0.0.1,::1";
 
-fn env_for(port: u16, routes: &[Route]) -> Vec<(String, String)> {
+/// What a program behind a door on `port` is told: the proxy, and each route's base URL and
+/// placeholder keys ([`Door::env`]).
+pub fn door_env(port: u16, routes: &[Route]) -> Vec<(String, String)> {
     let proxy = format!("http://127.0.0.1:{port}");
     let mut env: Vec<(String, String)> = [
         "HTTP_PROXY",

@@ -59,8 +59,9 @@ pub struct Snapshot {
     pub observations: Observations,
 }
 
-/// The spend ledger as the budgets need it: today's total and each queued task's total over all
-/// its attempts (USD).
+/// The spend ledger as the budgets need it: today's total and, for each queued task, its
+/// family's total over all attempts and reviews (USD; issue 37: a budget covers a task with its
+/// reworks and AutoFixes).
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct Spend {
     pub today_usd: f64,

@@ -195,6 +195,12 @@ vocabulary! {
         /// The agent cannot reach its model as configured: a missing or invalid key, not
         /// logged in, an unknown model or provider, an invalid CLI configuration (issue 18).
         AgentConfig => "agent_config",
+        /// The run's budget was spent mid-run: opentiger's proxy refused its next model call
+        /// (issue 37). Not a failure of the task: it waits for a bigger budget.
+        BudgetExceeded => "budget_exceeded",
+        /// The agent printed nothing, changed no file and talked to no model for
+        /// `agents.<role>.idle_minutes` (issue 37).
+        AgentStalled => "agent_stalled",
     }
 }
 

@@ -22,6 +22,10 @@
 //!   stop it early (`watch.rs`): its reason is [`ProcessOutput::stopped`].
 //! - An interrupt of the runner ([`interrupt`]) stops it too, gently: SIGTERM to its group,
 //!   SIGKILL after a grace period; the reason says which signal.
+//! - An optional [`Sentinel`] is asked while it runs whether something besides its output says
+//!   stop (its network door saw a quota answer, it has been idle too long).
+//! - With `network`, it starts in a network namespace of its own (`sandbox::netns`), whose
+//!   proxy listener goes to the runner.
 //!
 //! Not here: deciding what a failure means (the engine's `classify`), and redacting the output
 //! (the caller passes the tails through `redact::Redactor` before storing or showing them).
@@ -70,6 +74,18 @@ pub struct ProcessSpec {
     pub group_record: Option<PathBuf>,
     /// A Landlock ruleset the child enters before it starts (`sandbox::landlock`).
     pub confine: Option<std::sync::Arc<crate::sandbox::landlock::Ruleset>>,
+    /// A network namespace of its own, its proxy listener delivered to the runner
+    /// (`sandbox::netns`).
+    pub network: Option<crate::sandbox::netns::Door>,
+    /// Asked while it runs whether to stop it early, besides its output.
+    pub sentinel: Option<Arc<dyn Sentinel>>,
+}
+
+/// What may stop a program early besides its output (its network door, its idleness).
+pub trait Sentinel: Send + Sync + std::fmt::Debug {
+    /// Called about every poll interval; `quiet` is how long since it last printed anything.
+    /// `Some(reason)` stops it (its whole group is killed).
+    fn check(&self, quiet: Duration) -> Option<String>;
 }
 
 /// How the program ended.
@@ -174,13 +190,24 @@ pub fn run(spec: &ProcessSpec) -> Result<ProcessOutput, ProcessError> {
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .process_group(0);
+    // Made before the fork: the child's namespace entry only makes system calls on it.
+    let namespace = match &spec.network {
+        Some(_) => Some(crate::sandbox::netns::Entry::new().map_err(|e| spawn_failed(spec, e))?),
+        None => None,
+    };
+    let namespace_part = namespace.as_ref().map(|n| n.child);
     #[cfg(target_os = "linux")]
     // SAFETY: between fork and exec only async-signal-safe calls are allowed; prctl and getppid
-    // are system calls that allocate nothing and take no lock.
+    // are system calls that allocate nothing and take no lock, and `netns::enter` makes only
+    // system calls on memory made before the fork.
     unsafe {
         let parent = libc::getpid();
         let confine = spec.confine.as_ref().map(|r| r.raw_fd());
         command.pre_exec(move || {
+            // The namespace first: Landlock would refuse the writes to /proc/self/*_map.
+            if let Some(part) = &namespace_part {
+                crate::sandbox::netns::enter(part)?;
+            }
             if let Some(fd) = confine {
                 crate::sandbox::landlock::Ruleset::restrict_child(fd)?;
             }
@@ -205,6 +232,16 @@ pub fn run(spec: &ProcessSpec) -> Result<ProcessOutput, ProcessError> {
     })?;
     let pid = child.id();
     tracing::debug!(pid, "started");
+    if let (Some(namespace), Some(door)) = (namespace, &spec.network) {
+        match namespace.receive() {
+            Ok(listener) => (door.deliver)(listener),
+            Err(e) => {
+                kill_group(pid);
+                let _ = child.wait();
+                return Err(spawn_failed(spec, e));
+            }
+        }
+    }
     if let Some(record) = &spec.group_record {
         if let Err(e) = crate::sandbox::groups::write_record(record, pid) {
             tracing::warn!(
@@ -460,11 +497,20 @@ fn watch(
             return End::TimedOut;
         }
         let polled = spec.watch.as_ref().and_then(|w| w.poll(now - started));
+        let sentinel = spec.sentinel.as_ref().and_then(|s| {
+            let last = captures
+                .iter()
+                .filter_map(|c| c.lock().last)
+                .max()
+                .unwrap_or(started);
+            s.check(now.saturating_duration_since(last))
+        });
         let reason = stop
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
             .take()
-            .or(polled);
+            .or(polled)
+            .or(sentinel);
         if let Some(reason) = reason {
             tracing::info!(pid, %reason, "stopped by its output watch; killing its process group");
             kill_group(pid);
@@ -529,6 +575,8 @@ struct Tail {
     total: u64,
     finished: bool,
     error: Option<io::Error>,
+    /// When the program last wrote to this stream.
+    last: Option<Instant>,
 }
 
 impl Tail {
@@ -540,10 +588,12 @@ impl Tail {
             total: 0,
             finished: false,
             error: None,
+            last: None,
         }
     }
 
     fn push(&mut self, bytes: &[u8]) {
+        self.last = Some(Instant::now());
         self.total += bytes.len() as u64;
         if bytes.len() >= self.capacity {
             self.buf.clear();

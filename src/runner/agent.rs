@@ -1,7 +1,8 @@
 //! Running one agent for a task run, the part a worker run and a research run share: the
 //! executor chosen from the role's chain, its scratch folder, environment and sandbox domain,
-//! the `.git` guard around it, and its failures (quota, timeout, turn cap, configuration) as the
-//! run's failure codes. What the run does before and after is the caller's (`work.rs`,
+//! its network (issue 37: its door on opentiger's proxy, `network.rs`), the `.git` guard around
+//! it, and its failures (quota, spent budget, idleness, timeout, turn cap, configuration) as
+//! the run's failure codes. What the run does before and after is the caller's (`work.rs`,
 //! `research.rs`).
 
 use std::path::Path;
@@ -102,9 +103,22 @@ pub(super) fn run_agent_with<T>(
     vars.extend(extra);
     let mut env = executor::agent_env(&agent.env_passthrough, |k| std::env::var(k).ok(), &vars);
     let attempt = u32::try_from(brief.runs.len()).unwrap_or(u32::MAX);
+    let budget =
+        super::network::run_budget(act.config, task, brief.family_spent, brief.task_budget);
+    let net = super::network::AgentNet::open(act.config, &agent, role, budget, cwd, &mut env)
+        .map_err(setup_text)?;
     let confine = match writes_workspace {
-        true => super::agent_domain(act, cwd, scratch.path(), &agent, &mut env),
-        false => super::read_only_domain(act, scratch.path(), &agent, &mut env),
+        true => super::agent_domain(
+            act,
+            cwd,
+            scratch.path(),
+            &agent,
+            &mut env,
+            net.landlock_port(),
+        ),
+        false => {
+            super::read_only_domain(act, scratch.path(), &agent, &mut env, net.landlock_port())
+        }
     }
     .map_err(|message| CheckFailure {
         code: FailureCode::ExecutionFailed,
@@ -122,23 +136,33 @@ pub(super) fn run_agent_with<T>(
         scratch: scratch.path(),
         group_record: super::group_record(act, &run_id.to_string()),
         confine,
+        network: net.netns(),
+        sentinel: net.sentinel(),
     };
     // First, before the runner's git runs again: what the agent did to the git configuration.
-    let result = crate::sandbox::AgentGuard::around(cwd, || exec.run(&request))
+    let guarded = crate::sandbox::AgentGuard::around(cwd, || exec.run(&request));
+    // What the proxy saw counts whatever the agent did: its spend, what it was refused.
+    let seen = net.close();
+    let (usd, tokens) = super::network::reported(&guarded);
+    super::network::account(record, &seen.traffic, usd, tokens);
+    let result = guarded
         .map_err(setup)?
         .map_err(|message| CheckFailure {
             code: FailureCode::PolicyViolation,
             message,
         })?
         .map_err(|e| setup_text(e.to_string()))?;
-    record.cost_usd = result.cost_usd;
-    record.input_tokens = result.input_tokens;
-    record.output_tokens = result.output_tokens;
     record.session_id = result.session_id.clone();
     record.summary = result
         .summary
         .clone()
         .map(|s| act.redactor.excerpt(&s, 500));
+    // A quota answer, a spent budget or idleness ended it from outside, whatever it reported.
+    if let Some(mut stop) = seen.stop {
+        record.cut_short = stop.code != FailureCode::QuotaFailure;
+        stop.message = act.redactor.excerpt(&stop.message, 800);
+        return Err(stop);
+    }
     if let Some(failure) = &result.failure {
         record.cut_short = matches!(
             failure.kind,
@@ -282,7 +306,7 @@ mod tests {
             // Issue 18: not retried; a person gets the fix.
             (failure(AgentFailureKind::Config, "Not logged in · Please run /login (sk-secret)"),
                 FailureCode::AgentConfig, TaskState::blocked(BlockReason::AwaitingHuman),
-                "fix: set ANTHROPIC_API_KEY in the workflow's env (`env: ANTHROPIC_API_KEY: ${{ secrets.ANTHROPIC_API_KEY }}`) and list it in `agents.worker.env_passthrough`"),
+                "fix: set ANTHROPIC_API_KEY in the workflow's env (`env: ANTHROPIC_API_KEY: ${{ secrets.ANTHROPIC_API_KEY }}`) for the runner, which holds it"),
         ];
         for (f, code, to, says) in cases {
             let check = reported_failure(f, &agent, role, &redactor);

@@ -29,6 +29,28 @@ pub struct JudgeResult {
     pub judgement: Option<JudgementRow>,
     /// The verification commands as they ran on the head merged with the base (issue 28).
     pub verification: Vec<CommandReport>,
+    /// What the judge agent spent, what the proxy metered and refused for it and the checks
+    /// (issue 37), when an agent or check ran.
+    pub spend: Option<crate::store::AgentSpend>,
+}
+
+/// What a review left on the side: the verification commands as they ran, and what the agent
+/// and the checks spent and were refused.
+#[derive(Default)]
+struct Trace {
+    commands: Vec<CommandReport>,
+    spend: Option<crate::store::AgentSpend>,
+}
+
+impl Trace {
+    fn spend(&mut self, task: &Task, run: &Run) -> &mut crate::store::AgentSpend {
+        self.spend.get_or_insert_with(|| crate::store::AgentSpend {
+            role: "judge".to_string(),
+            task_id: Some(task.id.clone()),
+            run_id: Some(run.id.clone()),
+            ..Default::default()
+        })
+    }
 }
 
 /// What a review is asked in the light of: how many reviews the change had so far, and the issue
@@ -49,13 +71,15 @@ pub fn judge_run(
     asked: ReviewBrief<'_>,
     merger: Option<&dyn PullMerger>,
 ) -> JudgeResult {
-    let mut verified = Vec::new();
-    match judge(act, task, run, asked, merger, &mut verified) {
+    let mut trace = Trace::default();
+    match judge(act, task, run, asked, merger, &mut trace) {
         Ok(mut r) => {
-            r.verification = verified;
+            r.verification = trace.commands;
+            r.spend = trace.spend;
             r
         }
         Err(e) => JudgeResult {
+            spend: trace.spend,
             verification: Vec::new(),
             conclusion: JudgeConclusion::Failed {
                 error: act.redactor.excerpt(&e.to_string(), 500),
@@ -88,6 +112,7 @@ impl Review {
 
 fn request_changes(head: &str, summary: String, findings: Vec<String>) -> JudgeResult {
     JudgeResult {
+        spend: None,
         verification: Vec::new(),
         judgement: Some(JudgementRow {
             head_sha: head.to_string(),
@@ -110,13 +135,14 @@ fn judge(
     run: &Run,
     asked: ReviewBrief<'_>,
     merger: Option<&dyn PullMerger>,
-    verified: &mut Vec<CommandReport>,
+    trace: &mut Trace,
 ) -> Result<JudgeResult, GitError> {
     let repo = Git::new(act.repo);
     let base = &act.config.base_branch;
     let branches = Branches::new(&repo, &act.config.remote);
     let failed = |error: String| {
         Ok(JudgeResult {
+            spend: None,
             verification: Vec::new(),
             conclusion: JudgeConclusion::Failed { error },
             judgement: None,
@@ -135,6 +161,7 @@ fn judge(
                 branches.delete(&branch);
             }
             return Ok(JudgeResult {
+                spend: None,
                 verification: Vec::new(),
                 conclusion: JudgeConclusion::Merged { commit },
                 judgement: None,
@@ -159,7 +186,7 @@ fn judge(
             run,
             &ws,
             (&base_head, &head),
-            (&mut reviewed, verified),
+            (&mut reviewed, trace),
             asked,
             (&branches, merger),
         );
@@ -213,7 +240,7 @@ fn try_merge(
     run: &Run,
     ws: &Workspace,
     (base_head, head): (&str, &str),
-    (reviewed, log): (&mut Option<Review>, &mut Vec<CommandReport>),
+    (reviewed, trace): (&mut Option<Review>, &mut Trace),
     asked: ReviewBrief<'_>,
     (branches, merger): (&Branches, Option<&dyn PullMerger>),
 ) -> Result<Attempt, GitError> {
@@ -232,6 +259,7 @@ fn try_merge(
         let _ = ws.git().run(&["merge", "--abort"]);
         let files: Vec<String> = conflicts.lines().map(String::from).collect();
         return done(JudgeResult {
+            spend: None,
             verification: Vec::new(),
             judgement: Some(JudgementRow {
                 head_sha: head.to_string(),
@@ -275,7 +303,11 @@ fn try_merge(
         ));
     }
     let verification = checks::run_verification(task, act.config, &ws.path, &changes, act.redactor);
-    *log = verification.commands.clone();
+    trace.commands = verification.commands.clone();
+    if !verification.refused.is_empty() {
+        let refused = &mut trace.spend(task, run).refused;
+        crate::model::network::merge_refusals(refused, &verification.refused);
+    }
     let verified = match verification.passed() {
         Ok(passed) => passed,
         Err(f) => {
@@ -302,6 +334,7 @@ fn try_merge(
     ) {
         if !branches.advance(branch, head, &merged)? {
             return done(JudgeResult {
+                spend: None,
                 verification: Vec::new(),
                 conclusion: JudgeConclusion::Failed {
                     error: format!("{branch} moved while the base was merged into it"),
@@ -310,6 +343,7 @@ fn try_merge(
             });
         }
         return done(JudgeResult {
+            spend: None,
             verification: Vec::new(),
             conclusion: JudgeConclusion::Updated { head: merged },
             judgement: None,
@@ -335,10 +369,20 @@ fn try_merge(
                 criteria: Vec::new(),
             }
         } else if judge_agent.review {
-            match review(act, task, run, ws, (base_head, &merged), &verified, asked) {
+            match review(
+                act,
+                task,
+                run,
+                ws,
+                (base_head, &merged),
+                &verified,
+                asked,
+                trace,
+            ) {
                 Ok(v) => v,
                 Err(error) => {
                     return done(JudgeResult {
+                        spend: None,
                         verification: Vec::new(),
                         conclusion: JudgeConclusion::Failed { error },
                         judgement: None,
@@ -356,6 +400,7 @@ fn try_merge(
     }
     let Some(review) = reviewed.clone() else {
         return done(JudgeResult {
+            spend: None,
             verification: Vec::new(),
             conclusion: JudgeConclusion::Failed {
                 error: "no review".to_string(),
@@ -365,6 +410,7 @@ fn try_merge(
     };
     if review.verdict == Verdict::RequestChanges {
         return done(JudgeResult {
+            spend: None,
             verification: Vec::new(),
             judgement: Some(review.row(head)),
             conclusion: JudgeConclusion::RequestChanges {
@@ -375,6 +421,7 @@ fn try_merge(
     }
     if !ours && !act.config.backlog.merge_imported_prs {
         return done(JudgeResult {
+            spend: None,
             verification: Vec::new(),
             judgement: Some(review.row(head)),
             conclusion: JudgeConclusion::Approved {
@@ -390,6 +437,7 @@ fn try_merge(
         return Ok(Attempt::BaseMoved);
     }
     done(JudgeResult {
+        spend: None,
         verification: Vec::new(),
         judgement: Some(review.row(head)),
         conclusion: JudgeConclusion::Merged { commit },
@@ -407,7 +455,9 @@ fn missing_base(repo: &Git, base: &str) -> GitError {
     }
 }
 
-/// Asks the judge agent; `Err` when it could not give a verdict (never read as approval).
+/// Asks the judge agent; `Err` when it could not give a verdict (never read as approval). What
+/// it spent goes into `trace`.
+#[allow(clippy::too_many_arguments)]
 fn review(
     act: &Act<'_>,
     task: &Task,
@@ -416,6 +466,7 @@ fn review(
     (base_head, merged): (&str, &str),
     verified: &[String],
     asked: ReviewBrief<'_>,
+    trace: &mut Trace,
 ) -> Result<Review, String> {
     let chosen = super::executors::choose(act, AgentRole::Judge)?;
     let (agent, exec) = (chosen.agent, chosen.exec);
@@ -441,7 +492,22 @@ fn review(
             ("TMPDIR", scratch.path().display().to_string()),
         ],
     );
-    let confine = super::agent_domain(act, &ws.path, scratch.path(), &agent, &mut env)?;
+    let net = super::network::AgentNet::open(
+        act.config,
+        &agent,
+        AgentRole::Judge,
+        None,
+        &ws.path,
+        &mut env,
+    )?;
+    let confine = super::agent_domain(
+        act,
+        &ws.path,
+        scratch.path(),
+        &agent,
+        &mut env,
+        net.landlock_port(),
+    )?;
     let request = AgentRequest {
         role: AgentRole::Judge,
         task,
@@ -454,10 +520,23 @@ fn review(
         scratch: scratch.path(),
         group_record: super::group_record(act, &run.id.to_string()),
         confine,
+        network: net.netns(),
+        sentinel: net.sentinel(),
     };
-    let result = crate::sandbox::AgentGuard::around(&ws.path, || exec.run(&request))
+    let guarded = crate::sandbox::AgentGuard::around(&ws.path, || exec.run(&request));
+    let seen = net.close();
+    let spend = trace.spend(task, run);
+    spend.executor = Some(chosen.label.clone());
+    super::network::account_agent(spend, &seen.traffic, &guarded);
+    let result = guarded
         .map_err(|e| e.to_string())??
         .map_err(|e| e.to_string())?;
+    if let Some(stop) = seen.stop {
+        return Err(format!(
+            "the judge agent was stopped: {}",
+            act.redactor.excerpt(&stop.message, 400)
+        ));
+    }
     if let Some(refused) = &result.result_refused {
         return Err(format!("policy_violation: {refused}"));
     }

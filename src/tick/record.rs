@@ -87,9 +87,14 @@ pub(super) fn record(
                 JudgeResult {
                     conclusion,
                     judgement,
+                    spend,
                     ..
                 },
             ) => {
+                if let Some(spend) = spend {
+                    out.spend_usd += spend.cost_usd;
+                    store.record_agent_spend(spend, writer)?;
+                }
                 let task = store.task(task_id)?;
                 let lineage = store.lineage(&task)?;
                 let decision = decide_verdict(&task, conclusion, &lineage, &ctx.config, now);
@@ -183,6 +188,10 @@ pub(super) fn record(
             }
             Done::Plan(plan) => {
                 out.lines.push(plan_line(plan));
+                if let Some(spend) = &plan.spend {
+                    out.spend_usd += spend.cost_usd;
+                    store.record_agent_spend(spend, writer)?;
+                }
                 if !store.record_plan(&plan.record, &plan.tasks, writer)? {
                     out.lines
                         .push("  (already planned by another tick: nothing created)".to_string());

@@ -1,0 +1,199 @@
+//! Spend beyond one run's row (issue 37): a task family's total (a budget covers the task with
+//! its reworks and AutoFixes), and the agent runs that are not task runs — a judge's review, a
+//! planner's plan — with what they cost, what the proxy metered and refused, in `agent_spend`
+//! and in the ledger (`budgets`: the day, the judged task, the role).
+
+use std::collections::BTreeMap;
+
+use rusqlite::{params, Transaction};
+
+use super::tasks::Writer;
+use super::{Store, StoreError};
+use crate::model::network::{Metering, Refusal};
+use crate::model::{RunId, TaskId};
+
+/// One agent run that is not a task run, and what it spent.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct AgentSpend {
+    /// `judge` or `planner`.
+    pub role: String,
+    /// The task reviewed (the judge), none for the planner.
+    pub task_id: Option<TaskId>,
+    /// The run reviewed, or the planner's run id.
+    pub run_id: Option<RunId>,
+    pub executor: Option<String>,
+    /// The larger of the metered and the reported spend.
+    pub cost_usd: f64,
+    pub reported_cost_usd: f64,
+    pub input_tokens: i64,
+    pub output_tokens: i64,
+    pub metered: Option<Metering>,
+    pub refused: Vec<Refusal>,
+}
+
+/// A judge's or planner's agent run as `task show` lists it.
+#[derive(Clone, Debug, PartialEq, serde::Serialize)]
+pub struct AgentSpendRow {
+    pub at: crate::time::Timestamp,
+    pub role: String,
+    pub run_id: Option<String>,
+    pub cost_usd: f64,
+    pub reported_cost_usd: f64,
+    pub metered: Option<Metering>,
+    pub refused: Vec<Refusal>,
+}
+
+/// Adds `usd` and tokens to one entry of the ledger.
+pub(super) fn add_to_ledger(
+    tx: &Transaction<'_>,
+    scope: &str,
+    key: &str,
+    usd: f64,
+    (input, output): (i64, i64),
+) -> Result<(), StoreError> {
+    tx.execute(
+        "INSERT INTO budgets (scope, key, spent_usd, input_tokens, output_tokens, runs) VALUES (?1, ?2, ?3, ?4, ?5, 1) \
+         ON CONFLICT(scope, key) DO UPDATE SET spent_usd = spent_usd + excluded.spent_usd, \
+         input_tokens = input_tokens + excluded.input_tokens, output_tokens = output_tokens + excluded.output_tokens, runs = runs + 1",
+        params![scope, key, usd, input, output],
+    )?;
+    Ok(())
+}
+
+impl Store {
+    /// Records a judge's or planner's agent run: its row, and its spend in the ledger (the day,
+    /// the judged task — so a family's budget covers its reviews —, the role).
+    pub fn record_agent_spend(
+        &mut self,
+        spend: &AgentSpend,
+        writer: Writer<'_>,
+    ) -> Result<(), StoreError> {
+        let tx = self.conn.transaction()?;
+        tx.execute(
+            "INSERT INTO agent_spend (at, role, task_id, run_id, executor, cost_usd, reported_usd, metered, refused) \
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
+            params![
+                writer.now.0,
+                spend.role,
+                spend.task_id.as_ref().map(TaskId::as_str),
+                spend.run_id.as_ref().map(RunId::as_str),
+                spend.executor,
+                spend.cost_usd,
+                spend.reported_cost_usd,
+                spend.metered.as_ref().map(super::rows::to_json),
+                super::rows::to_json(&spend.refused),
+            ],
+        )?;
+        let tokens = (spend.input_tokens, spend.output_tokens);
+        add_to_ledger(&tx, "day", &writer.now.day(), spend.cost_usd, tokens)?;
+        add_to_ledger(&tx, "role", &spend.role, spend.cost_usd, tokens)?;
+        if let Some(task) = &spend.task_id {
+            add_to_ledger(&tx, "task", task.as_str(), spend.cost_usd, tokens)?;
+        }
+        tx.commit()?;
+        Ok(())
+    }
+
+    /// The judge's reviews of a task, newest first (at most `limit`).
+    pub fn agent_spend_of(
+        &self,
+        task: &TaskId,
+        limit: u32,
+    ) -> Result<Vec<AgentSpendRow>, StoreError> {
+        let mut stmt = self.conn.prepare(
+            "SELECT at, role, run_id, cost_usd, reported_usd, metered, refused FROM agent_spend \
+             WHERE task_id = ?1 ORDER BY at DESC, id DESC LIMIT ?2",
+        )?;
+        let rows = stmt
+            .query_map(params![task.as_str(), limit], |r| {
+                let metered: Option<String> = r.get(5)?;
+                let refused: String = r.get(6)?;
+                Ok(AgentSpendRow {
+                    at: crate::time::Timestamp(r.get(0)?),
+                    role: r.get(1)?,
+                    run_id: r.get(2)?,
+                    cost_usd: r.get(3)?,
+                    reported_cost_usd: r.get(4)?,
+                    metered: metered.and_then(|m| serde_json::from_str(&m).ok()),
+                    refused: serde_json::from_str(&refused).unwrap_or_default(),
+                })
+            })?
+            .collect::<Result<_, _>>()?;
+        Ok(rows)
+    }
+
+    /// Each task's family (issue 27: its oldest ancestor the state holds, or names) and each
+    /// task's own spend over all its attempts and reviews.
+    fn families_and_spend(
+        &self,
+    ) -> Result<(BTreeMap<String, String>, BTreeMap<String, f64>), StoreError> {
+        let parents: BTreeMap<String, Option<String>> = self
+            .conn
+            .prepare("SELECT id, parent_task_id FROM tasks")?
+            .query_map([], |r| Ok((r.get(0)?, r.get(1)?)))?
+            .collect::<Result<_, _>>()?;
+        let spent: BTreeMap<String, f64> = self
+            .conn
+            .prepare("SELECT key, spent_usd FROM budgets WHERE scope = 'task'")?
+            .query_map([], |r| Ok((r.get(0)?, r.get(1)?)))?
+            .collect::<Result<_, _>>()?;
+        let family = |id: &str| {
+            let mut current = id.to_string();
+            let mut seen = vec![current.clone()];
+            while let Some(Some(parent)) = parents.get(&current) {
+                if seen.contains(parent) {
+                    break;
+                }
+                seen.push(parent.clone());
+                current = parent.clone();
+                if !parents.contains_key(&current) {
+                    break;
+                }
+            }
+            current
+        };
+        let families = parents
+            .keys()
+            .chain(spent.keys())
+            .map(|id| (id.clone(), family(id)))
+            .collect();
+        Ok((families, spent))
+    }
+
+    /// What each queued task's family has spent (issue 37: a budget covers the family), for
+    /// the families that spent something.
+    pub fn family_spend_of_queued_tasks(&self) -> Result<BTreeMap<TaskId, f64>, StoreError> {
+        let (families, spent) = self.families_and_spend()?;
+        let mut by_family: BTreeMap<&str, f64> = BTreeMap::new();
+        for (id, usd) in &spent {
+            let family = families.get(id).map_or(id.as_str(), String::as_str);
+            *by_family.entry(family).or_default() += usd;
+        }
+        let queued: Vec<String> = self
+            .conn
+            .prepare("SELECT id FROM tasks WHERE status = 'queued'")?
+            .query_map([], |r| r.get(0))?
+            .collect::<Result<_, _>>()?;
+        Ok(queued
+            .into_iter()
+            .filter_map(|id| {
+                let family = families.get(&id).map_or(id.as_str(), String::as_str);
+                let usd = by_family.get(family).copied().unwrap_or(0.0);
+                (usd > 0.0).then_some((TaskId(id), usd))
+            })
+            .collect())
+    }
+
+    /// What `id`'s family has spent so far.
+    pub fn family_spend(&self, id: &TaskId) -> Result<f64, StoreError> {
+        let (families, spent) = self.families_and_spend()?;
+        let family = families
+            .get(id.as_str())
+            .map_or(id.as_str(), String::as_str);
+        Ok(spent
+            .iter()
+            .filter(|(k, _)| families.get(*k).map_or(k.as_str(), String::as_str) == family)
+            .map(|(_, usd)| usd)
+            .sum())
+    }
+}
