@@ -228,8 +228,7 @@ fn opencode_worker_gets_its_config_and_a_rate_limit_is_a_quota_failure() {
     assert_eq!(config["agent"]["build"]["steps"], 30, "{content}");
     // Its provider reached through opentiger's proxy (issue 37).
     assert_eq!(
-        config["provider"]["anthropic"]["options"]["baseURL"],
-        "http://127.0.0.1:3128/anthropic/v1",
+        config["provider"]["anthropic"]["options"]["baseURL"], "http://127.0.0.1:3128/anthropic/v1",
         "{content}"
     );
     assert_eq!(r.exit, AgentExit::Failed(Some(1)));

@@ -350,7 +350,7 @@ fn doctor_reports_a_missing_agent_cli_with_its_fix() {
     // Issue 18: `codex exec` reads CODEX_API_KEY, so that is the variable the fix names.
     assert!(
         out.stdout
-            .contains("export CODEX_API_KEY=... and list it in agents.default.env_passthrough"),
+            .contains("export CODEX_API_KEY=... for the runner"),
         "{}",
         out.stdout
     );

@@ -136,8 +136,18 @@ impl Session {
     }
 
     pub fn refuse(&self, host: &str, port: u16) {
+        // Only what a host name can hold: the name is shown and posted as it is.
+        let host: String = host
+            .trim_end_matches('.')
+            .to_ascii_lowercase()
+            .chars()
+            .map(|c| match c {
+                'a'..='z' | '0'..='9' | '.' | '-' | ':' | '[' | ']' => c,
+                _ => '?',
+            })
+            .collect();
         let refusal = Refusal {
-            host: host.trim_end_matches('.').to_ascii_lowercase(),
+            host,
             port,
             by: self.spec.user.key().to_string(),
             times: 1,

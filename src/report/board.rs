@@ -43,6 +43,8 @@ pub struct BoardView {
     pub heartbeat: Option<String>,
     /// What held queued tasks back when fewer runs start than the tick allows (issue 27).
     pub concurrency: Option<String>,
+    /// Hosts opentiger's proxy refused, with the line that would allow each (issue 37).
+    pub refused: Vec<String>,
 }
 
 /// One task, for people.
@@ -109,6 +111,9 @@ impl BoardView {
             ci: view.ci.as_deref().map(plain),
             heartbeat: view.heartbeat.as_deref().map(plain),
             concurrency: view.held_back.as_deref().map(plain),
+            // Made of a host the proxy parsed (`model::network::Refusal`, letters, digits and
+            // `.-:[]` only) and our words: shown as they are, so the line stays copyable.
+            refused: view.refused.clone(),
             ignored: view
                 .ignored_issues
                 .iter()
@@ -315,6 +320,9 @@ mod tests {
             held_back: Some(
                 "started 1 of limits.max_runs_per_tick = 4: 2 queued task(s) held back".into(),
             ),
+            refused: vec![
+                "task b: evil.example:443 refused for the worker; to allow it: `sandbox.network.allow.worker: [\"evil.example\"]` in .opentiger.yml".into(),
+            ],
         };
         let board = BoardView::of(&view, "github");
         assert_eq!(board.humans.len(), 1);
@@ -360,6 +368,14 @@ mod tests {
         );
         assert!(summary.contains("## Waiting on a person (1)"), "{summary}");
         assert!(!summary.contains(DASHBOARD_MARKER));
+        // Issue 37: a refused host, with the line that allows it, in both.
+        for text in [&dashboard, &summary] {
+            assert!(text.contains("## Hosts refused"), "{text}");
+            assert!(
+                text.contains("sandbox.network.allow.worker: [\"evil.example\"]"),
+                "{text}"
+            );
+        }
     }
 }
 

@@ -17,7 +17,7 @@ use crate::engine::{Action, Decision, Plan};
 use crate::model::{Phase, Run, Task, TaskId};
 use crate::store::TickRecord;
 use crate::time::{human_span, Timestamp};
-pub use task_show::{task_text, with_family};
+pub use task_show::{spend_line, task_text, with_family, with_reviews};
 
 /// One task as `status --json` shows it (DESIGN §13).
 #[derive(Clone, Debug, Serialize)]
@@ -73,7 +73,38 @@ pub struct RunView {
     pub finished_at: Option<Timestamp>,
     pub failure_code: Option<String>,
     pub error: Option<String>,
+    /// The spend that counts: the larger of the metered and the reported one (issue 37).
     pub cost_usd: f64,
+    /// What the agent CLI reported it spent.
+    pub reported_cost_usd: f64,
+    /// What opentiger's proxy metered of its model traffic.
+    pub metered: Option<crate::model::network::Metering>,
+    /// Hosts the proxy refused its agent and checks, with the line that would allow each.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub refused: Vec<RefusalView>,
+}
+
+/// A refused host as `status --json` and `task show --json` show it.
+#[derive(Clone, Debug, Serialize)]
+pub struct RefusalView {
+    pub host: String,
+    pub port: u16,
+    pub by: String,
+    pub times: u32,
+    /// The configuration line that would allow it.
+    pub allow: String,
+}
+
+impl RefusalView {
+    pub fn of(r: &crate::model::network::Refusal) -> RefusalView {
+        RefusalView {
+            host: r.host.clone(),
+            port: r.port,
+            by: r.by.clone(),
+            times: r.times,
+            allow: r.allow_line(),
+        }
+    }
 }
 
 #[derive(Clone, Debug, Serialize)]
@@ -103,6 +134,9 @@ pub struct StatusView {
     /// When fewer runs would start than `limits.max_runs_per_tick` allows: what holds the rest
     /// back and what setting lets them run (issue 27).
     pub held_back: Option<String>,
+    /// Hosts opentiger's proxy refused recently, by task, each with the configuration line that
+    /// would allow it (issue 37).
+    pub refused: Vec<String>,
 }
 
 /// The plan's lines about executors parked on a quota or for their configuration (issue 18).
@@ -158,6 +192,9 @@ impl RunView {
             failure_code: run.failure_code.map(|c| c.to_string()),
             error: run.error.clone(),
             cost_usd: run.cost_usd,
+            reported_cost_usd: run.reported_cost_usd,
+            metered: run.metered.clone(),
+            refused: run.refused.iter().map(RefusalView::of).collect(),
         }
     }
 }
@@ -412,6 +449,9 @@ pub fn status_text(view: &StatusView, verbose: bool) -> String {
     }
     if let Some(line) = &view.held_back {
         let _ = writeln!(out, "Concurrency: {line}");
+    }
+    for line in &view.refused {
+        let _ = writeln!(out, "Refused: {line}");
     }
     if view.tasks.is_empty() {
         let _ = writeln!(out, "\nNo active tasks.");

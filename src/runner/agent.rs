@@ -158,10 +158,12 @@ pub(super) fn run_agent_with<T>(
         .clone()
         .map(|s| act.redactor.excerpt(&s, 500));
     // A quota answer, a spent budget or idleness ended it from outside, whatever it reported.
-    if let Some(mut stop) = seen.stop {
-        record.cut_short = stop.code != FailureCode::QuotaFailure;
-        stop.message = act.redactor.excerpt(&stop.message, 800);
-        return Err(stop);
+    if let Some((code, message)) = seen.stop {
+        record.cut_short = code != FailureCode::QuotaFailure;
+        return Err(CheckFailure {
+            code,
+            message: act.redactor.excerpt(&message, 800),
+        });
     }
     if let Some(failure) = &result.failure {
         record.cut_short = matches!(

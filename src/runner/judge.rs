@@ -534,7 +534,7 @@ fn review(
     if let Some(stop) = seen.stop {
         return Err(format!(
             "the judge agent was stopped: {}",
-            act.redactor.excerpt(&stop.message, 400)
+            act.redactor.excerpt(&stop.1, 400)
         ));
     }
     if let Some(refused) = &result.result_refused {

@@ -10,7 +10,6 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant, SystemTime};
 
-use super::checks::CheckFailure;
 use crate::config::{AgentRole, Config, EffectiveAgent, NetworkUser};
 use crate::egress::{self, Door, SessionSpec, Traffic};
 use crate::model::FailureCode;
@@ -25,8 +24,9 @@ pub(super) struct AgentNet {
 /// What the network of a run came to.
 pub(super) struct NetOutcome {
     pub traffic: Traffic,
-    /// Why the run was ended from outside its own output, if it was.
-    pub stop: Option<CheckFailure>,
+    /// Why the run was ended from outside its own output, if it was: its failure code and
+    /// message.
+    pub stop: Option<(FailureCode, String)>,
 }
 
 impl AgentNet {
@@ -95,20 +95,14 @@ impl AgentNet {
             .idle
             .clone();
         let stop = if let Some(hit) = &traffic.quota {
-            Some(CheckFailure {
-                code: FailureCode::QuotaFailure,
-                message: hit.message(),
-            })
+            Some((FailureCode::QuotaFailure, hit.message()))
         } else if let Some(words) = &traffic.budget_refused {
-            Some(CheckFailure {
-                code: FailureCode::BudgetExceeded,
-                message: format!("budget_exceeded: {words}"),
-            })
+            Some((
+                FailureCode::BudgetExceeded,
+                format!("budget_exceeded: {words}"),
+            ))
         } else {
-            idle.map(|message| CheckFailure {
-                code: FailureCode::AgentStalled,
-                message,
-            })
+            idle.map(|message| (FailureCode::AgentStalled, message))
         };
         NetOutcome { traffic, stop }
     }

@@ -278,7 +278,7 @@ fn ask_agent(
     if let Some(stop) = seen.stop {
         return Err(format!(
             "the planner agent was stopped: {}",
-            act.redactor.excerpt(&stop.message, 400)
+            act.redactor.excerpt(&stop.1, 400)
         ));
     }
     let result = guarded

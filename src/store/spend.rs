@@ -122,6 +122,55 @@ impl Store {
         Ok(rows)
     }
 
+    /// Every host refused for `task`'s runs and reviews (issue 37), with how often.
+    pub fn refusals_of(&self, task: &TaskId) -> Result<Vec<Refusal>, StoreError> {
+        let mut all = Vec::new();
+        for sql in [
+            "SELECT refused FROM runs WHERE task_id = ?1 AND refused <> '[]'",
+            "SELECT refused FROM agent_spend WHERE task_id = ?1 AND refused <> '[]'",
+        ] {
+            let lists: Vec<String> = self
+                .conn
+                .prepare(sql)?
+                .query_map([task.as_str()], |r| r.get(0))?
+                .collect::<Result<_, _>>()?;
+            for list in lists {
+                let refused: Vec<Refusal> = serde_json::from_str(&list).unwrap_or_default();
+                crate::model::network::merge_refusals(&mut all, &refused);
+            }
+        }
+        Ok(all)
+    }
+
+    /// Hosts refused in the latest `limit` runs and reviews that had any, by task, newest
+    /// first.
+    pub fn recent_refusals(&self, limit: u32) -> Result<Vec<(TaskId, Refusal)>, StoreError> {
+        let rows: Vec<(String, String)> = self
+            .conn
+            .prepare(
+                "SELECT task_id, refused FROM (
+                     SELECT task_id, refused, started_at AS at FROM runs WHERE refused <> '[]'
+                     UNION ALL
+                     SELECT task_id, refused, at FROM agent_spend WHERE refused <> '[]'
+                 ) WHERE task_id IS NOT NULL ORDER BY at DESC LIMIT ?1",
+            )?
+            .query_map([limit], |r| Ok((r.get(0)?, r.get(1)?)))?
+            .collect::<Result<_, _>>()?;
+        let mut out: Vec<(TaskId, Refusal)> = Vec::new();
+        for (task, list) in rows {
+            let refused: Vec<Refusal> = serde_json::from_str(&list).unwrap_or_default();
+            for r in refused {
+                match out.iter_mut().find(|(t, e)| {
+                    t.as_str() == task && e.host == r.host && e.port == r.port && e.by == r.by
+                }) {
+                    Some((_, e)) => e.times += r.times,
+                    None => out.push((TaskId(task.clone()), r)),
+                }
+            }
+        }
+        Ok(out)
+    }
+
     /// Each task's family (issue 27: its oldest ancestor the state holds, or names) and each
     /// task's own spend over all its attempts and reviews.
     fn families_and_spend(

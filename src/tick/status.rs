@@ -91,6 +91,11 @@ pub fn view(ctx: &Context, store: &Store, all: bool) -> Result<StatusView, Failu
         ci: ci_line(ctx, store)?,
         heartbeat: heartbeat_line(ctx, store)?,
         held_back: plan.held_back().map(str::to_string),
+        refused: store
+            .recent_refusals(50)?
+            .iter()
+            .map(|(task, r)| format!("task {task}: {}", r.line()))
+            .collect(),
     })
 }
 

@@ -116,10 +116,10 @@ impl FakeRun {
             .filter(|k| opentiger::egress::is_model_key(k))
             .collect();
         let routes = opentiger::egress::routes(&keys, |k| outside.get(k).cloned());
-        env.extend(opentiger::egress::door_env(
-            opentiger::sandbox::netns::PORT,
-            &routes,
-        ));
+        for (k, v) in opentiger::egress::door_env(opentiger::sandbox::netns::PORT, &routes) {
+            env.retain(|(name, _)| *name != k);
+            env.push((k, v));
+        }
         let task = Task::new(TaskId::from("t1"), "Add subtraction", "sub()", Timestamp(0));
         let request = AgentRequest {
             role,
