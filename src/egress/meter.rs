@@ -195,9 +195,19 @@ impl AnswerMeter {
     }
 
     fn other_event(&mut self, value: &Value) {
-        // OpenAI Responses (SSE or websocket): the finished response carries the usage.
+        // OpenAI Responses (SSE or websocket): the response's last event carries the usage
+        // (`response.created` and `response.in_progress` may repeat the object, never to count).
         if let Some(response) = value.get("response").filter(|r| r.is_object()) {
-            if let Some(usage) = response.get("usage").filter(|u| u.is_object()) {
+            let last = matches!(
+                value.get("type").and_then(Value::as_str),
+                Some(
+                    "response.completed"
+                        | "response.incomplete"
+                        | "response.failed"
+                        | "response.done"
+                )
+            );
+            if let (true, Some(usage)) = (last, response.get("usage").filter(|u| u.is_object())) {
                 self.count(text(response, "model"), tokens_of(usage));
             }
             return;

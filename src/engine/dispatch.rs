@@ -375,7 +375,8 @@ fn over_budget(w: &Working<'_>, task: &Task) -> Option<(Option<Timestamp>, Strin
             ),
         ));
     }
-    let spent = spend.by_task.get(&task.id).copied().unwrap_or(0.0);
+    let family = super::fairness::family_of(&w.tasks, &task.id);
+    let spent = spend.by_family.get(&family).copied().unwrap_or(0.0);
     // A budget a person set for this task (`/opentiger budget <usd>`) replaces the default.
     let (limit, source) = match spend.task_budgets.get(&task.id) {
         Some(usd) => (*usd, "the budget set for it"),

@@ -141,7 +141,7 @@ fn budgets_hold_runs_back_and_say_how_to_lift_them() {
         snap.observations.spend.today_usd = today;
         snap.observations
             .spend
-            .by_task
+            .by_family
             .insert(crate::model::TaskId("a".into()), a);
         snap
     };

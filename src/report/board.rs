@@ -398,7 +398,7 @@ mod who_acts_tests {
             snap.observations.spend.today_usd = today;
             snap.observations
                 .spend
-                .by_task
+                .by_family
                 .insert(TaskId("a".into()), spent);
             let mut config = crate::config::Config::default();
             config.budget.per_day_usd = 50.0;

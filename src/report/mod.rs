@@ -315,7 +315,11 @@ pub fn task_view(task: &Task, plan: &Plan, phase: Phase) -> TaskStatusView {
         issue: task.issue_number,
         dependencies: task.dependencies.iter().map(|d| d.to_string()).collect(),
         parent: task.parent_task_id.as_ref().map(|p| p.to_string()),
-        reason: task.status_reason.clone(),
+        // Issue 37: a task its family's budget holds says so, not what made it.
+        reason: match plan.budget_hold(&task.id) {
+            Some((_, why)) => Some(why.to_string()),
+            None => task.status_reason.clone(),
+        },
         next_action: next_action(plan, task),
         next_attempt_at: task.next_attempt_at,
         updated_at: task.updated_at,

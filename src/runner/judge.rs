@@ -31,7 +31,7 @@ pub struct JudgeResult {
     pub verification: Vec<CommandReport>,
     /// What the judge agent spent, what the proxy metered and refused for it and the checks
     /// (issue 37), when an agent or check ran.
-    pub spend: Option<crate::store::AgentSpend>,
+    pub spend: Option<Box<crate::store::AgentSpend>>,
 }
 
 /// What a review left on the side: the verification commands as they ran, and what the agent
@@ -75,11 +75,11 @@ pub fn judge_run(
     match judge(act, task, run, asked, merger, &mut trace) {
         Ok(mut r) => {
             r.verification = trace.commands;
-            r.spend = trace.spend;
+            r.spend = trace.spend.map(Box::new);
             r
         }
         Err(e) => JudgeResult {
-            spend: trace.spend,
+            spend: trace.spend.map(Box::new),
             verification: Vec::new(),
             conclusion: JudgeConclusion::Failed {
                 error: act.redactor.excerpt(&e.to_string(), 500),

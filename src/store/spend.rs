@@ -12,6 +12,9 @@ use super::{Store, StoreError};
 use crate::model::network::{Metering, Refusal};
 use crate::model::{RunId, TaskId};
 
+/// Each task id and the family it belongs to.
+type Families = BTreeMap<String, String>;
+
 /// One agent run that is not a task run, and what it spent.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct AgentSpend {
@@ -173,9 +176,7 @@ impl Store {
 
     /// Each task's family (issue 27: its oldest ancestor the state holds, or names) and each
     /// task's own spend over all its attempts and reviews.
-    fn families_and_spend(
-        &self,
-    ) -> Result<(BTreeMap<String, String>, BTreeMap<String, f64>), StoreError> {
+    fn families_and_spend(&self) -> Result<(Families, BTreeMap<String, f64>), StoreError> {
         let parents: BTreeMap<String, Option<String>> = self
             .conn
             .prepare("SELECT id, parent_task_id FROM tasks")?
@@ -209,28 +210,17 @@ impl Store {
         Ok((families, spent))
     }
 
-    /// What each queued task's family has spent (issue 37: a budget covers the family), for
-    /// the families that spent something.
-    pub fn family_spend_of_queued_tasks(&self) -> Result<BTreeMap<TaskId, f64>, StoreError> {
+    /// What each task family has spent (issue 37: a budget covers the family), keyed by the
+    /// family as `engine::fairness::family_of` names it, for the families that spent something.
+    pub fn spend_by_family(&self) -> Result<BTreeMap<TaskId, f64>, StoreError> {
         let (families, spent) = self.families_and_spend()?;
-        let mut by_family: BTreeMap<&str, f64> = BTreeMap::new();
+        let mut by_family: BTreeMap<TaskId, f64> = BTreeMap::new();
         for (id, usd) in &spent {
             let family = families.get(id).map_or(id.as_str(), String::as_str);
-            *by_family.entry(family).or_default() += usd;
+            *by_family.entry(TaskId(family.to_string())).or_default() += usd;
         }
-        let queued: Vec<String> = self
-            .conn
-            .prepare("SELECT id FROM tasks WHERE status = 'queued'")?
-            .query_map([], |r| r.get(0))?
-            .collect::<Result<_, _>>()?;
-        Ok(queued
-            .into_iter()
-            .filter_map(|id| {
-                let family = families.get(&id).map_or(id.as_str(), String::as_str);
-                let usd = by_family.get(family).copied().unwrap_or(0.0);
-                (usd > 0.0).then_some((TaskId(id), usd))
-            })
-            .collect())
+        by_family.retain(|_, usd| *usd > 0.0);
+        Ok(by_family)
     }
 
     /// What `id`'s family has spent so far.

@@ -319,7 +319,7 @@ impl Context {
             retargeted: store.retargeted_pulls()?,
             spend: crate::engine::Spend {
                 today_usd: store.spend_on(&self.now.day())?,
-                by_task: store.family_spend_of_queued_tasks()?,
+                by_family: store.spend_by_family()?,
                 task_budgets: store.task_budgets()?,
             },
             paused_by: store.repo_pause()?.map(|p| p.by),

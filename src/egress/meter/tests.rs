@@ -109,7 +109,9 @@ fn openai_streams_count_the_chunk_or_event_that_carries_usage() {
     );
     let responses = sse(
         &[
-            json!({"type": "response.created", "response": {"model": "gpt-5-codex", "usage": null}}),
+            // A created event that repeats the object (some servers do) is not counted.
+            json!({"type": "response.created", "response": {"model": "gpt-5-codex", "usage": {
+                "input_tokens": 1200, "input_tokens_details": {"cached_tokens": 0}, "output_tokens": 80}}}),
             json!({"type": "response.output_item.added", "item": {"type": "message"}}),
             json!({"type": "response.completed", "response": {"model": "gpt-5-codex", "usage": {
                 "input_tokens": 1200, "input_tokens_details": {"cached_tokens": 0}, "output_tokens": 80}}}),
