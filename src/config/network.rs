@@ -14,8 +14,9 @@ pub struct NetworkConfig {
     /// where the kernel allows one (loopback only; opentiger's proxy is its only door), else
     /// Landlock's TCP rules (it may connect only to the proxy's port; UDP, DNS and raw sockets
     /// stay open), else nothing (said in the tick's output). `namespace`: refuse to run an agent
-    /// without a namespace. `none`: no confinement; the proxy still holds the model key and
-    /// meters, for agents that use it.
+    /// without a namespace. `landlock`: Landlock's TCP rules even where a namespace would work
+    /// (UDP, DNS and raw sockets stay open). `none`: no confinement; the proxy still holds the
+    /// model key and meters, for agents that use it.
     pub isolation: NetworkIsolation,
     /// Hosts reachable through the proxy besides each executor's model API, which is always
     /// allowed for that agent. Empty by default: nothing else is reachable.
@@ -28,6 +29,7 @@ pub enum NetworkIsolation {
     #[default]
     Auto,
     Namespace,
+    Landlock,
     None,
 }
 

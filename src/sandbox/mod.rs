@@ -85,10 +85,22 @@ impl NetIsolation {
 pub fn network_isolation(sandbox: &SandboxConfig) -> Result<NetIsolation, String> {
     use crate::config::NetworkIsolation as Want;
     let want = sandbox.network.isolation;
-    if want == Want::None {
-        return Ok(NetIsolation::Open {
-            why: "sandbox.network.isolation is none".to_string(),
-        });
+    match want {
+        Want::None => {
+            return Ok(NetIsolation::Open {
+                why: "sandbox.network.isolation is none".to_string(),
+            })
+        }
+        Want::Landlock => {
+            return match landlock::abi_version() {
+                Some(abi) if abi >= 4 => Ok(NetIsolation::Landlock {
+                    abi,
+                    why: "sandbox.network.isolation is landlock".to_string(),
+                }),
+                _ => Err("sandbox.network.isolation is landlock, but this kernel's Landlock has no TCP rules (ABI 4, Linux 6.7)\n  fix: set sandbox.network.isolation: auto".to_string()),
+            };
+        }
+        Want::Auto | Want::Namespace => {}
     }
     let refused = match netns::available() {
         Ok(()) => return Ok(NetIsolation::Namespace),
