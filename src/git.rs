@@ -59,6 +59,14 @@ pub struct GitError {
     pub detail: String,
 }
 
+/// What a git command printed, and its exit code.
+#[derive(Clone, Debug)]
+pub struct GitOutput {
+    pub code: Option<i32>,
+    pub stdout: String,
+    pub stderr: String,
+}
+
 /// A repository or worktree directory.
 #[derive(Clone, Debug)]
 pub struct Git {
@@ -218,7 +226,8 @@ impl Git {
             .then(|| String::from_utf8_lossy(&out.stdout).trim_end().to_string()))
     }
 
-    /// Runs git with `input` on stdin.
+    /// Runs git with `input` on stdin, written from a thread so that a git answering while it
+    /// reads (`hash-object --stdin-paths`) never fills its output pipe while we still write.
     pub fn run_with_input(&self, args: &[&str], input: &[u8]) -> Result<String, GitError> {
         use std::io::Write;
         let mut cmd = self.command(args);
@@ -228,12 +237,52 @@ impl Git {
             .stderr(Stdio::piped())
             .spawn()
             .map_err(|e| self.error(args, None, format!("could not start git: {e}")))?;
-        if let Some(mut stdin) = child.stdin.take() {
-            stdin
-                .write_all(input)
-                .map_err(|e| self.error(args, None, format!("could not write to git: {e}")))?;
+        let stdin = child.stdin.take();
+        let written = std::thread::scope(|scope| {
+            let writer = scope.spawn(move || match stdin {
+                Some(mut stdin) => stdin.write_all(input),
+                None => Ok(()),
+            });
+            let out = child.wait_with_output();
+            (writer.join(), out)
+        });
+        match written {
+            (Ok(Ok(())), Ok(out)) => self.output_to_result(args, out),
+            (_, Ok(out)) if !out.status.success() => self.output_to_result(args, out),
+            (Ok(Err(e)), _) => Err(self.error(args, None, format!("could not write to git: {e}"))),
+            (_, Err(e)) => Err(self.error(args, None, format!("git did not finish: {e}"))),
+            (Err(_), _) => Err(self.error(args, None, "the writing thread failed".to_string())),
         }
-        self.finish(args, child)
+    }
+
+    fn output_to_result(
+        &self,
+        args: &[&str],
+        out: std::process::Output,
+    ) -> Result<String, GitError> {
+        if out.status.success() {
+            Ok(String::from_utf8_lossy(&out.stdout).trim_end().to_string())
+        } else {
+            Err(self.error(
+                args,
+                out.status.code(),
+                tail(&String::from_utf8_lossy(&out.stderr), 2000),
+            ))
+        }
+    }
+
+    /// Runs git and returns what it printed and its exit code, whatever the code (for
+    /// commands whose exit code is an answer, such as `merge-tree`).
+    pub fn try_run_output(&self, args: &[&str]) -> Result<GitOutput, GitError> {
+        let out = self
+            .command(args)
+            .output()
+            .map_err(|e| self.error(args, None, format!("could not start git: {e}")))?;
+        Ok(GitOutput {
+            code: out.status.code(),
+            stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
+            stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
+        })
     }
 
     /// Starts a long-lived git process with piped stdin, stdout and stderr, for conversations

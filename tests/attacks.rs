@@ -38,6 +38,16 @@ impl Case {
         }
     }
 
+    /// A case under Landlock, with a loot folder its agents may write (`Jail::confined`).
+    fn confined() -> Case {
+        Case {
+            jail: Jail::confined(Setup {
+                default_agent: "    env_passthrough: [ANTHROPIC_API_KEY]\n",
+                ..Setup::default()
+            }),
+        }
+    }
+
     /// A plain case: every agent gets the passthrough key.
     fn plain() -> Case {
         Case::new(Setup {
@@ -157,7 +167,7 @@ fn base64_of(text: &str) -> String {
 fn thief(case: &Case) -> PathBuf {
     let path = case.g.tools_path().join("x.sh");
     let script = format!(
-        "#!/bin/sh\nenv >> {loot}\ncat /proc/$PPID/environ >> {loot} 2>/dev/null\ncat >/dev/null\nexit 0\n",
+        "#!/bin/sh\necho ran >> {loot}\nenv >> {loot}\ncat /proc/$PPID/environ >> {loot} 2>/dev/null\ncat\nexit 0\n",
         loot = case.loot.display()
     );
     std::fs::write(&path, script).expect("thief");
@@ -166,18 +176,27 @@ fn thief(case: &Case) -> PathBuf {
     path
 }
 
-/// An agent that writes `config` lines into the shared repository config, then changes a file.
+/// An agent that writes `lines` into its own repository's config (the one `git` finds in its
+/// workspace) and tries the runner's by its path, then changes a file.
 fn config_attack(case: &Case, lines: &[String]) {
-    let mut script = String::from("#!/bin/sh\nCONF=\"$(git rev-parse --git-common-dir)/config\"\n");
+    let runner = case.g.path().join(".git/config");
+    let mut script = String::from("#!/bin/sh\nOWN=\"$(git rev-parse --git-common-dir)/config\"\n");
     for line in lines {
-        script.push_str(&format!("git config --file \"$CONF\" {line}\n"));
+        script.push_str(&format!("git config --file \"$OWN\" {line}\n"));
+        script.push_str(&format!(
+            "git config --file {} {line} 2>/dev/null\n",
+            runner.display()
+        ));
     }
     script.push_str("echo changed > changed.txt\n");
     case.g.agent(&script);
 }
 
-fn run_config_attack(lines: &[String], key: &str, with_origin: bool) {
-    let case = Case::plain();
+/// Issue 35: what an agent writes into git configuration is never run by the runner, whatever
+/// it names: its own repository is never read by the runner's git, and the runner's is out of
+/// its reach (Landlock). The run lands as any other, the runner's configuration is as it was,
+/// and nothing reached the loot folder.
+fn run_config_attack(case: Case, lines: &[String], with_origin: bool) {
     if with_origin {
         let origin = bare_origin(case.g.tools_path());
         git(
@@ -192,53 +211,37 @@ fn run_config_attack(lines: &[String], key: &str, with_origin: bool) {
     let out = case.tick(0);
     assert_eq!(out.code, 0, "{}\n{}", out.stdout, out.stderr);
     let (code, error) = case.first_run(&id);
-    assert_eq!(code, "policy_violation", "{error}");
+    assert_eq!(code, "", "the run is an ordinary one: {error}");
+    assert_eq!(case.common_config(), before, "the runner's configuration");
     assert!(
-        error.contains("repository configuration") && error.contains(key),
-        "{error}"
-    );
-    // The runner's own settings (branch tracking) may be added; the agent's are gone.
-    let after = case.common_config().to_lowercase();
-    let name = key.rsplit('.').next().unwrap_or(key);
-    assert!(
-        !after.contains(name) && !after.contains("example.invalid"),
-        "{after}"
-    );
-    assert!(after.starts_with(&before.to_lowercase()), "{after}");
-    assert!(
-        !case.loot.exists(),
+        !case.loot_text().contains("ran"),
         "the runner ran the agent's program: {}",
-        std::fs::read_to_string(&case.loot).unwrap_or_default()
+        case.loot_text()
     );
     case.assert_no_leak(&out);
-    // The next tick runs git in the same repository: the setting is gone for it too.
-    case.g.agent("#!/bin/sh\necho fine > fine.txt\n");
+    // The judge's tick runs git again (the merge): still nothing of the agent's.
     let later = case.tick(10);
     assert_eq!(later.code, 0, "{}", later.stderr);
-    assert!(!case.loot.exists());
+    assert!(
+        later.stdout.contains("approved and merged"),
+        "{}",
+        later.stdout
+    );
+    assert!(!case.loot_text().contains("ran"), "{}", case.loot_text());
     case.assert_no_leak(&later);
 }
 
 #[test]
-fn fsmonitor_in_the_shared_config_is_reverted_and_never_run() {
-    let case = Case::plain();
+fn fsmonitor_in_the_agent_s_config_is_never_run() {
+    let case = Case::confined();
     let x = thief(&case);
-    config_attack(&case, &[format!("core.fsmonitor {}", x.display())]);
-    let before = case.common_config();
-    let id = case.add_task();
-    let out = case.tick(0);
-    assert_eq!(out.code, 0, "{}", out.stderr);
-    let (code, error) = case.first_run(&id);
-    assert_eq!(code, "policy_violation", "{error}");
-    assert!(error.contains("core.fsmonitor"), "{error}");
-    assert_eq!(case.common_config(), before);
-    assert!(!case.loot.exists(), "fsmonitor ran");
-    case.assert_no_leak(&out);
+    let lines = [format!("core.fsmonitor {}", x.display())];
+    run_config_attack(case, &lines, false);
 }
 
 #[test]
-fn hooks_path_in_the_shared_config_is_reverted_and_never_run() {
-    let case = Case::plain();
+fn hooks_path_in_the_agent_s_config_is_never_run() {
+    let case = Case::confined();
     let x = thief(&case);
     let hooks = case.g.tools_path().join("hooks");
     std::fs::create_dir_all(&hooks).unwrap();
@@ -251,58 +254,64 @@ fn hooks_path_in_the_shared_config_is_reverted_and_never_run() {
         std::fs::copy(&x, hooks.join(hook)).unwrap();
     }
     let lines = [format!("core.hooksPath {}", hooks.display())];
-    let before = case.common_config();
-    config_attack(&case, &lines);
-    let id = case.add_task();
-    let out = case.tick(0);
-    assert_eq!(out.code, 0, "{}", out.stderr);
-    let (code, error) = case.first_run(&id);
-    assert_eq!(code, "policy_violation", "{error}");
-    assert!(error.contains("core.hookspath"), "{error}");
-    assert_eq!(case.common_config(), before);
-    assert!(!case.loot.exists(), "a hook ran");
-    case.assert_no_leak(&out);
+    run_config_attack(case, &lines, false);
 }
 
 #[test]
-fn ssh_command_and_remote_url_in_the_shared_config_are_reverted() {
+fn ssh_command_and_remote_url_in_the_agent_s_config_change_nothing() {
     run_config_attack(
+        Case::confined(),
         &[
             "core.sshCommand /bin/false".to_string(),
             "remote.origin.url ssh://example.invalid/x.git".to_string(),
         ],
-        "core.sshcommand",
         true,
     );
 }
 
 #[test]
-fn a_credential_helper_in_the_shared_config_is_reverted() {
+fn a_credential_helper_in_the_agent_s_config_is_never_run() {
     run_config_attack(
+        Case::confined(),
         &["credential.helper '!cat /proc/self/environ'".to_string()],
-        "credential.helper",
         true,
     );
 }
 
+/// A filter and a textconv named by the agent's `.gitattributes`, defined in its own config
+/// (and, attempted, the runner's): the bytes land as written, no program of the agent's runs.
 #[test]
-fn a_filter_in_the_shared_config_is_reverted_and_never_run() {
-    let case = Case::plain();
+fn a_filter_in_the_agent_s_config_is_never_run() {
+    let case = Case::confined();
     let x = thief(&case);
     let before = case.common_config();
+    let runner = case.g.path().join(".git/config");
     case.g.agent(&format!(
-        "#!/bin/sh\nCONF=\"$(git rev-parse --git-common-dir)/config\"\ngit config --file \"$CONF\" filter.evil.clean {x}\ngit config --file \"$CONF\" diff.evil.textconv {x}\necho '* filter=evil diff=evil' > .gitattributes\necho changed > changed.txt\n",
-        x = x.display()
+        "#!/bin/sh\nfor CONF in \"$(git rev-parse --git-common-dir)/config\" {runner}; do\n  git config --file \"$CONF\" filter.evil.clean {x} 2>/dev/null\n  git config --file \"$CONF\" filter.evil.smudge {x} 2>/dev/null\n  git config --file \"$CONF\" diff.evil.textconv {x} 2>/dev/null\ndone\necho '* filter=evil diff=evil' > .gitattributes\necho changed > changed.txt\n",
+        x = x.display(),
+        runner = runner.display()
     ));
     let id = case.add_task();
     let out = case.tick(0);
     assert_eq!(out.code, 0, "{}", out.stderr);
     let (code, error) = case.first_run(&id);
-    assert_eq!(code, "policy_violation", "{error}");
-    assert!(error.contains("filter.evil.clean"), "{error}");
+    assert_eq!(code, "", "{error}");
     assert_eq!(case.common_config(), before);
-    assert!(!case.loot.exists(), "the filter ran");
+    let later = case.tick(10);
+    assert_eq!(later.code, 0, "{}", later.stderr);
+    assert_eq!(
+        case.g.file_on_main("changed.txt").as_deref(),
+        Some("changed\n"),
+        "the bytes as the agent wrote them: {}",
+        later.stdout
+    );
+    assert!(
+        !case.loot_text().contains("ran"),
+        "the filter ran: {}",
+        case.loot_text()
+    );
     case.assert_no_leak(&out);
+    case.assert_no_leak(&later);
 }
 
 #[test]

@@ -188,7 +188,11 @@ fn check_ran_confined(a: &Attack, who: &str) {
         loot.contains(&format!("ran: {who}")),
         "the check did not run:\n{loot}"
     );
-    assert!(a.landed("attacked.txt"), "the attack task's check passed");
+    assert!(
+        a.landed("attacked.txt"),
+        "the attack task's check passed: {}",
+        a.jail.run(common::NOW, &["status", "--all"], &[]).stdout
+    );
     assert!(a.landed("plain.txt"));
 }
 
@@ -317,34 +321,40 @@ fn which(program: &str) -> Option<std::path::PathBuf> {
         .find(|p| p.is_file())
 }
 
+/// Issue 35: hooks, attributes, excludes, alternates and a moved `main`, written into the
+/// agent's own repository (the one `git` finds in its workspace) and tried on the runner's by
+/// its path: the runner's repository is out of reach, its own is never read by the runner, so
+/// nothing is put back and nothing fails — both tasks land and no hook ever ran.
 #[test]
-fn hooks_attributes_and_alternates_in_the_shared_git_are_put_back() {
+fn hooks_attributes_and_alternates_in_any_git_folder_never_reach_the_runner() {
     let a = Attack::plain();
-    a.agent(
+    let runner = a.jail.g.path().join(".git");
+    let main_before = git(a.jail.g.path(), &["rev-parse", "main"]);
+    a.agent(&format!(
         // The hooks last: the agent's own git would run them (in its sandbox) if it ran again.
-        "COMMON=\"$(git rev-parse --git-common-dir)\"\ngit update-ref refs/heads/main \"$(git -c user.name=a -c user.email=a@a commit-tree 'HEAD^{tree}' -m evil)\"\nmkdir -p \"$COMMON/info\"\necho '* filter=evil ident' > \"$COMMON/info/attributes\"\necho '*.txt' >> \"$COMMON/info/exclude\"\necho /tmp > \"$COMMON/objects/info/alternates\"\nfor h in post-commit pre-push reference-transaction post-checkout; do printf '#!/bin/sh\\necho \"ran: hook\" >> %s\\n' \"$LOOT\" > \"$COMMON/hooks/$h\"; chmod +x \"$COMMON/hooks/$h\"; done",
-    );
+        "for COMMON in \"$(git rev-parse --git-common-dir)\" {runner}; do\ngit --git-dir=\"$COMMON\" update-ref refs/heads/main \"$(git -c user.name=a -c user.email=a@a commit-tree 'HEAD^{{tree}}' -m evil)\" 2>/dev/null\nmkdir -p \"$COMMON/info\" 2>/dev/null\necho '* filter=evil ident' > \"$COMMON/info/attributes\"\necho '*.txt' >> \"$COMMON/info/exclude\"\necho /tmp > \"$COMMON/objects/info/alternates\"\nfor h in post-commit pre-push reference-transaction post-checkout; do printf '#!/bin/sh\\necho \"ran: hook\" >> %s\\n' \"$LOOT\" > \"$COMMON/hooks/$h\"; chmod +x \"$COMMON/hooks/$h\"; done 2>/dev/null\ndone",
+        runner = runner.display()
+    ));
     let (attack, _) = a.tasks(&[]);
     a.ticks(&[]);
     let run = &a.runs(&attack)[0];
-    assert_eq!(run["failure_code"], "policy_violation", "{run}");
-    let error = run["error"].as_str().unwrap_or_default();
-    for named in [
-        "hooks",
-        "info/attributes",
-        "info/exclude",
-        "objects/info/alternates",
-        "refs/heads/main",
-    ] {
-        assert!(error.contains(named), "{named}: {error}");
-    }
-    let common = a.jail.g.path().join(".git");
-    assert!(!common.join("info/attributes").exists());
-    assert!(!common.join("objects/info/alternates").exists());
-    assert!(!common.join("hooks/post-commit").exists());
+    assert_eq!(run["status"], "success", "{run}");
+    assert!(!runner.join("info/attributes").exists());
+    assert!(!runner.join("objects/info/alternates").exists());
+    assert!(!runner.join("hooks/post-commit").exists());
+    let log = git(a.jail.g.path(), &["log", "--format=%s", "main"]);
+    assert!(!log.contains("evil"), "{log}");
+    assert!(
+        git(
+            a.jail.g.path(),
+            &["merge-base", "--is-ancestor", &main_before, "main"]
+        )
+        .is_empty(),
+        "main only moved forward"
+    );
     assert!(!a.loot().contains("ran: hook"), "{}", a.loot());
     assert!(a.landed("plain.txt"));
-    assert!(!a.landed("attacked.txt"));
+    assert!(a.landed("attacked.txt"), "an ordinary change, after all");
 }
 
 #[test]
@@ -453,29 +463,35 @@ fn a_double_forked_process_ignoring_sigterm_is_gone_after_its_run() {
     );
 }
 
+/// A process the agent leaves behind rewriting git configuration while the runner works: it
+/// is reaped with the run, and what it wrote went to the agent's own repository (the runner's
+/// is out of its reach), which the runner never reads.
 #[test]
-fn a_late_writer_of_the_git_config_cannot_race_the_runner() {
+fn a_late_writer_of_git_config_cannot_race_the_runner() {
     let a = Attack::plain();
     with_origin(&a);
-    let before = std::fs::read_to_string(a.jail.g.path().join(".git/config")).unwrap();
+    let runner = a.jail.g.path().join(".git");
+    let before = std::fs::read_to_string(runner.join("config")).unwrap();
     let script = leftover(
         &a,
         "rewriter.sh",
-        "COMMON=\"$1\"\ni=0\nwhile [ $i -lt 150 ]; do\n  git config --file \"$COMMON/config\" filter.evil.clean \"sh -c 'echo ran: filter >> $LOOT'\"\n  mkdir -p \"$COMMON/info\"; echo '* filter=evil' > \"$COMMON/info/attributes\"\n  i=$((i+1)); sleep 0.1\ndone",
+        "i=0\nwhile [ $i -lt 150 ]; do\n  for COMMON in \"$1\" \"$2\"; do\n    git config --file \"$COMMON/config\" filter.evil.clean \"sh -c 'echo ran: filter >> $LOOT'\" 2>/dev/null\n    mkdir -p \"$COMMON/info\" 2>/dev/null; echo '* filter=evil' > \"$COMMON/info/attributes\"\n  done 2>/dev/null\n  i=$((i+1)); sleep 0.1\ndone",
     );
     a.agent(&format!(
-        "setsid {script} \"$(git rev-parse --git-common-dir)\" </dev/null >/dev/null 2>&1 &\nsleep 0.5"
+        "setsid {script} \"$(git rev-parse --git-common-dir)\" {runner} </dev/null >/dev/null 2>&1 &\nsleep 0.5",
+        runner = runner.display()
     ));
     let (attack, _) = a.tasks(&[]);
     a.ticks(&[]);
     let run = &a.runs(&attack)[0];
-    assert_eq!(run["failure_code"], "policy_violation", "{run}");
-    let after = std::fs::read_to_string(a.jail.g.path().join(".git/config")).unwrap();
+    assert_eq!(run["status"], "success", "{run}");
+    let after = std::fs::read_to_string(runner.join("config")).unwrap();
     assert!(!after.contains("evil"), "{after}");
     assert!(after.starts_with(&before), "{after}");
-    assert!(!a.jail.g.path().join(".git/info/attributes").exists());
+    assert!(!runner.join("info/attributes").exists());
     assert!(!a.loot().contains("ran: filter"), "{}", a.loot());
     assert!(a.landed("plain.txt"));
+    assert!(a.landed("attacked.txt"));
 }
 
 #[test]
@@ -678,4 +694,115 @@ fn after_a_killed_tick_the_next_one_ends_what_its_agent_left_in_another_session(
     );
     a.tick(10, &[]);
     assert!(a.loot().contains("ran: lingerer"), "{}", a.loot());
+}
+
+/// Shell lines that build a git folder of the agent's own at `$EVIL` (inside the runner's
+/// `.git` when the sandbox lets it, else in its run folder): the refs and `HEAD` of its
+/// workspace repository, objects borrowed through `alternates`, and a `filter.x.clean` /
+/// `smudge` / `textconv` program (`$FILTER`) that every file gets by `info/attributes`.
+const EVIL_GIT_DIR: &str = r#"OWN="$(git rev-parse --absolute-git-dir)"
+EVIL="$RUNNER_GIT/evil"
+mkdir -p "$EVIL" 2>/dev/null || EVIL="$(dirname "$PWD")/evil"
+mkdir -p "$EVIL/objects/info" "$EVIL/refs/heads" "$EVIL/info"
+cp "$OWN/HEAD" "$EVIL/HEAD"
+cp -r "$OWN/refs/." "$EVIL/refs/"
+git for-each-ref --format='%(objectname) %(refname)' > "$EVIL/packed-refs"
+echo "$OWN/objects" > "$EVIL/objects/info/alternates"
+cat "$OWN/objects/info/alternates" >> "$EVIL/objects/info/alternates"
+printf '[core]\n\trepositoryformatversion = 0\n\tbare = false\n[filter "x"]\n\tclean = %s\n\tsmudge = %s\n[diff "x"]\n\ttextconv = %s\n' "$FILTER" "$FILTER" "$FILTER" > "$EVIL/config"
+echo '* filter=x diff=x' > "$EVIL/info/attributes"
+echo '* filter=x diff=x' > .gitattributes"#;
+
+/// The filter an agent plants: it says who ran it (`$WHO`, set by the agent when it runs git
+/// itself), looks for the token everywhere, and passes the bytes through.
+fn evil_filter(a: &Attack) -> String {
+    leftover(
+        a,
+        "filter.sh",
+        "steal \"filter by ${WHO:-someone else}\"\ncat",
+    )
+}
+
+/// The agent's own git, after the redirect: the filter works (the twin of the checks below).
+const AGENT_RUNS_IT: &str = "WHO=agent git add -A >/dev/null 2>&1";
+
+/// The attack's checks for a redirect: the filter ran when the agent's own git ran it (so the
+/// redirect works), never for anyone else (the runner), the token nowhere, and a plain task
+/// beside it landed.
+fn redirect_failed(a: &Attack) {
+    let loot = a.loot();
+    assert!(
+        loot.contains("ran: filter by agent"),
+        "the twin: the filter works:\n{loot}"
+    );
+    assert!(
+        !loot.contains("ran: filter by someone else"),
+        "the runner ran the agent's filter:\n{loot}"
+    );
+    assert!(!loot.contains(CANARY), "{loot}");
+    assert!(
+        a.landed("plain.txt"),
+        "a plain task beside the attack lands"
+    );
+    assert!(
+        !a.jail.g.path().join(".git/evil").exists(),
+        "the runner's .git is out of reach"
+    );
+}
+
+/// Issue 35, redirect 1: the workspace's `.git` becomes a `gitdir:` file naming a git folder the
+/// agent built, with a filter every file gets. The runner never runs git with it.
+#[test]
+fn a_workspace_git_file_redirected_to_the_agent_s_git_folder_runs_nothing_of_its() {
+    let a = Attack::plain();
+    let filter = evil_filter(&a);
+    a.agent(&format!(
+        "RUNNER_GIT={runner}\nFILTER={filter}\n{EVIL_GIT_DIR}\nrm -rf \"$OWN\" 2>/dev/null\necho \"gitdir: $EVIL\" > .git\n{AGENT_RUNS_IT}",
+        runner = a.jail.g.path().join(".git").display()
+    ));
+    let (attack, _) = a.tasks(&[]);
+    a.ticks(&[]);
+    redirect_failed(&a);
+    let run = &a.runs(&attack)[0];
+    assert_eq!(run["status"], "success", "an ordinary change: {run}");
+}
+
+/// Redirect 2: the workspace repository's `commondir` names the agent's git folder.
+#[test]
+fn a_commondir_pointing_at_the_agent_s_git_folder_runs_nothing_of_its() {
+    let a = Attack::plain();
+    let filter = evil_filter(&a);
+    a.agent(&format!(
+        "RUNNER_GIT={runner}\nFILTER={filter}\n{EVIL_GIT_DIR}\necho \"$EVIL\" > \"$OWN/commondir\"\n{AGENT_RUNS_IT}",
+        runner = a.jail.g.path().join(".git").display()
+    ));
+    let (attack, _) = a.tasks(&[]);
+    a.ticks(&[]);
+    redirect_failed(&a);
+    let run = &a.runs(&attack)[0];
+    assert_eq!(run["status"], "success", "{run}");
+}
+
+/// Redirect 3: the judge does it in its review workspace (and leaves a changed file there); the
+/// runner reads nothing back from it, runs nothing of it, and the reviewed change merges as it
+/// was pushed.
+#[test]
+fn a_judge_redirecting_its_workspace_git_runs_nothing_and_changes_nothing() {
+    let a = Attack::plain();
+    let filter = evil_filter(&a);
+    a.agent("true");
+    a.jail.g.judge(&format!(
+        "#!/bin/sh\nLOOT={loot}\n{STEAL}cd \"$OPENTIGER_WORKSPACE\"\nRUNNER_GIT={runner}\nFILTER={filter}\n{EVIL_GIT_DIR}\nrm -rf \"$OWN\" 2>/dev/null\necho \"gitdir: $EVIL\" > .git\necho judged > judged.txt\n{AGENT_RUNS_IT}\necho '{{\"verdict\": \"approve\", \"summary\": \"fine\"}}' > \"$OPENTIGER_RESULT_FILE\"\n",
+        loot = a.jail.loot.display(),
+        runner = a.jail.g.path().join(".git").display()
+    ));
+    a.tasks(&[]);
+    a.ticks(&[]);
+    redirect_failed(&a);
+    assert!(a.landed("attacked.txt"));
+    assert!(
+        !a.landed("judged.txt"),
+        "nothing the judge wrote is read back"
+    );
+    assert!(!a.landed(".gitattributes"));
 }

@@ -283,12 +283,13 @@ fn the_ci_gate_never_waits_on_opentigers_checks_and_a_rule_requiring_the_judge_i
 }
 
 /// A review fails while someone pushes to the PR's branch (here the judge agent itself pushes,
-/// which the `.git` guard also reports): the reviewed head will never be reviewed again, so its
-/// judge check is closed as superseded, never left open (or passing).
+/// from its own repository, to the origin whose path the test gives it): the reviewed head
+/// will never be reviewed again, so its judge check is closed as superseded, never left open
+/// (or passing).
 const JUDGE_WHILE_PUSHED: &str = r#"#!/bin/sh
 cd "$OPENTIGER_WORKSPACE"
 git -c user.name=someone -c user.email=someone@example.com commit -q --allow-empty -m "a person's push"
-git push -q origin "HEAD:refs/heads/$(cat "$PROMPTS/branch")"
+git push -q "$(cat "$PROMPTS/origin")" "HEAD:refs/heads/$(cat "$PROMPTS/branch")"
 echo '{"verdict": "approve", "summary": "fine", "findings": []}' > "$OPENTIGER_RESULT_FILE"
 "#;
 
@@ -297,6 +298,8 @@ fn a_head_that_moved_under_the_judge_gets_its_judge_check_closed_never_left_pass
     let (s, pr, head) = opened(Some(JUDGE_WHILE_PUSHED));
     let branch = s.server.pull(pr).unwrap().head_ref;
     std::fs::write(s.dir.path().join("prompts/branch"), &branch).unwrap();
+    let origin = git(&s.clone, &["remote", "get-url", "origin"]);
+    std::fs::write(s.dir.path().join("prompts/origin"), origin).unwrap();
     let out = tick(&s, "2026-11-21T12:05:00Z");
     let moved = s.server.pull(pr).unwrap();
     assert!(!moved.merged, "{out}");

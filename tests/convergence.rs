@@ -17,16 +17,15 @@ elif grep -q MISBEHAVE-secret "$P"; then
   printf 'x\n-----BEGIN OPENSSH PRIVATE KEY-----\nabc\n' > notes.txt
 elif grep -q MISBEHAVE-fifo "$P"; then
   echo x > x.txt && mkfifo "$OPENTIGER_RESULT_FILE"
-elif grep -q MISBEHAVE-gitconfig "$P"; then
-  git config --file "$(git rev-parse --git-common-dir)/config" core.hooksPath /tmp/nowhere
-  echo changed > changed.txt
+elif grep -q MISBEHAVE-nested "$P"; then
+  mkdir -p vendor/x && git -C vendor/x init -q && echo changed > changed.txt
 else
   echo "$OPENTIGER_TASK_ID" > "out-$OPENTIGER_TASK_ID.txt"
   echo '{"summary": "wrote a file", "cost_usd": 0.01}' > "$OPENTIGER_RESULT_FILE"
 fi
 "#;
 
-const KINDS: [&str; 4] = ["symlink", "secret", "fifo", "gitconfig"];
+const KINDS: [&str; 4] = ["symlink", "secret", "fifo", "nested"];
 
 /// `task add` at a given time (`--now`), so creation and ticks share one clock.
 fn add_at(g: &GitRepo, now: &str, id: &str, title: &str, extra: &[&str]) -> String {

@@ -102,9 +102,12 @@ fn a_relative_agent_command_runs_from_the_repository_root() {
 }
 
 /// A local-git repository with `config` and an agent that leaves a mark when it runs.
+/// A repository whose agents may also write `.git/loot` (`sandbox.writable`), where the test
+/// agents leave what they saw: the runner's repository is otherwise not theirs to write.
 fn repo_with_config(config: &str) -> TestRepo {
     let repo = repo_with_relative_agent();
-    let marker = repo.path().join(".git/agent-ran");
+    std::fs::create_dir_all(repo.path().join(".git/loot")).unwrap();
+    let marker = repo.path().join(".git/loot/agent-ran");
     executable(
         &repo.path().join("scripts/agent.sh"),
         &format!(
@@ -115,7 +118,15 @@ fn repo_with_config(config: &str) -> TestRepo {
     repo.file(
         ".opentiger.yml",
         &format!(
-            "mode: local-git\nagents:\n  default:\n    executor: command\n    command: [\"./scripts/agent.sh\"]\n  judge:\n    review: false\n{config}"
+            "mode: local-git\nagents:\n  default:\n    executor: command\n    command: [\"./scripts/agent.sh\"]\n  judge:\n    review: false\n{config}{sandbox}",
+            sandbox = if config.contains("sandbox:") {
+                String::new()
+            } else {
+                format!(
+                    "sandbox:\n  writable: [\"{}\"]\n",
+                    repo.path().join(".git/loot").display()
+                )
+            }
         ),
     );
     repo
@@ -269,7 +280,7 @@ fn a_task_whose_commands_cannot_run_is_never_dispatched() {
     );
     let out = run_in(repo.path(), &["--now", NOW, "tick"]).ok();
     assert!(
-        !repo.path().join(".git/agent-ran").exists(),
+        !repo.path().join(".git/loot/agent-ran").exists(),
         "the agent ran:\n{}",
         out.stdout
     );
@@ -340,7 +351,7 @@ fn a_command_agent_gets_no_api_key_it_did_not_list() {
         ("    env_passthrough: [ANTHROPIC_API_KEY]\n", true),
     ] {
         let repo = repo_with_config("");
-        let seen = repo.path().join(".git/agent-env");
+        let seen = repo.path().join(".git/loot/agent-env");
         executable(
             &repo.path().join("scripts/agent.sh"),
             &format!(
@@ -350,7 +361,7 @@ fn a_command_agent_gets_no_api_key_it_did_not_list() {
         );
         repo.file(
             ".opentiger.yml",
-            &format!("mode: local-git\nagents:\n  default:\n    executor: command\n    command: [\"./scripts/agent.sh\"]\n{listed}  judge:\n    review: false\n"),
+            &format!("mode: local-git\nagents:\n  default:\n    executor: command\n    command: [\"./scripts/agent.sh\"]\n{listed}  judge:\n    review: false\nsandbox:\n  writable: [\"{}\"]\n", repo.path().join(".git/loot").display()),
         );
         run_in(
             repo.path(),
@@ -379,7 +390,7 @@ fn a_command_agent_gets_no_api_key_it_did_not_list() {
 #[test]
 fn an_idle_tick_says_why_and_retry_skips_a_cooldown() {
     let repo = repo_with_config("retry:\n  cooldown_seconds: 300\n");
-    let marker = repo.path().join(".git/agent-ran");
+    let marker = repo.path().join(".git/loot/agent-ran");
     executable(
         &repo.path().join("scripts/agent.sh"),
         &format!("#!/bin/sh\nif [ -f {m} ]; then echo hello > hello.txt; exit 0; fi\ntouch {m}\nexit 1\n", m = marker.display()),
@@ -469,7 +480,7 @@ fn a_retry_without_agent_work_starts_from_the_current_base() {
 #[test]
 fn only_failures_the_agent_can_act_on_reach_the_next_prompt() {
     let repo = repo_with_config("verify:\n  commands: [\"./check.sh\"]\n");
-    let prompts = repo.path().join(".git/prompts");
+    let prompts = repo.path().join(".git/loot/prompts");
     std::fs::create_dir_all(&prompts).unwrap();
     executable(
         &repo.path().join("scripts/agent.sh"),

@@ -429,8 +429,16 @@ fn retry(ctx: &Context, id: &str, reason: &str) -> CmdResult {
         let id = store.resolve_task_id(id)?;
         let task = store.task(&id)?;
         // The rule is the comment command's too (`/opentiger retry`), so both agree.
-        match retry_move(&task, ctx.now) {
+        let last = store.last_run(&id)?;
+        match retry_move(&task, last.as_ref(), ctx.now) {
             Err(why) => return Err(Failure::usage(why)),
+            Ok(RetryMove::Rejudge { run }) => {
+                store.rejudge(&id, &run, reason, writer(ctx))?;
+                return Ok(format!(
+                    "{id}: {} → blocked(awaiting_judge): the next tick asks the judge about run {run} again (no new worker run)",
+                    task.state()
+                ));
+            }
             Ok(RetryMove::EndCooldown) => {
                 store.clear_cooldown(&id, reason, writer(ctx))?;
                 return Ok(format!(

@@ -9,7 +9,7 @@
 
 use std::collections::BTreeMap;
 
-use crate::model::{BlockReason, ResearchReport, Task, TaskId, TaskState, TaskStatus};
+use crate::model::{BlockReason, ResearchReport, RunId, Task, TaskId, TaskState, TaskStatus};
 use crate::time::Timestamp;
 
 #[path = "commands_hold.rs"]
@@ -109,6 +109,8 @@ pub struct Request<'a> {
     pub checkbox: bool,
     /// Each research task's latest report (issue 28), for `approve <n>`.
     pub reports: &'a BTreeMap<TaskId, ResearchReport>,
+    /// The latest run of each task waiting on a person, for `retry` (issue 35).
+    pub last_runs: &'a BTreeMap<TaskId, LastRun>,
 }
 
 /// A change to the state that a command makes.
@@ -151,6 +153,12 @@ pub enum Effect {
     },
     /// A new task: an approved research proposal (issue 28), unless it exists already.
     AddTask(Box<Task>),
+    /// The task waits on the judge again for its run `run`, its budgets afresh.
+    Rejudge {
+        task: TaskId,
+        run: RunId,
+        reason: String,
+    },
 }
 
 /// How a command ended, for the record.
@@ -317,7 +325,7 @@ pub fn decide(parsed: &Parsed, req: &Request<'_>) -> Decision {
     let id = &task.id;
     let state = task.state();
     match &command.verb {
-        Verb::Retry => match retry_move(task, req.now) {
+        Verb::Retry => match retry_move(task, req.last_runs.get(id), req.now) {
             Err(why) => refuse(why),
             Ok(RetryMove::EndCooldown) => done(
                 vec![Effect::EndCooldown {
@@ -335,6 +343,14 @@ pub fn decide(parsed: &Parsed, req: &Request<'_>) -> Decision {
                     reason: format!("retried {by}"),
                 }],
                 format!("Retried {by}: task `{id}` {state} → queued; its attempt budgets start afresh."),
+            ),
+            Ok(RetryMove::Rejudge { run }) => done(
+                vec![Effect::Rejudge {
+                    task: id.clone(),
+                    run: run.clone(),
+                    reason: format!("retried {by}: the judge is asked again"),
+                }],
+                format!("Retried {by}: task `{id}` {state} → blocked(awaiting_judge); the judge reviews run `{run}` again (no new worker run), its budgets afresh."),
             ),
         },
         Verb::Cancel => match cancel_refusal(task) {
@@ -570,19 +586,47 @@ pub fn waits_approval(task: &Task) -> bool {
 }
 
 /// What a person's retry does to a task (`/opentiger retry` and `opentiger task retry` alike).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub enum RetryMove {
     /// Back to the queue, its attempt budgets afresh.
     Requeue,
     /// Queued already, but waiting on a cooldown: the wait ends and the budgets start afresh
     /// (issue 15).
     EndCooldown,
+    /// The change is made and nothing asked for another one — the judge gave up on it (its
+    /// agent failed or ran out of quota past its bounds) or the merge was refused: the judge
+    /// is asked again about run `run`, its budgets afresh, and no worker runs (issue 35).
+    Rejudge { run: RunId },
+}
+
+/// A task's latest run, as a retry looks at it (the shell reads it from the state).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct LastRun {
+    pub id: RunId,
+    /// It succeeded with a change on the task's branch (a head commit).
+    pub made_change: bool,
+    /// A review of its head asked for changes (the judge's or the policy's).
+    pub changes_requested: bool,
 }
 
 /// What a person's retry does, or why it is refused (shared with `opentiger task retry`).
-pub fn retry_move(task: &Task, now: Timestamp) -> Result<RetryMove, String> {
+/// `last` is the task's latest run.
+pub fn retry_move(
+    task: &Task,
+    last: Option<&LastRun>,
+    now: Timestamp,
+) -> Result<RetryMove, String> {
     if task.status == TaskStatus::Queued && task.next_attempt_at.is_some_and(|at| at > now) {
         return Ok(RetryMove::EndCooldown);
+    }
+    if let (TaskStatus::Blocked, Some(BlockReason::AwaitingHuman), Some(last)) =
+        (task.status, task.block_reason, last)
+    {
+        if last.made_change && !last.changes_requested {
+            return Ok(RetryMove::Rejudge {
+                run: last.id.clone(),
+            });
+        }
     }
     if retry_allowed(task) {
         return Ok(RetryMove::Requeue);

@@ -115,6 +115,7 @@ struct World {
     budgets: BTreeMap<TaskId, f64>,
     origins: BTreeMap<TaskId, Origin>,
     reports: BTreeMap<TaskId, ResearchReport>,
+    last_runs: BTreeMap<TaskId, LastRun>,
 }
 
 fn world(tasks: Vec<Task>) -> World {
@@ -124,6 +125,7 @@ fn world(tasks: Vec<Task>) -> World {
         budgets: BTreeMap::new(),
         origins: BTreeMap::new(),
         reports: BTreeMap::new(),
+        last_runs: BTreeMap::new(),
     }
 }
 
@@ -160,6 +162,7 @@ fn run(w: &World, body: &str, place: Place, allowed: bool, paused: Option<&str>)
             now: crate::engine::testkit::NOW,
             checkbox: false,
             reports: &w.reports,
+            last_runs: &w.last_runs,
         },
     )
 }
@@ -345,6 +348,7 @@ fn outsiders_change_nothing_and_are_answered_once_per_thread() {
             now: crate::engine::testkit::NOW,
             checkbox: false,
             reports: &w.reports,
+            last_runs: &w.last_runs,
         },
     );
     assert_eq!((again.effects.len(), again.reply), (0, None));
@@ -652,7 +656,8 @@ fn the_comment_commands_and_the_cli_agree_on_retry_and_cancel() {
             let label = format!("{state} cooldown {cooldown:?}");
             let w = world(vec![t.clone()]);
             let retry = run(&w, "/opentiger retry", on(7, &["t1"]), true, None);
-            match retry_move(&t, NOW) {
+            match retry_move(&t, None, NOW) {
+                Ok(RetryMove::Rejudge { .. }) => unreachable!("no run: nothing to judge"),
                 Ok(RetryMove::Requeue) => {
                     assert_eq!(
                         moved_to(&retry),
@@ -688,11 +693,11 @@ fn the_comment_commands_and_the_cli_agree_on_retry_and_cancel() {
     }
     // The cases that matter, spelled out.
     let cooling = with("t1", TaskState::QUEUED, None).with(|t| t.next_attempt_at = Some(at(30)));
-    assert_eq!(retry_move(&cooling, NOW), Ok(RetryMove::EndCooldown));
-    assert!(retry_move(&with("t1", TaskState::QUEUED, None), NOW).is_err());
-    assert!(retry_move(&with("t1", TaskState::RUNNING, None), NOW).is_err());
+    assert_eq!(retry_move(&cooling, None, NOW), Ok(RetryMove::EndCooldown));
+    assert!(retry_move(&with("t1", TaskState::QUEUED, None), None, NOW).is_err());
+    assert!(retry_move(&with("t1", TaskState::RUNNING, None), None, NOW).is_err());
     assert_eq!(
-        retry_move(&with("t1", TaskState::FAILED, None), NOW),
+        retry_move(&with("t1", TaskState::FAILED, None), None, NOW),
         Ok(RetryMove::Requeue)
     );
     assert!(cancel_refusal(&with("t1", TaskState::RUNNING, None)).is_some());
@@ -761,3 +766,55 @@ fn an_approved_planned_task_gets_its_issue_first_in_github_mode() {
 
 #[path = "commands_research_tests.rs"]
 mod research;
+
+/// Issue 35: a retry after the judge gave up on a change asks the judge again and costs no
+/// worker run; after changes were requested, or without a change, the task is worked on again.
+#[test]
+fn a_retry_after_the_judge_gave_up_asks_the_judge_again() {
+    use crate::engine::testkit::NOW;
+    let human = TaskState::blocked(BlockReason::AwaitingHuman);
+    let last = |made_change, changes_requested| LastRun {
+        id: RunId("r1".into()),
+        made_change,
+        changes_requested,
+    };
+    let rejudge = Ok(RetryMove::Rejudge {
+        run: RunId("r1".into()),
+    });
+    #[rustfmt::skip]
+    let cases: &[(TaskState, Option<LastRun>, Result<RetryMove, ()>)] = &[
+        (human, Some(last(true, false)), rejudge.clone()),
+        // Changes were asked for: the person fixed it, or wants it redone: worked on again.
+        (human, Some(last(true, true)), Ok(RetryMove::Requeue)),
+        // The run failed (a key, a policy): nothing to judge.
+        (human, Some(last(false, false)), Ok(RetryMove::Requeue)),
+        (human, None, Ok(RetryMove::Requeue)),
+        // Only a task waiting on a person: a failed one is worked on again.
+        (TaskState::FAILED, Some(last(true, false)), Ok(RetryMove::Requeue)),
+        (TaskState::blocked(BlockReason::QuotaWait), Some(last(true, false)), Ok(RetryMove::Requeue)),
+    ];
+    for (state, last_run, want) in cases {
+        let t = with("t1", *state, Some(7));
+        let got = retry_move(&t, last_run.as_ref(), NOW).map_err(|_| ());
+        assert_eq!(&got, want, "{state} {last_run:?}");
+        // The comment command does the same.
+        let mut w = world(vec![t.clone()]);
+        if let Some(l) = last_run {
+            w.last_runs.insert(t.id.clone(), l.clone());
+        }
+        let said = run(&w, "/opentiger retry", on(7, &["t1"]), true, None);
+        match want {
+            Ok(RetryMove::Rejudge { run }) => assert!(
+                matches!(said.effects.as_slice(), [Effect::Rejudge { run: r, .. }] if r == run),
+                "{said:?}"
+            ),
+            _ => assert!(
+                !said
+                    .effects
+                    .iter()
+                    .any(|e| matches!(e, Effect::Rejudge { .. })),
+                "{said:?}"
+            ),
+        }
+    }
+}

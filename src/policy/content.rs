@@ -65,6 +65,57 @@ pub fn resolve_link(link: &str, target: &str) -> Option<String> {
     Some(parts.join("/"))
 }
 
+/// Where a link at `link` with target `target` leads in a tree, component by component as a
+/// file system resolves it: `is_link(path)` gives the target of a link of the tree at a
+/// repository-relative path. `None` when the way leaves the tree (an absolute target, `..`
+/// above the top) or passes more than 40 links (a loop).
+pub fn resolve_in_tree(
+    link: &str,
+    target: &str,
+    mut is_link: impl FnMut(&str) -> Option<String>,
+) -> Option<String> {
+    let mut resolved: Vec<String> = link.split('/').map(str::to_string).collect();
+    resolved.pop(); // the link's own name
+    let mut todo: std::collections::VecDeque<String> = std::collections::VecDeque::new();
+    let mut hops = 0;
+    push_front(&mut todo, target)?;
+    while let Some(part) = todo.pop_front() {
+        match part.as_str() {
+            "" | "." => {}
+            ".." => {
+                resolved.pop()?;
+            }
+            name => {
+                let mut candidate = resolved.clone();
+                candidate.push(name.to_string());
+                let joined = candidate.join("/");
+                match is_link(&joined) {
+                    Some(next) => {
+                        hops += 1;
+                        if hops > 40 {
+                            return None;
+                        }
+                        push_front(&mut todo, &next)?;
+                    }
+                    None => resolved = candidate,
+                }
+            }
+        }
+    }
+    Some(resolved.join("/"))
+}
+
+/// Puts a relative target's components before what is left to resolve.
+fn push_front(todo: &mut std::collections::VecDeque<String>, target: &str) -> Option<()> {
+    if target.starts_with('/') {
+        return None;
+    }
+    for part in target.split('/').rev() {
+        todo.push_front(part.to_string());
+    }
+    Some(())
+}
+
 /// The lines a unified diff (`git diff -U0`) adds, per file, with their line numbers in the new
 /// file. Deleted files add no lines; binary files add lines only when diffed with `--text`.
 pub fn added_lines(diff: &str) -> Vec<AddedLine> {
@@ -139,6 +190,38 @@ mod tests {
             assert_eq!(
                 resolve_link(link, target).as_deref(),
                 want,
+                "{link} -> {target}"
+            );
+        }
+    }
+
+    /// Issue 35: links are followed through the tree's own links, as the file system would.
+    #[test]
+    fn links_resolve_through_the_tree_s_own_links() {
+        let tree_links = |p: &str| -> Option<String> {
+            match p {
+                "up" => Some("../..".into()),
+                "docs" => Some("real/docs".into()),
+                "loop" => Some("loop".into()),
+                "abs" => Some("/etc".into()),
+                _ => None,
+            }
+        };
+        let cases: &[(&str, &str, Option<&str>)] = &[
+            ("a/b", "c", Some("a/c")),
+            ("a/b", "../c", Some("c")),
+            ("x", "up/etc/passwd", None),
+            ("x", "docs/readme", Some("real/docs/readme")),
+            ("x", "loop/y", None),
+            ("x", "abs/y", None),
+            ("x", "/etc/passwd", None),
+            ("a/x", "../../y", None),
+            ("x", "./docs/../z", Some("real/z")),
+        ];
+        for (link, target, want) in cases {
+            assert_eq!(
+                resolve_in_tree(link, target, tree_links).as_deref(),
+                *want,
                 "{link} -> {target}"
             );
         }

@@ -14,7 +14,9 @@ mod glob;
 
 use std::fmt;
 
-pub use content::{added_lines, resolve_link, secrets, AddedLine, ContentViolation};
+pub use content::{
+    added_lines, resolve_in_tree, resolve_link, secrets, AddedLine, ContentViolation,
+};
 pub use glob::{Glob, GlobError, GlobProblem};
 
 /// How many violations [`summary`] lists before it only counts the rest.

@@ -1,8 +1,8 @@
 //! Running one agent for a task run, the part a worker run and a research run share: the
-//! executor chosen from the role's chain, its scratch folder, environment and sandbox domain,
-//! its network (issue 37: its door on opentiger's proxy, `network.rs`), the `.git` guard around
-//! it, and its failures (quota, spent budget, idleness, timeout, turn cap, configuration) as
-//! the run's failure codes. What the run does before and after is the caller's (`work.rs`,
+//! executor chosen from the role's chain, its scratch folder (in the run's folder, beside the
+//! workspace), environment and sandbox domain, its network (issue 37: its door on opentiger's
+//! proxy, `network.rs`), and its failures (quota, spent budget, idleness, timeout, turn cap,
+//! configuration) as the run's failure codes. What the run does before and after is the caller's (`work.rs`,
 //! `research.rs`).
 
 use std::path::Path;
@@ -49,15 +49,15 @@ impl WorkResult {
     }
 }
 
-/// One agent run of a task: in `cwd`, which it may write or only read.
+/// One agent run of a task: in its workspace, which it may write or only read.
 pub(super) struct AgentJob<'a> {
     pub act: &'a Act<'a>,
     pub task: &'a Task,
     pub run_id: &'a RunId,
     pub brief: &'a Brief,
-    pub cwd: &'a Path,
-    /// A worker writes its workspace (and git in it, `.git`); a research agent may write only
-    /// its scratch folder and home.
+    pub ws: &'a crate::workspace::Workspace,
+    /// A worker writes its workspace (its own repository included); a research agent may
+    /// write only its scratch folder and home.
     pub writes_workspace: bool,
 }
 
@@ -75,9 +75,10 @@ pub(super) fn run_agent_with<T>(
         task,
         run_id,
         brief,
-        cwd,
+        ws,
         writes_workspace,
     } = *job;
+    let cwd = ws.path.as_path();
     let role = AgentRole::Task(task.role);
     let chosen = super::executors::choose(act, role).map_err(|e| CheckFailure {
         // Issue 18: an agent given no key is not started, and waiting would not give it one.
@@ -91,14 +92,14 @@ pub(super) fn run_agent_with<T>(
     let (agent, exec) = (chosen.agent, chosen.exec);
     record.executor = Some(chosen.label);
     record.executor_use = Some(chosen.usage);
-    let scratch = crate::scratch::private_dir("run").map_err(|e| setup_text(e.to_string()))?;
-    let (prompt, extra) = prompt(scratch.path())?;
+    let scratch = ws.scratch();
+    let (prompt, extra) = prompt(&scratch)?;
     let mut vars = vec![
         ("OPENTIGER_ROLE", task.role.to_string()),
         ("OPENTIGER_TASK_ID", task.id.to_string()),
         ("OPENTIGER_RUN_ID", run_id.to_string()),
         ("OPENTIGER_WORKSPACE", cwd.display().to_string()),
-        ("TMPDIR", scratch.path().display().to_string()),
+        ("TMPDIR", scratch.display().to_string()),
     ];
     vars.extend(extra);
     let mut env = executor::agent_env(&agent.env_passthrough, |k| std::env::var(k).ok(), &vars);
@@ -110,15 +111,13 @@ pub(super) fn run_agent_with<T>(
     let confine = match writes_workspace {
         true => super::agent_domain(
             act,
-            cwd,
-            scratch.path(),
+            ws.run_folder(),
+            &scratch,
             &agent,
             &mut env,
             net.landlock_port(),
         ),
-        false => {
-            super::read_only_domain(act, scratch.path(), &agent, &mut env, net.landlock_port())
-        }
+        false => super::read_only_domain(act, &scratch, &agent, &mut env, net.landlock_port()),
     }
     .map_err(|message| CheckFailure {
         code: FailureCode::ExecutionFailed,
@@ -133,25 +132,19 @@ pub(super) fn run_agent_with<T>(
         env,
         timeout: agent.timeout(),
         attempt,
-        scratch: scratch.path(),
+        scratch: &scratch,
         group_record: super::group_record(act, &run_id.to_string()),
         confine,
         network: net.netns(),
         sentinel: net.sentinel(),
     };
-    // First, before the runner's git runs again: what the agent did to the git configuration.
-    let guarded = crate::sandbox::AgentGuard::around(cwd, || exec.run(&request));
+    crate::sandbox::before_agent(act.repo).map_err(setup)?;
+    let ran = exec.run(&request);
     // What the proxy saw counts whatever the agent did: its spend, what it was refused.
     let seen = net.close();
-    let (usd, tokens) = super::network::reported(&guarded);
+    let (usd, tokens) = super::network::reported(&ran);
     super::network::account(record, &seen.traffic, usd, tokens);
-    let result = guarded
-        .map_err(setup)?
-        .map_err(|message| CheckFailure {
-            code: FailureCode::PolicyViolation,
-            message,
-        })?
-        .map_err(|e| setup_text(e.to_string()))?;
+    let result = ran.map_err(|e| setup_text(e.to_string()))?;
     record.session_id = result.session_id.clone();
     record.summary = result
         .summary
@@ -207,7 +200,7 @@ pub(super) fn run_agent_with<T>(
             message: format!("the agent finished but {e}"),
         });
     }
-    read(&result, scratch.path())
+    read(&result, &scratch)
 }
 
 /// A failure the agent CLI reported about itself (DESIGN §6): a quota goes to `quota_wait` with
@@ -254,6 +247,20 @@ fn reported_failure(
         ),
     };
     CheckFailure { code, message }
+}
+
+/// The agent's work taken as data ([`Workspace::import`]); what no change may hold is a
+/// policy violation naming it.
+pub(super) fn import(
+    ws: &crate::workspace::Workspace,
+) -> Result<crate::workspace::Imported, CheckFailure> {
+    ws.import().map_err(|e| match e {
+        crate::workspace::ImportError::Refused(message) => CheckFailure {
+            code: FailureCode::PolicyViolation,
+            message: format!("Policy violation: {message}"),
+        },
+        crate::workspace::ImportError::Git(e) => setup(e),
+    })
 }
 
 pub(super) fn setup(e: crate::git::GitError) -> CheckFailure {

@@ -13,6 +13,7 @@ use crate::policy::{self, ChangedFile, ContentViolation, PathPolicy};
 use crate::process::{self, ProcessSpec};
 use crate::redact::Redactor;
 use crate::verify::{self, PlanError};
+use crate::workspace::LinkEntry;
 
 /// A check that did not pass, with the failure code and a message for the next prompt.
 #[derive(Clone, Debug, PartialEq)]
@@ -124,16 +125,17 @@ pub fn check_policy(
     }
 }
 
-/// What the change holds: symbolic links that stay inside the worktree and the allowed paths,
-/// and no added line with a secret (`redactor`'s known values and token shapes). `range` is what
-/// `git diff` compares: `["--cached", "HEAD"]` for staged work, `[from, to]` for commits. The
-/// message names files and lines, never a secret.
+/// What the change holds: symbolic links that stay inside the tree and the allowed paths
+/// (`links`, resolved through the tree's own links by `workspace`), and no added line with a
+/// secret (`redactor`'s known values and token shapes). `range` is what `git diff` compares in
+/// the runner's repository: two trees or commits. The message names files and lines, never a
+/// secret.
 pub fn check_content(
     task: &Task,
     config: &Config,
     git: &Git,
     range: &[&str],
-    changes: &[NumstatEntry],
+    links: &[LinkEntry],
     redactor: &Redactor,
 ) -> Result<(), CheckFailure> {
     let policy = PathPolicy::new(
@@ -150,10 +152,9 @@ pub fn check_content(
         code: FailureCode::ExecutionFailed,
         message: format!("runner error: {e}"),
     };
-    let root = git.dir();
-    let mut found: Vec<ContentViolation> = changes
+    let mut found: Vec<ContentViolation> = links
         .iter()
-        .filter_map(|c| link_violation(root, &c.path, &policy))
+        .filter_map(|link| link_violation(link, &policy))
         .collect();
     // `--text`: a binary file's bytes are diffed as lines too, so a key hidden in one is found.
     let mut args = vec![
@@ -179,34 +180,21 @@ pub fn check_content(
     })
 }
 
-/// A symbolic link at `path` that leaves the worktree or the allowed paths. What it points to is
-/// judged twice: by its text, and by where the file system resolves it (a chain of links).
-fn link_violation(root: &Path, path: &str, policy: &PathPolicy) -> Option<ContentViolation> {
-    let full = root.join(path);
-    let meta = std::fs::symlink_metadata(&full).ok()?;
-    if !meta.file_type().is_symlink() {
-        return None;
-    }
+/// A symbolic link that leaves the tree (or goes into a `.git`), or leads outside the allowed
+/// paths.
+fn link_violation(link: &LinkEntry, policy: &PathPolicy) -> Option<ContentViolation> {
     let outside = || ContentViolation::LinkOutsideWorktree {
-        path: path.to_string(),
+        path: link.path.clone(),
     };
-    let Some(target) = std::fs::read_link(&full)
-        .ok()
-        .and_then(|t| t.to_str().map(str::to_string))
-    else {
+    let Some(resolved) = &link.resolved else {
         return Some(outside());
     };
-    let Some(resolved) = policy::resolve_link(path, &target) else {
+    if resolved.split('/').any(|c| c.eq_ignore_ascii_case(".git")) {
         return Some(outside());
-    };
-    if let (Ok(real), Ok(real_root)) = (std::fs::canonicalize(&full), std::fs::canonicalize(root)) {
-        if !real.starts_with(&real_root) {
-            return Some(outside());
-        }
     }
-    (!policy.permits(&resolved)).then(|| ContentViolation::LinkOutsideAllowed {
-        path: path.to_string(),
-        target: resolved,
+    (!policy.permits(resolved)).then(|| ContentViolation::LinkOutsideAllowed {
+        path: link.path.clone(),
+        target: resolved.clone(),
     })
 }
 
@@ -394,7 +382,7 @@ const REPORTED_TAIL: usize = 2000;
 /// `sandbox.network.allow.checks` only.
 struct CheckDomain {
     door: crate::egress::Door,
-    _scratch: tempfile::TempDir,
+    _scratch: crate::scratch::PrivateDir,
     env: Vec<(String, String)>,
     confine: Option<std::sync::Arc<crate::sandbox::landlock::Ruleset>>,
     writable: Vec<std::path::PathBuf>,

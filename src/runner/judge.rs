@@ -1,7 +1,9 @@
-//! The judge (DESIGN §8, spec §2.4): bring the task branch up to date with the base in a scratch
-//! copy, check it again (policy, verification — the same checks as the worker), ask the judge
-//! agent for a review when configured, and on approval merge: into the base branch (local-git) or
-//! the pull request through the forge, bound to the reviewed head (github; CI gates it earlier).
+//! The judge (DESIGN §8, spec §2.4): merge the base into the task branch's head in the runner's
+//! repository (no work tree: `workspace::merge_with`), check the result again in a workspace of
+//! its own (policy, verification — the same checks as the worker), ask the judge agent for a
+//! review there when configured, and on approval merge: into the base branch (local-git) or the
+//! pull request through the forge, bound to the reviewed head (github; CI gates it earlier).
+//! Nothing the judge agent does in its workspace is read back.
 
 use super::checks;
 use super::Act;
@@ -13,15 +15,15 @@ use crate::git::{Git, GitError};
 use crate::model::checks::CommandReport;
 use crate::model::{CriterionCheck, Run, Task, TaskKind, Verdict};
 use crate::store::JudgementRow;
-use crate::workspace::{changed_files, diff_text, Branches, Workspace};
+use crate::workspace::{changed_files, diff_text, links_between, Branches, Merge, Workspace};
 
 #[path = "judge_merge.rs"]
 mod merge;
 use merge::merge_pull;
 pub use merge::PullMerger;
 
-// The judge works on a detached copy of the branch head, so its trial merge with the base never
-// moves the task branch: the verdict stays bound to the head the worker produced.
+// The trial merge with the base is a commit of its own, never on the task branch: the verdict
+// stays bound to the head the worker produced.
 
 /// A conclusion and the verdict row to store with it.
 pub struct JudgeResult {
@@ -35,7 +37,7 @@ pub struct JudgeResult {
 }
 
 /// What a review left on the side: the verification commands as they ran, and what the agent
-/// and the checks spent and were refused.
+/// and the checks spent and were refused (issue 37).
 #[derive(Default)]
 struct Trace {
     commands: Vec<CommandReport>,
@@ -167,8 +169,17 @@ fn judge(
                 judgement: None,
             });
         }
-        let Some(head) = branches.head(&branch)? else {
-            return failed(format!("branch {branch} is gone"));
+        let head = match branches.head(&branch)? {
+            Some(head) => head,
+            // The run's commit is on the local branch but was never published (its tick died
+            // between the commit and the push): the judge publishes it, never fails on it.
+            None if unpublished(&repo, &branches, &branch, run)? => {
+                branches
+                    .publish(&branch)
+                    .and_then(|()| branches.refresh(&[&branch]))?;
+                continue;
+            }
+            None => return failed(format!("branch {branch} is gone")),
         };
         // DESIGN §4: a verdict is bound to the head it judged; a newer push is judged on its own.
         if let Some(expected) = run.head_sha.as_ref().filter(|e| **e != head) {
@@ -179,18 +190,33 @@ fn judge(
         let base_head = branches
             .head(base)?
             .ok_or_else(|| missing_base(&repo, base))?;
-        let ws = Workspace::open_detached(&repo, &branch, &head)?;
+        let trial = crate::workspace::merge_with(
+            &repo,
+            &head,
+            &base_head,
+            &format!("Merge {base} into {branch}"),
+        )?;
+        let merged = match trial {
+            Merge::Clean { commit } => commit,
+            Merge::Conflict { files, .. } => return Ok(conflict(base, &head, files)),
+        };
+        // A person's uncommitted work in the way of the merge (local-git, the base checked out
+        // here): the merge waits for them, before anything is spent on a review.
+        if let Some(held) = checkout_in_the_way(&branches, base, &base_head, &merged)? {
+            return Ok(held);
+        }
+        let ws = Workspace::open_detached(&repo, "review", &merged)?;
         let attempt = try_merge(
             act,
             task,
             run,
             &ws,
-            (&base_head, &head),
+            (&base_head, &head, &merged),
             (&mut reviewed, trace),
             asked,
             (&branches, merger),
         );
-        let _ = ws.close();
+        drop(ws);
         match attempt? {
             Attempt::Concluded(result) => {
                 // A person's branch is theirs to delete.
@@ -208,6 +234,12 @@ fn judge(
     failed(format!(
         "{base} kept moving while merging ({MERGE_RACES} tries): another tick merged first"
     ))
+}
+
+/// Whether the run's head is on the local task branch and the remote lacks the branch.
+fn unpublished(repo: &Git, branches: &Branches, branch: &str, run: &Run) -> Result<bool, GitError> {
+    let local = repo.resolve(&format!("refs/heads/{branch}"))?;
+    Ok(branches.remote.is_some() && local.is_some() && local == run.head_sha)
 }
 
 /// The commit that put this task's change on the base, if there is one.
@@ -231,7 +263,7 @@ enum Attempt {
     BaseMoved,
 }
 
-/// One try: merge the base into a scratch copy of the branch, check it, review it (once; the
+/// One try: check the head merged with the base (`merged`, in `ws`), review it (once; the
 /// verdict is kept across tries), and advance the base.
 #[allow(clippy::too_many_arguments)]
 fn try_merge(
@@ -239,53 +271,24 @@ fn try_merge(
     task: &Task,
     run: &Run,
     ws: &Workspace,
-    (base_head, head): (&str, &str),
+    (base_head, head, merged): (&str, &str, &str),
     (reviewed, trace): (&mut Option<Review>, &mut Trace),
     asked: ReviewBrief<'_>,
     (branches, merger): (&Branches, Option<&dyn PullMerger>),
 ) -> Result<Attempt, GitError> {
     let base = &act.config.base_branch;
     let done = |r: JudgeResult| Ok(Attempt::Concluded(r));
-    // Up to date with the base: merge it in; a conflict goes back as requested changes.
-    if ws
-        .git()
-        .try_run(&["merge", "--no-edit", "--no-ff", "-q", base_head])?
-        .is_none()
-    {
-        let conflicts = ws
-            .git()
-            .run(&["diff", "--name-only", "--diff-filter=U"])
-            .unwrap_or_default();
-        let _ = ws.git().run(&["merge", "--abort"]);
-        let files: Vec<String> = conflicts.lines().map(String::from).collect();
-        return done(JudgeResult {
-            spend: None,
-            verification: Vec::new(),
-            judgement: Some(JudgementRow {
-                head_sha: head.to_string(),
-                verdict: Verdict::RequestChanges,
-                summary: format!("the branch conflicts with {base}"),
-                findings: files
-                    .iter()
-                    .map(|f| format!("conflicts with {base}: {f}"))
-                    .collect(),
-                criteria: Vec::new(),
-            }),
-            conclusion: JudgeConclusion::Conflict {
-                base: base.clone(),
-                files,
-            },
-        });
-    }
-    let merged = ws.head()?;
-    let changes = changed_files(ws.git(), base_head, &merged)?;
+    let repo = ws.repo();
+    let merged = merged.to_string();
+    let changes = changed_files(repo, base_head, &merged)?;
+    let links = links_between(repo, base_head, &merged)?;
     let content = || {
         checks::check_content(
             task,
             act.config,
-            ws.git(),
+            repo,
             &[base_head, &merged],
-            &changes,
+            &links,
             act.redactor,
         )
     };
@@ -320,8 +323,7 @@ fn try_merge(
     };
     // github mode: a PR behind the base is brought up to date first (the merge just checked),
     // so CI runs on what would land; the review comes after, on that head.
-    let behind = ws
-        .git()
+    let behind = repo
         .try_run(&["merge-base", "--is-ancestor", base_head, head])?
         .is_none();
     let ours = task.kind != TaskKind::PrReview;
@@ -432,7 +434,10 @@ fn try_merge(
     if let Some(merger) = merger {
         return done(merge_pull(merger, task, run, head, review));
     }
-    let commit = merge_commit(act, ws.git(), task, base_head, &merged)?;
+    let commit = merge_commit(act, repo, task, base_head, &merged)?;
+    if let Some(held) = checkout_in_the_way(branches, base, base_head, &commit)? {
+        return done(held);
+    }
     if !branches.advance(base, base_head, &commit)? {
         return Ok(Attempt::BaseMoved);
     }
@@ -442,6 +447,59 @@ fn try_merge(
         judgement: Some(review.row(head)),
         conclusion: JudgeConclusion::Merged { commit },
     })
+}
+
+/// The branch conflicts with the base: changes requested naming the files.
+fn conflict(base: &str, head: &str, files: Vec<String>) -> JudgeResult {
+    JudgeResult {
+        spend: None,
+        verification: Vec::new(),
+        judgement: Some(JudgementRow {
+            head_sha: head.to_string(),
+            verdict: Verdict::RequestChanges,
+            summary: format!("the branch conflicts with {base}"),
+            findings: files
+                .iter()
+                .map(|f| format!("conflicts with {base}: {f}"))
+                .collect(),
+            criteria: Vec::new(),
+        }),
+        conclusion: JudgeConclusion::Conflict {
+            base: base.to_string(),
+            files,
+        },
+    }
+}
+
+/// Issue 35: in local-git mode with the base checked out in the repository, a person's
+/// uncommitted changes (or untracked files) that moving the base to `new` would overwrite hold
+/// the merge — named, no judge retry spent, the person's files never touched.
+fn checkout_in_the_way(
+    branches: &Branches,
+    base: &str,
+    old: &str,
+    new: &str,
+) -> Result<Option<JudgeResult>, GitError> {
+    let files = branches.in_the_way(base, old, new)?;
+    if files.is_empty() {
+        return Ok(None);
+    }
+    let shown = files
+        .iter()
+        .take(10)
+        .cloned()
+        .collect::<Vec<_>>()
+        .join(", ");
+    Ok(Some(JudgeResult {
+ spend: None,
+        verification: Vec::new(),
+        conclusion: JudgeConclusion::Held {
+            reason: format!(
+                "{base} is checked out in the repository with uncommitted changes to {shown}, which the merge would overwrite: commit or stash them, and the next tick merges"
+            ),
+        },
+        judgement: None,
+    }))
 }
 
 fn missing_base(repo: &Git, base: &str) -> GitError {
@@ -470,15 +528,15 @@ fn review(
 ) -> Result<Review, String> {
     let chosen = super::executors::choose(act, AgentRole::Judge)?;
     let (agent, exec) = (chosen.agent, chosen.exec);
-    let diff = diff_text(ws.git(), base_head, merged, 60_000).map_err(|e| e.to_string())?;
-    let scratch = crate::scratch::private_dir("judge").map_err(|e| e.to_string())?;
+    let diff = diff_text(ws.repo(), base_head, merged, 60_000).map_err(|e| e.to_string())?;
+    let scratch = ws.scratch();
     let prompt = super::prompts::judge(
         act,
         task,
         asked.issue,
         verified,
         &diff,
-        &scratch.path().join("result.json"),
+        &scratch.join("result.json"),
     )
     .map_err(|f| f.message)?;
     let mut env = executor::agent_env(
@@ -489,7 +547,7 @@ fn review(
             ("OPENTIGER_TASK_ID", task.id.to_string()),
             ("OPENTIGER_RUN_ID", run.id.to_string()),
             ("OPENTIGER_WORKSPACE", ws.path.display().to_string()),
-            ("TMPDIR", scratch.path().display().to_string()),
+            ("TMPDIR", scratch.display().to_string()),
         ],
     );
     let net = super::network::AgentNet::open(
@@ -502,8 +560,8 @@ fn review(
     )?;
     let confine = super::agent_domain(
         act,
-        &ws.path,
-        scratch.path(),
+        ws.run_folder(),
+        &scratch,
         &agent,
         &mut env,
         net.landlock_port(),
@@ -517,32 +575,29 @@ fn review(
         env,
         timeout: agent.timeout(),
         attempt: asked.reviews_so_far,
-        scratch: scratch.path(),
+        scratch: &scratch,
         group_record: super::group_record(act, &run.id.to_string()),
         confine,
         network: net.netns(),
         sentinel: net.sentinel(),
     };
-    let guarded = crate::sandbox::AgentGuard::around(&ws.path, || exec.run(&request));
+    crate::sandbox::before_agent(act.repo).map_err(|e| e.to_string())?;
+    // What the reviewer does in its workspace is never read back: the folder goes with it.
+    let ran = exec.run(&request);
     let seen = net.close();
     let spend = trace.spend(task, run);
     spend.executor = Some(chosen.label.clone());
-    super::network::account_agent(spend, &seen.traffic, &guarded);
-    let result = guarded
-        .map_err(|e| e.to_string())??
-        .map_err(|e| e.to_string())?;
-    if let Some(stop) = seen.stop {
+    super::network::account_agent(spend, &seen.traffic, &ran);
+    let result = ran.map_err(|e| e.to_string())?;
+    if let Some((_, why)) = seen.stop {
         return Err(format!(
             "the judge agent was stopped: {}",
-            act.redactor.excerpt(&stop.1, 400)
+            act.redactor.excerpt(&why, 400)
         ));
     }
     if let Some(refused) = &result.result_refused {
         return Err(format!("policy_violation: {refused}"));
     }
-    // The reviewer reads; it does not edit what it reviews.
-    let _ = ws.git().run(&["reset", "-q", "--hard", merged]);
-    let _ = ws.git().run(&["clean", "-q", "-fd"]);
     if let Some(failure) = &result.failure {
         let text = act.redactor.excerpt(&failure.message, 300);
         return Err(match &failure.kind {

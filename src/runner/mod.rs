@@ -146,32 +146,26 @@ pub fn kill_orphaned_agents(repo: &Path) -> Vec<u32> {
     }
 }
 
-/// Sets up the domain an agent working in `workspace` runs in, with `scratch` as its scratch
+/// Sets up the domain an agent working in a workspace runs in, with `scratch` as its scratch
 /// folder: its home (`sandbox.agent_home`: a private one in the scratch folder holding its
 /// `home_files`, set as `HOME` in `env`) and its Landlock ruleset (`sandbox.filesystem`): it may
-/// write the workspace, the scratch folder, the repository's `.git` (git in a worktree writes
-/// there; what it changes is checked after the run), its home and `sandbox.writable`. `Err`
-/// when `sandbox.require` is set and a protection is missing here.
+/// write its run's folder (`run_folder`: the workspace, its own repository, the scratch folder
+/// and the private home), its home and `sandbox.writable` — nothing of the runner's repository.
+/// `Err` when `sandbox.require` is set and a protection is missing here.
 fn agent_domain(
     act: &Act<'_>,
-    workspace: &Path,
+    run_folder: &Path,
     scratch: &Path,
     agent: &crate::config::EffectiveAgent,
     env: &mut Vec<(String, String)>,
     net_port: Option<u16>,
 ) -> Result<Option<std::sync::Arc<crate::sandbox::landlock::Ruleset>>, String> {
     let home = home_set(act, scratch, agent, env)?;
-    let mut writable = vec![workspace.to_path_buf(), scratch.to_path_buf()];
-    if let Ok(common) = crate::git::Git::new(workspace).common_dir() {
-        writable.push(common);
-    }
-    writable.push(home);
-    confinement(act.config, &writable, net_port)
+    confinement(act.config, &[run_folder.to_path_buf(), home], net_port)
 }
 
 /// The domain of a read-only agent (a research run, issue 28): as [`agent_domain`], but it may
-/// write only its scratch folder, its home and `sandbox.writable` — neither the workspace nor
-/// the repository's `.git`.
+/// write only its scratch folder, its home and `sandbox.writable` — not its workspace.
 fn read_only_domain(
     act: &Act<'_>,
     scratch: &Path,

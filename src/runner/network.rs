@@ -176,36 +176,25 @@ pub(super) fn account(
 
 /// What the agent CLI reported it spent (USD, input and output tokens), if the run got as far
 /// as its report.
-pub(super) fn reported<A, B>(
-    guarded: &Result<
-        Result<Result<crate::executor::AgentResult, crate::executor::ExecutorError>, A>,
-        B,
-    >,
+pub(super) fn reported(
+    ran: &Result<crate::executor::AgentResult, crate::executor::ExecutorError>,
 ) -> (f64, (i64, i64)) {
-    guarded
-        .as_ref()
-        .ok()
-        .and_then(|r| r.as_ref().ok())
-        .and_then(|r| r.as_ref().ok())
-        .map_or((0.0, (0, 0)), |r| {
-            (r.cost_usd, (r.input_tokens, r.output_tokens))
-        })
+    ran.as_ref().map_or((0.0, (0, 0)), |r| {
+        (r.cost_usd, (r.input_tokens, r.output_tokens))
+    })
 }
 
 /// [`account`] for a judge's or planner's agent run.
-pub(super) fn account_agent<A, B>(
+pub(super) fn account_agent(
     spend: &mut crate::store::AgentSpend,
     traffic: &Traffic,
-    guarded: &Result<
-        Result<Result<crate::executor::AgentResult, crate::executor::ExecutorError>, A>,
-        B,
-    >,
+    ran: &Result<crate::executor::AgentResult, crate::executor::ExecutorError>,
 ) {
     let mut record = crate::store::RunRecord {
         refused: std::mem::take(&mut spend.refused),
         ..Default::default()
     };
-    let (usd, tokens) = reported(guarded);
+    let (usd, tokens) = reported(ran);
     account(&mut record, traffic, usd, tokens);
     spend.cost_usd += record.cost_usd;
     spend.reported_cost_usd += record.reported_cost_usd;

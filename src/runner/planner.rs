@@ -173,8 +173,8 @@ fn ask_agent(
     let (agent, exec) = (chosen.agent, chosen.exec);
     let git = Git::new(act.repo);
     let ws = Workspace::open_detached(&git, "planner", req.base_head).map_err(|e| e.to_string())?;
-    let scratch = crate::scratch::private_dir("planner").map_err(|e| e.to_string())?;
-    let result_file = scratch.path().join("result.json");
+    let scratch = ws.scratch();
+    let result_file = scratch.join("result.json");
     let files = git
         .run(&["ls-files", "-z"])
         .map_err(|e| e.to_string())
@@ -238,14 +238,14 @@ fn ask_agent(
             ("OPENTIGER_ROLE", "planner".to_string()),
             ("OPENTIGER_RUN_ID", run_id.to_string()),
             ("OPENTIGER_WORKSPACE", ws.path.display().to_string()),
-            ("TMPDIR", scratch.path().display().to_string()),
+            ("TMPDIR", scratch.display().to_string()),
         ],
     );
     let net = super::network::AgentNet::open(act.config, &agent, role, None, &ws.path, &mut env)?;
     let confine = super::agent_domain(
         act,
-        &ws.path,
-        scratch.path(),
+        ws.run_folder(),
+        &scratch,
         &agent,
         &mut env,
         net.landlock_port(),
@@ -259,14 +259,15 @@ fn ask_agent(
         env,
         timeout: agent.timeout(),
         attempt,
-        scratch: scratch.path(),
+        scratch: &scratch,
         group_record: super::group_record(act, &run_id.to_string()),
         confine,
         network: net.netns(),
         sentinel: net.sentinel(),
     };
-    let guarded = crate::sandbox::AgentGuard::around(&ws.path, || exec.run(&request));
-    let _ = ws.close();
+    crate::sandbox::before_agent(act.repo).map_err(|e| e.to_string())?;
+    let ran = exec.run(&request);
+    drop(ws);
     let seen = net.close();
     let spent = spend.get_or_insert_with(|| crate::store::AgentSpend {
         role: "planner".to_string(),
@@ -274,16 +275,14 @@ fn ask_agent(
         executor: Some(chosen.label.clone()),
         ..Default::default()
     });
-    super::network::account_agent(spent, &seen.traffic, &guarded);
-    if let Some(stop) = seen.stop {
+    super::network::account_agent(spent, &seen.traffic, &ran);
+    let result = ran.map_err(|e| e.to_string())?;
+    if let Some((_, why)) = seen.stop {
         return Err(format!(
             "the planner agent was stopped: {}",
-            act.redactor.excerpt(&stop.1, 400)
+            act.redactor.excerpt(&why, 400)
         ));
     }
-    let result = guarded
-        .map_err(|e| e.to_string())??
-        .map_err(|e| e.to_string())?;
     if let Some(refused) = &result.result_refused {
         return Err(format!("policy_violation: {refused}"));
     }

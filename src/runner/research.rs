@@ -1,7 +1,7 @@
 //! A research run (issue 28): the agent answers the task's issue with a report, read-only. It
-//! works in a detached worktree of the base commit (no branch is made, nothing is committed or
+//! works in a workspace of the base commit (no branch is made, nothing is committed or
 //! pushed), confined so that it may write only its scratch folder and private home
-//! (`runner::read_only_domain`), with the same guard of `.git` as a worker. Then its report
+//! (`runner::read_only_domain`); a change found in its workspace afterwards fails the run. Then its report
 //! and result file are read with bounds, checked (`engine::research::check_report`),
 //! redacted, capped, and its `path:line` evidence linked to the base commit in github mode.
 //!
@@ -65,7 +65,7 @@ pub(super) fn research(
             task,
             run_id,
             brief,
-            cwd: &ws.path,
+            ws: &ws,
             writes_workspace: false,
         };
         let written = run_agent_with(
@@ -89,9 +89,7 @@ pub(super) fn research(
         unchanged(&ws)?;
         report_of(act, task, run_id, brief, &sha, written, record)
     })();
-    if let Err(e) = ws.close() {
-        tracing::warn!("could not remove the research worktree: {e}");
-    }
+    drop(ws);
     result
 }
 
@@ -109,14 +107,16 @@ fn read_report(path: &Path) -> Result<Option<String>, CheckFailure> {
 /// The workspace is read-only to the agent: where the sandbox could not make it so, a change
 /// found after the run still fails it.
 fn unchanged(ws: &Workspace) -> Result<(), CheckFailure> {
-    let status = ws
-        .git()
-        .run(&["status", "--porcelain", "--untracked-files=all"])
-        .map_err(setup)?;
-    if status.trim().is_empty() {
+    let change = super::agent::import(ws)?;
+    if change.is_empty() {
         return Ok(());
     }
-    let changed: Vec<&str> = status.lines().take(10).collect();
+    let changed: Vec<&str> = change
+        .changes
+        .iter()
+        .take(10)
+        .map(|c| c.path.as_str())
+        .collect();
     Err(CheckFailure {
         code: FailureCode::PolicyViolation,
         message: format!(

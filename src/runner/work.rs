@@ -1,17 +1,17 @@
 //! A worker/tester/docser run (spec §2.3): workspace, prompt, agent, then the runner's own
-//! checks — a diff exists, the path policy holds, the verification commands pass — and the
-//! commit. Produces an outcome; the caller records it.
+//! checks on the change it imported — a change exists, the path policy holds, the verification
+//! commands pass — and the commit. Produces an outcome; the caller records it.
 
 use std::path::Path;
 
 pub use super::agent::WorkResult;
-use super::agent::{run_agent_with, setup, setup_text, AgentJob};
+use super::agent::{import, run_agent_with, setup, setup_text, AgentJob};
 use super::checks::{self, CheckFailure};
 use super::{Act, Brief, Delivery};
 use crate::git::{Git, NumstatEntry};
 use crate::model::{FailureCode, Mode, Role, RunId, Task, TaskKind};
 use crate::store::RunRecord;
-use crate::workspace::{task_branch, Branches, Workspace};
+use crate::workspace::{task_branch, Branches, Start, Workspace};
 
 #[path = "work_conflicts.rs"]
 mod conflicts;
@@ -52,60 +52,73 @@ fn in_worktree(
         Some(_) => branches.head(&branch).map_err(setup)?,
         None => None,
     };
-    let ws =
-        Workspace::open(&git, &branch, &branches.tracking(base), tip.as_deref()).map_err(setup)?;
-    record.branch = Some(branch.clone());
-    record.start_sha = Some(ws.start.clone());
     let base_ref = branches.tracking(base);
-    let result = (|| {
-        if task.kind == TaskKind::AutofixConflict {
-            let result = fix_conflicts(act, task, (run_id, brief), &ws, &base_ref, record)?;
-            if record.head_sha.as_deref() != Some(ws.start.as_str()) {
-                deliver(act, &branches, &branch)?;
-            }
-            return Ok(result);
-        }
-        let agent = match run_agent(act, task, run_id, brief, &ws.path, record) {
-            Ok(agent) => agent,
-            Err(failure) if record.cut_short => {
-                return Err(keep_progress(
-                    act, task, run_id, &ws, &branches, record, failure,
-                ))
-            }
-            Err(failure) => return Err(failure),
-        };
-        let changes = ws.stage_changes().map_err(setup)?;
-        if changes.is_empty() {
-            if let Some(adopted) = adopt_earlier_commit(act, task, &ws, &base_ref, record)? {
-                return Ok(adopted);
-            }
-        }
-        checks::check_content(
+    let start =
+        crate::workspace::start_branch(&git, &branch, &base_ref, tip.as_deref()).map_err(setup)?;
+    record.branch = Some(branch.clone());
+    record.start_sha = Some(start.clone());
+    if task.kind == TaskKind::AutofixConflict {
+        let result = fix_conflicts(
+            act,
             task,
-            act.config,
-            ws.git(),
-            &["--cached", "HEAD"],
-            &changes,
-            act.redactor,
+            (run_id, brief),
+            (&branch, &start),
+            &base_ref,
+            record,
         )?;
-        let (passed, summary) = check_change(act, task, &ws.path, &changes, agent, record)?;
-        if changes.is_empty() {
-            return Ok(noop_success(passed, summary, record));
+        if record.head_sha.as_deref() != Some(start.as_str()) {
+            deliver(act, &branches, &branch)?;
         }
-        let head = ws
-            .commit(
-                &format!("[opentiger] {}", task.title),
-                &format!("Task: {}\nRun: {run_id}", task.id),
-            )
-            .map_err(setup)?;
-        deliver(act, &branches, &branch)?;
-        record.head_sha = Some(head);
-        Ok(success(summary, record))
-    })();
-    if let Err(e) = ws.close() {
-        tracing::warn!("could not remove the worktree: {e}");
+        return Ok(result);
     }
-    result
+    let ws = Workspace::create(
+        &git,
+        "run",
+        Start {
+            commit: &start,
+            files: None,
+            branch: Some(&branch),
+        },
+    )
+    .map_err(setup)?;
+    let agent = match run_agent(act, task, run_id, brief, &ws, record) {
+        Ok(agent) => agent,
+        Err(failure) if record.cut_short => {
+            return Err(keep_progress(
+                act, task, run_id, &ws, &branches, record, failure,
+            ))
+        }
+        Err(failure) => return Err(failure),
+    };
+    let change = import(&ws)?;
+    if change.is_empty() {
+        if let Some(adopted) = adopt_earlier_commit(act, task, &ws, &base_ref, &branches, record)? {
+            return Ok(adopted);
+        }
+    }
+    checks::check_content(
+        task,
+        act.config,
+        &git,
+        &[&ws.base_tree, &change.tree],
+        &change.links,
+        act.redactor,
+    )?;
+    let (passed, summary) = check_change(act, task, &ws.path, &change.numstat, agent, record)?;
+    if change.is_empty() {
+        return Ok(noop_success(passed, summary, record));
+    }
+    let head = ws
+        .commit(
+            &change.tree,
+            None,
+            &format!("[opentiger] {}", task.title),
+            &format!("Task: {}\nRun: {run_id}", task.id),
+        )
+        .map_err(setup)?;
+    deliver(act, &branches, &branch)?;
+    record.head_sha = Some(head);
+    Ok(success(summary, record))
 }
 
 /// An agent cut short (timeout, turn or spending cap) leaves unfinished work: it is committed
@@ -122,27 +135,29 @@ fn keep_progress(
     mut failure: CheckFailure,
 ) -> CheckFailure {
     let kept = (|| -> Result<Option<String>, String> {
-        let changes = ws.stage_changes().map_err(|e| e.to_string())?;
-        if changes.is_empty() {
+        let change = import(ws).map_err(|e| e.message)?;
+        if change.is_empty() {
             return Ok(None);
         }
         let content = || {
             checks::check_content(
                 task,
                 act.config,
-                ws.git(),
-                &["--cached", "HEAD"],
-                &changes,
+                ws.repo(),
+                &[&ws.base_tree, &change.tree],
+                &change.links,
                 act.redactor,
             )
         };
         if let Err(refused) =
-            checks::check_policy(task, act.config, &changes).and_then(|()| content())
+            checks::check_policy(task, act.config, &change.numstat).and_then(|()| content())
         {
             return Err(format!("it breaks the path policy ({})", refused.message));
         }
         let head = ws
             .commit(
+                &change.tree,
+                None,
                 &format!("[opentiger] WIP: {}", task.title),
                 &format!(
                     "Work in progress: the agent was cut short; the next attempt continues from here.\n\nTask: {}\nRun: {run_id}",
@@ -191,36 +206,38 @@ fn after_first_line(text: &str, note: &str) -> String {
     }
 }
 
-/// An earlier run of this task committed (and published) its work, but its outcome was never
-/// recorded (its tick died): the branch already holds the change, so this run adopts it after the
-/// same checks instead of failing with "no changes".
+/// An earlier run of this task committed its work to the task branch, but its outcome was
+/// never recorded (its tick died, perhaps before the push): the branch already holds the
+/// change, so this run adopts it after the same checks — and publishes it, since nothing says
+/// the dead tick did — instead of failing with "no changes".
 fn adopt_earlier_commit(
     act: &Act<'_>,
     task: &Task,
     ws: &Workspace,
     base_ref: &str,
+    branches: &Branches,
     record: &mut RunRecord,
 ) -> Result<Option<WorkResult>, CheckFailure> {
     let marker = format!("Task: {}", task.id);
-    let range = format!("{base_ref}..HEAD");
-    let ours = ws
-        .git()
+    let range = format!("{base_ref}..{}", ws.start);
+    let repo = ws.repo();
+    let ours = repo
         .run(&["log", "-F", "--grep", &marker, "--format=%H", &range])
         .map_err(setup)?;
     if ours.trim().is_empty() {
         return Ok(None);
     }
-    let fork = ws
-        .git()
-        .run(&["merge-base", base_ref, "HEAD"])
+    let fork = repo
+        .run(&["merge-base", base_ref, &ws.start])
         .map_err(setup)?;
-    let committed = crate::workspace::changed_files(ws.git(), &fork, "HEAD").map_err(setup)?;
+    let committed = crate::workspace::changed_files(repo, &fork, &ws.start).map_err(setup)?;
     checks::check_policy(task, act.config, &committed)?;
     let verified = checks::run_verification(task, act.config, &ws.path, &committed, act.redactor);
     record.verification = verified.commands.clone();
     crate::model::network::merge_refusals(&mut record.refused, &verified.refused);
     verified.passed()?;
-    record.head_sha = Some(ws.head().map_err(setup)?);
+    deliver(act, branches, &ws.branch)?;
+    record.head_sha = Some(ws.start.clone());
     let summary =
         "adopted the change an earlier, unrecorded run of this task committed".to_string();
     record.summary = Some(summary.clone());
@@ -233,7 +250,7 @@ fn run_agent(
     task: &Task,
     run_id: &RunId,
     brief: &Brief,
-    cwd: &Path,
+    ws: &Workspace,
     record: &mut RunRecord,
 ) -> Result<Option<String>, CheckFailure> {
     let job = AgentJob {
@@ -241,7 +258,7 @@ fn run_agent(
         task,
         run_id,
         brief,
-        cwd,
+        ws,
         writes_workspace: true,
     };
     run_agent_with(

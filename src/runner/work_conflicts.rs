@@ -1,90 +1,105 @@
-//! A conflict fix (`autofix_conflict`, spec §2.3): the base merged into the change's branch,
-//! the agent resolving what conflicts, the runner checking no marker is left. Part of a run
-//! ([`super`]): the same agent, policy and verification.
+//! A conflict fix (`autofix_conflict`, spec §2.3): the base merged into the change's branch by
+//! the runner (`workspace::merge_with`, no work tree), the agent resolving what conflicts in a
+//! workspace holding the marked files, the runner checking no marker is left and committing
+//! the merge. Part of a run ([`super`]): the same agent, policy and verification.
 
+use std::io::BufRead;
 use std::path::Path;
 
-use super::{run_agent, setup, setup_text, success, WorkResult};
+use super::{import, run_agent, setup, setup_text, success, WorkResult};
 use crate::model::{FailureCode, RunId, Task};
 use crate::runner::checks::{self, CheckFailure};
 use crate::runner::{Act, Brief};
 use crate::store::RunRecord;
-use crate::workspace::Workspace;
+use crate::workspace::{Merge, Start, Workspace};
 
-/// A conflict fix (`autofix_conflict`): the base is merged into the change's branch; conflicts
-/// are left marked for the agent to resolve, and the runner checks that no marker is left before
-/// it concludes the merge. A base that merges cleanly needs no agent. Policy and verification
-/// then judge the branch as its PR shows it: against the base.
+/// A conflict fix: the base is merged into the task branch (which starts at `start`); a base
+/// that merges cleanly needs no agent; conflicts are written marked into a workspace for the
+/// agent to resolve, and the runner checks that no marker is left before it commits the merge.
+/// Policy and verification then judge the branch as its PR shows it: against the base. The
+/// commit is the task branch's new head (moved from `start` only).
 pub(super) fn fix_conflicts(
     act: &Act<'_>,
     task: &Task,
     (run_id, brief): (&RunId, &Brief),
-    ws: &Workspace,
+    (branch, start): (&str, &str),
     base_ref: &str,
     record: &mut RunRecord,
 ) -> Result<WorkResult, CheckFailure> {
-    let git = ws.git();
+    let repo = crate::git::Git::new(act.repo);
     let base = &act.config.base_branch;
     let message = format!(
-        "Merge {base} into {}\n\nTask: {}\nRun: {run_id}",
-        ws.branch, task.id
+        "Merge {base} into {branch}\n\nTask: {}\nRun: {run_id}",
+        task.id
     );
-    let clean = git
-        .try_run(&[
-            "merge",
-            "--no-edit",
-            "--no-ff",
-            "-q",
-            "-m",
-            &message,
-            base_ref,
-        ])
+    let base_commit = repo
+        .resolve(base_ref)
         .map_err(setup)?
-        .is_some();
-    let summary = if clean {
-        Some(if ws.head().map_err(setup)? == ws.start {
-            format!("{base} was already merged into the branch: nothing to resolve")
-        } else {
-            format!("{base} merged into the branch without conflicts")
-        })
-    } else {
-        let conflicted: Vec<String> = git
-            .run(&["diff", "--name-only", "--diff-filter=U"])
-            .map_err(setup)?
-            .lines()
-            .map(String::from)
-            .collect();
-        if conflicted.is_empty() {
-            return Err(setup_text(format!(
-                "merging {base} into {} failed without conflicts",
-                ws.branch
-            )));
+        .ok_or_else(|| setup_text(format!("{base_ref} does not exist")))?;
+    let merge =
+        crate::workspace::merge_with(&repo, start, &base_commit, &message).map_err(setup)?;
+    let (ws, head, summary) = match merge {
+        Merge::Clean { commit } => {
+            let summary = if commit == start {
+                format!("{base} was already merged into the branch: nothing to resolve")
+            } else {
+                repo.run(&[
+                    "update-ref",
+                    &format!("refs/heads/{branch}"),
+                    &commit,
+                    start,
+                ])
+                .map_err(setup)?;
+                format!("{base} merged into the branch without conflicts")
+            };
+            let ws = Workspace::open_detached(&repo, "run", &commit).map_err(setup)?;
+            (ws, commit, Some(summary))
         }
-        let agent = run_agent(act, task, run_id, brief, &ws.path, record)?;
-        let left: Vec<&String> = conflicted
-            .iter()
-            .filter(|f| has_conflict_markers(&ws.path.join(f)))
-            .collect();
-        if !left.is_empty() {
-            let _ = git.run(&["merge", "--abort"]);
-            return Err(CheckFailure {
-                code: FailureCode::ModelOrUnknownFailure,
-                message: format!(
-                    "conflict markers are still in {} after the agent finished",
-                    left.iter()
-                        .map(|f| f.as_str())
-                        .collect::<Vec<_>>()
-                        .join(", ")
-                ),
-            });
-        }
-        git.run(&["add", "-A"]).map_err(setup)?;
-        git.run(&["commit", "--no-verify", "-q", "--no-edit"])
+        Merge::Conflict { tree, files } => {
+            let ws = Workspace::create(
+                &repo,
+                "run",
+                Start {
+                    commit: start,
+                    files: Some(&tree),
+                    branch: Some(branch),
+                },
+            )
             .map_err(setup)?;
-        agent
+            let agent = run_agent(act, task, run_id, brief, &ws, record)?;
+            let change = import(&ws)?;
+            let left: Vec<&String> = files
+                .iter()
+                .filter(|f| has_conflict_markers(&ws.path.join(f)))
+                .collect();
+            if !left.is_empty() {
+                return Err(CheckFailure {
+                    code: FailureCode::ModelOrUnknownFailure,
+                    message: format!(
+                        "conflict markers are still in {} after the agent finished",
+                        left.iter()
+                            .map(|f| f.as_str())
+                            .collect::<Vec<_>>()
+                            .join(", ")
+                    ),
+                });
+            }
+            checks::check_content(
+                task,
+                act.config,
+                &repo,
+                &[&ws.base_tree, &change.tree],
+                &change.links,
+                act.redactor,
+            )?;
+            let (subject, body) = message.split_once("\n\n").unwrap_or((&message, ""));
+            let head = ws
+                .commit(&change.tree, Some(&base_commit), subject, body)
+                .map_err(setup)?;
+            (ws, head, agent)
+        }
     };
-    let head = ws.head().map_err(setup)?;
-    let changes = crate::workspace::changed_files(git, base_ref, &head).map_err(setup)?;
+    let changes = crate::workspace::changed_files(&repo, base_ref, &head).map_err(setup)?;
     checks::check_policy(task, act.config, &changes)?;
     let verified = checks::run_verification(task, act.config, &ws.path, &changes, act.redactor);
     record.verification = verified.commands.clone();
@@ -95,12 +110,21 @@ pub(super) fn fix_conflicts(
     Ok(success(summary, record))
 }
 
-/// A file still holding a conflict marker line (`<<<<<<< `, `=======`, `>>>>>>> `).
+/// A file still holding a conflict marker line (`<<<<<<< `, `=======`, `>>>>>>> `), read line
+/// by line (a regular file only, never through a link).
 fn has_conflict_markers(path: &Path) -> bool {
-    let Ok(text) = std::fs::read(path) else {
+    let Ok(meta) = std::fs::symlink_metadata(path) else {
         return false; // deleted as the resolution
     };
-    String::from_utf8_lossy(&text)
-        .lines()
-        .any(|l| l.starts_with("<<<<<<< ") || l.starts_with(">>>>>>> ") || l == "=======")
+    if !meta.is_file() {
+        return false;
+    }
+    let Ok(file) = std::fs::File::open(path) else {
+        return false;
+    };
+    std::io::BufReader::new(file).split(b'\n').any(|line| {
+        line.is_ok_and(|l| {
+            l.starts_with(b"<<<<<<< ") || l.starts_with(b">>>>>>> ") || l == b"======="
+        })
+    })
 }

@@ -3,10 +3,9 @@
 //!
 //! - [`protect_runner`]: the runner makes itself non-dumpable before any agent starts, so
 //!   `/proc/<runner>/environ` and `/proc/<runner>/mem` are closed to processes of the same user.
-//! - [`AgentGuard`]: around each agent run, credentials a checkout left in the repository's
-//!   configuration are taken out of it (the runner pushes with its own token), and every git
-//!   configuration file is checked afterwards (`gitconfig`): a change is put back before the
-//!   runner runs git again, and fails the run as a policy violation.
+//! - [`before_agent`]: credentials a checkout left in the repository's configuration are taken
+//!   out of it before an agent starts (the runner pushes with its own token): an agent may read
+//!   the runner's repository, never write it (`workspace`: it works in a folder of its own).
 //! - `groups`: each agent's process group is recorded while it runs, so the next tick kills what
 //!   a killed tick left running before it claims that work again.
 //! - `netns`: each agent and check in a network namespace of its own, loopback only, whose one
@@ -18,8 +17,6 @@
 //! (`git::HARDENING`), the token held out of the environment (`credentials`), the agent's
 //! process group and environment (`process`, `executor`).
 
-pub mod gitconfig;
-pub mod gitdir;
 pub mod groups;
 pub mod home;
 pub mod landlock;
@@ -30,9 +27,11 @@ use std::sync::atomic::{AtomicBool, Ordering};
 
 use crate::config::{AgentHome, FilesystemSandbox, SandboxConfig};
 use crate::git::{Git, GitError};
-use gitconfig::ConfigSnapshot;
 
 static NON_DUMPABLE: AtomicBool = AtomicBool::new(false);
+
+/// What an unconfined agent can do to the runner, said wherever it holds (`{why}`: why).
+pub const UNCONFINED_RISK: &str = "{why}: agents may write anywhere the runner's user may — the runner's repository and its .git (a config or attributes file there runs a program of theirs in the runner's next git command, with its token), the runner's home and the person's files; run untrusted agents only with sandbox.filesystem: landlock on Linux 5.13 or newer";
 
 /// Makes this process non-dumpable (Linux): its `/proc` files become readable by root only.
 /// Children get their own setting when they `exec`, so agents are unaffected.
@@ -158,19 +157,15 @@ pub fn in_force(sandbox: &SandboxConfig) -> Vec<Protection> {
             in_force: confined,
             detail: match (filesystem, landlock) {
                 (FilesystemSandbox::Landlock, Some(abi)) => format!(
-                    "agents write only their workspace, scratch folder, the repository's .git and their home folder, and verification commands only their workspace, scratch folder and home (Landlock ABI {abi}{})",
+                    "agents write only their run's folder (its workspace, scratch folder and home), never the runner's repository or its .git, and verification commands only the workspace, their scratch folder and home (Landlock ABI {abi}{})",
                     if abi >= 6 {
                         "; they cannot signal processes outside their domain"
                     } else {
                         "; below ABI 6 they can still signal the runner's processes"
                     }
                 ),
-                (FilesystemSandbox::Landlock, None) => {
-                    "this kernel has no Landlock: agents may write anywhere the runner's user may".to_string()
-                }
-                (FilesystemSandbox::None, _) => {
-                    "sandbox.filesystem is none: agents may write anywhere the runner's user may".to_string()
-                }
+                (FilesystemSandbox::Landlock, None) => UNCONFINED_RISK.replace("{why}", "this kernel has no Landlock"),
+                (FilesystemSandbox::None, _) => UNCONFINED_RISK.replace("{why}", "sandbox.filesystem is none"),
             },
         },
         Protection {
@@ -210,11 +205,11 @@ pub fn in_force(sandbox: &SandboxConfig) -> Vec<Protection> {
         },
         runner_git(),
         Protection {
-            name: "git configuration",
+            name: "git of the runner",
             in_force: true,
-            detail: "the runner's git ignores hooks, fsmonitor, pagers, editors, credential \
-                     helpers and ext:: remotes; configuration an agent changes is put back and \
-                     fails its run"
+            detail: "agents work in a repository of their own; the runner reads their files as \
+                     data (no filter, attribute, hook or index of theirs) and its own git ignores \
+                     hooks, fsmonitor, pagers, editors, credential helpers and ext:: remotes"
                 .to_string(),
         },
     ]
@@ -300,68 +295,14 @@ pub fn denied_write(output: &str, writable: &[std::path::PathBuf]) -> Option<Str
     None
 }
 
-/// Watches the git configuration and the shared `.git` around one agent run in `workspace`.
-pub struct AgentGuard {
-    git: Git,
-    snapshot: ConfigSnapshot,
-    git_dir: gitdir::GitDirSnapshot,
-}
-
-impl AgentGuard {
-    /// Before the agent starts: a checkout's stored credentials leave the repository's
-    /// configuration (when the runner holds a token of its own to push with), then every
-    /// configuration file git would read is kept.
-    fn before(workspace: &Path) -> Result<AgentGuard, GitError> {
-        let git = Git::new(workspace);
-        if crate::credentials::forge_token().is_some() {
-            strip_checkout_credentials(&git)?;
-        }
-        let snapshot = ConfigSnapshot::take(&git)?;
-        let git_dir = gitdir::GitDirSnapshot::take(&git)?;
-        Ok(AgentGuard {
-            git,
-            snapshot,
-            git_dir,
-        })
+/// Before an agent starts: credentials a checkout left in the runner's repository
+/// configuration go (the runner pushes with a token of its own), since an agent may read that
+/// repository. Nothing is kept to be put back: an agent writes only its run's folder.
+pub fn before_agent(repo: &Path) -> Result<(), GitError> {
+    if crate::credentials::forge_token().is_some() {
+        strip_checkout_credentials(&Git::new(repo))?;
     }
-
-    /// Runs `agent` between [`Self::before`] and [`Self::after`], so nothing of the runner's
-    /// can run git in between: `Err` when the guard could not be set up, else the guard's
-    /// verdict (a policy violation's text), else what the agent run gave.
-    pub fn around<T>(
-        workspace: &Path,
-        agent: impl FnOnce() -> T,
-    ) -> Result<Result<T, String>, GitError> {
-        let guard = AgentGuard::before(workspace)?;
-        let ran = agent();
-        Ok(guard.after().map(|()| ran))
-    }
-
-    /// After the agent exited and every process it started is gone (`reaper`), before
-    /// any other git command: `Err` with the policy violation's text when it changed a
-    /// configuration file or the shared `.git` (each change is put back first; the
-    /// configuration first, since the runner's git reads it to put back the rest).
-    fn after(self) -> Result<(), String> {
-        let config = match self.snapshot.restore_changes(&self.git) {
-            Ok(tampered) if tampered.is_empty() => None,
-            Ok(tampered) => Some(gitconfig::describe(&tampered)),
-            Err(e) => return Err(format!(
-                "policy_violation: the agent changed the git configuration and it could not be put back: {e}"
-            )),
-        };
-        let git_dir = match self.git_dir.restore_changes(&self.git) {
-            Ok(changed) if changed.is_empty() => None,
-            Ok(changed) => Some(gitdir::describe(&changed)),
-            Err(e) => Some(format!(
-                "policy_violation: the agent changed the repository's shared .git and it could not all be put back: {e}"
-            )),
-        };
-        match (config, git_dir) {
-            (None, None) => Ok(()),
-            (Some(one), None) | (None, Some(one)) => Err(one),
-            (Some(config), Some(git_dir)) => Err(format!("{config}; {git_dir}")),
-        }
-    }
+    Ok(())
 }
 
 /// Removes `http.<url>.extraheader` entries (what `actions/checkout` leaves unless
@@ -451,24 +392,5 @@ mod tests {
         let removed = strip_checkout_credentials(&git).unwrap();
         assert_eq!(removed, ["http.https://github.com/.extraheader"]);
         assert!(!checkout_left_credentials(&git));
-    }
-
-    #[test]
-    fn a_guard_reports_and_reverts_a_changed_configuration() {
-        let dir = tempfile::tempdir().unwrap();
-        let git = Git::new(dir.path());
-        git.run(&["init", "-q"]).unwrap();
-        let guard = AgentGuard::before(dir.path()).unwrap();
-        git.run(&["config", "core.fsmonitor", "/tmp/evil.sh"])
-            .unwrap();
-        let err = guard.after().unwrap_err();
-        assert!(
-            err.contains("core.fsmonitor") && !err.contains("evil"),
-            "{err}"
-        );
-        let stored = git.try_run(&["config", "--file", ".git/config", "core.fsmonitor"]);
-        assert!(stored.unwrap().is_none(), "put back");
-        let guard = AgentGuard::before(dir.path()).unwrap();
-        assert_eq!(guard.after(), Ok(()));
     }
 }

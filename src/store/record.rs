@@ -519,3 +519,53 @@ impl Store {
             .unwrap_or(0))
     }
 }
+
+impl Store {
+    /// The latest run of a task as a person's retry looks at it
+    /// (`engine::commands::retry_move`): whether it made a change, and whether a review of
+    /// that change asked for another.
+    pub fn last_run(
+        &self,
+        task: &TaskId,
+    ) -> Result<Option<crate::engine::commands::LastRun>, StoreError> {
+        let Some(run) = self.runs_of(task, 1)?.into_iter().next() else {
+            return Ok(None);
+        };
+        let made_change = run.status == crate::model::RunStatus::Success && run.head_sha.is_some();
+        let changes_requested: bool = self.conn.query_row(
+            "SELECT EXISTS (SELECT 1 FROM judgements WHERE run_id = ?1 AND verdict = ?2)",
+            params![run.id.as_str(), Verdict::RequestChanges.as_str()],
+            |r| r.get(0),
+        )?;
+        Ok(Some(crate::engine::commands::LastRun {
+            id: run.id,
+            made_change,
+            changes_requested,
+        }))
+    }
+
+    /// A person's retry of a task whose judge gave up (issue 35): it waits on the judge again
+    /// for `run`, which is marked unjudged, its budgets afresh; no worker run is started.
+    pub fn rejudge(
+        &mut self,
+        task: &TaskId,
+        run: &RunId,
+        reason: &str,
+        writer: Writer<'_>,
+    ) -> Result<(), StoreError> {
+        let tx = self.conn.transaction()?;
+        let changes = TaskChanges {
+            attempts: Some(Default::default()),
+            next_attempt_at: Some(None),
+            needs_approval: Some(false),
+        };
+        let to = TaskState::blocked(crate::model::BlockReason::AwaitingJudge);
+        write_transition(&tx, task, None, to, reason, &changes, writer)?;
+        tx.execute(
+            "UPDATE runs SET judged_at = NULL WHERE id = ?1 AND task_id = ?2",
+            params![run.as_str(), task.as_str()],
+        )?;
+        tx.commit()?;
+        Ok(())
+    }
+}

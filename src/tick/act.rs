@@ -11,13 +11,11 @@ use super::{Context, Failure, TickSummary};
 use crate::engine::tick_budget_spent;
 use crate::engine::verdict::JudgeConclusion;
 use crate::forge::github::GithubClient;
-use crate::git::Git;
-use crate::model::{Mode, RunId, Task, TaskId};
+use crate::model::{RunId, Task, TaskId};
 use crate::prompt::Templates;
 use crate::runner::judge::{judge_run, JudgeResult};
 use crate::runner::planner::PlanResult;
 use crate::runner::work::{run_task, WorkResult};
-use crate::workspace::remove_leftovers;
 
 pub(super) enum Done {
     Issue(TaskId, Result<u64, String>),
@@ -48,25 +46,16 @@ pub(super) fn act(
 ) -> Result<Vec<Done>, Failure> {
     let Claimed {
         work,
-        in_use,
         executor_waits,
         ci_note,
         ..
     } = claimed;
-    let git = Git::new(&ctx.repo);
     let stale = crate::scratch::remove_leftovers();
     if !stale.is_empty() {
-        tracing::info!("removed {} temp folder(s) of killed ticks", stale.len());
-    }
-    if ctx.config.mode == Mode::LocalGit {
-        match remove_leftovers(&git, &in_use) {
-            Ok(removed) if !removed.is_empty() => summary.lines.push(format!(
-                "removed {} leftover worktree(s) of killed ticks",
-                removed.len()
-            )),
-            Ok(_) => {}
-            Err(e) => tracing::warn!("could not clean up worktrees: {e}"),
-        }
+        summary.lines.push(format!(
+            "removed {} folder(s) of killed ticks' runs",
+            stale.len()
+        ));
     }
     let templates = if work.is_empty() {
         Templates::builtin()

@@ -23,7 +23,7 @@ use crate::model::{FailureCode, Mode, RunId, Task};
 use crate::runner::work::WorkResult;
 use crate::runner::{check_content, check_policy, CheckFailure};
 use crate::safe_output::{self, Output};
-use crate::workspace::{changed_files, task_branch, Branches, Workspace};
+use crate::workspace::{changed_files, task_branch, Branches};
 
 /// Where a verified bundle's head is kept until it is pushed.
 const APPLIED_REF: &str = "refs/opentiger/applied";
@@ -256,16 +256,8 @@ fn verify(
     let changes = changed_files(&git, start, head).map_err(setup)?;
     check_policy(task, &ctx.config, &changes)?;
     let redactor = ctx.redactor();
-    let ws = Workspace::open_detached(&git, &format!("apply__{run_id}"), head).map_err(setup)?;
-    let content = check_content(
-        task,
-        &ctx.config,
-        ws.git(),
-        &[start, head],
-        &changes,
-        &redactor,
-    )
-    .and_then(|()| {
+    let links = crate::workspace::links_between(&git, start, head).map_err(setup)?;
+    check_content(task, &ctx.config, &git, &[start, head], &links, &redactor).and_then(|()| {
         // Each commit's own additions too: a secret added and removed again would still be
         // pushed in the history.
         let commits = git
@@ -273,19 +265,8 @@ fn verify(
             .map_err(setup)?;
         for commit in commits.lines() {
             let parent = format!("{commit}^");
-            check_content(
-                task,
-                &ctx.config,
-                ws.git(),
-                &[&parent, commit],
-                &[],
-                &redactor,
-            )?;
+            check_content(task, &ctx.config, &git, &[&parent, commit], &[], &redactor)?;
         }
         Ok(())
-    });
-    if let Err(e) = ws.close() {
-        tracing::warn!("could not remove the worktree: {e}");
-    }
-    content
+    })
 }

@@ -14,7 +14,6 @@ use crate::prompt::JudgeFeedback;
 use crate::runner::planner::{run_planner, PlanRequest, PlanResult};
 use crate::runner::Act;
 use crate::store::{Store, Writer};
-use crate::workspace::{task_branch, worktree_root};
 
 /// Checks that must hold before anything is claimed: a claim that cannot run only burns the
 /// task's retry budget.
@@ -186,7 +185,6 @@ pub(super) struct Claimed {
     pub(super) decisions: usize,
     pub(super) lines: Vec<String>,
     pub(super) work: Vec<Work>,
-    pub(super) in_use: Vec<std::path::PathBuf>,
     /// Executors parked on a quota, as the plan saw them: runs choose their executor with them.
     pub(super) executor_waits: crate::engine::fallback::ExecutorWaits,
     /// What a merge's verdict says about CI when there is none to wait for.
@@ -281,31 +279,10 @@ pub(super) fn claim(ctx: &Context, store: &mut Store) -> Result<Claimed, Failure
         decisions,
         lines,
         work,
-        in_use: worktrees_in_use(ctx, store)?,
         executor_waits: snapshot.observations.executor_waits.clone(),
         ci_note: (snapshot.observations.expected_checks.source
             == crate::engine::gate::ExpectedSource::Nothing
             && ctx.config.merge.require_checks)
             .then_some(crate::engine::gate::NO_CI_NOTE),
     })
-}
-
-/// Worktrees that leased tasks (of any tick) may be using right now.
-fn worktrees_in_use(ctx: &Context, store: &Store) -> Result<Vec<std::path::PathBuf>, Failure> {
-    let leased = store.leased_tasks()?;
-    // Nothing leased (a quiet tick): no need to ask where worktrees live.
-    if leased.is_empty() {
-        return Ok(Vec::new());
-    }
-    let Ok(root) = worktree_root(&Git::new(&ctx.repo)) else {
-        return Ok(Vec::new());
-    };
-    let mut paths = Vec::new();
-    for (task_id, _) in leased {
-        let task = store.task(&task_id)?;
-        let name = task_branch(&task).replace('/', "__");
-        paths.push(root.join(&name));
-        paths.push(root.join(format!("review__{name}")));
-    }
-    Ok(paths)
 }

@@ -417,8 +417,26 @@ pub(super) fn decide_on(
                 .into_iter()
                 .map(|r| (r.task_id.clone(), r))
                 .collect(),
+            last_runs: &last_runs(store, &tasks)?,
         },
     ))
+}
+
+/// The latest run of each task that waits on a person (what `retry` looks at).
+fn last_runs(
+    store: &Store,
+    tasks: &BTreeMap<TaskId, crate::model::Task>,
+) -> Result<BTreeMap<TaskId, commands::LastRun>, crate::store::StoreError> {
+    let waiting = tasks.values().filter(|t| {
+        t.state() == crate::model::TaskState::blocked(crate::model::BlockReason::AwaitingHuman)
+    });
+    let mut runs = BTreeMap::new();
+    for task in waiting {
+        if let Some(last) = store.last_run(&task.id)? {
+            runs.insert(task.id.clone(), last);
+        }
+    }
+    Ok(runs)
 }
 
 /// Where each task's plan came from, for `replan`: the planner's plan, else the issue it was
@@ -473,6 +491,10 @@ pub(super) fn apply_effects(
         match effect {
             Effect::Move { task, to, .. } => {
                 crate::model::check_transition(store.task(task)?.state(), *to)?;
+            }
+            Effect::Rejudge { task, .. } => {
+                let to = crate::model::TaskState::blocked(crate::model::BlockReason::AwaitingJudge);
+                crate::model::check_transition(store.task(task)?.state(), to)?;
             }
             Effect::Respec { issue, .. } if !issues.iter().any(|i| i.number == *issue) => {
                 return Err(crate::store::StoreError::Invalid(format!(
@@ -543,6 +565,13 @@ pub(super) fn apply_effects(
                     ..writer
                 };
                 store.add_proposal_task(task, writer)?;
+            }
+            Effect::Rejudge { task, run, reason } => {
+                let writer = Writer {
+                    actor: &source.actor,
+                    ..writer
+                };
+                store.rejudge(task, run, &format!("{reason} ({})", source.url), writer)?;
             }
             Effect::Hold { thread, by } => {
                 super::last_word::set_hold(store, *thread, by.as_deref(), writer.now)?

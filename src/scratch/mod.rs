@@ -4,7 +4,12 @@
 //! `opentiger-<pid>-<purpose>-<random>`, and every file the runner writes in it with
 //! [`write_private`] has mode 0600. A tick killed before it could remove its folders leaves them
 //! behind; the next tick's [`remove_leftovers`] removes those whose process is gone (same host,
-//! same user). Not here: the worktrees (`workspace`), which live in folders of their own.
+//! same user). A run's workspace lives in its run's folder (`workspace`), so it goes with it;
+//! folders are removed with [`remove_tree`], which no tree an agent made can defeat.
+
+mod remove;
+
+pub use remove::remove_tree;
 
 use std::io::Write;
 use std::os::unix::fs::{MetadataExt, OpenOptionsExt, PermissionsExt};
@@ -12,12 +17,33 @@ use std::path::{Path, PathBuf};
 
 const PREFIX: &str = "opentiger-";
 
+/// A folder of mode 0700 in the temp folder, removed with everything in it when dropped.
+#[derive(Debug)]
+pub struct PrivateDir {
+    path: PathBuf,
+}
+
+impl PrivateDir {
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+}
+
+impl Drop for PrivateDir {
+    fn drop(&mut self) {
+        if let Err(e) = remove_tree(&self.path) {
+            tracing::warn!("could not remove {}: {e}", self.path.display());
+        }
+    }
+}
+
 /// A new folder of mode 0700, removed when the returned value is dropped.
-pub fn private_dir(purpose: &str) -> std::io::Result<tempfile::TempDir> {
-    tempfile::Builder::new()
+pub fn private_dir(purpose: &str) -> std::io::Result<PrivateDir> {
+    let made = tempfile::Builder::new()
         .prefix(&format!("{PREFIX}{}-{purpose}-", std::process::id()))
         .permissions(std::fs::Permissions::from_mode(0o700))
-        .tempdir()
+        .tempdir()?;
+    Ok(PrivateDir { path: made.keep() })
 }
 
 /// Writes `bytes` to a new file of mode 0600 (an existing file is replaced).
@@ -58,7 +84,7 @@ fn remove_leftovers_in(tmp: &Path, alive: impl Fn(u32) -> bool) -> Vec<PathBuf> 
         if !meta.is_dir() || meta.uid() != me || alive(pid) {
             continue;
         }
-        if std::fs::remove_dir_all(entry.path()).is_ok() {
+        if remove_tree(&entry.path()).is_ok() {
             removed.push(entry.path());
         }
     }

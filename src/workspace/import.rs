@@ -1,0 +1,387 @@
+//! The change import: what an agent left in its work tree, read as data and made a tree of the
+//! runner's repository.
+//!
+//! 1. Every file the workspace was filled with is `lstat`ed (its folders first: a folder turned
+//!    into a link means everything under it is gone, never followed) and compared with what
+//!    was written.
+//! 2. New files come from `git ls-files --others --exclude-standard` run by the runner's git
+//!    on the work tree with the runner's private index: it reads `.gitignore` files (which can
+//!    only leave files out) and no attribute, filter or config of the workspace. A nested
+//!    repository shows as `dir/` and is refused.
+//! 3. What changed is hashed by `git hash-object -w --no-filters --stdin-paths` (the bytes as
+//!    they are; a link's target is written to a file of the runner's first), then a copy of
+//!    the private index is updated (`update-index --index-info`) and written as a tree.
+//!
+//! Sizes are known from `lstat` before any content is read.
+
+use std::collections::HashMap;
+use std::io::Write;
+use std::os::unix::ffi::OsStrExt;
+use std::path::Path;
+
+use super::fill::{self, Stat, Tracked, EXECUTABLE, FILE, GITLINK, LINK, LINK_MAX};
+use super::Workspace;
+use crate::git::{Git, GitError, NumstatEntry};
+
+/// A file the change adds, changes or deletes.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Change {
+    pub path: String,
+    /// The mode and blob after the change; `None`: deleted.
+    pub after: Option<(String, String)>,
+    /// Its size in bytes as `lstat` gave it (0 when deleted).
+    pub size: u64,
+}
+
+/// A symbolic link the change adds or changes: its path, target, and where the target leads
+/// in the tree after the change (`None`: out of the tree, absolute, or a loop).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct LinkEntry {
+    pub path: String,
+    pub target: String,
+    pub resolved: Option<String>,
+}
+
+/// What an agent changed, as the runner's repository holds it.
+#[derive(Clone, Debug, Default)]
+pub struct Imported {
+    /// The tree after the change (the workspace's base tree when nothing changed).
+    pub tree: String,
+    pub changes: Vec<Change>,
+    /// Line counts per file, from the trees (for the path policy's limits).
+    pub numstat: Vec<NumstatEntry>,
+    pub links: Vec<LinkEntry>,
+}
+
+impl Imported {
+    pub fn is_empty(&self) -> bool {
+        self.changes.is_empty()
+    }
+}
+
+/// Why the change could not be imported.
+#[derive(Debug, thiserror::Error)]
+pub enum ImportError {
+    /// The work tree holds what no change may (a nested repository, a device): a policy
+    /// violation naming the path.
+    #[error("{0}")]
+    Refused(String),
+    #[error(transparent)]
+    Git(#[from] GitError),
+}
+
+/// See the module doc.
+pub(super) fn import(
+    ws: &Workspace,
+    tracked: &[Tracked],
+    own: &Path,
+) -> Result<Imported, ImportError> {
+    let root = &ws.path;
+    let repo = &ws.repo;
+    let index = own.join("index");
+    let index_text = index.display().to_string();
+    let work_tree = format!("--work-tree={}", root.display());
+    let mut folders = FolderCheck::default();
+    let mut candidates: Vec<String> = Vec::new();
+    let mut deleted: Vec<String> = Vec::new();
+    for t in tracked {
+        if t.mode == GITLINK {
+            continue;
+        }
+        let full = root.join(std::ffi::OsStr::from_bytes(t.path.as_bytes()));
+        if !folders.real(root, &full) {
+            deleted.push(t.path.clone());
+            continue;
+        }
+        match std::fs::symlink_metadata(&full) {
+            Ok(meta) if meta.is_file() || meta.file_type().is_symlink() => {
+                if t.stat != Some(Stat::of(&meta)) {
+                    candidates.push(t.path.clone());
+                }
+            }
+            // Gone, or a folder now (what it holds comes back as new files).
+            _ => deleted.push(t.path.clone()),
+        }
+    }
+    let others = repo.with_env("GIT_INDEX_FILE", &index_text).run_bytes(&[
+        &work_tree,
+        "ls-files",
+        "-z",
+        "--others",
+        "--exclude-standard",
+    ])?;
+    for path in others.split(|b| *b == 0).filter(|p| !p.is_empty()) {
+        let path = String::from_utf8_lossy(path).into_owned();
+        if let Some(dir) = path.strip_suffix('/') {
+            return Err(ImportError::Refused(format!(
+                "{dir} is a git repository inside the change (a nested repository or submodule): leave it out"
+            )));
+        }
+        candidates.push(path);
+    }
+    if let Some(bad) = candidates.iter().find(|p| !fill::safe_path(p)) {
+        return Err(ImportError::Refused(format!(
+            "{bad} is a path git must not hold (a .git folder inside the change)"
+        )));
+    }
+    // Sizes and kinds before contents.
+    let links_dir = own.join("links");
+    let mut to_hash: Vec<(String, String, u64, std::path::PathBuf)> = Vec::new();
+    let mut link_targets: HashMap<String, String> = HashMap::new();
+    for path in candidates {
+        let full = root.join(std::ffi::OsStr::from_bytes(path.as_bytes()));
+        let meta = std::fs::symlink_metadata(&full)
+            .map_err(|e| ImportError::Refused(format!("{path} could not be read: {e}")))?;
+        let kind = meta.file_type();
+        if kind.is_symlink() {
+            let target = std::fs::read_link(&full)
+                .map_err(|e| ImportError::Refused(format!("{path}: {e}")))?;
+            let bytes = target.as_os_str().as_bytes();
+            if bytes.len() as u64 > LINK_MAX {
+                return Err(ImportError::Refused(format!(
+                    "{path} is a link of {} bytes",
+                    bytes.len()
+                )));
+            }
+            std::fs::create_dir_all(&links_dir).map_err(|e| ImportError::Refused(e.to_string()))?;
+            let holder = links_dir.join(to_hash.len().to_string());
+            crate::scratch::write_private(&holder, bytes)
+                .map_err(|e| ImportError::Refused(e.to_string()))?;
+            link_targets.insert(path.clone(), String::from_utf8_lossy(bytes).into_owned());
+            to_hash.push((path, LINK.to_string(), meta.len(), holder));
+        } else if kind.is_file() {
+            let mode = if std::os::unix::fs::PermissionsExt::mode(&meta.permissions()) & 0o111 != 0
+            {
+                EXECUTABLE
+            } else {
+                FILE
+            };
+            to_hash.push((path, mode.to_string(), meta.len(), full));
+        } else {
+            return Err(ImportError::Refused(format!(
+                "{path} is neither a file nor a link (a device, socket or pipe): leave it out"
+            )));
+        }
+    }
+    let oids = hash_files(repo, to_hash.iter().map(|(_, _, _, file)| file.as_path()))?;
+    let before: HashMap<&str, &Tracked> = tracked.iter().map(|t| (t.path.as_str(), t)).collect();
+    let mut changes: Vec<Change> = deleted
+        .into_iter()
+        .map(|path| Change {
+            path,
+            after: None,
+            size: 0,
+        })
+        .collect();
+    for ((path, mode, size, _), oid) in to_hash.into_iter().zip(oids) {
+        let same = before
+            .get(path.as_str())
+            .is_some_and(|t| t.mode == mode && t.oid == oid);
+        if !same {
+            changes.push(Change {
+                path,
+                after: Some((mode, oid)),
+                size,
+            });
+        }
+    }
+    changes.sort_by(|a, b| a.path.cmp(&b.path));
+    if changes.is_empty() {
+        return Ok(Imported {
+            tree: ws.base_tree.clone(),
+            ..Imported::default()
+        });
+    }
+    let tree = write_tree(repo, &index, &own.join("index.new"), &changes)?;
+    let numstat = super::changed_files(repo, &ws.base_tree, &tree)?;
+    // Where each new link leads, in the tree after the change.
+    let mut tree_links: HashMap<String, String> = tracked
+        .iter()
+        .filter(|t| t.mode == LINK)
+        .filter_map(|t| {
+            let full = root.join(std::ffi::OsStr::from_bytes(t.path.as_bytes()));
+            let target = std::fs::read_link(full).ok()?;
+            Some((t.path.clone(), target.to_string_lossy().into_owned()))
+        })
+        .collect();
+    for change in &changes {
+        tree_links.remove(&change.path);
+    }
+    tree_links.extend(link_targets.clone());
+    let mut links: Vec<LinkEntry> = link_targets
+        .into_iter()
+        .map(|(path, target)| LinkEntry {
+            resolved: crate::policy::resolve_in_tree(&path, &target, |p| {
+                tree_links.get(p).cloned()
+            }),
+            path,
+            target,
+        })
+        .collect();
+    links.sort_by(|a, b| a.path.cmp(&b.path));
+    Ok(Imported {
+        tree,
+        changes,
+        numstat,
+        links,
+    })
+}
+
+/// Whether every folder above a file is a real folder of the work tree (not a link, not a
+/// file), checked once per folder.
+#[derive(Default)]
+struct FolderCheck {
+    known: HashMap<std::path::PathBuf, bool>,
+}
+
+impl FolderCheck {
+    fn real(&mut self, root: &Path, file: &Path) -> bool {
+        match file.parent() {
+            Some(parent) if parent != root && parent.starts_with(root) => self.folder(root, parent),
+            _ => true,
+        }
+    }
+
+    fn folder(&mut self, root: &Path, dir: &Path) -> bool {
+        if let Some(known) = self.known.get(dir) {
+            return *known;
+        }
+        let above = match dir.parent() {
+            Some(parent) if parent != root && parent.starts_with(root) => self.folder(root, parent),
+            _ => true,
+        };
+        let real = above && std::fs::symlink_metadata(dir).is_ok_and(|m| m.is_dir());
+        self.known.insert(dir.to_path_buf(), real);
+        real
+    }
+}
+
+/// Hashes files into the runner's repository, bytes as they are; their blob ids in order.
+fn hash_files<'a>(
+    repo: &Git,
+    files: impl Iterator<Item = &'a Path>,
+) -> Result<Vec<String>, GitError> {
+    let mut input = Vec::new();
+    for file in files {
+        input.extend_from_slice(file.as_os_str().as_bytes());
+        input.push(b'\n');
+    }
+    if input.is_empty() {
+        return Ok(Vec::new());
+    }
+    let out = repo.run_with_input(
+        &["hash-object", "-w", "--no-filters", "--stdin-paths"],
+        &input,
+    )?;
+    Ok(out.lines().map(str::to_string).collect())
+}
+
+/// A copy of the private `index` with `changes` applied, written as a tree.
+fn write_tree(
+    repo: &Git,
+    index: &Path,
+    scratch_index: &Path,
+    changes: &[Change],
+) -> Result<String, GitError> {
+    std::fs::copy(index, scratch_index)
+        .map_err(|e| repo.failure(&["update-index"], format!("copying the index: {e}")))?;
+    let null = "0".repeat(
+        changes
+            .iter()
+            .find_map(|c| c.after.as_ref())
+            .map_or(40, |(_, oid)| oid.len()),
+    );
+    let mut info = Vec::new();
+    // Deletions first, so a file turned into a folder (or back) never meets itself.
+    for change in changes.iter().filter(|c| c.after.is_none()) {
+        write!(info, "0 {null}\t{}\0", change.path).expect("writing to memory");
+    }
+    for change in changes {
+        if let Some((mode, oid)) = &change.after {
+            write!(info, "{mode} {oid}\t{}\0", change.path).expect("writing to memory");
+        }
+    }
+    let git = repo.with_env("GIT_INDEX_FILE", &scratch_index.display().to_string());
+    git.run_with_input(&["update-index", "-z", "--index-info"], &info)?;
+    git.run(&["write-tree"])
+}
+
+/// See [`super::links_between`].
+pub(super) fn links_between(git: &Git, from: &str, to: &str) -> Result<Vec<LinkEntry>, GitError> {
+    let raw = git.run_bytes(&["diff-tree", "-r", "-z", "--no-renames", from, to])?;
+    let mut fields = raw.split(|b| *b == 0).filter(|f| !f.is_empty());
+    let mut wanted = Vec::new();
+    while let Some(meta) = fields.next() {
+        let Some(path) = fields.next() else { break };
+        let meta = String::from_utf8_lossy(meta);
+        let words: Vec<&str> = meta.trim_start_matches(':').split(' ').collect();
+        if let [_, new_mode, _, new_oid, status] = words.as_slice() {
+            if *new_mode == LINK && !status.starts_with('D') {
+                wanted.push((
+                    String::from_utf8_lossy(path).into_owned(),
+                    new_oid.to_string(),
+                ));
+            }
+        }
+    }
+    if wanted.is_empty() {
+        return Ok(Vec::new());
+    }
+    let mut lookup = TreeLinks::new(git, to);
+    let mut links = Vec::new();
+    for (path, oid) in wanted {
+        let target = lookup.target_of_blob(&oid)?;
+        let resolved = crate::policy::resolve_in_tree(&path, &target, |p| lookup.link_at(p));
+        links.push(LinkEntry {
+            path,
+            target,
+            resolved,
+        });
+    }
+    Ok(links)
+}
+
+/// Links of one tree, looked up path by path (with `ls-tree`), for following a chain.
+struct TreeLinks<'a> {
+    git: &'a Git,
+    tree: &'a str,
+    seen: HashMap<String, Option<String>>,
+}
+
+impl<'a> TreeLinks<'a> {
+    fn new(git: &'a Git, tree: &'a str) -> TreeLinks<'a> {
+        TreeLinks {
+            git,
+            tree,
+            seen: HashMap::new(),
+        }
+    }
+
+    /// A link blob's text, refusing one larger than a link can be.
+    fn target_of_blob(&self, oid: &str) -> Result<String, GitError> {
+        let size = self.git.run(&["cat-file", "-s", oid])?;
+        if size.trim().parse::<u64>().map_or(true, |s| s > LINK_MAX) {
+            return Ok(String::from("/"));
+        }
+        let bytes = self.git.run_bytes(&["cat-file", "blob", oid])?;
+        Ok(String::from_utf8_lossy(&bytes).into_owned())
+    }
+
+    /// The target of the link at `path` in the tree, `None` when it is not a link.
+    fn link_at(&mut self, path: &str) -> Option<String> {
+        if let Some(known) = self.seen.get(path) {
+            return known.clone();
+        }
+        let found = self
+            .git
+            .run_bytes(&["ls-tree", "-z", self.tree, "--", path])
+            .ok()
+            .and_then(|out| {
+                let entry = fill::parse_ls_tree(&out).into_iter().next()?;
+                (entry.mode == LINK && entry.path == path).then_some(entry.oid)
+            })
+            .and_then(|oid| self.target_of_blob(&oid).ok());
+        self.seen.insert(path.to_string(), found.clone());
+        found
+    }
+}

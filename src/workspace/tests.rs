@@ -1,0 +1,259 @@
+use super::*;
+use crate::git::temp_repo;
+
+fn commit_files(git: &Git, files: &[(&str, &str)]) -> String {
+    for (path, text) in files {
+        let full = git.dir().join(path);
+        std::fs::create_dir_all(full.parent().unwrap()).unwrap();
+        std::fs::write(full, text).unwrap();
+    }
+    git.run(&["add", "-A"]).unwrap();
+    git.run(&["commit", "-q", "-m", "c"]).unwrap();
+    git.run(&["rev-parse", "HEAD"]).unwrap()
+}
+
+fn sample() -> (tempfile::TempDir, Git, String) {
+    let (dir, git) = temp_repo();
+    let root = dir.path();
+    std::fs::create_dir_all(root.join("src/deep")).unwrap();
+    std::os::unix::fs::symlink("src/a.rs", root.join("link")).unwrap();
+    std::fs::write(root.join("run.sh"), "#!/bin/sh\n").unwrap();
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(root.join("run.sh"), std::fs::Permissions::from_mode(0o755)).unwrap();
+    let head = commit_files(
+        &git,
+        &[
+            ("src/a.rs", "fn a() {}\n"),
+            ("src/deep/b.rs", "fn b() {}\n"),
+            ("README.md", "# r\n"),
+            (".gitignore", "target/\n"),
+        ],
+    );
+    (dir, git, head)
+}
+
+fn kinds(imported: &Imported) -> Vec<(String, Option<String>)> {
+    imported
+        .changes
+        .iter()
+        .map(|c| (c.path.clone(), c.after.as_ref().map(|(m, _)| m.clone())))
+        .collect()
+}
+
+/// The files, modes and links of the commit, and a repository the agent owns.
+#[test]
+fn a_workspace_holds_the_commit_s_files_and_a_repository_of_its_own() {
+    let (_dir, git, head) = sample();
+    let ws = Workspace::open_detached(&git, "t", &head).unwrap();
+    assert!(ws.path.starts_with(ws.run_folder()));
+    assert!(!ws.path.starts_with(git.dir()));
+    assert_eq!(
+        std::fs::read_to_string(ws.path.join("src/deep/b.rs")).unwrap(),
+        "fn b() {}\n"
+    );
+    assert_eq!(
+        std::fs::read_link(ws.path.join("link")).unwrap(),
+        std::path::Path::new("src/a.rs")
+    );
+    use std::os::unix::fs::PermissionsExt;
+    let mode = std::fs::metadata(ws.path.join("run.sh"))
+        .unwrap()
+        .permissions()
+        .mode();
+    assert_eq!(mode & 0o111, 0o111);
+    // The agent's git sees a clean checkout of the commit, with the runner's objects borrowed.
+    let agent = std::process::Command::new("git")
+        .current_dir(&ws.path)
+        .args(["status", "--porcelain"])
+        .output()
+        .unwrap();
+    assert!(agent.status.success(), "{agent:?}");
+    assert_eq!(String::from_utf8_lossy(&agent.stdout), "");
+    let agent_head = std::process::Command::new("git")
+        .current_dir(&ws.path)
+        .args(["rev-parse", "HEAD"])
+        .output()
+        .unwrap();
+    assert_eq!(String::from_utf8_lossy(&agent_head.stdout).trim(), head);
+    assert!(ws.import().unwrap().is_empty(), "nothing changed");
+    let folder = ws.run_folder().to_path_buf();
+    drop(ws);
+    assert!(!folder.exists(), "the run's folder goes with the workspace");
+}
+
+/// What the agent changed — content, mode, deletions, new files, a folder turned into a link —
+/// comes back as data; ignored files stay out.
+#[test]
+fn the_import_reads_every_kind_of_change() {
+    let (_dir, git, head) = sample();
+    let ws = Workspace::open_detached(&git, "t", &head).unwrap();
+    let w = &ws.path;
+    std::fs::write(w.join("src/a.rs"), "fn a() { changed }\n").unwrap();
+    std::fs::remove_file(w.join("README.md")).unwrap();
+    std::fs::write(w.join("new.txt"), "new\n").unwrap();
+    std::fs::create_dir_all(w.join("target")).unwrap();
+    std::fs::write(w.join("target/out.o"), "ignored").unwrap();
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(
+        w.join("src/deep/b.rs"),
+        std::fs::Permissions::from_mode(0o755),
+    )
+    .unwrap();
+    // Touched but the same bytes: not a change.
+    std::fs::write(w.join("run.sh"), "#!/bin/sh\n").unwrap();
+    let imported = ws.import().unwrap();
+    assert_eq!(
+        kinds(&imported),
+        [
+            ("README.md".to_string(), None),
+            ("new.txt".to_string(), Some("100644".to_string())),
+            ("src/a.rs".to_string(), Some("100644".to_string())),
+            ("src/deep/b.rs".to_string(), Some("100755".to_string())),
+        ]
+    );
+    let a = git
+        .run(&["cat-file", "-p", &format!("{}:src/a.rs", imported.tree)])
+        .unwrap();
+    assert_eq!(a, "fn a() { changed }");
+    assert_eq!(imported.numstat.len(), 4);
+    // A folder replaced by a link to somewhere else: its files are gone, the link is new, and
+    // nothing is read through it.
+    let outside = tempfile::tempdir().unwrap();
+    std::fs::write(outside.path().join("b.rs"), "outside").unwrap();
+    std::fs::remove_dir_all(w.join("src/deep")).unwrap();
+    std::os::unix::fs::symlink(outside.path(), w.join("src/deep")).unwrap();
+    let imported = ws.import().unwrap();
+    let paths = kinds(&imported);
+    assert!(
+        paths.contains(&("src/deep/b.rs".to_string(), None)),
+        "{paths:?}"
+    );
+    assert!(
+        paths.contains(&("src/deep".to_string(), Some("120000".to_string()))),
+        "{paths:?}"
+    );
+    let link = imported
+        .links
+        .iter()
+        .find(|l| l.path == "src/deep")
+        .unwrap();
+    assert_eq!(link.resolved, None, "out of the tree");
+}
+
+/// Issue 35: the runner never runs git with what the agent wrote. A filter the person
+/// configured, named by the agent's `.gitattributes`, and one in the agent's own `.git/config`,
+/// never run; a nested repository is refused by name.
+#[test]
+fn the_import_runs_no_filter_and_refuses_nested_repositories() {
+    let (_dir, git, head) = sample();
+    let marker = tempfile::tempdir().unwrap();
+    let ran = marker.path().join("ran");
+    let program = format!("sh -c 'touch {}; cat'", ran.display());
+    git.run(&["config", "filter.person.clean", &program])
+        .unwrap();
+    let ws = Workspace::open_detached(&git, "t", &head).unwrap();
+    let w = &ws.path;
+    std::fs::write(w.join(".gitattributes"), "* filter=person filter=agent\n").unwrap();
+    let mut config = std::fs::read_to_string(w.join(".git/config")).unwrap();
+    config.push_str(&format!("[filter \"agent\"]\n\tclean = {program}\n"));
+    std::fs::write(w.join(".git/config"), config).unwrap();
+    std::fs::write(w.join("src/a.rs"), "changed\n").unwrap();
+    let imported = ws.import().unwrap();
+    assert!(!ran.exists(), "a filter ran");
+    let a = git
+        .run(&["cat-file", "-p", &format!("{}:src/a.rs", imported.tree)])
+        .unwrap();
+    assert_eq!(a, "changed", "the bytes as written");
+    // The agent's .git is never part of the change.
+    assert!(imported
+        .changes
+        .iter()
+        .all(|c| !c.path.starts_with(".git/")));
+    // A repository inside the change.
+    std::fs::create_dir_all(w.join("vendor/x")).unwrap();
+    let init = std::process::Command::new("git")
+        .args(["init", "-q"])
+        .current_dir(w.join("vendor/x"))
+        .status()
+        .unwrap();
+    assert!(init.success());
+    let refused = ws.import().expect_err("refused").to_string();
+    assert!(
+        refused.contains("vendor/x is a git repository inside the change"),
+        "{refused}"
+    );
+}
+
+/// A pipe is never read (it would block): git holds no such thing, so it is left out, and a
+/// tracked file turned into one is gone from the change.
+#[test]
+fn a_fifo_is_left_out_and_never_read() {
+    let (_dir, git, head) = sample();
+    let ws = Workspace::open_detached(&git, "t", &head).unwrap();
+    let fifo = std::ffi::CString::new(ws.path.join("pipe").display().to_string()).unwrap();
+    // SAFETY: test-only mkfifo with a valid path.
+    assert_eq!(unsafe { libc::mkfifo(fifo.as_ptr(), 0o644) }, 0);
+    std::fs::remove_file(ws.path.join("README.md")).unwrap();
+    let readme = std::ffi::CString::new(ws.path.join("README.md").display().to_string()).unwrap();
+    // SAFETY: as above.
+    assert_eq!(unsafe { libc::mkfifo(readme.as_ptr(), 0o644) }, 0);
+    let imported = ws.import().unwrap();
+    assert_eq!(kinds(&imported), [("README.md".to_string(), None)]);
+}
+
+/// The runner commits on the task branch from the start only: a compare-and-swap.
+#[test]
+fn commits_move_the_task_branch_from_its_start() {
+    let (_dir, git, head) = sample();
+    git.run(&["branch", "task", &head]).unwrap();
+    let ws = Workspace::open(&git, "task", "HEAD", None).unwrap();
+    std::fs::write(ws.path.join("x.txt"), "x\n").unwrap();
+    let imported = ws.import().unwrap();
+    let new = ws
+        .commit(&imported.tree, None, "subject", "Task: t")
+        .unwrap();
+    assert_eq!(
+        git.resolve("refs/heads/task").unwrap().as_deref(),
+        Some(new.as_str())
+    );
+    let moved = ws.commit(&imported.tree, None, "again", "Task: t");
+    assert!(moved.is_err(), "the branch is no longer at the start");
+}
+
+#[test]
+fn merges_are_made_without_a_work_tree() {
+    let (_dir, git, base) = sample();
+    git.run(&["checkout", "-q", "-b", "topic"]).unwrap();
+    let topic = commit_files(&git, &[("src/a.rs", "topic\n"), ("t.txt", "t\n")]);
+    git.run(&["checkout", "-q", "-"]).unwrap();
+    let moved = commit_files(&git, &[("m.txt", "m\n")]);
+    let Merge::Clean { commit } = merge_with(&git, &topic, &moved, "m").unwrap() else {
+        panic!("clean")
+    };
+    let files = git.run(&["ls-tree", "--name-only", &commit]).unwrap();
+    assert!(
+        files.contains("m.txt") && files.contains("t.txt"),
+        "{files}"
+    );
+    assert_eq!(
+        merge_with(&git, &commit, &moved, "m").unwrap(),
+        Merge::Clean {
+            commit: commit.clone()
+        },
+        "already holds the base"
+    );
+    let conflicting = commit_files(&git, &[("src/a.rs", "base side\n")]);
+    let Merge::Conflict { tree, files } = merge_with(&git, &topic, &conflicting, "m").unwrap()
+    else {
+        panic!("conflict")
+    };
+    assert_eq!(files, ["src/a.rs"]);
+    let marked = git
+        .run(&["cat-file", "-p", &format!("{tree}:src/a.rs")])
+        .unwrap();
+    assert!(
+        marked.contains("<<<<<<<") && marked.contains(">>>>>>>"),
+        "{marked}"
+    );
+    let _ = base;
+}

@@ -1,0 +1,362 @@
+//! Issue 35, end to end in local-git mode: the agent's workspace is its own, so nothing a
+//! person does in the repository while an agent runs is undone, a change the runner committed
+//! but never pushed still lands, a judge that gave up is asked again without a worker run, a
+//! person's uncommitted work is never overwritten by a merge, and whatever an agent leaves in
+//! its workspace goes with it.
+
+mod common;
+
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use common::{bare_origin, git, minute, GitRepo, Out, Setup};
+
+/// A worker that, for a task whose prompt says SLOW, says it started (`started` in the tools
+/// folder) and waits for `go` before it writes `task.txt`; any other task writes its own file.
+fn slow_agent(g: &GitRepo) {
+    let tools = g.tools_path().display().to_string();
+    g.agent(&format!(
+        "#!/bin/sh\nif grep -q SLOW \"$OPENTIGER_PROMPT_FILE\"; then\n  touch {tools}/started\n  i=0\n  while [ ! -f {tools}/go ] && [ $i -lt 600 ]; do sleep 0.1; i=$((i+1)); done\n  echo task > task.txt\nelse\n  echo \"$OPENTIGER_TASK_ID\" > \"other-$OPENTIGER_TASK_ID.txt\"\nfi\n"
+    ));
+}
+
+/// A tick at `now`, started in the background.
+fn spawn_tick(g: &GitRepo, now: &str) -> Child {
+    Command::new(env!("CARGO_BIN_EXE_opentiger"))
+        .args(["--repo", g.path().to_str().unwrap(), "--now", now, "tick"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("start the tick")
+}
+
+/// Waits until `file` exists (at most a minute).
+fn wait_for(file: &Path) {
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while !file.exists() {
+        assert!(
+            Instant::now() < deadline,
+            "{} never appeared",
+            file.display()
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+fn finish(child: Child) -> Out {
+    let out: Out = child.wait_with_output().expect("the tick").into();
+    assert_eq!(out.code, 0, "{}\n{}", out.stdout, out.stderr);
+    out
+}
+
+fn ancestor(g: &GitRepo, commit: &str, of: &str) -> bool {
+    Command::new("git")
+        .current_dir(g.path())
+        .args(["merge-base", "--is-ancestor", commit, of])
+        .status()
+        .unwrap()
+        .success()
+}
+
+fn slow_task(g: &GitRepo) -> String {
+    g.repo
+        .add(&["--title", "SLOW task", "--goal", "task.txt says task"])
+}
+
+/// A person works in the repository — a commit on `main`, a branch, tags, a note, a stash,
+/// `pack-refs`, a fetch, `opentiger task add` with the state on a branch — while an agent
+/// runs: all of it is still there afterwards, nothing they had is left staged, and the task
+/// lands on top of their commit.
+#[test]
+fn a_person_s_work_during_a_run_is_never_undone() {
+    let g = GitRepo::with(Setup {
+        extra: "state:\n  store: branch\n",
+        ..Setup::default()
+    });
+    slow_agent(&g);
+    let upstream = bare_origin(g.tools_path());
+    git(
+        g.path(),
+        &["remote", "add", "upstream", upstream.to_str().unwrap()],
+    );
+    git(g.path(), &["push", "-q", "upstream", "main"]);
+    let first = slow_task(&g);
+    let tick = spawn_tick(&g, &minute(0));
+    wait_for(&g.tools_path().join("started"));
+
+    std::fs::write(g.path().join("person.txt"), "mine\n").unwrap();
+    git(g.path(), &["add", "person.txt"]);
+    git(g.path(), &["commit", "-q", "-m", "a person's commit"]);
+    let mine = git(g.path(), &["rev-parse", "HEAD"]);
+    git(g.path(), &["branch", "feature"]);
+    git(g.path(), &["tag", "light"]);
+    git(g.path(), &["tag", "-a", "annotated", "-m", "a tag"]);
+    git(g.path(), &["notes", "add", "-m", "a note", "HEAD"]);
+    std::fs::write(g.path().join("README.md"), "# stashed edit\n").unwrap();
+    git(g.path(), &["stash", "-q"]);
+    git(g.path(), &["pack-refs", "--all"]);
+    git(g.path(), &["fetch", "-q", "upstream"]);
+    let second = g.repo.add(&["--title", "Second", "--goal", "another file"]);
+    std::fs::write(g.tools_path().join("go"), "").unwrap();
+    let out = finish(tick);
+
+    assert!(ancestor(&g, &mine, "main"), "{}", out.stdout);
+    for name in [
+        "refs/heads/feature",
+        "refs/tags/light",
+        "refs/tags/annotated",
+        "refs/notes/commits",
+        "refs/stash",
+        "refs/remotes/upstream/main",
+    ] {
+        git(g.path(), &["rev-parse", "--verify", "-q", name]);
+    }
+    assert!(
+        git(g.path(), &["log", "-g", "--format=%gs", "feature"]).contains("branch: Created"),
+        "the new branch's reflog"
+    );
+    assert_eq!(git(g.path(), &["diff", "--cached", "--name-only"]), "");
+    assert_eq!(
+        git(g.path(), &["status", "--porcelain", "--untracked-files=no"]),
+        ""
+    );
+    let status = g
+        .repo
+        .run_at(&minute(1), &["status", "--json", "--all"])
+        .ok()
+        .json();
+    assert!(
+        status["tasks"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|t| t["id"] == second),
+        "the task added during the tick: {status}"
+    );
+    let run = &g.repo.run(&["task", "show", &first, "--json"]).ok().json()["runs"][0];
+    assert_eq!(run["status"], "success", "{run}");
+
+    g.run_until_quiet(5, 5, 6);
+    assert_eq!(g.task_json(&first)["status"], "done");
+    assert_eq!(g.file_on_main("task.txt").as_deref(), Some("task\n"));
+    assert_eq!(g.file_on_main("person.txt").as_deref(), Some("mine\n"));
+    assert!(ancestor(&g, &mine, "main"));
+    git(g.path(), &["stash", "pop", "-q"]);
+    assert_eq!(
+        std::fs::read_to_string(g.path().join("README.md")).unwrap(),
+        "# stashed edit\n",
+        "the person's stash is theirs"
+    );
+}
+
+/// A person commits to the very file the task changes while the agent runs: their commit stays
+/// in `main`'s history, the conflict is resolved by a conflict fix, and the task converges.
+#[test]
+fn a_person_s_commit_to_the_task_s_own_file_stays_and_the_task_converges() {
+    let g = GitRepo::with(Setup::default());
+    slow_agent(&g);
+    let id = slow_task(&g);
+    let tick = spawn_tick(&g, &minute(0));
+    wait_for(&g.tools_path().join("started"));
+    std::fs::write(g.path().join("task.txt"), "person\n").unwrap();
+    git(g.path(), &["add", "task.txt"]);
+    git(g.path(), &["commit", "-q", "-m", "the person's task.txt"]);
+    let mine = git(g.path(), &["rev-parse", "HEAD"]);
+    std::fs::write(g.tools_path().join("go"), "").unwrap();
+    finish(tick);
+    let outs = g.run_until_quiet(5, 5, 10);
+    let log: Vec<String> = outs.iter().map(|o| o.stdout.clone()).collect();
+    assert_eq!(g.task_json(&id)["status"], "done", "{log:#?}");
+    assert!(ancestor(&g, &mine, "main"), "{log:#?}");
+    assert_eq!(g.file_on_main("task.txt").as_deref(), Some("task\n"));
+}
+
+/// A person's uncommitted edit to the file a task changes, in the checked-out base: the merge
+/// waits and names the file (no judge retry spent, their edit untouched); once they commit it
+/// elsewhere or stash it, the next tick merges.
+#[test]
+fn a_merge_waits_for_a_person_s_uncommitted_work_in_its_way() {
+    let g = GitRepo::with(Setup::default());
+    g.agent("#!/bin/sh\necho task > task.txt\n");
+    let id = g.repo.add(&["--title", "T", "--goal", "task.txt"]);
+    g.tick(&minute(0)).ok();
+    std::fs::write(g.path().join("task.txt"), "my draft\n").unwrap();
+    let out = g.tick(&minute(5)).ok();
+    assert!(
+        out.stdout.contains("uncommitted changes to task.txt"),
+        "{}",
+        out.stdout
+    );
+    let task = g.task_json(&id);
+    assert_eq!(task["block_reason"], "awaiting_judge", "{task}");
+    assert_eq!(
+        task["attempts"],
+        serde_json::json!({}),
+        "no retry spent: {task}"
+    );
+    assert_eq!(
+        std::fs::read_to_string(g.path().join("task.txt")).unwrap(),
+        "my draft\n"
+    );
+    assert!(g.file_on_main("task.txt").is_none());
+    git(g.path(), &["stash", "push", "-q", "-u", "--", "task.txt"]);
+    let out = g.tick(&minute(10)).ok();
+    assert!(out.stdout.contains("approved and merged"), "{}", out.stdout);
+    assert_eq!(g.task_json(&id)["status"], "done");
+}
+
+/// A tick killed after committing a run's change to the task branch, before pushing it: the
+/// next run adopts that commit and pushes it, and the task lands on the remote.
+#[test]
+fn a_tick_killed_between_commit_and_push_still_lands_on_the_remote() {
+    let g = GitRepo::with(Setup::default());
+    let origin = bare_origin(g.tools_path());
+    git(
+        g.path(),
+        &["remote", "add", "origin", origin.to_str().unwrap()],
+    );
+    git(g.path(), &["push", "-q", "origin", "main"]);
+    g.agent_hanging_first(false);
+    let id = g.repo.add(&[
+        "--title",
+        "Killed before the push",
+        "--goal",
+        "result.txt",
+        "--id",
+        "unpushed01",
+    ]);
+    let mut tick = spawn_tick(&g, &minute(0));
+    let pidfile = g.tools_path().join("agent.pid");
+    wait_for(&pidfile);
+    // What the dead tick had done: its run's change committed to the local task branch.
+    let branch = "opentiger/task-unpushed";
+    let tree = {
+        let blob = Command::new("git")
+            .current_dir(g.path())
+            .args(["hash-object", "-w", "--stdin"])
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .spawn()
+            .and_then(|mut c| {
+                use std::io::Write;
+                c.stdin.take().unwrap().write_all(b"done\n")?;
+                c.wait_with_output()
+            })
+            .unwrap();
+        let blob = String::from_utf8_lossy(&blob.stdout).trim().to_string();
+        let index = g.tools_path().join("index");
+        let with_index = |args: &[&str]| {
+            let out = Command::new("git")
+                .current_dir(g.path())
+                .env("GIT_INDEX_FILE", &index)
+                .args(args)
+                .output()
+                .unwrap();
+            assert!(out.status.success(), "{out:?}");
+            String::from_utf8_lossy(&out.stdout).trim().to_string()
+        };
+        with_index(&["read-tree", "main"]);
+        with_index(&[
+            "update-index",
+            "--add",
+            "--cacheinfo",
+            &format!("100644,{blob},result.txt"),
+        ]);
+        with_index(&["write-tree"])
+    };
+    let commit = git(
+        g.path(),
+        &[
+            "commit-tree",
+            &tree,
+            "-p",
+            "main",
+            "-m",
+            "[opentiger] Killed before the push",
+            "-m",
+            &format!("Task: {id}\nRun: dead"),
+        ],
+    );
+    git(
+        g.path(),
+        &["update-ref", &format!("refs/heads/{branch}"), &commit],
+    );
+    tick.kill().unwrap();
+    tick.wait().unwrap();
+    let agent: i32 = std::fs::read_to_string(&pidfile)
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap();
+    // SAFETY: kill has no memory effects; a negative pid addresses the agent's group.
+    unsafe { libc::kill(-agent, libc::SIGKILL) };
+
+    let outs = g.run_until_quiet(10, 10, 6);
+    let log: Vec<String> = outs.iter().map(|o| o.stdout.clone()).collect();
+    assert_eq!(g.task_json(&id)["status"], "done", "{log:#?}");
+    let on_origin = Command::new("git")
+        .arg("-C")
+        .arg(&origin)
+        .args(["show", "main:result.txt"])
+        .output()
+        .unwrap();
+    assert_eq!(
+        String::from_utf8_lossy(&on_origin.stdout),
+        "done\n",
+        "{log:#?}"
+    );
+}
+
+/// The judge's agent fails past its retries: the task waits on a person. Their `task retry`
+/// asks the judge again — no new worker run — and the change merges.
+#[test]
+fn a_retry_after_the_judge_gave_up_asks_the_judge_and_runs_no_worker() {
+    let g = GitRepo::with(Setup::default());
+    g.agent("#!/bin/sh\necho task > task.txt\n");
+    g.judge("#!/bin/sh\necho 'the judge is down' >&2\nexit 1\n");
+    let id = g.repo.add(&["--title", "T", "--goal", "task.txt"]);
+    for i in 0..12 {
+        g.tick(&minute(i * 10)).ok();
+        if g.task_json(&id)["block_reason"] == "awaiting_human" {
+            break;
+        }
+    }
+    let task = g.task_json(&id);
+    assert_eq!(task["block_reason"], "awaiting_human", "{task}");
+    g.judge("#!/bin/sh\necho '{\"verdict\": \"approve\", \"summary\": \"fine\"}' > \"$OPENTIGER_RESULT_FILE\"\n");
+    let said = g.repo.run_at(&minute(200), &["task", "retry", &id]).ok();
+    assert!(said.stdout.contains("awaiting_judge"), "{}", said.stdout);
+    let out = g.tick(&minute(201)).ok();
+    assert!(out.stdout.contains("approved and merged"), "{}", out.stdout);
+    let shown = g.repo.run(&["task", "show", &id, "--json"]).ok().json();
+    assert_eq!(
+        shown["runs"].as_array().unwrap().len(),
+        1,
+        "one worker run: {shown}"
+    );
+}
+
+/// An agent leaves a tree 3,000 levels deep and folders it closed: nothing of its run is left
+/// in the temp folder after the tick, and the next task lands.
+#[test]
+fn a_workspace_an_agent_made_hard_to_remove_is_removed() {
+    let g = GitRepo::with(Setup::default());
+    g.agent("#!/bin/sh\nif grep -q DEEP \"$OPENTIGER_PROMPT_FILE\"; then\n  python3 -c \"import os\nfor i in range(3000):\n    os.mkdir('d'); os.chdir('d')\nopen('leaf', 'w').write('x')\"\n  mkdir -p closed/inner && echo x > closed/inner/f && chmod 000 closed/inner closed\n  echo deep > deep.txt\nelse\n  echo plain > plain.txt\nfi\n");
+    let tmp = tempfile::tempdir().unwrap();
+    let env = [("TMPDIR", tmp.path().to_str().unwrap())];
+    g.repo.add(&["--title", "DEEP", "--goal", "deep"]);
+    let plain = g.repo.add(&["--title", "Plain", "--goal", "plain.txt"]);
+    for i in 0..6 {
+        let out = g.tick_env(&minute(i * 10), &env);
+        assert_eq!(out.code, 0, "{}\n{}", out.stdout, out.stderr);
+        let left: Vec<PathBuf> = std::fs::read_dir(tmp.path())
+            .unwrap()
+            .flatten()
+            .map(|e| e.path())
+            .collect();
+        assert!(left.is_empty(), "left behind after tick {i}: {left:?}");
+    }
+    assert_eq!(g.task_json(&plain)["status"], "done");
+    assert_eq!(g.file_on_main("plain.txt").as_deref(), Some("plain\n"));
+}
