@@ -322,3 +322,65 @@ fn a_quiet_agent_that_changes_files_is_not_idle() {
     let shown = g.repo.run(&["task", "show", &id, "--json"]).ok().json();
     assert_eq!(shown["runs"][0]["status"], "success", "{shown}");
 }
+
+/// The judge's and the planner's model calls go through their doors too: metered, counted per
+/// role in `status`, the judge's per review in `task show` and against the task's family. Here
+/// both are `command` agents that list the key: they get its placeholder and base URL, and call
+/// the model API with curl, as an SDK would.
+#[test]
+fn the_judge_s_and_the_planner_s_model_calls_are_metered() {
+    let server = ModelServer::start(Scenario::Success);
+    let g = GitRepo::with(Setup {
+        default_agent: "    env_passthrough: [ANTHROPIC_API_KEY]\n",
+        ..Setup::default()
+    });
+    let call = "curl -sS -X POST \"$ANTHROPIC_BASE_URL/v1/messages\" -H \"x-api-key: $ANTHROPIC_API_KEY\" -H 'content-type: application/json' -d '{\"model\":\"claude-sonnet-4-5\",\"stream\":true,\"messages\":[]}' > /dev/null\n";
+    g.judge(&format!(
+        "#!/bin/sh\n{call}echo '{{\"verdict\": \"approve\", \"summary\": \"fine\"}}' > \"$OPENTIGER_RESULT_FILE\"\n"
+    ));
+    g.planner(&format!(
+        "#!/bin/sh\n{call}echo '{{\"tasks\": []}}' > \"$OPENTIGER_RESULT_FILE\"\n"
+    ));
+    g.agent("#!/bin/sh\necho done > done.txt\n");
+    let id = g.repo.add(&["--title", "Done", "--goal", "done.txt"]);
+    let addr = server.base_url().trim_start_matches("http://").to_string();
+    let resolve = format!("api.anthropic.com={addr}");
+    let env = [
+        ("ANTHROPIC_API_KEY", ANTHROPIC_KEY),
+        ("OPENTIGER_EGRESS_RESOLVE", resolve.as_str()),
+    ];
+    for at in [0, 10] {
+        g.tick_env(&minute(at), &env).ok();
+    }
+    assert!(g.file_on_main("done.txt").is_some(), "{}", g.main_log());
+    g.repo.file(
+        "docs/requirement.md",
+        "# R\n\n## Goal\nA thing.\n\n## Acceptance Criteria\n- [ ] it works\n",
+    );
+    g.repo.run_env(&minute(20), &["plan"], &env).ok();
+    let seen = server.seen();
+    assert_eq!(
+        seen.len(),
+        2,
+        "the judge's call and the planner's: {seen:?}"
+    );
+    assert!(seen.iter().all(|s| s.key.as_deref() == Some(ANTHROPIC_KEY)));
+    let shown = g.repo.run(&["task", "show", &id, "--json"]).ok().json();
+    let review = &shown["reviews"][0];
+    assert_eq!(review["role"], "judge", "{shown}");
+    let tokens = &review["metered"]["models"]["claude-sonnet-4-5"];
+    assert_eq!(tokens["input"], INPUT_TOKENS, "{shown}");
+    let status = g
+        .repo
+        .run_at(&minute(20), &["status", "--json"])
+        .ok()
+        .json();
+    let by_role = &status["spend"]["by_role"];
+    // claude-sonnet-4-5 at $3/$15 per million: 1,200 in and 80 out is $0.0048 a call.
+    for role in ["judge", "planner"] {
+        let usd = by_role[role].as_f64().unwrap_or_default();
+        assert!((usd - 0.0048).abs() < 1e-9, "{role}: {status}");
+    }
+    let family = g.repo.run(&["task", "show", &id, "--json"]).ok().json()["family"].clone();
+    assert_eq!(family["paid_runs"], 1, "{family}");
+}

@@ -71,7 +71,7 @@ impl QuotaHit {
             None => "no retry time given".to_string(),
         };
         format!(
-            "the model API ({}) answered HTTP {} ({when}); the run was ended at once by opentiger's proxy",
+            "the agent hit a quota or rate limit: its model API ({}) answered HTTP {} ({when}), and opentiger's proxy ended the run at once",
             self.host, self.status
         )
     }

@@ -146,6 +146,28 @@ mod tests {
     use super::*;
 
     #[test]
+    fn a_model_without_a_price_keeps_its_tokens_and_says_so() {
+        let t = Tokens {
+            input: 1200,
+            cached_input: 100,
+            output: 80,
+            answers: 1,
+        };
+        let m = Metering {
+            models: [("gpt-5".to_string(), t), ("my-local-model".to_string(), t)]
+                .into_iter()
+                .collect(),
+            usd: 0.0023,
+            unpriced: vec!["my-local-model".into()],
+        };
+        assert_eq!(m.total().input, 2400);
+        assert_eq!(
+            m.line(),
+            "2400 in (200 cached) / 160 out tokens metered, $0.0023; no price known for my-local-model (add it under `pricing:`)"
+        );
+    }
+
+    #[test]
     fn a_refusal_names_the_line_that_allows_it() {
         let r = Refusal {
             host: "evil.example".into(),

@@ -312,6 +312,9 @@ mod tests {
                 per_day_usd: 50.0,
                 per_task_usd: 5.0,
                 per_tick_usd: None,
+                by_role: [("judge".to_string(), 0.25), ("worker".to_string(), 1.25)]
+                    .into_iter()
+                    .collect(),
             },
             parked_executors: vec!["claude-code waits on quota until 12:40".into()],
             paused: None,
@@ -343,6 +346,7 @@ mod tests {
             "- **Decide** (`b`, awaiting_feedback: blocked(awaiting_human)): why b\n  - [ ] retry (recommended) <!-- opentiger:box=b:retry:k1 -->\n  - [ ] cancel <!-- opentiger:box=b:cancel:k1 -->\n  - decide: tick a box, or comment `/opentiger retry b` here (recommended)",
             "**Review me** (`c`, verifying: blocked(awaiting_judge)) · PR #7, CI pending",
             "$1.50 today of $50.00 per day",
+            "by role: judge $0.25, worker $1.25",
             "## Recently finished",
             "#9: opened by @\u{200B}eve",
             "**Agents parked on a quota:** claude-code waits on quota until 12:40",

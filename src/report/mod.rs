@@ -155,6 +155,10 @@ pub struct SpendView {
     pub per_day_usd: f64,
     pub per_task_usd: f64,
     pub per_tick_usd: Option<f64>,
+    /// What each agent role has spent, all time kept (issue 37: the judge's and the planner's
+    /// agent runs count too).
+    #[serde(default)]
+    pub by_role: BTreeMap<String, f64>,
 }
 
 impl SpendView {
@@ -174,6 +178,15 @@ impl SpendView {
         }
         if self.per_day_usd > 0.0 && self.today_usd >= self.per_day_usd {
             text.push_str(" — daily budget spent: no run starts before midnight UTC");
+        }
+        let roles: Vec<String> = self
+            .by_role
+            .iter()
+            .filter(|(_, usd)| **usd > 0.0)
+            .map(|(role, usd)| format!("{role} ${usd:.2}"))
+            .collect();
+        if !roles.is_empty() {
+            text.push_str(&format!("; by role: {}", roles.join(", ")));
         }
         text
     }

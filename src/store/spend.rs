@@ -97,6 +97,15 @@ impl Store {
         Ok(())
     }
 
+    /// What each agent role has spent, from the ledger.
+    pub fn spend_by_role(&self) -> Result<BTreeMap<String, f64>, StoreError> {
+        Ok(self
+            .conn
+            .prepare("SELECT key, spent_usd FROM budgets WHERE scope = 'role'")?
+            .query_map([], |r| Ok((r.get(0)?, r.get(1)?)))?
+            .collect::<Result<_, _>>()?)
+    }
+
     /// The judge's reviews of a task, newest first (at most `limit`).
     pub fn agent_spend_of(
         &self,
