@@ -160,6 +160,14 @@ fn init_writes_a_loadable_config_and_the_example_workflow_then_doctor_passes_off
     assert!(doctor
         .stdout
         .contains("GITHUB_TOKEN is set: an installation token"));
+    // Issue 37: what confines the agents' network here (a namespace on this machine).
+    assert!(
+        doctor.stdout.contains(
+            "sandbox      network: agents and checks run in a network namespace of their own (loopback only)"
+        ),
+        "{}",
+        doctor.stdout
+    );
     assert!(!doctor.stdout.contains(FAKE_TOKEN) && !doctor.stderr.contains(FAKE_TOKEN));
 
     // In GitHub Actions the same token is the workflow's own: a warning about CI, not a failure.

@@ -323,14 +323,13 @@ async fn model(
             parts.headers.append(name.clone(), v);
         }
     }
-    session.begin();
+    let flight = session.begin();
     let mut res = match upstream::client()
         .request(Request::from_parts(parts, body))
         .await
     {
         Ok(res) => res,
         Err(e) => {
-            session.end();
             return text(
                 StatusCode::BAD_GATEWAY,
                 format!("opentiger's proxy could not reach {}: {e}", provider.host),
@@ -346,7 +345,7 @@ async fn model(
         });
     }
     if let (StatusCode::SWITCHING_PROTOCOLS, Some(client_upgrade)) = (status, client_upgrade) {
-        session.end();
+        drop(flight);
         let upstream_upgrade = hyper::upgrade::on(&mut res);
         tokio::spawn(pump(client_upgrade, upstream_upgrade, session));
         let (parts, _) = res.into_parts();
@@ -362,6 +361,7 @@ async fn model(
             inner,
             meter: Some(AnswerMeter::new(framing)),
             session,
+            flight: Some(flight),
         }
         .boxed()
     })
@@ -404,14 +404,16 @@ struct Metered {
     inner: Incoming,
     meter: Option<AnswerMeter>,
     session: Arc<Session>,
+    /// The request stays in flight until its answer ends.
+    flight: Option<super::session::Flight>,
 }
 
 impl Metered {
     fn finish(&mut self) {
         if let Some(meter) = self.meter.take() {
             self.session.add_usage(meter.finish());
-            self.session.end();
         }
+        self.flight.take();
     }
 }
 

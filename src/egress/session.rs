@@ -101,6 +101,15 @@ struct State {
     in_flight: u32,
 }
 
+/// A model request in flight ([`Session::begin`]); it ends when this is dropped.
+pub struct Flight(std::sync::Arc<Session>);
+
+impl Drop for Flight {
+    fn drop(&mut self) {
+        self.0.end();
+    }
+}
+
 #[derive(Debug)]
 pub struct Session {
     pub spec: SessionSpec,
@@ -173,14 +182,16 @@ impl Session {
         self.state().last_traffic = Instant::now();
     }
 
-    /// A model request waits for (or streams) its answer: the agent is not idle meanwhile.
-    pub fn begin(&self) {
+    /// A model request waits for (or streams) its answer: the agent is not idle until the
+    /// returned guard is dropped (however the request ends: answered, failed, abandoned).
+    pub fn begin(self: &std::sync::Arc<Self>) -> Flight {
         let mut s = self.state();
         s.in_flight += 1;
         s.last_traffic = Instant::now();
+        Flight(self.clone())
     }
 
-    pub fn end(&self) {
+    fn end(&self) {
         let mut s = self.state();
         s.in_flight = s.in_flight.saturating_sub(1);
         s.last_traffic = Instant::now();

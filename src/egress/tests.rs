@@ -354,3 +354,19 @@ fn only_set_model_keys_are_routed() {
         "each its own placeholder"
     );
 }
+
+#[test]
+fn a_request_in_flight_is_never_idle_and_its_end_however_it_ends_is_traffic() {
+    let session = std::sync::Arc::new(Session::new(spec(&[], None)));
+    std::thread::sleep(Duration::from_millis(30));
+    assert!(session.quiet() >= Duration::from_millis(30));
+    let flight = session.begin();
+    std::thread::sleep(Duration::from_millis(30));
+    assert_eq!(
+        session.quiet(),
+        Duration::ZERO,
+        "waiting for an answer is not idle"
+    );
+    drop(flight);
+    assert!(session.quiet() < Duration::from_millis(30));
+}
