@@ -118,6 +118,7 @@ struct Attempts {
     found: String,
     id: String,
     tick_output: String,
+    tick_stdout: String,
     tcp: TcpListener,
     udp: UdpSocket,
     registry: String,
@@ -177,6 +178,7 @@ fn attempt(isolation: &str) -> Attempts {
         found,
         id,
         tick_output: out.stderr,
+        tick_stdout: out.stdout,
         tcp,
         udp,
         registry,
@@ -236,6 +238,13 @@ fn an_agent_reaches_nothing_but_its_door() {
     assert!(
         status.contains("sandbox.network.allow.worker: [\"evil.test\"]"),
         "{status}"
+    );
+    // The tick's own output (and so the job summary's lines) says it too.
+    assert!(
+        a.tick_stdout
+            .contains("refused: evil.test:443 refused for the worker"),
+        "{}",
+        a.tick_stdout
     );
     assert!(!a.jail.loot_text().contains(CANARY));
 }

@@ -30,10 +30,11 @@
 //! Not here: deciding what a failure means (the engine's `classify`), and redacting the output
 //! (the caller passes the tails through `redact::Redactor` before storing or showing them).
 
+mod child;
 pub mod interrupt;
 mod watch;
 
-pub use watch::{OutputWatch, Watch};
+pub use watch::{OutputWatch, Sentinel, Watch};
 
 use std::collections::VecDeque;
 use std::fs;
@@ -79,13 +80,6 @@ pub struct ProcessSpec {
     pub network: Option<crate::sandbox::netns::Door>,
     /// Asked while it runs whether to stop it early, besides its output.
     pub sentinel: Option<Arc<dyn Sentinel>>,
-}
-
-/// What may stop a program early besides its output (its network door, its idleness).
-pub trait Sentinel: Send + Sync + std::fmt::Debug {
-    /// Called about every poll interval; `quiet` is how long since it last printed anything.
-    /// `Some(reason)` stops it (its whole group is killed).
-    fn check(&self, quiet: Duration) -> Option<String>;
 }
 
 /// How the program ended.
@@ -190,40 +184,7 @@ pub fn run(spec: &ProcessSpec) -> Result<ProcessOutput, ProcessError> {
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .process_group(0);
-    // Made before the fork: the child's namespace entry only makes system calls on it.
-    let namespace = match &spec.network {
-        Some(_) => Some(crate::sandbox::netns::Entry::new().map_err(|e| spawn_failed(spec, e))?),
-        None => None,
-    };
-    let namespace_part = namespace.as_ref().map(|n| n.child);
-    #[cfg(target_os = "linux")]
-    // SAFETY: between fork and exec only async-signal-safe calls are allowed; prctl and getppid
-    // are system calls that allocate nothing and take no lock, and `netns::enter` makes only
-    // system calls on memory made before the fork.
-    unsafe {
-        let parent = libc::getpid();
-        let confine = spec.confine.as_ref().map(|r| r.raw_fd());
-        command.pre_exec(move || {
-            // The namespace first: Landlock would refuse the writes to /proc/self/*_map.
-            if let Some(part) = &namespace_part {
-                crate::sandbox::netns::enter(part)?;
-            }
-            if let Some(fd) = confine {
-                crate::sandbox::landlock::Ruleset::restrict_child(fd)?;
-            }
-            // Dies with the runner: a runner killed with SIGKILL leaves no agent behind.
-            if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL, 0, 0, 0) != 0 {
-                return Err(io::Error::last_os_error());
-            }
-            // The runner may have died between fork and prctl.
-            if libc::getppid() != parent {
-                return Err(io::Error::other(
-                    "the runner exited before the program started",
-                ));
-            }
-            Ok(())
-        });
-    }
+    let namespace = child::prepare(&mut command, spec).map_err(|e| spawn_failed(spec, e))?;
 
     let started = Instant::now();
     let mut child = command.spawn().map_err(|source| match source.kind() {
@@ -232,15 +193,10 @@ pub fn run(spec: &ProcessSpec) -> Result<ProcessOutput, ProcessError> {
     })?;
     let pid = child.id();
     tracing::debug!(pid, "started");
-    if let (Some(namespace), Some(door)) = (namespace, &spec.network) {
-        match namespace.receive() {
-            Ok(listener) => (door.deliver)(listener),
-            Err(e) => {
-                kill_group(pid);
-                let _ = child.wait();
-                return Err(spawn_failed(spec, e));
-            }
-        }
+    if let Err(e) = child::deliver(namespace, spec) {
+        kill_group(pid);
+        let _ = child.wait();
+        return Err(spawn_failed(spec, e));
     }
     if let Some(record) = &spec.group_record {
         if let Err(e) = crate::sandbox::groups::write_record(record, pid) {

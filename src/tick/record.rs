@@ -61,6 +61,16 @@ pub(super) fn record(
                     decision.to
                 ));
                 out.spend_usd += record.cost_usd;
+                // Issue 37: what its door metered and refused, in the tick's output and summary.
+                let metered = record.metered.as_ref();
+                if let Some(line) =
+                    report::spend_line(record.cost_usd, record.reported_cost_usd, metered)
+                {
+                    out.lines.push(format!("    spend: {line}"));
+                }
+                for refusal in &record.refused {
+                    out.lines.push(format!("    refused: {}", refusal.line()));
+                }
                 if !outcome.success {
                     let headline = excerpt::headline(&outcome.message);
                     let tail = excerpt::tail(&outcome.message);
