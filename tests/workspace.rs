@@ -180,7 +180,15 @@ fn a_merge_waits_for_a_person_s_uncommitted_work_in_its_way() {
     let g = GitRepo::with(Setup::default());
     g.agent("#!/bin/sh\necho task > task.txt\n");
     let id = g.repo.add(&["--title", "T", "--goal", "task.txt"]);
-    g.tick(&minute(0)).ok();
+    let out = g.tick(&minute(0)).ok();
+    // These tests run agents with `sandbox.filesystem: none`: the tick says what that risks.
+    assert!(
+        out.stdout
+            .contains("agents run unconfined: sandbox.filesystem is none")
+            && out.stdout.contains("the runner's repository and its .git"),
+        "{}",
+        out.stdout
+    );
     std::fs::write(g.path().join("task.txt"), "my draft\n").unwrap();
     let out = g.tick(&minute(5)).ok();
     assert!(

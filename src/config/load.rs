@@ -55,6 +55,16 @@ pub fn load_checked(
     required: bool,
     extra: ExtraCheck<'_>,
 ) -> Result<(Config, ConfigSource), ConfigError> {
+    // Issue 36: never through a link (a change could make one stand for the configuration).
+    if std::fs::symlink_metadata(path).is_ok_and(|m| m.file_type().is_symlink()) {
+        return Err(ConfigError {
+            file: path.display().to_string(),
+            line: None,
+            key: String::new(),
+            message: "the configuration file is a symbolic link: opentiger reads its configuration only from a real file".to_string(),
+            fix: "replace the link with the file itself (or point --config at the real file)".to_string(),
+        });
+    }
     match std::fs::read_to_string(path) {
         Ok(text) => {
             let file = path.display().to_string();
@@ -601,6 +611,18 @@ pub fn schema_json() -> String {
 mod tests {
     use super::*;
     use crate::model::{Mode, Role};
+
+    /// Issue 36: the configuration is never read through a link.
+    #[test]
+    fn a_configuration_that_is_a_link_is_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("real.yml"), "mode: local-git\n").unwrap();
+        let link = dir.path().join(".opentiger.yml");
+        std::os::unix::fs::symlink(dir.path().join("real.yml"), &link).unwrap();
+        let refused = load(&link, false).unwrap_err().to_string();
+        assert!(refused.contains("symbolic link"), "{refused}");
+        assert!(load(&dir.path().join("real.yml"), true).is_ok());
+    }
 
     #[test]
     fn empty_or_missing_means_defaults() {

@@ -19,6 +19,14 @@ pub enum ContentViolation {
     LinkOutsideWorktree { path: String },
     /// A symbolic link into the worktree, but to a path the task may not touch.
     LinkOutsideAllowed { path: String, target: String },
+    /// A symbolic link whose own path is, or stands for a folder of, a denied path.
+    LinkDenied { path: String, pattern: String },
+    /// A symbolic link to a denied path (or into a `.git`).
+    LinkToDenied {
+        path: String,
+        target: String,
+        pattern: String,
+    },
     /// An added line holding a secret of this kind.
     Secret {
         path: String,
@@ -36,6 +44,18 @@ impl fmt::Display for ContentViolation {
             ContentViolation::LinkOutsideAllowed { path, target } => write!(
                 f,
                 "symbolic link {path} points to {target}, outside the allowed paths"
+            ),
+            ContentViolation::LinkDenied { path, pattern } => write!(
+                f,
+                "symbolic link {path} stands where a denied path is ({pattern}); links may not take a denied folder's name"
+            ),
+            ContentViolation::LinkToDenied {
+                path,
+                target,
+                pattern,
+            } => write!(
+                f,
+                "symbolic link {path} points to {target}, a denied path ({pattern})"
             ),
             ContentViolation::Secret { path, line, kind } => write!(
                 f,

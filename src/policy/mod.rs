@@ -124,11 +124,44 @@ impl PathPolicy {
         self.check_path(path).is_none()
     }
 
+    /// The denied pattern `path` matches, if any. A pattern `dir/**` also denies `dir` itself
+    /// (issue 36: a file or a link taking the folder's name would stand for the folder).
+    pub fn denied_by(&self, path: &str) -> Option<&str> {
+        self.denied
+            .iter()
+            .find(|glob| {
+                glob.matches(path)
+                    || glob
+                        .as_str()
+                        .strip_suffix("/**")
+                        .is_some_and(|dir| Glob::new(dir).is_ok_and(|d| d.matches(path)))
+            })
+            .map(Glob::as_str)
+    }
+
+    /// The denied pattern whose fixed leading folders `path` is, or lies above: a link there
+    /// would stand for a denied folder (`.github` for `.github/workflows/**`). Patterns that
+    /// start with a wildcard fix no folder.
+    pub fn shadows_denied(&self, path: &str) -> Option<&str> {
+        self.denied
+            .iter()
+            .find(|glob| {
+                let fixed: Vec<&str> = glob
+                    .as_str()
+                    .split('/')
+                    .take_while(|c| !c.contains(['*', '?', '[', '{']))
+                    .collect();
+                let path: Vec<&str> = path.split('/').collect();
+                !fixed.is_empty() && path.len() <= fixed.len() && fixed.starts_with(&path)
+            })
+            .map(Glob::as_str)
+    }
+
     fn check_path(&self, path: &str) -> Option<Violation> {
-        if let Some(glob) = self.denied.iter().find(|glob| glob.matches(path)) {
+        if let Some(pattern) = self.denied_by(path) {
             return Some(Violation::Denied {
                 path: path.to_string(),
-                pattern: glob.as_str().to_string(),
+                pattern: pattern.to_string(),
             });
         }
         if self.allowed.iter().any(|glob| glob.matches(path)) {

@@ -303,3 +303,36 @@ fn summary_table() {
         );
     }
 }
+
+/// Issue 36: a denied `dir/**` denies `dir` itself, and a path above a denied pattern's fixed
+/// folders stands for it (a link named `.github` shadows `.github/workflows/**`).
+#[test]
+fn denied_folders_cover_their_own_name_and_the_folders_above_them() {
+    let denied = [
+        ".github/workflows/**",
+        ".opentiger/**",
+        ".opentiger.yml",
+        "**/.env*",
+        "secrets/*.pem",
+    ];
+    let p = policy(&["**"], &denied, 0, 0);
+    #[rustfmt::skip]
+    let cases: &[(&str, Option<&str>, Option<&str>)] = &[
+        // path, denied_by, shadows_denied
+        (".opentiger", Some(".opentiger/**"), Some(".opentiger/**")),
+        (".opentiger/templates/judge.md.hbs", Some(".opentiger/**"), None),
+        (".github/workflows", Some(".github/workflows/**"), Some(".github/workflows/**")),
+        (".github", None, Some(".github/workflows/**")),
+        (".github/ISSUE_TEMPLATE", None, None),
+        (".opentiger.yml", Some(".opentiger.yml"), Some(".opentiger.yml")),
+        ("secrets", None, Some("secrets/*.pem")),
+        ("app/.env", Some("**/.env*"), None),
+        ("src", None, None),
+        ("src/.github", None, None),
+    ];
+    for (path, by, shadows) in cases {
+        assert_eq!(p.denied_by(path), *by, "denied_by {path}");
+        assert_eq!(p.shadows_denied(path), *shadows, "shadows_denied {path}");
+        assert_eq!(p.permits(path), by.is_none(), "permits {path}");
+    }
+}

@@ -180,17 +180,31 @@ pub fn check_content(
     })
 }
 
-/// A symbolic link that leaves the tree (or goes into a `.git`), or leads outside the allowed
-/// paths.
+/// A symbolic link whose own path is denied or stands for a denied folder, that leaves the
+/// tree, goes into a `.git` or to a denied path, or leads outside the allowed paths (issue 36).
 fn link_violation(link: &LinkEntry, policy: &PathPolicy) -> Option<ContentViolation> {
-    let outside = || ContentViolation::LinkOutsideWorktree {
-        path: link.path.clone(),
-    };
+    if let Some(pattern) = policy
+        .denied_by(&link.path)
+        .or_else(|| policy.shadows_denied(&link.path))
+    {
+        return Some(ContentViolation::LinkDenied {
+            path: link.path.clone(),
+            pattern: pattern.to_string(),
+        });
+    }
     let Some(resolved) = &link.resolved else {
-        return Some(outside());
+        return Some(ContentViolation::LinkOutsideWorktree {
+            path: link.path.clone(),
+        });
     };
-    if resolved.split('/').any(|c| c.eq_ignore_ascii_case(".git")) {
-        return Some(outside());
+    let into_git = resolved.split('/').any(|c| c.eq_ignore_ascii_case(".git"));
+    let denied = policy.denied_by(resolved).or(into_git.then_some(".git"));
+    if let Some(pattern) = denied {
+        return Some(ContentViolation::LinkToDenied {
+            path: link.path.clone(),
+            target: resolved.clone(),
+            pattern: pattern.to_string(),
+        });
     }
     (!policy.permits(resolved)).then(|| ContentViolation::LinkOutsideAllowed {
         path: link.path.clone(),

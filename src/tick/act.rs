@@ -57,6 +57,26 @@ pub(super) fn act(
             stale.len()
         ));
     }
+    if !work.is_empty() {
+        // Issue 35: where nothing confines an agent, it may write the runner's repository.
+        let unconfined = crate::sandbox::in_force(&ctx.config.sandbox)
+            .into_iter()
+            .find(|p| p.name == "landlock" && !p.in_force);
+        if let Some(p) = unconfined {
+            summary
+                .lines
+                .push(format!("warning: agents run unconfined: {}", p.detail));
+        }
+        // Issue 37: where no namespace holds the agents' network, what that leaves open.
+        if let Ok(isolation) = crate::sandbox::network_isolation(&ctx.config.sandbox) {
+            if isolation != crate::sandbox::NetIsolation::Namespace {
+                summary.lines.push(format!(
+                    "warning: agents' network: {}",
+                    isolation.describe()
+                ));
+            }
+        }
+    }
     let templates = if work.is_empty() {
         Templates::builtin()
     } else {

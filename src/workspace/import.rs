@@ -9,29 +9,18 @@
 //!    only leave files out) and no attribute, filter or config of the workspace. A nested
 //!    repository shows as `dir/` and is refused.
 //! 3. What changed is hashed by `git hash-object -w --no-filters --stdin-paths` (the bytes as
-//!    they are; a link's target is written to a file of the runner's first), then a copy of
-//!    the private index is updated (`update-index --index-info`) and written as a tree.
+//!    they are; a link's target is written to a file of the runner's first), and the trees on
+//!    the changed paths are written again (`trees.rs`): the rest keep their ids.
 //!
 //! Sizes are known from `lstat` before any content is read.
 
 use std::collections::HashMap;
-use std::io::Write;
 use std::os::unix::ffi::OsStrExt;
 use std::path::Path;
 
 use super::fill::{self, Stat, Tracked, EXECUTABLE, FILE, GITLINK, LINK, LINK_MAX};
-use super::Workspace;
+use super::{Change, Workspace};
 use crate::git::{Git, GitError, NumstatEntry};
-
-/// A file the change adds, changes or deletes.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Change {
-    pub path: String,
-    /// The mode and blob after the change; `None`: deleted.
-    pub after: Option<(String, String)>,
-    /// Its size in bytes as `lstat` gave it (0 when deleted).
-    pub size: u64,
-}
 
 /// A symbolic link the change adds or changes: its path, target, and where the target leads
 /// in the tree after the change (`None`: out of the tree, absolute, or a loop).
@@ -192,7 +181,7 @@ pub(super) fn import(
             ..Imported::default()
         });
     }
-    let tree = write_tree(repo, &index, &own.join("index.new"), &changes)?;
+    let tree = super::trees::apply(repo, &ws.base_tree, &changes)?;
     let numstat = super::changed_files(repo, &ws.base_tree, &tree)?;
     // Where each new link leads, in the tree after the change.
     let mut tree_links: HashMap<String, String> = tracked
@@ -274,36 +263,6 @@ fn hash_files<'a>(
         &input,
     )?;
     Ok(out.lines().map(str::to_string).collect())
-}
-
-/// A copy of the private `index` with `changes` applied, written as a tree.
-fn write_tree(
-    repo: &Git,
-    index: &Path,
-    scratch_index: &Path,
-    changes: &[Change],
-) -> Result<String, GitError> {
-    std::fs::copy(index, scratch_index)
-        .map_err(|e| repo.failure(&["update-index"], format!("copying the index: {e}")))?;
-    let null = "0".repeat(
-        changes
-            .iter()
-            .find_map(|c| c.after.as_ref())
-            .map_or(40, |(_, oid)| oid.len()),
-    );
-    let mut info = Vec::new();
-    // Deletions first, so a file turned into a folder (or back) never meets itself.
-    for change in changes.iter().filter(|c| c.after.is_none()) {
-        write!(info, "0 {null}\t{}\0", change.path).expect("writing to memory");
-    }
-    for change in changes {
-        if let Some((mode, oid)) = &change.after {
-            write!(info, "{mode} {oid}\t{}\0", change.path).expect("writing to memory");
-        }
-    }
-    let git = repo.with_env("GIT_INDEX_FILE", &scratch_index.display().to_string());
-    git.run_with_input(&["update-index", "-z", "--index-info"], &info)?;
-    git.run(&["write-tree"])
 }
 
 /// See [`super::links_between`].

@@ -11,8 +11,8 @@
 //!
 //! The agent's result is taken as data (`import.rs`): the files are compared with what was
 //! written (their `lstat`, never following a link), what changed is hashed by the runner's git
-//! with `--no-filters` and put in a temporary index of the runner's (in a folder no agent can
-//! write), and the tree is written from that index. No git command of the runner's runs with
+//! with `--no-filters`, new files are found with a private index of the runner's (in a folder
+//! no agent can write), and the trees on the changed paths are written again. No git command of the runner's runs with
 //! the workspace's git dir, config, attributes, hooks or index; nothing of the runner's
 //! repository is snapshotted and put back, so a person's commits, branches, tags, stashes and
 //! fetches during a run are never touched. The runner commits the tree itself
@@ -27,6 +27,7 @@
 mod branches;
 mod fill;
 mod import;
+mod trees;
 
 use std::path::{Path, PathBuf};
 
@@ -35,7 +36,7 @@ pub use crate::model::task_branch;
 use crate::scratch::PrivateDir;
 pub use branches::Branches;
 use fill::Tracked;
-pub use import::{Change, ImportError, Imported, LinkEntry};
+pub use import::{ImportError, Imported, LinkEntry};
 
 /// Where the next run of a task starts.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -83,6 +84,16 @@ pub fn start_branch(
     }
     repo.resolve(&format!("refs/heads/{branch}"))?
         .ok_or_else(|| repo.failure(&["rev-parse", branch], "the task branch is missing"))
+}
+
+/// A file the change adds, changes or deletes.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Change {
+    pub path: String,
+    /// The mode and blob after the change; `None`: deleted.
+    pub after: Option<(String, String)>,
+    /// Its size in bytes as `lstat` gave it (0 when deleted).
+    pub size: u64,
 }
 
 /// What a workspace starts from.

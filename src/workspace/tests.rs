@@ -257,3 +257,64 @@ fn merges_are_made_without_a_work_tree() {
     );
     let _ = base;
 }
+
+/// The trees written on the changed paths alone are the trees an index would give, for files
+/// turned into folders and back, folders emptied, new deep paths and everything deleted.
+#[test]
+fn trees_rebuilt_on_changed_paths_match_an_index() {
+    let (_dir, git) = temp_repo();
+    let base = commit_files(
+        &git,
+        &[
+            ("a/b/c.txt", "c\n"),
+            ("a/d.txt", "d\n"),
+            ("e", "e\n"),
+            ("f/g.txt", "g\n"),
+        ],
+    );
+    let base_tree = git
+        .run(&["rev-parse", &format!("{base}^{{tree}}")])
+        .unwrap();
+    let blob = git
+        .run_with_input(&["hash-object", "-w", "--stdin"], b"new\n")
+        .unwrap();
+    let change = |path: &str, after: Option<&str>| Change {
+        path: path.to_string(),
+        after: after.map(|m| (m.to_string(), blob.clone())),
+        size: 4,
+    };
+    let cases: Vec<Vec<Change>> = vec![
+        vec![change("a/b/c.txt", Some("100644"))],
+        vec![change("e", None), change("e/inside.txt", Some("100755"))],
+        vec![change("f/g.txt", None), change("f", Some("100644"))],
+        vec![
+            change("a/b/c.txt", None),
+            change("x/y/z/deep.txt", Some("100644")),
+        ],
+        vec![
+            change("a/b/c.txt", None),
+            change("a/d.txt", None),
+            change("e", None),
+            change("f/g.txt", None),
+        ],
+    ];
+    for changes in cases {
+        let got = trees::apply(&git, &base_tree, &changes).unwrap();
+        let index = tempfile::NamedTempFile::new().unwrap();
+        let with = git.with_env("GIT_INDEX_FILE", &index.path().display().to_string());
+        with.run(&["read-tree", &base_tree]).unwrap();
+        let mut info = String::new();
+        for c in changes.iter().filter(|c| c.after.is_none()) {
+            info.push_str(&format!("0 {}\t{}\0", "0".repeat(40), c.path));
+        }
+        for c in &changes {
+            if let Some((mode, oid)) = &c.after {
+                info.push_str(&format!("{mode} {oid}\t{}\0", c.path));
+            }
+        }
+        with.run_with_input(&["update-index", "-z", "--index-info"], info.as_bytes())
+            .unwrap();
+        let want = with.run(&["write-tree"]).unwrap();
+        assert_eq!(got, want, "{changes:?}");
+    }
+}
