@@ -178,6 +178,8 @@ fn spec(
         watch: None,
         group_record: None,
         confine,
+        network: None,
+        sentinel: None,
     }
 }
 

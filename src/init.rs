@@ -176,14 +176,19 @@ pub fn config_text(mode: Mode, base: &str, agent_command: Option<&str>) -> Strin
              \x20   command: [{}]\n\
              \x20   timeout_minutes: 30\n\
              \x20   # The only variables an agent sees besides PATH, HOME and OPENTIGER_*; never the\n\
-             \x20   # GitHub token. List your agent's API key here if it needs one.\n\
+             \x20   # GitHub token. A model key listed here (ANTHROPIC_API_KEY, OPENAI_API_KEY, ...)\n\
+             \x20   # stays with the runner: the agent gets a placeholder and its API's base URL on\n\
+             \x20   # opentiger's proxy (ANTHROPIC_BASE_URL, OPENAI_BASE_URL, ...).\n\
              \x20   env_passthrough: []\n",
             serde_json::to_string(program).unwrap_or_default()
         ),
         None => "\x20   executor: claude-code\n\
                  \x20   timeout_minutes: 30\n\
-                 \x20   # The only variables an agent sees besides PATH and HOME; never the GitHub token.\n\
-                 \x20   env_passthrough: [ANTHROPIC_API_KEY]\n"
+                 \x20   # Its key, ANTHROPIC_API_KEY in the workflow's env, stays with the runner: the\n\
+                 \x20   # agent gets a placeholder and a base URL on opentiger's proxy, which puts the\n\
+                 \x20   # key back on requests to api.anthropic.com only. Variables listed here are\n\
+                 \x20   # the only others an agent sees besides PATH and HOME; never the GitHub token.\n\
+                 \x20   env_passthrough: []\n"
             .to_string(),
     };
     let (intro, state) = match mode {

@@ -10,6 +10,7 @@ pub mod config;
 pub mod credentials;
 pub mod demo;
 pub mod doctor;
+pub mod egress;
 pub mod engine;
 pub mod executor;
 pub mod failure;

@@ -461,7 +461,7 @@ mod tests {
             ),
         ] {
             let repo = make(link_at, &target);
-            let refused = Templates::load(repo.path()).err().expect("refused");
+            let refused = Templates::load(repo.path()).expect_err("refused");
             assert!(
                 matches!(&refused, PromptError::Link { path } if path.ends_with(link_at)),
                 "{link_at}: {refused}"

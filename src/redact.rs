@@ -8,7 +8,10 @@
 //! - well-known token shapes, known or not: GitHub tokens (`ghp_`, `gho_`, `ghu_`, `ghs_`, `ghr_`,
 //!   `github_pat_` + at least 20 of `[A-Za-z0-9_]`), `sk-…` keys (Anthropic `sk-ant-…`, OpenAI
 //!   `sk-…`/`sk-proj-…`), AWS access key ids (`AKIA`/`ASIA` + 16 of `[0-9A-Z]`), `Bearer <token>`,
-//!   `Authorization: <value>` headers, and `-----BEGIN … PRIVATE KEY-----` blocks;
+//!   `Authorization: <value>` headers, `-----BEGIN … PRIVATE KEY-----` blocks, and the
+//!   placeholders agents get for model keys (`opentiger-placeholder-` + 16 or more hex digits,
+//!   issue 37: worthless outside their run's proxy, but an agent that writes one out was after
+//!   its key);
 //! - the value (not the key) of `KEY=value`, `key: value` and `"key": "value"` when the key name
 //!   contains TOKEN, SECRET, PASSWORD, PASSWD, API_KEY, APIKEY, PRIVATE_KEY or CREDENTIAL
 //!   (case-insensitive, `-` read as `_`). Numbers, booleans and empty values are kept, so `max_tokens=4096` stays readable.
@@ -29,6 +32,8 @@ const MIN_SECRET_LEN: usize = 8;
 /// Forge tokens, always collected by [`Redactor::from_env`].
 const TOKEN_VARS: [&str; 3] = ["GITHUB_TOKEN", "OPENTIGER_GITHUB_TOKEN", "GH_TOKEN"];
 const GITHUB_PREFIXES: [&str; 6] = ["ghp_", "gho_", "ghu_", "ghs_", "ghr_", "github_pat_"];
+/// What a model-key placeholder starts with (`egress`).
+const PLACEHOLDER_PREFIX: &[u8] = b"opentiger-placeholder-";
 const SECRET_KEY_WORDS: [&str; 8] = [
     "TOKEN",
     "SECRET",
@@ -111,7 +116,9 @@ impl Redactor {
         let mut ranges = Vec::new();
         scan_prefixed_tokens(bytes, &mut ranges);
         if let Some(r) = ranges.first() {
-            return Some(if bytes[r.start..].starts_with(b"sk-ant-") {
+            return Some(if bytes[r.start..].starts_with(PLACEHOLDER_PREFIX) {
+                "the placeholder of a model key (the agent's stand-in for a key the runner holds)"
+            } else if bytes[r.start..].starts_with(b"sk-ant-") {
                 "an Anthropic API key"
             } else if bytes[r.start..].starts_with(b"sk-") {
                 "an OpenAI-style API key"
@@ -243,6 +250,14 @@ fn scan_prefixed_tokens(bytes: &[u8], out: &mut Vec<Range<usize>>) {
             if n >= 20 {
                 out.push(i..i + prefix.len() + n);
             }
+        }
+    }
+    for i in find_all(bytes, PLACEHOLDER_PREFIX) {
+        let n = run_len(bytes, i + PLACEHOLDER_PREFIX.len(), |b| {
+            b.is_ascii_hexdigit()
+        });
+        if n >= 16 {
+            out.push(i..i + PLACEHOLDER_PREFIX.len() + n);
         }
     }
     for i in find_all(bytes, b"sk-") {
@@ -466,6 +481,10 @@ mod tests {
             ),
             ("sk-0123456789abcdefghijABCD".into(), MARK.into()),
             (
+                "with opentiger-placeholder-0123456789abcdef0123456789abcdef.".into(),
+                "with [REDACTED].".into(),
+            ),
+            (
                 "aws AKIAIOSFODNN7EXAMPLE ok".into(),
                 "aws [REDACTED] ok".into(),
             ),
@@ -611,6 +630,10 @@ mod tests {
                 Some("an OpenAI-style API key"),
             ),
             ("id AKIAABCDEFGHIJKLMNOP", Some("an AWS access key id")),
+            (
+                "key = opentiger-placeholder-0123456789abcdef0123456789abcdef",
+                Some("the placeholder of a model key (the agent's stand-in for a key the runner holds)"),
+            ),
             ("-----BEGIN RSA PRIVATE KEY-----", Some("a private key")),
             ("password = os.environ['PW']", None),
             ("fn task-sk-learn-based() {}", None),

@@ -299,3 +299,29 @@ fn drop_sudo_removes_the_rule_and_fails_when_sudo_survives() {
         String::from_utf8_lossy(&out.stderr)
     );
 }
+
+/// userns.sh with a fake `sudo` and `sysctl` (tests/action/userns_test.sh): Ubuntu 24.04's
+/// AppArmor restriction and Debian's switch are lifted with sudo before drop-sudo; nothing is
+/// done where namespaces are allowed; without sudo the step warns that UDP and DNS stay open.
+#[test]
+fn userns_lifts_the_namespace_restriction_while_sudo_is_at_hand() {
+    if !have("bash") {
+        assert!(
+            std::env::var_os("CI").is_none(),
+            "CI must run the userns test"
+        );
+        eprintln!("skipped: `bash` is not installed");
+        return;
+    }
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/action/userns_test.sh");
+    let out = Command::new("bash")
+        .arg(&script)
+        .output()
+        .expect("run bash");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success() && stdout.contains(" passed, 0 failed"),
+        "tests/action/userns_test.sh failed:\n{stdout}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}

@@ -22,13 +22,21 @@ const WORKER: AgentRole = AgentRole::Task(Role::Worker);
 /// The key a whole tick gives a fake `claude` (it is not started without one).
 const KEY: &[(&str, &str)] = &[("ANTHROPIC_API_KEY", "sk-ant-test-key")];
 
-/// What every adapter's CLI must see and must not see.
+/// What every adapter's CLI must see and must not see: a placeholder for the model key the
+/// runner holds, and its base URL on opentiger's proxy (issue 37), never the key.
 fn assert_env(run: &FakeRun, own: &[(&str, &str)]) {
     let env = run.env();
-    assert_eq!(
-        env.get("ANTHROPIC_API_KEY").map(String::as_str),
-        Some("sk-ant-test-key")
+    assert!(
+        env.get("ANTHROPIC_API_KEY")
+            .is_some_and(|k| k.starts_with("opentiger-placeholder-")),
+        "{env:?}"
     );
+    assert_eq!(
+        env.get("ANTHROPIC_BASE_URL").map(String::as_str),
+        Some("http://127.0.0.1:3128/anthropic")
+    );
+    assert!(!read(&run.record.join("env")).contains("sk-ant-test-key"));
+    assert!(!read(&run.record.join("argv")).contains("sk-ant-test-key"));
     assert_eq!(
         env.get("OPENTIGER_ROLE").map(String::as_str),
         Some("worker")
@@ -77,7 +85,13 @@ fn claude_code_worker_runs_and_its_result_file_wins() {
         ]
     );
     assert_eq!(run.stdin(), PROMPT);
-    assert_env(&run, &[("DISABLE_AUTOUPDATER", "1")]);
+    assert_env(
+        &run,
+        &[
+            ("DISABLE_AUTOUPDATER", "1"),
+            ("CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC", "1"),
+        ],
+    );
     assert_eq!(r.exit, AgentExit::Finished);
     assert_eq!(r.failure, None);
     assert_eq!(r.summary.as_deref(), Some("sub() added, with a test"));
@@ -208,15 +222,15 @@ fn opencode_worker_gets_its_config_and_a_rate_limit_is_a_quota_failure() {
         "anthropic/claude-sonnet-4-5".to_string()
     ]));
     assert_eq!(run.stdin(), PROMPT);
-    let content = opencode::config_content(&c, &run.scratch);
-    assert_env(
-        &run,
-        &[
-            ("OPENCODE_CONFIG_CONTENT", &content),
-            ("OPENCODE_DISABLE_AUTOUPDATE", "1"),
-        ],
+    assert_env(&run, &[("OPENCODE_DISABLE_AUTOUPDATE", "1")]);
+    let content = run.env()["OPENCODE_CONFIG_CONTENT"].clone();
+    let config: serde_json::Value = serde_json::from_str(&content).unwrap();
+    assert_eq!(config["agent"]["build"]["steps"], 30, "{content}");
+    // Its provider reached through opentiger's proxy (issue 37).
+    assert_eq!(
+        config["provider"]["anthropic"]["options"]["baseURL"], "http://127.0.0.1:3128/anthropic/v1",
+        "{content}"
     );
-    assert!(content.contains("\"steps\":30"), "{content}");
     assert_eq!(r.exit, AgentExit::Failed(Some(1)));
     assert_eq!(
         r.failure.map(|f| f.kind),
@@ -268,7 +282,11 @@ fn aider_worker_runs_by_message_file_and_leaves_nothing_behind() {
     );
     assert_eq!(read(&run.scratch.join("prompt.md")), PROMPT);
     assert_eq!(run.stdin(), "", "the prompt goes by file");
-    assert_env(&run, &[]);
+    // litellm's own name for the base URL on opentiger's proxy (issue 37).
+    assert_env(
+        &run,
+        &[("ANTHROPIC_API_BASE", "http://127.0.0.1:3128/anthropic")],
+    );
     assert!(
         !run.workspace.join(".aider.tags.cache.v4").exists(),
         "aider's cache was left behind"

@@ -70,26 +70,32 @@ fn every_clis_key_errors_are_configuration_errors() {
 }
 
 /// Issue 18: `codex exec` reads `CODEX_API_KEY` and `-c openai_base_url`, not `OPENAI_API_KEY`
-/// and `OPENAI_BASE_URL`.
+/// and `OPENAI_BASE_URL`. Issue 37: what it reads there is the placeholder of the key the
+/// runner holds, and its route on opentiger's proxy.
 #[test]
 fn codex_gets_its_key_and_base_url_the_way_it_reads_them() {
     let run = FakeRun::new("codex", "codex/success.jsonl", 0);
     let exec = codex::Codex::new(config(&codex::CLI, WORKER, None));
-    let passed = [
-        ("OPENAI_API_KEY", "sk-openai-test"),
-        ("OPENAI_BASE_URL", "http://127.0.0.1:9/v1"),
-    ];
+    let passed = [("OPENAI_API_KEY", "sk-openai-test")];
     let r = run.run_with(&exec, WORKER, &passed).unwrap();
     assert_eq!(r.exit, AgentExit::Finished);
     let env = run.env();
-    assert_eq!(
-        env.get("CODEX_API_KEY").map(String::as_str),
-        Some("sk-openai-test")
+    let placeholder = env["OPENAI_API_KEY"].clone();
+    assert!(
+        placeholder.starts_with("opentiger-placeholder-"),
+        "{placeholder}"
     );
+    assert_eq!(env.get("CODEX_API_KEY"), Some(&placeholder));
     assert_eq!(
         run.argv()[..3],
-        ["-c", "openai_base_url=\"http://127.0.0.1:9/v1\"", "exec"]
+        [
+            "-c",
+            "openai_base_url=\"http://127.0.0.1:3128/openai/v1\"",
+            "exec"
+        ]
     );
+    let seen = fs::read_to_string(run.record.join("env")).unwrap() + &run.argv().join(" ");
+    assert!(!seen.contains("sk-openai-test"), "{seen}");
 }
 
 /// The first lines of a fixture up to and including line `n` (1-based).

@@ -85,7 +85,7 @@ fn not_logged_in_waits_for_a_person_after_exactly_one_run_with_the_fix() {
         "agent_config (not retried)",
         "Not logged in · Please run /login",
         "fix: set ANTHROPIC_API_KEY in the workflow's env",
-        "list it in `agents.worker.env_passthrough`",
+        "for the runner, which holds it",
         &format!("`opentiger task retry {id}`"),
     ] {
         assert!(reason.contains(part), "{part:?} not in {reason}");

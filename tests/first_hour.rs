@@ -342,8 +342,8 @@ fn a_closed_stdout_ends_every_command_quietly() {
     }
 }
 
-/// Item 11: the built-in `ANTHROPIC_API_KEY` passthrough is for the CLI adapters that need a
-/// key; a `command` agent sees only what its configuration lists.
+/// Item 11: a `command` agent sees only what its configuration lists. Issue 37: a model key it
+/// lists is never its value, but a placeholder with the model API's base URL on the proxy.
 #[test]
 fn a_command_agent_gets_no_api_key_it_did_not_list() {
     for (listed, expected) in [
@@ -371,8 +371,14 @@ fn a_command_agent_gets_no_api_key_it_did_not_list() {
         let key = [("ANTHROPIC_API_KEY", "sk-ant-test-value-1234567890")];
         run_in_env(repo.path(), &["--now", NOW, "tick"], &key).ok();
         let env = std::fs::read_to_string(&seen).expect("the agent ran");
+        assert!(!env.contains("sk-ant-test-value-1234567890"), "{env}");
         assert_eq!(
-            env.contains("sk-ant-test-value-1234567890"),
+            env.contains("ANTHROPIC_API_KEY=opentiger-placeholder-"),
+            expected,
+            "{listed:?}:\n{env}"
+        );
+        assert_eq!(
+            env.contains("ANTHROPIC_BASE_URL=http://127.0.0.1:3128/anthropic"),
             expected,
             "{listed:?}:\n{env}"
         );

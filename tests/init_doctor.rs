@@ -160,6 +160,14 @@ fn init_writes_a_loadable_config_and_the_example_workflow_then_doctor_passes_off
     assert!(doctor
         .stdout
         .contains("GITHUB_TOKEN is set: an installation token"));
+    // Issue 37: what confines the agents' network here (a namespace on this machine).
+    assert!(
+        doctor.stdout.contains(
+            "sandbox      network: agents and checks run in a network namespace of their own (loopback only)"
+        ),
+        "{}",
+        doctor.stdout
+    );
     assert!(!doctor.stdout.contains(FAKE_TOKEN) && !doctor.stderr.contains(FAKE_TOKEN));
 
     // In GitHub Actions the same token is the workflow's own: a warning about CI, not a failure.
@@ -350,7 +358,7 @@ fn doctor_reports_a_missing_agent_cli_with_its_fix() {
     // Issue 18: `codex exec` reads CODEX_API_KEY, so that is the variable the fix names.
     assert!(
         out.stdout
-            .contains("export CODEX_API_KEY=... and list it in agents.default.env_passthrough"),
+            .contains("export CODEX_API_KEY=... for the runner"),
         "{}",
         out.stdout
     );

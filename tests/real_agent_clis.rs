@@ -100,6 +100,8 @@ fn run_adapter(exec: &dyn Executor, role: AgentRole, bins: &[PathBuf], dir: &Pat
         scratch: &scratch,
         group_record: None,
         confine: None,
+        network: None,
+        sentinel: None,
     };
     exec.run(&request).expect("the CLI starts")
 }

@@ -8,7 +8,10 @@
 //! `scripts/real-clis.sh` installs the pinned CLIs (cached). For each CLI and each scenario the
 //! stand-in plays — a tool call that writes a file then an answer, HTTP 429 with a long
 //! `retry-after`, HTTP 401, a tool call on every turn — a local-git repository runs its worker as
-//! that CLI through `opentiger tick`, and the test checks what opentiger recorded. Each CLI's
+//! that CLI through `opentiger tick`, and the test checks what opentiger recorded. The CLIs reach
+//! the stand-in as real runs reach a provider: through their door on opentiger's proxy (issue
+//! 37), the providers' hosts mapped to the stand-in by `OPENTIGER_EGRESS_RESOLVE`, the key held
+//! by the runner. Each CLI's
 //! stdout is kept (a `tee` between opentiger and the CLI) and printed; with
 //! `OPENTIGER_REAL_CLI_RECORD=<dir>` it is also written to `<dir>/<cli>/<scenario>.out`, which
 //! is how the fixtures under `tests/fixtures/agents/` were recorded.
@@ -41,8 +44,8 @@ struct Cli {
     model: &'static str,
     /// Its key (set to a fake value; the stand-in checks none).
     key: &'static str,
-    /// The variables that point it at `base` (`http://127.0.0.1:<port>`), and files it reads
-    /// from its home: (path under home, text).
+    /// Variables it is given besides its door's, and files it reads from its home: (path under
+    /// home, text).
     point: fn(base: &str) -> (Pairs, Pairs),
     /// The scenarios it is run with.
     scenarios: &'static [Scenario],
@@ -60,14 +63,7 @@ const CLAUDE: Cli = Cli {
     program: "claude",
     model: "claude-sonnet-4-5",
     key: "ANTHROPIC_API_KEY",
-    point: |base| {
-        let env = vec![
-            ("ANTHROPIC_BASE_URL", base.to_string()),
-            ("CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC", "1".to_string()),
-            ("DISABLE_AUTOUPDATER", "1".to_string()),
-        ];
-        (env, Vec::new())
-    },
+    point: |_| (Vec::new(), Vec::new()),
     scenarios: ALL,
 };
 
@@ -77,7 +73,7 @@ const CODEX: Cli = Cli {
     program: "codex",
     model: "gpt-5-codex",
     key: "OPENAI_API_KEY",
-    point: |base| (vec![("OPENAI_BASE_URL", format!("{base}/v1"))], Vec::new()),
+    point: |_| (Vec::new(), Vec::new()),
     scenarios: &[
         Scenario::Success,
         Scenario::RateLimited,
@@ -90,10 +86,8 @@ const OPENCODE: Cli = Cli {
     program: "opencode",
     model: "anthropic/claude-sonnet-4-5",
     key: "ANTHROPIC_API_KEY",
-    point: |base| {
-        let config = format!(
-            "{{\"$schema\": \"https://opencode.ai/config.json\", \"autoupdate\": false, \"share\": \"disabled\", \"provider\": {{\"anthropic\": {{\"options\": {{\"baseURL\": \"{base}/v1\"}}}}}}}}"
-        );
+    point: |_| {
+        let config = "{\"$schema\": \"https://opencode.ai/config.json\", \"autoupdate\": false, \"share\": \"disabled\"}".to_string();
         (Vec::new(), vec![(".config/opencode/opencode.json", config)])
     },
     scenarios: ALL,
@@ -106,7 +100,7 @@ const AIDER: Cli = Cli {
     program: "aider",
     model: "anthropic/claude-sonnet-4-5",
     key: "ANTHROPIC_API_KEY",
-    point: |base| (vec![("ANTHROPIC_API_BASE", base.to_string())], Vec::new()),
+    point: |_| (Vec::new(), Vec::new()),
     scenarios: &[
         Scenario::Success,
         Scenario::RateLimited,
@@ -174,8 +168,7 @@ fn session(cli: &Cli, bins: &[PathBuf], scenario: Scenario, ticks: u32) -> Sessi
     .unwrap();
     use std::os::unix::fs::PermissionsExt;
     fs::set_permissions(&tee, fs::Permissions::from_mode(0o755)).unwrap();
-    let mut passed: Vec<&str> = vars.iter().map(|(k, _)| *k).collect();
-    passed.push(cli.key);
+    let passed: Vec<&str> = vars.iter().map(|(k, _)| *k).collect();
     let worker = format!(
         "  worker:\n    executor: {}\n    command: [\"{}\", \"{}\"]\n    model: {}\n    max_turns: 3\n    timeout_minutes: 2\n    env_passthrough: [{}]\n    pricing: {{ input_per_mtok: 1.25, cached_input_per_mtok: 0.125, output_per_mtok: 10 }}\n",
         cli.executor,
@@ -201,10 +194,15 @@ fn session(cli: &Cli, bins: &[PathBuf], scenario: Scenario, ticks: u32) -> Sessi
         .chain(["/usr/local/bin", "/usr/bin", "/bin"].map(String::from))
         .collect::<Vec<_>>()
         .join(":");
+    let addr = server.base_url().trim_start_matches("http://").to_string();
     let mut env: Vec<(&str, String)> = vec![
         ("HOME", home.display().to_string()),
         ("PATH", path_var),
         (cli.key, "sk-standin-not-a-key".to_string()),
+        (
+            "OPENTIGER_EGRESS_RESOLVE",
+            format!("api.anthropic.com={addr},api.openai.com={addr}"),
+        ),
     ];
     env.extend(vars);
     let env: Vec<(&str, &str)> = env.iter().map(|(k, v)| (*k, v.as_str())).collect();
@@ -303,6 +301,8 @@ fn check(cli: &Cli) {
             Scenario::RateLimited => {
                 assert_eq!(code.as_deref(), Some("quota_failure"), "{}", s.describe());
                 assert!(error.contains("quota or rate limit"), "{}", s.describe());
+                // Issue 37: opentiger's proxy saw the 429 and kept the provider's retry time.
+                assert!(error.contains("retry in 3600s"), "{}", s.describe());
                 let parked = s.g.repo.run(&["status", "--json"]).ok().json();
                 assert!(
                     parked["parked_executors"]

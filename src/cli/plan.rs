@@ -77,6 +77,9 @@ pub fn run(ctx: &Context, args: &PlanArgs) -> CmdResult {
         now: ctx.now,
     };
     let recorded = ctx.write_state("plan", |store| {
+        if let Some(spend) = &plan.spend {
+            store.record_agent_spend(spend, writer)?;
+        }
         Ok(store.record_plan(&plan.record, &plan.tasks, writer)?)
     })?;
     outln!("{}", plan_line(&plan));

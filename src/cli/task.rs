@@ -395,6 +395,12 @@ fn show(ctx: &Context, id: &str, json: bool) -> CmdResult {
     let runs = store.runs_of(&id, 20)?;
     let events = store.events_of(&id, 50)?;
     let family = store.family_runs(&id)?;
+    let reviews = store.agent_spend_of(&id, 10)?;
+    let refused: Vec<report::RefusalView> = store
+        .refusals_of(&id)?
+        .iter()
+        .map(report::RefusalView::of)
+        .collect();
     let held_back = plan.holds.get(&id);
     let research = store.research_report(&id)?;
     let approved = match &research {
@@ -402,7 +408,7 @@ fn show(ctx: &Context, id: &str, json: bool) -> CmdResult {
         None => Vec::new(),
     };
     if json {
-        let value = serde_json::json!({ "task": task, "phase": phase, "next_action": next, "runs": runs, "events": events, "family": family, "held_back": held_back, "research": research, "approved_proposals": approved });
+        let value = serde_json::json!({ "task": task, "phase": phase, "next_action": next, "runs": runs, "events": events, "family": family, "held_back": held_back, "research": research, "approved_proposals": approved, "reviews": reviews, "refused": refused });
         outln!(
             "{}",
             serde_json::to_string_pretty(&value).map_err(|e| Failure::tick(e.to_string()))?
@@ -412,6 +418,7 @@ fn show(ctx: &Context, id: &str, json: bool) -> CmdResult {
         if let Some(r) = &research {
             text = report::research::with_report(&text, r, &approved, task.issue_number);
         }
+        let text = report::with_reviews(&text, &reviews);
         out!("{}", report::with_family(&text, &family));
     }
     Ok(())

@@ -87,8 +87,7 @@ fn over(primary: &EffectiveAgent, entry: &AgentConfig, config_key: String) -> Ef
         // A key listed for one CLI is carried to another (it may use the same provider), but
         // never to an arbitrary program that did not list it (issue 15).
         env_passthrough: entry.env_passthrough.clone().unwrap_or_else(|| {
-            let needs_key = |kind: ExecutorKind| !kind.default_passthrough().is_empty();
-            if same || needs_key(executor) == needs_key(primary.executor) {
+            if same || executor.is_cli() == primary.executor.is_cli() {
                 primary.env_passthrough.clone()
             } else {
                 executor.default_passthrough()
@@ -106,6 +105,7 @@ fn over(primary: &EffectiveAgent, entry: &AgentConfig, config_key: String) -> Ef
         script: tied(same, &entry.script, &primary.script),
         max_turns: entry.max_turns.unwrap_or(primary.max_turns),
         pricing: tied(same, &entry.pricing, &primary.pricing),
+        idle_minutes: entry.idle_minutes.unwrap_or(primary.idle_minutes),
         config_key,
     }
 }
@@ -158,8 +158,9 @@ mod tests {
         ]);
     }
 
-    /// Issue 15: the built-in key passthrough is for CLI adapters; an arbitrary command gets
-    /// what it lists, and a key listed for a CLI is not carried to a command fallback.
+    /// Issue 15: an arbitrary command gets what it lists, and a key listed for a CLI is not
+    /// carried to a command fallback. Issue 37: nothing is passed by default (the runner holds
+    /// the model keys; listed ones become placeholders).
     #[test]
     fn api_keys_reach_only_agents_that_need_or_list_them() {
         #[rustfmt::skip]
@@ -167,12 +168,12 @@ mod tests {
             ("agents:\n  default:\n    executor: command\n    command: [x]\n", &[""]),
             ("agents:\n  worker:\n    executor: command\n    command: [x]\n", &[""]),
             ("agents:\n  worker:\n    executor: command\n    command: [x]\n    env_passthrough: [K]\n", &["K"]),
-            ("agents:\n  worker:\n    executor: codex\n", &["ANTHROPIC_API_KEY"]),
+            ("agents:\n  worker:\n    executor: codex\n", &[""]),
             ("agents:\n  worker:\n    executor: scripted\n", &[""]),
             ("agents:\n  default:\n    env_passthrough: [ANTHROPIC_API_KEY]\n  worker:\n    fallbacks: [{executor: command, command: [x]}, {executor: codex}]\n",
                 &["ANTHROPIC_API_KEY", "", "ANTHROPIC_API_KEY"]),
-            ("agents:\n  worker:\n    executor: command\n    command: [x]\n    fallbacks: [{executor: claude-code}]\n",
-                &["", "ANTHROPIC_API_KEY"]),
+            ("agents:\n  worker:\n    executor: command\n    command: [x]\n    env_passthrough: [K]\n    fallbacks: [{executor: claude-code}]\n",
+                &["K", ""]),
         ];
         for (yaml, expected) in cases {
             let got: Vec<String> = chain(yaml, WORKER)

@@ -302,6 +302,14 @@ fn validate(config: &Config, text: &str, file: &str) -> Result<(), ConfigError> 
                 "give a timeout in minutes, e.g. 30 (fractions allowed)",
             ));
         }
+        if !(agent.idle_minutes >= 0.0 && agent.idle_minutes.is_finite()) {
+            let key = at("idle_minutes");
+            return Err(fail(
+                &key,
+                format!("{} is not a time", agent.idle_minutes),
+                "give minutes, e.g. 10, or 0 to never end an idle agent",
+            ));
+        }
         if agent.max_turns == 0 {
             let key = at("max_turns");
             return Err(fail(
@@ -403,6 +411,23 @@ fn validate(config: &Config, text: &str, file: &str) -> Result<(), ConfigError> 
         ));
     }
     super::entry::check(config).map_err(|(key, message, fix)| fail(&key, message, &fix))?;
+    super::network::check(&config.sandbox.network)
+        .map_err(|(key, message, fix)| fail(&key, message, &fix))?;
+    for (model, pricing) in &config.pricing {
+        for (field, value) in [
+            ("input_per_mtok", Some(pricing.input_per_mtok)),
+            ("output_per_mtok", Some(pricing.output_per_mtok)),
+            ("cached_input_per_mtok", pricing.cached_input_per_mtok),
+        ] {
+            if let Some(value) = value.filter(|v| !(*v >= 0.0 && v.is_finite())) {
+                return Err(fail(
+                    &format!("pricing.{model}.{field}"),
+                    format!("{value} is not a price"),
+                    "give a non-negative price in USD per million tokens",
+                ));
+            }
+        }
+    }
     Ok(())
 }
 

@@ -6,6 +6,7 @@
 mod entry;
 mod fallback;
 mod load;
+mod network;
 mod people;
 mod sandbox;
 mod scan;
@@ -19,6 +20,7 @@ use serde::{Deserialize, Serialize};
 use crate::model::{ExecutionMode, FailureCategory, Mode, Role};
 
 pub use load::{load, load_checked, load_str, schema_json, ConfigError, ConfigSource, ExtraCheck};
+pub use network::{HostRule, NetworkAllow, NetworkConfig, NetworkIsolation, NetworkUser};
 pub use people::{
     CommandsConfig, EscalationConfig, EscalationDefault, EscalationReasons, EscalationRule,
 };
@@ -51,10 +53,15 @@ pub struct Config {
     pub merge: MergeConfig,
     pub planner: PlannerConfig,
     pub report: ReportConfig,
-    /// How agents are confined (`filesystem: landlock | none`, `require`).
+    /// How agents are confined (`filesystem: landlock | none`, `require`, `network`).
     pub sandbox: SandboxConfig,
     /// The threat scan before anything leaves the job (issue 36).
     pub scan: ScanConfig,
+    /// What model tokens cost, in USD per million tokens, by model name (or the start of one:
+    /// `claude-sonnet-4-5` prices `claude-sonnet-4-5-20250929`), over the built-in prices of
+    /// the models the adapters name. Metered tokens of a model with no price are recorded and
+    /// said to have no price known.
+    pub pricing: BTreeMap<String, Pricing>,
     /// `/opentiger` comment commands (github mode).
     pub commands: CommandsConfig,
     /// Questions to people when a task waits on one.
@@ -104,6 +111,7 @@ impl Default for Config {
             report: ReportConfig::default(),
             sandbox: SandboxConfig::default(),
             scan: ScanConfig::default(),
+            pricing: BTreeMap::new(),
             commands: CommandsConfig::default(),
             escalation: EscalationConfig::default(),
         }
@@ -200,16 +208,29 @@ pub enum ExecutorKind {
 }
 
 impl ExecutorKind {
-    /// What an agent of this kind is given when no `env_passthrough` is configured: the CLI
-    /// adapters, which need a model key, `ANTHROPIC_API_KEY`; an arbitrary `command` (and the
-    /// scripted agent) nothing, so no key reaches a program that did not ask for one.
+    /// What an agent of this kind is given when no `env_passthrough` is configured: nothing.
+    /// Model keys are not passed any more (issue 37): the runner holds the keys its CLI reads
+    /// (`ANTHROPIC_API_KEY`, `OPENAI_API_KEY`, …) and the agent gets a placeholder and a base URL
+    /// on opentiger's proxy, which puts the key back on requests to that model API only.
     pub fn default_passthrough(self) -> Vec<String> {
         match self {
             ExecutorKind::ClaudeCode
             | ExecutorKind::Opencode
             | ExecutorKind::Codex
-            | ExecutorKind::Aider => vec!["ANTHROPIC_API_KEY".to_string()],
-            ExecutorKind::Command | ExecutorKind::Scripted => Vec::new(),
+            | ExecutorKind::Aider
+            | ExecutorKind::Command
+            | ExecutorKind::Scripted => Vec::new(),
+        }
+    }
+
+    /// One of the agent-CLI adapters (not an arbitrary program).
+    pub fn is_cli(self) -> bool {
+        match self {
+            ExecutorKind::ClaudeCode
+            | ExecutorKind::Opencode
+            | ExecutorKind::Codex
+            | ExecutorKind::Aider => true,
+            ExecutorKind::Command | ExecutorKind::Scripted => false,
         }
     }
 
@@ -267,8 +288,13 @@ pub struct AgentConfig {
     /// and aider have no such limit (the timeout bounds them). Default 100.
     pub max_turns: Option<u32>,
     /// CLI adapters: token prices for a CLI that reports tokens but no cost (codex; others only
-    /// when their own cost is missing or zero). Unset: such runs are recorded at $0.
+    /// when their own cost is missing or zero). Unset: such runs are recorded at $0. (What the
+    /// proxy meters is priced by the top-level `pricing:` table.)
     pub pricing: Option<Pricing>,
+    /// Minutes an agent may go without printing anything, changing a file in its workspace or
+    /// talking to its model (a request waiting for its answer counts as talking) before it is
+    /// ended and its run recorded as stalled (`agent_stalled`). 0: never. Default 10.
+    pub idle_minutes: Option<f64>,
     /// Executors tried, in order, when this one waits on a quota or cannot run here (its
     /// program is missing), e.g. `[{executor: codex, model: o4-mini}]`. Each entry takes the
     /// keys above; unset ones come from this role's agent, except `model`, `command`, `script`
@@ -301,6 +327,9 @@ impl Pricing {
             + per_token(self.output_per_mtok, output)
     }
 }
+
+/// An agent's idle limit when `idle_minutes` is set nowhere.
+pub const DEFAULT_IDLE_MINUTES: f64 = 10.0;
 
 /// A CLI adapter's turn cap when `max_turns` is set nowhere: high enough for real tasks, low
 /// enough that a looping agent stops long before its timeout.
@@ -338,6 +367,7 @@ impl Default for AgentsConfig {
                 script: None,
                 max_turns: Some(DEFAULT_MAX_TURNS),
                 pricing: None,
+                idle_minutes: Some(DEFAULT_IDLE_MINUTES),
                 fallbacks: None,
             },
             planner: AgentConfig::default(),
@@ -392,6 +422,8 @@ pub struct EffectiveAgent {
     pub script: Option<String>,
     pub max_turns: u32,
     pub pricing: Option<Pricing>,
+    /// 0: never ended for being idle.
+    pub idle_minutes: f64,
     /// Where this agent is configured, for messages: `agents.worker`, or
     /// `agents.worker.fallbacks[0]` for a fallback.
     #[serde(skip)]
@@ -399,6 +431,15 @@ pub struct EffectiveAgent {
 }
 
 impl EffectiveAgent {
+    /// How long the agent may be idle before it is ended (`None`: never).
+    pub fn idle(&self) -> Option<std::time::Duration> {
+        (self.idle_minutes > 0.0).then(|| {
+            std::time::Duration::from_secs_f64(
+                (self.idle_minutes * 60.0).clamp(1.0, 7.0 * 24.0 * 3600.0),
+            )
+        })
+    }
+
     /// The run's time limit.
     pub fn timeout(&self) -> std::time::Duration {
         std::time::Duration::from_secs_f64(
@@ -456,6 +497,7 @@ impl AgentsConfig {
             script: pick!(script),
             max_turns: pick!(max_turns).unwrap_or(DEFAULT_MAX_TURNS),
             pricing: pick!(pricing),
+            idle_minutes: pick!(idle_minutes).unwrap_or(DEFAULT_IDLE_MINUTES),
             config_key: format!("agents.{}", role.name()),
         }
     }

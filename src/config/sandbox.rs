@@ -27,6 +27,9 @@ pub struct SandboxConfig {
     /// scratch folder and home, e.g. a shared build cache (`/home/runner/.cache/sccache`).
     /// Whatever an agent leaves there, later runs and the runner's user find.
     pub writable: Vec<String>,
+    /// What agents and verification commands may reach (issue 37): a network of their own whose
+    /// only door is opentiger's proxy, and the hosts it lets through.
+    pub network: super::NetworkConfig,
 }
 
 impl Default for SandboxConfig {
@@ -36,6 +39,7 @@ impl Default for SandboxConfig {
             require: false,
             agent_home: AgentHome::Private,
             writable: Vec::new(),
+            network: super::NetworkConfig::default(),
         }
     }
 }

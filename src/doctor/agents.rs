@@ -184,7 +184,7 @@ fn problems(
                     format!("set {key}.model to provider/model, e.g. anthropic/claude-sonnet-4-5"),
                 ));
             }
-            return (found, problems, key_problem(cli, agent, key, vars));
+            return (found, problems, key_problem(cli, key, vars));
         }
         (_, None) => {}
     }
@@ -194,33 +194,17 @@ fn problems(
     (found, problems, None)
 }
 
-/// A key the CLI can use must be set and passed through: agents see nothing else.
-fn key_problem(
-    cli: &executor::Cli,
-    agent: &EffectiveAgent,
-    key: &str,
-    vars: Vars<'_>,
-) -> Option<(String, String)> {
+/// A key the CLI can use must be set for the runner, which holds it (issue 37: the agent gets a
+/// placeholder, opentiger's proxy the key).
+fn key_problem(cli: &executor::Cli, key: &str, vars: Vars<'_>) -> Option<(String, String)> {
     let set: Vec<&str> = cli
         .keys
         .iter()
         .copied()
         .filter(|k| vars(k).is_some_and(|v| !v.trim().is_empty()))
         .collect();
-    if set
-        .iter()
-        .any(|k| agent.env_passthrough.iter().any(|p| p == k))
-    {
+    if !set.is_empty() {
         return None;
-    }
-    if let Some(first) = set.first() {
-        return Some((
-            format!(
-                "{} is set but not in env_passthrough: the agent will not see it",
-                set.join(", ")
-            ),
-            format!("add {first} to {key}.env_passthrough"),
-        ));
     }
     // A login made by hand on this machine (`claude /login`, `codex login`) serves too: the
     // tick starts the CLI then (issue 18, `executor::missing_key`).
@@ -232,7 +216,7 @@ fn key_problem(
     Some((
         format!("none of {} is set: the agent cannot reach its model", cli.keys.join(", ")),
         format!(
-            "export {wanted}=... and list it in {key}.env_passthrough (in Actions: `env: {wanted}: ${{{{ secrets.{wanted} }}}}` on the opentiger step)"
+            "export {wanted}=... for the runner (in Actions: `env: {wanted}: ${{{{ secrets.{wanted} }}}}` on the opentiger step); it stays with the runner, {key}'s agent gets a placeholder and opentiger's proxy puts the key back on its model API's requests"
         ),
     ))
 }
@@ -353,47 +337,23 @@ mod tests {
             "{text}"
         );
 
-        // A key that is set but not passed through is as good as missing.
-        let config = load_str(
-            "agents:\n  default:\n    executor: codex\n    env_passthrough: []\n",
-            "c.yml",
-        )
-        .unwrap();
-        let agent = config
-            .agents
-            .effective(AgentRole::Task(crate::model::Role::Worker));
+        // Issue 37: a key set for the runner serves, listed or not: the runner holds it.
         let env = lookup(vec![("OPENAI_API_KEY", "sk-secret".into())]);
         let problem = key_problem(
             executor::known_cli(ExecutorKind::Codex).unwrap(),
-            &agent,
             "agents.default",
             &env,
-        )
-        .unwrap();
-        assert!(
-            problem
-                .0
-                .contains("OPENAI_API_KEY is set but not in env_passthrough"),
-            "{problem:?}"
         );
-        assert_eq!(
-            problem.1,
-            "add OPENAI_API_KEY to agents.default.env_passthrough"
-        );
-        assert!(!format!("{problem:?}").contains("sk-secret"));
+        assert_eq!(problem, None);
 
         // Issue 18: a login of the CLI's own under $HOME serves as its key, as in a tick.
-        let claude = load_str("agents:\n  default:\n    executor: claude-code\n", "c.yml").unwrap();
-        let agent = claude
-            .agents
-            .effective(AgentRole::Task(crate::model::Role::Worker));
         let cli = executor::known_cli(ExecutorKind::ClaudeCode).unwrap();
         let home = tempfile::tempdir().unwrap();
         let with_home = lookup(vec![("HOME", home.path().display().to_string())]);
-        assert!(key_problem(cli, &agent, "agents.default", &with_home).is_some());
+        assert!(key_problem(cli, "agents.default", &with_home).is_some());
         std::fs::create_dir_all(home.path().join(".claude")).unwrap();
         std::fs::write(home.path().join(".claude/.credentials.json"), "{}").unwrap();
-        assert_eq!(key_problem(cli, &agent, "agents.default", &with_home), None);
+        assert_eq!(key_problem(cli, "agents.default", &with_home), None);
 
         // Issue 18: opencode without a model is not started; doctor says so.
         let config = load_str("agents:\n  default:\n    executor: opencode\n", "c.yml").unwrap();

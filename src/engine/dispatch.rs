@@ -358,7 +358,8 @@ fn refusal(
 /// day's): the task shows as `paused` (`Plan::budget_hold`).
 pub const BUDGET_WAIT: &str = "dispatch.budget";
 
-/// DESIGN §9: a task that spent its budget, or a day that spent the daily one, starts no run.
+/// DESIGN §9: a task whose family spent its budget (issue 37: the task with its reworks and
+/// AutoFixes), or a day that spent the daily one, starts no run.
 /// Raising the budget in the config lifts it at the next tick; the daily one lifts at midnight
 /// UTC. Budgets of 0 are off.
 fn over_budget(w: &Working<'_>, task: &Task) -> Option<(Option<Timestamp>, String)> {
@@ -374,7 +375,8 @@ fn over_budget(w: &Working<'_>, task: &Task) -> Option<(Option<Timestamp>, Strin
             ),
         ));
     }
-    let spent = spend.by_task.get(&task.id).copied().unwrap_or(0.0);
+    let family = super::fairness::family_of(&w.tasks, &task.id);
+    let spent = spend.by_family.get(&family).copied().unwrap_or(0.0);
     // A budget a person set for this task (`/opentiger budget <usd>`) replaces the default.
     let (limit, source) = match spend.task_budgets.get(&task.id) {
         Some(usd) => (*usd, "the budget set for it"),
@@ -384,7 +386,7 @@ fn over_budget(w: &Working<'_>, task: &Task) -> Option<(Option<Timestamp>, Strin
         return Some((
             None,
             format!(
-                "queued: this task spent ${spent:.2} over its attempts, {source} is ${limit:.2}: raise it (`/opentiger budget <usd>` on its issue) to let it run again, or `opentiger task cancel {}`",
+                "queued: this task's family (it, its reworks and AutoFixes) spent ${spent:.2} over its attempts and reviews, {source} is ${limit:.2}: the budget holds it; raise it (`/opentiger budget <usd>` on its issue) to let it run again, or `opentiger task cancel {}`",
                 task.id
             ),
         ));

@@ -141,7 +141,7 @@ fn budgets_hold_runs_back_and_say_how_to_lift_them() {
         snap.observations.spend.today_usd = today;
         snap.observations
             .spend
-            .by_task
+            .by_family
             .insert(crate::model::TaskId("a".into()), a);
         snap
     };
@@ -162,11 +162,11 @@ fn budgets_hold_runs_back_and_say_how_to_lift_them() {
     let cases: Vec<(&str, super::Snapshot, Config, &[&str], &str)> = vec![
         ("under both", with_spend(1.0, 1.0), budgets(50.0, 5.0), &["a", "b"], ""),
         ("the day is spent", with_spend(50.0, 1.0), budgets(50.0, 5.0), &[], "today's spend $50.00 reached budget.per_day_usd $50.00: runs start again at 2026-11-22T00:00:00Z"),
-        ("the task is spent", with_spend(6.0, 5.5), budgets(50.0, 5.0), &["b"], "this task spent $5.50 over its attempts, its budget.per_task_usd is $5.00"),
+        ("the task is spent", with_spend(6.0, 5.5), budgets(50.0, 5.0), &["b"], "this task's family (it, its reworks and AutoFixes) spent $5.50 over its attempts and reviews, its budget.per_task_usd is $5.00: the budget holds it"),
         ("the task budget raised", with_spend(6.0, 5.5), budgets(50.0, 10.0), &["a", "b"], ""),
         ("budgets off", with_spend(500.0, 500.0), budgets(0.0, 0.0), &["a", "b"], ""),
         ("a budget set for the task replaces the default", with_budget(with_spend(6.0, 5.5), 8.0), budgets(50.0, 5.0), &["a", "b"], ""),
-        ("a lower budget set for the task holds it", with_budget(with_spend(1.0, 2.5), 2.0), budgets(50.0, 5.0), &["b"], "the budget set for it is $2.00: raise it (`/opentiger budget <usd>`"),
+        ("a lower budget set for the task holds it", with_budget(with_spend(1.0, 2.5), 2.0), budgets(50.0, 5.0), &["b"], "the budget set for it is $2.00: the budget holds it; raise it (`/opentiger budget <usd>`"),
     ];
     for (name, snap, config, claims, reason) in cases {
         let plan = plan_with(&snap, &config);

@@ -59,12 +59,13 @@ pub struct Snapshot {
     pub observations: Observations,
 }
 
-/// The spend ledger as the budgets need it: today's total and each queued task's total over all
-/// its attempts (USD).
+/// The spend ledger as the budgets need it: today's total and each task family's total over all
+/// attempts and reviews (USD; issue 37: a budget covers a task with its reworks and AutoFixes),
+/// keyed by the family (`fairness::family_of`), so a child made in this very plan is held too.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct Spend {
     pub today_usd: f64,
-    pub by_task: BTreeMap<TaskId, f64>,
+    pub by_family: BTreeMap<TaskId, f64>,
     /// Budgets a person set for single tasks (`/opentiger budget <usd>`), over
     /// `budget.per_task_usd`.
     pub task_budgets: BTreeMap<TaskId, f64>,

@@ -10,6 +10,8 @@
 //!   model) → the executor is parked until its configuration changes or a person retries; when
 //!   another executor of the chain is free the task is queued again at once for it, else
 //!   `blocked(awaiting_human)` at once with the fix: never retried as it is;
+//! - the run's budget spent mid-run (`budget_exceeded`, issue 37) → `queued` as it is, no
+//!   attempt counted: dispatch holds it for its family's budget;
 //! - any other failure → `failed`, which recovery classifies and retries within its budget.
 
 use super::backoff::{quota_cooldown_ms, QuotaBackoff};
@@ -149,6 +151,22 @@ pub fn decide_outcome(
             attempts: None,
             next_attempt_at: Some(None),
             reason,
+            executor: executors.cleared(),
+        };
+    }
+    // Issue 37: the budget ran out mid-run. Not the task's failure and not a retry: it is queued
+    // as it is, and dispatch holds it until a person raises the budget.
+    if outcome.failure_code == Some(FailureCode::BudgetExceeded) {
+        return OutcomeDecision {
+            run_status: RunStatus::Failed,
+            failure_code: Some(FailureCode::BudgetExceeded),
+            to: TaskState::QUEUED,
+            attempts: None,
+            next_attempt_at: Some(None),
+            reason: format!(
+                "over budget (not counted against retries): {}",
+                first_line(&outcome.message)
+            ),
             executor: executors.cleared(),
         };
     }

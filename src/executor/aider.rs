@@ -79,6 +79,25 @@ pub fn git_identity(given: &[(String, String)]) -> Vec<(String, String)> {
     .to_vec()
 }
 
+/// The base URLs aider (litellm) reads, from the ones the agent is given on opentiger's proxy
+/// (issue 37): `ANTHROPIC_API_BASE`, `OPENAI_API_BASE`, `OPENROUTER_API_BASE`, `GEMINI_API_BASE`.
+pub fn api_bases(given: &[(String, String)]) -> Vec<(String, String)> {
+    [
+        ("ANTHROPIC_BASE_URL", "ANTHROPIC_API_BASE"),
+        ("OPENAI_BASE_URL", "OPENAI_API_BASE"),
+        ("OPENROUTER_BASE_URL", "OPENROUTER_API_BASE"),
+        ("GEMINI_BASE_URL", "GEMINI_API_BASE"),
+    ]
+    .iter()
+    .filter_map(|(from, to)| {
+        given
+            .iter()
+            .find(|(k, v)| k == from && !v.is_empty())
+            .map(|(_, v)| (to.to_string(), v.clone()))
+    })
+    .collect()
+}
+
 impl Aider {
     pub fn new(config: AdapterConfig) -> Aider {
         Aider { config }
@@ -273,7 +292,9 @@ impl Adapter for Aider {
     }
 
     fn env(&self, _scratch: &Path, given: &[(String, String)]) -> Vec<(String, String)> {
-        git_identity(given)
+        let mut env = git_identity(given);
+        env.extend(api_bases(given));
+        env
     }
 
     fn parse(&self, out: &ProcessOutput, _scratch: &Path) -> Report {

@@ -188,8 +188,16 @@ impl Adapter for ClaudeCode {
     }
 
     fn env(&self, _scratch: &Path, _given: &[(String, String)]) -> Vec<(String, String)> {
-        // An update mid-run in CI is pointless and slow.
-        vec![("DISABLE_AUTOUPDATER".into(), "1".into())]
+        // An update mid-run in CI is pointless and slow; telemetry and error reports go to
+        // hosts no allow list names (issue 37). Its model API is `ANTHROPIC_BASE_URL`, which
+        // the runner sets to its route on opentiger's proxy.
+        vec![
+            ("DISABLE_AUTOUPDATER".into(), "1".into()),
+            (
+                "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC".into(),
+                "1".into(),
+            ),
+        ]
     }
 
     fn parse(&self, out: &ProcessOutput, _scratch: &Path) -> Report {

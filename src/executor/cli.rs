@@ -275,6 +275,8 @@ pub(super) fn execute(
         watch: inv.watch,
         group_record: req.group_record.clone(),
         confine: req.confine.clone(),
+        network: req.network.clone(),
+        sentinel: req.sentinel.clone(),
     };
     process::run(&spec).map_err(|e| match e {
         ProcessError::NotFound { .. } | ProcessError::NotExecutable { .. } => {

@@ -2,25 +2,26 @@
 //! is missing or refused, and the fingerprint of what an executor runs with, so a park for its
 //! configuration ends when that changes.
 //!
-//! A CLI runs when one of its keys (`Cli::keys`) is set and listed in the agent's
-//! `env_passthrough`, or when it has a login of its own under `$HOME` (`Cli::logins`, made by
-//! hand on a laptop). Without either it would only fail: the runner does not start it.
+//! A CLI runs when one of its keys (`Cli::keys`) is set in the runner's environment (the runner
+//! holds it; the agent gets a placeholder, issue 37), or when it has a login of its own under
+//! `$HOME` (`Cli::logins`, made by hand on a laptop). Without either it would only fail: the
+//! runner does not start it.
 //! Not here: reading what a CLI printed about its key (`engine::classify`, `report`).
 
 use super::{known_cli, Cli};
 use crate::config::{EffectiveAgent, ExecutorKind};
 use crate::model::short_hash;
 
-/// The keys of `cli` the agent is given: set (not blank) and passed through.
+/// The keys of `cli` the agent is given (through opentiger's proxy): set, not blank, in the
+/// runner's environment.
 fn given<'a>(
     cli: &'a Cli,
-    agent: &EffectiveAgent,
+    _agent: &EffectiveAgent,
     lookup: &impl Fn(&str) -> Option<String>,
 ) -> Vec<&'a str> {
     cli.keys
         .iter()
         .copied()
-        .filter(|k| agent.env_passthrough.iter().any(|p| p == k))
         .filter(|k| lookup(k).is_some_and(|v| !v.trim().is_empty()))
         .collect()
 }
@@ -46,19 +47,7 @@ pub fn missing_key(
     if home.is_some_and(|h| cli.logins.iter().any(|l| h.join(l).is_file())) {
         return None;
     }
-    let set: Vec<&str> = cli
-        .keys
-        .iter()
-        .copied()
-        .filter(|k| lookup(k).is_some_and(|v| !v.trim().is_empty()))
-        .collect();
-    let problem = match set.first() {
-        Some(k) => format!(
-            "{k} is set but not listed in {}.env_passthrough",
-            agent.config_key
-        ),
-        None => format!("none of {} is set", cli.keys.join(", ")),
-    };
+    let problem = format!("none of {} is set", cli.keys.join(", "));
     Some(format!(
         "{key}.executor is `{kind}`, but the agent is given no key: {problem}, so it cannot reach its model; it was not started\n  {}",
         fix(cli, agent),
@@ -80,8 +69,8 @@ pub fn config_fix(agent: &EffectiveAgent) -> String {
 }
 
 fn fix(cli: &Cli, agent: &EffectiveAgent) -> String {
-    // The key the agent already passes, if it lists one of its CLI's (codex: `OPENAI_API_KEY`,
-    // given to it as `CODEX_API_KEY`): that is the one to set or fix.
+    // The key the agent lists, if it names one of its CLI's (codex: `OPENAI_API_KEY`, given to
+    // it as `CODEX_API_KEY`): that is the one to set or fix.
     let wanted = cli
         .keys
         .iter()
@@ -95,7 +84,7 @@ fn fix(cli: &Cli, agent: &EffectiveAgent) -> String {
         None => String::new(),
     };
     format!(
-        "fix: set {wanted} in the workflow's env (`env: {wanted}: ${{{{ secrets.{wanted} }}}}`) and list it in `{key}.env_passthrough`; check that the key is valid{model}",
+        "fix: set {wanted} in the workflow's env (`env: {wanted}: ${{{{ secrets.{wanted} }}}}`) for the runner, which holds it (the agent at `{key}` gets a placeholder and opentiger's proxy puts the key back on its model API's requests); check that the key is valid{model}",
         key = agent.config_key
     )
 }
@@ -153,7 +142,7 @@ mod tests {
         for part in [
             "agents.worker.executor is `claude-code`, but the agent is given no key: none of ANTHROPIC_API_KEY, CLAUDE_CODE_OAUTH_TOKEN is set",
             "fix: set ANTHROPIC_API_KEY in the workflow's env",
-            "list it in `agents.worker.env_passthrough`",
+            "for the runner, which holds it (the agent at `agents.worker` gets a placeholder",
         ] {
             assert!(text.contains(part), "{part:?} not in {text}");
         }
@@ -165,13 +154,11 @@ mod tests {
             missing_key(&claude, env(&[("ANTHROPIC_API_KEY", "  ")]), None).is_some(),
             "blank"
         );
-        let unlisted =
-            missing_key(&claude, env(&[("CLAUDE_CODE_OAUTH_TOKEN", "t")]), None).unwrap();
-        assert!(
-            unlisted.contains(
-                "CLAUDE_CODE_OAUTH_TOKEN is set but not listed in agents.worker.env_passthrough"
-            ),
-            "{unlisted}"
+        // Issue 37: a key set for the runner is given, listed or not (the agent gets a
+        // placeholder).
+        assert_eq!(
+            missing_key(&claude, env(&[("CLAUDE_CODE_OAUTH_TOKEN", "t")]), None),
+            None
         );
         // codex: the key it reads, or OPENAI_API_KEY (mapped to it by the adapter).
         assert_eq!(

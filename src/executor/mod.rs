@@ -69,6 +69,10 @@ pub struct AgentRequest<'a> {
     pub group_record: Option<PathBuf>,
     /// The Landlock domain the agent runs in, when confined (`sandbox.filesystem`).
     pub confine: Option<std::sync::Arc<crate::sandbox::landlock::Ruleset>>,
+    /// Its network namespace, whose proxy listener goes to the runner (`egress::Door::netns`).
+    pub network: Option<crate::sandbox::netns::Door>,
+    /// What may stop it early besides its output (its network door, its idleness).
+    pub sentinel: Option<std::sync::Arc<dyn crate::process::Sentinel>>,
 }
 
 /// How the agent ended.
@@ -251,7 +255,8 @@ fn resolve(repo: &Path, path: &str) -> PathBuf {
 
 /// The environment an agent sees: the runner's variables, `PATH` and `HOME` (needed to find and
 /// run anything), and exactly the `env_passthrough` variables that are set. Forge tokens are
-/// never passed, even when listed (DESIGN §6, §10).
+/// never passed, even when listed (DESIGN §6, §10); nor are model keys (issue 37): the agent's
+/// door on opentiger's proxy gives it a placeholder for each instead (`egress`).
 pub fn agent_env(
     passthrough: &[String],
     lookup: impl Fn(&str) -> Option<String>,
@@ -267,7 +272,10 @@ pub fn agent_env(
         }
     }
     for name in passthrough {
-        if FORGE_TOKENS.contains(&name.as_str()) || env.iter().any(|(k, _)| k == name) {
+        if FORGE_TOKENS.contains(&name.as_str())
+            || crate::egress::is_model_key(name)
+            || env.iter().any(|(k, _)| k == name)
+        {
             continue;
         }
         if let Some(v) = lookup(name) {
@@ -372,9 +380,8 @@ mod tests {
             &[("OPENTIGER_ROLE", "worker".to_string())],
         );
         let names: Vec<&str> = env.iter().map(|(k, _)| k.as_str()).collect();
-        assert_eq!(
-            names,
-            ["OPENTIGER_ROLE", "PATH", "HOME", "ANTHROPIC_API_KEY"]
-        );
+        // Issue 37: a model key is never passed, listed or not (the agent gets a placeholder
+        // from its door on the proxy).
+        assert_eq!(names, ["OPENTIGER_ROLE", "PATH", "HOME"]);
     }
 }

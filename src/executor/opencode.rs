@@ -91,6 +91,37 @@ pub fn config_content(config: &AdapterConfig, scratch: &Path) -> String {
     .to_string()
 }
 
+/// [`config_content`] with each model API the agent is given a base URL for (on opentiger's
+/// proxy, issue 37) as its provider's `baseURL`.
+pub fn config_with_providers(
+    config: &AdapterConfig,
+    scratch: &Path,
+    given: &[(String, String)],
+) -> String {
+    let mut value: Value =
+        serde_json::from_str(&config_content(config, scratch)).unwrap_or_else(|_| json!({}));
+    // (opencode's provider, the variable holding its base URL, what its SDK appends to it)
+    const PROVIDERS: [(&str, &str, &str); 4] = [
+        ("anthropic", "ANTHROPIC_BASE_URL", "/v1"),
+        ("openai", "OPENAI_BASE_URL", ""),
+        ("openrouter", "OPENROUTER_BASE_URL", ""),
+        ("google", "GEMINI_BASE_URL", "/v1beta"),
+    ];
+    let mut providers = serde_json::Map::new();
+    for (name, var, suffix) in PROVIDERS {
+        if let Some((_, base)) = given.iter().find(|(k, v)| k == var && !v.is_empty()) {
+            providers.insert(
+                name.to_string(),
+                json!({ "options": { "baseURL": format!("{base}{suffix}") } }),
+            );
+        }
+    }
+    if !providers.is_empty() {
+        value["provider"] = Value::Object(providers);
+    }
+    value.to_string()
+}
+
 /// Reads `opencode run --format json` output.
 pub fn parse(stdout: &str, max_turns: u32) -> Report {
     let (events, _) = json_lines(stdout);
@@ -276,13 +307,15 @@ impl Adapter for Opencode {
         Some(prompt.as_bytes().to_vec())
     }
 
-    fn env(&self, scratch: &Path, _given: &[(String, String)]) -> Vec<(String, String)> {
+    fn env(&self, scratch: &Path, given: &[(String, String)]) -> Vec<(String, String)> {
         vec![
             (
                 "OPENCODE_CONFIG_CONTENT".into(),
-                config_content(&self.config, scratch),
+                config_with_providers(&self.config, scratch, given),
             ),
             ("OPENCODE_DISABLE_AUTOUPDATE".into(), "1".into()),
+            // Its model list comes with it; models.dev is not on any allow list.
+            ("OPENCODE_DISABLE_MODELS_FETCH".into(), "1".into()),
         ]
     }
 

@@ -10,6 +10,7 @@ pub mod excerpt;
 mod forge;
 pub mod graph;
 mod ids;
+pub mod network;
 mod phase;
 mod plan;
 mod quota;
@@ -175,6 +176,16 @@ pub struct Run {
     pub summary: Option<String>,
     pub judged_at: Option<Timestamp>,
     pub judgement_version: i64,
+    /// What the agent CLI reported it spent; `cost_usd` is the larger of this and the metered
+    /// figure (issue 37).
+    #[serde(default)]
+    pub reported_cost_usd: f64,
+    /// What opentiger's proxy metered of the run's model traffic.
+    #[serde(default)]
+    pub metered: Option<network::Metering>,
+    /// Hosts the proxy refused for the run's agent and checks.
+    #[serde(default)]
+    pub refused: Vec<network::Refusal>,
 }
 
 impl Run {
@@ -207,6 +218,9 @@ impl Run {
             summary: None,
             judged_at: None,
             judgement_version: 0,
+            reported_cost_usd: 0.0,
+            metered: None,
+            refused: Vec::new(),
         }
     }
 }

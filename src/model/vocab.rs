@@ -198,6 +198,12 @@ vocabulary! {
         /// Issue 36: the threat scan held the change (or a text of the agent's) before anything
         /// left the job; a person approves exactly that commit, or has it redone.
         ThreatFlagged => "threat_flagged",
+        /// The run's budget was spent mid-run: opentiger's proxy refused its next model call
+        /// (issue 37). Not a failure of the task: it waits for a bigger budget.
+        BudgetExceeded => "budget_exceeded",
+        /// The agent printed nothing, changed no file and talked to no model for
+        /// `agents.<role>.idle_minutes` (issue 37).
+        AgentStalled => "agent_stalled",
     }
 }
 

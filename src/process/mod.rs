@@ -22,14 +22,19 @@
 //!   stop it early (`watch.rs`): its reason is [`ProcessOutput::stopped`].
 //! - An interrupt of the runner ([`interrupt`]) stops it too, gently: SIGTERM to its group,
 //!   SIGKILL after a grace period; the reason says which signal.
+//! - An optional [`Sentinel`] is asked while it runs whether something besides its output says
+//!   stop (its network door saw a quota answer, it has been idle too long).
+//! - With `network`, it starts in a network namespace of its own (`sandbox::netns`), whose
+//!   proxy listener goes to the runner.
 //!
 //! Not here: deciding what a failure means (the engine's `classify`), and redacting the output
 //! (the caller passes the tails through `redact::Redactor` before storing or showing them).
 
+mod child;
 pub mod interrupt;
 mod watch;
 
-pub use watch::{OutputWatch, Watch};
+pub use watch::{OutputWatch, Sentinel, Watch};
 
 use std::collections::VecDeque;
 use std::fs;
@@ -70,6 +75,11 @@ pub struct ProcessSpec {
     pub group_record: Option<PathBuf>,
     /// A Landlock ruleset the child enters before it starts (`sandbox::landlock`).
     pub confine: Option<std::sync::Arc<crate::sandbox::landlock::Ruleset>>,
+    /// A network namespace of its own, its proxy listener delivered to the runner
+    /// (`sandbox::netns`).
+    pub network: Option<crate::sandbox::netns::Door>,
+    /// Asked while it runs whether to stop it early, besides its output.
+    pub sentinel: Option<Arc<dyn Sentinel>>,
 }
 
 /// How the program ended.
@@ -174,29 +184,7 @@ pub fn run(spec: &ProcessSpec) -> Result<ProcessOutput, ProcessError> {
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .process_group(0);
-    #[cfg(target_os = "linux")]
-    // SAFETY: between fork and exec only async-signal-safe calls are allowed; prctl and getppid
-    // are system calls that allocate nothing and take no lock.
-    unsafe {
-        let parent = libc::getpid();
-        let confine = spec.confine.as_ref().map(|r| r.raw_fd());
-        command.pre_exec(move || {
-            if let Some(fd) = confine {
-                crate::sandbox::landlock::Ruleset::restrict_child(fd)?;
-            }
-            // Dies with the runner: a runner killed with SIGKILL leaves no agent behind.
-            if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL, 0, 0, 0) != 0 {
-                return Err(io::Error::last_os_error());
-            }
-            // The runner may have died between fork and prctl.
-            if libc::getppid() != parent {
-                return Err(io::Error::other(
-                    "the runner exited before the program started",
-                ));
-            }
-            Ok(())
-        });
-    }
+    let namespace = child::prepare(&mut command, spec).map_err(|e| spawn_failed(spec, e))?;
 
     let started = Instant::now();
     let mut child = command.spawn().map_err(|source| match source.kind() {
@@ -205,6 +193,11 @@ pub fn run(spec: &ProcessSpec) -> Result<ProcessOutput, ProcessError> {
     })?;
     let pid = child.id();
     tracing::debug!(pid, "started");
+    if let Err(e) = child::deliver(namespace, spec) {
+        kill_group(pid);
+        let _ = child.wait();
+        return Err(spawn_failed(spec, e));
+    }
     if let Some(record) = &spec.group_record {
         if let Err(e) = crate::sandbox::groups::write_record(record, pid) {
             tracing::warn!(
@@ -460,11 +453,20 @@ fn watch(
             return End::TimedOut;
         }
         let polled = spec.watch.as_ref().and_then(|w| w.poll(now - started));
+        let sentinel = spec.sentinel.as_ref().and_then(|s| {
+            let last = captures
+                .iter()
+                .filter_map(|c| c.lock().last)
+                .max()
+                .unwrap_or(started);
+            s.check(now.saturating_duration_since(last))
+        });
         let reason = stop
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
             .take()
-            .or(polled);
+            .or(polled)
+            .or(sentinel);
         if let Some(reason) = reason {
             tracing::info!(pid, %reason, "stopped by its output watch; killing its process group");
             kill_group(pid);
@@ -529,6 +531,8 @@ struct Tail {
     total: u64,
     finished: bool,
     error: Option<io::Error>,
+    /// When the program last wrote to this stream.
+    last: Option<Instant>,
 }
 
 impl Tail {
@@ -540,10 +544,12 @@ impl Tail {
             total: 0,
             finished: false,
             error: None,
+            last: None,
         }
     }
 
     fn push(&mut self, bytes: &[u8]) {
+        self.last = Some(Instant::now());
         self.total += bytes.len() as u64;
         if bytes.len() >= self.capacity {
             self.buf.clear();

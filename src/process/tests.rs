@@ -14,6 +14,8 @@ fn sh(script: &str, timeout_ms: u64) -> ProcessSpec {
         watch: None,
         group_record: None,
         confine: None,
+        network: None,
+        sentinel: None,
     }
 }
 

@@ -22,6 +22,14 @@ pub trait OutputWatch: Send {
     }
 }
 
+/// What may stop a program early besides its output (issue 37: its network door saw a quota
+/// answer or refused a call past its budget, it has been idle too long).
+pub trait Sentinel: Send + Sync + fmt::Debug {
+    /// Called about every poll interval; `quiet` is how long since it last printed anything.
+    /// `Some(reason)` stops it (its whole group is killed).
+    fn check(&self, quiet: Duration) -> Option<String>;
+}
+
 /// A shared [`OutputWatch`], as a [`super::ProcessSpec`] carries it.
 #[derive(Clone)]
 pub struct Watch(Arc<Mutex<dyn OutputWatch>>);

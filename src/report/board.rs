@@ -43,6 +43,8 @@ pub struct BoardView {
     pub heartbeat: Option<String>,
     /// What held queued tasks back when fewer runs start than the tick allows (issue 27).
     pub concurrency: Option<String>,
+    /// Hosts opentiger's proxy refused, with the line that would allow each (issue 37).
+    pub refused: Vec<String>,
 }
 
 /// One task, for people.
@@ -109,6 +111,9 @@ impl BoardView {
             ci: view.ci.as_deref().map(plain),
             heartbeat: view.heartbeat.as_deref().map(plain),
             concurrency: view.held_back.as_deref().map(plain),
+            // Made of a host the proxy parsed (`model::network::Refusal`, letters, digits and
+            // `.-:[]` only) and our words: shown as they are, so the line stays copyable.
+            refused: view.refused.clone(),
             ignored: view
                 .ignored_issues
                 .iter()
@@ -307,6 +312,9 @@ mod tests {
                 per_day_usd: 50.0,
                 per_task_usd: 5.0,
                 per_tick_usd: None,
+                by_role: [("judge".to_string(), 0.25), ("worker".to_string(), 1.25)]
+                    .into_iter()
+                    .collect(),
             },
             parked_executors: vec!["claude-code waits on quota until 12:40".into()],
             paused: None,
@@ -315,6 +323,9 @@ mod tests {
             held_back: Some(
                 "started 1 of limits.max_runs_per_tick = 4: 2 queued task(s) held back".into(),
             ),
+            refused: vec![
+                "task b: evil.example:443 refused for the worker; to allow it: `sandbox.network.allow.worker: [\"evil.example\"]` in .opentiger.yml".into(),
+            ],
         };
         let board = BoardView::of(&view, "github");
         assert_eq!(board.humans.len(), 1);
@@ -335,6 +346,7 @@ mod tests {
             "- **Decide** (`b`, awaiting_feedback: blocked(awaiting_human)): why b\n  - [ ] retry (recommended) <!-- opentiger:box=b:retry:k1 -->\n  - [ ] cancel <!-- opentiger:box=b:cancel:k1 -->\n  - decide: tick a box, or comment `/opentiger retry b` here (recommended)",
             "**Review me** (`c`, verifying: blocked(awaiting_judge)) · PR #7, CI pending",
             "$1.50 today of $50.00 per day",
+            "by role: judge $0.25, worker $1.25",
             "## Recently finished",
             "#9: opened by @\u{200B}eve",
             "**Agents parked on a quota:** claude-code waits on quota until 12:40",
@@ -360,6 +372,14 @@ mod tests {
         );
         assert!(summary.contains("## Waiting on a person (1)"), "{summary}");
         assert!(!summary.contains(DASHBOARD_MARKER));
+        // Issue 37: a refused host, with the line that allows it, in both.
+        for text in [&dashboard, &summary] {
+            assert!(text.contains("## Hosts refused"), "{text}");
+            assert!(
+                text.contains("sandbox.network.allow.worker: [\"evil.example\"]"),
+                "{text}"
+            );
+        }
     }
 }
 
@@ -382,7 +402,7 @@ mod who_acts_tests {
             snap.observations.spend.today_usd = today;
             snap.observations
                 .spend
-                .by_task
+                .by_family
                 .insert(TaskId("a".into()), spent);
             let mut config = crate::config::Config::default();
             config.budget.per_day_usd = 50.0;

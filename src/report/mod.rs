@@ -6,6 +6,7 @@ pub mod heartbeat;
 pub mod plan;
 pub mod progress;
 pub mod research;
+mod spend;
 mod task_show;
 
 use std::collections::BTreeMap;
@@ -17,7 +18,8 @@ use crate::engine::{Action, Decision, Plan};
 use crate::model::{Phase, Run, Task, TaskId};
 use crate::store::TickRecord;
 use crate::time::{human_span, Timestamp};
-pub use task_show::{task_text, with_family};
+pub use spend::{RefusalView, SpendView};
+pub use task_show::{spend_line, task_text, with_family, with_reviews};
 
 /// One task as `status --json` shows it (DESIGN §13).
 #[derive(Clone, Debug, Serialize)]
@@ -73,7 +75,15 @@ pub struct RunView {
     pub finished_at: Option<Timestamp>,
     pub failure_code: Option<String>,
     pub error: Option<String>,
+    /// The spend that counts: the larger of the metered and the reported one (issue 37).
     pub cost_usd: f64,
+    /// What the agent CLI reported it spent.
+    pub reported_cost_usd: f64,
+    /// What opentiger's proxy metered of its model traffic.
+    pub metered: Option<crate::model::network::Metering>,
+    /// Hosts the proxy refused its agent and checks, with the line that would allow each.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub refused: Vec<RefusalView>,
 }
 
 #[derive(Clone, Debug, Serialize)]
@@ -103,6 +113,9 @@ pub struct StatusView {
     /// When fewer runs would start than `limits.max_runs_per_tick` allows: what holds the rest
     /// back and what setting lets them run (issue 27).
     pub held_back: Option<String>,
+    /// Hosts opentiger's proxy refused recently, by task, each with the configuration line that
+    /// would allow it (issue 37).
+    pub refused: Vec<String>,
 }
 
 /// The plan's lines about executors parked on a quota or for their configuration (issue 18).
@@ -112,37 +125,6 @@ pub fn parked_executors(plan: &Plan) -> Vec<String> {
         .filter(|d| d.rule == "executor.quota_wait" || d.rule == "executor.agent_config")
         .map(|d| d.reason.clone())
         .collect()
-}
-
-/// Spend against the budgets (DESIGN §9), in USD.
-#[derive(Clone, Debug, Default, Serialize)]
-pub struct SpendView {
-    pub today_usd: f64,
-    pub per_day_usd: f64,
-    pub per_task_usd: f64,
-    pub per_tick_usd: Option<f64>,
-}
-
-impl SpendView {
-    /// One line for reports: `$1.20 today of $50.00 per day (per task $5.00)`.
-    pub fn line(&self) -> String {
-        let per_day = if self.per_day_usd > 0.0 {
-            format!("${:.2} per day", self.per_day_usd)
-        } else {
-            "no daily budget".to_string()
-        };
-        let mut text = format!("${:.2} today of {per_day}", self.today_usd);
-        if self.per_task_usd > 0.0 {
-            text.push_str(&format!(", ${:.2} per task", self.per_task_usd));
-        }
-        if let Some(t) = self.per_tick_usd {
-            text.push_str(&format!(", ${t:.2} per tick"));
-        }
-        if self.per_day_usd > 0.0 && self.today_usd >= self.per_day_usd {
-            text.push_str(" — daily budget spent: no run starts before midnight UTC");
-        }
-        text
-    }
 }
 
 impl RunView {
@@ -158,6 +140,9 @@ impl RunView {
             failure_code: run.failure_code.map(|c| c.to_string()),
             error: run.error.clone(),
             cost_usd: run.cost_usd,
+            reported_cost_usd: run.reported_cost_usd,
+            metered: run.metered.clone(),
+            refused: run.refused.iter().map(RefusalView::of).collect(),
         }
     }
 }
@@ -278,7 +263,11 @@ pub fn task_view(task: &Task, plan: &Plan, phase: Phase) -> TaskStatusView {
         issue: task.issue_number,
         dependencies: task.dependencies.iter().map(|d| d.to_string()).collect(),
         parent: task.parent_task_id.as_ref().map(|p| p.to_string()),
-        reason: task.status_reason.clone(),
+        // Issue 37: a task its family's budget holds says so, not what made it.
+        reason: match plan.budget_hold(&task.id) {
+            Some((_, why)) => Some(why.to_string()),
+            None => task.status_reason.clone(),
+        },
         next_action: next_action(plan, task),
         next_attempt_at: task.next_attempt_at,
         updated_at: task.updated_at,
@@ -412,6 +401,9 @@ pub fn status_text(view: &StatusView, verbose: bool) -> String {
     }
     if let Some(line) = &view.held_back {
         let _ = writeln!(out, "Concurrency: {line}");
+    }
+    for line in &view.refused {
+        let _ = writeln!(out, "Refused: {line}");
     }
     if view.tasks.is_empty() {
         let _ = writeln!(out, "\nNo active tasks.");

@@ -38,6 +38,9 @@ pub struct ProgressView {
     /// The link to the comment that asks a person (options, recommended one, timeout), when
     /// one does: the blocker points to it instead of repeating it (issue 29).
     pub question: Option<String>,
+    /// Hosts opentiger's proxy refused the task's agents and checks, each with the line that
+    /// would allow it (issue 37).
+    pub refused: Vec<crate::model::network::Refusal>,
 }
 
 /// The checklist as Markdown task-list lines: `- [x] item — met: reason`.
@@ -90,9 +93,13 @@ pub fn progress_comment(v: &ProgressView) -> String {
     let _ = writeln!(out, "- **Next:** {}", plain(&v.next));
     let _ = writeln!(
         out,
-        "- **Spend:** ${:.2} of the task's ${:.2} budget",
+        "- **Spend:** ${:.2} of the task family's ${:.2} budget",
         v.spent_usd, v.budget_usd
     );
+    for r in &v.refused {
+        // A host the proxy parsed (`Refusal::host` keeps `.-:[]`, letters and digits only).
+        let _ = writeln!(out, "- **Refused:** {}", r.line());
+    }
     if !v.evidence.is_empty() {
         let _ = writeln!(out, "- **Evidence:** {}", v.evidence.join(" · "));
     }
@@ -201,6 +208,12 @@ mod tests {
             verification: Some("test ok ``` x".into()),
             criteria: criteria(),
             question: None,
+            refused: vec![crate::model::network::Refusal {
+                host: "evil.example".into(),
+                port: 443,
+                by: "checks".into(),
+                times: 1,
+            }],
         };
         let text = progress_comment(&view);
         for needle in [
@@ -208,7 +221,8 @@ mod tests {
             "- **What changed:** phase executing → verifying: run r1 succeeded",
             "- **Blocker:** none",
             "- **Next:** judge run r1",
-            "- **Spend:** $0.40 of the task's $5.00 budget",
+            "- **Spend:** $0.40 of the task family's $5.00 budget",
+            "- **Refused:** evil.example:443 refused for the checks; to allow it: `sandbox.network.allow.checks: [\"evil.example\"]` in .opentiger.yml",
             "- **Evidence:** PR #7 · CI pending",
             "- [x] hello.txt exists — **met**",
             "````text\ntest ok ``` x\n````",

@@ -25,6 +25,46 @@ pub fn after_attempts(text: &str, line: &str) -> String {
     }
 }
 
+/// `$0.42 (metered: …; the CLI reported $0.00)`, when anything was spent or metered.
+pub fn spend_line(
+    cost: f64,
+    reported: f64,
+    metered: Option<&crate::model::network::Metering>,
+) -> Option<String> {
+    match metered {
+        Some(m) => Some(format!(
+            "${cost:.4} ({}; the CLI reported ${reported:.4})",
+            m.line()
+        )),
+        None if cost > 0.0 => Some(format!("${cost:.4} as the CLI reported (nothing metered)")),
+        None => None,
+    }
+}
+
+/// `task show`'s text with the judge's reviews of the task: what each spent and was refused.
+pub fn with_reviews(text: &str, reviews: &[crate::store::AgentSpendRow]) -> String {
+    if reviews.is_empty() {
+        return text.to_string();
+    }
+    let mut out = text.to_string();
+    let _ = writeln!(out, "Reviews (newest first):");
+    for r in reviews {
+        let spend = spend_line(r.cost_usd, r.reported_cost_usd, r.metered.as_ref())
+            .unwrap_or_else(|| "$0".to_string());
+        let _ = writeln!(
+            out,
+            "  {} {} of run {}: {spend}",
+            r.at,
+            r.role,
+            r.run_id.as_deref().unwrap_or("-")
+        );
+        for refusal in &r.refused {
+            let _ = writeln!(out, "      refused: {}", refusal.line());
+        }
+    }
+    out
+}
+
 pub fn task_text(task: &Task, phase: Phase, next: &str, runs: &[Run], events: &[Event]) -> String {
     let mut out = String::new();
     let _ = writeln!(out, "Task {}: {}", task.id, task.title);
@@ -89,6 +129,12 @@ pub fn task_text(task: &Task, phase: Phase, next: &str, runs: &[Run], events: &[
                     .map(|e| format!(": {}", crate::model::excerpt::headline(e)))
                     .unwrap_or_default()
             );
+            if let Some(line) = spend_line(r.cost_usd, r.reported_cost_usd, r.metered.as_ref()) {
+                let _ = writeln!(out, "      spend: {line}");
+            }
+            for refusal in &r.refused {
+                let _ = writeln!(out, "      refused: {}", refusal.line());
+            }
         }
         // The newest failure's last output lines: the cause (issue 15).
         if let Some(error) = runs.iter().find_map(|r| r.error.as_deref()) {

@@ -1,6 +1,7 @@
 //! Running one agent for a task run, the part a worker run and a research run share: the
 //! executor chosen from the role's chain, its scratch folder (in the run's folder, beside the
-//! workspace), environment and sandbox domain, and its failures (quota, timeout, turn cap,
+//! workspace), environment and sandbox domain, its network (issue 37: its door on opentiger's
+//! proxy, `network.rs`), and its failures (quota, spent budget, idleness, timeout, turn cap,
 //! configuration) as the run's failure codes. What the run does before and after is the caller's (`work.rs`,
 //! `research.rs`).
 
@@ -103,9 +104,20 @@ pub(super) fn run_agent_with<T>(
     vars.extend(extra);
     let mut env = executor::agent_env(&agent.env_passthrough, |k| std::env::var(k).ok(), &vars);
     let attempt = u32::try_from(brief.runs.len()).unwrap_or(u32::MAX);
+    let budget =
+        super::network::run_budget(act.config, task, brief.family_spent, brief.task_budget);
+    let net = super::network::AgentNet::open(act.config, &agent, role, budget, cwd, &mut env)
+        .map_err(setup_text)?;
     let confine = match writes_workspace {
-        true => super::agent_domain(act, ws.run_folder(), &scratch, &agent, &mut env),
-        false => super::read_only_domain(act, &scratch, &agent, &mut env),
+        true => super::agent_domain(
+            act,
+            ws.run_folder(),
+            &scratch,
+            &agent,
+            &mut env,
+            net.landlock_port(),
+        ),
+        false => super::read_only_domain(act, &scratch, &agent, &mut env, net.landlock_port()),
     }
     .map_err(|message| CheckFailure {
         code: FailureCode::ExecutionFailed,
@@ -123,17 +135,29 @@ pub(super) fn run_agent_with<T>(
         scratch: &scratch,
         group_record: super::group_record(act, &run_id.to_string()),
         confine,
+        network: net.netns(),
+        sentinel: net.sentinel(),
     };
     crate::sandbox::before_agent(act.repo).map_err(setup)?;
-    let result = exec.run(&request).map_err(|e| setup_text(e.to_string()))?;
-    record.cost_usd = result.cost_usd;
-    record.input_tokens = result.input_tokens;
-    record.output_tokens = result.output_tokens;
+    let ran = exec.run(&request);
+    // What the proxy saw counts whatever the agent did: its spend, what it was refused.
+    let seen = net.close();
+    let (usd, tokens) = super::network::reported(&ran);
+    super::network::account(record, &seen.traffic, usd, tokens);
+    let result = ran.map_err(|e| setup_text(e.to_string()))?;
     record.session_id = result.session_id.clone();
     record.summary = result
         .summary
         .clone()
         .map(|s| act.redactor.excerpt(&s, 500));
+    // A quota answer, a spent budget or idleness ended it from outside, whatever it reported.
+    if let Some((code, message)) = seen.stop {
+        record.cut_short = code != FailureCode::QuotaFailure;
+        return Err(CheckFailure {
+            code,
+            message: act.redactor.excerpt(&message, 800),
+        });
+    }
     if let Some(failure) = &result.failure {
         record.cut_short = matches!(
             failure.kind,
@@ -293,7 +317,7 @@ mod tests {
             // Issue 18: not retried; a person gets the fix.
             (failure(AgentFailureKind::Config, "Not logged in · Please run /login (sk-secret)"),
                 FailureCode::AgentConfig, TaskState::blocked(BlockReason::AwaitingHuman),
-                "fix: set ANTHROPIC_API_KEY in the workflow's env (`env: ANTHROPIC_API_KEY: ${{ secrets.ANTHROPIC_API_KEY }}`) and list it in `agents.worker.env_passthrough`"),
+                "fix: set ANTHROPIC_API_KEY in the workflow's env (`env: ANTHROPIC_API_KEY: ${{ secrets.ANTHROPIC_API_KEY }}`) for the runner, which holds it"),
         ];
         for (f, code, to, says) in cases {
             let check = reported_failure(f, &agent, role, &redactor);

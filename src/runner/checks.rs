@@ -131,6 +131,8 @@ pub fn check_policy(
 pub struct Verification {
     pub commands: Vec<CommandReport>,
     pub failure: Option<CheckFailure>,
+    /// Hosts the proxy refused the commands (issue 37).
+    pub refused: Vec<crate::model::network::Refusal>,
 }
 
 impl Verification {
@@ -146,6 +148,7 @@ impl Verification {
         Verification {
             commands: Vec::new(),
             failure: Some(failure),
+            refused: Vec::new(),
         }
     }
 }
@@ -176,9 +179,8 @@ pub fn run_verification(
         }
     };
     let timeout = Duration::from_secs(u64::from(config.verify.timeout_seconds.max(1)));
-    let mut done = Verification::default();
     if plan.commands.is_empty() {
-        return done;
+        return Verification::default();
     }
     let domain = match CheckDomain::new(config, cwd) {
         Ok(domain) => domain,
@@ -189,6 +191,20 @@ pub fn run_verification(
             })
         }
     };
+    let mut done = run_planned(&plan, &domain, cwd, timeout, redactor);
+    done.refused = domain.door.close().refused;
+    done
+}
+
+/// Runs the planned commands in `domain`, stopping at the first failure.
+fn run_planned(
+    plan: &verify::VerifyPlan,
+    domain: &CheckDomain,
+    cwd: &Path,
+    timeout: Duration,
+    redactor: &Redactor,
+) -> Verification {
+    let mut done = Verification::default();
     let mut previous: Option<String> = None;
     for cmd in &plan.commands {
         let mut env = domain.env.clone();
@@ -205,6 +221,8 @@ pub fn run_verification(
             // As an agent's: a tick killed while a check runs leaves its group for the next.
             group_record: domain.group_record.clone(),
             confine: domain.confine.clone(),
+            network: domain.door.netns(),
+            sentinel: None,
         };
         // spec §2.3.2 error text: `Verification failed at <cmd> [<source>]: <output>`; the output
         // starts on its own line so the first line stays readable.
@@ -286,8 +304,11 @@ const REPORTED_TAIL: usize = 2000;
 /// have changed (a test, a `build.rs`, an npm `pretest`, a `Makefile`), so they run in a domain
 /// like the agent's: a scratch folder as `TMPDIR`, a private `HOME` (with the runner's Rust
 /// toolchain named read-only, `sandbox::home::toolchain_vars`), and Landlock letting them write
-/// the workspace, those two folders and `sandbox.writable` — not the repository's `.git`.
+/// the workspace, those two folders and `sandbox.writable` — not the repository's `.git`. Their
+/// network is their own too (issue 37): a door on opentiger's proxy letting through
+/// `sandbox.network.allow.checks` only.
 struct CheckDomain {
+    door: crate::egress::Door,
     _scratch: crate::scratch::PrivateDir,
     env: Vec<(String, String)>,
     confine: Option<std::sync::Arc<crate::sandbox::landlock::Ruleset>>,
@@ -310,8 +331,12 @@ impl CheckDomain {
         }
         super::set_var(&mut env, "HOME", &home.display().to_string());
         super::set_var(&mut env, "TMPDIR", &scratch.path().display().to_string());
+        let door = super::network::checks_door(config)?;
+        for (k, v) in door.env() {
+            super::set_var(&mut env, k, v);
+        }
         let own = [cwd.to_path_buf(), scratch.path().to_path_buf(), home];
-        let confine = super::confinement(config, &own)?;
+        let confine = super::confinement(config, &own, door.landlock_port())?;
         let writable = super::with_configured(config, &own);
         let group_record = Git::new(cwd).common_dir().ok().map(|common| {
             let dir = crate::sandbox::groups::records_dir(&common);
@@ -322,6 +347,7 @@ impl CheckDomain {
             crate::sandbox::groups::record_path(&dir, &name)
         });
         Ok(CheckDomain {
+            door,
             group_record,
             _scratch: scratch,
             env,

@@ -31,6 +31,28 @@ pub struct JudgeResult {
     pub judgement: Option<JudgementRow>,
     /// The verification commands as they ran on the head merged with the base (issue 28).
     pub verification: Vec<CommandReport>,
+    /// What the judge agent spent, what the proxy metered and refused for it and the checks
+    /// (issue 37), when an agent or check ran.
+    pub spend: Option<Box<crate::store::AgentSpend>>,
+}
+
+/// What a review left on the side: the verification commands as they ran, and what the agent
+/// and the checks spent and were refused (issue 37).
+#[derive(Default)]
+struct Trace {
+    commands: Vec<CommandReport>,
+    spend: Option<crate::store::AgentSpend>,
+}
+
+impl Trace {
+    fn spend(&mut self, task: &Task, run: &Run) -> &mut crate::store::AgentSpend {
+        self.spend.get_or_insert_with(|| crate::store::AgentSpend {
+            role: "judge".to_string(),
+            task_id: Some(task.id.clone()),
+            run_id: Some(run.id.clone()),
+            ..Default::default()
+        })
+    }
 }
 
 /// What a review is asked in the light of: how many reviews the change had so far, and the issue
@@ -51,13 +73,15 @@ pub fn judge_run(
     asked: ReviewBrief<'_>,
     merger: Option<&dyn PullMerger>,
 ) -> JudgeResult {
-    let mut verified = Vec::new();
-    match judge(act, task, run, asked, merger, &mut verified) {
+    let mut trace = Trace::default();
+    match judge(act, task, run, asked, merger, &mut trace) {
         Ok(mut r) => {
-            r.verification = verified;
+            r.verification = trace.commands;
+            r.spend = trace.spend.map(Box::new);
             r
         }
         Err(e) => JudgeResult {
+            spend: trace.spend.map(Box::new),
             verification: Vec::new(),
             conclusion: JudgeConclusion::Failed {
                 error: act.redactor.excerpt(&e.to_string(), 500),
@@ -90,6 +114,7 @@ impl Review {
 
 fn request_changes(head: &str, summary: String, findings: Vec<String>) -> JudgeResult {
     JudgeResult {
+        spend: None,
         verification: Vec::new(),
         judgement: Some(JudgementRow {
             head_sha: head.to_string(),
@@ -112,13 +137,14 @@ fn judge(
     run: &Run,
     asked: ReviewBrief<'_>,
     merger: Option<&dyn PullMerger>,
-    verified: &mut Vec<CommandReport>,
+    trace: &mut Trace,
 ) -> Result<JudgeResult, GitError> {
     let repo = Git::new(act.repo);
     let base = &act.config.base_branch;
     let branches = Branches::new(&repo, &act.config.remote);
     let failed = |error: String| {
         Ok(JudgeResult {
+            spend: None,
             verification: Vec::new(),
             conclusion: JudgeConclusion::Failed { error },
             judgement: None,
@@ -137,6 +163,7 @@ fn judge(
                 branches.delete(&branch);
             }
             return Ok(JudgeResult {
+                spend: None,
                 verification: Vec::new(),
                 conclusion: JudgeConclusion::Merged { commit },
                 judgement: None,
@@ -185,7 +212,7 @@ fn judge(
             run,
             &ws,
             (&base_head, &head, &merged),
-            (&mut reviewed, verified),
+            (&mut reviewed, trace),
             asked,
             (&branches, merger),
         );
@@ -245,7 +272,7 @@ fn try_merge(
     run: &Run,
     ws: &Workspace,
     (base_head, head, merged): (&str, &str, &str),
-    (reviewed, log): (&mut Option<Review>, &mut Vec<CommandReport>),
+    (reviewed, trace): (&mut Option<Review>, &mut Trace),
     asked: ReviewBrief<'_>,
     (branches, merger): (&Branches, Option<&dyn PullMerger>),
 ) -> Result<Attempt, GitError> {
@@ -283,7 +310,11 @@ fn try_merge(
         ));
     }
     let verification = checks::run_verification(task, act.config, &ws.path, &changes, act.redactor);
-    *log = verification.commands.clone();
+    trace.commands = verification.commands.clone();
+    if !verification.refused.is_empty() {
+        let refused = &mut trace.spend(task, run).refused;
+        crate::model::network::merge_refusals(refused, &verification.refused);
+    }
     let verified = match verification.passed() {
         Ok(passed) => passed,
         Err(f) => {
@@ -309,6 +340,7 @@ fn try_merge(
     ) {
         if !branches.advance(branch, head, &merged)? {
             return done(JudgeResult {
+                spend: None,
                 verification: Vec::new(),
                 conclusion: JudgeConclusion::Failed {
                     error: format!("{branch} moved while the base was merged into it"),
@@ -317,6 +349,7 @@ fn try_merge(
             });
         }
         return done(JudgeResult {
+            spend: None,
             verification: Vec::new(),
             conclusion: JudgeConclusion::Updated { head: merged },
             judgement: None,
@@ -342,10 +375,20 @@ fn try_merge(
                 criteria: Vec::new(),
             }
         } else if judge_agent.review {
-            match review(act, task, run, ws, (base_head, &merged), &verified, asked) {
+            match review(
+                act,
+                task,
+                run,
+                ws,
+                (base_head, &merged),
+                &verified,
+                asked,
+                trace,
+            ) {
                 Ok(v) => v,
                 Err(error) => {
                     return done(JudgeResult {
+                        spend: None,
                         verification: Vec::new(),
                         conclusion: JudgeConclusion::Failed { error },
                         judgement: None,
@@ -363,6 +406,7 @@ fn try_merge(
     }
     let Some(review) = reviewed.clone() else {
         return done(JudgeResult {
+            spend: None,
             verification: Vec::new(),
             conclusion: JudgeConclusion::Failed {
                 error: "no review".to_string(),
@@ -372,6 +416,7 @@ fn try_merge(
     };
     if review.verdict == Verdict::RequestChanges {
         return done(JudgeResult {
+            spend: None,
             verification: Vec::new(),
             judgement: Some(review.row(head)),
             conclusion: JudgeConclusion::RequestChanges {
@@ -382,6 +427,7 @@ fn try_merge(
     }
     if !ours && !act.config.backlog.merge_imported_prs {
         return done(JudgeResult {
+            spend: None,
             verification: Vec::new(),
             judgement: Some(review.row(head)),
             conclusion: JudgeConclusion::Approved {
@@ -400,6 +446,7 @@ fn try_merge(
         return Ok(Attempt::BaseMoved);
     }
     done(JudgeResult {
+        spend: None,
         verification: Vec::new(),
         judgement: Some(review.row(head)),
         conclusion: JudgeConclusion::Merged { commit },
@@ -409,6 +456,7 @@ fn try_merge(
 /// The branch conflicts with the base: changes requested naming the files.
 fn conflict(base: &str, head: &str, files: Vec<String>) -> JudgeResult {
     JudgeResult {
+        spend: None,
         verification: Vec::new(),
         judgement: Some(JudgementRow {
             head_sha: head.to_string(),
@@ -447,6 +495,7 @@ fn checkout_in_the_way(
         .collect::<Vec<_>>()
         .join(", ");
     Ok(Some(JudgeResult {
+ spend: None,
         verification: Vec::new(),
         conclusion: JudgeConclusion::Held {
             reason: format!(
@@ -468,7 +517,9 @@ fn missing_base(repo: &Git, base: &str) -> GitError {
     }
 }
 
-/// Asks the judge agent; `Err` when it could not give a verdict (never read as approval).
+/// Asks the judge agent; `Err` when it could not give a verdict (never read as approval). What
+/// it spent goes into `trace`.
+#[allow(clippy::too_many_arguments)]
 fn review(
     act: &Act<'_>,
     task: &Task,
@@ -477,6 +528,7 @@ fn review(
     (base_head, merged): (&str, &str),
     verified: &[String],
     asked: ReviewBrief<'_>,
+    trace: &mut Trace,
 ) -> Result<Review, String> {
     let chosen = super::executors::choose(act, AgentRole::Judge)?;
     let (agent, exec) = (chosen.agent, chosen.exec);
@@ -502,7 +554,22 @@ fn review(
             ("TMPDIR", scratch.display().to_string()),
         ],
     );
-    let confine = super::agent_domain(act, ws.run_folder(), &scratch, &agent, &mut env)?;
+    let net = super::network::AgentNet::open(
+        act.config,
+        &agent,
+        AgentRole::Judge,
+        None,
+        &ws.path,
+        &mut env,
+    )?;
+    let confine = super::agent_domain(
+        act,
+        ws.run_folder(),
+        &scratch,
+        &agent,
+        &mut env,
+        net.landlock_port(),
+    )?;
     let request = AgentRequest {
         role: AgentRole::Judge,
         task,
@@ -515,10 +582,23 @@ fn review(
         scratch: &scratch,
         group_record: super::group_record(act, &run.id.to_string()),
         confine,
+        network: net.netns(),
+        sentinel: net.sentinel(),
     };
     crate::sandbox::before_agent(act.repo).map_err(|e| e.to_string())?;
     // What the reviewer does in its workspace is never read back: the folder goes with it.
-    let result = exec.run(&request).map_err(|e| e.to_string())?;
+    let ran = exec.run(&request);
+    let seen = net.close();
+    let spend = trace.spend(task, run);
+    spend.executor = Some(chosen.label.clone());
+    super::network::account_agent(spend, &seen.traffic, &ran);
+    let result = ran.map_err(|e| e.to_string())?;
+    if let Some((_, why)) = seen.stop {
+        return Err(format!(
+            "the judge agent was stopped: {}",
+            act.redactor.excerpt(&why, 400)
+        ));
+    }
     if let Some(refused) = &result.result_refused {
         return Err(format!("policy_violation: {refused}"));
     }

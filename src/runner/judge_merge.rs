@@ -36,6 +36,7 @@ pub(super) fn merge_pull(
     review: Review,
 ) -> JudgeResult {
     let failed = |error: String| JudgeResult {
+        spend: None,
         verification: Vec::new(),
         conclusion: JudgeConclusion::Failed { error },
         judgement: None,
@@ -59,6 +60,7 @@ pub(super) fn merge_pull(
                 _ => None,
             };
             return JudgeResult {
+ spend: None,
 verification: Vec::new(),
                 conclusion,
                 judgement: row,
@@ -66,6 +68,7 @@ verification: Vec::new(),
         }
         Ok(held @ LastWord::Held(_)) => {
             return JudgeResult {
+ spend: None,
 verification: Vec::new(),
                 conclusion: JudgeConclusion::Held {
                     reason: held.held_text().unwrap_or_default(),
@@ -84,11 +87,13 @@ verification: Vec::new(),
     let message = format!("{}\n\nTask: {}", review.summary.trim(), task.id);
     match merger.merge(pr, head, &title, &message) {
         Ok(MergeAnswer::Merged { commit }) => JudgeResult {
+            spend: None,
             verification: Vec::new(),
             judgement: Some(review.row(head)),
             conclusion: JudgeConclusion::Merged { commit },
         },
         Ok(MergeAnswer::NotMergeable { message }) => JudgeResult {
+            spend: None,
             verification: Vec::new(),
             conclusion: crate::engine::verdict::merge_refusal(pr, &message),
             judgement: None,

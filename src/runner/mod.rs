@@ -7,6 +7,7 @@ mod checks;
 mod content;
 mod executors;
 pub mod judge;
+mod network;
 pub mod planner;
 mod prompts;
 pub mod research;
@@ -41,6 +42,10 @@ pub struct Brief {
     /// Commits of the task's changes people approved after the threat scan held them (issue
     /// 36): the next run delivers one of them as it is.
     pub approved: Vec<String>,
+    /// What the task's family spent before this run (issue 37: its budget covers the family).
+    pub family_spent: f64,
+    /// The budget a person set for this task (`/opentiger budget <usd>`), if any.
+    pub task_budget: Option<f64>,
 }
 
 impl Brief {
@@ -81,6 +86,8 @@ impl Brief {
             issue,
             comments,
             approved: store.approved_heads(&task.id)?,
+            family_spent: store.family_spend(&task.id)?,
+            task_budget: store.task_budgets()?.get(&task.id).copied(),
         })
     }
 }
@@ -156,9 +163,10 @@ fn agent_domain(
     scratch: &Path,
     agent: &crate::config::EffectiveAgent,
     env: &mut Vec<(String, String)>,
+    net_port: Option<u16>,
 ) -> Result<Option<std::sync::Arc<crate::sandbox::landlock::Ruleset>>, String> {
     let home = home_set(act, scratch, agent, env)?;
-    confinement(act.config, &[run_folder.to_path_buf(), home])
+    confinement(act.config, &[run_folder.to_path_buf(), home], net_port)
 }
 
 /// The domain of a read-only agent (a research run, issue 28): as [`agent_domain`], but it may
@@ -168,9 +176,10 @@ fn read_only_domain(
     scratch: &Path,
     agent: &crate::config::EffectiveAgent,
     env: &mut Vec<(String, String)>,
+    net_port: Option<u16>,
 ) -> Result<Option<std::sync::Arc<crate::sandbox::landlock::Ruleset>>, String> {
     let home = home_set(act, scratch, agent, env)?;
-    confinement(act.config, &[scratch.to_path_buf(), home])
+    confinement(act.config, &[scratch.to_path_buf(), home], net_port)
 }
 
 /// The run's home made ([`run_home`]) and set as `HOME` in `env`.
@@ -224,10 +233,13 @@ pub(crate) fn set_var(env: &mut Vec<(String, String)>, key: &str, value: &str) {
 }
 
 /// The Landlock ruleset letting a child write only beneath `writable` and `sandbox.writable`,
-/// or `None` when `sandbox.filesystem` is none or Landlock is missing here and not required.
+/// or `None` when `sandbox.filesystem` is none or Landlock is missing here and not required;
+/// with `net_port` (the network's fallback isolation, issue 37), it may connect over TCP only to
+/// that port, whatever `sandbox.filesystem` says.
 pub(crate) fn confinement(
     config: &Config,
     writable: &[std::path::PathBuf],
+    net_port: Option<u16>,
 ) -> Result<Option<std::sync::Arc<crate::sandbox::landlock::Ruleset>>, String> {
     use crate::config::FilesystemSandbox;
     let sandbox = &config.sandbox;
@@ -244,10 +256,15 @@ pub(crate) fn confinement(
         if sandbox.require {
             return Err("sandbox.require is true, but sandbox.filesystem is none\n  fix: set sandbox.filesystem: landlock, or sandbox.require: false".to_string());
         }
-        return Ok(None);
+        let Some(port) = net_port else {
+            return Ok(None);
+        };
+        return crate::sandbox::landlock::Ruleset::build(None, Some(port))
+            .map(|r| Some(std::sync::Arc::new(r)))
+            .map_err(|e| format!("the network's Landlock rules could not be set up: {e}"));
     }
     let writable = with_configured(config, writable);
-    match crate::sandbox::landlock::Ruleset::for_agent(&writable) {
+    match crate::sandbox::landlock::Ruleset::build(Some(&writable), net_port) {
         Ok(ruleset) => Ok(Some(std::sync::Arc::new(ruleset))),
         Err(e) if sandbox.require => Err(format!(
             "sandbox.require is true, but the Landlock sandbox could not be set up: {e}\n  fix: run on Linux 5.13 or newer, or set sandbox.require: false"

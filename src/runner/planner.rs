@@ -34,9 +34,22 @@ pub struct PlanRequest<'a> {
 pub struct PlanResult {
     pub record: PlanRecord,
     pub tasks: Vec<Task>,
+    /// What the planner agent spent, what the proxy metered and refused for it (issue 37).
+    pub spend: Option<crate::store::AgentSpend>,
 }
 
 pub fn run_planner(act: &Act<'_>, req: &PlanRequest<'_>) -> PlanResult {
+    let mut spend = None;
+    let mut result = plan(act, req, &mut spend);
+    result.spend = spend;
+    result
+}
+
+fn plan(
+    act: &Act<'_>,
+    req: &PlanRequest<'_>,
+    spend: &mut Option<crate::store::AgentSpend>,
+) -> PlanResult {
     let requirement = parse_requirement(req.requirement);
     let id = short_hash(&["plan", req.signature, &req.now.0.to_string()]);
     let record = |status: PlanStatus, source: &str, count: usize, errors: Vec<String>| PlanRecord {
@@ -63,11 +76,13 @@ pub fn run_planner(act: &Act<'_>, req: &PlanRequest<'_>) -> PlanResult {
             Ok(plan) => {
                 let tasks = gate(act, plan.tasks, &id);
                 PlanResult {
+                    spend: None,
                     record: record(PlanStatus::Created, "fallback", tasks.len(), Vec::new()),
                     tasks,
                 }
             }
             Err(errors) => PlanResult {
+                spend: None,
                 record: record(PlanStatus::Rejected, "fallback", 0, errors),
                 tasks: Vec::new(),
             },
@@ -75,10 +90,11 @@ pub fn run_planner(act: &Act<'_>, req: &PlanRequest<'_>) -> PlanResult {
     }
     let mut feedback_errors: Vec<String> = Vec::new();
     for attempt in 0..2u32 {
-        let value = match ask_agent(act, req, &requirement, &feedback_errors, attempt) {
+        let value = match ask_agent(act, req, &requirement, &feedback_errors, attempt, spend) {
             Ok(v) => v,
             Err(e) => {
                 return PlanResult {
+                    spend: None,
                     record: record(PlanStatus::Failed, "agent", 0, vec![e]),
                     tasks: Vec::new(),
                 }
@@ -91,6 +107,7 @@ pub fn run_planner(act: &Act<'_>, req: &PlanRequest<'_>) -> PlanResult {
         {
             // The planner found nothing left to do: a valid, empty plan.
             return PlanResult {
+                spend: None,
                 record: record(PlanStatus::Created, "agent", 0, Vec::new()),
                 tasks: Vec::new(),
             };
@@ -100,6 +117,7 @@ pub fn run_planner(act: &Act<'_>, req: &PlanRequest<'_>) -> PlanResult {
             Ok(plan) => {
                 let tasks = gate(act, plan.tasks, &id);
                 return PlanResult {
+                    spend: None,
                     record: record(PlanStatus::Created, "agent", tasks.len(), Vec::new()),
                     tasks,
                 };
@@ -108,6 +126,7 @@ pub fn run_planner(act: &Act<'_>, req: &PlanRequest<'_>) -> PlanResult {
         }
     }
     PlanResult {
+        spend: None,
         record: record(PlanStatus::Rejected, "agent", 0, feedback_errors),
         tasks: Vec::new(),
     }
@@ -147,6 +166,7 @@ fn ask_agent(
     requirement: &Requirement,
     errors: &[String],
     attempt: u32,
+    spend: &mut Option<crate::store::AgentSpend>,
 ) -> Result<serde_json::Value, String> {
     let role = AgentRole::Planner;
     let chosen = super::executors::choose(act, role)?;
@@ -221,7 +241,15 @@ fn ask_agent(
             ("TMPDIR", scratch.display().to_string()),
         ],
     );
-    let confine = super::agent_domain(act, ws.run_folder(), &scratch, &agent, &mut env)?;
+    let net = super::network::AgentNet::open(act.config, &agent, role, None, &ws.path, &mut env)?;
+    let confine = super::agent_domain(
+        act,
+        ws.run_folder(),
+        &scratch,
+        &agent,
+        &mut env,
+        net.landlock_port(),
+    )?;
     let request = AgentRequest {
         role,
         task: &pseudo,
@@ -234,10 +262,27 @@ fn ask_agent(
         scratch: &scratch,
         group_record: super::group_record(act, &run_id.to_string()),
         confine,
+        network: net.netns(),
+        sentinel: net.sentinel(),
     };
     crate::sandbox::before_agent(act.repo).map_err(|e| e.to_string())?;
-    let result = exec.run(&request).map_err(|e| e.to_string())?;
+    let ran = exec.run(&request);
     drop(ws);
+    let seen = net.close();
+    let spent = spend.get_or_insert_with(|| crate::store::AgentSpend {
+        role: "planner".to_string(),
+        run_id: Some(run_id.clone()),
+        executor: Some(chosen.label.clone()),
+        ..Default::default()
+    });
+    super::network::account_agent(spent, &seen.traffic, &ran);
+    let result = ran.map_err(|e| e.to_string())?;
+    if let Some((_, why)) = seen.stop {
+        return Err(format!(
+            "the planner agent was stopped: {}",
+            act.redactor.excerpt(&why, 400)
+        ));
+    }
     if let Some(refused) = &result.result_refused {
         return Err(format!("policy_violation: {refused}"));
     }

@@ -261,6 +261,7 @@ fn adopt_earlier_commit(
     checks::check_policy(task, act.config, &committed)?;
     let verified = checks::run_verification(task, act.config, &ws.path, &committed, act.redactor);
     record.verification = verified.commands.clone();
+    crate::model::network::merge_refusals(&mut record.refused, &verified.refused);
     verified.passed()?;
     deliver(act, branches, &ws.branch)?;
     record.head_sha = Some(ws.start.clone());
@@ -317,6 +318,7 @@ fn check_change(
     checks::check_policy(task, act.config, changes)?;
     let verified = checks::run_verification(task, act.config, cwd, changes, act.redactor);
     record.verification = verified.commands.clone();
+    crate::model::network::merge_refusals(&mut record.refused, &verified.refused);
     let passed = verified.passed()?.len();
     if changes.is_empty() && passed == 0 {
         return Err(CheckFailure {

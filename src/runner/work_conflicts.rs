@@ -122,6 +122,7 @@ pub(super) fn fix_conflicts(
     checks::check_policy(task, act.config, &changes)?;
     let verified = checks::run_verification(task, act.config, &ws.path, &changes, act.redactor);
     record.verification = verified.commands.clone();
+    crate::model::network::merge_refusals(&mut record.refused, &verified.refused);
     verified.passed()?;
     record.head_sha = Some(head);
     record.summary = summary.clone().map(|s| act.redactor.excerpt(&s, 500));

@@ -14,6 +14,9 @@ use std::path::{Path, PathBuf};
 
 const CREATE_RULESET_VERSION: u32 = 1;
 const RULE_PATH_BENEATH: libc::c_int = 1;
+const RULE_NET_PORT: libc::c_int = 2;
+/// ABI 4: connecting a TCP socket (binding is left alone: tests bind their own ports).
+const NET_CONNECT_TCP: u64 = 1 << 1;
 
 const EXECUTE: u64 = 1 << 0;
 const WRITE_FILE: u64 = 1 << 1;
@@ -42,6 +45,12 @@ struct RulesetAttr {
     handled_access_fs: u64,
     handled_access_net: u64,
     scoped: u64,
+}
+
+#[repr(C)]
+struct NetPortAttr {
+    allowed_access: u64,
+    port: u64,
 }
 
 #[repr(C, packed)]
@@ -83,12 +92,29 @@ impl Ruleset {
     /// Read and execute everywhere; write only beneath `writable` (paths that do not exist are
     /// skipped); no ptrace of, and (ABI 6) no signal to, anything outside the domain.
     pub fn for_agent(writable: &[PathBuf]) -> std::io::Result<Ruleset> {
+        Ruleset::build(Some(writable), None)
+    }
+
+    /// A domain of file rules (`writable`, as [`Ruleset::for_agent`]; `None`: no file rules)
+    /// and, with `connect_port`, TCP rules letting it connect to that port only (ABI 4: the
+    /// fallback of `sandbox::netns` where the kernel refuses a namespace; UDP, raw sockets and
+    /// DNS are not covered).
+    pub fn build(
+        writable: Option<&[PathBuf]>,
+        connect_port: Option<u16>,
+    ) -> std::io::Result<Ruleset> {
         let abi = abi_version().ok_or_else(|| {
             std::io::Error::new(
                 std::io::ErrorKind::Unsupported,
                 "this kernel has no Landlock (Linux 5.13 or newer, with landlock in the lsm= list)",
             )
         })?;
+        if connect_port.is_some() && abi < 4 {
+            return Err(std::io::Error::new(
+                std::io::ErrorKind::Unsupported,
+                format!("this kernel's Landlock (ABI {abi}) has no TCP rules (ABI 4, Linux 6.7)"),
+            ));
+        }
         let mut handled = ABI1_ALL;
         if abi >= 2 {
             handled |= REFER;
@@ -99,19 +125,26 @@ impl Ruleset {
         if abi >= 5 {
             handled |= IOCTL_DEV;
         }
+        if writable.is_none() {
+            handled = 0;
+        }
         let attr = RulesetAttr {
             handled_access_fs: handled,
-            handled_access_net: 0,
+            handled_access_net: if connect_port.is_some() {
+                NET_CONNECT_TCP
+            } else {
+                0
+            },
             scoped: if abi >= 6 {
                 SCOPE_SIGNAL | SCOPE_ABSTRACT_UNIX_SOCKET
             } else {
                 0
             },
         };
-        let size = if abi >= 6 {
-            std::mem::size_of::<RulesetAttr>()
-        } else {
-            std::mem::size_of::<u64>()
+        let size = match abi {
+            6.. => std::mem::size_of::<RulesetAttr>(),
+            4 | 5 => 2 * std::mem::size_of::<u64>(),
+            _ => std::mem::size_of::<u64>(),
         };
         // SAFETY: `attr` is a valid RulesetAttr and `size` does not exceed it.
         let fd = unsafe {
@@ -131,19 +164,46 @@ impl Ruleset {
             fd: unsafe { OwnedFd::from_raw_fd(fd) },
             abi,
         };
-        ruleset.allow(Path::new("/"), (READ_FILE | READ_DIR | EXECUTE) & handled)?;
-        for path in writable {
-            if path.exists() {
-                ruleset.allow(path, handled)?;
+        if let Some(writable) = writable {
+            ruleset.allow(Path::new("/"), (READ_FILE | READ_DIR | EXECUTE) & handled)?;
+            for path in writable {
+                if path.exists() {
+                    ruleset.allow(path, handled)?;
+                }
+            }
+            for device in DEVICES {
+                let path = Path::new(device);
+                if path.exists() {
+                    ruleset.allow(path, handled)?;
+                }
             }
         }
-        for device in DEVICES {
-            let path = Path::new(device);
-            if path.exists() {
-                ruleset.allow(path, handled)?;
-            }
+        if let Some(port) = connect_port {
+            ruleset.allow_connect(port)?;
         }
         Ok(ruleset)
+    }
+
+    fn allow_connect(&self, port: u16) -> std::io::Result<()> {
+        let rule = NetPortAttr {
+            allowed_access: NET_CONNECT_TCP,
+            port: u64::from(port),
+        };
+        // SAFETY: `rule` is a valid NetPortAttr for the rule type given; the descriptor is open.
+        let rc = unsafe {
+            libc::syscall(
+                libc::SYS_landlock_add_rule,
+                self.fd.as_raw_fd(),
+                RULE_NET_PORT,
+                &rule as *const NetPortAttr,
+                0u32,
+            )
+        };
+        if rc == 0 {
+            Ok(())
+        } else {
+            Err(std::io::Error::last_os_error())
+        }
     }
 
     fn allow(&self, path: &Path, access: u64) -> std::io::Result<()> {
@@ -217,6 +277,32 @@ mod tests {
             cmd.pre_exec(move || Ruleset::restrict_child(fd));
         }
         cmd.status().unwrap().code().unwrap_or(-1)
+    }
+
+    #[test]
+    fn a_child_with_tcp_rules_connects_only_to_its_port() {
+        if abi_version().is_none_or(|abi| abi < 4) {
+            eprintln!("no Landlock TCP rules on this kernel: nothing to check");
+            return;
+        }
+        let allowed = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let other = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let port = |l: &std::net::TcpListener| l.local_addr().unwrap().port();
+        let ruleset = Ruleset::build(None, Some(port(&allowed))).unwrap();
+        let fd = ruleset.raw_fd();
+        let script = format!(
+            "exec 3<>/dev/tcp/127.0.0.1/{} || exit 11; exec 4<>/dev/tcp/127.0.0.1/{} 2>/dev/null && exit 10; exit 0",
+            port(&allowed),
+            port(&other)
+        );
+        let mut cmd = std::process::Command::new("bash");
+        cmd.args(["-c", &script]);
+        use std::os::unix::process::CommandExt;
+        // SAFETY: restrict_child makes only system calls; `ruleset` outlives the spawn.
+        unsafe {
+            cmd.pre_exec(move || Ruleset::restrict_child(fd));
+        }
+        assert_eq!(cmd.status().unwrap().code(), Some(0));
     }
 
     #[test]

@@ -8,6 +8,9 @@
 //!   the runner's repository, never write it (`workspace`: it works in a folder of its own).
 //! - `groups`: each agent's process group is recorded while it runs, so the next tick kills what
 //!   a killed tick left running before it claims that work again.
+//! - `netns`: each agent and check in a network namespace of its own, loopback only, whose one
+//!   listener is opentiger's proxy (`egress`); [`network_isolation`] says what this machine
+//!   allows (the namespace, else Landlock's TCP rules, else nothing).
 //! - [`in_force`]: which of these hold on this machine, for `doctor` and the job summary.
 //!
 //! Not here: the `-c` overrides and minimal environment of every runner git command
@@ -17,6 +20,7 @@
 pub mod groups;
 pub mod home;
 pub mod landlock;
+pub mod netns;
 
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -48,6 +52,85 @@ pub struct Protection {
     pub detail: String,
 }
 
+/// How agents' and checks' network is confined here (issue 37).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum NetIsolation {
+    /// A network namespace of its own: loopback only, the proxy its only door.
+    Namespace,
+    /// The kernel refused the namespace (`why`): Landlock's TCP rules let it connect only to
+    /// the proxy's port on the host's loopback; UDP, DNS and raw sockets stay open.
+    Landlock { abi: u32, why: String },
+    /// Nothing confines it (`why`); the proxy still holds the model keys for what uses it.
+    Open { why: String },
+}
+
+impl NetIsolation {
+    /// What it leaves open, in one line for the tick's output and the job summary.
+    pub fn describe(&self) -> String {
+        match self {
+            NetIsolation::Namespace => "agents and checks run in a network namespace of their own (loopback only): opentiger's proxy is their only door, to their model API and `sandbox.network.allow`".to_string(),
+            NetIsolation::Landlock { abi, why } => format!(
+                "{why}; agents and checks may connect over TCP only to opentiger's proxy (Landlock ABI {abi}), but UDP, DNS and raw sockets are not blocked"
+            ),
+            NetIsolation::Open { why } => format!(
+                "{why}: agents and checks reach the network directly; only what they send through opentiger's proxy (their model API, with the key it holds) is metered and allowed by list"
+            ),
+        }
+    }
+}
+
+/// What confines the network here, with these settings: `Err` when the settings require more
+/// than this machine allows (the run must not start), with the fix.
+pub fn network_isolation(sandbox: &SandboxConfig) -> Result<NetIsolation, String> {
+    use crate::config::NetworkIsolation as Want;
+    let want = sandbox.network.isolation;
+    match want {
+        Want::None => {
+            return Ok(NetIsolation::Open {
+                why: "sandbox.network.isolation is none".to_string(),
+            })
+        }
+        Want::Landlock => {
+            return match landlock::abi_version() {
+                Some(abi) if abi >= 4 => Ok(NetIsolation::Landlock {
+                    abi,
+                    why: "sandbox.network.isolation is landlock".to_string(),
+                }),
+                _ => Err("sandbox.network.isolation is landlock, but this kernel's Landlock has no TCP rules (ABI 4, Linux 6.7)\n  fix: set sandbox.network.isolation: auto".to_string()),
+            };
+        }
+        Want::Auto | Want::Namespace => {}
+    }
+    let refused = match netns::available() {
+        Ok(()) => return Ok(NetIsolation::Namespace),
+        Err(why) => why,
+    };
+    const FIX: &str = "fix: allow unprivileged user namespaces (Ubuntu 24.04: `sudo sysctl -w kernel.apparmor_restrict_unprivileged_userns=0`, which the GitHub Action does before it drops sudo)";
+    if want == Want::Namespace {
+        return Err(format!(
+            "sandbox.network.isolation is namespace, but {refused}\n  {FIX}, or set sandbox.network.isolation: auto"
+        ));
+    }
+    match landlock::abi_version() {
+        Some(abi) if abi >= 4 => Ok(NetIsolation::Landlock { abi, why: refused }),
+        abi => {
+            let why = format!(
+                "{refused}, and {}",
+                match abi {
+                    Some(abi) => format!("this kernel's Landlock (ABI {abi}) has no TCP rules"),
+                    None => "this kernel has no Landlock".to_string(),
+                }
+            );
+            if sandbox.require {
+                return Err(format!(
+                    "sandbox.require is true, but nothing can confine the agents' network here: {why}\n  {FIX}, or set sandbox.require: false"
+                ));
+            }
+            Ok(NetIsolation::Open { why })
+        }
+    }
+}
+
 /// The protections of this module and of the runner's git, as they hold in this process with
 /// these `sandbox` settings.
 pub fn in_force(sandbox: &SandboxConfig) -> Vec<Protection> {
@@ -55,7 +138,20 @@ pub fn in_force(sandbox: &SandboxConfig) -> Vec<Protection> {
     let dumpable = NON_DUMPABLE.load(Ordering::Relaxed);
     let landlock = landlock::abi_version();
     let confined = filesystem == FilesystemSandbox::Landlock && landlock.is_some();
+    let network = match network_isolation(sandbox) {
+        Ok(isolation) => Protection {
+            name: "network",
+            in_force: !matches!(isolation, NetIsolation::Open { .. }),
+            detail: isolation.describe(),
+        },
+        Err(why) => Protection {
+            name: "network",
+            in_force: false,
+            detail: why.lines().next().unwrap_or_default().to_string(),
+        },
+    };
     vec![
+        network,
         Protection {
             name: "landlock",
             in_force: confined,

@@ -282,8 +282,8 @@ impl Store {
         self.conn.execute(
             "INSERT INTO runs (id, task_id, agent_id, tick_id, role, executor, status, started_at, finished_at, \
              failure_code, error, cost_usd, input_tokens, output_tokens, session_id, branch, head_sha, pr_number, \
-             summary, judged_at, judgement_version) \
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20, ?21)",
+             summary, judged_at, judgement_version, reported_usd, metered, refused) \
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20, ?21, ?22, ?23, ?24)",
             params![
                 run.id.as_str(),
                 run.task_id.as_str(),
@@ -306,6 +306,9 @@ impl Store {
                 run.summary,
                 run.judged_at.map(|t| t.0),
                 run.judgement_version,
+                run.reported_cost_usd,
+                run.metered.as_ref().map(super::rows::to_json),
+                super::rows::to_json(&run.refused),
             ],
         )?;
         Ok(())

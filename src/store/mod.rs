@@ -18,6 +18,7 @@ mod retention;
 mod rows;
 mod schema;
 mod snapshot;
+mod spend;
 mod tasks;
 
 use std::path::{Path, PathBuf};
@@ -33,6 +34,7 @@ pub use record::{Handover, JudgementRow, Recorded, RunRecord, FAN_OUT_PREFIX};
 pub use retention::{Pruned, Table};
 pub use schema::LATEST as SCHEMA_VERSION;
 pub use snapshot::SnapshotLimits;
+pub use spend::{AgentSpend, AgentSpendRow};
 pub use tasks::{NewTask, TaskChanges, TaskFilter, TickRecord, Writer};
 
 /// What can go wrong with the state file.

@@ -40,6 +40,16 @@ pub struct RunRecord {
     /// them; `apply` publishes them from the work job's result file). Not stored.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub verification: Vec<crate::model::checks::CommandReport>,
+    /// What the agent CLI reported it spent; `cost_usd` is the larger of this and the metered
+    /// figure (issue 37).
+    #[serde(default)]
+    pub reported_cost_usd: f64,
+    /// What opentiger's proxy metered of the agent's model traffic.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub metered: Option<crate::model::network::Metering>,
+    /// Hosts the proxy refused for the agent and its checks.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub refused: Vec<crate::model::network::Refusal>,
 }
 
 /// What happened to an outcome.
@@ -220,7 +230,8 @@ impl Store {
         }
         tx.execute(
             "UPDATE runs SET status = ?2, finished_at = ?3, failure_code = ?4, error = ?5, summary = ?6, cost_usd = ?7, \
-             input_tokens = ?8, output_tokens = ?9, session_id = ?10, branch = ?11, head_sha = ?12, executor = ?13 WHERE id = ?1",
+             input_tokens = ?8, output_tokens = ?9, session_id = ?10, branch = ?11, head_sha = ?12, executor = ?13, \
+             reported_usd = ?14, metered = ?15, refused = ?16 WHERE id = ?1",
             params![
                 run_id.as_str(),
                 decision.run_status.as_str(),
@@ -235,6 +246,9 @@ impl Store {
                 record.branch,
                 record.head_sha,
                 record.executor,
+                record.reported_cost_usd,
+                record.metered.as_ref().map(super::rows::to_json),
+                super::rows::to_json(&record.refused),
             ],
         )?;
         if let (Some(report), crate::model::RunStatus::Success) =
@@ -457,20 +471,6 @@ impl Store {
         )?)
     }
 
-    /// What each queued task has spent over all its attempts (tasks that spent something).
-    pub fn spend_of_queued_tasks(
-        &self,
-    ) -> Result<std::collections::BTreeMap<TaskId, f64>, StoreError> {
-        let rows = self
-            .conn
-            .prepare(
-                "SELECT b.key, b.spent_usd FROM budgets b JOIN tasks t ON t.id = b.key                  WHERE b.scope = 'task' AND t.status = 'queued' AND b.spent_usd > 0",
-            )?
-            .query_map([], |r| Ok((TaskId(r.get(0)?), r.get(1)?)))?
-            .collect::<Result<_, _>>()?;
-        Ok(rows)
-    }
-
     /// Spend so far on one UTC day.
     pub fn spend_on(&self, day: &str) -> Result<f64, StoreError> {
         Ok(self
@@ -491,13 +491,18 @@ fn add_spend(
     record: &RunRecord,
     writer: Writer<'_>,
 ) -> Result<(), StoreError> {
-    for (scope, key) in [("day", writer.now.day()), ("task", task.to_string())] {
-        tx.execute(
-            "INSERT INTO budgets (scope, key, spent_usd, input_tokens, output_tokens, runs) VALUES (?1, ?2, ?3, ?4, ?5, 1) \
-             ON CONFLICT(scope, key) DO UPDATE SET spent_usd = spent_usd + excluded.spent_usd, \
-             input_tokens = input_tokens + excluded.input_tokens, output_tokens = output_tokens + excluded.output_tokens, runs = runs + 1",
-            params![scope, key, record.cost_usd, record.input_tokens, record.output_tokens],
-        )?;
+    let tokens = (record.input_tokens, record.output_tokens);
+    let role: String = tx.query_row(
+        "SELECT role FROM tasks WHERE id = ?1",
+        [task.as_str()],
+        |r| r.get(0),
+    )?;
+    for (scope, key) in [
+        ("day", writer.now.day()),
+        ("task", task.to_string()),
+        ("role", role),
+    ] {
+        super::spend::add_to_ledger(tx, scope, &key, record.cost_usd, tokens)?;
     }
     Ok(())
 }

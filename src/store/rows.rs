@@ -15,7 +15,7 @@ pub const TASK_COLUMNS: &str = "id, title, goal, kind, role, lane, status, block
 pub const RUN_COLUMNS: &str =
     "id, task_id, agent_id, tick_id, role, executor, status, started_at, \
     finished_at, failure_code, error, cost_usd, input_tokens, output_tokens, session_id, branch, \
-    head_sha, pr_number, summary, judged_at, judgement_version";
+    head_sha, pr_number, summary, judged_at, judgement_version, reported_usd, metered, refused";
 
 pub const LEASE_COLUMNS: &str = "task_id, run_id, agent_id, tick_id, acquired_at, expires_at";
 
@@ -115,7 +115,23 @@ pub fn run(row: &Row<'_>) -> rusqlite::Result<Run> {
         summary: row.get(18)?,
         judged_at: opt_ts(row, 19)?,
         judgement_version: row.get(20)?,
+        reported_cost_usd: row.get(21)?,
+        metered: json_opt(row, 22)?,
+        refused: json_opt(row, 23)?.unwrap_or_default(),
     })
+}
+
+/// A JSON column read back; unreadable JSON is corruption, reported as such.
+fn json_opt<T: serde::de::DeserializeOwned>(
+    row: &Row<'_>,
+    idx: usize,
+) -> rusqlite::Result<Option<T>> {
+    let text: Option<String> = row.get(idx)?;
+    text.map(|t| {
+        serde_json::from_str(&t)
+            .map_err(|e| rusqlite::Error::FromSqlConversionFailure(idx, Type::Text, Box::new(e)))
+    })
+    .transpose()
 }
 
 pub fn lease(row: &Row<'_>) -> rusqlite::Result<Lease> {

@@ -3,7 +3,7 @@
 //! A migration is appended, never edited: version N's SQL turns a version N-1 file into version N.
 
 /// Each entry migrates from version `index` to version `index + 1`.
-pub const MIGRATIONS: &[&str] = &[V1, V2, V3, V4, V5, V6, V7, V8, V9, V10, V11, V12];
+pub const MIGRATIONS: &[&str] = &[V1, V2, V3, V4, V5, V6, V7, V8, V9, V10, V11, V12, V13];
 
 pub const LATEST: i64 = MIGRATIONS.len() as i64;
 
@@ -327,9 +327,34 @@ CREATE TABLE research_reports (
 ) STRICT, WITHOUT ROWID;
 "#;
 
+/// What the egress proxy saw of each run (issue 37): the spend the CLI reported besides the
+/// metered one (`cost_usd` is the larger of the two), the tokens metered per model (JSON of
+/// `model::network::Metering`, NULL when nothing was metered) and the hosts refused (JSON list
+/// of `model::network::Refusal`). The judge's and the planner's agent runs, which are not task
+/// runs, get a row each in `agent_spend`.
+const V12: &str = r#"
+ALTER TABLE runs ADD COLUMN reported_usd REAL NOT NULL DEFAULT 0;
+ALTER TABLE runs ADD COLUMN metered TEXT;
+ALTER TABLE runs ADD COLUMN refused TEXT NOT NULL DEFAULT '[]';
+CREATE TABLE agent_spend (
+    id           INTEGER PRIMARY KEY,
+    at           INTEGER NOT NULL,
+    role         TEXT NOT NULL,
+    task_id      TEXT,
+    run_id       TEXT,
+    executor     TEXT,
+    cost_usd     REAL NOT NULL,
+    reported_usd REAL NOT NULL,
+    metered      TEXT,
+    refused      TEXT NOT NULL DEFAULT '[]'
+) STRICT;
+CREATE INDEX agent_spend_by_task ON agent_spend(task_id) WHERE task_id IS NOT NULL;
+CREATE INDEX agent_spend_by_time ON agent_spend(at);
+"#;
+
 /// Issue 36: a person's approval of a change the threat scan held, bound to its commit: the
 /// next run delivers exactly that commit, nothing else.
-const V12: &str = r#"
+const V13: &str = r#"
 CREATE TABLE scan_approvals (
     task_id     TEXT NOT NULL REFERENCES tasks(id),
     head_sha    TEXT NOT NULL,

@@ -67,6 +67,15 @@ pub(super) fn act(
                 .lines
                 .push(format!("warning: agents run unconfined: {}", p.detail));
         }
+        // Issue 37: where no namespace holds the agents' network, what that leaves open.
+        if let Ok(isolation) = crate::sandbox::network_isolation(&ctx.config.sandbox) {
+            if isolation != crate::sandbox::NetIsolation::Namespace {
+                summary.lines.push(format!(
+                    "warning: agents' network: {}",
+                    isolation.describe()
+                ));
+            }
+        }
     }
     let templates = if work.is_empty() {
         Templates::builtin()

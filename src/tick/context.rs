@@ -110,7 +110,11 @@ impl Context {
         lookup: impl Fn(&str) -> Option<String>,
     ) -> crate::redact::Redactor {
         use crate::config::AgentRole;
-        let mut names: Vec<String> = Vec::new();
+        // Model keys are the runner's whether an agent lists them or not (issue 37).
+        let mut names: Vec<String> = crate::egress::PROVIDERS
+            .iter()
+            .flat_map(|p| p.keys.iter().map(|k| k.to_string()))
+            .collect();
         for role in AgentRole::ALL {
             for agent in self.config.agents.chain(role) {
                 names.extend(agent.env_passthrough);
@@ -315,7 +319,7 @@ impl Context {
             retargeted: store.retargeted_pulls()?,
             spend: crate::engine::Spend {
                 today_usd: store.spend_on(&self.now.day())?,
-                by_task: store.spend_of_queued_tasks()?,
+                by_family: store.spend_by_family()?,
                 task_budgets: store.task_budgets()?,
             },
             paused_by: store.repo_pause()?.map(|p| p.by),

@@ -314,7 +314,8 @@ fn view(
         question: question
             .and_then(|q| q.comment_id)
             .map(|id| format!("#issuecomment-{id}")),
-        spent_usd: store.spend_of_task(&task.id)?,
+        spent_usd: store.family_spend(&task.id)?,
+        refused: store.refusals_of(&task.id)?,
         budget_usd: ctx.config.budget.per_task_usd,
         evidence,
         verification,

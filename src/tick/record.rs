@@ -61,6 +61,16 @@ pub(super) fn record(
                     decision.to
                 ));
                 out.spend_usd += record.cost_usd;
+                // Issue 37: what its door metered and refused, in the tick's output and summary.
+                let metered = record.metered.as_ref();
+                if let Some(line) =
+                    report::spend_line(record.cost_usd, record.reported_cost_usd, metered)
+                {
+                    out.lines.push(format!("    spend: {line}"));
+                }
+                for refusal in &record.refused {
+                    out.lines.push(format!("    refused: {}", refusal.line()));
+                }
                 if !outcome.success {
                     let headline = excerpt::headline(&outcome.message);
                     let tail = excerpt::tail(&outcome.message);
@@ -87,9 +97,14 @@ pub(super) fn record(
                 JudgeResult {
                     conclusion,
                     judgement,
+                    spend,
                     ..
                 },
             ) => {
+                if let Some(spend) = spend {
+                    out.spend_usd += spend.cost_usd;
+                    store.record_agent_spend(spend, writer)?;
+                }
                 let task = store.task(task_id)?;
                 let lineage = store.lineage(&task)?;
                 let decision = decide_verdict(&task, conclusion, &lineage, &ctx.config, now);
@@ -183,6 +198,10 @@ pub(super) fn record(
             }
             Done::Plan(plan) => {
                 out.lines.push(plan_line(plan));
+                if let Some(spend) = &plan.spend {
+                    out.spend_usd += spend.cost_usd;
+                    store.record_agent_spend(spend, writer)?;
+                }
                 if !store.record_plan(&plan.record, &plan.tasks, writer)? {
                     out.lines
                         .push("  (already planned by another tick: nothing created)".to_string());

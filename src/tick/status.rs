@@ -80,6 +80,7 @@ pub fn view(ctx: &Context, store: &Store, all: bool) -> Result<StatusView, Failu
             per_day_usd: ctx.config.budget.per_day_usd,
             per_task_usd: ctx.config.budget.per_task_usd,
             per_tick_usd: ctx.config.budget.per_tick_usd,
+            by_role: store.spend_by_role()?,
         },
         parked_executors: report::parked_executors(&plan),
         paused: store.repo_pause()?.map(|p| {
@@ -91,6 +92,11 @@ pub fn view(ctx: &Context, store: &Store, all: bool) -> Result<StatusView, Failu
         ci: ci_line(ctx, store)?,
         heartbeat: heartbeat_line(ctx, store)?,
         held_back: plan.held_back().map(str::to_string),
+        refused: store
+            .recent_refusals(50)?
+            .iter()
+            .map(|(task, r)| format!("task {task}: {}", r.line()))
+            .collect(),
     })
 }
 

@@ -102,12 +102,24 @@ impl FakeRun {
             outside.insert(k, v.to_string());
             listed.push(k.to_string());
         }
-        // What the runner does (runner/work.rs): the listed variables only, never a forge token.
-        let env = agent_env(
+        // What the runner does (runner/agent.rs): the listed variables only, never a forge
+        // token nor a model key; each model key the runner holds becomes a placeholder, with
+        // its API's base URL on the agent's door (`egress`).
+        let mut env = agent_env(
             &listed,
             |k| outside.get(k).cloned(),
             &[("OPENTIGER_ROLE", role.name().to_string())],
         );
+        let keys: Vec<&str> = outside
+            .keys()
+            .copied()
+            .filter(|k| opentiger::egress::is_model_key(k))
+            .collect();
+        let routes = opentiger::egress::routes(&keys, |k| outside.get(k).cloned());
+        for (k, v) in opentiger::egress::door_env(opentiger::sandbox::netns::PORT, &routes) {
+            env.retain(|(name, _)| *name != k);
+            env.push((k, v));
+        }
         let task = Task::new(TaskId::from("t1"), "Add subtraction", "sub()", Timestamp(0));
         let request = AgentRequest {
             role,
@@ -121,6 +133,8 @@ impl FakeRun {
             scratch: &self.scratch,
             group_record: None,
             confine: None,
+            network: None,
+            sentinel: None,
         };
         executor.run(&request)
     }

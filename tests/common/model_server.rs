@@ -10,6 +10,11 @@
 //! opencode `write`, codex `apply_patch` or a shell tool); a CLI that offers no tools (aider)
 //! gets an aider SEARCH/REPLACE edit block in plain text.
 //!
+//! OpenAI Responses over a websocket too (issue 37: `GET …/responses` with `Upgrade: websocket`,
+//! answered with `response.created` and `response.completed` frames, or HTTP 429 with
+//! `retry-after` in the rate-limited scenario). Each request's key (`x-api-key`, or the bearer
+//! token of `authorization`) is kept, for tests that check which key reached the provider.
+//!
 //! Not for: authentication beyond "a 401 scenario refuses everything", real token counting,
 //! chunked request bodies, TLS.
 
@@ -51,6 +56,10 @@ pub enum Scenario {
 pub struct Seen {
     pub path: String,
     pub body: Value,
+    /// Its key: `x-api-key`, or the token of `authorization: Bearer`.
+    pub key: Option<String>,
+    /// A websocket upgrade.
+    pub websocket: bool,
 }
 
 pub struct ModelServer {
@@ -106,17 +115,92 @@ fn serve(scenario: Scenario, log: &Mutex<Vec<Seen>>, stream: TcpStream) {
             }
         };
         let body: Value = serde_json::from_slice(&req.body).unwrap_or(Value::Null);
+        let key = req.header("x-api-key").map(str::to_string).or_else(|| {
+            req.header("authorization")
+                .and_then(|a| a.strip_prefix("Bearer "))
+                .map(str::to_string)
+        });
+        let websocket = req
+            .header("upgrade")
+            .is_some_and(|u| u.eq_ignore_ascii_case("websocket"));
         log.lock()
             .unwrap_or_else(PoisonError::into_inner)
             .push(Seen {
                 path: req.path.clone(),
                 body: body.clone(),
+                key,
+                websocket,
             });
+        if websocket && req.path.ends_with("/responses") && scenario != Scenario::RateLimited {
+            let _ = websocket_session(&mut reader, &mut writer, scenario);
+            return;
+        }
+        if websocket && req.path.ends_with("/responses") {
+            let mut r = error(Api::Responses, 429);
+            r.headers
+                .push(("retry-after".into(), RETRY_AFTER.to_string()));
+            let _ = write_response(&mut writer, &r, false);
+            return;
+        }
         let response = respond(scenario, &req, &body);
         if write_response(&mut writer, &response, req.keep_alive).is_err() || !req.keep_alive {
             return;
         }
     }
+}
+
+/// A Responses session over a websocket: the handshake's answer, the client's first message,
+/// then `response.created` and `response.completed` (with the usage every answer reports) as
+/// text frames and a close frame.
+fn websocket_session(
+    reader: &mut impl std::io::BufRead,
+    writer: &mut impl Write,
+    scenario: Scenario,
+) -> std::io::Result<()> {
+    writer.write_all(
+        b"HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Accept: s3pPLMBiTxaQ9kYGzzhZRbK+xOo=\r\n\r\n",
+    )?;
+    writer.flush()?;
+    // The client's frame: masked, its length in the second byte (or the next two).
+    let mut head = [0u8; 2];
+    std::io::Read::read_exact(reader, &mut head)?;
+    let mut len = u64::from(head[1] & 0x7f);
+    if len == 126 {
+        let mut ext = [0u8; 2];
+        std::io::Read::read_exact(reader, &mut ext)?;
+        len = u64::from(u16::from_be_bytes(ext));
+    }
+    let mut rest = vec![0u8; 4 + len as usize];
+    std::io::Read::read_exact(reader, &mut rest)?;
+    if scenario == Scenario::Unauthorized {
+        return Ok(());
+    }
+    let item = json!({ "type": "message", "id": "msg_standin", "role": "assistant",
+        "status": "completed", "content": [{ "type": "output_text", "text": ANSWER, "annotations": [] }] });
+    let usage = json!({
+        "input_tokens": INPUT_TOKENS, "input_tokens_details": { "cached_tokens": 0 },
+        "output_tokens": OUTPUT_TOKENS, "output_tokens_details": { "reasoning_tokens": 0 },
+        "total_tokens": INPUT_TOKENS + OUTPUT_TOKENS,
+    });
+    let response = json!({ "id": "resp_standin", "object": "response", "model": "gpt-5-codex",
+        "status": "completed", "output": [item], "usage": usage });
+    for event in [
+        json!({ "type": "response.created", "response": { "id": "resp_standin", "status": "in_progress" } }),
+        json!({ "type": "response.completed", "response": response }),
+    ] {
+        let payload = event.to_string().into_bytes();
+        let mut frame = vec![0x81u8];
+        if payload.len() < 126 {
+            frame.push(payload.len() as u8);
+        } else {
+            frame.push(126);
+            frame.extend((payload.len() as u16).to_be_bytes());
+        }
+        frame.extend(payload);
+        writer.write_all(&frame)?;
+    }
+    writer.write_all(&[0x88, 0x00])?;
+    writer.flush()
 }
 
 /// The provider API a request is for, by its path.

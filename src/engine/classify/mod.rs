@@ -67,7 +67,11 @@ fn classify_code(code: FailureCode) -> Option<Classification> {
         FailureCode::VerificationCommandFailed | FailureCode::TestFailure => {
             (C::Test, true, FailureCode::TestFailure)
         }
-        FailureCode::TransientOrFlakyFailure => (C::Flaky, true, code),
+        // Issue 37: an agent that went silent is retried like a timeout.
+        FailureCode::TransientOrFlakyFailure | FailureCode::AgentStalled => (C::Flaky, true, code),
+        // Issue 37: never left failed (the outcome queues it behind its budget); were it
+        // classified, it is the environment's, not the agent's.
+        FailureCode::BudgetExceeded => (C::Env, true, code),
         FailureCode::ModelDoomLoop => (C::ModelLoop, true, code),
         FailureCode::ModelOrUnknownFailure => (C::Model, true, code),
         // Issue 18: another run with the same key, login or model fails the same way.
@@ -272,6 +276,8 @@ mod tests {
             (F::ModelOrUnknownFailure, C::Model, true, "model_or_unknown_failure"),
             (F::AgentConfig, C::AgentConfig, false, "agent_config"),
             (F::ThreatFlagged, C::Policy, false, "threat_flagged"),
+            (F::BudgetExceeded, C::Env, true, "budget_exceeded"),
+            (F::AgentStalled, C::Flaky, true, "agent_stalled"),
         ];
         for (code, category, retryable, reason) in cases {
             // The message would say otherwise: the code wins.
