@@ -125,11 +125,18 @@ pub fn decide_outcome(
             to: TaskState::blocked(BlockReason::AwaitingHuman),
             attempts: None,
             next_attempt_at: Some(None),
-            reason: format!(
-                "{}. Decide: approve exactly this change with `opentiger task approve {id}` (or `/opentiger approve` on its issue), or have it redone with `opentiger task retry {id}`",
-                first_line(&outcome.message),
-                id = task.id
-            ),
+            reason: match research {
+                true => format!(
+                    "{}. Decide: have it researched again with `opentiger task retry {id}` (or `/opentiger retry`), or cancel it",
+                    first_line(&outcome.message),
+                    id = task.id
+                ),
+                false => format!(
+                    "{}. Decide: approve exactly this change with `opentiger task approve {id}` (or `/opentiger approve` on its issue), or have it redone with `opentiger task retry {id}`",
+                    first_line(&outcome.message),
+                    id = task.id
+                ),
+            },
             executor: executors.cleared(),
         };
     }

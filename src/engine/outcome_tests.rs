@@ -338,3 +338,27 @@ fn config_errors_go_to_a_fallback_or_a_person_at_once() {
         }
     }
 }
+
+/// Issue 36: a change (or a report) the threat scan held waits on a person at once, no retry
+/// budget spent; the person is told how to let out exactly that change, or to redo it.
+#[test]
+fn a_held_change_waits_on_a_person_with_the_way_out() {
+    let config = Config::default();
+    let held = outcome(
+        false,
+        Some(FailureCode::ThreatFlagged),
+        "held by the threat scan before anything left the job: commit 1234567890; findings: scripts/install.sh:3: …",
+    );
+    #[rustfmt::skip]
+    let cases: &[(Task, &str)] = &[
+        (task("a"), "approve exactly this change with `opentiger task approve a`"),
+        (research("r"), "have it researched again with `opentiger task retry r`"),
+    ];
+    for (t, says) in cases {
+        let d = decide_outcome(t, &held, &RunExecutors::NONE, &config, NOW);
+        assert_eq!(d.to, TaskState::blocked(BlockReason::AwaitingHuman), "{}", t.id);
+        assert_eq!(d.failure_code, Some(FailureCode::ThreatFlagged));
+        assert_eq!(d.attempts, None, "no retry budget spent");
+        assert!(d.reason.contains(says) && d.reason.contains("scripts/install.sh:3"), "{}", d.reason);
+    }
+}

@@ -638,6 +638,22 @@ fn review(
     // The judge's words are stored, posted and printed: no secret it echoed goes with them.
     let value = act.redactor.redact_json(value);
     let (verdict, summary, findings) = parse_verdict(&value)?;
+    // Issue 36: the judge's words are posted and become the next agent's brief: words aimed at
+    // agents, or hidden text, make the review fail (never an approval).
+    if act.config.scan.rules {
+        let mut scanner = crate::scan::Scanner::new(act.redactor.values());
+        scanner.text("the judge's summary", &summary);
+        for finding in &findings {
+            scanner.text("the judge's findings", finding);
+        }
+        let flagged = scanner.findings();
+        if !flagged.is_empty() {
+            return Err(format!(
+                "the judge's review was held by the threat scan: {}",
+                crate::scan::summary(&flagged)
+            ));
+        }
+    }
     let items = asked
         .issue
         .map(|spec| acceptance_criteria(&spec.body))

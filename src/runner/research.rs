@@ -150,6 +150,21 @@ fn report_of(
             code: FailureCode::ModelOrUnknownFailure,
             message,
         })?;
+    // Issue 36: the report is posted; what in it speaks to agents or hides text holds it.
+    if act.config.scan.rules {
+        let mut scanner = crate::scan::Scanner::new(act.redactor.values());
+        scanner.text("the research report", written.report.as_deref().unwrap_or_default());
+        let findings = scanner.findings();
+        if !findings.is_empty() {
+            return Err(CheckFailure {
+                code: FailureCode::ThreatFlagged,
+                message: format!(
+                    "the research report was held by the threat scan and not posted: {}",
+                    crate::scan::summary(&findings)
+                ),
+            });
+        }
+    }
     let mut body = act
         .redactor
         .redact(written.report.as_deref().unwrap_or_default());
