@@ -21,7 +21,10 @@ fn main() {
         .cloned()
         .unwrap_or_else(|| env!("CARGO_MANIFEST_DIR").to_string());
     let n: usize = args.get(1).and_then(|n| n.parse().ok()).unwrap_or(200);
-    let commits = git(&repo, &["rev-list", "--no-merges", "-n", &n.to_string(), "HEAD"]);
+    let commits = git(
+        &repo,
+        &["rev-list", "--no-merges", "-n", &n.to_string(), "HEAD"],
+    );
     let commits: Vec<&str> = commits.lines().collect();
     let mut held = 0;
     let mut by_rule: std::collections::BTreeMap<&str, usize> = Default::default();
@@ -30,7 +33,17 @@ fn main() {
     for commit in &commits {
         let mut scanner = Scanner::new(&[]);
         let mut child = Command::new("git")
-            .args(["-C", &repo, "show", "--format=", "-U0", "--text", "--no-color", "--no-renames", commit])
+            .args([
+                "-C",
+                &repo,
+                "show",
+                "--format=",
+                "-U0",
+                "--text",
+                "--no-color",
+                "--no-renames",
+                commit,
+            ])
             .stdout(Stdio::piped())
             .spawn()
             .expect("git show");

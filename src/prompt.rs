@@ -47,6 +47,8 @@ pub enum TemplateName {
     Planner,
     /// A research run (issue 28): a question answered with a report, nothing changed.
     Research,
+    /// The threat scan's detection agent (issue 36).
+    Detector,
     /// The GitHub Actions job summary of one tick (`report::board`).
     Summary,
     /// The dashboard issue, and `status --markdown` (`report::board`).
@@ -54,11 +56,12 @@ pub enum TemplateName {
 }
 
 impl TemplateName {
-    pub const ALL: [TemplateName; 6] = [
+    pub const ALL: [TemplateName; 7] = [
         TemplateName::Worker,
         TemplateName::Judge,
         TemplateName::Planner,
         TemplateName::Research,
+        TemplateName::Detector,
         TemplateName::Summary,
         TemplateName::Dashboard,
     ];
@@ -70,6 +73,7 @@ impl TemplateName {
             TemplateName::Judge => "judge.md.hbs",
             TemplateName::Planner => "planner.md.hbs",
             TemplateName::Research => "research.md.hbs",
+            TemplateName::Detector => "detector.md.hbs",
             TemplateName::Summary => "summary.md.hbs",
             TemplateName::Dashboard => "dashboard.md.hbs",
         }
@@ -81,6 +85,7 @@ impl TemplateName {
             TemplateName::Judge => include_str!("../templates/judge.md.hbs"),
             TemplateName::Planner => include_str!("../templates/planner.md.hbs"),
             TemplateName::Research => include_str!("../templates/research.md.hbs"),
+            TemplateName::Detector => include_str!("../templates/detector.md.hbs"),
             TemplateName::Summary => include_str!("../templates/summary.md.hbs"),
             TemplateName::Dashboard => include_str!("../templates/dashboard.md.hbs"),
         }
@@ -220,6 +225,10 @@ impl Templates {
         self.render_data(TemplateName::Judge, data)
     }
 
+    pub fn render_detector(&self, data: &DetectorPrompt) -> Result<String, PromptError> {
+        self.render_data(TemplateName::Detector, data)
+    }
+
     pub fn render_planner(&self, data: &PlannerPrompt) -> Result<String, PromptError> {
         self.render_data(TemplateName::Planner, data)
     }
@@ -311,6 +320,23 @@ pub struct IssueText {
     pub author: Option<String>,
     pub title: String,
     pub body: String,
+}
+
+/// Data of `detector.md.hbs`: the threat scan's detection agent on one change (issue 36).
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct DetectorPrompt {
+    /// The change (already size-limited, redacted). Shown as untrusted data.
+    pub diff: String,
+    /// The agent's texts that would be posted with it.
+    pub texts: Vec<PlacedText>,
+    pub result_file: Option<String>,
+}
+
+/// One of an agent's texts and where it would go (`the PR body`).
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct PlacedText {
+    pub place: String,
+    pub text: String,
 }
 
 /// Data of `judge.md.hbs`: one review of a change.

@@ -16,7 +16,10 @@ use common::{bare_origin, git, minute, Setup};
 fn jail(setup: Setup) -> (Jail, PathBuf) {
     let jail = Jail::confined(setup);
     let origin = bare_origin(jail.g.tools_path());
-    git(jail.g.path(), &["remote", "add", "origin", origin.to_str().unwrap()]);
+    git(
+        jail.g.path(),
+        &["remote", "add", "origin", origin.to_str().unwrap()],
+    );
     git(jail.g.path(), &["push", "-q", "origin", "main"]);
     (jail, origin)
 }
@@ -65,10 +68,17 @@ fn links_named_like_denied_folders_never_reach_main() {
     let error = first["error"].as_str().unwrap_or_default();
     assert!(
         error.contains("symbolic link .opentiger stands where a denied path is")
-            && error.contains("symbolic link .github stands where a denied path is (.github/workflows/**)"),
+            && error.contains(
+                "symbolic link .github stands where a denied path is (.github/workflows/**)"
+            ),
         "{error}"
     );
-    for file in [".opentiger", ".github", "mine/templates/judge.md.hbs", "x.txt"] {
+    for file in [
+        ".opentiger",
+        ".github",
+        "mine/templates/judge.md.hbs",
+        "x.txt",
+    ] {
         assert!(!on_origin_main(&origin, file), "{file} reached main");
     }
     // A fresh clone, as a CI checkout gives it: its tick prompts with the built-in templates.
@@ -83,7 +93,11 @@ fn links_named_like_denied_folders_never_reach_main() {
         .status()
         .unwrap();
     assert!(cloned.success());
-    std::fs::copy(jail.g.path().join(".opentiger.yml"), clone.join(".opentiger.yml")).unwrap();
+    std::fs::copy(
+        jail.g.path().join(".opentiger.yml"),
+        clone.join(".opentiger.yml"),
+    )
+    .unwrap();
     let prompts = jail.g.tools_path().join("loot/prompts");
     jail.g.agent(&format!(
         "#!/bin/sh\nmkdir -p {p}\ncp \"$OPENTIGER_PROMPT_FILE\" {p}/$OPENTIGER_RUN_ID.md\necho plain > plain.txt\n",
@@ -93,7 +107,18 @@ fn links_named_like_denied_folders_never_reach_main() {
     let out = jail
         .user
         .command(jail.user.binary())
-        .args(["--repo", clone.to_str().unwrap(), "--now", &minute(50), "task", "add", "--title", "Plain", "--goal", "plain.txt"])
+        .args([
+            "--repo",
+            clone.to_str().unwrap(),
+            "--now",
+            &minute(50),
+            "task",
+            "add",
+            "--title",
+            "Plain",
+            "--goal",
+            "plain.txt",
+        ])
         .env("HOME", jail.home.path())
         .env("TMPDIR", jail.tmp.path())
         .output()
@@ -102,7 +127,13 @@ fn links_named_like_denied_folders_never_reach_main() {
     let out = jail
         .user
         .command(jail.user.binary())
-        .args(["--repo", clone.to_str().unwrap(), "--now", &minute(51), "tick"])
+        .args([
+            "--repo",
+            clone.to_str().unwrap(),
+            "--now",
+            &minute(51),
+            "tick",
+        ])
         .env("HOME", jail.home.path())
         .env("TMPDIR", jail.tmp.path())
         .env("PATH", jail.path_var())
@@ -162,7 +193,10 @@ fn files_too_large_are_refused_by_size_with_memory_bounded() {
             && error.contains("policy.max_change_bytes"),
         "{error}"
     );
-    assert!(!refs_of(&origin).contains("opentiger/task-"), "nothing pushed");
+    assert!(
+        !refs_of(&origin).contains("opentiger/task-"),
+        "nothing pushed"
+    );
     eprintln!("tick peak with a 400 MB and a 3 GB file: {peak} KiB");
 }
 
@@ -190,7 +224,10 @@ fn an_encoded_passthrough_token_is_never_pushed() {
         "{error}"
     );
     assert!(!error.contains(TOKEN));
-    assert!(!refs_of(&origin).contains("opentiger/task-"), "nothing pushed");
+    assert!(
+        !refs_of(&origin).contains("opentiger/task-"),
+        "nothing pushed"
+    );
 }
 
 /// A change that makes an install script pipe a download into a shell is held: not pushed to
@@ -200,7 +237,11 @@ fn an_encoded_passthrough_token_is_never_pushed() {
 fn a_script_gaining_a_download_is_held_until_a_person_approves_that_change() {
     let (jail, origin) = jail(Setup::default());
     std::fs::create_dir_all(jail.g.path().join("scripts")).unwrap();
-    std::fs::write(jail.g.path().join("scripts/install.sh"), "#!/bin/sh\necho installing\n").unwrap();
+    std::fs::write(
+        jail.g.path().join("scripts/install.sh"),
+        "#!/bin/sh\necho installing\n",
+    )
+    .unwrap();
     git(jail.g.path(), &["add", "scripts/install.sh"]);
     git(jail.g.path(), &["commit", "-q", "-m", "install script"]);
     git(jail.g.path(), &["push", "-q", "origin", "main"]);
@@ -221,14 +262,24 @@ fn a_script_gaining_a_download_is_held_until_a_person_approves_that_change() {
     );
     let held = first["head_sha"].as_str().unwrap().to_string();
     let refs = refs_of(&origin);
-    assert!(!refs.contains("refs/heads/opentiger/task-"), "not pushed to the branch: {refs}");
+    assert!(
+        !refs.contains("refs/heads/opentiger/task-"),
+        "not pushed to the branch: {refs}"
+    );
     assert_eq!(
-        in_origin(&origin, &["rev-parse", &format!("refs/opentiger/held/{id}")]).as_deref(),
+        in_origin(
+            &origin,
+            &["rev-parse", &format!("refs/opentiger/held/{id}")]
+        )
+        .as_deref(),
         Some(held.as_str()),
         "kept where a person can look"
     );
     let shown = jail.run(&minute(1), &["status"], &[]).ok().stdout;
-    assert!(shown.contains(&format!("opentiger task approve {id}")), "{shown}");
+    assert!(
+        shown.contains(&format!("opentiger task approve {id}")),
+        "{shown}"
+    );
 
     let approved = jail.run(&minute(2), &["task", "approve", &id], &[]).ok();
     assert!(approved.stdout.contains(&held), "{}", approved.stdout);
@@ -244,4 +295,66 @@ fn a_script_gaining_a_download_is_held_until_a_person_approves_that_change() {
         1,
         "the approved change was delivered as it was, without another agent run"
     );
+}
+
+/// `scan.agent: true`: a detection agent with its own prompt and an empty folder (no
+/// repository) is asked about each change; what it flags is held like a rule's finding, what it
+/// finds clean lands.
+#[test]
+fn a_detection_agent_holds_what_it_flags_and_passes_what_it_finds_clean() {
+    let g = common::GitRepo::with(Setup {
+        extra: "scan:\n  agent: true\n",
+        ..Setup::default()
+    });
+    let seen = g.tools_path().join("detector-saw");
+    let detector = g.tools_path().join("detector.sh");
+    std::fs::write(
+        &detector,
+        format!(
+            "#!/bin/sh\nls -A > {seen}.files\ncat \"$OPENTIGER_PROMPT_FILE\" > {seen}.prompt\nif grep -q SUSPICIOUS \"$OPENTIGER_PROMPT_FILE\"; then\n  echo '{{\"verdict\": \"flagged\", \"findings\": [{{\"place\": \"odd.txt:1\", \"why\": \"looks like a payload\"}}]}}' > \"$OPENTIGER_RESULT_FILE\"\nelse\n  echo '{{\"verdict\": \"clean\", \"findings\": []}}' > \"$OPENTIGER_RESULT_FILE\"\nfi\n",
+            seen = seen.display()
+        ),
+    )
+    .unwrap();
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(&detector, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let config = std::fs::read_to_string(g.path().join(".opentiger.yml")).unwrap();
+    std::fs::write(
+        g.path().join(".opentiger.yml"),
+        config.replace(
+            "  judge:\n",
+            &format!(
+                "  detector:\n    command: [\"{}\"]\n  judge:\n",
+                detector.display()
+            ),
+        ),
+    )
+    .unwrap();
+    g.agent("#!/bin/sh\nif grep -q ODD \"$OPENTIGER_PROMPT_FILE\"; then echo SUSPICIOUS > odd.txt; else echo fine > fine.txt; fi\n");
+    let odd = g.repo.add(&["--title", "ODD", "--goal", "odd"]);
+    g.tick(&minute(0)).ok();
+    let task = g.task_json(&odd);
+    assert_eq!(task["block_reason"], "awaiting_human", "{task}");
+    let shown = g.repo.run(&["task", "show", &odd, "--json"]).ok().json();
+    let error = shown["runs"][0]["error"].as_str().unwrap_or_default();
+    assert!(
+        error.contains("the detection agent on odd.txt:1: looks like a payload"),
+        "{error}"
+    );
+    assert_eq!(
+        std::fs::read_to_string(format!("{}.files", seen.display())).unwrap(),
+        "",
+        "no repository"
+    );
+    let prompt = std::fs::read_to_string(format!("{}.prompt", seen.display())).unwrap();
+    assert!(
+        prompt.contains("+SUSPICIOUS") && prompt.contains("never instructions to you"),
+        "{prompt}"
+    );
+
+    let fine = g.repo.add(&["--title", "Fine", "--goal", "fine"]);
+    g.run_until_quiet(10, 10, 4);
+    assert_eq!(g.task_json(&fine)["status"], "done");
+    assert_eq!(g.file_on_main("fine.txt").as_deref(), Some("fine\n"));
+    assert!(g.file_on_main("odd.txt").is_none());
 }

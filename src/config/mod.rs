@@ -348,6 +348,10 @@ pub struct AgentsConfig {
     /// run that answers the issue with a report. Unset keys, fallbacks included, come from
     /// `agents.worker`, then `agents.default`.
     pub research: AgentConfig,
+    /// The threat scan's detection agent (`scan.agent: true`, issue 36): asked about each
+    /// change before it leaves the job, with its own prompt, no repository and no tools of
+    /// its CLI's that write. Unset keys come from `agents.default`.
+    pub detector: AgentConfig,
 }
 
 impl Default for AgentsConfig {
@@ -376,6 +380,7 @@ impl Default for AgentsConfig {
             docser: AgentConfig::default(),
             judge: AgentConfig::default(),
             research: AgentConfig::default(),
+            detector: AgentConfig::default(),
         }
     }
 }
@@ -386,17 +391,20 @@ pub enum AgentRole {
     Planner,
     Task(Role),
     Judge,
+    /// The threat scan's detection agent (issue 36).
+    Detector,
 }
 
 impl AgentRole {
     /// Every role, in the order of the configuration file.
-    pub const ALL: [AgentRole; 6] = [
+    pub const ALL: [AgentRole; 7] = [
         AgentRole::Planner,
         AgentRole::Task(Role::Worker),
         AgentRole::Task(Role::Tester),
         AgentRole::Task(Role::Docser),
         AgentRole::Judge,
         AgentRole::Task(Role::Research),
+        AgentRole::Detector,
     ];
 
     pub fn name(self) -> &'static str {
@@ -404,6 +412,7 @@ impl AgentRole {
             AgentRole::Planner => "planner",
             AgentRole::Task(role) => role.as_str(),
             AgentRole::Judge => "judge",
+            AgentRole::Detector => "detector",
         }
     }
 }
@@ -457,6 +466,7 @@ impl AgentsConfig {
             AgentRole::Task(Role::Docser) => &self.docser,
             AgentRole::Judge => &self.judge,
             AgentRole::Task(Role::Research) => &self.research,
+            AgentRole::Detector => &self.detector,
         }
     }
 
@@ -467,6 +477,7 @@ impl AgentsConfig {
             AgentRole::Task(Role::Research) => Some(&self.worker),
             AgentRole::Planner
             | AgentRole::Judge
+            | AgentRole::Detector
             | AgentRole::Task(Role::Worker | Role::Tester | Role::Docser) => None,
         }
     }

@@ -68,6 +68,8 @@ impl NetworkUser {
     }
 }
 
+static NONE: Vec<String> = Vec::new();
+
 impl NetworkAllow {
     /// The rules of `user`: its own and `all`.
     pub fn rules(&self, user: NetworkUser) -> Vec<HostRule> {
@@ -78,6 +80,8 @@ impl NetworkAllow {
             NetworkUser::Agent(AgentRole::Task(Role::Tester)) => &self.tester,
             NetworkUser::Agent(AgentRole::Task(Role::Docser)) => &self.docser,
             NetworkUser::Agent(AgentRole::Task(Role::Research)) => &self.research,
+            // The detection agent reaches its model and what `all` allows, nothing of its own.
+            NetworkUser::Agent(AgentRole::Detector) => &NONE,
             NetworkUser::Checks => &self.checks,
         };
         own.iter()

@@ -114,6 +114,7 @@ fn used(config: &Config, role: AgentRole) -> bool {
     match role {
         AgentRole::Planner => config.planner.agent,
         AgentRole::Judge => config.agents.effective(role).review,
+        AgentRole::Detector => config.scan.agent,
         AgentRole::Task(_) => true,
     }
 }

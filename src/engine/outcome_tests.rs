@@ -356,9 +356,18 @@ fn a_held_change_waits_on_a_person_with_the_way_out() {
     ];
     for (t, says) in cases {
         let d = decide_outcome(t, &held, &RunExecutors::NONE, &config, NOW);
-        assert_eq!(d.to, TaskState::blocked(BlockReason::AwaitingHuman), "{}", t.id);
+        assert_eq!(
+            d.to,
+            TaskState::blocked(BlockReason::AwaitingHuman),
+            "{}",
+            t.id
+        );
         assert_eq!(d.failure_code, Some(FailureCode::ThreatFlagged));
         assert_eq!(d.attempts, None, "no retry budget spent");
-        assert!(d.reason.contains(says) && d.reason.contains("scripts/install.sh:3"), "{}", d.reason);
+        assert!(
+            d.reason.contains(says) && d.reason.contains("scripts/install.sh:3"),
+            "{}",
+            d.reason
+        );
     }
 }

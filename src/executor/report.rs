@@ -85,7 +85,7 @@ pub(super) fn quota(text: &str) -> AgentFailure {
 /// The judge and the planner review and plan; they must not edit the workspace.
 pub(super) fn read_only(role: AgentRole) -> bool {
     match role {
-        AgentRole::Judge | AgentRole::Planner => true,
+        AgentRole::Judge | AgentRole::Planner | AgentRole::Detector => true,
         AgentRole::Task(_) => false,
     }
 }

@@ -173,6 +173,10 @@ impl Executor for ScriptedExecutor {
             AgentRole::Planner => Ok(AgentResult::finished(Some(
                 serde_json::json!({"tasks": []}),
             ))),
+            // The demo's changes are its own: nothing to flag.
+            AgentRole::Detector => Ok(AgentResult::finished(Some(
+                serde_json::json!({"verdict": "clean", "findings": []}),
+            ))),
         }
     }
 }

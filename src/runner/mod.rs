@@ -5,6 +5,7 @@
 mod agent;
 mod checks;
 mod content;
+mod detect;
 mod executors;
 pub mod judge;
 mod network;

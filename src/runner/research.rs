@@ -153,7 +153,10 @@ fn report_of(
     // Issue 36: the report is posted; what in it speaks to agents or hides text holds it.
     if act.config.scan.rules {
         let mut scanner = crate::scan::Scanner::new(act.redactor.values());
-        scanner.text("the research report", written.report.as_deref().unwrap_or_default());
+        scanner.text(
+            "the research report",
+            written.report.as_deref().unwrap_or_default(),
+        );
         let findings = scanner.findings();
         if !findings.is_empty() {
             return Err(CheckFailure {

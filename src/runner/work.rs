@@ -125,6 +125,14 @@ fn in_worktree(
     if change.is_empty() {
         return Ok(noop_success(passed, summary, record));
     }
+    let mut findings = findings;
+    if act.config.scan.agent {
+        let texts = [("the PR body", summary.as_deref().unwrap_or(""))];
+        let range = (ws.base_tree.as_str(), change.tree.as_str());
+        findings.extend(super::detect::detect(
+            act, task, run_id, range, &texts, record,
+        )?);
+    }
     let head = ws
         .commit(
             &change.tree,

@@ -39,6 +39,8 @@ pub enum Rule {
     HiddenText,
     /// Text aimed at a reviewer or an agent.
     AddressedToAgents,
+    /// What the detection agent flagged (`scan.agent`).
+    Flagged,
 }
 
 impl Rule {
@@ -50,6 +52,7 @@ impl Rule {
             Rule::Binary => "binary",
             Rule::HiddenText => "hidden_text",
             Rule::AddressedToAgents => "addressed_to_agents",
+            Rule::Flagged => "flagged_by_the_detection_agent",
         }
     }
 
@@ -62,7 +65,8 @@ impl Rule {
             | Rule::Obfuscated
             | Rule::Binary
             | Rule::HiddenText
-            | Rule::AddressedToAgents => false,
+            | Rule::AddressedToAgents
+            | Rule::Flagged => false,
         }
     }
 }
