@@ -46,7 +46,7 @@ impl Case {
             _ => "",
         };
         let section = format!(
-            "  worker:\n    executor: {executor}\n    command: [\"{}\"]\n{model}    env_passthrough: [FAKE_CLI_DIR, CALLS, CALLING_CLI_WS, CALLING_CLI_SILENT]\n{worker}",
+            "  worker:\n    executor: {executor}\n    command: [\"{}\"]\n{model}    env_passthrough: [FAKE_CLI_DIR, CALLS, CALLING_CLI_WS, CALLING_CLI_SILENT, CALLING_CLI_COST]\n{worker}",
             bin.join(program).display()
         );
         let path = g.path().join(".opentiger.yml");
@@ -440,4 +440,19 @@ fn a_refused_host_is_named_in_the_progress_comment_with_the_line_that_allows_it(
         "{}",
         progress[0]
     );
+}
+
+/// A run's spend is the larger of what the proxy metered and what the CLI reported; both are
+/// kept (here the CLI says more than its one metered answer cost).
+#[test]
+fn the_cli_s_figure_counts_when_it_is_the_larger() {
+    let case = Case::new("claude-code", "claude", Scenario::Success, "", "");
+    let id = case.add(&[]);
+    case.tick(0, &[("CALLING_CLI_COST", "0.25")]);
+    let run = &case.show(&id)["runs"][0];
+    assert_eq!(run["status"], "success", "{run}");
+    assert_eq!(run["reported_cost_usd"], 0.25, "{run}");
+    assert_eq!(run["cost_usd"], 0.25, "{run}");
+    let metered = run["metered"]["usd"].as_f64().expect("metered usd");
+    assert!(metered > 0.0 && metered < 0.25, "{run}");
 }
