@@ -8,6 +8,7 @@ mod fallback;
 mod load;
 mod network;
 mod people;
+mod reference;
 mod sandbox;
 mod scan;
 mod words;
@@ -24,6 +25,7 @@ pub use network::{HostRule, NetworkAllow, NetworkConfig, NetworkIsolation, Netwo
 pub use people::{
     CommandsConfig, EscalationConfig, EscalationDefault, EscalationReasons, EscalationRule,
 };
+pub use reference::reference_markdown;
 pub use sandbox::{AgentHome, FilesystemSandbox, SandboxConfig};
 pub use scan::{CiStart, ScanConfig};
 
@@ -40,25 +42,37 @@ pub struct Config {
     pub remote: String,
     /// Requirement document the planner turns into tasks (relative to the repository root).
     pub requirement: String,
+    /// Where the state (tasks, runs, leases, spend: one SQLite file) lives.
     pub state: StateConfig,
+    /// github mode: which issues (and PRs) become tasks.
     pub backlog: BacklogConfig,
     /// `always-execute`, `ask` (plans and risky tasks wait for approval) or `decide`.
     pub execution_mode: ExecutionMode,
+    /// The program playing each role: `default`, inherited by the roles left out.
     pub agents: AgentsConfig,
+    /// The checks the runner runs on every change after its agent (besides each task's own).
     pub verify: VerifyConfig,
+    /// What a change may touch and how big it may be.
     pub policy: PolicyConfig,
+    /// Bounds on runs, reworks, AutoFixes, merges and conflict recovery.
     pub limits: LimitsConfig,
+    /// How failed runs and reviews are retried.
     pub retry: RetryConfig,
+    /// Spend limits, in USD.
     pub budget: BudgetConfig,
+    /// How and when an approved change is merged.
     pub merge: MergeConfig,
+    /// The planner, which turns the requirement into tasks when there is no backlog.
     pub planner: PlannerConfig,
+    /// What people see besides `status`: the job summary and the dashboard issue.
     pub report: ReportConfig,
     /// How agents are confined (`filesystem: landlock | none`, `require`, `network`).
     pub sandbox: SandboxConfig,
-    /// The threat scan before anything leaves the job (issue 36).
+    /// The threat scan of what would leave the job (a change before its push, an agent's text
+    /// before it is posted).
     pub scan: ScanConfig,
-    /// What model tokens cost, in USD per million tokens, by model name (or the start of one:
-    /// `claude-sonnet-4-5` prices `claude-sonnet-4-5-20250929`), over the built-in prices of
+    /// What model tokens cost, in USD per million tokens, by model name (an entry also prices
+    /// its dated snapshots: `claude-sonnet-4-5` prices `claude-sonnet-4-5-20250929`), over the built-in prices of
     /// the models the adapters name. Metered tokens of a model with no price are recorded and
     /// said to have no price known.
     pub pricing: BTreeMap<String, Pricing>,
@@ -68,7 +82,7 @@ pub struct Config {
     pub escalation: EscalationConfig,
 }
 
-/// What people see besides `status` (DESIGN §9).
+/// What people see besides `status`: the job summary and the dashboard issue.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields, default)]
 pub struct ReportConfig {
@@ -209,7 +223,7 @@ pub enum ExecutorKind {
 
 impl ExecutorKind {
     /// What an agent of this kind is given when no `env_passthrough` is configured: nothing.
-    /// Model keys are not passed any more (issue 37): the runner holds the keys its CLI reads
+    /// Model keys are not passed: the runner holds the keys its CLI reads
     /// (`ANTHROPIC_API_KEY`, `OPENAI_API_KEY`, …) and the agent gets a placeholder and a base URL
     /// on opentiger's proxy, which puts the key back on requests to that model API only.
     pub fn default_passthrough(self) -> Vec<String> {
@@ -344,11 +358,11 @@ pub struct AgentsConfig {
     pub tester: AgentConfig,
     pub docser: AgentConfig,
     pub judge: AgentConfig,
-    /// Research tasks (label `opentiger:research` or `role: research`, issue 28): a read-only
+    /// Research tasks (label `opentiger:research` or `role: research`): a read-only
     /// run that answers the issue with a report. Unset keys, fallbacks included, come from
     /// `agents.worker`, then `agents.default`.
     pub research: AgentConfig,
-    /// The threat scan's detection agent (`scan.agent: true`, issue 36): asked about each
+    /// The threat scan's detection agent (`scan.agent: true`): asked about each
     /// change before it leaves the job, with its own prompt, no repository and no tools of
     /// its CLI's that write. Unset keys come from `agents.default`.
     pub detector: AgentConfig,
@@ -391,7 +405,7 @@ pub enum AgentRole {
     Planner,
     Task(Role),
     Judge,
-    /// The threat scan's detection agent (issue 36).
+    /// The threat scan's detection agent.
     Detector,
 }
 
@@ -471,7 +485,7 @@ impl AgentsConfig {
     }
 
     /// The entry a role inherits from before `default`: research runs like a worker unless
-    /// told otherwise (issue 28); the other roles inherit from `default` alone.
+    /// told otherwise; the other roles inherit from `default` alone.
     fn parent(&self, role: AgentRole) -> Option<&AgentConfig> {
         match role {
             AgentRole::Task(Role::Research) => Some(&self.worker),
@@ -608,11 +622,11 @@ pub struct LimitsConfig {
     /// Times a change whose conflicts could not be fixed is implemented again from the base
     /// (`recreate`: its PR closed, a new task with the same goal) before a person decides.
     pub max_recreate_attempts: u32,
-    /// Conflict-recovery lane slots (spec §2.2: 2).
+    /// Conflict-recovery lane slots.
     pub conflict_lane_max: u32,
-    /// Docs lane slots (spec §2.2: 1).
+    /// Docs lane slots.
     pub docser_lane_max: u32,
-    /// Feature-lane slots filled before other lanes (spec §2.2: 1).
+    /// Feature-lane slots filled before other lanes.
     pub feature_lane_min: u32,
 }
 
@@ -633,7 +647,7 @@ impl Default for LimitsConfig {
     }
 }
 
-/// Retry budgets and cooldowns (spec §3.4).
+/// Retry budgets and cooldowns.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields, default)]
 pub struct RetryConfig {
@@ -643,7 +657,7 @@ pub struct RetryConfig {
     pub budgets: BTreeMap<FailureCategory, u32>,
     /// This many identical failed or cancelled runs in a row stop retries early. Two identical
     /// failed runs of one task family, or one policy violation, already stop a plain retry: one
-    /// rework names the failure, then a person decides (issue 27).
+    /// rework names the failure, then a person decides.
     pub repeated_signature_threshold: u32,
     /// Re-reviews after a judge failure (agent down, CI never reported) before a person decides.
     pub max_judge_retries: u32,
@@ -665,7 +679,7 @@ impl Default for RetryConfig {
     }
 }
 
-/// Quota backoff (spec §3.4).
+/// Quota backoff: how long a run that hit its provider's quota or rate limit waits.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields, default)]
 pub struct QuotaConfig {
@@ -718,7 +732,7 @@ pub enum MergeMethod {
     Rebase,
 }
 
-/// What a trusted person's approving review of a task PR does (issue 14 item 5).
+/// What a trusted person's approving review of a task PR does.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "kebab-case")]
 pub enum HumanApproval {
@@ -758,9 +772,9 @@ pub struct MergeConfig {
     /// one; it replaces the judge agent), `counts` (evidence in the PR body; the judge decides)
     /// or `ignored`. A trusted person's request for changes is never merged over, in every
     /// mode: it gets an AutoFix, and blocks the merge until that person approves or the review
-    /// is dismissed (issue 26).
+    /// is dismissed.
     pub human_approval: HumanApproval,
-    /// github mode: labels on a task's PR that hold its merge until removed (issue 26). A
+    /// github mode: labels on a task's PR that hold its merge until removed. A
     /// trusted `/opentiger hold` comment on the PR holds it too, until `/opentiger release`.
     pub hold_labels: Vec<String>,
 }
@@ -782,7 +796,7 @@ impl Default for MergeConfig {
     }
 }
 
-/// The planner: requirement → tasks (spec §2.1).
+/// The planner: a requirement document → tasks.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields, default)]
 pub struct PlannerConfig {
@@ -829,7 +843,7 @@ impl Config {
             .unwrap_or_else(|| default_category_budget(category))
     }
 
-    /// How many runs of a role may be in flight at once (direct mode: one, spec §4).
+    /// How many runs of a role may be in flight at once (direct mode: one).
     pub fn role_slots(&self, role: Role) -> u32 {
         match self.mode {
             Mode::Direct => 1,
