@@ -55,7 +55,7 @@ pub struct Protection {
 }
 
 /// How to give agents a network namespace where the kernel restricts unprivileged ones.
-const USERNS_FIX: &str = "allow unprivileged user namespaces (Ubuntu 24.04: `sudo sysctl -w kernel.apparmor_restrict_unprivileged_userns=0`, which the GitHub Action does before it drops sudo), or run on Linux 6.7 or newer for Landlock's TCP rules (README: The agent's only door)";
+const USERNS_FIX: &str = "allow unprivileged user namespaces (Ubuntu 24.04: `sudo sysctl -w kernel.apparmor_restrict_unprivileged_userns=0`, which the GitHub Action does before it drops sudo), or run on Linux 6.7 or newer for Landlock's TCP rules (docs/security.md: The agent's only door)";
 
 /// How agents' and checks' network is confined here (issue 37).
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -179,7 +179,7 @@ pub fn in_force(sandbox: &SandboxConfig) -> Vec<Protection> {
                 (FilesystemSandbox::Landlock, None) => UNCONFINED_RISK.replace("{why}", "this kernel has no Landlock"),
                 (FilesystemSandbox::None, _) => UNCONFINED_RISK.replace("{why}", "sandbox.filesystem is none"),
             },
-            fix: "run ticks on Linux 5.13 or newer with `sandbox.filesystem: landlock` (README: What is enforced)",
+            fix: "run ticks on Linux 5.13 or newer with `sandbox.filesystem: landlock` (docs/security.md)",
         },
         Protection {
             name: "runner non-dumpable",
