@@ -381,6 +381,19 @@ fn list(ctx: &Context, status: Option<TaskStatus>, all: bool, json: bool) -> Cmd
             t.priority,
             report::truncate(&t.title, 70)
         );
+        // Issue 40: what it waits for, every dependency not done yet.
+        let unmet: Vec<String> = t
+            .dependencies
+            .iter()
+            .filter_map(|dep| match store.task(dep) {
+                Ok(d) if d.status == TaskStatus::Done => None,
+                Ok(d) => Some(format!("{dep} ({})", d.state())),
+                Err(_) => Some(format!("{dep} (unknown)")),
+            })
+            .collect();
+        if !unmet.is_empty() {
+            outln!("{:<12} after: {}", "", unmet.join(", "));
+        }
     }
     Ok(())
 }

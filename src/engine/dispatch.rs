@@ -394,18 +394,29 @@ fn over_budget(w: &Working<'_>, task: &Task) -> Option<(Option<Timestamp>, Strin
     None
 }
 
-/// The first dependency that is not `done`, said for people.
+/// Every dependency that is not `done`, said for people (`status` lists them all).
 fn unresolved_dependency(w: &Working<'_>, task: &Task) -> Option<String> {
-    task.dependencies
+    let unmet: Vec<String> = task
+        .dependencies
         .iter()
-        .find_map(|dep| match w.tasks.get(dep) {
+        .filter_map(|dep| match w.tasks.get(dep) {
             Some(d) if d.status == TaskStatus::Done => None,
             Some(d) if d.status == TaskStatus::Failed => Some(format!(
-                "queued: waits for {dep}, which failed (a failed dependency is not resolved)"
+                "{dep}, which failed (a failed dependency is not resolved)"
             )),
-            Some(d) => Some(format!("queued: waits for {dep} ({})", d.state())),
-            None => Some(format!("queued: waits for unknown task {dep}")),
+            Some(d) => Some(format!("{dep} ({})", d.state())),
+            None => Some(format!("unknown task {dep}")),
         })
+        .collect();
+    match unmet.as_slice() {
+        [] => None,
+        [one] => Some(format!("queued: waits for {one}")),
+        [rest @ .., last] => Some(format!(
+            "queued: waits for {} dependencies: {} and {last}",
+            unmet.len(),
+            rest.join(", ")
+        )),
+    }
 }
 
 fn claim(w: &mut Working<'_>, task: &Task, waiting_since: Timestamp, rule: &'static str) {

@@ -2,6 +2,7 @@
 
 pub mod board;
 pub mod check_run;
+pub mod graph;
 pub mod heartbeat;
 pub mod plan;
 pub mod progress;
