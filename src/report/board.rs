@@ -273,6 +273,7 @@ mod tests {
             parent: None,
             reason: Some(format!("why {id}")),
             next_action: format!("next for {id}"),
+            next_detail: None,
             next_attempt_at: None,
             updated_at: Timestamp(0),
             waits_on_person: matches!(block, Some("awaiting_human" | "paused")),

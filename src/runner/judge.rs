@@ -570,6 +570,13 @@ fn review(
         &mut env,
         net.landlock_port(),
     )?;
+    let (live, sentinel) = super::pulse::agent(
+        AgentRole::Judge,
+        &chosen.label,
+        &ws.path,
+        net.sentinel(),
+        act.redactor,
+    );
     let request = AgentRequest {
         role: AgentRole::Judge,
         task,
@@ -583,11 +590,12 @@ fn review(
         group_record: super::group_record(act, &run.id.to_string()),
         confine,
         network: net.netns(),
-        sentinel: net.sentinel(),
+        sentinel,
     };
     crate::sandbox::before_agent(act.repo).map_err(|e| e.to_string())?;
     // What the reviewer does in its workspace is never read back: the folder goes with it.
     let ran = exec.run(&request);
+    live.ended(&super::pulse::agent_end(&ran, act.redactor));
     let seen = net.close();
     let spend = trace.spend(task, run);
     spend.executor = Some(chosen.label.clone());

@@ -112,8 +112,14 @@ pub fn view(ctx: &Context, store: &Store, all: bool) -> Result<StatusView, Failu
         },
         parked_executors: report::parked_executors(&plan),
         paused: store.repo_pause()?.map(|p| {
+            let resume = match ctx.config.mode {
+                crate::model::Mode::Github => {
+                    "`opentiger resume`, or comment `/opentiger resume` on the dashboard issue"
+                }
+                crate::model::Mode::LocalGit | crate::model::Mode::Direct => "`opentiger resume`",
+            };
             format!(
-                "by @{} since {}: nothing new is claimed, what runs finishes. Resume: comment `/opentiger resume` on the dashboard issue",
+                "by @{} since {}: nothing new is claimed, what runs finishes. Resume: {resume}",
                 p.by, p.at
             )
         }),
