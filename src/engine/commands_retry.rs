@@ -215,3 +215,65 @@ pub(super) fn decide_cancel(task: &Task, req: &super::Request<'_>, by: &str) -> 
         format!("Cancelled {by}: task `{id}` {state} → cancelled{children}. `/opentiger retry` brings it back."),
     )
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::engine::testkit::{task, TaskExt};
+    use crate::model::TaskKind;
+
+    fn family(tasks: Vec<Task>) -> BTreeMap<TaskId, Task> {
+        tasks.into_iter().map(|t| (t.id.clone(), t)).collect()
+    }
+
+    fn child(id: &str, parent: &str, minutes: i64) -> Task {
+        task(id).with(|t| {
+            t.kind = TaskKind::Rework;
+            t.parent_task_id = Some(TaskId::from(parent));
+            t.created_at = crate::engine::testkit::at(minutes);
+        })
+    }
+
+    /// Issue 40: the task a person knows stands for the member of its family that waits.
+    #[test]
+    fn a_retry_of_the_task_a_person_knows_reaches_the_waiting_rework() {
+        let follows = |id: &str| task(id).blocked(BlockReason::NeedsRework);
+        let stuck = |t: Task| t.blocked(BlockReason::AwaitingHuman);
+        #[rustfmt::skip]
+        let cases: Vec<(&str, Vec<Task>, &str, &str)> = vec![
+            ("a task without children is itself", vec![stuck(task("a"))], "a", "a"),
+            ("the parent of a stuck rework: the rework", vec![follows("a"), stuck(child("w", "a", 1))], "a", "w"),
+            ("the newest child", vec![follows("a"), child("old", "a", 1).status(TaskStatus::Cancelled), stuck(child("new", "a", 2))], "a", "new"),
+            ("down the chain", vec![follows("a"), child("w1", "a", 1).blocked(BlockReason::NeedsRework), stuck(child("w2", "w1", 2))], "a", "w2"),
+            ("a finished child: the parent itself", vec![follows("a"), child("w", "a", 1).status(TaskStatus::Done)], "a", "a"),
+            ("the child named directly", vec![follows("a"), stuck(child("w", "a", 1))], "w", "w"),
+        ];
+        for (name, tasks, named, expected) in cases {
+            let tasks = family(tasks);
+            let target = retry_target(&tasks[&TaskId::from(named)], &tasks);
+            assert_eq!(target.id.as_str(), expected, "{name}");
+        }
+    }
+
+    #[test]
+    fn a_cancel_takes_the_children_working_on_it_first() {
+        let tasks = family(vec![
+            task("a").blocked(BlockReason::NeedsRework),
+            child("w1", "a", 1).blocked(BlockReason::NeedsRework),
+            child("w2", "w1", 2).blocked(BlockReason::AwaitingHuman),
+            child("done", "a", 0).status(TaskStatus::Done),
+            task("other"),
+        ]);
+        let ids = |v: Vec<TaskId>| v.into_iter().map(|t| t.0).collect::<Vec<_>>();
+        assert_eq!(
+            ids(cancel_family(&tasks[&TaskId::from("a")], &tasks)),
+            ["w2", "w1", "a"]
+        );
+        assert_eq!(
+            ids(cancel_family(&tasks[&TaskId::from("w2")], &tasks)),
+            ["w2"]
+        );
+        let running = task("r").status(TaskStatus::Running);
+        assert!(cancel_family(&running, &tasks).is_empty());
+    }
+}
