@@ -6,11 +6,12 @@ use std::path::PathBuf;
 use clap::{Args, Subcommand};
 use serde::Deserialize;
 
+use super::task_moves::writer;
 use super::{CmdResult, Context, Failure};
 use crate::model::{Lane, Risk, Role, Task, TaskId, TaskStatus};
 use crate::report;
 use crate::runner::TaskField;
-use crate::store::{TaskFilter, Writer};
+use crate::store::TaskFilter;
 
 #[derive(Subcommand, Debug)]
 pub enum TaskCommand {
@@ -116,14 +117,6 @@ pub fn run(ctx: &Context, cmd: &TaskCommand) -> CmdResult {
         TaskCommand::Retry { id, reason } => super::task_moves::retry(ctx, id, reason),
         TaskCommand::Cancel { id, reason } => super::task_moves::cancel(ctx, id, reason),
         TaskCommand::Approve { id, all } => super::task_moves::approve(ctx, id.as_deref(), *all),
-    }
-}
-
-pub(super) fn writer(ctx: &Context) -> Writer<'_> {
-    Writer {
-        tick_id: None,
-        actor: "human",
-        now: ctx.now,
     }
 }
 

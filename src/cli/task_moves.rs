@@ -3,13 +3,21 @@
 //! knows acts on the AutoFix or rework child waiting in its stead, a cancel takes the children
 //! working on it along (issue 40).
 
-use super::task::writer;
 use super::{CmdResult, Context, Failure};
 use crate::engine::commands::{
     approved_state, cancel_family, cancel_refusal, retry_move, retry_target, RetryMove,
 };
 use crate::model::{BlockReason, Task, TaskState, TaskStatus};
-use crate::store::{TaskChanges, TaskFilter};
+use crate::store::{TaskChanges, TaskFilter, Writer};
+
+/// Who writes: a person at the command line.
+pub(super) fn writer(ctx: &Context) -> Writer<'_> {
+    Writer {
+        tick_id: None,
+        actor: "human",
+        now: ctx.now,
+    }
+}
 
 /// Every task of the state, for the family rules.
 fn all_tasks(

@@ -18,18 +18,26 @@ use serde_json::Value;
 /// A parse error's mistake said plainly: `(line, key as the user meant it, message, fix)`.
 pub(super) type Said = (u64, String, String, String);
 
-/// The indentation mistake behind a parse error about `key` (dotted; for an unknown key, the
-/// path ending in it) reported at `line` of `text`, when there is one.
-pub(super) fn mistake(text: &str, key: &str, line: Option<u64>, unknown: bool) -> Option<Said> {
+/// A parse error as the loader has it: `key` dotted (for an unknown key, the path ending in
+/// it), the `line` the parser reported, the line its key was found at by indentation, and
+/// whether the key is unknown where it is.
+pub(super) struct Reported<'a> {
+    pub key: &'a str,
+    pub line: Option<u64>,
+    pub key_line: Option<u64>,
+    pub unknown: bool,
+}
+
+/// The indentation mistake behind a parse error in `text`, when there is one; `schema` is the
+/// configuration's JSON Schema, which says what each block holds.
+pub(super) fn mistake(text: &str, error: &Reported<'_>, schema: &str) -> Option<Said> {
     let lines = Lines::of(text);
+    let key = error.key;
     let leaf = key.rsplit('.').next().filter(|l| !l.is_empty())?;
-    let at = key_line(&lines, leaf, line).or_else(|| {
-        let l = super::load::line_of_key(text, key)?;
-        let i = usize::try_from(l).ok()?.checked_sub(1)?;
-        (lines.key(i) == Some(leaf)).then_some(i)
-    })?;
+    let at =
+        key_line(&lines, leaf, error.line).or_else(|| key_line(&lines, leaf, error.key_line))?;
     under_a_value(&lines, at)
-        .or_else(|| out_of_its_block(&lines, at, leaf, key, unknown))
+        .or_else(|| out_of_its_block(&lines, at, leaf, key, error.unknown, schema))
         .or_else(|| empty_value(&lines, at, leaf, key))
 }
 
@@ -73,6 +81,7 @@ fn out_of_its_block(
     leaf: &str,
     key: &str,
     unknown: bool,
+    schema: &str,
 ) -> Option<Said> {
     let indent = lines.indent(at);
     let block = (0..at)
@@ -94,7 +103,7 @@ fn out_of_its_block(
         return None;
     }
     let block_path = lines.path(block)?;
-    let schema: Value = serde_json::from_str(&super::load::schema_json()).ok()?;
+    let schema: Value = serde_json::from_str(schema).ok()?;
     if !keys_of(&schema, &block_path)?.iter().any(|k| k == leaf) {
         return None;
     }

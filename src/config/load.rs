@@ -143,8 +143,14 @@ fn parse_error(err: &serde_saphyr::Error, path: &str, file: &str, text: &str) ->
         };
     }
     // Issue 40: a mis-indented line makes the parser blame something else; said as it is.
-    let unknown = message.starts_with("unknown field `");
-    if let Some((line, key, message, fix)) = super::indent::mistake(text, &key, line, unknown) {
+    let reported = super::indent::Reported {
+        key: &key,
+        line,
+        key_line: line_of_key(text, &key),
+        unknown: message.starts_with("unknown field `"),
+    };
+    if let Some((line, key, message, fix)) = super::indent::mistake(text, &reported, &schema_json())
+    {
         return ConfigError {
             file: file.to_string(),
             line: Some(line),

@@ -65,6 +65,8 @@ pub struct TaskLine {
     /// The lifecycle phase word (`model::Phase`).
     pub phase: String,
     pub reason: String,
+    /// What the reason advises (issue 40), shown beside the comment command that answers it.
+    pub advice: Option<String>,
     pub next: String,
     pub pr: Option<u64>,
     pub checks: Option<String>,
@@ -182,6 +184,7 @@ impl TaskLine {
             state,
             phase: task.phase.clone(),
             reason: plain(task.reason.as_deref().unwrap_or("")),
+            advice: task.advice.as_deref().map(plain),
             next: plain(&task.next_action),
             pr: task.pr,
             checks: task.checks.clone(),
@@ -272,6 +275,7 @@ mod tests {
             dependencies: vec![],
             parent: None,
             reason: Some(format!("why {id}")),
+            advice: None,
             next_action: format!("next for {id}"),
             next_detail: None,
             next_attempt_at: None,
@@ -302,6 +306,7 @@ mod tests {
                 ),
                 TaskStatusView {
                     command: Some("/opentiger retry b".into()),
+                    advice: Some("Fix: the <b>cause</b>. Then retry".into()),
                     boxes: vec![
                         crate::engine::checkboxes::Checkbox {
                             verb: "retry",
@@ -365,7 +370,7 @@ mod tests {
         let (dashboard, summary) = render(&templates, &board, Some(tick)).unwrap();
         for needle in [
             "## Waiting on a person (1)",
-            "- **Decide** (`b`, awaiting_feedback: blocked(awaiting_human)): why b\n  - [ ] retry (recommended) <!-- opentiger:box=b:retry:k1 -->\n  - [ ] cancel <!-- opentiger:box=b:cancel:k1 -->\n  - decide: tick a box, or comment `/opentiger retry b` here (recommended)",
+            "- **Decide** (`b`, awaiting_feedback: blocked(awaiting_human)): why b\n  - Fix: the &lt;b&gt;cause&lt;/b&gt;. Then retry\n  - [ ] retry (recommended) <!-- opentiger:box=b:retry:k1 -->\n  - [ ] cancel <!-- opentiger:box=b:cancel:k1 -->\n  - decide: tick a box, or comment `/opentiger retry b` here (recommended)",
             "**Review me** (`c`, verifying: blocked(awaiting_judge)) · PR #7, CI pending",
             // Issue 40: each state its own section, the failed and the queued apart.
             "## Running (1)\n\n- **Busy** (`f`, ",

@@ -41,8 +41,11 @@ pub struct TaskStatusView {
     pub issue: Option<u64>,
     pub dependencies: Vec<String>,
     pub parent: Option<String>,
-    /// Why the task is where it is.
+    /// Why the task is where it is: what happened.
     pub reason: Option<String>,
+    /// What its reason advises a person to do, when it does (`engine::advice`, issue 40).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub advice: Option<String>,
     /// What happens next, e.g. `quota_wait: retry after 12:40:00Z`.
     pub next_action: String,
     /// The engine's figures behind the next action (a claim's score and lane), for `-v`.
@@ -268,6 +271,11 @@ pub fn task_view(task: &Task, plan: &Plan, phase: Phase) -> TaskStatusView {
         dependencies: task.dependencies.iter().map(|d| d.to_string()).collect(),
         parent: task.parent_task_id.as_ref().map(|p| p.to_string()),
         // Issue 37: a task its family's budget holds says so, not what made it.
+        advice: task
+            .status_reason
+            .as_deref()
+            .and_then(|r| crate::engine::advice::split(r).1)
+            .map(str::to_string),
         // Issue 40: what happened; the advice in the reason is the next action's words.
         reason: match plan.budget_hold(&task.id) {
             Some((_, why)) => Some(why.to_string()),
