@@ -4,7 +4,10 @@
 //! values no type can rule out (a time limit of 0, a negative price). Each returns the first
 //! problem as `(key, message, fix)`; `load.rs` adds the file and the line.
 
-use super::{AgentConfig, AgentRole, Config};
+use crate::config::{AgentConfig, AgentRole, Config};
+
+#[path = "paths.rs"]
+pub(super) mod paths;
 
 /// Every `agents` entry as written, with its key: `agents.default`, each role's, and each of
 /// their fallbacks (`agents.worker.fallbacks[0]`).

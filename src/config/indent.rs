@@ -16,12 +16,12 @@
 use serde_json::Value;
 
 /// A parse error's mistake said plainly: `(line, key as the user meant it, message, fix)`.
-pub(super) type Said = (u64, String, String, String);
+pub(in crate::config) type Said = (u64, String, String, String);
 
 /// A parse error as the loader has it: `key` dotted (for an unknown key, the path ending in
 /// it), the `line` the parser reported, the line its key was found at by indentation, and
 /// whether the key is unknown where it is.
-pub(super) struct Reported<'a> {
+pub(in crate::config) struct Reported<'a> {
     pub key: &'a str,
     pub line: Option<u64>,
     pub key_line: Option<u64>,
@@ -30,7 +30,7 @@ pub(super) struct Reported<'a> {
 
 /// The indentation mistake behind a parse error in `text`, when there is one; `schema` is the
 /// configuration's JSON Schema, which says what each block holds.
-pub(super) fn mistake(text: &str, error: &Reported<'_>, schema: &str) -> Option<Said> {
+pub(in crate::config) fn mistake(text: &str, error: &Reported<'_>, schema: &str) -> Option<Said> {
     let lines = Lines::of(text);
     let key = error.key;
     let leaf = key.rsplit('.').next().filter(|l| !l.is_empty())?;

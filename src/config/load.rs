@@ -10,6 +10,9 @@ use std::path::{Path, PathBuf};
 use super::{Config, ExecutorKind};
 use crate::config::AgentRole;
 
+#[path = "agent_values.rs"]
+mod agent_values;
+
 /// Where the configuration came from, for messages and `config show`.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum ConfigSource {
@@ -143,13 +146,14 @@ fn parse_error(err: &serde_saphyr::Error, path: &str, file: &str, text: &str) ->
         };
     }
     // Issue 40: a mis-indented line makes the parser blame something else; said as it is.
-    let reported = super::indent::Reported {
+    let reported = super::words::indent::Reported {
         key: &key,
         line,
         key_line: line_of_key(text, &key),
         unknown: message.starts_with("unknown field `"),
     };
-    if let Some((line, key, message, fix)) = super::indent::mistake(text, &reported, &schema_json())
+    if let Some((line, key, message, fix)) =
+        super::words::indent::mistake(text, &reported, &schema_json())
     {
         return ConfigError {
             file: file.to_string(),
@@ -280,13 +284,13 @@ fn validate(config: &Config, text: &str, file: &str) -> Result<(), ConfigError> 
     };
     let roles = AgentRole::ALL;
     let named = |(key, message, fix): (String, String, String)| fail(&key, message, &fix);
-    super::agent_values::fallback_entries(config).map_err(named)?;
-    super::agent_values::sandbox_paths(config).map_err(named)?;
+    agent_values::fallback_entries(config).map_err(named)?;
+    agent_values::sandbox_paths(config).map_err(named)?;
     // Issue 40: each value is checked where the user wrote it (`agents.default`, a role, a
     // fallback), so the error names that key and its line; paths the file system cannot hold
     // are refused here, not by the first tick that uses them.
-    super::agent_values::values(config).map_err(named)?;
-    super::paths::check(config).map_err(named)?;
+    agent_values::values(config).map_err(named)?;
+    agent_values::paths::check(config).map_err(named)?;
     for (role, agent) in roles.into_iter().flat_map(|role| {
         config
             .agents

@@ -3,13 +3,10 @@
 //! Every key has a default (DESIGN §13), so an almost empty file works. Unknown keys are errors.
 //! Loading and error reporting live in [`load`]; this file only says what the keys are.
 
-mod agent_values;
 mod entry;
 mod fallback;
-mod indent;
 mod load;
 mod network;
-mod paths;
 mod people;
 mod sandbox;
 mod scan;

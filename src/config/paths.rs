@@ -3,7 +3,7 @@
 //! longer than a file name may be (`NAME_MAX`, 255 bytes). Refused at load, naming the key,
 //! instead of failing later with a bare "File name too long". Pure; `load.rs` adds the line.
 
-use super::Config;
+use crate::config::{AgentRole, Config};
 
 /// The longest path, in bytes (`PATH_MAX` without its terminating byte).
 pub const MAX_PATH: usize = 4095;
@@ -14,7 +14,7 @@ pub const MAX_NAME: usize = 255;
 const STATE_SUFFIX: usize = "-journal".len();
 
 /// The first configured path the file system cannot hold, as `(key, message, fix)`.
-pub(super) fn check(config: &Config) -> Result<(), (String, String, String)> {
+pub(in crate::config) fn check(config: &Config) -> Result<(), (String, String, String)> {
     let mut paths: Vec<(String, &str, usize)> = vec![
         (
             "state.path".into(),
@@ -42,7 +42,7 @@ pub(super) fn check(config: &Config) -> Result<(), (String, String, String)> {
 /// The programs agents run by path (`command[0]` with a `/`), by key.
 fn programs(config: &Config) -> Vec<(String, &str)> {
     let mut lists = vec![("agents.default".to_string(), &config.agents.default)];
-    for role in super::AgentRole::ALL {
+    for role in AgentRole::ALL {
         lists.push((format!("agents.{}", role.name()), config.agents.entry(role)));
     }
     let mut out = Vec::new();

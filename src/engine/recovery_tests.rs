@@ -325,7 +325,6 @@ fn a_repeated_failure_stops_the_family_early() {
                 "a policy violation is not retried as it is",
                 "this family already had its rework",
                 "Fix: symbolic links must point inside the worktree",
-                // Issue 40: the task a person knows, whose retry reaches its rework.
                 "`opentiger task retry a` (it retries this rework, w)",
             ],
             ..case(
