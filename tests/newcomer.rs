@@ -381,3 +381,59 @@ fn runs_fold_in_actions_and_quiet_is_silent() {
     assert!(out.stdout.contains("1 run(s)"), "{}", out.stdout);
     assert!(!out.stderr.contains("opentiger:"), "{}", out.stderr);
 }
+
+/// In github mode `opentiger pause` makes the change `/opentiger pause` on the dashboard makes:
+/// on the state branch, so the next tick (in another checkout, as in Actions) claims nothing;
+/// `opentiger resume` lets it claim again.
+#[test]
+fn pause_and_resume_in_github_mode_act_on_the_state_branch() {
+    use common::github::{opentiger_against, GithubServer};
+    let dir = tempfile::tempdir().unwrap();
+    let origin = common::bare_origin(dir.path());
+    let (here, ci) = (dir.path().join("here"), dir.path().join("ci"));
+    common::clone(&origin, &here);
+    executable(&dir.path().join("agent.sh"), WRITES);
+    std::fs::write(
+        here.join(".opentiger.yml"),
+        format!(
+            "mode: github\nagents:\n  default:\n    executor: command\n    command: [\"{}\"]\n    timeout_minutes: 1\n  judge:\n    review: false\nreport:\n  dashboard_issue: false\n",
+            dir.path().join("agent.sh").display()
+        ),
+    )
+    .unwrap();
+    git(&here, &["add", "-A"]);
+    git(&here, &["commit", "-q", "-m", "initial"]);
+    git(&here, &["push", "-q", "origin", "main"]);
+    common::clone(&origin, &ci);
+    let server = GithubServer::start("acme", "widgets").with_git(&origin);
+    let run = |repo: &Path, now: &str, args: &[&str]| {
+        server.set_now(now);
+        let out = opentiger_against(&server, repo, now)
+            .args(args)
+            .output()
+            .unwrap();
+        let text = String::from_utf8_lossy(&out.stdout).into_owned();
+        assert!(
+            out.status.success(),
+            "{args:?}: {text}{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        text
+    };
+    let paused = run(&here, "2026-11-21T12:00:00Z", &["pause"]);
+    assert!(paused.starts_with("paused:"), "{paused}");
+    server.add_issue("First", "Please.", &["opentiger"], "acme", "OWNER");
+    let tick = run(&ci, "2026-11-21T12:05:00Z", &["tick"]);
+    assert!(tick.contains("0 run(s)"), "{tick}");
+    assert!(tick.contains("the repository is paused by @"), "{tick}");
+    let status = run(&ci, "2026-11-21T12:06:00Z", &["status"]);
+    assert!(
+        status.contains(
+            "Resume: `opentiger resume`, or comment `/opentiger resume` on the dashboard issue"
+        ),
+        "{status}"
+    );
+    run(&here, "2026-11-21T12:07:00Z", &["resume"]);
+    let tick = run(&ci, "2026-11-21T12:10:00Z", &["tick"]);
+    assert!(tick.contains("1 run(s)"), "{tick}");
+}
