@@ -101,22 +101,46 @@ fn init_writes_a_loadable_config_and_the_example_workflow_then_doctor_passes_off
     assert_eq!(shown["base_branch"], "main");
     assert_eq!(shown["state"]["store"], "branch");
 
-    // As written, the agent is claude-code: without its CLI and key, doctor fails and says why.
-    let as_written = opentiger(
-        &repo,
-        &["doctor"],
-        &[
-            ("GITHUB_TOKEN", FAKE_TOKEN),
-            ("GITHUB_REPOSITORY", "acme/widgets"),
-            ("PATH", "/usr/bin:/bin:/usr/local/bin"),
-        ],
-    );
+    // As written, the agent is claude-code: in Actions, without its CLI and key, doctor fails
+    // and says why.
+    let bare = [
+        ("GITHUB_TOKEN", FAKE_TOKEN),
+        ("GITHUB_REPOSITORY", "acme/widgets"),
+        ("PATH", "/usr/bin:/bin:/usr/local/bin"),
+    ];
+    let in_actions = [&bare[..], &[("GITHUB_ACTIONS", "true")]].concat();
+    let as_written = opentiger(&repo, &["doctor"], &in_actions);
     assert_eq!(as_written.code, 1, "{}", as_written.stdout);
     assert!(
         as_written.stdout.contains("ANTHROPIC_API_KEY"),
         "{}",
         as_written.stdout
     );
+    // Issue 40: outside Actions, what the workflow provides (the repository, the token, the
+    // CLI it installs, the key it passes) is apart, needed only to tick from here.
+    let here = opentiger(
+        &repo,
+        &["doctor"],
+        &[("PATH", "/usr/bin:/bin:/usr/local/bin")],
+    );
+    assert_eq!(here.code, 0, "{}\n{}", here.stdout, here.stderr);
+    let (counted, apart) = here
+        .stdout
+        .split_once("GitHub Actions provides these")
+        .unwrap_or_else(|| panic!("no section apart:\n{}", here.stdout));
+    assert!(lines_at(counted, "fail").is_empty(), "{}", here.stdout);
+    let needed = lines_at(apart, "here");
+    for what in [
+        "repository",
+        "token",
+        "`claude` is not on PATH",
+        "ANTHROPIC_API_KEY",
+    ] {
+        assert!(
+            needed.iter().any(|l| l.contains(what)),
+            "{what} not apart: {needed:#?}"
+        );
+    }
 
     // With an agent that runs anywhere, every offline check passes.
     use_scripted_agent(&repo);

@@ -33,7 +33,9 @@ pub struct TickArgs {
     pub fan_out: Option<u32>,
 }
 
-pub fn run(ctx: &Context, args: &TickArgs) -> CmdResult {
+/// `verbose` (`-v`) adds the engine's own figures to a dry run: the preflight gates and each
+/// claim's score.
+pub fn run(ctx: &Context, args: &TickArgs, verbose: bool) -> CmdResult {
     let mut config = ctx.config.clone();
     if let Some(n) = args.max_runs.or(args.fan_out) {
         config.limits.max_runs_per_tick = n;
@@ -43,7 +45,7 @@ pub fn run(ctx: &Context, args: &TickArgs) -> CmdResult {
         ..ctx.clone()
     };
     if args.dry_run {
-        return dry_run(&ctx, args.json, args.offline);
+        return dry_run(&ctx, args.json, args.offline, verbose);
     }
     if args.fan_out.is_some() {
         // The runs are leased to the fan-out until a work job takes them over: not to this
@@ -78,7 +80,7 @@ pub fn run(ctx: &Context, args: &TickArgs) -> CmdResult {
 /// The plan the next tick would make, changing nothing. In github mode (unless `offline`) it
 /// reads GitHub first, as a tick does (GETs only, conditional with the stored ETags), and
 /// applies what it saw to the state in memory, so the plan shows the imports a tick would make.
-fn dry_run(ctx: &Context, json: bool, offline: bool) -> CmdResult {
+fn dry_run(ctx: &Context, json: bool, offline: bool, verbose: bool) -> CmdResult {
     // What GitHub says is applied to a private copy; offline, or with nothing to read from
     // GitHub, the state is only read.
     let mut store = if offline || ctx.config.mode != crate::model::Mode::Github {
@@ -110,7 +112,7 @@ fn dry_run(ctx: &Context, json: bool, offline: bool) -> CmdResult {
             .iter()
             .map(|t| (t.id.clone(), t.clone()))
             .collect();
-        out!("{}", report::plan_text(&plan, &tasks));
+        out!("{}", report::plan_text(&plan, &tasks, verbose));
     }
     Ok(())
 }

@@ -58,14 +58,18 @@ fn repository(repo: &Path, vars: Vars<'_>) -> Check {
                 .flatten()
                 .and_then(|url| owner_and_name(&url))
                 .unwrap_or_else(|| "owner/name".to_string());
-            Check::fail(
+            let check = Check::fail(
                 "repository",
-                match other {
+                match &other {
                     Some(r) => format!("GITHUB_REPOSITORY `{r}` is not owner/name"),
                     None => "GITHUB_REPOSITORY is not set: which GitHub repository?".to_string(),
                 },
                 format!("export GITHUB_REPOSITORY={guess} (GitHub Actions sets it)"),
-            )
+            );
+            match other {
+                None => check.provided_by_actions(),
+                Some(_) => check,
+            }
         }
     }
 }
@@ -131,6 +135,7 @@ fn token(vars: Vars<'_>) -> Check {
         "no GitHub token: neither OPENTIGER_GITHUB_TOKEN nor GITHUB_TOKEN is set",
         "in Actions the opentiger action passes its `token` input (default: the workflow's GITHUB_TOKEN); locally: export GITHUB_TOKEN=\"$(gh auth token)\"",
     )
+    .provided_by_actions()
 }
 
 /// GitHub does not start workflows for events caused by a workflow's own GITHUB_TOKEN: PRs

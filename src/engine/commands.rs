@@ -22,8 +22,13 @@ mod plan_thread;
 mod replan;
 #[path = "commands_research.rs"]
 mod research;
+#[path = "commands_retry.rs"]
+mod retry;
 pub use parse::{parse, MAX_BUDGET_USD};
 pub use replan::Origin;
+pub use retry::{
+    cancel_family, cancel_refusal, retry_allowed, retry_move, retry_target, LastRun, RetryMove,
+};
 
 /// The word that starts every command.
 pub const PREFIX: &str = "/opentiger";
@@ -332,41 +337,8 @@ pub fn decide(parsed: &Parsed, req: &Request<'_>) -> Decision {
     let id = &task.id;
     let state = task.state();
     match &command.verb {
-        Verb::Retry => match retry_move(task, req.last_runs.get(id), req.now) {
-            Err(why) => refuse(why),
-            Ok(RetryMove::EndCooldown) => done(
-                vec![Effect::EndCooldown {
-                    task: id.clone(),
-                    reason: format!("retried {by}: cooldown ended"),
-                }],
-                format!("Retried {by}: task `{id}` is queued and its cooldown ended, so the next tick may start it; its attempt budgets start afresh."),
-            ),
-            Ok(RetryMove::Requeue) => done(
-                vec![Effect::Move {
-                    task: id.clone(),
-                    to: TaskState::QUEUED,
-                    reset_attempts: true,
-                    approved: true,
-                    reason: format!("retried {by}"),
-                }],
-                format!("Retried {by}: task `{id}` {state} → queued; its attempt budgets start afresh."),
-            ),
-            Ok(RetryMove::Rejudge { run }) => done(
-                vec![Effect::Rejudge {
-                    task: id.clone(),
-                    run: run.clone(),
-                    reason: format!("retried {by}: the judge is asked again"),
-                }],
-                format!("Retried {by}: task `{id}` {state} → blocked(awaiting_judge); the judge reviews run `{run}` again (no new worker run), its budgets afresh."),
-            ),
-        },
-        Verb::Cancel => match cancel_refusal(task) {
-            Some(why) => refuse(why),
-            None => done(
-                vec![plain_move(id, TaskState::CANCELLED, format!("cancelled {by}"))],
-                format!("Cancelled {by}: task `{id}` {state} → cancelled. `/opentiger retry` brings it back."),
-            ),
-        },
+        Verb::Retry => retry::decide(task, req, &by),
+        Verb::Cancel => retry::decide_cancel(task, req, &by),
         Verb::Approve => {
             if let Some(head) = held_change(task, req.last_runs.get(id)) {
                 return done(
@@ -613,93 +585,6 @@ pub fn held_change<'a>(task: &Task, last: Option<&'a LastRun>) -> Option<&'a str
 
 fn short(sha: &str) -> &str {
     sha.get(..10).unwrap_or(sha)
-}
-
-/// What a person's retry does to a task (`/opentiger retry` and `opentiger task retry` alike).
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub enum RetryMove {
-    /// Back to the queue, its attempt budgets afresh.
-    Requeue,
-    /// Queued already, but waiting on a cooldown: the wait ends and the budgets start afresh
-    /// (issue 15).
-    EndCooldown,
-    /// The change is made and nothing asked for another one — the judge gave up on it (its
-    /// agent failed or ran out of quota past its bounds) or the merge was refused: the judge
-    /// is asked again about run `run`, its budgets afresh, and no worker runs (issue 35).
-    Rejudge { run: RunId },
-}
-
-/// A task's latest run, as a retry looks at it (the shell reads it from the state).
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct LastRun {
-    pub id: RunId,
-    /// It succeeded with a change on the task's branch (a head commit).
-    pub made_change: bool,
-    /// A review of its head asked for changes (the judge's or the policy's).
-    pub changes_requested: bool,
-    /// The commit the threat scan held back (issue 36): what an approval would let out.
-    pub held: Option<String>,
-}
-
-/// What a person's retry does, or why it is refused (shared with `opentiger task retry`).
-/// `last` is the task's latest run.
-pub fn retry_move(
-    task: &Task,
-    last: Option<&LastRun>,
-    now: Timestamp,
-) -> Result<RetryMove, String> {
-    if task.status == TaskStatus::Queued && task.next_attempt_at.is_some_and(|at| at > now) {
-        return Ok(RetryMove::EndCooldown);
-    }
-    if let (TaskStatus::Blocked, Some(BlockReason::AwaitingHuman), Some(last)) =
-        (task.status, task.block_reason, last)
-    {
-        if last.made_change && !last.changes_requested {
-            return Ok(RetryMove::Rejudge {
-                run: last.id.clone(),
-            });
-        }
-    }
-    if retry_allowed(task) {
-        return Ok(RetryMove::Requeue);
-    }
-    Err(format!(
-        "Task `{}` is {}: only failed, cancelled or blocked (awaiting_human, paused, quota_wait, needs_rework) tasks, and queued ones waiting on a cooldown, can be retried",
-        task.id,
-        task.state()
-    ))
-}
-
-/// A person may send a task back to the queue when it failed, was cancelled, or waits on a
-/// person, a quota or its rework.
-pub fn retry_allowed(task: &Task) -> bool {
-    match task.status {
-        TaskStatus::Failed | TaskStatus::Cancelled => true,
-        TaskStatus::Blocked => matches!(
-            task.block_reason,
-            Some(
-                BlockReason::AwaitingHuman
-                    | BlockReason::Paused
-                    | BlockReason::QuotaWait
-                    | BlockReason::NeedsRework
-            )
-        ),
-        TaskStatus::Queued | TaskStatus::Running | TaskStatus::Done => false,
-    }
-}
-
-/// Why a task cannot be cancelled, if it cannot.
-pub fn cancel_refusal(task: &Task) -> Option<String> {
-    match task.status {
-        TaskStatus::Done | TaskStatus::Cancelled => {
-            Some(format!("Task `{}` is already {}", task.id, task.status))
-        }
-        TaskStatus::Running => Some(format!(
-            "Task `{}` is running: cancel it after its run ends",
-            task.id
-        )),
-        TaskStatus::Queued | TaskStatus::Failed | TaskStatus::Blocked => None,
-    }
 }
 
 #[cfg(test)]

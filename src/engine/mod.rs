@@ -8,6 +8,8 @@
 //! (R/I/P/L gates), judge work, dispatch. Every non-terminal task gets at least one decision, so
 //! the plan doubles as the "next action" of each task in `status`.
 
+pub mod advice;
+pub mod approval;
 pub mod backoff;
 pub mod checkboxes;
 pub mod checks;
@@ -146,6 +148,10 @@ pub struct Decision {
     pub action: Action,
     /// For people: why, with the numbers that mattered.
     pub reason: String,
+    /// The engine's own figures behind it, shown with `-v` only (issue 40): a claim's dispatch
+    /// score, priority, risk and lane.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub detail: Option<String>,
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize)]
@@ -363,6 +369,7 @@ impl<'a> Working<'a> {
             rule,
             action,
             reason,
+            detail: None,
         });
     }
 

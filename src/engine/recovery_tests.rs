@@ -325,7 +325,7 @@ fn a_repeated_failure_stops_the_family_early() {
                 "a policy violation is not retried as it is",
                 "this family already had its rework",
                 "Fix: symbolic links must point inside the worktree",
-                "opentiger task retry w",
+                "`opentiger task retry a` (it retries this rework, w)",
             ],
             ..case(
                 "a policy violation of the rework: a person, with the fix",
@@ -618,7 +618,7 @@ fn blocked_tasks_recover_by_reason() {
             ],
         ),
         Case {
-            reason_has: &["waits on a person: budget"],
+            reason_has: &["waits on a person: `opentiger task retry a` once the cause is dealt with, or `opentiger task cancel a`"],
             ..case(
                 "awaiting_human waits",
                 snapshot(

@@ -206,7 +206,14 @@ fn run_planned(
 ) -> Verification {
     let mut done = Verification::default();
     let mut previous: Option<String> = None;
-    for cmd in &plan.commands {
+    let count = plan.commands.len();
+    for (i, cmd) in plan.commands.iter().enumerate() {
+        // Issue 40: the live view's line and heartbeat for each check.
+        let (live, sentinel) = super::pulse::Watched::start(
+            redactor.redact(&format!("check {}/{count} `{}`", i + 1, cmd.spec.text)),
+            None,
+            None,
+        );
         let mut env = domain.env.clone();
         env.extend(cmd.spec.env.iter().cloned());
         let spec = ProcessSpec {
@@ -222,26 +229,32 @@ fn run_planned(
             group_record: domain.group_record.clone(),
             confine: domain.confine.clone(),
             network: domain.door.netns(),
-            sentinel: None,
+            sentinel,
         };
         // spec §2.3.2 error text: `Verification failed at <cmd> [<source>]: <output>`; the output
         // starts on its own line so the first line stays readable.
-        let failure = |output: &str, code: FailureCode| CheckFailure {
-            code,
-            message: format!(
-                "Verification failed at {} [{}]:\n{}{}",
-                cmd.spec.text,
-                cmd.source,
-                redactor.excerpt(
-                    if output.trim().is_empty() {
-                        "stderr unavailable"
-                    } else {
-                        output.trim()
-                    },
-                    1200
+        let failure = |output: &str, code: FailureCode| {
+            let shown = match output.trim() {
+                "" => "stderr unavailable",
+                text => text,
+            };
+            // One line when the command printed nothing: the headline then says how it
+            // ended, and nothing is repeated under it (issue 40).
+            let sep = if shown.starts_with("stderr unavailable") {
+                " "
+            } else {
+                "\n"
+            };
+            CheckFailure {
+                code,
+                message: format!(
+                    "Verification failed at {} [{}]:{sep}{}{}",
+                    cmd.spec.text,
+                    cmd.source,
+                    redactor.excerpt(shown, 1200),
+                    domain.denial_hint(output)
                 ),
-                domain.denial_hint(output)
-            ),
+            }
         };
         let started = std::time::Instant::now();
         let ran = process::run(&spec);
@@ -279,7 +292,7 @@ fn run_planned(
                         &out.output_tail,
                         previous.as_deref(),
                     );
-                    Some(failure(&out.output_tail, code))
+                    Some(failure(&silent_end(&out), code))
                 }
             }
             Err(e) => {
@@ -287,6 +300,12 @@ fn run_planned(
                 Some(failure(&e.to_string(), FailureCode::SetupOrBootstrapIssue))
             }
         };
+        live.ended(&match (&failed, report.exit) {
+            (None, _) => "passed".to_string(),
+            (Some(_), _) if report.timed_out => "timed out".to_string(),
+            (Some(_), Some(code)) => format!("failed (exit code {code})"),
+            (Some(_), None) => "failed".to_string(),
+        });
         done.commands.push(report);
         if failed.is_some() {
             done.failure = failed;
@@ -295,6 +314,23 @@ fn run_planned(
         previous = Some(cmd.spec.text.clone());
     }
     done
+}
+
+/// A failed command's output, or — when it printed nothing — how it ended (issue 40): the
+/// spec's `stderr unavailable` with the exit code or signal after it, on the headline's line.
+fn silent_end(out: &process::ProcessOutput) -> String {
+    if !out.output_tail.trim().is_empty() {
+        return out.output_tail.clone();
+    }
+    match out.status {
+        process::ExitStatusKind::Code(code) => {
+            format!("stderr unavailable (it exited with code {code} and printed nothing)")
+        }
+        process::ExitStatusKind::Signal(signal) => {
+            format!("stderr unavailable (it was killed by signal {signal} and printed nothing)")
+        }
+        process::ExitStatusKind::TimedOut => "stderr unavailable (it timed out)".to_string(),
+    }
 }
 
 /// How much of each command's output a report keeps (the check run shows it).

@@ -7,7 +7,7 @@
 
 use super::checks;
 use super::Act;
-use crate::config::{AgentRole, MergeMethod};
+use crate::config::AgentRole;
 use crate::engine::import::acceptance_criteria;
 use crate::engine::verdict::JudgeConclusion;
 use crate::executor::{self, AgentExit, AgentRequest};
@@ -19,8 +19,8 @@ use crate::workspace::{changed_files, diff_text, links_between, Branches, Merge,
 
 #[path = "judge_merge.rs"]
 mod merge;
-use merge::merge_pull;
 pub use merge::PullMerger;
+use merge::{merge_commit, merge_pull};
 
 // The trial merge with the base is a commit of its own, never on the task branch: the verdict
 // stays bound to the head the worker produced.
@@ -570,6 +570,13 @@ fn review(
         &mut env,
         net.landlock_port(),
     )?;
+    let (live, sentinel) = super::pulse::agent(
+        AgentRole::Judge,
+        &chosen.label,
+        &ws.path,
+        net.sentinel(),
+        act.redactor,
+    );
     let request = AgentRequest {
         role: AgentRole::Judge,
         task,
@@ -583,11 +590,12 @@ fn review(
         group_record: super::group_record(act, &run.id.to_string()),
         confine,
         network: net.netns(),
-        sentinel: net.sentinel(),
+        sentinel,
     };
     crate::sandbox::before_agent(act.repo).map_err(|e| e.to_string())?;
     // What the reviewer does in its workspace is never read back: the folder goes with it.
     let ran = exec.run(&request);
+    live.ended(&super::pulse::agent_end(&ran, act.redactor));
     let seen = net.close();
     let spend = trace.spend(task, run);
     spend.executor = Some(chosen.label.clone());
@@ -728,37 +736,4 @@ pub fn parse_verdict(value: &serde_json::Value) -> Result<(Verdict, String, Vec<
         })
         .unwrap_or_default();
     Ok((verdict, summary, findings))
-}
-
-/// The commit that puts the approved change on the base: one new commit on top of the base
-/// (squash and rebase) or a merge commit of base and branch.
-fn merge_commit(
-    act: &Act<'_>,
-    git: &Git,
-    task: &Task,
-    base_head: &str,
-    merged: &str,
-) -> Result<String, GitError> {
-    let tree = git.run(&["rev-parse", &format!("{merged}^{{tree}}")])?;
-    let message = format!("[opentiger] {}\n\nTask: {}", task.title, task.id);
-    match act.config.merge.method {
-        MergeMethod::Squash | MergeMethod::Rebase => {
-            git.run(&["commit-tree", &tree, "-p", base_head, "-m", &message])
-        }
-        MergeMethod::Merge => {
-            let branch_head = git
-                .run(&["rev-parse", &format!("{merged}^2")])
-                .unwrap_or_else(|_| merged.to_string());
-            git.run(&[
-                "commit-tree",
-                &tree,
-                "-p",
-                base_head,
-                "-p",
-                &branch_head,
-                "-m",
-                &message,
-            ])
-        }
-    }
 }

@@ -1,6 +1,7 @@
 //! github mode, the end of a review: the approved head merged by GitHub, bound to the reviewed
 //! SHA — after a last look at what people say about it (issue 26: a standing request for
-//! changes, a hold label or `/opentiger hold` seen now stops the merge).
+//! changes, a hold label or `/opentiger hold` seen now stops the merge); and the commit that
+//! puts an approved change on the base when the judge merges it itself (local-git).
 
 use super::{JudgeResult, Review};
 use crate::engine::objection::LastWord;
@@ -103,5 +104,38 @@ verification: Vec::new(),
             short_sha(head)
         )),
         Err(e) => failed(format!("merging PR #{pr} failed: {e}")),
+    }
+}
+
+/// The commit that puts the approved change on the base: one new commit on top of the base
+/// (squash and rebase) or a merge commit of base and branch.
+pub(super) fn merge_commit(
+    act: &super::Act<'_>,
+    git: &crate::git::Git,
+    task: &Task,
+    base_head: &str,
+    merged: &str,
+) -> Result<String, crate::git::GitError> {
+    let tree = git.run(&["rev-parse", &format!("{merged}^{{tree}}")])?;
+    let message = format!("[opentiger] {}\n\nTask: {}", task.title, task.id);
+    match act.config.merge.method {
+        crate::config::MergeMethod::Squash | crate::config::MergeMethod::Rebase => {
+            git.run(&["commit-tree", &tree, "-p", base_head, "-m", &message])
+        }
+        crate::config::MergeMethod::Merge => {
+            let branch_head = git
+                .run(&["rev-parse", &format!("{merged}^2")])
+                .unwrap_or_else(|_| merged.to_string());
+            git.run(&[
+                "commit-tree",
+                &tree,
+                "-p",
+                base_head,
+                "-p",
+                &branch_head,
+                "-m",
+                &message,
+            ])
+        }
     }
 }

@@ -58,7 +58,14 @@ pub fn work_run(ctx: &Context, run_id: &RunId) -> Result<WorkDone, Failure> {
     let templates = Templates::load(&ctx.repo).map_err(|e| Failure::usage(e.to_string()))?;
     let redactor = ctx.redactor();
     let act = ctx.act(&templates, &redactor, &executor_waits);
+    let fold = crate::live::fold(&redactor.redact(&format!(
+        "run {run_id}: {} task {} {:?}",
+        task.role,
+        task.id,
+        crate::report::truncate(&task.title, 60)
+    )));
     let mut result = run_task(&act, &task, &run_id, &brief);
+    drop(fold);
     if let (Some(client), true) = (
         &forge,
         result.outcome.success && result.record.head_sha.is_some(),
