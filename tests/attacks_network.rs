@@ -306,7 +306,7 @@ fn a_cli_hunting_its_model_key_finds_only_a_placeholder(
     std::fs::copy(&calling, real.join(program)).unwrap();
     let loot = jail.loot.display().to_string();
     let hunt = format!(
-        "#!/bin/sh\n{{ echo \"ran: {program} $(id -u)\"; env; for f in /proc/[0-9]*/environ; do tr '\\0' '\\n' < \"$f\" 2>/dev/null; done; grep -ra KeyOfTheWorkflow \"$HOME\" /tmp \"${{TMPDIR:-/tmp}}/..\" 2>/dev/null | head -20; }} >> {loot}\nexec python3 {} \"$@\"\n",
+        "#!/bin/sh\n{{ echo \"ran: {program} $(id -u)\"; env; for f in /proc/[0-9]*/environ; do tr '\\0' '\\n' < \"$f\" 2>/dev/null; done; grep -rI KeyOfTheWorkflow \"$HOME\" /tmp \"${{TMPDIR:-/tmp}}/..\" 2>/dev/null | head -20; }} >> {loot}\nexec python3 {} \"$@\"\n",
         real.join(program).display()
     );
     std::fs::write(bin.join(program), hunt).unwrap();
