@@ -156,7 +156,11 @@ fn session(cli: &Cli, bins: &[PathBuf], scenario: Scenario, ticks: u32) -> Sessi
         fs::write(path, text).unwrap();
     }
     fs::create_dir_all(&home).unwrap();
-    let record = g.tools_path().join("stdout");
+    // The CLI runs under the default sandbox (Landlock, a private home, its own network): its
+    // recording goes to the one folder the configuration adds to what it may write.
+    let record_dir = g.tools_path().join("record");
+    fs::create_dir_all(&record_dir).unwrap();
+    let record = record_dir.join("stdout");
     let tee = g.tools_path().join("tee.sh");
     fs::write(
         &tee,
@@ -180,7 +184,12 @@ fn session(cli: &Cli, bins: &[PathBuf], scenario: Scenario, ticks: u32) -> Sessi
     let path = g.path().join(".opentiger.yml");
     let config = fs::read_to_string(&path)
         .unwrap()
-        .replace("  worker:\n", &worker);
+        .replace("  worker:\n", &worker)
+        .replace(
+            "sandbox:\n  filesystem: none\n",
+            &format!("sandbox:\n  writable: [\"{}\"]\n", record_dir.display()),
+        );
+    assert!(!config.contains("filesystem: none"), "{config}");
     fs::write(path, config).unwrap();
     let id = g.repo.add(&[
         "--title",
