@@ -11,6 +11,7 @@ pub mod judge;
 mod network;
 pub mod planner;
 mod prompts;
+mod verdict_answer;
 pub mod research;
 pub mod work;
 
