@@ -78,9 +78,7 @@ fn path_word(word: &str) -> Option<String> {
 }
 
 fn relative_inside(path: &str) -> bool {
-    !path.is_empty()
-        && !path.starts_with('/')
-        && !path.split('/').any(|c| c == ".." || c == ".git")
+    !path.is_empty() && !path.starts_with('/') && !path.split('/').any(|c| c == ".." || c == ".git")
 }
 
 #[cfg(test)]
@@ -101,7 +99,11 @@ mod tests {
         // A second exchange (a reflection): only its reply; a worker's edit notes left out.
         let two = format!("{HISTORY}\n#### Fix the test.  \n\nsub.txt\n```\nx\n```\n\n> Applied edit to sub.txt  \n> Tokens: 1 sent, 1 received.  \n");
         assert_eq!(last_reply(&two).unwrap(), "sub.txt\n```\nx\n```");
-        for text in ["", "# aider chat started\n> Tokens: 1 sent\n", "#### hi\n\n> Tokens: x\n"] {
+        for text in [
+            "",
+            "# aider chat started\n> Tokens: 1 sent\n",
+            "#### hi\n\n> Tokens: x\n",
+        ] {
             assert_eq!(last_reply(text), None, "{text:?}");
         }
     }

@@ -337,7 +337,10 @@ mod tests {
         let given = [pair("HOME", &s.join("home")), pair("TMPDIR", s)];
         assert_eq!(temp_dir(s, &given), [pair("TMPDIR", &s.join("tmp"))]);
         let mode = std::fs::metadata(s.join("tmp")).unwrap().permissions();
-        assert_eq!(std::os::unix::fs::PermissionsExt::mode(&mode) & 0o777, 0o700);
+        assert_eq!(
+            std::os::unix::fs::PermissionsExt::mode(&mode) & 0o777,
+            0o700
+        );
         // Again (a second run in the same folder), and a home elsewhere: left alone.
         assert_eq!(temp_dir(s, &given).len(), 1);
         let elsewhere = [pair("HOME", Path::new("/home/runner")), pair("TMPDIR", s)];
@@ -474,7 +477,11 @@ mod tests {
         for (i, line) in fixture("websocket_fallback.jsonl").lines().enumerate() {
             assert_eq!(watch.line(line, secs(i as u64)), None, "{line}");
         }
-        assert_eq!(watch.poll(secs(10_000)), None, "no reconnect since the fallback");
+        assert_eq!(
+            watch.poll(secs(10_000)),
+            None,
+            "no reconnect since the fallback"
+        );
         // The same reconnects without the fallback item would have stopped it.
         let mut watch = ReconnectWatch::default();
         for line in fixture("websocket_fallback.jsonl").lines().take(7) {

@@ -129,9 +129,15 @@ mod tests {
         let wrapped = "{\"verdict\": \"approve\", \"summary\": \"The change adds sub.txt with a correct sub(a,\nb) function as asked.\", \"findings\": []}\n\nTokens: 100 sent";
         let v = extract_answer(wrapped, Some("verdict")).expect("found");
         assert_eq!(v["verdict"], "approve");
-        assert_eq!(v["summary"], "The change adds sub.txt with a correct sub(a, b) function as asked.");
+        assert_eq!(
+            v["summary"],
+            "The change adds sub.txt with a correct sub(a, b) function as asked."
+        );
         let after = r#"{"verdict": "approve", "summary": "fine"} Example: {"a": 1}"#;
-        assert_eq!(extract_answer(after, Some("verdict")).unwrap()["verdict"], "approve");
+        assert_eq!(
+            extract_answer(after, Some("verdict")).unwrap()["verdict"],
+            "approve"
+        );
         assert_eq!(extract_answer(after, None).unwrap()["a"], 1);
         // Broken beyond repair around a valid inner object: the object found is returned, and
         // the caller says what it holds.
@@ -139,9 +145,15 @@ mod tests {
         let v = extract_answer(broken, Some("verdict")).unwrap();
         assert_eq!(v, serde_json::json!({"text": "ok"}));
         let plan = "Here is the plan:\n{\"tasks\": [{\"key\": \"a\", \"title\": \"Add\nsub\"}]}";
-        assert_eq!(extract_answer(plan, Some("tasks")).unwrap()["tasks"][0]["title"], "Add sub");
+        assert_eq!(
+            extract_answer(plan, Some("tasks")).unwrap()["tasks"][0]["title"],
+            "Add sub"
+        );
         // A string holding an escaped quote and a brace stays as written.
         let escaped = "{\"verdict\": \"approve\", \"summary\": \"say \\\"}\\\"\nthen\"}";
-        assert_eq!(extract_answer(escaped, Some("verdict")).unwrap()["summary"], "say \"}\" then");
+        assert_eq!(
+            extract_answer(escaped, Some("verdict")).unwrap()["summary"],
+            "say \"}\" then"
+        );
     }
 }

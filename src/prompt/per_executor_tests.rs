@@ -16,16 +16,29 @@ fn an_agent_that_cannot_run_commands_or_write_files_is_not_asked_to() {
         ..WorkerPrompt::default()
     };
     let can = t.render_worker(&worker).unwrap();
-    for part in ["Run them yourself", "$OPENTIGER_RESULT_FILE", "Do not run git commands"] {
+    for part in [
+        "Run them yourself",
+        "$OPENTIGER_RESULT_FILE",
+        "Do not run git commands",
+    ] {
         assert!(can.contains(part), "{part:?} missing:\n{can}");
     }
     worker.no_commands = true;
     worker.result_file = None;
     let cannot = t.render_worker(&worker).unwrap();
-    for part in ["Run them yourself", "OPENTIGER_RESULT_FILE", "git commands", "long-running"] {
+    for part in [
+        "Run them yourself",
+        "OPENTIGER_RESULT_FILE",
+        "git commands",
+        "long-running",
+    ] {
         assert!(!cannot.contains(part), "{part:?} asked of aider:\n{cannot}");
     }
-    for part in ["You cannot run them here", "- `./check.sh`", "Edit the files"] {
+    for part in [
+        "You cannot run them here",
+        "- `./check.sh`",
+        "Edit the files",
+    ] {
         assert!(cannot.contains(part), "{part:?} missing:\n{cannot}");
     }
     assert!(!cannot.contains("\n\n\n"), "stray blank lines:\n{cannot}");
@@ -42,5 +55,8 @@ fn an_agent_that_cannot_run_commands_or_write_files_is_not_asked_to() {
     let planner = PlannerPrompt::default();
     let out = t.render_planner(&planner).unwrap();
     assert!(!out.contains("OPENTIGER_RESULT_FILE"), "{out}");
-    assert!(out.contains("Answer with one JSON object of this shape"), "{out}");
+    assert!(
+        out.contains("Answer with one JSON object of this shape"),
+        "{out}"
+    );
 }

@@ -6,6 +6,7 @@
 //! Nothing the judge agent does in its workspace is read back.
 
 use super::checks;
+pub use super::verdict_answer::{parse_criteria, parse_verdict};
 use super::Act;
 use crate::config::{AgentRole, MergeMethod};
 use crate::engine::import::acceptance_criteria;
@@ -15,7 +16,6 @@ use crate::git::{Git, GitError};
 use crate::model::checks::CommandReport;
 use crate::model::{CriterionCheck, Run, Task, TaskKind, Verdict};
 use crate::store::JudgementRow;
-pub use super::verdict_answer::{parse_criteria, parse_verdict};
 use crate::workspace::{changed_files, diff_text, links_between, Branches, Merge, Workspace};
 
 #[path = "judge_merge.rs"]

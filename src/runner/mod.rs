@@ -11,8 +11,8 @@ pub mod judge;
 mod network;
 pub mod planner;
 mod prompts;
-mod verdict_answer;
 pub mod research;
+mod verdict_answer;
 pub mod work;
 
 use std::path::Path;

@@ -37,7 +37,10 @@ fn kind(v: &Value) -> &'static str {
 /// The verdict, its summary and its findings; `Err` says what the answer held instead.
 pub fn parse_verdict(value: &Value) -> Result<(Verdict, String, Vec<String>), String> {
     let Some(object) = value.as_object() else {
-        return Err(format!("the judge's answer is {}, not a verdict object", kind(value)));
+        return Err(format!(
+            "the judge's answer is {}, not a verdict object",
+            kind(value)
+        ));
     };
     let Some(word) = object.get("verdict") else {
         let keys: Vec<String> = object.keys().map(|k| format!("`{k}`")).collect();
@@ -51,7 +54,10 @@ pub fn parse_verdict(value: &Value) -> Result<(Verdict, String, Vec<String>), St
         });
     };
     let word = word.as_str().ok_or_else(|| {
-        format!("a verdict object whose `verdict` is {}, not text", kind(word))
+        format!(
+            "a verdict object whose `verdict` is {}, not text",
+            kind(word)
+        )
     })?;
     let verdict = word
         .parse::<Verdict>()
@@ -140,6 +146,9 @@ mod tests {
             }
         }
         assert!(missing(Some("I approve.")).ends_with("it ends: I approve."));
-        assert_eq!(missing(None), "the judge agent wrote no verdict to $OPENTIGER_RESULT_FILE");
+        assert_eq!(
+            missing(None),
+            "the judge agent wrote no verdict to $OPENTIGER_RESULT_FILE"
+        );
     }
 }
