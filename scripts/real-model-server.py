@@ -1,10 +1,12 @@
 """Serves a GGUF model on 127.0.0.1 with llama-cpp-python's OpenAI-compatible server, for the
 opt-in real-model test (tests/real_model.rs, README "A real model behind a real CLI").
 
-    <server venv>/bin/python scripts/real-model-server.py MODEL ALIAS PORT USAGE_LOG
+    <server venv>/bin/python scripts/real-model-server.py MODEL ALIAS PORT USAGE_LOG [EXCHANGES]
 
 Every chat completion's `usage` (the server's own token counts) is appended to USAGE_LOG as
-one JSON line, for the test to compare with what opentiger metered. Serves until killed.
+one JSON line, for the test to compare with what opentiger metered; with EXCHANGES, each
+request's messages and the model's answer too, for a person reading a run. Serves until
+killed.
 """
 
 import json
@@ -19,6 +21,7 @@ from starlette.responses import Response
 
 def main():
     model, alias, port, usage_log = sys.argv[1:5]
+    exchanges = sys.argv[5] if len(sys.argv) > 5 else None
     settings = ModelSettings(
         model=model,
         model_alias=alias,
@@ -33,6 +36,7 @@ def main():
 
     @app.middleware("http")
     async def log_usage(request, call_next):
+        asked = await request.body()
         response = await call_next(request)
         if not request.url.path.endswith("/chat/completions"):
             return response
@@ -48,6 +52,9 @@ def main():
         if usage:
             with open(usage_log, "a", encoding="utf-8") as log:
                 log.write(json.dumps(usage) + "\n")
+        if exchanges:
+            with open(exchanges, "a", encoding="utf-8") as log:
+                log.write(json.dumps({"request": asked.decode("utf-8", "replace"), "answer": text}) + "\n")
         headers = {k: v for k, v in response.headers.items() if k.lower() != "content-length"}
         return Response(body, response.status_code, headers, response.media_type)
 

@@ -196,7 +196,10 @@ fn codex_usage_limit_is_a_quota_failure() {
             AgentRole::Planner,
         )
         .unwrap();
-    assert!(run.argv().join(" ").contains("--sandbox danger-full-access"));
+    assert!(run
+        .argv()
+        .join(" ")
+        .contains("--sandbox danger-full-access"));
     assert_eq!(r.exit, AgentExit::Failed(Some(1)));
     let f = r.failure.expect("a failure");
     assert!(matches!(f.kind, AgentFailureKind::Quota { .. }), "{f:?}");

@@ -24,6 +24,11 @@ pub fn worker(
 ) -> Result<String, CheckFailure> {
     let mut data = worker_data(act, task, brief, result_file);
     data.no_commands = !can.runs_commands;
+    if data.no_commands && data.allowed_paths.iter().all(|p| p == "**") {
+        // Its compact prompt names only the limits that bind (a small model loses the goal in
+        // the rest): a glob allowing every path binds nothing.
+        data.allowed_paths.clear();
+    }
     if !can.writes_result_file {
         data.result_file = None;
     }
