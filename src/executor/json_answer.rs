@@ -11,8 +11,6 @@
 
 use serde_json::Value;
 
-use super::report::tail_str;
-
 /// The last JSON object in `text` that is not inside another one (e.g. the verdict at the end of
 /// a judge's reply, fenced or not).
 pub fn extract_json_object(text: &str) -> Option<Value> {
@@ -23,7 +21,11 @@ pub fn extract_json_object(text: &str) -> Option<Value> {
 /// object (see the module documentation).
 pub fn extract_answer(text: &str, key: Option<&str>) -> Option<Value> {
     // A reply is short; past this, only its end is searched.
-    let text = tail_str(text, 256 * 1024);
+    let mut start = text.len().saturating_sub(256 * 1024);
+    while !text.is_char_boundary(start) {
+        start += 1;
+    }
+    let text = &text[start..];
     let mut last = None;
     let mut keyed = None;
     let mut at = 0;
