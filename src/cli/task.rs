@@ -439,19 +439,21 @@ fn show(ctx: &Context, id: &str, json: bool) -> CmdResult {
         .map(report::RefusalView::of)
         .collect();
     let held_back = plan.holds.get(&id);
+    let checks = report::checks_of(&task, &ctx.config.verify);
     let research = store.research_report(&id)?;
     let approved = match &research {
         Some(r) => store.approved_proposals(r)?,
         None => Vec::new(),
     };
     if json {
-        let value = serde_json::json!({ "task": task, "phase": phase, "next_action": next, "runs": runs, "events": events, "family": family, "held_back": held_back, "research": research, "approved_proposals": approved, "reviews": reviews, "refused": refused });
+        let value = serde_json::json!({ "task": task, "checks": checks, "phase": phase, "next_action": next, "runs": runs, "events": events, "family": family, "held_back": held_back, "research": research, "approved_proposals": approved, "reviews": reviews, "refused": refused });
         outln!(
             "{}",
             serde_json::to_string_pretty(&value).map_err(|e| Failure::tick(e.to_string()))?
         );
     } else {
-        let mut text = report::task_text(&task, phase, &next, &runs, &events);
+        let text = report::task_text(&task, phase, &next, &runs, &events);
+        let mut text = report::with_checks(&text, &checks);
         if let Some(r) = &research {
             text = report::research::with_report(&text, r, &approved, task.issue_number);
         }

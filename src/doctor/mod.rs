@@ -238,6 +238,7 @@ fn protections(config: &Config, repo: &Path, git_ok: bool) -> Vec<Check> {
             }
         })
         .collect();
+    out.push(writable_check(config));
     if git_ok && crate::sandbox::checkout_left_credentials(&Git::new(repo)) {
         out.push(Check::warn(
             "checkout credentials",
@@ -246,6 +247,21 @@ fn protections(config: &Config, repo: &Path, git_ok: bool) -> Vec<Check> {
         ));
     }
     out
+}
+
+/// The folders `sandbox.writable` opens to every agent and check besides their own (issue 39).
+fn writable_check(config: &Config) -> Check {
+    let folders = &config.sandbox.writable;
+    let detail = if folders.is_empty() {
+        "sandbox.writable opens no folder: agents and checks write only their run's folders and home".to_string()
+    } else {
+        format!(
+            "sandbox.writable opens {} folder(s) to every agent and check: {}",
+            folders.len(),
+            folders.join(", ")
+        )
+    };
+    Check::ok("writable", detail)
 }
 
 fn describe_mode(config: &Config) -> String {

@@ -20,7 +20,9 @@ use crate::model::{Phase, Run, Task, TaskId};
 use crate::store::TickRecord;
 use crate::time::{human_span, Timestamp};
 pub use spend::{RefusalView, SpendView};
-pub use task_show::{spend_line, task_text, with_family, with_reviews};
+pub use task_show::{
+    checks_of, spend_line, task_text, with_checks, with_family, with_reviews, CheckLine,
+};
 
 /// One task as `status --json` shows it (DESIGN §13).
 #[derive(Clone, Debug, Serialize)]

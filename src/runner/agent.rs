@@ -67,7 +67,10 @@ pub(super) struct AgentJob<'a> {
 pub(super) fn run_agent_with<T>(
     job: &AgentJob<'_>,
     record: &mut RunRecord,
-    prompt: impl FnOnce(&Path) -> Result<(String, Vec<(&'static str, String)>), CheckFailure>,
+    prompt: impl FnOnce(
+        &Path,
+        executor::Abilities,
+    ) -> Result<(String, Vec<(&'static str, String)>), CheckFailure>,
     read: impl FnOnce(&executor::AgentResult, &Path) -> Result<T, CheckFailure>,
 ) -> Result<T, CheckFailure> {
     let AgentJob {
@@ -93,7 +96,7 @@ pub(super) fn run_agent_with<T>(
     record.executor = Some(chosen.label);
     record.executor_use = Some(chosen.usage);
     let scratch = ws.scratch();
-    let (prompt, extra) = prompt(&scratch)?;
+    let (prompt, extra) = prompt(&scratch, executor::abilities(agent.executor))?;
     let mut vars = vec![
         ("OPENTIGER_ROLE", task.role.to_string()),
         ("OPENTIGER_TASK_ID", task.id.to_string()),

@@ -6,6 +6,7 @@
 //! Nothing the judge agent does in its workspace is read back.
 
 use super::checks;
+pub use super::verdict_answer::{parse_criteria, parse_verdict};
 use super::Act;
 use crate::config::AgentRole;
 use crate::engine::import::acceptance_criteria;
@@ -540,7 +541,10 @@ fn review(
         asked.issue,
         verified,
         &diff,
-        &scratch.join("result.json"),
+        (
+            &scratch.join("result.json"),
+            executor::abilities(agent.executor),
+        ),
     )
     .map_err(|f| f.message)?;
     let mut env = executor::agent_env(
@@ -639,9 +643,9 @@ fn review(
         }
     }
     let value = result.result.ok_or_else(|| {
-        result.result_error.unwrap_or_else(|| {
-            "the judge agent wrote no verdict to $OPENTIGER_RESULT_FILE".to_string()
-        })
+        result
+            .result_error
+            .unwrap_or_else(|| super::verdict_answer::missing(result.summary.as_deref()))
     })?;
     // The judge's words are stored, posted and printed: no secret it echoed goes with them.
     let value = act.redactor.redact_json(value);
@@ -687,53 +691,4 @@ fn review(
         findings,
         criteria,
     })
-}
-
-/// The `criteria` of a verdict: (number from 1, met, one-line reason); entries without a number
-/// or a `met` are left out, and a reason is kept to its first line.
-pub fn parse_criteria(value: &serde_json::Value) -> Vec<(usize, bool, String)> {
-    let Some(list) = value.get("criteria").and_then(|c| c.as_array()) else {
-        return Vec::new();
-    };
-    list.iter()
-        .filter_map(|entry| {
-            let n = usize::try_from(entry.get("item")?.as_u64()?).ok()?;
-            let met = entry.get("met")?.as_bool()?;
-            let reason = entry
-                .get("reason")
-                .and_then(|r| r.as_str())
-                .unwrap_or("")
-                .lines()
-                .next()
-                .unwrap_or("")
-                .trim()
-                .to_string();
-            Some((n, met, reason))
-        })
-        .collect()
-}
-
-/// `{"verdict": "approve" | "request_changes", "summary": "...", "findings": ["..."]}` (DESIGN §6).
-pub fn parse_verdict(value: &serde_json::Value) -> Result<(Verdict, String, Vec<String>), String> {
-    let verdict = value
-        .get("verdict")
-        .and_then(|v| v.as_str())
-        .ok_or("the verdict JSON has no \"verdict\"")?
-        .parse::<Verdict>()
-        .map_err(|e| format!("the verdict JSON is invalid: {e}"))?;
-    let summary = value
-        .get("summary")
-        .and_then(|v| v.as_str())
-        .unwrap_or("")
-        .to_string();
-    let findings = value
-        .get("findings")
-        .and_then(|v| v.as_array())
-        .map(|a| {
-            a.iter()
-                .filter_map(|f| f.as_str().map(String::from))
-                .collect()
-        })
-        .unwrap_or_default();
-    Ok((verdict, summary, findings))
 }

@@ -13,6 +13,7 @@ pub mod planner;
 mod prompts;
 mod pulse;
 pub mod research;
+mod verdict_answer;
 pub mod work;
 
 use std::path::Path;

@@ -209,7 +209,8 @@ fn ask_agent(
             .collect(),
         judge_feedback: req.feedback.clone(),
         max_tasks: Some(act.config.planner.max_tasks),
-        result_file: Some(result_file.display().to_string()),
+        result_file: Some(result_file.display().to_string())
+            .filter(|_| executor::abilities(agent.executor).writes_result_file),
     };
     let prompt = act
         .templates

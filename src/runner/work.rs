@@ -299,8 +299,9 @@ fn run_agent(
     run_agent_with(
         &job,
         record,
-        |scratch| {
-            let prompt = super::prompts::worker(act, task, brief, &scratch.join("result.json"))?;
+        |scratch, can| {
+            let result = scratch.join("result.json");
+            let prompt = super::prompts::worker(act, task, brief, (&result, can))?;
             Ok((prompt, Vec::new()))
         },
         |result, _| Ok(result.summary.clone()),

@@ -5,6 +5,7 @@
 mod leases;
 mod repeat;
 mod review;
+mod rework_notes;
 mod stalls;
 
 use super::classify::{classify, failure_signature, Classification};
@@ -239,14 +240,7 @@ fn rework_child(parent: &Task, why: &str, now: Timestamp) -> Task {
     child.next_attempt_at = None;
     child.priority = parent.priority + 5;
     child.timebox_minutes = ((f64::from(parent.timebox_minutes) * 0.8) as u32).max(30);
-    let mut notes = parent.notes.trim_end().to_string();
-    if !notes.is_empty() {
-        notes.push_str("\n\n");
-    }
-    notes.push_str(&format!(
-        "Earlier attempts at this task failed ({why}). Fix the cause of that failure first."
-    ));
-    child.notes = notes;
+    child.notes = rework_notes::rework_notes(&parent.notes, why);
     child.created_at = now;
     child.updated_at = now;
     child
