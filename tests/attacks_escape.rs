@@ -10,6 +10,8 @@
 //! The agent script reads its prompt: a task whose title says ATTACK runs the attack, any other
 //! task writes `plain.txt`.
 
+#[path = "attacks_escape/checks.rs"]
+mod checks;
 mod common;
 
 use std::path::Path;

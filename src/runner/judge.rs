@@ -309,7 +309,7 @@ fn try_merge(
             findings,
         ));
     }
-    let verification = checks::run_verification(task, act.config, &ws.path, &changes, act.redactor);
+    let verification = checks::run_verification(act, task, &ws.path, &changes);
     trace.commands = verification.commands.clone();
     if !verification.refused.is_empty() {
         let refused = &mut trace.spend(task, run).refused;
