@@ -368,3 +368,23 @@ fn a_workspace_an_agent_made_hard_to_remove_is_removed() {
     assert_eq!(g.task_json(&plain)["status"], "done");
     assert_eq!(g.file_on_main("plain.txt").as_deref(), Some("plain\n"));
 }
+
+/// A `gitdir:` file in a new folder (git walks into it and lists no `.git`): the run is a
+/// policy violation naming it, and nothing of the folder reaches `main`.
+#[test]
+fn a_git_file_in_a_new_folder_is_a_policy_violation_naming_it() {
+    let g = GitRepo::with(Setup::default());
+    g.agent("#!/bin/sh\nmkdir lib\necho 'gitdir: /nowhere' > lib/.git\necho x > lib/a.txt\n");
+    let id = g.repo.add(&["--title", "T", "--goal", "lib"]);
+    g.tick(&minute(0)).ok();
+    let shown = g.repo.run(&["task", "show", &id, "--json"]).ok().json();
+    let run = &shown["runs"][0];
+    assert_eq!(run["failure_code"], "policy_violation", "{shown}");
+    assert!(
+        run["error"]
+            .as_str()
+            .is_some_and(|e| e.contains("lib/.git is a git repository")),
+        "{run}"
+    );
+    assert!(g.file_on_main("lib/a.txt").is_none());
+}

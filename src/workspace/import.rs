@@ -131,6 +131,19 @@ pub(super) fn import(
             "{bad} is a path git must not hold (a .git folder inside the change)"
         )));
     }
+    // git lists no `.git` entry: one in a folder it walks into (`git init` in a tracked
+    // folder, a `gitdir:` file naming no repository) would silently drop out while the files
+    // beside it came in. Every folder the result has files in is looked at.
+    let kept = tracked
+        .iter()
+        .filter(|t| t.mode == GITLINK)
+        .map(|t| t.path.as_str());
+    let files = candidates.iter().map(String::as_str);
+    if let Some(dot_git) = nested_git(root, &mut folders, files, kept, tracked) {
+        return Err(ImportError::Refused(format!(
+            "{dot_git} is a git repository or a link to one inside the change (a nested repository, a `gitdir:` file or a link named .git): leave it out"
+        )));
+    }
     // Sizes and kinds before contents.
     let links_dir = own.join("links");
     let mut to_hash: Vec<(String, String, u64, std::path::PathBuf)> = Vec::new();
@@ -242,6 +255,37 @@ pub(super) fn import(
         changes,
         numstat,
         links,
+    })
+}
+
+/// The first `.git` entry (a folder, a file or a link) in a folder of the work tree that holds
+/// a file of the result — a changed or new file (`candidates`), a tracked one, or a gitlink's
+/// own folder (`gitlinks`) — but the top's own; its path, relative to the top. A folder that
+/// is not a real one of the work tree (a link) holds nothing of the result and is not entered.
+fn nested_git<'a>(
+    root: &Path,
+    real: &mut FolderCheck,
+    candidates: impl Iterator<Item = &'a str>,
+    gitlinks: impl Iterator<Item = &'a str>,
+    tracked: &'a [Tracked],
+) -> Option<String> {
+    let mut folders: std::collections::BTreeSet<&str> = std::collections::BTreeSet::new();
+    let files = candidates.chain(tracked.iter().map(|t| t.path.as_str()));
+    for path in files {
+        let mut at = path;
+        while let Some((parent, _)) = at.rsplit_once('/') {
+            if !folders.insert(parent) {
+                break;
+            }
+            at = parent;
+        }
+    }
+    folders.extend(gitlinks);
+    folders.into_iter().find_map(|folder| {
+        let dir = root.join(std::ffi::OsStr::from_bytes(folder.as_bytes()));
+        let dot_git = dir.join(".git");
+        (real.folder(root, &dir) && std::fs::symlink_metadata(dot_git).is_ok())
+            .then(|| format!("{folder}/.git"))
     })
 }
 

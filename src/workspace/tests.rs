@@ -1,5 +1,6 @@
 use super::*;
 use crate::git::temp_repo;
+use std::path::Path;
 
 const NO_LIMITS: SizeLimits = SizeLimits { file: 0, change: 0 };
 
@@ -183,6 +184,55 @@ fn the_import_runs_no_filter_and_refuses_nested_repositories() {
     assert!(
         refused.contains("vendor/x is a git repository inside the change"),
         "{refused}"
+    );
+}
+
+/// A `.git` anywhere in the result but the top's own — a repository made in a tracked folder,
+/// a `gitdir:` file naming nothing in a new one, a link named `.git` — is refused by its path;
+/// one in a folder nothing comes from (an ignored one) is not the change's.
+#[test]
+fn a_dot_git_anywhere_in_the_result_is_refused_by_its_path() {
+    let (_dir, git, head) = sample();
+    let refused = |make: &dyn Fn(&Path)| {
+        let ws = Workspace::open_detached(&git, "t", &head).unwrap();
+        std::fs::write(ws.path.join("src/a.rs"), "changed\n").unwrap();
+        make(&ws.path);
+        match ws.import(NO_LIMITS) {
+            Ok(imported) => Ok(kinds(&imported)),
+            Err(e) => Err(e.to_string()),
+        }
+    };
+    let init = |dir: &Path| {
+        let ok = std::process::Command::new("git")
+            .args(["init", "-q"])
+            .current_dir(dir)
+            .status()
+            .unwrap();
+        assert!(ok.success());
+    };
+    let nested = refused(&|w| init(&w.join("src"))).unwrap_err();
+    assert!(nested.contains("src/.git is a git repository"), "{nested}");
+    let gitdir = refused(&|w| {
+        std::fs::create_dir(w.join("lib")).unwrap();
+        std::fs::write(w.join("lib/.git"), "gitdir: /nowhere\n").unwrap();
+        std::fs::write(w.join("lib/x.rs"), "x\n").unwrap();
+    })
+    .unwrap_err();
+    assert!(gitdir.contains("lib/.git is a git repository"), "{gitdir}");
+    let link = refused(&|w| {
+        std::os::unix::fs::symlink("../../.git", w.join("src/deep/.git")).unwrap();
+    })
+    .unwrap_err();
+    assert!(link.contains("src/deep/.git is a git repository"), "{link}");
+    // The twin: a repository in an ignored folder, and the agent's own `.git` at the top.
+    let ignored = refused(&|w| {
+        std::fs::create_dir_all(w.join("target/dep")).unwrap();
+        init(&w.join("target/dep"));
+        std::fs::write(w.join(".git/description"), "mine\n").unwrap();
+    });
+    assert_eq!(
+        ignored,
+        Ok(vec![("src/a.rs".to_string(), Some("100644".to_string()))])
     );
 }
 
