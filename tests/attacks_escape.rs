@@ -13,6 +13,8 @@
 #[path = "attacks_escape/checks.rs"]
 mod checks;
 mod common;
+#[path = "attacks_escape/roles.rs"]
+mod roles;
 
 use std::path::Path;
 
