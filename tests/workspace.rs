@@ -5,6 +5,8 @@
 //! its workspace goes with it.
 
 mod common;
+#[path = "workspace/gc.rs"]
+mod gc;
 
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};

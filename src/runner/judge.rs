@@ -19,8 +19,11 @@ use crate::workspace::{changed_files, diff_text, links_between, Branches, Merge,
 
 #[path = "judge_merge.rs"]
 mod merge;
+#[path = "judge_refs.rs"]
+mod refs;
 use merge::merge_pull;
 pub use merge::PullMerger;
+use refs::{merged_before, unpublished, KeptMerge};
 
 // The trial merge with the base is a commit of its own, never on the task branch: the verdict
 // stays bound to the head the worker produced.
@@ -205,6 +208,7 @@ fn judge(
         if let Some(held) = checkout_in_the_way(&branches, base, &base_head, &merged)? {
             return Ok(held);
         }
+        let kept = KeptMerge::keep(&repo, &run.id, &merged)?;
         let ws = Workspace::open_detached(&repo, "review", &merged)?;
         let attempt = try_merge(
             act,
@@ -217,6 +221,7 @@ fn judge(
             (&branches, merger),
         );
         drop(ws);
+        drop(kept);
         match attempt? {
             Attempt::Concluded(result) => {
                 // A person's branch is theirs to delete.
@@ -234,27 +239,6 @@ fn judge(
     failed(format!(
         "{base} kept moving while merging ({MERGE_RACES} tries): another tick merged first"
     ))
-}
-
-/// Whether the run's head is on the local task branch and the remote lacks the branch.
-fn unpublished(repo: &Git, branches: &Branches, branch: &str, run: &Run) -> Result<bool, GitError> {
-    let local = repo.resolve(&format!("refs/heads/{branch}"))?;
-    Ok(branches.remote.is_some() && local.is_some() && local == run.head_sha)
-}
-
-/// The commit that put this task's change on the base, if there is one.
-fn merged_before(repo: &Git, base_ref: &str, task: &Task) -> Result<Option<String>, GitError> {
-    let marker = format!("Task: {}", task.id);
-    let found = repo.run(&[
-        "log",
-        "-F",
-        "--grep",
-        &marker,
-        "--format=%H",
-        "-1",
-        base_ref,
-    ])?;
-    Ok(Some(found.trim().to_string()).filter(|c| !c.is_empty()))
 }
 
 enum Attempt {
