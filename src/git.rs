@@ -146,6 +146,22 @@ impl Git {
         cmd
     }
 
+    /// Runs `cmd` (git with `args`) to its end. A command that talks to a remote (the one kind
+    /// that holds a token, for its askpass) starts only once whatever the runner's earlier git
+    /// commands left running has been ended (`reaper::sweep`: a background process of a git,
+    /// which no process group holds), and what it left itself is ended after it.
+    fn output_of(&self, args: &[&str], cmd: &mut Command) -> std::io::Result<std::process::Output> {
+        let remote = talks_to_remote(args);
+        if remote {
+            crate::reaper::sweep();
+        }
+        let out = cmd.output();
+        if remote {
+            crate::reaper::sweep();
+        }
+        out
+    }
+
     fn error(&self, args: &[&str], code: Option<i32>, detail: String) -> GitError {
         GitError {
             dir: self.dir.display().to_string(),
@@ -157,9 +173,8 @@ impl Git {
 
     /// Runs git and returns trimmed stdout; a non-zero exit is an error with stderr attached.
     pub fn run(&self, args: &[&str]) -> Result<String, GitError> {
-        let mut cmd = self.command(args);
-        let out = cmd
-            .output()
+        let out = self
+            .output_of(args, &mut self.command(args))
             .map_err(|e| self.error(args, None, format!("could not start git: {e}")))?;
         if out.status.success() {
             Ok(String::from_utf8_lossy(&out.stdout).trim_end().to_string())
@@ -183,10 +198,9 @@ impl Git {
             )
         })?;
         let mut cmd = self.command(args);
-        let result = cmd
-            .stdout(out)
-            .stderr(Stdio::piped())
-            .output()
+        cmd.stdout(out).stderr(Stdio::piped());
+        let result = self
+            .output_of(args, &mut cmd)
             .map_err(|e| self.error(args, None, format!("could not start git: {e}")))?;
         if result.status.success() {
             Ok(())
@@ -201,9 +215,8 @@ impl Git {
 
     /// Runs git and returns stdout as bytes (blobs).
     pub fn run_bytes(&self, args: &[&str]) -> Result<Vec<u8>, GitError> {
-        let mut cmd = self.command(args);
-        let out = cmd
-            .output()
+        let out = self
+            .output_of(args, &mut self.command(args))
             .map_err(|e| self.error(args, None, format!("could not start git: {e}")))?;
         if out.status.success() {
             Ok(out.stdout)
@@ -218,9 +231,8 @@ impl Git {
 
     /// Runs git; `Ok(None)` when it exits non-zero (for questions like "is this an ancestor?").
     pub fn try_run(&self, args: &[&str]) -> Result<Option<String>, GitError> {
-        let mut cmd = self.command(args);
-        let out = cmd
-            .output()
+        let out = self
+            .output_of(args, &mut self.command(args))
             .map_err(|e| self.error(args, None, format!("could not start git: {e}")))?;
         Ok(out
             .status
@@ -277,8 +289,7 @@ impl Git {
     /// commands whose exit code is an answer, such as `merge-tree`).
     pub fn try_run_output(&self, args: &[&str]) -> Result<GitOutput, GitError> {
         let out = self
-            .command(args)
-            .output()
+            .output_of(args, &mut self.command(args))
             .map_err(|e| self.error(args, None, format!("could not start git: {e}")))?;
         Ok(GitOutput {
             code: out.status.code(),

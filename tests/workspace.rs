@@ -7,6 +7,8 @@
 mod common;
 #[path = "workspace/gc.rs"]
 mod gc;
+#[path = "workspace/leftovers.rs"]
+mod leftovers;
 #[path = "workspace/remote.rs"]
 mod remote;
 
