@@ -18,7 +18,8 @@ use std::collections::HashMap;
 use std::os::unix::ffi::OsStrExt;
 use std::path::Path;
 
-use super::fill::{self, Stat, Tracked, EXECUTABLE, FILE, GITLINK, LINK, LINK_MAX};
+use super::fill::{self, Tracked, EXECUTABLE, FILE, GITLINK, LINK, LINK_MAX};
+use super::look;
 use super::{Change, Workspace};
 use crate::git::{Git, GitError, NumstatEntry};
 
@@ -86,37 +87,45 @@ pub(super) fn import(
     let root = &ws.path;
     let repo = &ws.repo;
     let index = own.join("index");
-    let index_text = index.display().to_string();
+    let lister = repo.with_env("GIT_INDEX_FILE", &index.display().to_string());
     let work_tree = format!("--work-tree={}", root.display());
-    let mut folders = FolderCheck::default();
-    let mut candidates: Vec<String> = Vec::new();
-    let mut deleted: Vec<String> = Vec::new();
-    for t in tracked {
-        if t.mode == GITLINK {
-            continue;
-        }
-        let full = root.join(std::ffi::OsStr::from_bytes(t.path.as_bytes()));
-        if !folders.real(root, &full) {
-            deleted.push(t.path.clone());
-            continue;
-        }
-        match std::fs::symlink_metadata(&full) {
-            Ok(meta) if meta.is_file() || meta.file_type().is_symlink() => {
-                if t.stat != Some(Stat::of(&meta)) {
-                    candidates.push(t.path.clone());
-                }
-            }
-            // Gone, or a folder now (what it holds comes back as new files).
-            _ => deleted.push(t.path.clone()),
-        }
-    }
-    let others = repo.with_env("GIT_INDEX_FILE", &index_text).run_bytes(&[
-        &work_tree,
+    let args = [
+        work_tree.as_str(),
         "ls-files",
         "-z",
         "--others",
         "--exclude-standard",
-    ])?;
+    ];
+    // New files are asked of git while the written ones are looked at.
+    let mut child = lister.spawn(&args)?;
+    drop(child.stdin.take());
+    let listing = child.stdout.take();
+    let (looked, others) = std::thread::scope(|scope| {
+        let reading = scope.spawn(move || -> std::io::Result<Vec<u8>> {
+            let mut out = Vec::new();
+            if let Some(mut listing) = listing {
+                std::io::Read::read_to_end(&mut listing, &mut out)?;
+            }
+            Ok(out)
+        });
+        let looked = look::changed(root, tracked);
+        (looked, reading.join())
+    });
+    let finished = lister.finish(&args, child);
+    let others = match others {
+        Ok(Ok(out)) => out,
+        Ok(Err(e)) => {
+            return Err(lister
+                .failure(&args, format!("reading its answer: {e}"))
+                .into())
+        }
+        Err(_) => return Err(lister.failure(&args, "the reading thread failed").into()),
+    };
+    finished?;
+    let look::Changed {
+        mut candidates,
+        deleted,
+    } = looked;
     for path in others.split(|b| *b == 0).filter(|p| !p.is_empty()) {
         let path = String::from_utf8_lossy(path).into_owned();
         if let Some(dir) = path.strip_suffix('/') {
@@ -139,7 +148,7 @@ pub(super) fn import(
         .filter(|t| t.mode == GITLINK)
         .map(|t| t.path.as_str());
     let files = candidates.iter().map(String::as_str);
-    if let Some(dot_git) = nested_git(root, &mut folders, files, kept, tracked) {
+    if let Some(dot_git) = look::nested_git(root, files, kept, tracked) {
         return Err(ImportError::Refused(format!(
             "{dot_git} is a git repository or a link to one inside the change (a nested repository, a `gitdir:` file or a link named .git): leave it out"
         )));
@@ -223,7 +232,7 @@ pub(super) fn import(
             ..Imported::default()
         });
     }
-    let tree = super::trees::apply(repo, &ws.base_tree, &changes)?;
+    let tree = super::trees::apply(repo, tracked, &ws.folders, &changes)?;
     let numstat = super::changed_files(repo, &ws.base_tree, &tree)?;
     // Where each new link leads, in the tree after the change.
     let mut tree_links: HashMap<String, String> = tracked
@@ -256,66 +265,6 @@ pub(super) fn import(
         numstat,
         links,
     })
-}
-
-/// The first `.git` entry (a folder, a file or a link) in a folder of the work tree that holds
-/// a file of the result — a changed or new file (`candidates`), a tracked one, or a gitlink's
-/// own folder (`gitlinks`) — but the top's own; its path, relative to the top. A folder that
-/// is not a real one of the work tree (a link) holds nothing of the result and is not entered.
-fn nested_git<'a>(
-    root: &Path,
-    real: &mut FolderCheck,
-    candidates: impl Iterator<Item = &'a str>,
-    gitlinks: impl Iterator<Item = &'a str>,
-    tracked: &'a [Tracked],
-) -> Option<String> {
-    let mut folders: std::collections::BTreeSet<&str> = std::collections::BTreeSet::new();
-    let files = candidates.chain(tracked.iter().map(|t| t.path.as_str()));
-    for path in files {
-        let mut at = path;
-        while let Some((parent, _)) = at.rsplit_once('/') {
-            if !folders.insert(parent) {
-                break;
-            }
-            at = parent;
-        }
-    }
-    folders.extend(gitlinks);
-    folders.into_iter().find_map(|folder| {
-        let dir = root.join(std::ffi::OsStr::from_bytes(folder.as_bytes()));
-        let dot_git = dir.join(".git");
-        (real.folder(root, &dir) && std::fs::symlink_metadata(dot_git).is_ok())
-            .then(|| format!("{folder}/.git"))
-    })
-}
-
-/// Whether every folder above a file is a real folder of the work tree (not a link, not a
-/// file), checked once per folder.
-#[derive(Default)]
-struct FolderCheck {
-    known: HashMap<std::path::PathBuf, bool>,
-}
-
-impl FolderCheck {
-    fn real(&mut self, root: &Path, file: &Path) -> bool {
-        match file.parent() {
-            Some(parent) if parent != root && parent.starts_with(root) => self.folder(root, parent),
-            _ => true,
-        }
-    }
-
-    fn folder(&mut self, root: &Path, dir: &Path) -> bool {
-        if let Some(known) = self.known.get(dir) {
-            return *known;
-        }
-        let above = match dir.parent() {
-            Some(parent) if parent != root && parent.starts_with(root) => self.folder(root, parent),
-            _ => true,
-        };
-        let real = above && std::fs::symlink_metadata(dir).is_ok_and(|m| m.is_dir());
-        self.known.insert(dir.to_path_buf(), real);
-        real
-    }
 }
 
 /// Hashes files into the runner's repository, bytes as they are; their blob ids in order.
