@@ -1,16 +1,19 @@
 //! The change import: what an agent left in its work tree, read as data and made a tree of the
 //! runner's repository.
 //!
-//! 1. Every file the workspace was filled with is `lstat`ed (its folders first: a folder turned
-//!    into a link means everything under it is gone, never followed) and compared with what
-//!    was written.
-//! 2. New files come from `git ls-files --others --exclude-standard` run by the runner's git
+//! 1. Every file the workspace was filled with is `lstat`ed on every core (`look.rs`: its
+//!    folders first, so a folder turned into a link means everything under it is gone, never
+//!    followed) and compared with what was written, while
+//! 2. new files come from `git ls-files --others --exclude-standard` run by the runner's git
 //!    on the work tree with the runner's private index: it reads `.gitignore` files (which can
 //!    only leave files out) and no attribute, filter or config of the workspace. A nested
-//!    repository shows as `dir/` and is refused.
+//!    repository shows as `dir/`, and any other `.git` in a folder of the result is found by
+//!    `lstat` (git lists none): both are refused by name.
 //! 3. What changed is hashed by `git hash-object -w --no-filters --stdin-paths` (the bytes as
 //!    they are; a link's target is written to a file of the runner's first), and the trees on
-//!    the changed paths are written again (`trees.rs`): the rest keep their ids.
+//!    the changed paths are written again from the listing the workspace was filled from
+//!    (`trees.rs`): the rest keep their ids. Four git processes in all, the last one
+//!    `diff-tree --numstat` for the line counts.
 //!
 //! Sizes are known from `lstat` before any content is read.
 
