@@ -146,12 +146,8 @@ pub(super) fn import(
     // git lists no `.git` entry: one in a folder it walks into (`git init` in a tracked
     // folder, a `gitdir:` file naming no repository) would silently drop out while the files
     // beside it came in. Every folder the result has files in is looked at.
-    let kept = tracked
-        .iter()
-        .filter(|t| t.mode == GITLINK)
-        .map(|t| t.path.as_str());
     let files = candidates.iter().map(String::as_str);
-    if let Some(dot_git) = look::nested_git(root, files, kept, tracked) {
+    if let Some(dot_git) = look::nested_git(root, files, tracked) {
         return Err(ImportError::Refused(format!(
             "{dot_git} is a git repository or a link to one inside the change (a nested repository, a `gitdir:` file or a link named .git): leave it out"
         )));

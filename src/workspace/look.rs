@@ -74,13 +74,13 @@ fn changed_in(root: &Path, tracked: &[Tracked]) -> Changed {
 }
 
 /// The first `.git` entry (a folder, a file or a link) in a folder of the work tree that holds
-/// a file of the result — a changed or new file (`candidates`), a tracked one, or a gitlink's
-/// own folder (`gitlinks`) — but the top's own; its path, relative to the top. A folder that
-/// is not a real one of the work tree (a link) holds nothing of the result and is not entered.
+/// a file of the result — a changed or new file (`candidates`) or a tracked one — but the
+/// top's own; its path, relative to the top. A folder that is not a real one of the work tree
+/// (a link) holds nothing of the result and is not entered; nor is a submodule's (a gitlink's)
+/// own folder, whose files git never lists, so a submodule checked out there changes nothing.
 pub(super) fn nested_git<'a>(
     root: &Path,
     candidates: impl Iterator<Item = &'a str>,
-    gitlinks: impl Iterator<Item = &'a str>,
     tracked: &'a [Tracked],
 ) -> Option<String> {
     let mut folders: BTreeSet<&str> = BTreeSet::new();
@@ -94,7 +94,6 @@ pub(super) fn nested_git<'a>(
             at = parent;
         }
     }
-    folders.extend(gitlinks);
     let mut real = FolderCheck::default();
     folders.into_iter().find_map(|folder| {
         let dir = root.join(std::ffi::OsStr::from_bytes(folder.as_bytes()));

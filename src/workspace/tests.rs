@@ -236,6 +236,23 @@ fn a_dot_git_anywhere_in_the_result_is_refused_by_its_path() {
     );
 }
 
+/// A submodule checked out in its gitlink's folder (its `.git` there) is no repository inside
+/// the change: git lists none of its files, and the gitlink stays as it was.
+#[test]
+fn a_submodule_checked_out_in_its_own_folder_changes_nothing() {
+    let (_dir, git, head) = sample();
+    let commit = format!("160000,{head},sub");
+    git.run(&["update-index", "--add", "--cacheinfo", &commit])
+        .unwrap();
+    git.run(&["commit", "-q", "-m", "a submodule"]).unwrap();
+    let with_sub = git.run(&["rev-parse", "HEAD"]).unwrap();
+    let ws = Workspace::open_detached(&git, "t", &with_sub).unwrap();
+    assert!(ws.path.join("sub").is_dir());
+    std::fs::write(ws.path.join("sub/.git"), "gitdir: /elsewhere\n").unwrap();
+    std::fs::write(ws.path.join("sub/inside.rs"), "x\n").unwrap();
+    assert!(ws.import(NO_LIMITS).unwrap().is_empty());
+}
+
 /// A pipe is never read (it would block): git holds no such thing, so it is left out, and a
 /// tracked file turned into one is gone from the change.
 #[test]
