@@ -277,7 +277,7 @@ mod tests {
         std::fs::create_dir(top.path().join("closed")).unwrap();
         std::fs::set_permissions(
             top.path().join("closed"),
-            std::fs::Permissions::from_mode(0),
+            std::fs::Permissions::from_mode(0o000),
         )
         .unwrap();
         assert!(open_opened_up(Some(&at), c"closed").is_ok());
