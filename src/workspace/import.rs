@@ -12,8 +12,9 @@
 //! 3. What changed is hashed by `git hash-object -w --no-filters --stdin-paths` (the bytes as
 //!    they are; a link's target is written to a file of the runner's first), and the trees on
 //!    the changed paths are written again from the listing the workspace was filled from
-//!    (`trees.rs`): the rest keep their ids. Four git processes in all, the last one
-//!    `diff-tree --numstat` for the line counts.
+//!    (`trees.rs`): the rest keep their ids; `diff-tree --numstat` gives the line counts. Four
+//!    git processes in all, each started at once and fed when its input is known, so their
+//!    start-up overlaps the `lstat`s.
 //!
 //! Sizes are known from `lstat` before any content is read.
 
@@ -24,7 +25,7 @@ use std::path::Path;
 use super::fill::{self, Tracked, EXECUTABLE, FILE, GITLINK, LINK, LINK_MAX};
 use super::look;
 use super::{Change, Workspace};
-use crate::git::{Git, GitError, NumstatEntry};
+use crate::git::{parse_numstat_z, Git, GitError, NumstatEntry};
 
 /// A symbolic link the change adds or changes: its path, target, and where the target leads
 /// in the tree after the change (`None`: out of the tree, absolute, or a loop).
@@ -99,8 +100,13 @@ pub(super) fn import(
         "--others",
         "--exclude-standard",
     ];
-    // New files are asked of git while the written ones are looked at.
+    // New files are asked of git while the written ones are looked at; the other git
+    // processes of the import start now too, so that their start-up overlaps the looking, and
+    // are fed once their input is known.
     let mut child = lister.spawn(&args)?;
+    let hasher = Early::start(repo, &HASH_OBJECT);
+    let writer = super::trees::TreeWriter::start(repo);
+    let differ = Early::start(repo, &DIFF_TREE);
     drop(child.stdin.take());
     let listing = child.stdout.take();
     let (looked, others) = std::thread::scope(|scope| {
@@ -202,7 +208,21 @@ pub(super) fn import(
             crate::policy::summary(&too_large).replace('\n', "; "),
         ));
     }
-    let oids = hash_files(repo, to_hash.iter().map(|(_, _, _, file)| file.as_path()))?;
+    let mut paths = Vec::new();
+    for (_, _, _, file) in &to_hash {
+        paths.extend_from_slice(file.as_os_str().as_bytes());
+        paths.push(b'\n');
+    }
+    let hashed = hasher?.answer(&paths)?;
+    let oids: Vec<&str> = hashed.lines().collect();
+    if oids.len() != to_hash.len() {
+        return Err(repo
+            .failure(
+                &HASH_OBJECT,
+                format!("{} ids for {} files", oids.len(), to_hash.len()),
+            )
+            .into());
+    }
     let before: HashMap<&str, &Tracked> = tracked.iter().map(|t| (t.path.as_str(), t)).collect();
     let mut changes: Vec<Change> = deleted
         .into_iter()
@@ -219,7 +239,7 @@ pub(super) fn import(
         if !same {
             changes.push(Change {
                 path,
-                after: Some((mode, oid)),
+                after: Some((mode, oid.to_string())),
                 size,
             });
         }
@@ -231,8 +251,10 @@ pub(super) fn import(
             ..Imported::default()
         });
     }
-    let tree = super::trees::apply(repo, tracked, &ws.folders, &changes)?;
-    let numstat = super::changed_files(repo, &ws.base_tree, &tree)?;
+    let tree = super::trees::apply(writer?, tracked, &ws.folders, &changes)?;
+    let compared = differ?.answer(format!("{} {tree}\n", ws.base_tree).as_bytes())?;
+    // `--stdin` says the pair it compares on a line of its own first.
+    let numstat = parse_numstat_z(compared.split_once('\n').map_or("", |(_, rest)| rest));
     // Where each new link leads, in the tree after the change.
     let mut tree_links: HashMap<String, String> = tracked
         .iter()
@@ -266,24 +288,72 @@ pub(super) fn import(
     })
 }
 
-/// Hashes files into the runner's repository, bytes as they are; their blob ids in order.
-fn hash_files<'a>(
-    repo: &Git,
-    files: impl Iterator<Item = &'a Path>,
-) -> Result<Vec<String>, GitError> {
-    let mut input = Vec::new();
-    for file in files {
-        input.extend_from_slice(file.as_os_str().as_bytes());
-        input.push(b'\n');
+/// Hashes files into the runner's repository, bytes as they are: their paths in, one per
+/// line; their blob ids out, in order.
+const HASH_OBJECT: [&str; 4] = ["hash-object", "-w", "--no-filters", "--stdin-paths"];
+
+/// The line counts between two trees, asked on stdin (`<from> <to>`).
+const DIFF_TREE: [&str; 7] = [
+    "diff-tree",
+    "--stdin",
+    "-r",
+    "--numstat",
+    "-z",
+    "--no-renames",
+    "--no-textconv",
+];
+
+/// A git process of the import started before its input is known, then fed it whole
+/// ([`Early::answer`]); killed and reaped if the import ends before that.
+struct Early<'a> {
+    repo: &'a Git,
+    args: &'static [&'static str],
+    child: Option<std::process::Child>,
+}
+
+impl<'a> Early<'a> {
+    fn start(repo: &'a Git, args: &'static [&'static str]) -> Result<Early<'a>, GitError> {
+        Ok(Early {
+            repo,
+            args,
+            child: Some(repo.spawn(args)?),
+        })
     }
-    if input.is_empty() {
-        return Ok(Vec::new());
+
+    /// Writes `input` (from a thread: git answers while it reads) and closes it; what git
+    /// printed, a failure with its stderr.
+    fn answer(mut self, input: &[u8]) -> Result<String, GitError> {
+        let Some(mut child) = self.child.take() else {
+            return Err(self.repo.failure(self.args, "asked twice"));
+        };
+        let stdin = child.stdin.take();
+        std::thread::scope(|scope| {
+            let writing = scope.spawn(move || match stdin {
+                Some(mut stdin) => std::io::Write::write_all(&mut stdin, input),
+                None => Ok(()),
+            });
+            let finished = self.repo.finish(self.args, child);
+            match writing.join() {
+                Ok(Ok(())) => finished,
+                // Git's own failure says more than the broken pipe it caused.
+                Ok(Err(e)) => finished.and(Err(self
+                    .repo
+                    .failure(self.args, format!("could not write to git: {e}")))),
+                Err(_) => Err(self.repo.failure(self.args, "the writing thread failed")),
+            }
+        })
     }
-    let out = repo.run_with_input(
-        &["hash-object", "-w", "--no-filters", "--stdin-paths"],
-        &input,
-    )?;
-    Ok(out.lines().map(str::to_string).collect())
+}
+
+impl Drop for Early<'_> {
+    fn drop(&mut self) {
+        if let Some(mut child) = self.child.take() {
+            drop(child.stdin.take());
+            let _ = child.kill();
+            let _ = child.wait();
+            crate::reaper::release(child.id());
+        }
+    }
 }
 
 /// See [`super::sizes_between`].

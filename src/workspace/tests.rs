@@ -370,7 +370,8 @@ fn trees_rebuilt_on_changed_paths_match_an_index() {
     let filled_at = tempfile::tempdir().unwrap();
     let filled = fill::write_tree(&git, &base_tree, filled_at.path()).unwrap();
     for changes in cases {
-        let got = trees::apply(&git, &filled.files, &filled.folders, &changes).unwrap();
+        let writer = trees::TreeWriter::start(&git).unwrap();
+        let got = trees::apply(writer, &filled.files, &filled.folders, &changes).unwrap();
         let index = tempfile::NamedTempFile::new().unwrap();
         let with = git.with_env("GIT_INDEX_FILE", &index.path().display().to_string());
         with.run(&["read-tree", &base_tree]).unwrap();

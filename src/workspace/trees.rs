@@ -14,9 +14,9 @@ use crate::git::{Git, GitError};
 type Entries = BTreeMap<Vec<u8>, (String, String)>;
 
 /// The tree whose files are `files` and whose folders are `folders` (`(path, tree id)`), with
-/// `changes` applied (paths relative to its top).
+/// `changes` applied (paths relative to its top), written by `writer`.
 pub(super) fn apply(
-    repo: &Git,
+    mut writer: TreeWriter<'_>,
     files: &[Tracked],
     folders: &[(String, String)],
     changes: &[Change],
@@ -41,7 +41,7 @@ pub(super) fn apply(
             None => entries.remove(name.as_bytes()),
         };
     }
-    let mut writer = TreeWriter::start(repo)?;
+    let repo = writer.repo;
     // Deepest first: a folder's new id goes into its parent before the parent is written.
     let mut order: Vec<String> = wanted.into_iter().collect();
     order.sort_by_key(|f| std::cmp::Reverse(depth(f)));
@@ -124,7 +124,7 @@ fn split(path: &str) -> (&str, &str) {
 }
 
 /// One `git mktree --batch -z`, asked one tree at a time (it answers each at once).
-struct TreeWriter<'a> {
+pub(super) struct TreeWriter<'a> {
     repo: &'a Git,
     child: std::process::Child,
     input: Option<std::process::ChildStdin>,
@@ -134,7 +134,7 @@ struct TreeWriter<'a> {
 const MKTREE: [&str; 3] = ["mktree", "--batch", "-z"];
 
 impl<'a> TreeWriter<'a> {
-    fn start(repo: &'a Git) -> Result<TreeWriter<'a>, GitError> {
+    pub(super) fn start(repo: &'a Git) -> Result<TreeWriter<'a>, GitError> {
         let mut child = repo.spawn(&MKTREE)?;
         let (Some(input), Some(output)) = (child.stdin.take(), child.stdout.take()) else {
             let _ = child.kill();
