@@ -291,6 +291,32 @@ fn init_in_local_git_mode_needs_no_github_and_keeps_the_state_out_of_git() {
     assert_eq!(tick.code, 0, "{}\n{}", tick.stdout, tick.stderr);
 }
 
+/// Issue 35: where `sandbox.filesystem: none` leaves the runner's repository writable, `doctor`
+/// says so and names what it risks (the tick says the same: `tests/workspace.rs`).
+#[test]
+fn doctor_under_filesystem_none_names_the_risk_to_the_runner_s_repository() {
+    let dir = tempfile::tempdir().unwrap();
+    let repo = dir.path();
+    git(repo, &["init", "-q", "-b", "main"]);
+    git(repo, &["commit", "-q", "--allow-empty", "-m", "initial"]);
+    opentiger(repo, &["--mode", "local-git", "init"], &[]).ok();
+    use_scripted_agent(repo);
+    let path = repo.join(".opentiger.yml");
+    let text = std::fs::read_to_string(&path).unwrap();
+    assert!(!text.contains("\nsandbox:"), "{text}");
+    std::fs::write(&path, format!("{text}sandbox:\n  filesystem: none\n")).unwrap();
+    let doctor = opentiger(repo, &["doctor"], &[]);
+    let warned = lines_at(&doctor.stdout, "warn");
+    let risk = warned
+        .iter()
+        .find(|l| l.contains("landlock: sandbox.filesystem is none"))
+        .unwrap_or_else(|| panic!("{}", doctor.stdout));
+    assert!(
+        risk.contains("the runner's repository and its .git") && risk.contains("with its token"),
+        "{risk}"
+    );
+}
+
 #[test]
 fn init_refuses_to_overwrite_without_force() {
     let dir = tempfile::tempdir().unwrap();

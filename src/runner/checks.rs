@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use crate::config::Config;
 use crate::engine::classify::verification_failure_code;
-use crate::git::{Git, NumstatEntry};
+use crate::git::NumstatEntry;
 use crate::model::checks::CommandReport;
 use crate::model::{FailureCode, Role, Task};
 use crate::policy::{self, ChangedFile, PathPolicy};
@@ -153,15 +153,16 @@ impl Verification {
     }
 }
 
-/// Runs the verification commands of a task in order, stopping at the first failure; every
-/// command that ran is reported (issue 28: the check run lists them).
+/// Runs the verification commands of a task in `cwd` (the run's workspace) in order, stopping
+/// at the first failure; every command that ran is reported (issue 28: the check run lists
+/// them).
 pub fn run_verification(
+    act: &super::Act<'_>,
     task: &Task,
-    config: &Config,
     cwd: &Path,
     changes: &[NumstatEntry],
-    redactor: &Redactor,
 ) -> Verification {
+    let (config, redactor) = (act.config, act.redactor);
     let changed: Vec<String> = changes.iter().map(|c| c.path.clone()).collect();
     let plan = match verify::plan_commands(&task.commands, &config.verify, task.role, &changed) {
         Ok(plan) => plan,
@@ -182,7 +183,7 @@ pub fn run_verification(
     if plan.commands.is_empty() {
         return Verification::default();
     }
-    let domain = match CheckDomain::new(config, cwd) {
+    let domain = match CheckDomain::new(config, cwd, act.repo) {
         Ok(domain) => domain,
         Err(message) => {
             return Verification::failed(CheckFailure {
@@ -353,8 +354,16 @@ struct CheckDomain {
 }
 
 impl CheckDomain {
-    fn new(config: &Config, cwd: &Path) -> Result<CheckDomain, String> {
+    /// The domain of checks run in `cwd`, their process group recorded under the runner's own
+    /// repository `repo` (never under anything found in `cwd`, whose `.git` the agent wrote).
+    fn new(config: &Config, cwd: &Path, repo: &Path) -> Result<CheckDomain, String> {
         let scratch = crate::scratch::private_dir("check").map_err(|e| e.to_string())?;
+        // Named by its scratch folder: the record, and the tag every process of the checks
+        // carries, which finds those that left the group after a killed tick.
+        let name = scratch
+            .path()
+            .file_name()
+            .map_or_else(|| "check".to_string(), |n| n.to_string_lossy().into_owned());
         let home = super::run_home(config, scratch.path(), &[])?;
         let mut env = base_env();
         if config.sandbox.agent_home == crate::config::AgentHome::Private {
@@ -367,6 +376,7 @@ impl CheckDomain {
         }
         super::set_var(&mut env, "HOME", &home.display().to_string());
         super::set_var(&mut env, "TMPDIR", &scratch.path().display().to_string());
+        super::set_var(&mut env, crate::sandbox::groups::CHECK_TAG_VAR, &name);
         let door = super::network::checks_door(config)?;
         for (k, v) in door.env() {
             super::set_var(&mut env, k, v);
@@ -374,14 +384,8 @@ impl CheckDomain {
         let own = [cwd.to_path_buf(), scratch.path().to_path_buf(), home];
         let confine = super::confinement(config, &own, door.landlock_port())?;
         let writable = super::with_configured(config, &own);
-        let group_record = Git::new(cwd).common_dir().ok().map(|common| {
-            let dir = crate::sandbox::groups::records_dir(&common);
-            let name = scratch
-                .path()
-                .file_name()
-                .map_or_else(|| "check".to_string(), |n| n.to_string_lossy().into_owned());
-            crate::sandbox::groups::record_path(&dir, &name)
-        });
+        let group_record =
+            super::records_dir(repo).map(|dir| crate::sandbox::groups::record_path(&dir, &name));
         Ok(CheckDomain {
             door,
             group_record,

@@ -20,8 +20,11 @@ use crate::workspace::{changed_files, diff_text, links_between, Branches, Merge,
 
 #[path = "judge_merge.rs"]
 mod merge;
+#[path = "judge_refs.rs"]
+mod refs;
 pub use merge::PullMerger;
 use merge::{merge_commit, merge_pull};
+use refs::{merged_before, unpublished, KeptMerge};
 
 // The trial merge with the base is a commit of its own, never on the task branch: the verdict
 // stays bound to the head the worker produced.
@@ -206,6 +209,7 @@ fn judge(
         if let Some(held) = checkout_in_the_way(&branches, base, &base_head, &merged)? {
             return Ok(held);
         }
+        let kept = KeptMerge::keep(&repo, &run.id, &merged)?;
         let ws = Workspace::open_detached(&repo, "review", &merged)?;
         let attempt = try_merge(
             act,
@@ -218,6 +222,7 @@ fn judge(
             (&branches, merger),
         );
         drop(ws);
+        drop(kept);
         match attempt? {
             Attempt::Concluded(result) => {
                 // A person's branch is theirs to delete.
@@ -235,27 +240,6 @@ fn judge(
     failed(format!(
         "{base} kept moving while merging ({MERGE_RACES} tries): another tick merged first"
     ))
-}
-
-/// Whether the run's head is on the local task branch and the remote lacks the branch.
-fn unpublished(repo: &Git, branches: &Branches, branch: &str, run: &Run) -> Result<bool, GitError> {
-    let local = repo.resolve(&format!("refs/heads/{branch}"))?;
-    Ok(branches.remote.is_some() && local.is_some() && local == run.head_sha)
-}
-
-/// The commit that put this task's change on the base, if there is one.
-fn merged_before(repo: &Git, base_ref: &str, task: &Task) -> Result<Option<String>, GitError> {
-    let marker = format!("Task: {}", task.id);
-    let found = repo.run(&[
-        "log",
-        "-F",
-        "--grep",
-        &marker,
-        "--format=%H",
-        "-1",
-        base_ref,
-    ])?;
-    Ok(Some(found.trim().to_string()).filter(|c| !c.is_empty()))
 }
 
 enum Attempt {
@@ -310,7 +294,7 @@ fn try_merge(
             findings,
         ));
     }
-    let verification = checks::run_verification(task, act.config, &ws.path, &changes, act.redactor);
+    let verification = checks::run_verification(act, task, &ws.path, &changes);
     trace.commands = verification.commands.clone();
     if !verification.refused.is_empty() {
         let refused = &mut trace.spend(task, run).refused;

@@ -267,7 +267,7 @@ fn adopt_earlier_commit(
         .map_err(setup)?;
     let committed = crate::workspace::changed_files(repo, &fork, &ws.start).map_err(setup)?;
     checks::check_policy(task, act.config, &committed)?;
-    let verified = checks::run_verification(task, act.config, &ws.path, &committed, act.redactor);
+    let verified = checks::run_verification(act, task, &ws.path, &committed);
     record.verification = verified.commands.clone();
     crate::model::network::merge_refusals(&mut record.refused, &verified.refused);
     verified.passed()?;
@@ -325,7 +325,7 @@ fn check_change(
         });
     }
     checks::check_policy(task, act.config, changes)?;
-    let verified = checks::run_verification(task, act.config, cwd, changes, act.redactor);
+    let verified = checks::run_verification(act, task, cwd, changes);
     record.verification = verified.commands.clone();
     crate::model::network::merge_refusals(&mut record.refused, &verified.refused);
     let passed = verified.passed()?.len();

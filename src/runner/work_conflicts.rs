@@ -120,7 +120,7 @@ pub(super) fn fix_conflicts(
     };
     let changes = crate::workspace::changed_files(&repo, base_ref, &head).map_err(setup)?;
     checks::check_policy(task, act.config, &changes)?;
-    let verified = checks::run_verification(task, act.config, &ws.path, &changes, act.redactor);
+    let verified = checks::run_verification(act, task, &ws.path, &changes);
     record.verification = verified.commands.clone();
     crate::model::network::merge_refusals(&mut record.refused, &verified.refused);
     verified.passed()?;

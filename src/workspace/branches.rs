@@ -122,8 +122,10 @@ impl Branches {
         if touched.is_empty() {
             return Ok(Vec::new());
         }
-        // `status` (not plumbing): a file whose stat alone changed is not in the way.
+        // `status` (not plumbing): a file whose stat alone changed is not in the way. Without
+        // optional locks it never takes (nor fails on) the person's index lock to refresh it.
         let mut args = vec![
+            "--no-optional-locks",
             "status",
             "--porcelain",
             "-z",
