@@ -1,7 +1,9 @@
 //! The repository's GitHub Actions workflow files, read for the few facts a tick needs about
 //! them: which start CI on `pull_request`/`push` (what the `GITHUB_TOKEN` trap silences), which
-//! of those also accept `workflow_dispatch`, which runs opentiger, on what cron and whether it
-//! may dispatch workflows (`actions: write`); and how often a cron fires.
+//! run on opentiger's heads and with which repository secrets (issue 36: what `doctor` names
+//! and `scan.ci` holds back), which of those also accept `workflow_dispatch`, which runs
+//! opentiger, on what cron and whether it may dispatch workflows (`actions: write`); and how
+//! often a cron fires.
 //!
 //! Parsing is typed (serde-saphyr), so `on:` stays a key. A file that does not parse is left
 //! out: this is a diagnosis aid, not a validator (actionlint is).
@@ -27,6 +29,13 @@ pub struct Workflow {
     /// filter, or by `push` without a branch, tag or path filter (a filtered trigger may
     /// rightly not run on a PR, so it does not make CI expected).
     pub on_push_or_pr: bool,
+    /// The events that run it on a head opentiger pushes (issue 36): `push` without a branch
+    /// filter or with one that lets `opentiger/*` branches through, `pull_request`,
+    /// `pull_request_target`, `workflow_run`.
+    pub on_heads: Vec<String>,
+    /// The repository secrets it is given: `secrets.NAME` other than `GITHUB_TOKEN`, and
+    /// `inherit` for `secrets: inherit`.
+    pub secrets: Vec<String>,
     /// Accepts `workflow_dispatch`.
     pub dispatch: bool,
     /// The `schedule` crons.
@@ -67,13 +76,14 @@ enum Trigger {
     Other(IgnoredAny),
 }
 
-/// The filters of a `push` or `pull_request` trigger (only whether each is there matters).
+/// The filters of a `push` or `pull_request` trigger (whether each is there, and the branch
+/// patterns of a `push`).
 #[derive(Deserialize)]
 struct Filters {
     #[serde(default)]
-    branches: Option<IgnoredAny>,
+    branches: Option<Patterns>,
     #[serde(default, rename = "branches-ignore")]
-    branches_ignore: Option<IgnoredAny>,
+    branches_ignore: Option<Patterns>,
     #[serde(default)]
     tags: Option<IgnoredAny>,
     #[serde(default, rename = "tags-ignore")]
@@ -95,6 +105,88 @@ impl Filters {
             || self.tags.is_some()
             || self.tags_ignore.is_some()
     }
+}
+
+/// Branch patterns: a list, or (tolerated) one pattern.
+#[derive(Deserialize)]
+#[serde(untagged)]
+enum Patterns {
+    One(String),
+    Many(Vec<String>),
+}
+
+impl Patterns {
+    fn list(&self) -> Vec<&str> {
+        match self {
+            Patterns::One(p) => vec![p.as_str()],
+            Patterns::Many(ps) => ps.iter().map(String::as_str).collect(),
+        }
+    }
+}
+
+/// A branch opentiger pushes, to try `push` branch filters on.
+const TASK_BRANCH: &str = "opentiger/task-0123456789ab";
+
+/// Whether GitHub's branch filters let a push to `branch` through: the last pattern of
+/// `branches` that matches decides (a `!` pattern excludes); `branches-ignore` excludes what
+/// it matches. A pattern this reader cannot judge counts as matching (better named by
+/// `doctor` once too often than never).
+fn push_runs_on(filters: &Filters, branch: &str) -> bool {
+    let matches =
+        |pattern: &str| crate::policy::Glob::new(pattern).map_or(true, |g| g.matches(branch));
+    if let Some(ignore) = &filters.branches_ignore {
+        return !ignore.list().iter().any(|p| matches(p));
+    }
+    let Some(branches) = &filters.branches else {
+        return filters.tags.is_none() && filters.tags_ignore.is_none();
+    };
+    let mut runs = false;
+    for pattern in branches.list() {
+        match pattern.strip_prefix('!') {
+            Some(excluded) if matches(excluded) => runs = false,
+            Some(_) => {}
+            None if matches(pattern) => runs = true,
+            None => {}
+        }
+    }
+    runs
+}
+
+/// The repository secrets a workflow's text hands to its steps: `secrets.NAME` (or
+/// `secrets['NAME']`) other than the workflow's own `GITHUB_TOKEN`, and `secrets: inherit`.
+fn secrets_used(text: &str) -> Vec<String> {
+    let mut names = Vec::new();
+    for (i, _) in text.match_indices("secrets") {
+        let before = text[..i].chars().next_back();
+        if before.is_some_and(|c| c.is_alphanumeric() || c == '_' || c == '-') {
+            continue;
+        }
+        let rest = &text[i + "secrets".len()..];
+        let name: String = if let Some(after) = rest.strip_prefix('.') {
+            after
+                .chars()
+                .take_while(|c| c.is_alphanumeric() || *c == '_' || *c == '-')
+                .collect()
+        } else if let Some(after) = rest.strip_prefix("['").or_else(|| rest.strip_prefix("[\"")) {
+            after
+                .chars()
+                .take_while(|c| c.is_alphanumeric() || *c == '_' || *c == '-')
+                .collect()
+        } else if rest
+            .trim_start()
+            .strip_prefix(':')
+            .is_some_and(|v| v.trim_start().starts_with("inherit"))
+        {
+            "inherit".to_string()
+        } else {
+            continue;
+        };
+        if !name.is_empty() && !name.eq_ignore_ascii_case("GITHUB_TOKEN") && !names.contains(&name)
+        {
+            names.push(name);
+        }
+    }
+    names
 }
 
 #[derive(Deserialize)]
@@ -145,6 +237,21 @@ pub fn parse(file: &str, text: &str) -> Option<Workflow> {
             _ => false,
         }
     });
+    let on_heads = events
+        .iter()
+        .filter(|(event, trigger)| {
+            let filters = match trigger {
+                Some(Trigger::Filtered(f)) => Some(f),
+                _ => None,
+            };
+            match event.as_str() {
+                "pull_request" | "pull_request_target" | "workflow_run" => true,
+                "push" => filters.is_none_or(|f| push_runs_on(f, TASK_BRANCH)),
+                _ => false,
+            }
+        })
+        .map(|(event, _)| event.clone())
+        .collect();
     let crons = events
         .iter()
         .filter_map(|(_, t)| match t {
@@ -163,6 +270,8 @@ pub fn parse(file: &str, text: &str) -> Option<Workflow> {
     Some(Workflow {
         file: file.to_string(),
         on_push_or_pr: on_prs,
+        on_heads,
+        secrets: secrets_used(text),
         dispatch: has(&["workflow_dispatch"]),
         crons,
         runs_opentiger: text.contains("opentiger"),
@@ -195,23 +304,26 @@ pub fn read(repo: &Path) -> Vec<Workflow> {
         .collect()
 }
 
-/// What the `GITHUB_TOKEN` trap needs to know: whether the token is a workflow's own, which CI
-/// it silences, and which of that CI opentiger could start itself.
+/// How CI gets started here: whether the token is a workflow's own, which CI it silences, which
+/// CI runs on opentiger's heads and which of that opentiger could start itself.
 pub fn ci_setup(workflows: &[Workflow], workflow_token: bool) -> CiSetup {
-    let ci: Vec<&Workflow> = workflows
-        .iter()
-        .filter(|w| w.on_push_or_pr && !w.runs_opentiger)
-        .collect();
-    let may_dispatch = workflows
-        .iter()
-        .any(|w| w.runs_opentiger && w.actions_write);
+    let ci = || workflows.iter().filter(|w| !w.runs_opentiger);
+    let on_heads: Vec<&Workflow> = ci().filter(|w| !w.on_heads.is_empty()).collect();
     CiSetup {
         workflow_token,
-        push_workflows: ci.iter().map(|w| w.file.clone()).collect(),
-        dispatchable: ci
+        push_workflows: ci()
+            .filter(|w| w.on_push_or_pr)
+            .map(|w| w.file.clone())
+            .collect(),
+        head_workflows: on_heads.iter().map(|w| w.file.clone()).collect(),
+        lacks_dispatch: on_heads
             .iter()
-            .find(|w| w.dispatch && may_dispatch)
-            .map(|w| w.file.clone()),
+            .filter(|w| !w.dispatch)
+            .map(|w| w.file.clone())
+            .collect(),
+        may_dispatch: workflows
+            .iter()
+            .any(|w| w.runs_opentiger && w.actions_write),
     }
 }
 
@@ -397,11 +509,45 @@ mod tests {
         assert_eq!(parse("bad.yml", "on: [\n"), None);
     }
 
+    /// Issue 36: which events run a workflow on a head opentiger pushes, and which repository
+    /// secrets it hands its steps.
+    #[test]
+    fn workflows_say_whether_they_run_on_opentigers_heads_and_with_which_secrets() {
+        #[rustfmt::skip]
+        let cases: Vec<(&str, &[&str])> = vec![
+            ("on:\n  push:\n", &["push"]),
+            ("on: [push, pull_request]\n", &["pull_request", "push"]),
+            ("on:\n  push:\n    branches: [main]\n", &[]),
+            ("on:\n  push:\n    branches: ['opentiger/**']\n", &["push"]),
+            ("on:\n  push:\n    branches: ['**', '!opentiger/**']\n", &[]),
+            ("on:\n  push:\n    branches-ignore: ['opentiger/*']\n", &[]),
+            ("on:\n  push:\n    branches-ignore: [main]\n", &["push"]),
+            ("on:\n  push:\n    tags: ['v*']\n", &[]),
+            ("on:\n  push:\n    paths: ['src/**']\n", &["push"]),
+            ("on:\n  pull_request:\n    branches: [main]\n", &["pull_request"]),
+            ("on:\n  pull_request_target:\n", &["pull_request_target"]),
+            ("on:\n  workflow_run:\n    workflows: [CI]\n", &["workflow_run"]),
+            ("on:\n  schedule:\n    - cron: '0 * * * *'\n  workflow_dispatch:\n", &[]),
+        ];
+        for (on, events) in cases {
+            let w = parse("w.yml", &format!("{on}jobs: {{}}\n")).expect("a workflow");
+            let mut got = w.on_heads.clone();
+            got.sort();
+            assert_eq!(got, *events, "{on}");
+        }
+        let text = "on: push\njobs:\n  t:\n    steps:\n      - run: ./deploy\n        env:\n          KEY: ${{ secrets.DEPLOY_KEY }}\n          T: ${{ secrets.GITHUB_TOKEN }}\n          N: ${{ secrets['NPM_TOKEN'] }}\n          K: ${{ secrets.DEPLOY_KEY }}\n  call:\n    uses: ./.github/workflows/x.yml\n    secrets: inherit\n";
+        let w = parse("w.yml", text).expect("a workflow");
+        assert_eq!(w.secrets, vec!["DEPLOY_KEY", "NPM_TOKEN", "inherit"]);
+        let plain = parse("w.yml", "on: push\njobs:\n  t:\n    env:\n      T: ${{ secrets.GITHUB_TOKEN }}\n      mysecrets: x\n").expect("a workflow");
+        assert!(plain.secrets.is_empty(), "{:?}", plain.secrets);
+    }
+
     #[test]
     fn the_trap_and_what_can_heal_it() {
         let ci = Workflow {
             file: "ci.yml".into(),
             on_push_or_pr: true,
+            on_heads: vec!["pull_request".into()],
             dispatch: true,
             ..Workflow::default()
         };
@@ -415,13 +561,25 @@ mod tests {
         let setup = ci_setup(&[ci.clone(), tick(true)], true);
         assert!(setup.is_trap());
         assert_eq!(setup.push_workflows, vec!["ci.yml"]);
-        assert_eq!(setup.dispatchable.as_deref(), Some("ci.yml"));
-        assert_eq!(
-            ci_setup(&[ci.clone(), tick(false)], true).dispatchable,
-            None
-        );
-        assert!(!ci_setup(&[ci, tick(true)], false).is_trap());
+        assert_eq!(setup.dispatchable(), vec!["ci.yml"]);
+        assert!(ci_setup(&[ci.clone(), tick(false)], true)
+            .dispatchable()
+            .is_empty());
+        assert!(!ci_setup(&[ci.clone(), tick(true)], false).is_trap());
         assert!(!ci_setup(&[tick(true)], true).is_trap());
+        // Issue 36: every CI workflow on opentiger's heads is dispatched, not only the first.
+        let lint = Workflow {
+            file: "lint.yml".into(),
+            ..ci.clone()
+        };
+        let deploy = Workflow {
+            file: "deploy.yml".into(),
+            dispatch: false,
+            ..ci.clone()
+        };
+        let setup = ci_setup(&[ci, lint, deploy, tick(true)], true);
+        assert_eq!(setup.dispatchable(), vec!["ci.yml", "lint.yml"]);
+        assert_eq!(setup.lacks_dispatch, vec!["deploy.yml"]);
 
         let env = |pairs: &'static [(&'static str, &'static str)]| {
             move |k: &str| {

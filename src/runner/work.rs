@@ -56,7 +56,7 @@ fn in_worktree(
         None => None,
     };
     // Issue 36: a change a person approved after the threat scan held it starts the run.
-    let approved = held::approved_start(act, &branches, task, tip.as_deref(), brief);
+    let approved = held::approved_start(act, tip.as_deref(), brief);
     let tip = approved.clone().or(tip);
     let base_ref = branches.tracking(base);
     let start =
@@ -77,7 +77,7 @@ fn in_worktree(
         )
         .map_err(|held| match held {
             Held::Findings(head, findings) => {
-                held::hold(act.delivery, &branches, task, &head, &findings)
+                held::hold(&git, task, (&start, &head), &findings, record)
             }
             Held::Failed(failure) => failure,
         })?;
@@ -141,10 +141,15 @@ fn in_worktree(
             &format!("Task: {}\nRun: {run_id}", task.id),
         )
         .map_err(setup)?;
-    if !findings.is_empty() {
-        // Issue 36: nothing leaves the job; a person decides on exactly this commit.
-        record.head_sha = Some(head.clone());
-        return Err(held::hold(act.delivery, &branches, task, &head, &findings));
+    let approval = held::approved_rebuilt(brief, &start, &change.tree);
+    match (findings.is_empty(), approval) {
+        (true, _) => {}
+        // Issue 36: exactly the change a person approved after it was held: it goes out, once.
+        (false, Some(approved)) => record.used_approval = Some(approved.head.clone()),
+        // Nothing leaves the job; a person decides on exactly this change.
+        (false, None) => {
+            return Err(held::hold(&git, task, (&start, &head), &findings, record));
+        }
     }
     deliver(act, &branches, &branch)?;
     record.head_sha = Some(head);

@@ -39,6 +39,9 @@ pub fn apply_output(ctx: &Context, dir: &Path) -> Result<(RunId, WorkDone), Fail
         Waiting::Recorded(status) => return Ok((run_id, WorkDone::AlreadyRecorded(status))),
     };
     let task = store.task(&task_id)?;
+    // Issue 36: what people approved after the threat scan held it (what the work job says
+    // it used is not taken from it).
+    let approved = store.approved_changes(&task_id)?;
     drop(store);
     let git = Git::new(&ctx.repo);
     let branches = Branches::new(&git, &ctx.config.remote);
@@ -57,23 +60,41 @@ pub fn apply_output(ctx: &Context, dir: &Path) -> Result<(RunId, WorkDone), Fail
     };
     let redactor = ctx.redactor();
     let branch = task_branch(&task);
+    let mut held_record = crate::store::RunRecord::default();
     let checked = output
         .record
         .to_result(&branch, &redactor)
         .map_err(|e| violation(format!("the result record is not usable: {e}")))
-        .and_then(|result| {
+        .and_then(|mut result| {
+            result.record.held = None;
+            result.record.used_approval = None;
             let findings = verify(ctx, &task, &branches, &output, &run_id)?;
-            if let (false, Some(head)) = (findings.is_empty(), result.record.head_sha.as_deref()) {
-                // Issue 36: held, not pushed to the branch; kept where a person can look.
-                return Err(crate::runner::work::hold(
-                    crate::runner::Delivery::Push,
-                    &branches,
-                    &task,
-                    head,
-                    &findings,
-                ));
+            let (Some(head), Some(start)) = (output.record.head_sha(), output.record.start_sha())
+            else {
+                return Ok(result);
+            };
+            if findings.is_empty() {
+                return Ok(result);
             }
-            Ok(result)
+            // Issue 36: exactly the change a person approved after it was held goes out, once;
+            // anything else is held, pushed nowhere.
+            let tree = git.run(&["rev-parse", &format!("{head}^{{tree}}")]);
+            let covered = tree
+                .ok()
+                .and_then(|tree| crate::engine::scan::approval_for(&approved, start, &tree));
+            match covered {
+                Some(approval) => {
+                    result.record.used_approval = Some(approval.head.clone());
+                    Ok(result)
+                }
+                None => Err(crate::runner::work::hold(
+                    &git,
+                    &task,
+                    (start, head),
+                    &findings,
+                    &mut held_record,
+                )),
+            }
         });
     let mut verified = checked.is_ok();
     let mut result = checked.unwrap_or_else(|refused| {
@@ -83,7 +104,12 @@ pub fn apply_output(ctx: &Context, dir: &Path) -> Result<(RunId, WorkDone), Fail
             .to_result(&branch, &redactor)
             .map(|r| r.record)
             .unwrap_or_default();
-        if refused.code != FailureCode::ThreatFlagged {
+        record.held = None;
+        record.used_approval = None;
+        if refused.code == FailureCode::ThreatFlagged {
+            record.head_sha = held_record.head_sha.take();
+            record.held = held_record.held.take();
+        } else {
             record.head_sha = None;
         }
         record.branch = Some(branch.clone());

@@ -76,6 +76,10 @@ pub fn post_verdict(
                 "An AutoFix task works on this branch, or a person decides once its budget is spent."
             },
         ),
+        JudgeConclusion::ApprovedBeforeCi { summary } => format!(
+            "**opentiger judge: approved before CI** (task `{}`): {summary}\n\nCI starts on this head now (`scan.ci: after-review`); the PR is merged once its checks pass.",
+            task.id
+        ),
         JudgeConclusion::Approved { summary } => format!(
             "**opentiger judge: approved** (task `{}`): {summary}\n\nNot merged automatically (`backlog.merge_imported_prs` is off): a maintainer merges it.",
             task.id

@@ -43,6 +43,9 @@ pub enum JudgeConclusion {
     Refused { reason: String },
     /// Approved and left for a person to merge (a person's PR, `backlog.merge_imported_prs` off).
     Approved { summary: String },
+    /// Issue 36 (`scan.ci: after-review`): approved before any CI ran on the head; CI starts on
+    /// it now, and it is merged once its checks pass, without a second review.
+    ApprovedBeforeCi { summary: String },
     /// Approved, but the last look before the merge found it held by people (a standing
     /// request for changes, a hold label or comment; issue 26): not merged, looked at again.
     Held { reason: String },
@@ -143,6 +146,17 @@ pub fn decide_verdict(
             to: TaskState::DONE,
             attempts: None,
             reason: format!("approved, left for a person to merge: {summary}"),
+            create: None,
+            rejudge: false,
+            next_attempt_at: None,
+            rebind_head: None,
+        },
+        JudgeConclusion::ApprovedBeforeCi { summary } => VerdictDecision {
+            to: TaskState::blocked(BlockReason::AwaitingJudge),
+            attempts: None,
+            reason: format!(
+                "approved before CI ran (scan.ci: after-review): {summary}; CI starts on the head, and it is merged once its checks pass"
+            ),
             create: None,
             rejudge: false,
             next_attempt_at: None,
@@ -309,6 +323,7 @@ fn person_pr_reviewed(conclusion: &JudgeConclusion) -> Option<String> {
         | JudgeConclusion::Failed { .. }
         | JudgeConclusion::BaseMoved { .. }
         | JudgeConclusion::Updated { .. }
+        | JudgeConclusion::ApprovedBeforeCi { .. }
         | JudgeConclusion::Held { .. } => return None,
         JudgeConclusion::Approved { summary } => {
             format!("approved, left for a person to merge: {summary}")
