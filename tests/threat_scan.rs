@@ -230,9 +230,10 @@ fn an_encoded_passthrough_token_is_never_pushed() {
     );
 }
 
-/// A change that makes an install script pipe a download into a shell is held: not pushed to
-/// the branch, the file named, kept where a person can look; `task approve` lets exactly that
-/// commit through on the next tick, without running the agent again.
+/// A change that makes an install script pipe a download into a shell is held: pushed nowhere
+/// (not to the branch, not to a ref of its own), the file named, kept on the machine that ran
+/// it; `task approve` lets exactly that commit through on the next tick, without running the
+/// agent again.
 #[test]
 fn a_script_gaining_a_download_is_held_until_a_person_approves_that_change() {
     let (jail, origin) = jail(Setup::default());
@@ -263,17 +264,28 @@ fn a_script_gaining_a_download_is_held_until_a_person_approves_that_change() {
     let held = first["head_sha"].as_str().unwrap().to_string();
     let refs = refs_of(&origin);
     assert!(
-        !refs.contains("refs/heads/opentiger/task-"),
-        "not pushed to the branch: {refs}"
+        !refs.contains("opentiger/task-") && !refs.contains("refs/opentiger/held"),
+        "pushed nowhere: {refs}"
     );
     assert_eq!(
-        in_origin(
-            &origin,
+        git(
+            jail.g.path(),
             &["rev-parse", &format!("refs/opentiger/held/{id}")]
-        )
-        .as_deref(),
-        Some(held.as_str()),
-        "kept where a person can look"
+        ),
+        held,
+        "kept on the machine that ran it"
+    );
+    let branch_tip = git(
+        jail.g.path(),
+        &[
+            "for-each-ref",
+            "--format=%(objectname)",
+            "refs/heads/opentiger/",
+        ],
+    );
+    assert!(
+        !branch_tip.contains(&held),
+        "the task branch does not keep it: {branch_tip}"
     );
     let shown = jail.run(&minute(1), &["status"], &[]).ok().stdout;
     assert!(

@@ -7,8 +7,9 @@
 //! head, and the CI gate's grace period and timeout count from it.
 //!
 //! Under `after-review` the judge reviews before CI ran: its approval is recorded
-//! ([`crate::engine::verdict::JudgeConclusion::ApprovedBeforeCi`]), CI starts, and the approved
-//! head is merged once its checks pass, without a second review.
+//! ([`crate::engine::verdict::JudgeConclusion::ApprovedBeforeCi`]) and the run is claimable
+//! again, CI starts, and once its checks pass the judge merges the head it approved, without a
+//! second review.
 //!
 //! Not for: reading workflows or tokens (the shell fills [`CiSetup`]), sending the dispatch
 //! (`tick::ci_gate`), or what CI's checks mean (`engine::gate`, `engine::stall`).

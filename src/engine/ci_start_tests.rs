@@ -97,8 +97,8 @@ fn ci_starts_once_on_a_head_that_passed_the_scan_and_counts_from_then() {
             &[], "until the judge or a person approves"),
         ("after-review: approved, CI started", AfterReview, approved(pull(None, true)),
             &["judge.start_ci a start CI #7 dispatch ci.yml,lint.yml"], "was approved"),
-        ("after-review: approved, green: merged", AfterReview, with_heal(approved(pull(Some(&["test"]), true)), started(-5)),
-            &["judge.merge_approved a unjudge r1", "judge.review a judge r1"], "CI passed on it"),
+        ("after-review: approved, green: merged", AfterReview, with_heal(approved(pull(Some(&["test"]), false)), started(-5)),
+            &["judge.review a judge r1"], "not judged yet"),
     ];
     for (name, mode, snap, expect, reason) in cases {
         let plan = plan_with(&snap, &config(mode));

@@ -147,7 +147,8 @@ fn judge(
 ) -> Result<JudgeResult, GitError> {
     let repo = Git::new(act.repo);
     let base = &act.config.base_branch;
-    let branches = Branches::new(&repo, &act.config.remote);
+    let branches = Branches::new(&repo, &act.config.remote)
+        .pushing_heads_with(crate::credentials::Token::for_heads(act.config));
     let failed = |error: String| {
         Ok(JudgeResult {
             spend: None,

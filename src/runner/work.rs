@@ -45,7 +45,8 @@ fn in_worktree(
     let branch = task_branch(task);
     let git = Git::new(act.repo);
     let base = &act.config.base_branch;
-    let branches = Branches::new(&git, &act.config.remote);
+    let branches = Branches::new(&git, &act.config.remote)
+        .pushing_heads_with(crate::credentials::Token::for_heads(act.config));
     if act.delivery == Delivery::Push {
         branches.refresh(&[base, &branch]).map_err(setup)?;
     }

@@ -44,7 +44,8 @@ pub fn apply_output(ctx: &Context, dir: &Path) -> Result<(RunId, WorkDone), Fail
     let approved = store.approved_changes(&task_id)?;
     drop(store);
     let git = Git::new(&ctx.repo);
-    let branches = Branches::new(&git, &ctx.config.remote);
+    let branches = Branches::new(&git, &ctx.config.remote)
+        .pushing_heads_with(crate::credentials::Token::for_heads(&ctx.config));
     if branches.remote.is_none() {
         return Err(Failure::usage(format!(
             "`apply` pushes the task branch to the remote `{}`, which this repository does not have\n  fix: run it in a clone of the repository (`remote:` in .opentiger.yml names the remote)",
@@ -58,6 +59,9 @@ pub fn apply_output(ctx: &Context, dir: &Path) -> Result<(RunId, WorkDone), Fail
         ),
         Mode::LocalGit | Mode::Direct => None,
     };
+    if let Some(why) = crate::credentials::missing_push_token(&ctx.config) {
+        return Err(Failure::usage(format!("{}: {why}", ctx.config_source)));
+    }
     let redactor = ctx.redactor();
     let branch = task_branch(&task);
     let mut held_record = crate::store::RunRecord::default();

@@ -37,6 +37,10 @@ pub(super) fn preflight_checks(ctx: &Context) -> Result<(), Failure> {
                     ctx.repo.display()
                 )));
             }
+            // Issue 36: never push a head with a token that starts CI when scan.ci says not to.
+            if let Some(why) = crate::credentials::missing_push_token(config) {
+                return Err(Failure::usage(format!("{}: {why}", ctx.config_source)));
+            }
         }
         Mode::LocalGit | Mode::Direct => {}
     }

@@ -10,7 +10,9 @@ use crate::forge::calls::marker;
 use crate::forge::github::{Conditional, ForgeError, GithubClient};
 
 /// After a successful run in github mode: open or update the task's one PR and label its issue.
-/// Returns the PR number.
+/// Returns the PR number. Under `scan.ci` other than `on-push` (issue 36) the PR is opened with
+/// the push token, whose events start no workflow: opened by the forge token, `pull_request`
+/// would start CI on the head before opentiger does.
 pub fn publish_pull(
     client: &GithubClient,
     ctx: &Context,
@@ -25,7 +27,19 @@ pub fn publish_pull(
         body.push_str(&format!("\nCloses #{issue}\n"));
     }
     body.push_str(&format!("\n{}\n", marker(task.id.as_str(), Some(run))));
+    let pusher = match crate::credentials::Token::for_heads(&ctx.config) {
+        crate::credentials::Token::Push => Some(GithubClient::from_env(None, |k: &str| {
+            match k {
+                // The push token alone: never the forge token in its place.
+                "OPENTIGER_GITHUB_TOKEN" => crate::credentials::push_token(),
+                "GITHUB_TOKEN" => None,
+                other => crate::credentials::lookup(other),
+            }
+        })?),
+        crate::credentials::Token::Forge => None,
+    };
     let pr = client.upsert_pull(
+        pusher.as_ref().unwrap_or(client),
         branch,
         &ctx.config.base_branch,
         &format!("[opentiger] {}", task.title),

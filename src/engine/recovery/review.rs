@@ -253,7 +253,6 @@ pub(super) fn gate_open_pull_request(w: &mut Working<'_>, id: &TaskId, pr: u64) 
                     );
                 }
             }
-            super::stalls::merge_approved_after_ci(w, id, run, &head);
             if !review_if_due(w, id) {
                 w.wait(
                     id,

@@ -97,29 +97,6 @@ pub(super) fn start_ci(
     }
 }
 
-/// Issue 36 (`scan.ci: after-review`): the judge approved `head` before CI ran, and CI passed
-/// on it: its review is made claimable again, and the judge merges it without reviewing again.
-pub(super) fn merge_approved_after_ci(w: &mut Working<'_>, id: &TaskId, run: &Run, head: &str) {
-    let approved = w.snapshot.observations.judge_approved.contains(head);
-    if w.config.scan.ci == CiStart::AfterReview
-        && approved
-        && run.judged_at.is_some()
-        && !w.leases.contains_key(id)
-    {
-        w.decide(
-            Some(id),
-            "judge.merge_approved",
-            Action::ResetJudgeClaim {
-                run_id: run.id.clone(),
-            },
-            format!(
-                "{} was approved before CI ran and CI passed on it: the judge merges it",
-                short_sha(head)
-            ),
-        );
-    }
-}
-
 /// Recovery's use of [`next_step`] for a task whose PR stalled: the decisions it makes.
 pub(super) fn heal_stalled_pull(
     w: &mut Working<'_>,

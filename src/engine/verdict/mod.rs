@@ -158,7 +158,9 @@ pub fn decide_verdict(
                 "approved before CI ran (scan.ci: after-review): {summary}; CI starts on the head, and it is merged once its checks pass"
             ),
             create: None,
-            rejudge: false,
+            // Claimable again: once CI passed, the judge merges the head it approved, without
+            // reviewing it again (`runner::judge`, `ReviewBrief::approved_before`).
+            rejudge: true,
             next_attempt_at: None,
             rebind_head: None,
         },

@@ -59,6 +59,8 @@ pub enum Failure {
 pub struct RecordedRequest {
     pub method: String,
     pub path_and_query: String,
+    /// The token it carried (to tell a second accepted token's requests apart).
+    pub token: String,
     pub status: u16,
     /// Whether it carried `If-None-Match` or `If-Modified-Since`.
     pub conditional: bool,
@@ -85,6 +87,8 @@ struct Shared {
     state: Mutex<State>,
     log: Mutex<Log>,
     token: String,
+    /// Further tokens accepted (`accept_token`), e.g. a workflow's own next to an App's.
+    more_tokens: Mutex<Vec<String>>,
     base: String,
     stop: AtomicBool,
     request_ids: AtomicU64,
@@ -115,6 +119,7 @@ impl GithubServer {
             state: Mutex::new(State::new(owner, repo)),
             log: Mutex::new(Log::default()),
             token: token.to_string(),
+            more_tokens: Mutex::new(Vec::new()),
             base: format!("http://{addr}"),
             stop: AtomicBool::new(false),
             request_ids: AtomicU64::new(0),
@@ -156,6 +161,11 @@ impl GithubServer {
 
     pub fn token(&self) -> &str {
         &self.shared.token
+    }
+
+    /// Accepts `token` too (its requests are recorded with it).
+    pub fn accept_token(&self, token: &str) {
+        lock(&self.shared.more_tokens).push(token.to_string());
     }
 
     fn state(&self) -> MutexGuard<'_, State> {
@@ -623,15 +633,15 @@ fn serve(shared: &Shared, stream: TcpStream) {
     }
 }
 
-fn authorized(shared: &Shared, req: &Request) -> bool {
-    let Some(value) = req.header("authorization") else {
-        return false;
-    };
-    let Some((scheme, token)) = value.split_once(' ') else {
-        return false;
-    };
+/// The token a request carries (`Authorization: Bearer …` or `token …`).
+fn bearer(req: &Request) -> Option<String> {
+    let (scheme, token) = req.header("authorization")?.split_once(' ')?;
     (scheme.eq_ignore_ascii_case("bearer") || scheme.eq_ignore_ascii_case("token"))
-        && token.trim() == shared.token
+        .then(|| token.trim().to_string())
+}
+
+fn authorized(shared: &Shared, req: &Request) -> bool {
+    bearer(req).is_some_and(|t| t == shared.token || lock(&shared.more_tokens).contains(&t))
 }
 
 fn failure_reply(failure: Failure) -> Reply {
@@ -786,6 +796,7 @@ fn respond(shared: &Shared, req: &Request) -> Response {
     log.requests.push(RecordedRequest {
         method: req.method.clone(),
         path_and_query: req.target.clone(),
+        token: bearer(req).unwrap_or_default(),
         status,
         conditional,
     });
