@@ -413,6 +413,67 @@ fn a_record_whose_head_is_not_the_bundles_is_refused() {
     });
 }
 
+/// Issue 36: a forged bundle whose history holds a 96 MiB file (added, then removed again, so
+/// the final change is small) is refused by the sizes git knows from the object headers before
+/// any content is read or diffed, naming the file, its size and the setting; `apply` and its
+/// git children stay far below the file's size in memory.
+#[test]
+fn a_bundle_hiding_a_huge_file_in_its_history_is_refused_by_size_with_memory_bounded() {
+    let s = split();
+    let run = s.claim_run();
+    let (job, out_dir) = s.work_output(&run);
+    let rec = record(&out_dir);
+    let start = rec["run"]["start_sha"].as_str().unwrap().to_string();
+    let head = rec["run"]["head_sha"].as_str().unwrap().to_string();
+    const HUGE: u64 = 96 * 1024 * 1024;
+    // Made by git, not held by this process: a forked child counts its parent's pages until
+    // it execs, so the measure below would count them too.
+    commit_on(&job, &head, "src/huge.bin", "soon huge\n");
+    let worktree = job.join(format!("tamper-{}-src_huge.bin", &head[..12]));
+    let file = std::fs::File::options()
+        .write(true)
+        .open(worktree.join("src/huge.bin"))
+        .unwrap();
+    file.set_len(HUGE).unwrap();
+    git(&worktree, &["commit", "-q", "-a", "--amend", "-m", "huge"]);
+    let huge = git(&worktree, &["rev-parse", "HEAD"]);
+    let gone = commit_on(&job, &huge, "src/huge.bin", "small now\n");
+    forge_folder(&job, &out_dir, &start, &gone, &gone);
+    let apply_job = s.dir.path().join("apply-job");
+    common::clone(&s.origin, &apply_job);
+    let child = opentiger_against(&s.server, &apply_job, AT)
+        .arg("apply")
+        .arg(&out_dir)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let pid = i32::try_from(child.id()).unwrap();
+    let mut status = 0;
+    // SAFETY: an all-zero rusage is valid; wait4 writes it and the status of our own child.
+    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
+    // SAFETY: as above; the pointers live for the call.
+    assert_eq!(unsafe { libc::wait4(pid, &mut status, 0, &mut usage) }, pid);
+    // ru_maxrss: the largest of `apply` and every process it waited for (its git children).
+    let peak_kib = usage.ru_maxrss;
+    assert!(
+        peak_kib < 48 * 1024,
+        "apply or one of its git children peaked at {peak_kib} KiB"
+    );
+    let runs = s.runs();
+    assert_eq!(runs[0]["failure_code"], "policy_violation", "{runs:?}");
+    let error = runs[0]["error"].as_str().unwrap_or_default();
+    assert!(
+        error.contains(&format!(
+            "src/huge.bin is {HUGE} bytes, over policy.max_file_bytes = 5242880"
+        )),
+        "{error}"
+    );
+    assert!(s.task_branches_on_origin().is_empty());
+    assert!(s.server.pulls().is_empty());
+    eprintln!("apply's peak with a 96 MiB file in a forged bundle: {peak_kib} KiB");
+}
+
 /// A failed run's folder holds no bundle; `apply` records that failure as it is.
 #[test]
 fn a_failed_run_is_recorded_as_that_failure() {

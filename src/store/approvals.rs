@@ -126,3 +126,108 @@ impl Store {
             .optional()?)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::engine::outcome::{decide_outcome, RunExecutors, RunOutcome};
+    use crate::model::{AgentId, FailureCode, Task, TickId};
+    use crate::store::RunRecord;
+    use crate::time::Timestamp;
+
+    const T0: Timestamp = Timestamp(1_795_262_400_000);
+
+    /// One run of task `a` claimed, finished with `outcome` and `record`.
+    fn run_once(store: &mut Store, tick: &str, outcome: RunOutcome, record: RunRecord) {
+        let config = crate::config::Config::default();
+        let holder = Writer {
+            tick_id: None,
+            actor: "local:box:1",
+            now: T0,
+        };
+        let snap = store
+            .load_snapshot(
+                TickId::from(tick),
+                AgentId::from("a"),
+                Default::default(),
+                Default::default(),
+            )
+            .unwrap();
+        let plan = crate::engine::plan(&snap, &config, T0);
+        let (task, run) = store.apply_plan(&plan, holder).unwrap().claims[0].clone();
+        let waits = store.executor_waits().unwrap();
+        let executors = RunExecutors {
+            used: None,
+            waits: &waits,
+        };
+        let decision = decide_outcome(
+            &store.task(&task).unwrap(),
+            &outcome,
+            &executors,
+            &config,
+            T0,
+        );
+        store
+            .record_run(&task, &run, &record, &decision, holder)
+            .unwrap();
+    }
+
+    /// Issue 36: a held change is recorded with its tree and start; a person's approval names
+    /// it; the delivery that uses it up leaves no approval for a later run to deliver again.
+    #[test]
+    fn an_approval_names_the_held_change_and_is_used_up_by_its_delivery() {
+        let mut store = Store::in_memory("mem").unwrap();
+        let writer = Writer {
+            tick_id: None,
+            actor: "test",
+            now: T0,
+        };
+        let a = Task::new(TaskId::from("a"), "title", "goal", T0);
+        store.insert_tasks(&[a], writer).unwrap();
+        let held = HeldChange {
+            head: "4e1d".into(),
+            tree: "7ree".into(),
+            start: "57a7".into(),
+        };
+        let flagged = RunOutcome {
+            success: false,
+            failure_code: Some(FailureCode::ThreatFlagged),
+            message: "held".into(),
+            no_changes: false,
+        };
+        run_once(
+            &mut store,
+            "t1",
+            flagged,
+            RunRecord {
+                head_sha: Some(held.head.clone()),
+                held: Some(held.clone()),
+                ..RunRecord::default()
+            },
+        );
+        let task = TaskId::from("a");
+        let last = store.last_run(&task).unwrap().expect("a run");
+        assert_eq!(last.held.as_ref(), Some(&held));
+        store
+            .approve_change(&task, &held, "alice", "approved", writer)
+            .unwrap();
+        assert_eq!(store.approved_changes(&task).unwrap(), vec![held.clone()]);
+        let delivered = RunOutcome {
+            success: true,
+            failure_code: None,
+            message: String::new(),
+            no_changes: false,
+        };
+        run_once(
+            &mut store,
+            "t2",
+            delivered,
+            RunRecord {
+                head_sha: Some(held.head.clone()),
+                used_approval: Some(held.head.clone()),
+                ..RunRecord::default()
+            },
+        );
+        assert!(store.approved_changes(&task).unwrap().is_empty());
+    }
+}

@@ -278,7 +278,15 @@ fn verify(
         }
     }
     let bundle_text = bundle.display().to_string();
+    // Issue 36: git streams blobs over this size instead of holding them whole while it reads
+    // the bundle, so a forged one costs memory by what it says, not by what it unpacks to.
+    let stream_over = format!(
+        "core.bigFileThreshold={}",
+        ctx.config.policy.max_file_bytes.clamp(1 << 20, 64 << 20)
+    );
     git.try_run(&[
+        "-c",
+        &stream_over,
         "fetch",
         "--quiet",
         "--no-tags",
@@ -293,6 +301,16 @@ fn verify(
         return Err(violation(format!(
             "the bundle's head is not {head} on top of {start}"
         )));
+    }
+    // Issue 36: sizes from the object headers before any content is read.
+    let sizes = crate::workspace::sizes_between(&git, start, head).map_err(setup)?;
+    let policy = &ctx.config.policy;
+    let too_large =
+        crate::policy::size_violations(&sizes, policy.max_file_bytes, policy.max_change_bytes);
+    if !too_large.is_empty() {
+        return Err(violation(
+            crate::policy::summary(&too_large).replace('\n', "; "),
+        ));
     }
     // The change itself, checked again: paths, links, secrets.
     let changes = changed_files(&git, start, head).map_err(setup)?;
