@@ -149,6 +149,47 @@ fn links_named_like_denied_folders_never_reach_main() {
     assert!(seen.iter().all(|p| !p.contains("INJECTED")), "{seen:?}");
 }
 
+/// Links judged by their targets: one to a workflow file, one to a folder a denied pattern
+/// covers, one into the repository's `.git`: a policy violation naming each, nothing pushed.
+#[test]
+fn links_to_denied_paths_or_into_git_never_leave_the_job() {
+    let (jail, origin) = jail(Setup::default());
+    std::fs::create_dir_all(jail.g.path().join(".github/workflows")).unwrap();
+    std::fs::write(
+        jail.g.path().join(".github/workflows/ci.yml"),
+        "on: push\njobs: {}\n",
+    )
+    .unwrap();
+    git(jail.g.path(), &["add", ".github"]);
+    git(jail.g.path(), &["commit", "-q", "-m", "ci"]);
+    git(jail.g.path(), &["push", "-q", "origin", "main"]);
+    jail.g.agent(
+        "#!/bin/sh
+ln -s .github/workflows/ci.yml ci-link
+ln -s .opentiger conf-link
+ln -s .git/config git-link
+echo x > x.txt
+",
+    );
+    let id = jail.add_task(&["--title", "Links", "--goal", "anything"]);
+    let out = jail.run(&minute(0), &["tick"], &[]);
+    assert_eq!(out.code, 0, "{}\n{}", out.stdout, out.stderr);
+    let first = run(&jail, &id);
+    assert_eq!(first["failure_code"], "policy_violation", "{first}");
+    let error = first["error"].as_str().unwrap_or_default();
+    for part in [
+        "symbolic link ci-link points to .github/workflows/ci.yml",
+        "symbolic link conf-link points to .opentiger",
+        "symbolic link git-link points to .git/config",
+    ] {
+        assert!(error.contains(part), "{part}: {error}");
+    }
+    assert!(
+        !refs_of(&origin).contains("opentiger/task-"),
+        "nothing pushed"
+    );
+}
+
 /// `wait4` on the tick's step shell: the peak resident size (KiB) of it and of every process it
 /// waited for (the tick, its git children, the agent).
 fn peak_kib(mut child: std::process::Child) -> (i32, i64, String) {
