@@ -444,18 +444,11 @@ fn a_bundle_hiding_a_huge_file_in_its_history_is_refused_by_size_with_memory_bou
     let child = opentiger_against(&s.server, &apply_job, AT)
         .arg("apply")
         .arg(&out_dir)
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
         .spawn()
         .unwrap();
-    let pid = i32::try_from(child.id()).unwrap();
-    let mut status = 0;
-    // SAFETY: an all-zero rusage is valid; wait4 writes it and the status of our own child.
-    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
-    // SAFETY: as above; the pointers live for the call.
-    assert_eq!(unsafe { libc::wait4(pid, &mut status, 0, &mut usage) }, pid);
-    // ru_maxrss: the largest of `apply` and every process it waited for (its git children).
-    let peak_kib = usage.ru_maxrss;
+    let peak_kib = peak_kib(child);
     assert!(
         peak_kib < 48 * 1024,
         "apply or one of its git children peaked at {peak_kib} KiB"
@@ -472,6 +465,18 @@ fn a_bundle_hiding_a_huge_file_in_its_history_is_refused_by_size_with_memory_bou
     assert!(s.task_branches_on_origin().is_empty());
     assert!(s.server.pulls().is_empty());
     eprintln!("apply's peak with a 96 MiB file in a forged bundle: {peak_kib} KiB");
+}
+
+/// Waits for `child` with `wait4`: the largest resident size (KiB) of it and of every process
+/// it waited for (its git children).
+fn peak_kib(child: std::process::Child) -> i64 {
+    let pid = i32::try_from(child.id()).unwrap();
+    let mut status = 0;
+    // SAFETY: an all-zero rusage is valid; wait4 writes it and the status of our own child.
+    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
+    // SAFETY: as above; the pointers live for the call.
+    assert_eq!(unsafe { libc::wait4(pid, &mut status, 0, &mut usage) }, pid);
+    usage.ru_maxrss
 }
 
 /// A failed run's folder holds no bundle; `apply` records that failure as it is.

@@ -522,7 +522,8 @@ fn approve(ctx: &Context, id: Option<&str>, all: bool) -> CmdResult {
                 // Issue 36: a change the threat scan held, approved exactly.
                 let task = store.task(&id)?;
                 let last = store.last_run(&id)?;
-                if let Some(held) = crate::engine::scan::held_change(&task, last.as_ref()) {
+                let last_held = last.as_ref().and_then(|l| l.held.as_ref());
+                if let Some(held) = crate::engine::scan::held_change(&task, last_held) {
                     let head = held.head.clone();
                     let reason = format!("its change {head} approved by a person after the threat scan");
                     store.approve_change(&id, held, "a person (opentiger task approve)", &reason, writer(ctx))?;

@@ -393,7 +393,8 @@ pub fn decide(parsed: &Parsed, req: &Request<'_>) -> Decision {
         },
         Verb::Approve => {
             use super::scan::{held_change, short, wrong_change};
-            if let Some(held) = held_change(task, req.last_runs.get(id)) {
+            let last_held = req.last_runs.get(id).and_then(|l| l.held.as_ref());
+            if let Some(held) = held_change(task, last_held) {
                 if let Some(why) = named_change.and_then(|w| wrong_change(w, held)) {
                     return refuse(why);
                 }

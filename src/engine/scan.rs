@@ -12,7 +12,6 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::commands::LastRun;
 use crate::model::{BlockReason, Task, TaskState};
 
 /// A change the threat scan held: its commit, that commit's tree and the commit it was made
@@ -25,11 +24,12 @@ pub struct HeldChange {
 }
 
 /// The change the task holds for a person: the task waits on a person and its latest run was
-/// held with that change. `opentiger task approve` and `/opentiger approve` approve exactly it.
-pub fn held_change<'a>(task: &Task, last: Option<&'a LastRun>) -> Option<&'a HeldChange> {
+/// held with that change (`held`, the latest run's). `opentiger task approve` and `/opentiger
+/// approve` approve exactly it.
+pub fn held_change<'a>(task: &Task, held: Option<&'a HeldChange>) -> Option<&'a HeldChange> {
     (task.state() == TaskState::blocked(BlockReason::AwaitingHuman))
         .then_some(())
-        .and(last?.held.as_ref())
+        .and(held)
 }
 
 /// The approval that covers a change made on `start` with `tree`: exactly the change a person

@@ -273,6 +273,26 @@ fn adopt_earlier_commit(
         .map_err(setup)?;
     let committed = crate::workspace::changed_files(repo, &fork, &ws.start).map_err(setup)?;
     checks::check_policy(task, act.config, &committed)?;
+    // Issue 36: a commit a killed tick left may be one the threat scan was about to hold.
+    let links = crate::workspace::links_between(repo, &fork, &ws.start).map_err(setup)?;
+    let findings = crate::runner::check_content(
+        task,
+        act.config,
+        repo,
+        &[&fork, &ws.start],
+        &links,
+        act.redactor,
+        &[],
+    )?;
+    if !findings.is_empty() {
+        return Err(held::hold(
+            repo,
+            task,
+            (&fork, &ws.start),
+            &findings,
+            record,
+        ));
+    }
     let verified = checks::run_verification(task, act.config, &ws.path, &committed, act.redactor);
     record.verification = verified.commands.clone();
     crate::model::network::merge_refusals(&mut record.refused, &verified.refused);

@@ -374,7 +374,7 @@ mod tests {
         let found = |t: &str| {
             let mut out = Vec::new();
             text(t, &mut out);
-            out.into_iter().map(|(r, w)| (r, w)).collect::<Vec<_>>()
+            out
         };
         #[rustfmt::skip]
         let cases: Vec<(&str, Option<&str>)> = vec![

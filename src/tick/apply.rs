@@ -3,14 +3,17 @@
 //! it, and checks before anything: the run is a fan-out claim still waiting (already recorded:
 //! nothing to do), the record names the run's task, the commit it started from is where the
 //! task branch (or else the base branch) is on the remote, the bundle carries exactly the task
-//! branch at the record's head on top of that start, and the change passes the path policy,
-//! the symbolic-link rule and the secret scan again. Then it takes the run's lease over, pushes
-//! the task branch, opens or updates the PR (the idempotent publish path of every run) and
-//! records the outcome. A change that fails a check is recorded as a `policy_violation` of the
-//! run, and nothing is pushed.
+//! branch at the record's head on top of that start, every file it brings is within the size
+//! limits (from git's object headers, before any content is read), and the change passes the
+//! path policy, the symbolic-link rule, the secret scan and the threat scan's rules again (a
+//! change people approved after the scan held it passes as that change, once). Then it takes
+//! the run's lease over, pushes the task branch, opens or updates the PR (the idempotent publish
+//! path of every run) and records the outcome. A change that fails a check is recorded as a
+//! `policy_violation` of the run (`threat_flagged` when held), and nothing is pushed.
 //!
-//! Not for: running an agent or verification commands (the work job did; its verdict on them is
-//! taken as recorded, and the judge reviews the PR as always).
+//! Not for: running an agent — verification commands or the threat scan's detection agent:
+//! the work job did, and this job, which holds the token, runs nothing a model drives; its
+//! verdict on them is taken as recorded, and the judge reviews the PR as always.
 
 use std::path::Path;
 
