@@ -5,9 +5,18 @@
 //! Not for: reading the workflow files (`workflows`) or deciding when CI starts
 //! (`engine::ci_start`).
 
-use super::github::{token_source, APP_TOKEN_FIX};
 use super::{Check, Vars};
 use crate::workflows::Workflow;
+
+pub(super) const APP_TOKEN_FIX: &str = "create a GitHub App (contents, issues, pull requests and checks: read and write; commit statuses: read), mint its token in the workflow with actions/create-github-app-token, and give it to actions/checkout (`token:`) and to opentiger (the action's `token:` input, or OPENTIGER_GITHUB_TOKEN); the comments in .github/workflows/opentiger.yml show the steps";
+
+/// The variable the tick takes its token from, as `GithubClient::from_env` picks it: the first
+/// one set, even if it is empty.
+pub(super) fn token_source(vars: Vars<'_>) -> Option<(&'static str, String)> {
+    ["OPENTIGER_GITHUB_TOKEN", "GITHUB_TOKEN"]
+        .into_iter()
+        .find_map(|k| vars(k).map(|v| (k, v)))
+}
 
 /// GitHub does not start workflows for events caused by a workflow's own GITHUB_TOKEN: PRs
 /// opened and branches pushed with it get no CI, and the CI gate then waits in vain. In

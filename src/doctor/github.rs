@@ -7,13 +7,12 @@ use std::path::Path;
 use http::Method;
 use serde::Deserialize;
 
+use super::ci::token_source;
 use super::{Check, Vars};
 use crate::config::Config;
 use crate::forge::github::{ForgeError, GithubClient};
 use crate::git::Git;
 use crate::workflows::Workflow;
-
-pub(super) const APP_TOKEN_FIX: &str = "create a GitHub App (contents, issues, pull requests and checks: read and write; commit statuses: read), mint its token in the workflow with actions/create-github-app-token, and give it to actions/checkout (`token:`) and to opentiger (the action's `token:` input, or OPENTIGER_GITHUB_TOKEN); the comments in .github/workflows/opentiger.yml show the steps";
 
 pub fn checks(config: &Config, repo: &Path, vars: Vars<'_>, online: bool) -> Vec<Check> {
     let mut out = vec![remote(config, repo), repository(repo, vars)];
@@ -98,14 +97,6 @@ pub fn token_kind(token: &str) -> &'static str {
         .iter()
         .find(|(p, _)| token.starts_with(p))
         .map_or("a token of unknown kind", |(_, kind)| kind)
-}
-
-/// The variable the tick takes its token from, as `GithubClient::from_env` picks it: the first
-/// one set, even if it is empty.
-pub(super) fn token_source(vars: Vars<'_>) -> Option<(&'static str, String)> {
-    ["OPENTIGER_GITHUB_TOKEN", "GITHUB_TOKEN"]
-        .into_iter()
-        .find_map(|k| vars(k).map(|v| (k, v)))
 }
 
 fn token(vars: Vars<'_>) -> Check {
@@ -375,7 +366,8 @@ pub(super) mod tests {
     fn the_app_token_fix_lists_every_permission_the_readme_does() {
         let permissions =
             "contents, issues, pull requests and checks: read and write; commit statuses: read";
-        assert!(APP_TOKEN_FIX.contains(permissions), "{APP_TOKEN_FIX}");
+        let fix = super::super::ci::APP_TOKEN_FIX;
+        assert!(fix.contains(permissions), "{fix}");
         let readme = include_str!("../../README.md").replace('\n', " ");
         assert!(readme.contains(permissions), "README");
         let workflow = crate::init::WORKFLOW

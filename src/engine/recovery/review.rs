@@ -209,8 +209,23 @@ pub(super) fn gate_open_pull_request(w: &mut Working<'_>, id: &TaskId, pr: u64) 
     // Issue 36 (scan.ci): CI on opentiger's heads may wait for the scan and the review.
     let people_approved =
         matches!(&people, LastWord::Clear { approved_by } if !approved_by.is_empty());
-    let Some(since) = super::stalls::start_ci(w, id, run, pr, people_approved) else {
-        return;
+    let since = match super::stalls::start_ci(w, id, run, pr, people_approved) {
+        super::stalls::BeforeGate::Gate(since) => since,
+        super::stalls::BeforeGate::Decided => return,
+        super::stalls::BeforeGate::ReviewFirst => {
+            if !review_if_due_as(w, id, true) {
+                w.wait(
+                    id,
+                    None,
+                    "judge.awaiting_review_before_ci",
+                    format!(
+                        "PR #{pr}: no CI runs on {} until the judge or a person approves it (scan.ci: after-review)",
+                        short_sha(&head)
+                    ),
+                );
+            }
+            return;
+        }
     };
     let observed = w.snapshot.observations.pull_checks.get(&pr);
     let expected = &w.snapshot.observations.expected_checks;
@@ -419,7 +434,7 @@ pub(super) fn review_if_due(w: &mut Working<'_>, id: &TaskId) -> bool {
 
 /// [`review_if_due`]; `before_ci`: the review comes before any CI ran on the head (issue 36,
 /// `scan.ci: after-review`), so an approval is recorded, not merged.
-pub(super) fn review_if_due_as(w: &mut Working<'_>, id: &TaskId, before_ci: bool) -> bool {
+fn review_if_due_as(w: &mut Working<'_>, id: &TaskId, before_ci: bool) -> bool {
     let leased = w.leases.contains_key(id) && !w.released_judge_leases.contains(id);
     if leased {
         return false;

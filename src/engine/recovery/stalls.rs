@@ -11,20 +11,29 @@ use crate::config::CiStart;
 use crate::model::{BlockReason, Run, TaskId, TaskKind, TaskState};
 use crate::time::Timestamp;
 
+/// What comes before the CI gate of a head opentiger pushed (issue 36, `scan.ci`).
+pub(super) enum BeforeGate {
+    /// The gate runs, its grace period and timeout counted from here (the push, or CI's start
+    /// on purpose).
+    Gate(Timestamp),
+    /// The judge reviews the head before any CI runs on it (`after-review`).
+    ReviewFirst,
+    /// Decided here: CI started, or a person asked.
+    Decided,
+}
+
 /// Issue 36 (`scan.ci`): what comes before the CI gate of a head opentiger pushed.
-/// `Some(since)`: the gate runs, its grace period and timeout counted from `since` (the push,
-/// or CI's start on purpose); `None`: decided here (CI started, the review first, or a person).
 pub(super) fn start_ci(
     w: &mut Working<'_>,
     id: &TaskId,
     run: &Run,
     pr: u64,
     people_approved: bool,
-) -> Option<Timestamp> {
+) -> BeforeGate {
     let pushed_at = run.finished_at.unwrap_or(run.started_at);
     // A person's PR: their pushes start their CI.
     if w.tasks[id].kind == TaskKind::PrReview {
-        return Some(pushed_at);
+        return BeforeGate::Gate(pushed_at);
     }
     let observations = &w.snapshot.observations;
     let pushed = run.head_sha.clone().unwrap_or_default();
@@ -43,21 +52,8 @@ pub(super) fn start_ci(
         &observations.ci_setup,
     );
     match step {
-        CiStartStep::Gate { since } => Some(since.unwrap_or(pushed_at)),
-        CiStartStep::ReviewFirst => {
-            if !super::review::review_if_due_as(w, id, true) {
-                w.wait(
-                    id,
-                    None,
-                    "judge.awaiting_review_before_ci",
-                    format!(
-                        "PR #{pr}: no CI runs on {} until the judge or a person approves it (scan.ci: after-review)",
-                        short_sha(&pushed)
-                    ),
-                );
-            }
-            None
-        }
+        CiStartStep::Gate { since } => BeforeGate::Gate(since.unwrap_or(pushed_at)),
+        CiStartStep::ReviewFirst => BeforeGate::ReviewFirst,
         CiStartStep::Start { workflows } => {
             let reason = format!(
                 "PR #{pr}: {} passed the threat scan{}: start {} on it, once",
@@ -81,7 +77,7 @@ pub(super) fn start_ci(
                 },
                 reason,
             );
-            None
+            BeforeGate::Decided
         }
         CiStartStep::CannotStart { reason } => {
             w.transition(
@@ -92,7 +88,7 @@ pub(super) fn start_ci(
                 "judge.ci_cannot_start",
                 format!("PR #{pr}: {reason}"),
             );
-            None
+            BeforeGate::Decided
         }
     }
 }
