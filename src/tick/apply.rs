@@ -73,8 +73,20 @@ pub fn apply_output(ctx: &Context, dir: &Path) -> Result<(RunId, WorkDone), Fail
         .to_result(&branch, &redactor)
         .map_err(|e| violation(format!("the result record is not usable: {e}")))
         .and_then(|mut result| {
-            result.record.held = None;
+            let held = result.record.held.take();
             result.record.used_approval = None;
+            if result.outcome.failure_code == Some(FailureCode::ThreatFlagged) {
+                // Issue 36: held in the work job, which sent no bundle (the change leaves no
+                // job): nothing to push. The change is named as the work job's record names it
+                // (its findings taken as recorded, like its verification); a person's approval
+                // lets out only a later change with exactly that start and tree, scanned here.
+                result.record.held = held.filter(|h| {
+                    [&h.head, &h.tree, &h.start]
+                        .iter()
+                        .all(|sha| sha.len() == 40 && sha.chars().all(|c| c.is_ascii_hexdigit()))
+                });
+                return Ok(result);
+            }
             let findings = verify(ctx, &task, &branches, &output, &run_id)?;
             let (Some(head), Some(start)) = (output.record.head_sha(), output.record.start_sha())
             else {
