@@ -16,6 +16,9 @@ use std::path::Path;
 use serde::de::IgnoredAny;
 use serde::Deserialize;
 
+#[path = "workflows_heads.rs"]
+mod heads;
+
 use crate::engine::stall::CiSetup;
 use crate::report::heartbeat::Schedule;
 use crate::time::{Millis, MINUTE};
@@ -81,9 +84,9 @@ enum Trigger {
 #[derive(Deserialize)]
 struct Filters {
     #[serde(default)]
-    branches: Option<Patterns>,
+    branches: Option<heads::Patterns>,
     #[serde(default, rename = "branches-ignore")]
-    branches_ignore: Option<Patterns>,
+    branches_ignore: Option<heads::Patterns>,
     #[serde(default)]
     tags: Option<IgnoredAny>,
     #[serde(default, rename = "tags-ignore")]
@@ -105,88 +108,6 @@ impl Filters {
             || self.tags.is_some()
             || self.tags_ignore.is_some()
     }
-}
-
-/// Branch patterns: a list, or (tolerated) one pattern.
-#[derive(Deserialize)]
-#[serde(untagged)]
-enum Patterns {
-    One(String),
-    Many(Vec<String>),
-}
-
-impl Patterns {
-    fn list(&self) -> Vec<&str> {
-        match self {
-            Patterns::One(p) => vec![p.as_str()],
-            Patterns::Many(ps) => ps.iter().map(String::as_str).collect(),
-        }
-    }
-}
-
-/// A branch opentiger pushes, to try `push` branch filters on.
-const TASK_BRANCH: &str = "opentiger/task-0123456789ab";
-
-/// Whether GitHub's branch filters let a push to `branch` through: the last pattern of
-/// `branches` that matches decides (a `!` pattern excludes); `branches-ignore` excludes what
-/// it matches. A pattern this reader cannot judge counts as matching (better named by
-/// `doctor` once too often than never).
-fn push_runs_on(filters: &Filters, branch: &str) -> bool {
-    let matches =
-        |pattern: &str| crate::policy::Glob::new(pattern).map_or(true, |g| g.matches(branch));
-    if let Some(ignore) = &filters.branches_ignore {
-        return !ignore.list().iter().any(|p| matches(p));
-    }
-    let Some(branches) = &filters.branches else {
-        return filters.tags.is_none() && filters.tags_ignore.is_none();
-    };
-    let mut runs = false;
-    for pattern in branches.list() {
-        match pattern.strip_prefix('!') {
-            Some(excluded) if matches(excluded) => runs = false,
-            Some(_) => {}
-            None if matches(pattern) => runs = true,
-            None => {}
-        }
-    }
-    runs
-}
-
-/// The repository secrets a workflow's text hands to its steps: `secrets.NAME` (or
-/// `secrets['NAME']`) other than the workflow's own `GITHUB_TOKEN`, and `secrets: inherit`.
-fn secrets_used(text: &str) -> Vec<String> {
-    let mut names = Vec::new();
-    for (i, _) in text.match_indices("secrets") {
-        let before = text[..i].chars().next_back();
-        if before.is_some_and(|c| c.is_alphanumeric() || c == '_' || c == '-') {
-            continue;
-        }
-        let rest = &text[i + "secrets".len()..];
-        let name: String = if let Some(after) = rest.strip_prefix('.') {
-            after
-                .chars()
-                .take_while(|c| c.is_alphanumeric() || *c == '_' || *c == '-')
-                .collect()
-        } else if let Some(after) = rest.strip_prefix("['").or_else(|| rest.strip_prefix("[\"")) {
-            after
-                .chars()
-                .take_while(|c| c.is_alphanumeric() || *c == '_' || *c == '-')
-                .collect()
-        } else if rest
-            .trim_start()
-            .strip_prefix(':')
-            .is_some_and(|v| v.trim_start().starts_with("inherit"))
-        {
-            "inherit".to_string()
-        } else {
-            continue;
-        };
-        if !name.is_empty() && !name.eq_ignore_ascii_case("GITHUB_TOKEN") && !names.contains(&name)
-        {
-            names.push(name);
-        }
-    }
-    names
 }
 
 #[derive(Deserialize)]
@@ -246,7 +167,7 @@ pub fn parse(file: &str, text: &str) -> Option<Workflow> {
             };
             match event.as_str() {
                 "pull_request" | "pull_request_target" | "workflow_run" => true,
-                "push" => filters.is_none_or(|f| push_runs_on(f, TASK_BRANCH)),
+                "push" => filters.is_none_or(|f| heads::push_runs_on(f, heads::TASK_BRANCH)),
                 _ => false,
             }
         })
@@ -271,7 +192,7 @@ pub fn parse(file: &str, text: &str) -> Option<Workflow> {
         file: file.to_string(),
         on_push_or_pr: on_prs,
         on_heads,
-        secrets: secrets_used(text),
+        secrets: heads::secrets_used(text),
         dispatch: has(&["workflow_dispatch"]),
         crons,
         runs_opentiger: text.contains("opentiger"),
@@ -507,39 +428,6 @@ mod tests {
                 .actions_write
         );
         assert_eq!(parse("bad.yml", "on: [\n"), None);
-    }
-
-    /// Issue 36: which events run a workflow on a head opentiger pushes, and which repository
-    /// secrets it hands its steps.
-    #[test]
-    fn workflows_say_whether_they_run_on_opentigers_heads_and_with_which_secrets() {
-        #[rustfmt::skip]
-        let cases: Vec<(&str, &[&str])> = vec![
-            ("on:\n  push:\n", &["push"]),
-            ("on: [push, pull_request]\n", &["pull_request", "push"]),
-            ("on:\n  push:\n    branches: [main]\n", &[]),
-            ("on:\n  push:\n    branches: ['opentiger/**']\n", &["push"]),
-            ("on:\n  push:\n    branches: ['**', '!opentiger/**']\n", &[]),
-            ("on:\n  push:\n    branches-ignore: ['opentiger/*']\n", &[]),
-            ("on:\n  push:\n    branches-ignore: [main]\n", &["push"]),
-            ("on:\n  push:\n    tags: ['v*']\n", &[]),
-            ("on:\n  push:\n    paths: ['src/**']\n", &["push"]),
-            ("on:\n  pull_request:\n    branches: [main]\n", &["pull_request"]),
-            ("on:\n  pull_request_target:\n", &["pull_request_target"]),
-            ("on:\n  workflow_run:\n    workflows: [CI]\n", &["workflow_run"]),
-            ("on:\n  schedule:\n    - cron: '0 * * * *'\n  workflow_dispatch:\n", &[]),
-        ];
-        for (on, events) in cases {
-            let w = parse("w.yml", &format!("{on}jobs: {{}}\n")).expect("a workflow");
-            let mut got = w.on_heads.clone();
-            got.sort();
-            assert_eq!(got, *events, "{on}");
-        }
-        let text = "on: push\njobs:\n  t:\n    steps:\n      - run: ./deploy\n        env:\n          KEY: ${{ secrets.DEPLOY_KEY }}\n          T: ${{ secrets.GITHUB_TOKEN }}\n          N: ${{ secrets['NPM_TOKEN'] }}\n          K: ${{ secrets.DEPLOY_KEY }}\n  call:\n    uses: ./.github/workflows/x.yml\n    secrets: inherit\n";
-        let w = parse("w.yml", text).expect("a workflow");
-        assert_eq!(w.secrets, vec!["DEPLOY_KEY", "NPM_TOKEN", "inherit"]);
-        let plain = parse("w.yml", "on: push\njobs:\n  t:\n    env:\n      T: ${{ secrets.GITHUB_TOKEN }}\n      mysecrets: x\n").expect("a workflow");
-        assert!(plain.secrets.is_empty(), "{:?}", plain.secrets);
     }
 
     #[test]

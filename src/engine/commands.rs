@@ -160,7 +160,7 @@ pub enum Effect {
     /// the task is queued and its next run delivers it (`engine::scan`).
     ApproveChange {
         task: TaskId,
-        change: super::scan::HeldChange,
+        held: super::scan::HeldChange,
         reason: String,
     },
     /// The task waits on the judge again for its run `run`, its budgets afresh.
@@ -402,7 +402,7 @@ pub fn decide(parsed: &Parsed, req: &Request<'_>) -> Decision {
                 return done(
                     vec![Effect::ApproveChange {
                         task: id.clone(),
-                        change: held.clone(),
+                        held: held.clone(),
                         reason: format!("its change {head} approved {by} after the threat scan"),
                     }],
                     format!("Approved {by}: task `{id}`'s change {head} (held by the threat scan) is let out by the next tick, exactly that change; the approval covers it only, once."),

@@ -221,11 +221,10 @@ impl GithubClient {
         })
     }
 
-    /// Opens the PR for `branch` (as `opener`: issue 36), or updates the one already open.
+    /// Opens the PR for `branch` as `opener` (issue 36), or updates the one already open.
     pub fn upsert_pull(
         &self,
-        opener: &GithubClient,
-        branch: &str,
+        (opener, branch): (&GithubClient, &str),
         base: &str,
         title: &str,
         body: &str,

@@ -39,8 +39,7 @@ pub fn publish_pull(
         crate::credentials::Token::Forge => None,
     };
     let pr = client.upsert_pull(
-        pusher.as_ref().unwrap_or(client),
-        branch,
+        (pusher.as_ref().unwrap_or(client), branch),
         &ctx.config.base_branch,
         &format!("[opentiger] {}", task.title),
         &body,

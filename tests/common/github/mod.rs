@@ -32,8 +32,8 @@ use serde_json::{json, Value};
 
 pub use actions::Dispatched;
 use http::{
-    etag, etag_matches, http_date, parse_rfc3339, read_request, rfc3339, write_response, ReadError,
-    Request, Response,
+    etag, etag_matches, failure_reply, http_date, parse_rfc3339, read_request, rfc3339,
+    write_response, ReadError, Request, Response,
 };
 use render::error;
 use routes::{dispatch, find, Ctx, Endpoint, Reply};
@@ -633,41 +633,9 @@ fn serve(shared: &Shared, stream: TcpStream) {
     }
 }
 
-/// The token a request carries (`Authorization: Bearer …` or `token …`).
-fn bearer(req: &Request) -> Option<String> {
-    let (scheme, token) = req.header("authorization")?.split_once(' ')?;
-    (scheme.eq_ignore_ascii_case("bearer") || scheme.eq_ignore_ascii_case("token"))
-        .then(|| token.trim().to_string())
-}
-
 fn authorized(shared: &Shared, req: &Request) -> bool {
-    bearer(req).is_some_and(|t| t == shared.token || lock(&shared.more_tokens).contains(&t))
-}
-
-fn failure_reply(failure: Failure) -> Reply {
-    match failure {
-        Failure::PrimaryRateLimit => Reply::json(
-            403,
-            json!({
-                "message": "API rate limit exceeded for installation ID 4242.",
-                "documentation_url": "https://docs.github.com/rest/overview/rate-limits-for-the-rest-api",
-                "status": "403",
-            }),
-        ),
-        Failure::SecondaryRateLimit => {
-            let mut reply = Reply::json(
-                403,
-                json!({
-                    "message": "You have exceeded a secondary rate limit. Please wait a few minutes before you try again. If you reach out to GitHub Support for help, please include the request ID 0000:0000:0000000:0000000:00000000.",
-                    "documentation_url": "https://docs.github.com/free-pro-team@latest/rest/overview/rate-limits-for-the-rest-api#about-secondary-rate-limits",
-                    "status": "403",
-                }),
-            );
-            reply.headers.push(("retry-after".into(), "60".into()));
-            reply
-        }
-        Failure::ServerError => Reply::error(502, "Server Error"),
-    }
+    req.bearer()
+        .is_some_and(|t| t == shared.token || lock(&shared.more_tokens).contains(&t))
 }
 
 /// Everything around a handler: faults, auth, the rate limit, ETags and 304s, headers, the log.
@@ -796,7 +764,7 @@ fn respond(shared: &Shared, req: &Request) -> Response {
     log.requests.push(RecordedRequest {
         method: req.method.clone(),
         path_and_query: req.target.clone(),
-        token: bearer(req).unwrap_or_default(),
+        token: req.bearer().unwrap_or_default(),
         status,
         conditional,
     });
