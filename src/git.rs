@@ -74,6 +74,8 @@ pub struct GitOutput {
 pub struct Git {
     dir: PathBuf,
     env: Vec<(String, String)>,
+    /// The token its commands that talk to a remote use.
+    token: credentials::Token,
 }
 
 /// Identity for commits the runner makes.
@@ -85,7 +87,16 @@ impl Git {
         Git {
             dir: dir.into(),
             env: Vec::new(),
+            token: credentials::Token::Forge,
         }
+    }
+
+    /// The same repository talking to remotes with the token `which` (issue 36: agents' heads
+    /// are pushed with the push token under `scan.ci` other than `on-push`).
+    pub fn talking_with(&self, which: credentials::Token) -> Git {
+        let mut g = self.clone();
+        g.token = which;
+        g
     }
 
     /// The same repository with extra environment for every call (e.g. `GIT_INDEX_FILE`).
@@ -128,7 +139,7 @@ impl Git {
             .env("GIT_CONFIG_NOSYSTEM", "1")
             .env("LC_ALL", "C")
             .stdin(Stdio::null());
-        let token = credentials::forge_token();
+        let token = credentials::token(self.token);
         if let Some(token) = token.filter(|_| talks_to_remote(args)) {
             // Only our token, only through our askpass: no helper, no ssh program of theirs.
             cmd.args(["-c", "credential.helper=", "-c", "core.sshCommand=ssh"]);

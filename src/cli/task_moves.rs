@@ -155,12 +155,13 @@ pub(super) fn approve(ctx: &Context, id: Option<&str>, all: bool) -> CmdResult {
                 // Issue 36: a change the threat scan held, approved exactly.
                 let task = store.task(&id)?;
                 let last = store.last_run(&id)?;
-                if let Some(head) = crate::engine::commands::held_change(&task, last.as_ref()) {
-                    let head = head.to_string();
+                let last_held = last.as_ref().and_then(|l| l.held.as_ref());
+                if let Some(held) = crate::engine::scan::held_change(&task, last_held) {
+                    let head = held.head.clone();
                     let reason = format!("its change {head} approved by a person after the threat scan");
-                    store.approve_change(&id, &head, "a person (opentiger task approve)", &reason, writer(ctx))?;
+                    store.approve_change(&id, held, "a person (opentiger task approve)", &reason, writer(ctx))?;
                     return Ok(vec![format!(
-                        "{id}: its change {head} (held by the threat scan) is approved; the next tick delivers exactly that commit"
+                        "{id}: its change {head} (held by the threat scan) is approved; the next tick lets exactly that change out, once"
                     )]);
                 }
                 match waiting.iter().find(|t| t.id == id) {

@@ -12,6 +12,7 @@
 //! Not for: fixing anything. Every check only reads.
 
 mod agents;
+mod ci;
 mod files;
 mod github;
 mod workflow;

@@ -158,11 +158,11 @@ pub enum Effect {
     },
     /// A new task: an approved research proposal (issue 28), unless it exists already.
     AddTask(Box<Task>),
-    /// Issue 36: a person approved the change the threat scan held, exactly commit `head`:
-    /// the task is queued and its next run delivers that commit.
+    /// Issue 36: a person approved the change the threat scan held, exactly that change:
+    /// the task is queued and its next run delivers it (`engine::scan`).
     ApproveChange {
         task: TaskId,
-        head: String,
+        held: super::scan::HeldChange,
         reason: String,
     },
     /// The task waits on the judge again for its run `run`, its budgets afresh.
@@ -330,7 +330,28 @@ pub fn decide(parsed: &Parsed, req: &Request<'_>) -> Decision {
     if let (Place::Plan { number, tasks }, None) = (&req.place, &command.task) {
         return plan_thread::decide(&command.verb, req, *number, tasks, &by);
     }
-    let task = match pick_task(command, req) {
+    // Issue 36: `approve <commit>` on a thread names the held change, not a task.
+    let named_change = match (&command.verb, &command.task) {
+        (Verb::Approve, Some(word))
+            if super::scan::looks_like_commit(word) && find_task(req.tasks, word).is_err() =>
+        {
+            Some(word.as_str())
+        }
+        _ => None,
+    };
+    let thread_task = Command {
+        verb: command.verb.clone(),
+        task: None,
+    };
+    let picked = pick_task(
+        if named_change.is_some() {
+            &thread_task
+        } else {
+            command
+        },
+        req,
+    );
+    let task = match picked {
         Ok(task) => task,
         Err(why) => return refuse(why),
     };
@@ -340,15 +361,24 @@ pub fn decide(parsed: &Parsed, req: &Request<'_>) -> Decision {
         Verb::Retry => retry::decide(task, req, &by),
         Verb::Cancel => retry::decide_cancel(task, req, &by),
         Verb::Approve => {
-            if let Some(head) = held_change(task, req.last_runs.get(id)) {
+            use super::scan::{held_change, short, wrong_change};
+            let last_held = req.last_runs.get(id).and_then(|l| l.held.as_ref());
+            if let Some(held) = held_change(task, last_held) {
+                if let Some(why) = named_change.and_then(|w| wrong_change(w, held)) {
+                    return refuse(why);
+                }
+                let head = short(&held.head);
                 return done(
                     vec![Effect::ApproveChange {
                         task: id.clone(),
-                        head: head.to_string(),
-                        reason: format!("its change {} approved {by} after the threat scan", short(head)),
+                        held: held.clone(),
+                        reason: format!("its change {head} approved {by} after the threat scan"),
                     }],
-                    format!("Approved {by}: task `{id}`'s change {} (held by the threat scan) is delivered by the next tick, exactly as it was held; the approval covers that commit only.", short(head)),
+                    format!("Approved {by}: task `{id}`'s change {head} (held by the threat scan) is let out by the next tick, exactly that change; the approval covers it only, once."),
                 );
+            }
+            if let Some(word) = named_change {
+                return refuse(format!("Task `{id}` holds no change for approval (it is {state}), so `{word}` approves nothing"));
             }
             if !waits_approval(task) {
                 return refuse(format!("Task `{id}` does not wait for approval (it is {state})"));
@@ -572,19 +602,6 @@ pub fn recommended(task: &Task) -> Option<String> {
 /// A task waiting for a person's approval (`execution_mode: ask`).
 pub fn waits_approval(task: &Task) -> bool {
     task.needs_approval && task.state() == TaskState::blocked(BlockReason::AwaitingHuman)
-}
-
-/// The commit of the task's change the threat scan holds for a person (issue 36): the task
-/// waits on a person and its latest run was held with that head. `opentiger task approve` and
-/// `/opentiger approve` approve exactly it.
-pub fn held_change<'a>(task: &Task, last: Option<&'a LastRun>) -> Option<&'a str> {
-    (task.state() == TaskState::blocked(BlockReason::AwaitingHuman))
-        .then_some(())
-        .and(last?.held.as_deref())
-}
-
-fn short(sha: &str) -> &str {
-    sha.get(..10).unwrap_or(sha)
 }
 
 #[cfg(test)]

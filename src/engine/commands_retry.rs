@@ -30,8 +30,8 @@ pub struct LastRun {
     pub made_change: bool,
     /// A review of its head asked for changes (the judge's or the policy's).
     pub changes_requested: bool,
-    /// The commit the threat scan held back (issue 36): what an approval would let out.
-    pub held: Option<String>,
+    /// The change the threat scan held back (issue 36): what an approval would let out.
+    pub held: Option<crate::engine::scan::HeldChange>,
 }
 
 /// What a person's retry does, or why it is refused (shared with `opentiger task retry`).

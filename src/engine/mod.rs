@@ -13,6 +13,7 @@ pub mod approval;
 pub mod backoff;
 pub mod checkboxes;
 pub mod checks;
+pub mod ci_start;
 pub mod classify;
 pub mod commands;
 mod dispatch;
@@ -28,6 +29,7 @@ pub mod outcome;
 mod preflight;
 mod recovery;
 pub mod research;
+pub mod scan;
 pub mod stall;
 pub mod verdict;
 
@@ -90,8 +92,12 @@ pub struct Observations {
     pub pull_checks: BTreeMap<u64, gate::CiObservation>,
     /// The checks a PR must pass, and where that was learned (github mode).
     pub expected_checks: gate::ExpectedChecks,
-    /// How CI gets started here (token kind, workflow files), for a stalled PR's diagnosis.
+    /// How CI gets started here (token kind, workflow files), for a stalled PR's diagnosis and
+    /// for starting CI on a head that passed the scan (`scan.ci`).
     pub ci_setup: stall::CiSetup,
+    /// Heads of active tasks the judge approved (issue 36: under `scan.ci: after-review` CI
+    /// starts on such a head, and it is merged once its checks pass, without a second review).
+    pub judge_approved: BTreeSet<String>,
     /// What was done about PR heads whose expected checks never appeared, by PR number.
     pub ci_heals: BTreeMap<u64, stall::CiHeal>,
     /// The base branch of each task PR as last seen (github mode), by number.
@@ -183,6 +189,9 @@ pub enum Action {
     Judge {
         run_id: RunId,
         expires_at: Timestamp,
+        /// `scan.ci: after-review` (issue 36): reviewed before any CI ran on the head; an
+        /// approval is recorded, not merged (CI starts on it, the merge follows its checks).
+        before_ci: bool,
     },
     /// A review was claimed but never concluded (its tick died): make the run reviewable again.
     ResetJudgeClaim { run_id: RunId },
@@ -194,13 +203,21 @@ pub enum Action {
     /// `superseded_by` (github mode).
     ClosePull { pr: u64, superseded_by: TaskId },
     /// Expected CI never started on the PR's head: record that, comment on the PR once for the
-    /// head and, when `dispatch` names a workflow, start it for the head's branch (github mode).
+    /// head and start the workflows `dispatch` names for the head's branch (github mode).
     HealCi {
         pr: u64,
         head_sha: String,
         branch: String,
         comment: String,
-        dispatch: Option<String>,
+        dispatch: Vec<String>,
+    },
+    /// `scan.ci` (issue 36): the head passed the scan (and, under `after-review`, its review):
+    /// record it, then start `workflows` for the head's branch, once per head (github mode).
+    StartCi {
+        pr: u64,
+        head_sha: String,
+        branch: String,
+        workflows: Vec<String>,
     },
     /// Point the task's open PR at the configured base branch (its base was renamed or
     /// deleted); recorded, so it is tried once (github mode).
@@ -229,6 +246,7 @@ impl Decision {
             | Action::OpenIssue
             | Action::ClosePull { .. }
             | Action::HealCi { .. }
+            | Action::StartCi { .. }
             | Action::RetargetPull { .. } => true,
         }
     }

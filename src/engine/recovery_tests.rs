@@ -858,15 +858,18 @@ fn github_ci_that_never_starts_is_diagnosed_once_then_escalated() {
     let trap = |dispatchable: bool| CiSetup {
         workflow_token: true,
         push_workflows: vec!["ci.yml".into()],
-        dispatchable: dispatchable.then(|| "ci.yml".to_string()),
+        head_workflows: vec!["ci.yml".into()],
+        lacks_dispatch: Vec::new(),
+        may_dispatch: dispatchable,
     };
     let healed = |dispatch: Dispatch| CiHeal {
         head_sha: "aaa".into(),
         at: at(-12),
         dispatch,
+        after_scan: false,
     };
     let sent = Dispatch::Sent {
-        workflow: "ci.yml".into(),
+        workflows: vec!["ci.yml".into()],
     };
     // name, run finished at, setup, what was done before, writes.
     type Row<'a> = (&'a str, i64, CiSetup, Option<CiHeal>, &'a [&'a str]);

@@ -321,6 +321,7 @@ pub fn agent_env(
 pub const FORGE_TOKENS: &[&str] = &[
     "GITHUB_TOKEN",
     "OPENTIGER_GITHUB_TOKEN",
+    "OPENTIGER_PUSH_TOKEN",
     "GH_TOKEN",
     "GITHUB_PAT",
 ];

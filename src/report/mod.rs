@@ -196,10 +196,17 @@ pub fn describe_action(d: &Decision) -> String {
         Action::RetargetPull { pr, from, to } => {
             format!("retarget PR #{pr} from `{from}` to `{to}`")
         }
-        Action::HealCi { pr, dispatch, .. } => match dispatch {
-            Some(workflow) => format!("diagnose CI on PR #{pr}, dispatch `{workflow}`"),
-            None => format!("diagnose CI on PR #{pr}"),
-        },
+        Action::HealCi { pr, dispatch, .. } if dispatch.is_empty() => {
+            format!("diagnose CI on PR #{pr}")
+        }
+        Action::HealCi { pr, dispatch, .. } => format!(
+            "diagnose CI on PR #{pr}, dispatch {}",
+            crate::engine::stall::quoted(dispatch)
+        ),
+        Action::StartCi { pr, workflows, .. } => format!(
+            "start CI on PR #{pr}: dispatch {}",
+            crate::engine::stall::quoted(workflows)
+        ),
         Action::Wait { .. } => "wait".to_string(),
     };
     format!("{what}: {}", d.reason)

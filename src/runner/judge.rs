@@ -68,6 +68,12 @@ pub struct ReviewBrief<'a> {
     /// Trusted people who approved the reviewed head; with `merge.human_approval: required`
     /// their approval replaces the judge agent's review.
     pub approved_by: &'a [String],
+    /// Issue 36 (`scan.ci: after-review`): no CI ran on the head yet, so an approval is
+    /// recorded and not merged.
+    pub before_ci: bool,
+    /// Issue 36: what the judge said approving this very head before CI ran; CI passed since,
+    /// so it is not reviewed again.
+    pub approved_before: Option<&'a str>,
 }
 
 pub fn judge_run(
@@ -145,7 +151,8 @@ fn judge(
 ) -> Result<JudgeResult, GitError> {
     let repo = Git::new(act.repo);
     let base = &act.config.base_branch;
-    let branches = Branches::new(&repo, &act.config.remote);
+    let branches = Branches::new(&repo, &act.config.remote)
+        .pushing_heads_with(crate::credentials::Token::for_heads(act.config));
     let failed = |error: String| {
         Ok(JudgeResult {
             spend: None,
@@ -342,23 +349,8 @@ fn try_merge(
     }
     if reviewed.is_none() {
         let judge_agent = act.config.agents.effective(AgentRole::Judge);
-        let by_people = act.config.merge.human_approval == crate::config::HumanApproval::Required
-            && !asked.approved_by.is_empty();
-        *reviewed = Some(if by_people {
-            Review {
-                verdict: Verdict::Approve,
-                summary: format!(
-                    "approved by {} (merge.human_approval: required)",
-                    asked
-                        .approved_by
-                        .iter()
-                        .map(|a| format!("@{a}"))
-                        .collect::<Vec<_>>()
-                        .join(", ")
-                ),
-                findings: Vec::new(),
-                criteria: Vec::new(),
-            }
+        *reviewed = Some(if let Some(settled) = merge::settled(act, asked) {
+            settled
         } else if judge_agent.review {
             match review(
                 act,
@@ -421,7 +413,7 @@ fn try_merge(
         });
     }
     if let Some(merger) = merger {
-        return done(merge_pull(merger, task, run, head, review));
+        return done(merge_pull(merger, task, run, head, review, asked.before_ci));
     }
     let commit = merge_commit(act, repo, task, base_head, &merged)?;
     if let Some(held) = checkout_in_the_way(branches, base, base_head, &commit)? {

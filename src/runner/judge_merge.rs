@@ -28,13 +28,44 @@ pub trait PullMerger {
     fn approved(&self, head: &str, judgement: &JudgementRow);
 }
 
-/// github mode: the approved head is merged by GitHub, bound to the reviewed SHA.
+/// A review that needs no judge agent: people's approval where `merge.human_approval:
+/// required`, or the judge's own approval of this very head before CI ran (issue 36, `scan.ci:
+/// after-review`: CI passed since, and the head is the one approved).
+pub(super) fn settled(
+    act: &crate::runner::Act<'_>,
+    asked: super::ReviewBrief<'_>,
+) -> Option<Review> {
+    let by_people = act.config.merge.human_approval == crate::config::HumanApproval::Required
+        && !asked.approved_by.is_empty();
+    let summary = if by_people {
+        let who: Vec<String> = asked.approved_by.iter().map(|a| format!("@{a}")).collect();
+        format!(
+            "approved by {} (merge.human_approval: required)",
+            who.join(", ")
+        )
+    } else {
+        format!(
+            "approved before CI ran, and CI passed on this head since: {}",
+            asked.approved_before?
+        )
+    };
+    Some(Review {
+        verdict: Verdict::Approve,
+        summary,
+        findings: Vec::new(),
+        criteria: Vec::new(),
+    })
+}
+
+/// github mode: the approved head is merged by GitHub, bound to the reviewed SHA; reviewed
+/// `before_ci` (issue 36), the approval is recorded and CI starts on the head first.
 pub(super) fn merge_pull(
     merger: &dyn PullMerger,
     task: &Task,
     run: &Run,
     head: &str,
     review: Review,
+    before_ci: bool,
 ) -> JudgeResult {
     let failed = |error: String| JudgeResult {
         spend: None,
@@ -45,6 +76,16 @@ pub(super) fn merge_pull(
     let Some(pr) = run.pr_number else {
         return failed(format!("run {} recorded no pull request", run.id));
     };
+    if before_ci {
+        return JudgeResult {
+            spend: None,
+            verification: Vec::new(),
+            judgement: Some(review.row(head)),
+            conclusion: JudgeConclusion::ApprovedBeforeCi {
+                summary: review.summary,
+            },
+        };
+    }
     // People have the last word (issue 26): whatever the review said, a trusted person's
     // standing request for changes or a hold, seen now, keeps the PR from being merged.
     match merger.last_word(pr, head) {

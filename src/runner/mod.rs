@@ -42,9 +42,9 @@ pub struct Brief {
     /// Trusted people's comments on the issue and the task's PR since the import, newest last
     /// and capped (`engine::import::context_comments`): untrusted text, shown fenced.
     pub comments: Vec<ThreadComment>,
-    /// Commits of the task's changes people approved after the threat scan held them (issue
-    /// 36): the next run delivers one of them as it is.
-    pub approved: Vec<String>,
+    /// The task's changes people approved after the threat scan held them, not let out yet
+    /// (issue 36): the next run lets out exactly such a change (`engine::scan`).
+    pub approved: Vec<crate::engine::scan::HeldChange>,
     /// What the task's family spent before this run (issue 37: its budget covers the family).
     pub family_spent: f64,
     /// The budget a person set for this task (`/opentiger budget <usd>`), if any.
@@ -88,7 +88,7 @@ impl Brief {
             runs,
             issue,
             comments,
-            approved: store.approved_heads(&task.id)?,
+            approved: store.approved_changes(&task.id)?,
             family_spent: store.family_spend(&task.id)?,
             task_budget: store.task_budgets()?.get(&task.id).copied(),
         })

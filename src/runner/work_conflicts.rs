@@ -98,7 +98,7 @@ pub(super) fn fix_conflicts(
                 }));
             }
             let texts = [("the PR body", agent.as_deref().unwrap_or(""))];
-            let findings = crate::runner::check_content(
+            let mut findings = crate::runner::check_content(
                 task,
                 act.config,
                 &repo,
@@ -107,13 +107,22 @@ pub(super) fn fix_conflicts(
                 act.redactor,
                 &texts,
             )?;
+            // Issue 36: the resolution is the agent's change like any other.
+            if act.config.scan.agent {
+                let range = (ws.base_tree.as_str(), change.tree.as_str());
+                findings.extend(crate::runner::detect::detect(
+                    act, task, run_id, range, &texts, record,
+                )?);
+            }
             let (subject, body) = message.split_once("\n\n").unwrap_or((&message, ""));
             let head = ws
                 .commit(&change.tree, Some(&base_commit), subject, body)
                 .map_err(setup)?;
-            if !findings.is_empty() {
-                record.head_sha = Some(head.clone());
-                return Err(Held::Findings(head, findings));
+            match crate::engine::scan::approval_for(&brief.approved, start, &change.tree) {
+                _ if findings.is_empty() => {}
+                // Exactly the resolution a person approved after it was held: it goes out, once.
+                Some(approved) => record.used_approval = Some(approved.head.clone()),
+                None => return Err(Held::Findings(head, findings)),
             }
             (ws, head, agent)
         }

@@ -161,6 +161,8 @@ pub(super) fn act(
                 issue,
                 approved_by,
                 last_word,
+                before_ci,
+                approved_before,
             } => {
                 let _span = tracing::info_span!("review", task = %task.id, run = %run.id).entered();
                 let _fold = crate::live::fold(&redactor.redact(&format!(
@@ -189,6 +191,8 @@ pub(super) fn act(
                         reviews_so_far: reviews,
                         issue: issue.as_deref(),
                         approved_by: &approved_by,
+                        before_ci,
+                        approved_before: approved_before.as_deref(),
                     },
                     merger
                         .as_ref()

@@ -37,6 +37,10 @@ pub(super) fn preflight_checks(ctx: &Context) -> Result<(), Failure> {
                     ctx.repo.display()
                 )));
             }
+            // Issue 36: never push a head with a token that starts CI when scan.ci says not to.
+            if let Some(why) = crate::credentials::missing_push_token(config) {
+                return Err(Failure::usage(format!("{}: {why}", ctx.config_source)));
+            }
         }
         Mode::LocalGit | Mode::Direct => {}
     }
@@ -115,6 +119,11 @@ pub(super) enum Work {
         approved_by: Vec<String>,
         /// github mode: what is read again just before the merge (issue 26).
         last_word: Option<super::last_word::LastWordCheck>,
+        /// Issue 36 (`scan.ci: after-review`): reviewed before any CI ran on the head.
+        before_ci: bool,
+        /// Issue 36: the judge approved this head before CI ran (what it said): CI passed since,
+        /// so it is merged without a second review.
+        approved_before: Option<String>,
     },
     Plan(Box<PlanWork>),
     /// Open the GitHub issue mirroring a planned task.
@@ -223,7 +232,7 @@ pub(super) fn claim(ctx: &Context, store: &mut Store) -> Result<Claimed, Failure
             brief,
         });
     }
-    for (task_id, run_id) in &applied.judge {
+    for (task_id, run_id, before_ci) in &applied.judge {
         let task = store.task(task_id)?;
         let Some(run) = store.run(run_id)? else {
             continue;
@@ -245,6 +254,12 @@ pub(super) fn claim(ctx: &Context, store: &mut Store) -> Result<Claimed, Failure
             .as_ref()
             .map(|l| l.approved_by(ctx, run.head_sha.as_deref().unwrap_or_default()))
             .unwrap_or_default();
+        let approved_before = match (ctx.config.scan.ci, run.head_sha.as_deref()) {
+            (crate::config::CiStart::AfterReview, Some(head)) if !before_ci => {
+                store.judge_approval(run_id, head)?
+            }
+            _ => None,
+        };
         work.push(Work::Review {
             task,
             run: Box::new(run),
@@ -252,6 +267,8 @@ pub(super) fn claim(ctx: &Context, store: &mut Store) -> Result<Claimed, Failure
             issue,
             approved_by,
             last_word,
+            before_ci: *before_ci,
+            approved_before,
         });
     }
     if applied.start_planner {

@@ -314,6 +314,11 @@ impl Context {
                 )?
                 .or_workflows(&ci_setup.push_workflows),
             ci_setup,
+            judge_approved: if github {
+                store.judge_approved_heads()?
+            } else {
+                Default::default()
+            },
             ci_heals: store.ci_heals()?,
             pull_bases: store.pull_bases()?,
             retargeted: store.retargeted_pulls()?,

@@ -45,6 +45,9 @@ pub fn work_run(ctx: &Context, run_id: &RunId) -> Result<WorkDone, Failure> {
         ),
         Mode::LocalGit | Mode::Direct => None,
     };
+    if let Some(why) = crate::credentials::missing_push_token(&ctx.config) {
+        return Err(Failure::usage(format!("{}: {why}", ctx.config_source)));
+    }
     let task_id = match take_over(ctx, &run_id)? {
         Waiting::Ready(task) => task,
         Waiting::Recorded(status) => return Ok(WorkDone::AlreadyRecorded(status)),

@@ -22,7 +22,7 @@ use std::collections::HashMap;
 use std::os::unix::ffi::OsStrExt;
 use std::path::Path;
 
-use super::fill::{self, Tracked, EXECUTABLE, FILE, GITLINK, LINK, LINK_MAX};
+use super::fill::{self, Tracked, EXECUTABLE, FILE, LINK, LINK_MAX};
 use super::look;
 use super::{Change, Workspace};
 use crate::git::{parse_numstat_z, Git, GitError, NumstatEntry};
@@ -362,41 +362,38 @@ pub(super) fn sizes_between(
     from: &str,
     to: &str,
 ) -> Result<Vec<(String, u64)>, GitError> {
-    let raw = git.run_bytes(&["diff-tree", "-r", "-z", "--no-renames", from, to])?;
-    let mut fields = raw.split(|b| *b == 0).filter(|f| !f.is_empty());
-    let mut written: Vec<(String, String)> = Vec::new();
-    while let Some(meta) = fields.next() {
-        let Some(path) = fields.next() else { break };
-        let meta = String::from_utf8_lossy(meta);
-        let words: Vec<&str> = meta.trim_start_matches(':').split(' ').collect();
-        if let [_, new_mode, _, new_oid, status] = words.as_slice() {
-            if !status.starts_with('D') && *new_mode != GITLINK {
-                written.push((
-                    String::from_utf8_lossy(path).into_owned(),
-                    new_oid.to_string(),
-                ));
-            }
-        }
-    }
-    if written.is_empty() {
+    // Every object `to` brings that `from` lacks, with the path it was first seen at: the
+    // blobs of every commit in between, not only of the last (a file added and removed again
+    // would still be pushed). Only trees are read to list them.
+    let listed = git.run(&["rev-list", "--objects", &format!("{from}..{to}")])?;
+    let named: Vec<(&str, &str)> = listed
+        .lines()
+        .filter_map(|l| l.split_once(' '))
+        .filter(|(_, path)| !path.is_empty())
+        .collect();
+    if named.is_empty() {
         return Ok(Vec::new());
     }
     let mut ask = String::new();
-    for (_, oid) in &written {
+    for (oid, _) in &named {
         ask.push_str(oid);
         ask.push('\n');
     }
-    let answers = git.run_with_input(&["cat-file", "--batch-check"], ask.as_bytes())?;
-    Ok(written
+    let answers = git.run_with_input(
+        &["cat-file", "--batch-check=%(objecttype) %(objectsize)"],
+        ask.as_bytes(),
+    )?;
+    Ok(named
         .into_iter()
         .zip(answers.lines())
-        .map(|((path, _), answer)| {
+        .filter(|(_, answer)| answer.starts_with("blob "))
+        .map(|((_, path), answer)| {
             let size = answer
                 .split_whitespace()
-                .nth(2)
+                .nth(1)
                 .and_then(|s| s.parse().ok())
                 .unwrap_or(u64::MAX);
-            (path, size)
+            (path.to_string(), size)
         })
         .collect())
 }

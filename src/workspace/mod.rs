@@ -290,8 +290,9 @@ pub fn changed_files(git: &Git, from: &str, to: &str) -> Result<Vec<NumstatEntry
     Ok(parse_numstat_z(&out))
 }
 
-/// The size of each file a change between `from` and `to` writes, as git stores it (from the
-/// object headers: no content is read).
+/// The size of each file the commits between `from` and `to` write (every blob `to` brings
+/// that `from` lacks, named by the first path it is at), as git stores it: from the object
+/// headers, no content is read.
 pub fn sizes_between(git: &Git, from: &str, to: &str) -> Result<Vec<(String, u64)>, GitError> {
     import::sizes_between(git, from, to)
 }

@@ -2,7 +2,7 @@
 //! followed on GitHub (merged, closed, its CI gate), a person's PR reviewed again on a new head,
 //! a PR superseded by a recreation closed.
 
-use super::super::gate::{checks_gate, CheckGate};
+use super::super::gate::{checks_gate_from, CheckGate};
 use super::super::objection::{last_word, LastWord, PeopleSay};
 use super::super::verdict::{decide_verdict, short_sha, JudgeConclusion, Lineage};
 use super::super::{Action, Working};
@@ -206,9 +206,30 @@ pub(super) fn gate_open_pull_request(w: &mut Working<'_>, id: &TaskId, pr: u64) 
     let needs_approval = w.config.merge.human_approval == HumanApproval::Required
         && !matches!(&people, LastWord::Clear { approved_by } if !approved_by.is_empty());
     let head = run.head_sha.clone().unwrap_or_default();
+    // Issue 36 (scan.ci): CI on opentiger's heads may wait for the scan and the review.
+    let people_approved =
+        matches!(&people, LastWord::Clear { approved_by } if !approved_by.is_empty());
+    let since = match super::stalls::start_ci(w, id, run, pr, people_approved) {
+        super::stalls::BeforeGate::Gate(since) => since,
+        super::stalls::BeforeGate::Decided => return,
+        super::stalls::BeforeGate::ReviewFirst => {
+            if !review_if_due_as(w, id, true) {
+                w.wait(
+                    id,
+                    None,
+                    "judge.awaiting_review_before_ci",
+                    format!(
+                        "PR #{pr}: no CI runs on {} until the judge or a person approves it (scan.ci: after-review)",
+                        short_sha(&head)
+                    ),
+                );
+            }
+            return;
+        }
+    };
     let observed = w.snapshot.observations.pull_checks.get(&pr);
     let expected = &w.snapshot.observations.expected_checks;
-    match checks_gate(run, observed, expected, &w.config.merge, w.now) {
+    match checks_gate_from(run, since, observed, expected, &w.config.merge, w.now) {
         CheckGate::Proceed { note } if people.held_text().is_some() => w.wait(
             id,
             None,
@@ -408,6 +429,12 @@ pub(crate) fn judge_work(w: &mut Working<'_>) {
 /// Claims the review of the task's newest successful, unjudged run, or waits out the backoff of
 /// a failed review. `false` when there is nothing to review (or it is being reviewed).
 pub(super) fn review_if_due(w: &mut Working<'_>, id: &TaskId) -> bool {
+    review_if_due_as(w, id, false)
+}
+
+/// [`review_if_due`]; `before_ci`: the review comes before any CI ran on the head (issue 36,
+/// `scan.ci: after-review`), so an approval is recorded, not merged.
+fn review_if_due_as(w: &mut Working<'_>, id: &TaskId, before_ci: bool) -> bool {
     let leased = w.leases.contains_key(id) && !w.released_judge_leases.contains(id);
     if leased {
         return false;
@@ -451,14 +478,26 @@ pub(super) fn review_if_due(w: &mut Working<'_>, id: &TaskId) -> bool {
         let expires_at = w
             .now
             .plus(i64::from(w.config.limits.lease_minutes) * crate::time::MINUTE);
+        let (rule, why) = if before_ci {
+            (
+                "judge.review_before_ci",
+                format!("run {run_id} succeeded: the judge reviews it before CI runs on it (scan.ci: after-review)"),
+            )
+        } else {
+            (
+                "judge.review",
+                format!("run {run_id} succeeded and is not judged yet"),
+            )
+        };
         w.decide(
             Some(id),
-            "judge.review",
+            rule,
             Action::Judge {
                 run_id: run_id.clone(),
                 expires_at,
+                before_ci,
             },
-            format!("run {run_id} succeeded and is not judged yet"),
+            why,
         );
     }
     true
