@@ -239,3 +239,59 @@ fn the_task_state_diagram_draws_only_legal_moves() {
     }
     assert!(edges >= 15, "only {edges} moves drawn");
 }
+
+/// Every test a page names as its evidence exists: a `` `snake_case_name` `` of five words or
+/// more (settings have fewer) is looked for as `fn name` under tests/ or src/ (a name cut with
+/// `…` as a prefix).
+#[test]
+fn every_test_the_docs_name_exists() {
+    fn sources(dir: &Path, out: &mut String) {
+        for entry in std::fs::read_dir(dir).unwrap().flatten() {
+            let path = entry.path();
+            if path.is_dir() {
+                sources(&path, out);
+            } else if path.extension().is_some_and(|e| e == "rs") {
+                out.push_str(&read(&path));
+            }
+        }
+    }
+    let mut code = String::new();
+    sources(&root().join("tests"), &mut code);
+    sources(&root().join("src"), &mut code);
+    let mut missing = Vec::new();
+    let mut named = 0;
+    for page in pages() {
+        let text = read(&page);
+        for (i, span) in text.split('`').enumerate() {
+            if i % 2 == 0 {
+                continue;
+            }
+            let (name, cut) = match span.strip_suffix('…') {
+                Some(prefix) => (prefix.trim_end_matches('_'), true),
+                None => (span, false),
+            };
+            let is_name = name.split('_').count() >= 5
+                && name
+                    .bytes()
+                    .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'_');
+            if !is_name {
+                continue;
+            }
+            named += 1;
+            let wanted = format!("fn {name}");
+            let found = code.match_indices(&wanted).any(|(at, _)| {
+                let next = code[at + wanted.len()..].chars().next();
+                cut || matches!(next, Some('(') | Some('<'))
+            });
+            if !found {
+                missing.push(format!("{}: `{span}`", page.display()));
+            }
+        }
+    }
+    assert!(named >= 40, "only {named} test names found in the docs");
+    assert!(
+        missing.is_empty(),
+        "the docs name tests that do not exist:\n{}",
+        missing.join("\n")
+    );
+}
