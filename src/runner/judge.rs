@@ -19,8 +19,11 @@ use crate::workspace::{changed_files, diff_text, links_between, Branches, Merge,
 
 #[path = "judge_merge.rs"]
 mod merge;
+#[path = "judge_verdict.rs"]
+mod verdict;
 use merge::merge_pull;
 pub use merge::PullMerger;
+pub use verdict::{parse_criteria, parse_verdict};
 
 // The trial merge with the base is a commit of its own, never on the task branch: the verdict
 // stays bound to the head the worker produced.
@@ -64,6 +67,11 @@ pub struct ReviewBrief<'a> {
     /// Trusted people who approved the reviewed head; with `merge.human_approval: required`
     /// their approval replaces the judge agent's review.
     pub approved_by: &'a [String],
+    /// The judge's approval of this run's head, recorded inside the review window (issue 38):
+    /// it stands, so the merge after the window asks no agent again.
+    pub approval: Option<&'a JudgementRow>,
+    /// The review window is open until then: an approval is recorded, the merge waits.
+    pub merge_after: Option<crate::time::Timestamp>,
 }
 
 pub fn judge_run(
@@ -78,6 +86,13 @@ pub fn judge_run(
         Ok(mut r) => {
             r.verification = trace.commands;
             r.spend = trace.spend.map(Box::new);
+            // An approval that stood through the window is recorded once, not again with its
+            // merge.
+            if asked.approval.is_some()
+                && r.judgement.as_ref().is_some_and(|j| j.verdict == Verdict::Approve)
+            {
+                r.judgement = None;
+            }
             r
         }
         Err(e) => JudgeResult {
@@ -101,6 +116,16 @@ pub struct Review {
 }
 
 impl Review {
+    /// A recorded verdict, as the review it was.
+    fn from_row(row: &JudgementRow) -> Review {
+        Review {
+            verdict: row.verdict,
+            summary: row.summary.clone(),
+            findings: row.findings.clone(),
+            criteria: row.criteria.clone(),
+        }
+    }
+
     pub(super) fn row(&self, head: &str) -> JudgementRow {
         JudgementRow {
             head_sha: head.to_string(),
@@ -153,7 +178,10 @@ fn judge(
     let Some(branch) = run.branch.clone() else {
         return failed(format!("run {} recorded no branch", run.id));
     };
-    let mut reviewed: Option<Review> = None;
+    let mut reviewed: Option<Review> = asked
+        .approval
+        .filter(|a| run.head_sha.as_deref() == Some(a.head_sha.as_str()))
+        .map(Review::from_row);
     for _ in 0..MERGE_RACES {
         branches.refresh(&[base, &branch])?;
         // Merged already by an earlier review whose outcome was never recorded (its tick died):
@@ -435,6 +463,18 @@ fn try_merge(
             },
         });
     }
+    // Issue 38: inside the review window the approval is kept and the merge waits.
+    if let Some(until) = asked.merge_after {
+        return done(JudgeResult {
+            spend: None,
+            verification: Vec::new(),
+            judgement: Some(review.row(head)),
+            conclusion: JudgeConclusion::WindowOpen {
+                until,
+                summary: review.summary,
+            },
+        });
+    }
     if let Some(merger) = merger {
         return done(merge_pull(merger, task, run, head, review));
     }
@@ -679,55 +719,6 @@ fn review(
         findings,
         criteria,
     })
-}
-
-/// The `criteria` of a verdict: (number from 1, met, one-line reason); entries without a number
-/// or a `met` are left out, and a reason is kept to its first line.
-pub fn parse_criteria(value: &serde_json::Value) -> Vec<(usize, bool, String)> {
-    let Some(list) = value.get("criteria").and_then(|c| c.as_array()) else {
-        return Vec::new();
-    };
-    list.iter()
-        .filter_map(|entry| {
-            let n = usize::try_from(entry.get("item")?.as_u64()?).ok()?;
-            let met = entry.get("met")?.as_bool()?;
-            let reason = entry
-                .get("reason")
-                .and_then(|r| r.as_str())
-                .unwrap_or("")
-                .lines()
-                .next()
-                .unwrap_or("")
-                .trim()
-                .to_string();
-            Some((n, met, reason))
-        })
-        .collect()
-}
-
-/// `{"verdict": "approve" | "request_changes", "summary": "...", "findings": ["..."]}` (DESIGN §6).
-pub fn parse_verdict(value: &serde_json::Value) -> Result<(Verdict, String, Vec<String>), String> {
-    let verdict = value
-        .get("verdict")
-        .and_then(|v| v.as_str())
-        .ok_or("the verdict JSON has no \"verdict\"")?
-        .parse::<Verdict>()
-        .map_err(|e| format!("the verdict JSON is invalid: {e}"))?;
-    let summary = value
-        .get("summary")
-        .and_then(|v| v.as_str())
-        .unwrap_or("")
-        .to_string();
-    let findings = value
-        .get("findings")
-        .and_then(|v| v.as_array())
-        .map(|a| {
-            a.iter()
-                .filter_map(|f| f.as_str().map(String::from))
-                .collect()
-        })
-        .unwrap_or_default();
-    Ok((verdict, summary, findings))
 }
 
 /// The commit that puts the approved change on the base: one new commit on top of the base

@@ -148,7 +148,9 @@ impl Store {
                     )?;
                     report.claims.push((id.clone(), run_id.clone()));
                 }
-                Action::Judge { run_id, expires_at } => {
+                Action::Judge {
+                    run_id, expires_at, ..
+                } => {
                     let id = task_id
                         .ok_or_else(|| StoreError::Invalid("judge claim without a task".into()))?;
                     // CAS: only a successful run nobody has claimed for review yet.
@@ -192,7 +194,8 @@ impl Store {
                 Action::ResetJudgeClaim { run_id } => {
                     tx.execute(
                         "UPDATE runs SET judged_at = NULL WHERE id = ?1 \
-                         AND NOT EXISTS (SELECT 1 FROM judgements j WHERE j.run_id = ?1)",
+                         AND NOT EXISTS (SELECT 1 FROM judgements j WHERE j.run_id = ?1 \
+                         AND j.created_at >= runs.judged_at)",
                         [run_id.as_str()],
                     )?;
                     note(

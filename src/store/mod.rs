@@ -6,6 +6,7 @@
 //! writes an event in the same SQL transaction.
 
 mod apply;
+mod approvals;
 mod executors;
 mod family;
 mod forge;

@@ -46,6 +46,9 @@ pub enum JudgeConclusion {
     /// Approved, but the last look before the merge found it held by people (a standing
     /// request for changes, a hold label or comment; issue 26): not merged, looked at again.
     Held { reason: String },
+    /// Approved inside the review window (issue 38): the approval is kept, bound to the head,
+    /// and the PR merges at the first tick after `until` unless people hold it first.
+    WindowOpen { until: Timestamp, summary: String },
 }
 
 /// The change a judged task belongs to, and the follow-up tasks it already had (the bounds of
@@ -245,6 +248,20 @@ pub fn decide_verdict(
             next_attempt_at: None,
             rebind_head: None,
         },
+        // Issue 38: people keep their window. Nothing is spent from a budget: the approval
+        // stands, and the first tick after the window merges without asking the judge again.
+        JudgeConclusion::WindowOpen { until, summary } => VerdictDecision {
+            to: TaskState::blocked(BlockReason::AwaitingJudge),
+            attempts: None,
+            reason: format!(
+                "approved: {summary}; merges after the review window, at {until} \
+                 (merge.review_window_minutes)"
+            ),
+            create: None,
+            rejudge: true,
+            next_attempt_at: Some(*until),
+            rebind_head: None,
+        },
         JudgeConclusion::Refused { reason } => VerdictDecision {
             to: TaskState::blocked(BlockReason::AwaitingHuman),
             attempts: None,
@@ -309,7 +326,8 @@ fn person_pr_reviewed(conclusion: &JudgeConclusion) -> Option<String> {
         | JudgeConclusion::Failed { .. }
         | JudgeConclusion::BaseMoved { .. }
         | JudgeConclusion::Updated { .. }
-        | JudgeConclusion::Held { .. } => return None,
+        | JudgeConclusion::Held { .. }
+        | JudgeConclusion::WindowOpen { .. } => return None,
         JudgeConclusion::Approved { summary } => {
             format!("approved, left for a person to merge: {summary}")
         }
