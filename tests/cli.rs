@@ -406,13 +406,20 @@ fn dry_run_explains_every_decision_and_writes_nothing() {
         "[judge.review]",
         "judge run r-judge",
         "waits on a person",
-        "[dispatch.claim]",
         "waits for setup",
+        // Issue 38: the review and a run would not both end in limits.tick_minutes: this round
+        // reviews, and says a later round (or tick) starts the run.
+        "[dispatch.not_picked]",
+        "more than the 20 min left of this tick (limits.tick_minutes)",
+        "This is the tick's first round (its work may take 30 min)",
+        "more rounds may follow",
     ] {
         assert!(text.contains(needle), "`{needle}` missing from:\n{text}");
     }
     let json = repo.run(&["tick", "--dry-run", "--json"]).ok().json();
     assert!(json["decisions"].as_array().unwrap().len() >= 8);
+    assert_eq!(json["more_rounds_may_follow"], true, "{json}");
+    assert_eq!(json["bound_ms"], 30 * 60 * 1000, "{json}");
     assert_eq!(json["preflight"]["class"], "S5");
     assert_eq!(
         std::fs::read(repo.state_path()).unwrap(),

@@ -94,7 +94,7 @@ fn dry_run(ctx: &Context, json: bool, offline: bool) -> CmdResult {
     };
     let (snapshot, plan) = ctx.plan(&store)?;
     // Issue 38: this is the tick's first round; a real tick plans again after recording it.
-    let more = crate::engine::rounds::starts_work(&plan);
+    let more = crate::engine::rounds::starts_work(&plan) && ctx.config.limits.tick_minutes > 0;
     if json {
         let mut value = serde_json::to_value(&plan).map_err(|e| Failure::tick(e.to_string()))?;
         value["observed"] = serde_json::json!(observed);

@@ -19,6 +19,7 @@ pub struct LimitsConfig {
     /// time of the tick's start (an agent's `timeout_minutes` plus `verify.timeout_seconds` for
     /// each verification command). Default 50: under the example workflow's `timeout-minutes:
     /// 60`, which also covers the job's set-up before the tick and the save and report after.
+    /// 0: no rounds — every tick does one step, whatever it takes.
     pub tick_minutes: u32,
     /// How long a claim holds before another tick may reclaim the task.
     pub lease_minutes: u32,

@@ -62,7 +62,7 @@ pub struct MergeConfig {
     /// Minutes a task's PR stays open after its head was pushed before opentiger merges it
     /// (issue 38): the judge reviews at once, the merge waits, and the first tick after the
     /// window merges, having read people's reviews and holds again. Unset: the mode's default
-    /// ([`super::Config::review_window_minutes`]): 30 in github mode, 0 (merge at once) in
+    /// ([`super::Config::review_window_minutes`]): 10 in github mode, 0 (merge at once) in
     /// local-git mode, where the person running the tick is the one who would object.
     pub review_window_minutes: Option<u32>,
 }

@@ -718,12 +718,14 @@ impl Config {
     }
 
     /// `merge.review_window_minutes` with the mode's default applied: github mode keeps a PR
-    /// open 30 minutes for people — long enough to read a change GitHub just notified them of,
-    /// and short enough that the next hourly tick merges it; local-git and direct mode 0 (the
-    /// person running the tick is the one who would object).
+    /// open 10 minutes for people — time for GitHub's notification of the PR and of the judge's
+    /// verdict to reach them and for someone at their desk to hold it, while the tick that CI's
+    /// completion starts still merges whenever CI takes that long, and a change without CI
+    /// merges at the next scheduled tick; local-git and direct mode 0 (the person running the
+    /// tick is the one who would object).
     pub fn review_window_minutes(&self) -> u32 {
         self.merge.review_window_minutes.unwrap_or(match self.mode {
-            Mode::Github => 30,
+            Mode::Github => 10,
             Mode::LocalGit | Mode::Direct => 0,
         })
     }

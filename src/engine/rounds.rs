@@ -68,7 +68,8 @@ impl TooLong {
              verification command), more than the {} left of this tick (limits.tick_minutes): \
              the next tick starts it",
             minutes(self.bound),
-            minutes(self.left.max(0))
+            // Whole minutes, rounded down: never more time than there is.
+            minutes(self.left.max(0) / MINUTE * MINUTE)
         )
     }
 

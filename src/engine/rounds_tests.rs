@@ -93,13 +93,13 @@ fn a_bound_is_the_agents_timeout_plus_the_verification_allowance() {
 
 #[test]
 fn the_review_window_counts_from_the_push_and_defaults_per_mode() {
-    let pushed = run("r", "a", RunStatus::Success, at(-11)); // finished at -10
+    let pushed = run("r", "a", RunStatus::Success, at(-6)); // finished at -5
     #[rustfmt::skip]
     let cases: &[(&str, Mode, Option<u32>, Option<i64>)] = &[
-        ("github default: 30 minutes", Mode::Github, None, Some(20)),
+        ("github default: 10 minutes", Mode::Github, None, Some(5)),
         ("local-git default: none", Mode::LocalGit, None, None),
-        ("local-git with a window", Mode::LocalGit, Some(15), Some(5)),
-        ("a window that has passed", Mode::Github, Some(10), None),
+        ("local-git with a window", Mode::LocalGit, Some(15), Some(10)),
+        ("a window that has passed", Mode::Github, Some(5), None),
         ("a window of 0 in github mode", Mode::Github, Some(0), None),
     ];
     for (name, mode, minutes, until) in cases {

@@ -98,7 +98,8 @@ impl Context {
             tick_id: TickId::fresh(now.0),
             fixed_clock: options.now.is_some(),
             so_far: crate::engine::rounds::TickSoFar {
-                deadline: Some(now.plus(i64::from(config.limits.tick_minutes) * MINUTE)),
+                deadline: (config.limits.tick_minutes > 0)
+                    .then(|| now.plus(i64::from(config.limits.tick_minutes) * MINUTE)),
                 ..Default::default()
             },
             config,

@@ -34,15 +34,21 @@ pub(super) enum Ended {
     Interrupted,
 }
 
-/// The first round's context: the tick's deadline counted from its start.
+/// The first round's context: the tick's deadline counted from its start (none with
+/// `limits.tick_minutes: 0`, which turns rounds off: one round per tick, as before issue 38).
 pub(super) fn first(ctx: &Context) -> Context {
     Context {
         so_far: TickSoFar {
-            deadline: Some(deadline(ctx, 0)),
+            deadline: rounds_on(ctx).then(|| deadline(ctx, 0)),
             ..TickSoFar::default()
         },
         ..ctx.clone()
     }
+}
+
+/// `limits.tick_minutes: 0` turns the rounds off.
+fn rounds_on(ctx: &Context) -> bool {
+    ctx.config.limits.tick_minutes > 0
 }
 
 /// The deadline a round plans against: `limits.tick_minutes` after the tick's start, less
@@ -98,7 +104,7 @@ pub(super) fn run(
         }
         // `tick --fan-out` lists its runs for work jobs: their outcomes come from those jobs,
         // so there is nothing for a next round to follow up here.
-        if fan_out {
+        if fan_out || !rounds_on(ctx) {
             break;
         }
         // A round whose work all went back unstarted did nothing: planning again would claim
@@ -334,7 +340,8 @@ fn header(
         Some(_) => format!(
             " (its work may take {} of the {} left)",
             rounds::minutes(bound),
-            rounds::minutes(left.max(0))
+            // Whole minutes, rounded down: never more time than there is.
+            rounds::minutes(left.max(0) / MINUTE * MINUTE)
         ),
         None => String::new(),
     };
