@@ -160,7 +160,17 @@ pub(super) fn run(
                 return Ok(Err((rounds::stopped_by_time(&plan), rounds::why_no_round(&plan))));
             }
             claim::claim_plan(&next_ctx, store, &snapshot, &plan).map(Ok)
-        })?;
+        });
+        // A configuration problem a later round runs into (an agent program missing for work
+        // an earlier round planned) ends the rounds with what was done recorded; the next
+        // tick's first round reports it as the error it is, before it claims anything.
+        let next = match next {
+            Err(e) if e.code == 2 => {
+                summary.lines.push(format!("no further round: {}", e.message));
+                break;
+            }
+            other => other?,
+        };
         match next {
             Ok(mut next) => {
                 summary.decisions += next.decisions;
