@@ -107,9 +107,12 @@ pub(super) fn run(
         if fan_out || !rounds_on(ctx) {
             break;
         }
-        // A round whose work all went back unstarted did nothing: planning again would claim
-        // the same and get nowhere.
-        if !done.iter().any(|d| !matches!(d, Done::Unstarted(..))) {
+        // A round that acted on nothing (it only wrote decisions), or whose work all went back
+        // unstarted, did nothing: planning again would claim the same and get nowhere.
+        if done.is_empty() {
+            break;
+        }
+        if done.iter().all(|d| matches!(d, Done::Unstarted(..))) {
             summary
                 .lines
                 .push("no further round: the last one made no progress".to_string());
