@@ -151,12 +151,24 @@ pub(super) fn run(
             }
             Some(_) | None => Vec::new(),
         };
+        let reviews = match forge {
+            Some(client) => read_people(&next_ctx, client, &spoken(&done, &review_prs))?,
+            None => None,
+        };
         start = summary.lines.len();
         let next = next_ctx.write_state(&format!("claim (round {})", round + 1), |store| {
             for (pr, head, seen) in &checks {
                 store.set_pull_checks(*pr, head, seen)?;
                 let unknown = seen.mergeable.as_deref() == Some("unknown");
                 store.note_mergeable(*pr, head, unknown, next_ctx.now)?;
+            }
+            if let Some(fetched) = &reviews {
+                for (key, cursor) in &fetched.cursors {
+                    store.set_cursor(key, cursor, next_ctx.now)?;
+                }
+                for (pr, kept) in &fetched.changed {
+                    store.set_pull_reviews(*pr, kept)?;
+                }
             }
             let (snapshot, plan) = next_ctx.plan(store)?;
             if !rounds::starts_work(&plan) {
@@ -274,6 +286,61 @@ fn pushed_heads(done: &[Done], review_prs: &BTreeMap<RunId, u64>) -> Vec<(u64, S
         }
     }
     heads
+}
+
+/// The PRs whose review the round ended in changes requested or a hold: people may have
+/// spoken on them since the tick read GitHub (the last look before a merge reads them again),
+/// and an AutoFix the next round runs must be told what they said.
+fn spoken(done: &[Done], review_prs: &BTreeMap<RunId, u64>) -> Vec<u64> {
+    let mut prs: Vec<u64> = done
+        .iter()
+        .filter_map(|d| match d {
+            Done::Review(_, run, JudgeResult { conclusion, .. }) => match conclusion {
+                JudgeConclusion::RequestChanges { .. } | JudgeConclusion::Held { .. } => {
+                    review_prs.get(run).copied()
+                }
+                JudgeConclusion::Merged { .. }
+                | JudgeConclusion::Failed { .. }
+                | JudgeConclusion::BaseMoved { .. }
+                | JudgeConclusion::Conflict { .. }
+                | JudgeConclusion::Updated { .. }
+                | JudgeConclusion::Refused { .. }
+                | JudgeConclusion::Approved { .. }
+                | JudgeConclusion::WindowOpen { .. } => None,
+            },
+            Done::Work(..)
+            | Done::Issue(..)
+            | Done::Plan(_)
+            | Done::PullClosed(..)
+            | Done::CiHealed(..)
+            | Done::Retargeted(..)
+            | Done::Unstarted(..)
+            | Done::Interrupted(..) => None,
+        })
+        .collect();
+    prs.sort_unstable();
+    prs.dedup();
+    prs
+}
+
+/// Trusted people's reviews of `prs`, read again (conditionally) for the next round; `None`
+/// when there is nothing to read. A failure to read leaves them to the next tick's observe.
+fn read_people(
+    ctx: &Context,
+    client: &GithubClient,
+    prs: &[u64],
+) -> Result<Option<super::threads::Fetched<crate::model::PullReview>>, Failure> {
+    if prs.is_empty() {
+        return Ok(None);
+    }
+    let store = ctx.read_store()?;
+    match super::threads::fetch_reviews(ctx, client, &store, prs) {
+        Ok(fetched) => Ok(Some(fetched)),
+        Err(e) => {
+            tracing::warn!("could not read people's reviews for the next round: {e}");
+            Ok(None)
+        }
+    }
 }
 
 /// How long to wait before asking GitHub again whether a just-pushed head merges.
