@@ -34,7 +34,9 @@ fn tick_workflow(dispatch: bool) -> String {
 /// decisions tick by tick; `tests/rounds.rs` has the gate in a tick's rounds.
 fn setup(extra: &str, workflows: &[(&str, &str)]) -> Setup {
     let extra = match extra.strip_prefix("merge:\n") {
-        Some(rest) => format!("limits:\n  tick_minutes: 0\nmerge:\n  review_window_minutes: 0\n{rest}"),
+        Some(rest) => {
+            format!("limits:\n  tick_minutes: 0\nmerge:\n  review_window_minutes: 0\n{rest}")
+        }
         None => format!("limits:\n  tick_minutes: 0\nmerge:\n  review_window_minutes: 0\n{extra}"),
     };
     use std::os::unix::fs::PermissionsExt;

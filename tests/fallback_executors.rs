@@ -64,7 +64,11 @@ fn a_rate_limited_primary_hands_the_task_to_its_fallback_at_once() {
     // Queued again at once is nothing outside to wait for: the tick's next round runs the
     // fallback, the one after reviews and merges (issue 38).
     let out = g.tick(&minute(0)).ok().stdout;
-    let shown = g.repo.run_at(&minute(0), &["task", "show", &id]).ok().stdout;
+    let shown = g
+        .repo
+        .run_at(&minute(0), &["task", "show", &id])
+        .ok()
+        .stdout;
     assert!(
         shown.contains(&format!(
             "quota: executor {primary} waits until 2026-11-21T12:10:00Z; queued again at once for {fallback} (fallback 1)"

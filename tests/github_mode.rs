@@ -332,7 +332,12 @@ fn planned_tasks_are_mirrored_as_issues_once_then_run() {
     let out = tick(&s, "2026-11-21T12:01:00Z");
     assert_eq!(out.matches("opened issue #").count(), 2, "{out}");
     // (The same tick's next rounds run the linked tasks: their PRs are issues too.)
-    let issues: Vec<_> = s.server.issues().into_iter().filter(|i| !i.is_pull).collect();
+    let issues: Vec<_> = s
+        .server
+        .issues()
+        .into_iter()
+        .filter(|i| !i.is_pull)
+        .collect();
     assert_eq!(issues.len(), 2, "one issue per planned task");
     assert!(issues.iter().all(|i| i
         .body
@@ -441,7 +446,10 @@ fn red_ci_gets_an_autofix_on_the_same_pr_then_green_ci_and_the_merge_finish_the_
     // The first head was approved before CI reported on it (the repository had none known
     // yet); the fix's verdict is the merge.
     assert_eq!(verdicts.len(), 2, "{verdicts:?}");
-    assert!(verdicts[1].body.contains("approved** — merged"), "{verdicts:?}");
+    assert!(
+        verdicts[1].body.contains("approved** — merged"),
+        "{verdicts:?}"
+    );
     // The source follows its fix.
     tick(&s, "2026-11-21T12:20:00Z");
     tick(&s, "2026-11-21T12:25:00Z");
@@ -580,7 +588,11 @@ fn an_approved_pr_behind_the_base_is_updated_then_merged_once_ci_is_green() {
     // CI is required by name: a head waits for it (here: a new head pushed in a tick's round).
     let path = s.clone.join(".opentiger.yml");
     let config = std::fs::read_to_string(&path).unwrap();
-    std::fs::write(&path, format!("{config}merge:\n  required_checks: [test]\n")).unwrap();
+    std::fs::write(
+        &path,
+        format!("{config}merge:\n  required_checks: [test]\n"),
+    )
+    .unwrap();
     task_with_a_pr(&s);
     let pr = s.server.pulls()[0].clone();
     s.server
@@ -989,7 +1001,11 @@ fn tick_json_counts_prs_opened_merges_and_tasks_done() {
     assert_eq!(first["failures"], serde_json::json!([]));
     // No CI configured: the judge reviews in the tick's next round (issue 38) and GitHub merges
     // at the first tick after the review window, without a second review by the agent.
-    assert_eq!((&first["reviews"], &first["rounds"]), (&1.into(), &2.into()), "{first}");
+    assert_eq!(
+        (&first["reviews"], &first["rounds"]),
+        (&1.into(), &2.into()),
+        "{first}"
+    );
     let second = json("2026-11-21T12:10:00Z");
     assert_eq!(
         (

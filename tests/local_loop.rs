@@ -566,8 +566,9 @@ fn a_spent_tick_budget_returns_the_other_claims_to_the_queue() {
     );
     assert_eq!(g.task_json(&a)["status"], "done");
     assert!(
-        out.stdout
-            .contains("this tick's runs spent $1.50, budget.per_tick_usd is $1.00; queued for the next tick"),
+        out.stdout.contains(
+            "this tick's runs spent $1.50, budget.per_tick_usd is $1.00; queued for the next tick"
+        ),
         "{}",
         out.stdout
     );

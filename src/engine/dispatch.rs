@@ -299,16 +299,17 @@ fn refusal(
     // budget.per_tick_usd over the tick's earlier rounds (issue 38): the next tick starts it.
     if let Some(why) = tick_budget_spent(&config.budget, w.snapshot.observations.tick.spent_usd) {
         let why = why.trim_start_matches("not started: ").to_string();
-        return Some(Hold::new(HoldKind::Budget, why, "raise budget.per_tick_usd"));
+        return Some(Hold::new(
+            HoldKind::Budget,
+            why,
+            "raise budget.per_tick_usd",
+        ));
     }
     // Issue 38: a run starts only when it can end before the tick's deadline.
     let bound = super::rounds::run_bound(task, config);
-    if let Err(too_long) = super::rounds::fits(
-        &w.snapshot.observations.tick,
-        w.round_ms,
-        bound,
-        w.now,
-    ) {
+    if let Err(too_long) =
+        super::rounds::fits(&w.snapshot.observations.tick, w.round_ms, bound, w.now)
+    {
         return Some(Hold::new(
             HoldKind::TickTime,
             too_long.text("its run"),

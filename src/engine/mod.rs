@@ -341,7 +341,12 @@ impl<'a> Working<'a> {
     /// Counts work that may take `bound` into this round, or says why it would not end before
     /// the tick's deadline (`rounds::fits`).
     pub fn take_time(&mut self, bound: crate::time::Millis) -> Result<(), rounds::TooLong> {
-        rounds::fits(&self.snapshot.observations.tick, self.round_ms, bound, self.now)?;
+        rounds::fits(
+            &self.snapshot.observations.tick,
+            self.round_ms,
+            bound,
+            self.now,
+        )?;
         self.round_ms += bound;
         Ok(())
     }

@@ -100,4 +100,3 @@ pub(super) fn planner_gate(w: &mut Working<'_>, inputs: &PreflightInputs) {
         format!("requirement present and no backlog ({}), inputs changed since the last plan: plan new tasks", inputs.flags()),
     );
 }
-

@@ -84,8 +84,16 @@ fn a_bound_is_the_agents_timeout_plus_the_verification_allowance() {
     ];
     for (name, config, task, run, review, merge) in cases {
         assert_eq!(run_bound(task, &config), run, "case `{name}`: run");
-        assert_eq!(review_bound(task, &config, true), review, "case `{name}`: review");
-        assert_eq!(review_bound(task, &config, false), merge, "case `{name}`: merge only");
+        assert_eq!(
+            review_bound(task, &config, true),
+            review,
+            "case `{name}`: review"
+        );
+        assert_eq!(
+            review_bound(task, &config, false),
+            merge,
+            "case `{name}`: merge only"
+        );
     }
     assert_eq!(planner_bound(&config_with(|_| {})), 30 * MINUTE);
     assert_eq!(planner_bound(&config_with(|c| c.planner.agent = false)), 0);
@@ -170,14 +178,25 @@ fn reviews_within_the_window_approve_and_the_merge_waits_for_it() {
         }
         snap.observations.tick = c.tick;
         let plan = plan_with(&snap, &c.config);
-        assert_eq!(writes(&plan), c.expect, "case `{}`: {:#?}", c.name, plan.decisions);
+        assert_eq!(
+            writes(&plan),
+            c.expect,
+            "case `{}`: {:#?}",
+            c.name,
+            plan.decisions
+        );
         let a = TaskId::from("a");
         let decision = plan
             .for_task(&a)
             .next()
             .unwrap_or_else(|| panic!("case `{}`: no decision", c.name));
         assert_eq!(decision.rule, c.rule, "case `{}`", c.name);
-        assert!(decision.reason.contains(c.reason_has), "case `{}`: {}", c.name, decision.reason);
+        assert!(
+            decision.reason.contains(c.reason_has),
+            "case `{}`: {}",
+            c.name,
+            decision.reason
+        );
         let after = match &decision.action {
             Action::Judge { merge_after, .. } => Some(merge_after.map(|t| t.minus(NOW) / MINUTE)),
             _ => None,
@@ -189,7 +208,9 @@ fn reviews_within_the_window_approve_and_the_merge_waits_for_it() {
 #[test]
 fn an_approval_inside_the_window_spends_no_retry_and_waits_for_its_end() {
     let (t, _) = awaiting("a", "r1");
-    let t = t.attempts(AttemptKey::Judge, 1).attempts(AttemptKey::Merge, 1);
+    let t = t
+        .attempts(AttemptKey::Judge, 1)
+        .attempts(AttemptKey::Merge, 1);
     let conclusion = JudgeConclusion::WindowOpen {
         until: at(20),
         summary: "fine".into(),
@@ -199,7 +220,12 @@ fn an_approval_inside_the_window_spends_no_retry_and_waits_for_its_end() {
     assert_eq!(d.attempts, None, "no judge retry or merge attempt spent");
     assert!(d.rejudge && d.create.is_none());
     assert_eq!(d.next_attempt_at, Some(at(20)));
-    assert!(d.reason.contains("approved: fine; merges after the review window"), "{}", d.reason);
+    assert!(
+        d.reason
+            .contains("approved: fine; merges after the review window"),
+        "{}",
+        d.reason
+    );
 }
 
 #[test]
@@ -231,7 +257,12 @@ fn a_later_round_counts_the_ticks_runs_families_and_planner() {
         let mut config = config.clone();
         config.budget.per_tick_usd = Some(1.5);
         let plan = plan_with(&snap, &config);
-        assert_eq!(writes(&plan), expect, "case `{name}`: {:#?}", plan.decisions);
+        assert_eq!(
+            writes(&plan),
+            expect,
+            "case `{name}`: {:#?}",
+            plan.decisions
+        );
         let kinds: Vec<HoldKind> = plan.holds.values().map(|h| h.kind).collect();
         match held {
             Some(kind) => assert!(kinds.contains(&kind), "case `{name}`: {kinds:?}"),
@@ -260,7 +291,11 @@ fn a_run_claimed_again_in_a_later_round_gets_its_own_id() {
             .expect("a claim")
     };
     assert_ne!(id(&first), id(&second));
-    assert_eq!(second.bound_ms, 30 * MINUTE, "the round's work may take its run's bound");
+    assert_eq!(
+        second.bound_ms,
+        30 * MINUTE,
+        "the round's work may take its run's bound"
+    );
 }
 
 #[test]

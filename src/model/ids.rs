@@ -95,7 +95,12 @@ impl RunId {
     pub fn for_round(tick: &TickId, round: u32, task: &TaskId) -> RunId {
         match round {
             0 => RunId::for_claim(tick, task),
-            n => RunId(short_hash(&["run", tick.as_str(), &n.to_string(), task.as_str()])),
+            n => RunId(short_hash(&[
+                "run",
+                tick.as_str(),
+                &n.to_string(),
+                task.as_str(),
+            ])),
         }
     }
 }

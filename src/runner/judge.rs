@@ -89,7 +89,9 @@ pub fn judge_run(
             // An approval that stood through the window is recorded once, not again with its
             // merge.
             if asked.approval.is_some()
-                && r.judgement.as_ref().is_some_and(|j| j.verdict == Verdict::Approve)
+                && r.judgement
+                    .as_ref()
+                    .is_some_and(|j| j.verdict == Verdict::Approve)
             {
                 r.judgement = None;
             }

@@ -172,7 +172,10 @@ pub(super) fn run(
             }
             let (snapshot, plan) = next_ctx.plan(store)?;
             if !rounds::starts_work(&plan) {
-                return Ok(Err((rounds::stopped_by_time(&plan), rounds::why_no_round(&plan))));
+                return Ok(Err((
+                    rounds::stopped_by_time(&plan),
+                    rounds::why_no_round(&plan),
+                )));
             }
             claim::claim_plan(&next_ctx, store, &snapshot, &plan).map(Ok)
         });
@@ -181,7 +184,9 @@ pub(super) fn run(
         // tick's first round reports it as the error it is, before it claims anything.
         let next = match next {
             Err(e) if e.code == 2 => {
-                summary.lines.push(format!("no further round: {}", e.message));
+                summary
+                    .lines
+                    .push(format!("no further round: {}", e.message));
                 break;
             }
             other => other?,
@@ -233,10 +238,8 @@ fn what_it_claims(claimed: &Claimed) -> (u32, Vec<(RunId, String)>, BTreeMap<Run
                 }
             }
             Work::Plan(_) => planned = true,
-            Work::OpenIssue(_)
-            | Work::ClosePull(..)
-            | Work::HealCi(_)
-            | Work::RetargetPull(..) => {}
+            Work::OpenIssue(_) | Work::ClosePull(..) | Work::HealCi(_) | Work::RetargetPull(..) => {
+            }
         }
     }
     (runs, reviewed, prs, planned)
@@ -270,7 +273,8 @@ fn pushed_heads(done: &[Done], review_prs: &BTreeMap<RunId, u64>) -> Vec<(u64, S
                 }
             }
             Done::Review(_, run, JudgeResult { conclusion, .. }) => {
-                if let (JudgeConclusion::Updated { head }, Some(pr)) = (conclusion, review_prs.get(run))
+                if let (JudgeConclusion::Updated { head }, Some(pr)) =
+                    (conclusion, review_prs.get(run))
                 {
                     heads.push((*pr, head.clone()));
                 }

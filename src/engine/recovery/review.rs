@@ -428,13 +428,9 @@ pub(super) fn review_if_due(w: &mut Working<'_>, id: &TaskId) -> bool {
             _ => None,
         })
         .collect();
-    let run = w
-        .task_runs(id)
-        .iter()
-        .copied()
-        .find(|r| {
-            r.status == RunStatus::Success && (r.judged_at.is_none() || reset.contains(&r.id))
-        });
+    let run = w.task_runs(id).iter().copied().find(|r| {
+        r.status == RunStatus::Success && (r.judged_at.is_none() || reset.contains(&r.id))
+    });
     let Some(run) = run else { return false };
     let run_id = run.id.clone();
     let obs = &w.snapshot.observations;
@@ -481,11 +477,7 @@ pub(super) fn review_if_due(w: &mut Working<'_>, id: &TaskId) -> bool {
     }
     let bound = rounds::review_bound(&w.tasks[id], w.config, !approved);
     if let Err(too_long) = w.take_time(bound) {
-        let what = if approved {
-            "its merge"
-        } else {
-            "its review"
-        };
+        let what = if approved { "its merge" } else { "its review" };
         let reason = format!("{}; {}", too_long.text(what), rounds::TooLong::FIX);
         w.wait(id, None, TIME_RULE, reason);
         return true;
