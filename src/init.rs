@@ -150,10 +150,13 @@ fn next_steps(mode: Mode, base: &str, repo: &Path, agent: Option<&str>) -> Strin
     match mode {
         Mode::Github => format!(
             "\nnext:\n\
-             \x20 1. add the repository secret ANTHROPIC_API_KEY (Settings → Secrets and variables → Actions)\n\
-             \x20 2. recommended: a GitHub App token, so CI runs on opentiger's PRs (the comments in {WORKFLOW_PATH} say how)\n\
-             \x20 3. check the set-up: {doctor}   (--online also asks GitHub about the token)\n\
-             \x20 4. commit both files and push them to {base}; then label an issue `opentiger`, or run the\n\
+             \x20 1. add the repository secret ANTHROPIC_API_KEY (Settings → Secrets and variables → Actions),\n\
+             \x20    or with a Claude subscription CLAUDE_CODE_OAUTH_TOKEN (from `claude setup-token`; then\n\
+             \x20    swap the two lines under `env:` in {WORKFLOW_PATH})\n\
+             \x20 2. create the label `opentiger` (Issues → Labels → New label, or `gh label create opentiger`)\n\
+             \x20 3. recommended: a GitHub App token, so CI runs on opentiger's PRs (the comments in {WORKFLOW_PATH} say how)\n\
+             \x20 4. check the set-up: {doctor}   (--online also asks GitHub about the token)\n\
+             \x20 5. commit both files and push them to {base}; then label an issue `opentiger`, or run the\n\
              \x20    workflow by hand (Actions → opentiger → Run workflow)\n"
         ),
         Mode::LocalGit | Mode::Direct => format!(

@@ -286,10 +286,15 @@ fn the_landlock_fallback_lets_tcp_reach_only_the_proxy_and_says_what_stays_open(
 
 /// The model key is in the step's environment (as the workflow sets it); the agent's CLI looks
 /// for it in every process's environment, its home, the temp folders and its own environment,
-/// and finds only its placeholder; the model API gets the key.
-#[test]
-fn a_cli_hunting_its_model_key_finds_only_a_placeholder() {
-    const KEY: &str = "sk-ant-api03-STEPkeyOfTheWorkflow0123456789abcdef";
+/// and finds only its placeholder; the model API gets the key. For each executor that takes a
+/// base URL.
+fn a_cli_hunting_its_model_key_finds_only_a_placeholder(
+    executor: &str,
+    program: &str,
+    key_var: &str,
+    key: &str,
+    host: &str,
+) {
     let jail = jail();
     let server = ModelServer::start(Scenario::Success);
     let bin = jail.g.tools_path().join("bin");
@@ -298,21 +303,25 @@ fn a_cli_hunting_its_model_key_finds_only_a_placeholder() {
         Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/agents/calling-cli.py");
     let real = jail.g.tools_path().join("real");
     std::fs::create_dir_all(&real).unwrap();
-    std::fs::copy(&calling, real.join("claude")).unwrap();
+    std::fs::copy(&calling, real.join(program)).unwrap();
     let loot = jail.loot.display().to_string();
     let hunt = format!(
-        "#!/bin/sh\n{{ echo \"ran: claude $(id -u)\"; env; for f in /proc/[0-9]*/environ; do tr '\\0' '\\n' < \"$f\" 2>/dev/null; done; grep -ra sk-ant \"$HOME\" /tmp \"${{TMPDIR:-/tmp}}/..\" 2>/dev/null | head -20; }} >> {loot}\nexec python3 {} \"$@\"\n",
-        real.join("claude").display()
+        "#!/bin/sh\n{{ echo \"ran: {program} $(id -u)\"; env; for f in /proc/[0-9]*/environ; do tr '\\0' '\\n' < \"$f\" 2>/dev/null; done; grep -ra KeyOfTheWorkflow \"$HOME\" /tmp \"${{TMPDIR:-/tmp}}/..\" 2>/dev/null | head -20; }} >> {loot}\nexec python3 {} \"$@\"\n",
+        real.join(program).display()
     );
-    std::fs::write(bin.join("claude"), hunt).unwrap();
+    std::fs::write(bin.join(program), hunt).unwrap();
     use std::os::unix::fs::PermissionsExt;
-    for file in [bin.join("claude"), real.join("claude")] {
+    for file in [bin.join(program), real.join(program)] {
         std::fs::set_permissions(file, std::fs::Permissions::from_mode(0o755)).unwrap();
     }
     let path = jail.g.path().join(".opentiger.yml");
+    let model = match executor {
+        "opencode" => "    model: anthropic/claude-sonnet-4-5\n",
+        _ => "",
+    };
     let worker = format!(
-        "  worker:\n    executor: claude-code\n    command: [\"{}\"]\n    env_passthrough: [FAKE_CLI_DIR]\n",
-        bin.join("claude").display()
+        "  worker:\n    executor: {executor}\n    command: [\"{}\"]\n{model}    env_passthrough: [FAKE_CLI_DIR]\n",
+        bin.join(program).display()
     );
     let config = std::fs::read_to_string(&path)
         .unwrap()
@@ -320,39 +329,90 @@ fn a_cli_hunting_its_model_key_finds_only_a_placeholder() {
     std::fs::write(&path, config).unwrap();
     let id = jail.add_task(&["--title", "Reply", "--goal", "write reply.txt"]);
     let addr = server.base_url().trim_start_matches("http://").to_string();
-    let resolve = format!("api.anthropic.com={addr}");
+    let resolve = format!("{host}={addr}");
     let record = jail.loot.parent().unwrap().display().to_string();
     let out = jail.run(
         &minute(0),
         &["tick"],
         &[
-            ("ANTHROPIC_API_KEY", KEY),
+            (key_var, key),
             ("OPENTIGER_EGRESS_RESOLVE", resolve.as_str()),
             ("FAKE_CLI_DIR", record.as_str()),
         ],
     );
     assert_eq!(out.code, 0, "{}\n{}", out.stdout, out.stderr);
     let loot = jail.loot_text();
-    assert!(loot.contains("ran: claude"), "the CLI ran:\n{}", out.stderr);
     assert!(
-        loot.contains("ANTHROPIC_API_KEY=opentiger-placeholder-"),
-        "{loot}"
+        loot.contains(&format!("ran: {program}")),
+        "{executor}: the CLI ran:\n{}",
+        out.stderr
     );
     assert!(
-        !loot.contains(KEY),
-        "the agent found the model key:\n{loot}"
+        loot.contains(&format!("{key_var}=opentiger-placeholder-")),
+        "{executor}: {loot}"
+    );
+    assert!(
+        !loot.contains(key),
+        "{executor}: the agent found the model key:\n{loot}"
     );
     assert!(!loot.contains(CANARY));
     let seen = server.seen();
     assert_eq!(
         seen.len(),
         1,
-        "{:?}\n{}\n{loot}",
+        "{executor}: {:?}\n{}\n{loot}",
         jail.runs(&id),
         out.stderr
     );
-    assert_eq!(seen[0].key.as_deref(), Some(KEY));
+    assert_eq!(seen[0].key.as_deref(), Some(key), "{executor}");
     let runs = jail.runs(&id);
-    assert_eq!(runs[0]["status"], "success", "{runs:?}");
-    assert!(!out.stdout.contains(KEY) && !out.stderr.contains(KEY));
+    assert_eq!(runs[0]["status"], "success", "{executor}: {runs:?}");
+    assert!(!out.stdout.contains(key) && !out.stderr.contains(key));
+}
+
+const ANTHROPIC_KEY: &str = "sk-ant-api03-STEPkeyOfTheWorkflow0123456789abcdef";
+const OPENAI_KEY: &str = "sk-proj-STEPopenaiKeyOfTheWorkflow0123456789abcd";
+
+#[test]
+fn claude_code_hunting_its_model_key_finds_only_a_placeholder() {
+    a_cli_hunting_its_model_key_finds_only_a_placeholder(
+        "claude-code",
+        "claude",
+        "ANTHROPIC_API_KEY",
+        ANTHROPIC_KEY,
+        "api.anthropic.com",
+    );
+}
+
+#[test]
+fn codex_hunting_its_model_key_finds_only_a_placeholder() {
+    a_cli_hunting_its_model_key_finds_only_a_placeholder(
+        "codex",
+        "codex",
+        "OPENAI_API_KEY",
+        OPENAI_KEY,
+        "api.openai.com",
+    );
+}
+
+#[test]
+fn opencode_hunting_its_model_key_finds_only_a_placeholder() {
+    a_cli_hunting_its_model_key_finds_only_a_placeholder(
+        "opencode",
+        "opencode",
+        "ANTHROPIC_API_KEY",
+        ANTHROPIC_KEY,
+        "api.anthropic.com",
+    );
+}
+
+#[test]
+fn aider_hunting_its_model_key_finds_only_a_placeholder() {
+    a_cli_hunting_its_model_key_finds_only_a_placeholder(
+        "aider",
+        "aider",
+        "ANTHROPIC_API_KEY",
+        ANTHROPIC_KEY,
+        "api.anthropic.com",
+    );
 }

@@ -5,7 +5,7 @@ fn readme_first_command_is_the_demo_and_it_converges() {
     let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
     let readme = std::fs::read_to_string(root.join("README.md")).unwrap();
     assert!(
-        readme.contains("cargo run -q -- demo"),
+        readme.contains("cargo run -- demo"),
         "README's first command changed: update this test"
     );
     let keep = tempfile::tempdir().unwrap();

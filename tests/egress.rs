@@ -46,7 +46,7 @@ impl Case {
             _ => "",
         };
         let section = format!(
-            "  worker:\n    executor: {executor}\n    command: [\"{}\"]\n{model}    env_passthrough: [FAKE_CLI_DIR, CALLS, CALLING_CLI_WS, CALLING_CLI_SILENT]\n{worker}",
+            "  worker:\n    executor: {executor}\n    command: [\"{}\"]\n{model}    env_passthrough: [FAKE_CLI_DIR, CALLS, CALLING_CLI_WS, CALLING_CLI_SILENT, CALLING_CLI_COST]\n{worker}",
             bin.join(program).display()
         );
         let path = g.path().join(".opentiger.yml");
@@ -383,4 +383,76 @@ fn the_judge_s_and_the_planner_s_model_calls_are_metered() {
     }
     let family = g.repo.run(&["task", "show", &id, "--json"]).ok().json()["family"].clone();
     assert_eq!(family["paid_runs"], 1, "{family}");
+}
+
+/// github mode: a host the worker was refused is named in its issue's progress comment with the
+/// configuration line that would allow it (as `task show`, `status` and the job summary do).
+#[test]
+fn a_refused_host_is_named_in_the_progress_comment_with_the_line_that_allows_it() {
+    use common::github::{opentiger_against, tick_output, GithubServer};
+    use std::os::unix::fs::PermissionsExt;
+    let dir = tempfile::tempdir().unwrap();
+    let origin = common::bare_origin(dir.path());
+    let clone = dir.path().join("clone");
+    common::clone(&origin, &clone);
+    let agent = dir.path().join("agent.sh");
+    fs::write(
+        &agent,
+        "#!/bin/sh\ncurl -sS -o /dev/null https://evil.test/ 2>/dev/null\necho hi > hello.txt\n",
+    )
+    .unwrap();
+    fs::set_permissions(&agent, fs::Permissions::from_mode(0o755)).unwrap();
+    fs::write(
+        clone.join(".opentiger.yml"),
+        format!(
+            "mode: github\nagents:\n  default:\n    executor: command\n    command: [\"{}\"]\n    timeout_minutes: 1\nreport:\n  dashboard_issue: false\n",
+            agent.display()
+        ),
+    )
+    .unwrap();
+    git(&clone, &["add", "-A"]);
+    git(&clone, &["commit", "-q", "-m", "initial"]);
+    git(&clone, &["push", "-q", "origin", "main"]);
+    let server = GithubServer::start("acme", "widgets").with_git(&origin);
+    let issue = server.add_issue(
+        "Say hello",
+        "hello.txt says hi",
+        &["opentiger"],
+        "alice",
+        "OWNER",
+    );
+    let now = "2026-11-21T12:00:00Z";
+    let out = opentiger_against(&server, &clone, now)
+        .arg("tick")
+        .output()
+        .unwrap();
+    tick_output(out, now);
+    let progress: Vec<String> = server
+        .comments(issue)
+        .into_iter()
+        .filter(|c| c.body.contains("opentiger:task="))
+        .map(|c| c.body)
+        .collect();
+    assert_eq!(progress.len(), 1, "{progress:?}");
+    assert!(
+        progress[0].contains("evil.test:443")
+            && progress[0].contains("sandbox.network.allow.worker: [\"evil.test\"]"),
+        "{}",
+        progress[0]
+    );
+}
+
+/// A run's spend is the larger of what the proxy metered and what the CLI reported; both are
+/// kept (here the CLI says more than its one metered answer cost).
+#[test]
+fn the_cli_s_figure_counts_when_it_is_the_larger() {
+    let case = Case::new("claude-code", "claude", Scenario::Success, "", "");
+    let id = case.add(&[]);
+    case.tick(0, &[("CALLING_CLI_COST", "0.25")]);
+    let run = &case.show(&id)["runs"][0];
+    assert_eq!(run["status"], "success", "{run}");
+    assert_eq!(run["reported_cost_usd"], 0.25, "{run}");
+    assert_eq!(run["cost_usd"], 0.25, "{run}");
+    let metered = run["metered"]["usd"].as_f64().expect("metered usd");
+    assert!(metered > 0.0 && metered < 0.25, "{run}");
 }

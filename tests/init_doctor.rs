@@ -455,3 +455,53 @@ fn doctor_online_asks_github_what_the_token_may_do() {
     );
     assert!(!refused.stdout.contains(FAKE_TOKEN));
 }
+
+/// Issue 37: `doctor` says what confines the agents' network with each setting, and when
+/// nothing does, the fix it gives is about the network (not the filesystem's).
+#[test]
+fn doctor_says_what_each_network_setting_leaves_open_with_a_network_fix() {
+    let dir = tempfile::tempdir().unwrap();
+    let repo = dir.path().join("r");
+    std::fs::create_dir(&repo).unwrap();
+    git(&repo, &["init", "-q", "-b", "main"]);
+    git(&repo, &["commit", "-q", "--allow-empty", "-m", "initial"]);
+    opentiger(&repo, &["--mode", "local-git", "init"], &[]).ok();
+    use_scripted_agent(&repo);
+    let config = repo.join(".opentiger.yml");
+    let base = std::fs::read_to_string(&config).unwrap();
+
+    let with = |isolation: &str| {
+        std::fs::write(
+            &config,
+            format!("{base}\nsandbox:\n  network:\n    isolation: {isolation}\n"),
+        )
+        .unwrap();
+        opentiger(&repo, &["doctor"], &[]).stdout
+    };
+
+    let open = with("none");
+    let warned = lines_at(&open, "warn");
+    assert!(
+        warned
+            .iter()
+            .any(|l| l.contains("network: sandbox.network.isolation is none")),
+        "{open}"
+    );
+    assert!(
+        open.contains("set `sandbox.network.isolation: auto`"),
+        "the fix is the network's: {open}"
+    );
+
+    // Landlock's TCP rules (Linux 6.7+) say what they leave open; a kernel without them is a
+    // refusal whose fix is the network's too.
+    let landlock = with("landlock");
+    assert!(
+        landlock.contains("UDP, DNS and raw sockets are not blocked")
+            || landlock.contains("has no TCP rules"),
+        "{landlock}"
+    );
+    assert!(
+        !landlock.contains("sandbox.filesystem: landlock`"),
+        "{landlock}"
+    );
+}

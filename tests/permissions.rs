@@ -1,4 +1,4 @@
-//! The README's permissions table ("Run it from GitHub Actions") against the code and the
+//! The permissions table of docs/github.md ("Permissions") against the code and the
 //! example workflows: every GitHub endpoint the source calls is a row of it, and the example
 //! workflows' `permissions:` blocks grant exactly what its rows need.
 //!
@@ -56,7 +56,7 @@ fn table(readme: &str) -> BTreeMap<(String, String), Row> {
                 .collect()
         };
         let method = cells[1].trim_matches('`');
-        // Other four-column tables of the README (what is enforced) are not this one.
+        // Other four-column tables of the page (what is enforced) are not this one.
         if !matches!(method, "GET" | "POST" | "PUT" | "PATCH" | "DELETE" | "git") {
             continue;
         }
@@ -135,7 +135,7 @@ fn calls(source: &str) -> Vec<(String, String)> {
 
 #[test]
 fn every_endpoint_the_code_calls_is_in_the_readme_permissions_table() {
-    let readme = std::fs::read_to_string(root().join("README.md")).unwrap();
+    let readme = std::fs::read_to_string(root().join("docs/github.md")).unwrap();
     let rows = table(&readme);
     let mut files = Vec::new();
     rust_files(&root().join("src"), &mut files);
@@ -160,7 +160,7 @@ fn every_endpoint_the_code_calls_is_in_the_readme_permissions_table() {
         .collect();
     assert!(
         missing.is_empty(),
-        "called but not in the README's permissions table: {missing:#?}"
+        "called but not in the permissions table of docs/github.md: {missing:#?}"
     );
     // And the table lists nothing the code no longer calls.
     let stale: Vec<&(String, String)> = rows
@@ -176,7 +176,7 @@ fn the_example_workflows_grant_exactly_what_the_table_needs() {
     struct Workflow {
         permissions: BTreeMap<String, String>,
     }
-    let readme = std::fs::read_to_string(root().join("README.md")).unwrap();
+    let readme = std::fs::read_to_string(root().join("docs/github.md")).unwrap();
     // The strongest level each scope needs; `metadata: read` comes with every token.
     let mut needed: BTreeMap<String, String> = BTreeMap::new();
     for row in table(&readme).into_values().filter(|r| !r.optional) {

@@ -1,4 +1,4 @@
-//! `opentiger config show|schema`.
+//! `opentiger config show|schema|reference`.
 
 use clap::Subcommand;
 
@@ -16,12 +16,19 @@ pub enum ConfigCommand {
     },
     /// Print the JSON Schema of `.opentiger.yml` (for editors).
     Schema,
+    /// Print the configuration reference (every key, its type, default and meaning) as
+    /// Markdown: the page docs/configuration.md.
+    Reference,
 }
 
 pub fn run(cli: &Cli, cmd: &ConfigCommand) -> CmdResult {
     match cmd {
         ConfigCommand::Schema => {
             outln!("{}", config::schema_json());
+            Ok(())
+        }
+        ConfigCommand::Reference => {
+            out!("{}", config::reference_markdown());
             Ok(())
         }
         ConfigCommand::Show { json } => {

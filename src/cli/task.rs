@@ -72,7 +72,7 @@ pub struct AddArgs {
     /// What must be true when the task is done (machine-verifiable).
     #[arg(long, required_unless_present = "from")]
     pub goal: Option<String>,
-    /// Who works on it: worker, tester, docser or research (a read-only report, issue 28).
+    /// Who works on it: worker, tester, docser or research (a read-only report that answers a question).
     #[arg(long, default_value = "worker")]
     pub role: Role,
     /// Globs the change may touch (repeatable; default: policy.allowed_paths).
@@ -216,7 +216,7 @@ fn valid_id(id: &str) -> Result<TaskId, Failure> {
     }
 }
 
-/// The planner's task list (DESIGN §6), as a file.
+/// The planner's task list, as a file.
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
 struct PlanFile {

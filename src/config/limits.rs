@@ -1,6 +1,6 @@
-//! `limits:` — how much one tick and one task may do: runs and minutes per tick (issue 38:
-//! the tick's rounds), leases, and the bounds of every follow-up (rework, AutoFix, conflict
-//! fixes, recreation) and lane. Types and defaults only; the rules that read them are the
+//! `limits:` — how much one tick and one task may do: runs and minutes per tick (the tick's
+//! rounds), leases, and the bounds of every follow-up (rework, AutoFix, conflict fixes,
+//! recreation) and lane. Types and defaults only; the rules that read them are the
 //! engine's (`dispatch`, `rounds`, `verdict`).
 
 use schemars::JsonSchema;
@@ -35,11 +35,11 @@ pub struct LimitsConfig {
     /// Times a change whose conflicts could not be fixed is implemented again from the base
     /// (`recreate`: its PR closed, a new task with the same goal) before a person decides.
     pub max_recreate_attempts: u32,
-    /// Conflict-recovery lane slots (spec §2.2: 2).
+    /// Conflict-recovery lane slots.
     pub conflict_lane_max: u32,
-    /// Docs lane slots (spec §2.2: 1).
+    /// Docs lane slots.
     pub docser_lane_max: u32,
-    /// Feature-lane slots filled before other lanes (spec §2.2: 1).
+    /// Feature-lane slots filled before other lanes.
     pub feature_lane_min: u32,
 }
 

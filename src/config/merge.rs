@@ -1,6 +1,6 @@
 //! `merge:` — how an approved change lands: the method, the CI gate before the judge, what
-//! people's reviews and labels do (issue 26), and the review window that keeps a PR open for
-//! people before it is merged (issue 38). Types and defaults only; the rules are the engine's
+//! people's reviews and labels do, and the review window that keeps a PR open for people
+//! before it is merged. Types and defaults only; the rules are the engine's
 //! (`gate`, `objection`, `rounds`).
 
 use schemars::JsonSchema;
@@ -14,7 +14,7 @@ pub enum MergeMethod {
     Rebase,
 }
 
-/// What a trusted person's approving review of a task PR does (issue 14 item 5).
+/// What a trusted person's approving review of a task PR does.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "kebab-case")]
 pub enum HumanApproval {
@@ -54,16 +54,18 @@ pub struct MergeConfig {
     /// one; it replaces the judge agent), `counts` (evidence in the PR body; the judge decides)
     /// or `ignored`. A trusted person's request for changes is never merged over, in every
     /// mode: it gets an AutoFix, and blocks the merge until that person approves or the review
-    /// is dismissed (issue 26).
+    /// is dismissed.
     pub human_approval: HumanApproval,
-    /// github mode: labels on a task's PR that hold its merge until removed (issue 26). A
+    /// github mode: labels on a task's PR that hold its merge until removed. A
     /// trusted `/opentiger hold` comment on the PR holds it too, until `/opentiger release`.
     pub hold_labels: Vec<String>,
-    /// Minutes a task's PR stays open after its head was pushed before opentiger merges it
-    /// (issue 38): the judge reviews at once, the merge waits, and the first tick after the
-    /// window merges, having read people's reviews and holds again. Unset: the mode's default
-    /// ([`super::Config::review_window_minutes`]): 10 in github mode, 0 (merge at once) in
-    /// local-git mode, where the person running the tick is the one who would object.
+    /// Minutes a task's PR stays open after its head was pushed before opentiger merges it:
+    /// the judge reviews at once, the merge waits, and the first tick after the window merges,
+    /// having read people's reviews and holds again. Unset: the mode's default, 10 in github
+    /// mode (time for people notified of the PR and the judge's verdict to hold it; CI that
+    /// takes as long still merges in the tick its completion starts) and 0 (merge at once) in
+    /// local-git mode, where the person running the tick is the one who would object. 0 gives
+    /// people no time to object before the merge.
     pub review_window_minutes: Option<u32>,
 }
 

@@ -10,6 +10,7 @@ mod load;
 mod merge;
 mod network;
 mod people;
+mod reference;
 mod sandbox;
 mod scan;
 mod words;
@@ -28,6 +29,7 @@ pub use network::{HostRule, NetworkAllow, NetworkConfig, NetworkIsolation, Netwo
 pub use people::{
     CommandsConfig, EscalationConfig, EscalationDefault, EscalationReasons, EscalationRule,
 };
+pub use reference::reference_markdown;
 pub use sandbox::{AgentHome, FilesystemSandbox, SandboxConfig};
 pub use scan::{CiStart, ScanConfig};
 
@@ -44,25 +46,37 @@ pub struct Config {
     pub remote: String,
     /// Requirement document the planner turns into tasks (relative to the repository root).
     pub requirement: String,
+    /// Where the state (tasks, runs, leases, spend: one SQLite file) lives.
     pub state: StateConfig,
+    /// github mode: which issues (and PRs) become tasks.
     pub backlog: BacklogConfig,
     /// `always-execute`, `ask` (plans and risky tasks wait for approval) or `decide`.
     pub execution_mode: ExecutionMode,
+    /// The program playing each role: `default`, inherited by the roles left out.
     pub agents: AgentsConfig,
+    /// The checks the runner runs on every change after its agent (besides each task's own).
     pub verify: VerifyConfig,
+    /// What a change may touch and how big it may be.
     pub policy: PolicyConfig,
+    /// Bounds on runs, reworks, AutoFixes, merges and conflict recovery.
     pub limits: LimitsConfig,
+    /// How failed runs and reviews are retried.
     pub retry: RetryConfig,
+    /// Spend limits, in USD.
     pub budget: BudgetConfig,
+    /// How and when an approved change is merged.
     pub merge: MergeConfig,
+    /// The planner, which turns the requirement into tasks when there is no backlog.
     pub planner: PlannerConfig,
+    /// What people see besides `status`: the job summary and the dashboard issue.
     pub report: ReportConfig,
     /// How agents are confined (`filesystem: landlock | none`, `require`, `network`).
     pub sandbox: SandboxConfig,
-    /// The threat scan before anything leaves the job (issue 36).
+    /// The threat scan of what would leave the job (a change before its push, an agent's text
+    /// before it is posted).
     pub scan: ScanConfig,
-    /// What model tokens cost, in USD per million tokens, by model name (or the start of one:
-    /// `claude-sonnet-4-5` prices `claude-sonnet-4-5-20250929`), over the built-in prices of
+    /// What model tokens cost, in USD per million tokens, by model name (an entry also prices
+    /// its dated snapshots: `claude-sonnet-4-5` prices `claude-sonnet-4-5-20250929`), over the built-in prices of
     /// the models the adapters name. Metered tokens of a model with no price are recorded and
     /// said to have no price known.
     pub pricing: BTreeMap<String, Pricing>,
@@ -72,7 +86,7 @@ pub struct Config {
     pub escalation: EscalationConfig,
 }
 
-/// What people see besides `status` (DESIGN §9).
+/// What people see besides `status`: the job summary and the dashboard issue.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields, default)]
 pub struct ReportConfig {
@@ -213,7 +227,7 @@ pub enum ExecutorKind {
 
 impl ExecutorKind {
     /// What an agent of this kind is given when no `env_passthrough` is configured: nothing.
-    /// Model keys are not passed any more (issue 37): the runner holds the keys its CLI reads
+    /// Model keys are not passed: the runner holds the keys its CLI reads
     /// (`ANTHROPIC_API_KEY`, `OPENAI_API_KEY`, …) and the agent gets a placeholder and a base URL
     /// on opentiger's proxy, which puts the key back on requests to that model API only.
     pub fn default_passthrough(self) -> Vec<String> {
@@ -348,11 +362,11 @@ pub struct AgentsConfig {
     pub tester: AgentConfig,
     pub docser: AgentConfig,
     pub judge: AgentConfig,
-    /// Research tasks (label `opentiger:research` or `role: research`, issue 28): a read-only
+    /// Research tasks (label `opentiger:research` or `role: research`): a read-only
     /// run that answers the issue with a report. Unset keys, fallbacks included, come from
     /// `agents.worker`, then `agents.default`.
     pub research: AgentConfig,
-    /// The threat scan's detection agent (`scan.agent: true`, issue 36): asked about each
+    /// The threat scan's detection agent (`scan.agent: true`): asked about each
     /// change before it leaves the job, with its own prompt, no repository and no tools of
     /// its CLI's that write. Unset keys come from `agents.default`.
     pub detector: AgentConfig,
@@ -395,7 +409,7 @@ pub enum AgentRole {
     Planner,
     Task(Role),
     Judge,
-    /// The threat scan's detection agent (issue 36).
+    /// The threat scan's detection agent.
     Detector,
 }
 
@@ -475,7 +489,7 @@ impl AgentsConfig {
     }
 
     /// The entry a role inherits from before `default`: research runs like a worker unless
-    /// told otherwise (issue 28); the other roles inherit from `default` alone.
+    /// told otherwise; the other roles inherit from `default` alone.
     fn parent(&self, role: AgentRole) -> Option<&AgentConfig> {
         match role {
             AgentRole::Task(Role::Research) => Some(&self.worker),
@@ -593,7 +607,7 @@ impl Default for PolicyConfig {
     }
 }
 
-/// Retry budgets and cooldowns (spec §3.4).
+/// Retry budgets and cooldowns.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields, default)]
 pub struct RetryConfig {
@@ -603,7 +617,7 @@ pub struct RetryConfig {
     pub budgets: BTreeMap<FailureCategory, u32>,
     /// This many identical failed or cancelled runs in a row stop retries early. Two identical
     /// failed runs of one task family, or one policy violation, already stop a plain retry: one
-    /// rework names the failure, then a person decides (issue 27).
+    /// rework names the failure, then a person decides.
     pub repeated_signature_threshold: u32,
     /// Re-reviews after a judge failure (agent down, CI never reported) before a person decides.
     pub max_judge_retries: u32,
@@ -625,7 +639,7 @@ impl Default for RetryConfig {
     }
 }
 
-/// Quota backoff (spec §3.4).
+/// Quota backoff: how long a run that hit its provider's quota or rate limit waits.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields, default)]
 pub struct QuotaConfig {
@@ -670,7 +684,7 @@ impl Default for BudgetConfig {
     }
 }
 
-/// The planner: requirement → tasks (spec §2.1).
+/// The planner: a requirement document → tasks.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields, default)]
 pub struct PlannerConfig {
@@ -730,7 +744,7 @@ impl Config {
         })
     }
 
-    /// How many runs of a role may be in flight at once (direct mode: one, spec §4).
+    /// How many runs of a role may be in flight at once (direct mode: one).
     pub fn role_slots(&self, role: Role) -> u32 {
         match self.mode {
             Mode::Direct => 1,

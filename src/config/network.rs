@@ -47,6 +47,8 @@ pub struct NetworkAllow {
     pub docser: Vec<String>,
     pub research: Vec<String>,
     pub judge: Vec<String>,
+    /// The threat scan's detection agent (`scan.agent`), which needs nothing but its model.
+    pub detector: Vec<String>,
     /// The verification commands (e.g. `registry.npmjs.org` for `npm ci`).
     pub checks: Vec<String>,
 }
@@ -68,8 +70,6 @@ impl NetworkUser {
     }
 }
 
-static NONE: Vec<String> = Vec::new();
-
 impl NetworkAllow {
     /// The rules of `user`: its own and `all`.
     pub fn rules(&self, user: NetworkUser) -> Vec<HostRule> {
@@ -80,8 +80,7 @@ impl NetworkAllow {
             NetworkUser::Agent(AgentRole::Task(Role::Tester)) => &self.tester,
             NetworkUser::Agent(AgentRole::Task(Role::Docser)) => &self.docser,
             NetworkUser::Agent(AgentRole::Task(Role::Research)) => &self.research,
-            // The detection agent reaches its model and what `all` allows, nothing of its own.
-            NetworkUser::Agent(AgentRole::Detector) => &NONE,
+            NetworkUser::Agent(AgentRole::Detector) => &self.detector,
             NetworkUser::Checks => &self.checks,
         };
         own.iter()
@@ -91,7 +90,7 @@ impl NetworkAllow {
     }
 
     /// Every list with its key, for the load checks.
-    pub(super) fn lists(&self) -> [(&'static str, &Vec<String>); 8] {
+    pub(super) fn lists(&self) -> [(&'static str, &Vec<String>); 9] {
         [
             ("all", &self.all),
             ("planner", &self.planner),
@@ -100,6 +99,7 @@ impl NetworkAllow {
             ("docser", &self.docser),
             ("research", &self.research),
             ("judge", &self.judge),
+            ("detector", &self.detector),
             ("checks", &self.checks),
         ]
     }
@@ -213,6 +213,46 @@ mod tests {
             "*.",
         ] {
             assert!(HostRule::parse(bad).is_err(), "{bad}");
+        }
+    }
+
+    /// A refused host's advice names `sandbox.network.allow.<key>` for the agent it refused:
+    /// every agent role and the checks have a list under that key, and it is theirs.
+    #[test]
+    fn every_network_user_has_the_list_its_advice_names() {
+        let users = AgentRole::ALL
+            .iter()
+            .map(|r| NetworkUser::Agent(*r))
+            .chain([NetworkUser::Checks]);
+        for user in users {
+            let mut allow = NetworkAllow::default();
+            let list = allow
+                .lists()
+                .iter()
+                .position(|(key, _)| *key == user.key())
+                .unwrap_or_else(|| panic!("no list named {}", user.key()));
+            let lists = [
+                &mut allow.all,
+                &mut allow.planner,
+                &mut allow.worker,
+                &mut allow.tester,
+                &mut allow.docser,
+                &mut allow.research,
+                &mut allow.judge,
+                &mut allow.detector,
+                &mut allow.checks,
+            ];
+            lists
+                .into_iter()
+                .nth(list)
+                .unwrap()
+                .push("own.example".into());
+            let rules = allow.rules(user);
+            assert!(
+                rules.iter().any(|r| r.matches("own.example", 443)),
+                "{}: its own list is not its rules",
+                user.key()
+            );
         }
     }
 }

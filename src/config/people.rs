@@ -52,7 +52,7 @@ pub struct EscalationConfig {
     pub reasons: EscalationReasons,
 }
 
-/// The questions an escalation asks, each with its own settings (issue 17): `approval` (a task
+/// The questions an escalation asks, each with its own settings: `approval` (a task
 /// of `execution_mode: ask` waits to start) and `stuck` (retries, reviews or recoveries ran
 /// out). Another key is refused with the known ones.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]

@@ -27,7 +27,7 @@ pub struct SandboxConfig {
     /// scratch folder and home, e.g. a shared build cache (`/home/runner/.cache/sccache`).
     /// Whatever an agent leaves there, later runs and the runner's user find.
     pub writable: Vec<String>,
-    /// What agents and verification commands may reach (issue 37): a network of their own whose
+    /// What agents and verification commands may reach: a network of their own whose
     /// only door is opentiger's proxy, and the hosts it lets through.
     pub network: super::NetworkConfig,
 }

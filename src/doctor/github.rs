@@ -407,8 +407,8 @@ mod tests {
         }
     }
 
-    /// The App's permissions are said the same way in the fix, the README and the workflow's
-    /// comment: all five of the README's permissions table.
+    /// The App's permissions are said the same way in the fix, the docs and the workflow's
+    /// comment: all five of the permissions table (docs/github.md).
     #[test]
     fn the_doctor_says_whether_own_checks_are_check_runs_or_statuses() {
         use crate::workflows::Workflow;
@@ -436,12 +436,14 @@ mod tests {
     }
 
     #[test]
-    fn the_app_token_fix_lists_every_permission_the_readme_does() {
+    fn the_app_token_fix_lists_every_permission_the_docs_do() {
         let permissions =
             "contents, issues, pull requests and checks: read and write; commit statuses: read";
         assert!(APP_TOKEN_FIX.contains(permissions), "{APP_TOKEN_FIX}");
-        let readme = include_str!("../../README.md").replace('\n', " ");
-        assert!(readme.contains(permissions), "README");
+        let docs = include_str!("../../docs/github.md").replace('\n', " ");
+        assert!(docs.contains(permissions), "docs/github.md");
+        let started = include_str!("../../docs/getting-started.md").replace('\n', " ");
+        assert!(started.contains(permissions), "docs/getting-started.md");
         let workflow = crate::init::WORKFLOW
             .lines()
             .map(|l| l.trim().trim_start_matches('#').trim())

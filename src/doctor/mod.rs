@@ -174,11 +174,7 @@ fn protections(config: &Config, repo: &Path, git_ok: bool) -> Vec<Check> {
                 } else {
                     Check::warn
                 };
-                check(
-                    "sandbox",
-                    format!("{}: {}", p.name, p.detail),
-                    "run ticks on Linux 5.13 or newer with `sandbox.filesystem: landlock` (README: What is enforced)",
-                )
+                check("sandbox", format!("{}: {}", p.name, p.detail), p.fix)
             }
         })
         .collect();

@@ -143,7 +143,7 @@ fn frequent_schedules(text: &str) -> Vec<Problem> {
                         "`cron: \"{cron}\"` starts a tick every {minutes} min: {} billed job minutes on a quiet day, while events already start a tick for what matters",
                         24 * 60 / minutes.max(1)
                     ),
-                    fix: "make the heartbeat hourly, `cron: \"17 * * * *\"` (24 billed minutes a day; README: What a quiet day costs)".into(),
+                    fix: "make the heartbeat hourly, `cron: \"17 * * * *\"` (24 billed minutes a day; docs/github.md: What a quiet day costs)".into(),
                 }
             })
         })

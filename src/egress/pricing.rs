@@ -1,8 +1,10 @@
 //! What metered tokens cost (issue 37): a price per model, from `pricing:` in the configuration
 //! over the built-in table of the models the adapters name. A model is looked up by its name as
-//! the answer gives it, without a provider prefix (`anthropic/`), by the longest entry it starts
-//! with (`claude-sonnet-4-5-20250929` is `claude-sonnet-4-5`). A model no entry matches is
-//! recorded with its tokens and no price ("no price known"), never at a guessed one.
+//! the answer gives it, without a provider prefix (`anthropic/`): an entry prices its own name
+//! and its dated snapshots (`claude-sonnet-4-5-20250929`, `gpt-5-2025-08-07`,
+//! `claude-sonnet-4-5@20250929`, `…-latest`), never another model that merely starts with it
+//! (`claude-opus-4-6` is not `claude-opus-4`, `o3-mini` is not `o3`). A model no entry matches
+//! is recorded with its tokens and no price ("no price known"), never at a guessed one.
 //!
 //! Not here: counting tokens (`meter`).
 
@@ -70,8 +72,8 @@ impl Prices {
         Prices { table }
     }
 
-    /// The price of `model`: the longest entry its name (without a `provider/` prefix) starts
-    /// with.
+    /// The price of `model`: the entry that is its name (without a `provider/` prefix), or
+    /// whose dated snapshot it is.
     pub fn of(&self, model: &str) -> Option<&Pricing> {
         let name = model
             .rsplit('/')
@@ -80,8 +82,11 @@ impl Prices {
             .to_ascii_lowercase();
         self.table
             .iter()
-            .filter(|(prefix, _)| name.starts_with(prefix.as_str()))
-            .max_by_key(|(prefix, _)| prefix.len())
+            .filter(|(entry, _)| {
+                name.strip_prefix(entry.as_str())
+                    .is_some_and(is_snapshot_suffix)
+            })
+            .max_by_key(|(entry, _)| entry.len())
             .map(|(_, price)| price)
     }
 
@@ -102,6 +107,34 @@ impl Prices {
         }
         cost
     }
+}
+
+/// Whether `rest`, what follows a model's name, names a snapshot of that same model: nothing,
+/// a date (`-20250929`, `-2025-08-07`, `@20250929`), `-latest`, or a date and a version
+/// (`-20250929-v1:0`, as Bedrock names them).
+fn is_snapshot_suffix(rest: &str) -> bool {
+    if rest.is_empty() {
+        return true;
+    }
+    let Some(rest) = rest.strip_prefix('-').or_else(|| rest.strip_prefix('@')) else {
+        return false;
+    };
+    if rest == "latest" {
+        return true;
+    }
+    let (date, version) = match rest.split_once("-v") {
+        Some((date, version)) => (date, Some(version)),
+        None => (rest, None),
+    };
+    let digits = |s: &str, n: usize| s.len() == n && s.bytes().all(|b| b.is_ascii_digit());
+    let dated = digits(date, 8)
+        || matches!(date.split('-').collect::<Vec<_>>()[..], [y, m, d] if digits(y, 4) && digits(m, 2) && digits(d, 2));
+    dated
+        && version.is_none_or(|v| {
+            !v.is_empty()
+                && v.split(':')
+                    .all(|part| !part.is_empty() && part.bytes().all(|b| b.is_ascii_digit()))
+        })
 }
 
 #[cfg(test)]
@@ -134,7 +167,18 @@ mod tests {
             ("gpt-5-codex", Some(11.25)),
             ("gpt-5-2025-08-07", Some(11.25)),
             ("gpt-5-mini-2025-08-07", Some(2.25)),
+            ("claude-sonnet-4-5@20250929", Some(3.0)),
+            ("claude-3-7-sonnet-latest", Some(18.0)),
+            ("claude-sonnet-4-5-20250929-v1:0", Some(3.0)),
             ("my-local-model", None),
+            // A newer or different model that merely starts with a known name has no price
+            // (never an older model's).
+            ("claude-opus-4-6", None),
+            ("claude-opus-4-1-20250805", Some(90.0)),
+            ("o3-mini", None),
+            ("o3-2025-04-16", Some(10.0)),
+            ("gpt-5-pro", None),
+            ("gpt-5-20250807x", None),
         ];
         for (model, usd) in cases {
             let got = prices.tokens_cost(model, &t);

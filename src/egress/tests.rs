@@ -250,19 +250,37 @@ fn hosts_off_the_list_are_refused_with_the_line_that_allows_them() {
 }
 
 #[test]
-fn a_429_is_kept_with_its_retry_time() {
-    let (addr, _) = upstream(
-        b"HTTP/1.1 429 Too Many Requests\r\nretry-after: 3600\r\ncontent-type: application/json\r\ncontent-length: 2\r\nconnection: close\r\n\r\n{}".to_vec(),
-    );
-    let door = open(spec(&[("api.anthropic.com", addr)], None));
-    let answer = send(&door, "POST /anthropic/v1/messages HTTP/1.1\r\nhost: x\r\ncontent-length: 0\r\nconnection: close\r\n\r\n");
-    assert!(answer.starts_with("HTTP/1.1 429"), "{answer}");
-    let reason = door.session().stop_reason().expect("a quota stops the run");
-    assert!(
-        reason.contains("HTTP 429") && reason.contains("retry in 3600s"),
-        "{reason}"
-    );
-    assert_eq!(door.close().quota.unwrap().retry_after, Some(3600));
+fn a_429_or_529_is_kept_with_its_retry_time() {
+    // Anthropic answers 529 when it is overloaded, OpenAI and others 429; either stops the run
+    // as a quota wait, with the retry time when the answer gives one.
+    let cases: &[(&str, Option<u64>)] = &[
+        ("429 Too Many Requests", Some(3600)),
+        ("529 Overloaded", Some(30)),
+        ("529 Overloaded", None),
+    ];
+    for (status, retry) in cases {
+        let header = retry.map_or(String::new(), |s| format!("retry-after: {s}\r\n"));
+        let (addr, _) = upstream(
+            format!(
+                "HTTP/1.1 {status}\r\n{header}content-type: application/json\r\ncontent-length: 2\r\nconnection: close\r\n\r\n{{}}"
+            )
+            .into_bytes(),
+        );
+        let door = open(spec(&[("api.anthropic.com", addr)], None));
+        let answer = send(&door, "POST /anthropic/v1/messages HTTP/1.1\r\nhost: x\r\ncontent-length: 0\r\nconnection: close\r\n\r\n");
+        let code = &status[..3];
+        assert!(answer.starts_with(&format!("HTTP/1.1 {code}")), "{answer}");
+        let reason = door.session().stop_reason().expect("a quota stops the run");
+        assert!(reason.contains(&format!("HTTP {code}")), "{reason}");
+        if let Some(s) = retry {
+            assert!(reason.contains(&format!("retry in {s}s")), "{reason}");
+        }
+        let hit = door.close().quota.expect("the quota hit is recorded");
+        assert_eq!(
+            (hit.status.to_string(), hit.retry_after),
+            (code.to_string(), *retry)
+        );
+    }
 }
 
 #[test]

@@ -23,7 +23,7 @@ use crate::time::{Timestamp, MINUTE};
 
 /// Where the README explains the fix.
 pub const APP_TOKEN_FIX: &str =
-    "use a GitHub App token for opentiger (README: \"CI on opentiger's PRs needs an App token\")";
+    "use a GitHub App token for opentiger (docs/github.md: \"CI on opentiger's PRs needs an App token\")";
 
 /// How CI gets started in this repository, as the shell read it.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]

@@ -50,7 +50,12 @@ pub struct Protection {
     pub name: &'static str,
     pub in_force: bool,
     pub detail: String,
+    /// What makes it hold, for a person reading `doctor` when it does not.
+    pub fix: &'static str,
 }
+
+/// How to give agents a network namespace where the kernel restricts unprivileged ones.
+const USERNS_FIX: &str = "allow unprivileged user namespaces (Ubuntu 24.04: `sudo sysctl -w kernel.apparmor_restrict_unprivileged_userns=0`, which the GitHub Action does before it drops sudo), or run on Linux 6.7 or newer for Landlock's TCP rules (docs/security.md: The agent's only door)";
 
 /// How agents' and checks' network is confined here (issue 37).
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -105,10 +110,9 @@ pub fn network_isolation(sandbox: &SandboxConfig) -> Result<NetIsolation, String
         Ok(()) => return Ok(NetIsolation::Namespace),
         Err(why) => why,
     };
-    const FIX: &str = "fix: allow unprivileged user namespaces (Ubuntu 24.04: `sudo sysctl -w kernel.apparmor_restrict_unprivileged_userns=0`, which the GitHub Action does before it drops sudo)";
     if want == Want::Namespace {
         return Err(format!(
-            "sandbox.network.isolation is namespace, but {refused}\n  {FIX}, or set sandbox.network.isolation: auto"
+            "sandbox.network.isolation is namespace, but {refused}\n  fix: {USERNS_FIX}, or set sandbox.network.isolation: auto"
         ));
     }
     match landlock::abi_version() {
@@ -123,7 +127,7 @@ pub fn network_isolation(sandbox: &SandboxConfig) -> Result<NetIsolation, String
             );
             if sandbox.require {
                 return Err(format!(
-                    "sandbox.require is true, but nothing can confine the agents' network here: {why}\n  {FIX}, or set sandbox.require: false"
+                    "sandbox.require is true, but nothing can confine the agents' network here: {why}\n  fix: {USERNS_FIX}, or set sandbox.require: false"
                 ));
             }
             Ok(NetIsolation::Open { why })
@@ -138,16 +142,24 @@ pub fn in_force(sandbox: &SandboxConfig) -> Vec<Protection> {
     let dumpable = NON_DUMPABLE.load(Ordering::Relaxed);
     let landlock = landlock::abi_version();
     let confined = filesystem == FilesystemSandbox::Landlock && landlock.is_some();
+    let network_fix = match sandbox.network.isolation {
+        crate::config::NetworkIsolation::None => {
+            "set `sandbox.network.isolation: auto` (the default)"
+        }
+        _ => USERNS_FIX,
+    };
     let network = match network_isolation(sandbox) {
         Ok(isolation) => Protection {
             name: "network",
             in_force: !matches!(isolation, NetIsolation::Open { .. }),
             detail: isolation.describe(),
+            fix: network_fix,
         },
         Err(why) => Protection {
             name: "network",
             in_force: false,
             detail: why.lines().next().unwrap_or_default().to_string(),
+            fix: network_fix,
         },
     };
     vec![
@@ -167,6 +179,7 @@ pub fn in_force(sandbox: &SandboxConfig) -> Vec<Protection> {
                 (FilesystemSandbox::Landlock, None) => UNCONFINED_RISK.replace("{why}", "this kernel has no Landlock"),
                 (FilesystemSandbox::None, _) => UNCONFINED_RISK.replace("{why}", "sandbox.filesystem is none"),
             },
+            fix: "run ticks on Linux 5.13 or newer with `sandbox.filesystem: landlock` (docs/security.md)",
         },
         Protection {
             name: "runner non-dumpable",
@@ -177,6 +190,7 @@ pub fn in_force(sandbox: &SandboxConfig) -> Vec<Protection> {
                 "not on this platform: an agent of the same user may read the runner's /proc files"
                     .to_string()
             },
+            fix: "run ticks on Linux, where the runner makes itself non-dumpable",
         },
         Protection {
             name: "credentials out of the environment",
@@ -185,6 +199,7 @@ pub fn in_force(sandbox: &SandboxConfig) -> Vec<Protection> {
                      gets them only to push or fetch over https, in its own environment for the \
                      askpass (never in a file or an argument)"
                 .to_string(),
+            fix: "",
         },
         Protection {
             name: "private agent home",
@@ -193,6 +208,7 @@ pub fn in_force(sandbox: &SandboxConfig) -> Vec<Protection> {
                 AgentHome::Private => "each run's agent and checks get a HOME of their own (0700, removed after the run) holding only the agent's home_files".to_string(),
                 AgentHome::Runner => "sandbox.agent_home is runner: agents may write the runner's HOME, where programs and settings they leave (~/.local/bin, ~/.ssh/config, ~/.bashrc) are picked up later by the runner's user".to_string(),
             },
+            fix: "set `sandbox.agent_home: private` (the default)",
         },
         Protection {
             name: "agent processes end with their run",
@@ -202,6 +218,7 @@ pub fn in_force(sandbox: &SandboxConfig) -> Vec<Protection> {
             } else {
                 "this process is not a child subreaper (Linux only): processes an agent moves out of its group may outlive its run".to_string()
             },
+            fix: "run ticks on Linux, where the runner is a child subreaper",
         },
         runner_git(),
         Protection {
@@ -211,6 +228,7 @@ pub fn in_force(sandbox: &SandboxConfig) -> Vec<Protection> {
                      data (no filter, attribute, hook or index of theirs) and its own git ignores \
                      hooks, fsmonitor, pagers, editors, credential helpers and ext:: remotes"
                 .to_string(),
+            fix: "",
         },
     ]
 }
@@ -244,11 +262,13 @@ fn runner_git() -> Protection {
                     crate::programs::GIT_VAR
                 ),
             },
+            fix: "",
         },
         Err(message) => Protection {
             name,
             in_force: false,
             detail: message.lines().next().unwrap_or_default().to_string(),
+            fix: "install git in a system folder (/usr/bin), or name one with OPENTIGER_GIT",
         },
     }
 }
