@@ -197,8 +197,9 @@ pub fn config_text(mode: Mode, base: &str, agent_command: Option<&str>) -> Strin
     let window = match mode {
         Mode::Github => {
             "\x20 # Minutes an approved PR stays open after its push before it is merged, for people\n\
-             \x20 # to object (0: merged in the job that pushed it, with no time to look).\n\
-             \x20 review_window_minutes: 10\n"
+             \x20 # to object. Unset: 10 without CI, none where CI gates the merge (the PR is open\n\
+             \x20 # while CI runs). 0: merged in the job that pushed it, with no time to look.\n\
+             \x20 # review_window_minutes: 10\n"
         }
         Mode::LocalGit | Mode::Direct => "",
     };

@@ -44,6 +44,10 @@ pub fn run(ctx: &Context, args: &TickArgs) -> CmdResult {
         ..ctx.clone()
     };
     if args.dry_run {
+        // A fan-out's claims run in jobs of their own, side by side: no tick time to fit.
+        if args.fan_out.is_some() {
+            ctx.so_far.deadline = None;
+        }
         return dry_run(&ctx, args.json, args.offline);
     }
     if args.fan_out.is_some() {
@@ -94,7 +98,7 @@ fn dry_run(ctx: &Context, json: bool, offline: bool) -> CmdResult {
     };
     let (snapshot, plan) = ctx.plan(&store)?;
     // Issue 38: this is the tick's first round; a real tick plans again after recording it.
-    let more = crate::engine::rounds::starts_work(&plan) && ctx.config.limits.tick_minutes > 0;
+    let more = crate::engine::rounds::starts_work(&plan) && ctx.so_far.deadline.is_some();
     if json {
         let mut value = serde_json::to_value(&plan).map_err(|e| Failure::tick(e.to_string()))?;
         value["observed"] = serde_json::json!(observed);

@@ -61,11 +61,11 @@ pub struct MergeConfig {
     pub hold_labels: Vec<String>,
     /// Minutes a task's PR stays open after its head was pushed before opentiger merges it:
     /// the judge reviews at once, the merge waits, and the first tick after the window merges,
-    /// having read people's reviews and holds again. Unset: the mode's default, 10 in github
-    /// mode (time for people notified of the PR and the judge's verdict to hold it; CI that
-    /// takes as long still merges in the tick its completion starts) and 0 (merge at once) in
-    /// local-git mode, where the person running the tick is the one who would object. 0 gives
-    /// people no time to object before the merge.
+    /// having read people's reviews and holds again. Unset: in github mode 10 for a repository
+    /// without CI (time for people notified of the PR and the judge's verdict to hold it) and
+    /// none where CI gates the merge (the PR stays open while CI runs, and the tick CI's
+    /// completion starts merges it); none in local-git mode, where the person running the tick
+    /// is the one who would object. 0 gives people no time to object before the merge.
     pub review_window_minutes: Option<u32>,
 }
 

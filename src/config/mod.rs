@@ -731,19 +731,6 @@ impl Config {
             .unwrap_or_else(|| default_category_budget(category))
     }
 
-    /// `merge.review_window_minutes` with the mode's default applied: github mode keeps a PR
-    /// open 10 minutes for people — time for GitHub's notification of the PR and of the judge's
-    /// verdict to reach them and for someone at their desk to hold it, while the tick that CI's
-    /// completion starts still merges whenever CI takes that long, and a change without CI
-    /// merges at the next scheduled tick; local-git and direct mode 0 (the person running the
-    /// tick is the one who would object).
-    pub fn review_window_minutes(&self) -> u32 {
-        self.merge.review_window_minutes.unwrap_or(match self.mode {
-            Mode::Github => 10,
-            Mode::LocalGit | Mode::Direct => 0,
-        })
-    }
-
     /// How many runs of a role may be in flight at once (direct mode: one).
     pub fn role_slots(&self, role: Role) -> u32 {
         match self.mode {

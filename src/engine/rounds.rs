@@ -230,17 +230,40 @@ pub fn why_no_round(plan: &Plan) -> String {
     }
 }
 
-/// The end of the review window of the head `run` pushed (`merge.review_window_minutes` after
-/// the push), while it is still open at `now`: the PR is not merged before then.
-pub fn window_open_until(run: &Run, config: &Config, now: Timestamp) -> Option<Timestamp> {
-    let window = i64::from(config.review_window_minutes()) * MINUTE;
-    let pushed = run.finished_at.unwrap_or(run.started_at);
-    Some(pushed.plus(window)).filter(|until| window > 0 && *until > now)
+/// `merge.review_window_minutes`, or the default: in github mode 10 minutes for a repository
+/// without CI — the judge is the only gate, and a merge in the job that pushed would leave
+/// people no time to object — and none where CI gates the merge (`ci_gates`): the PR stays open
+/// while CI runs, and the tick that CI's completion starts merges it. In local-git and direct
+/// mode none: the person running the tick is the one who would object.
+pub fn review_window(config: &Config, ci_gates: bool) -> u32 {
+    config
+        .merge
+        .review_window_minutes
+        .unwrap_or(match config.mode {
+            crate::model::Mode::Github if !ci_gates => 10,
+            crate::model::Mode::Github
+            | crate::model::Mode::LocalGit
+            | crate::model::Mode::Direct => 0,
+        })
 }
 
-/// The wait of an approved change inside its window, for people: what it waits for and what
-/// they can still do about it.
-pub fn window_reason(config: &Config, task: &TaskId, until: Timestamp, now: Timestamp) -> String {
+/// The end of the review window of the head `run` pushed (`window` minutes after the push),
+/// while it is still open at `now`: the PR is not merged before then.
+pub fn window_open_until(run: &Run, window: u32, now: Timestamp) -> Option<Timestamp> {
+    let span = i64::from(window) * MINUTE;
+    let pushed = run.finished_at.unwrap_or(run.started_at);
+    Some(pushed.plus(span)).filter(|until| span > 0 && *until > now)
+}
+
+/// The wait of an approved change inside its window of `window` minutes, for people: what it
+/// waits for and what they can still do about it.
+pub fn window_reason(
+    config: &Config,
+    task: &TaskId,
+    window: u32,
+    until: Timestamp,
+    now: Timestamp,
+) -> String {
     let heard = match config.mode {
         crate::model::Mode::Github => {
             "a trusted person's request for changes, a hold label or `/opentiger hold` on the PR"
@@ -252,9 +275,8 @@ pub fn window_reason(config: &Config, task: &TaskId, until: Timestamp, now: Time
     };
     format!(
         "approved by the judge; merges after the review window, at {} (merge.review_window_minutes \
-         = {}): {heard} before then is heard",
+         = {window}): {heard} before then is heard",
         until.relative_to(now),
-        config.review_window_minutes()
     )
 }
 

@@ -103,24 +103,59 @@ fn a_bound_is_the_agents_timeout_plus_the_verification_allowance() {
 fn the_review_window_counts_from_the_push_and_defaults_per_mode() {
     let pushed = run("r", "a", RunStatus::Success, at(-6)); // finished at -5
     #[rustfmt::skip]
-    let cases: &[(&str, Mode, Option<u32>, Option<i64>)] = &[
-        ("github default: 10 minutes", Mode::Github, None, Some(5)),
-        ("local-git default: none", Mode::LocalGit, None, None),
-        ("local-git with a window", Mode::LocalGit, Some(15), Some(10)),
-        ("a window that has passed", Mode::Github, Some(5), None),
-        ("a window of 0 in github mode", Mode::Github, Some(0), None),
+    let cases: &[(&str, Mode, Option<u32>, bool, Option<i64>)] = &[
+        // name, mode, merge.review_window_minutes, CI gates the merge, open until
+        ("github without CI: 10 minutes", Mode::Github, None, false, Some(5)),
+        ("github with CI: CI's run is the window", Mode::Github, None, true, None),
+        ("github with CI and a window set", Mode::Github, Some(15), true, Some(10)),
+        ("local-git default: none", Mode::LocalGit, None, false, None),
+        ("local-git with a window", Mode::LocalGit, Some(15), false, Some(10)),
+        ("a window that has passed", Mode::Github, Some(5), false, None),
+        ("a window of 0 in github mode", Mode::Github, Some(0), false, None),
     ];
-    for (name, mode, minutes, until) in cases {
+    for (name, mode, minutes, ci_gates, until) in cases {
         let config = config_with(|c| {
             c.mode = *mode;
             c.merge.review_window_minutes = *minutes;
         });
+        let window = review_window(&config, *ci_gates);
         assert_eq!(
-            window_open_until(&pushed, &config, NOW),
+            window_open_until(&pushed, window, NOW),
             until.map(at),
             "case `{name}`"
         );
     }
+}
+
+#[test]
+fn in_github_mode_a_repository_with_ci_merges_when_ci_passes() {
+    let (t, r) = awaiting("a", "r1");
+    let mut config = Config::default();
+    config.mode = Mode::Github;
+    let t = t.with(|t| t.source_pr = Some(7));
+    let mut r = r;
+    r.pr_number = Some(7);
+    r.started_at = at(-6);
+    r.finished_at = Some(at(-5));
+    let mut snap = snapshot(vec![t], vec![r], vec![]);
+    snap.observations.pull_requests.insert(7, crate::engine::PullState::Open);
+    snap.observations.pull_checks.insert(7, checks_on("r1head", &["test"], &[], &[]));
+    let no_ci = plan_with(&snap, &config);
+    let after = |p: &Plan| {
+        p.decisions.iter().find_map(|d| match &d.action {
+            Action::Judge { merge_after, .. } => Some(*merge_after),
+            _ => None,
+        })
+    };
+    // Checks seen on the head, but none expected: no CI gates the merge, the window holds it.
+    assert_eq!(after(&no_ci), Some(Some(at(5))), "{:#?}", no_ci.decisions);
+    snap.observations.expected_checks = crate::engine::gate::ExpectedChecks::choose(
+        Some(&["test".to_string()]),
+        &[],
+        &[],
+    );
+    let with_ci = plan_with(&snap, &config);
+    assert_eq!(after(&with_ci), Some(None), "{:#?}", with_ci.decisions);
 }
 
 fn awaiting(id: &str, run_id: &str) -> (crate::model::Task, crate::model::Run) {

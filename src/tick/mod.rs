@@ -83,7 +83,7 @@ pub fn tick(ctx: &Context) -> Result<TickSummary, Failure> {
 /// the tick has one round). Otherwise, after each round the tick plans again and goes on while
 /// the next step needs nothing from outside and fits before its deadline ([`rounds`]).
 pub fn tick_with(ctx: &Context, fan_out: bool) -> Result<TickSummary, Failure> {
-    let ctx = &rounds::first(ctx);
+    let ctx = &rounds::first(ctx, fan_out);
     claim::preflight_checks(ctx)?;
     let span = tracing::info_span!("tick", id = %ctx.tick_id);
     let _enter = span.enter();

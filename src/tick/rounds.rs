@@ -34,12 +34,13 @@ pub(super) enum Ended {
     Interrupted,
 }
 
-/// The first round's context: the tick's deadline counted from its start (none with
-/// `limits.tick_minutes: 0`, which turns rounds off: one round per tick, as before issue 38).
-pub(super) fn first(ctx: &Context) -> Context {
+/// The first round's context: the tick's deadline counted from its start. None with
+/// `limits.tick_minutes: 0`, which turns rounds off (one round per tick, as before issue 38),
+/// nor for `fan_out`, whose claimed runs are worked by jobs of their own, side by side.
+pub(super) fn first(ctx: &Context, fan_out: bool) -> Context {
     Context {
         so_far: TickSoFar {
-            deadline: rounds_on(ctx).then(|| deadline(ctx, 0)),
+            deadline: (rounds_on(ctx) && !fan_out).then(|| deadline(ctx, 0)),
             ..TickSoFar::default()
         },
         ..ctx.clone()

@@ -449,9 +449,13 @@ pub(super) fn review_if_due(w: &mut Working<'_>, id: &TaskId) -> bool {
         return true;
     }
     let approved = obs.approved.contains(&run_id);
-    let window = rounds::window_open_until(run, w.config, w.now);
+    // CI gates the merge when checks are required and the repository has CI to wait for.
+    let ci_gates = w.config.merge.require_checks
+        && obs.expected_checks.source != super::super::gate::ExpectedSource::Nothing;
+    let minutes = rounds::review_window(w.config, ci_gates);
+    let window = rounds::window_open_until(run, minutes, w.now);
     if let (true, Some(until)) = (approved, window) {
-        let reason = rounds::window_reason(w.config, id, until, w.now);
+        let reason = rounds::window_reason(w.config, id, minutes, until, w.now);
         w.wait(id, Some(until), WINDOW_RULE, reason);
         return true;
     }
