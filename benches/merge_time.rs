@@ -10,7 +10,9 @@
 //! prints the mean and the worst. Jobs count the ticks between the label and the last merge
 //! that did something (a quiet scheduled tick would have run anyway).
 //!
-//! `MERGE_BENCH_BIN=path/to/opentiger` measures another build of opentiger (a build of the
+//! `MERGE_BENCH_VERBOSE=1` prints every tick's output; `MERGE_BENCH_ONLY=chain` runs the
+//! scenarios whose name holds that text. `MERGE_BENCH_BIN=path/to/opentiger`
+//! measures another build of opentiger (a build of the
 //! code before issue 38, which has no rounds and no review window: its scenarios with a window
 //! are skipped).
 
@@ -90,7 +92,9 @@ fn simulate(bin: &PathBuf, scenario: &Scenario, label: i64) -> (u32, i64) {
     let expected = if scenario.chain {
         let mut before: Option<String> = None;
         for name in ["a", "b", "c"] {
-            let mut args = vec!["task", "add", "--title", name, "--goal", name];
+            // The scripted worker writes each file a `CREATE` line of its prompt names.
+            let goal = format!("CREATE {name}.txt");
+            let mut args = vec!["task", "add", "--title", name, "--goal", goal.as_str()];
             if let Some(dep) = &before {
                 args.extend(["--depends-on", dep.as_str()]);
             }
@@ -120,6 +124,9 @@ fn simulate(bin: &PathBuf, scenario: &Scenario, label: i64) -> (u32, i64) {
                 .set_check_runs(head, &[("test", "completed", Some("success"))]);
         }
         let out = opentiger(&s, bin, now, &["tick"]);
+        if std::env::var_os("MERGE_BENCH_VERBOSE").is_some() {
+            eprintln!("── {} at {}\n{out}", scenario.name, rfc3339(now));
+        }
         if !out.contains(": 0 decision(s), 0 run(s), 0 review(s)") {
             jobs += 1;
         }
@@ -134,7 +141,11 @@ fn simulate(bin: &PathBuf, scenario: &Scenario, label: i64) -> (u32, i64) {
                 }
             }
         }
-        assert!(now - label < 24 * 60, "{}: not merged within a day", scenario.name);
+        assert!(
+            now - label < 24 * 60,
+            "{}: not merged within a day",
+            scenario.name
+        );
     }
     panic!("{}: ran out of events", scenario.name);
 }
@@ -155,12 +166,12 @@ fn main() {
         "{:<16} {:<14} {:>10} {:>10} {:>16} {:>16}",
         "scenario", "review window", "jobs mean", "jobs max", "minutes mean", "minutes max"
     );
-    for (name, ci, chain) in scenarios {
-        let windows: &[Option<u32>] = if current {
-            &[Some(0), None]
-        } else {
-            &[None]
-        };
+    let only = std::env::var("MERGE_BENCH_ONLY").unwrap_or_default();
+    for (name, ci, chain) in scenarios
+        .into_iter()
+        .filter(|s| s.0.contains(only.as_str()))
+    {
+        let windows: &[Option<u32>] = if current { &[Some(0), None] } else { &[None] };
         for window in windows {
             let scenario = Scenario {
                 name,

@@ -138,8 +138,12 @@ fn in_github_mode_a_repository_with_ci_merges_when_ci_passes() {
     r.started_at = at(-6);
     r.finished_at = Some(at(-5));
     let mut snap = snapshot(vec![t], vec![r], vec![]);
-    snap.observations.pull_requests.insert(7, crate::engine::PullState::Open);
-    snap.observations.pull_checks.insert(7, checks_on("r1head", &["test"], &[], &[]));
+    snap.observations
+        .pull_requests
+        .insert(7, crate::engine::PullState::Open);
+    snap.observations
+        .pull_checks
+        .insert(7, checks_on("r1head", &["test"], &[], &[]));
     let no_ci = plan_with(&snap, &config);
     let after = |p: &Plan| {
         p.decisions.iter().find_map(|d| match &d.action {
@@ -149,11 +153,8 @@ fn in_github_mode_a_repository_with_ci_merges_when_ci_passes() {
     };
     // Checks seen on the head, but none expected: no CI gates the merge, the window holds it.
     assert_eq!(after(&no_ci), Some(Some(at(5))), "{:#?}", no_ci.decisions);
-    snap.observations.expected_checks = crate::engine::gate::ExpectedChecks::choose(
-        Some(&["test".to_string()]),
-        &[],
-        &[],
-    );
+    snap.observations.expected_checks =
+        crate::engine::gate::ExpectedChecks::choose(Some(&["test".to_string()]), &[], &[]);
     let with_ci = plan_with(&snap, &config);
     assert_eq!(after(&with_ci), Some(None), "{:#?}", with_ci.decisions);
 }
