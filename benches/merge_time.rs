@@ -17,7 +17,6 @@
 //! are skipped).
 
 #[path = "../tests/common/mod.rs"]
-#[allow(dead_code, unused_imports)]
 mod common;
 
 use std::collections::BTreeSet;

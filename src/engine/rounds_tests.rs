@@ -17,10 +17,14 @@ fn so_far(rounds: u32, deadline_in: Option<i64>) -> TickSoFar {
     }
 }
 
+/// A case of `fits`: name, what the tick did so far, minutes already planned this round, the
+/// bound (minutes), and `Err((bound, left))` in minutes.
+type FitCase = (&'static str, TickSoFar, i64, i64, Option<(i64, i64)>);
+
 #[test]
 fn work_fits_when_its_bound_ends_before_the_deadline() {
     #[rustfmt::skip]
-    let cases: &[(&str, TickSoFar, i64, i64, Option<(i64, i64)>)] = &[
+    let cases: &[FitCase] = &[
         // name, so far, minutes already planned this round, bound (min), Err((bound, left))
         ("no deadline: anything fits", so_far(3, None), 0, 500, None),
         ("exactly the time left", so_far(1, Some(40)), 0, 40, None),
@@ -39,8 +43,10 @@ fn work_fits_when_its_bound_ends_before_the_deadline() {
 }
 
 fn config_with(f: impl FnOnce(&mut Config)) -> Config {
-    let mut c = Config::default();
-    c.mode = Mode::LocalGit;
+    let mut c = Config {
+        mode: Mode::LocalGit,
+        ..Config::default()
+    };
     f(&mut c);
     c
 }
@@ -102,9 +108,10 @@ fn a_bound_is_the_agents_timeout_plus_the_verification_allowance() {
 #[test]
 fn the_review_window_counts_from_the_push_and_defaults_per_mode() {
     let pushed = run("r", "a", RunStatus::Success, at(-6)); // finished at -5
+                                                            // name, mode, merge.review_window_minutes, CI gates the merge, open until
+    type WindowCase = (&'static str, Mode, Option<u32>, bool, Option<i64>);
     #[rustfmt::skip]
-    let cases: &[(&str, Mode, Option<u32>, bool, Option<i64>)] = &[
-        // name, mode, merge.review_window_minutes, CI gates the merge, open until
+    let cases: &[WindowCase] = &[
         ("github without CI: 10 minutes", Mode::Github, None, false, Some(5)),
         ("github with CI: CI's run is the window", Mode::Github, None, true, None),
         ("github with CI and a window set", Mode::Github, Some(15), true, Some(10)),
@@ -130,8 +137,10 @@ fn the_review_window_counts_from_the_push_and_defaults_per_mode() {
 #[test]
 fn in_github_mode_a_repository_with_ci_merges_when_ci_passes() {
     let (t, r) = awaiting("a", "r1");
-    let mut config = Config::default();
-    config.mode = Mode::Github;
+    let config = Config {
+        mode: Mode::Github,
+        ..Config::default()
+    };
     let t = t.with(|t| t.source_pr = Some(7));
     let mut r = r;
     r.pr_number = Some(7);

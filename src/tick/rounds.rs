@@ -82,7 +82,12 @@ pub(super) fn run(
             .deadline
             .map_or(0, |d| d.minus(round_ctx.now));
         let families = claimed.families.clone();
-        let (runs, reviewed, review_prs, planned) = what_it_claims(&claimed);
+        let Claims {
+            runs,
+            reviewed,
+            prs: review_prs,
+            planned,
+        } = what_it_claims(&claimed);
         let done = act::act(&round_ctx, forge, claimed, fan_out, round == 1, summary)?;
         let now = round_ctx.later();
         let recorded = round_ctx.record_state(&format!("record (round {round})"), |store| {
@@ -222,28 +227,36 @@ pub(super) fn run(
     Ok(Ended::Done)
 }
 
-/// What a round's claim starts, for the next round's count: runs, the heads it reviews, each
-/// review's PR, and whether the planner runs.
-fn what_it_claims(claimed: &Claimed) -> (u32, Vec<(RunId, String)>, BTreeMap<RunId, u64>, bool) {
-    let mut runs = 0;
-    let mut reviewed = Vec::new();
-    let mut prs = BTreeMap::new();
-    let mut planned = false;
+/// What a round's claim starts, for the next round's count.
+#[derive(Default)]
+struct Claims {
+    runs: u32,
+    /// The heads it reviews: (run, head).
+    reviewed: Vec<(RunId, String)>,
+    /// Each reviewed run's PR.
+    prs: BTreeMap<RunId, u64>,
+    planned: bool,
+}
+
+fn what_it_claims(claimed: &Claimed) -> Claims {
+    let mut claims = Claims::default();
     for work in &claimed.work {
         match work {
-            Work::Run { .. } => runs += 1,
+            Work::Run { .. } => claims.runs += 1,
             Work::Review { run, .. } => {
-                reviewed.push((run.id.clone(), run.head_sha.clone().unwrap_or_default()));
+                claims
+                    .reviewed
+                    .push((run.id.clone(), run.head_sha.clone().unwrap_or_default()));
                 if let Some(pr) = run.pr_number {
-                    prs.insert(run.id.clone(), pr);
+                    claims.prs.insert(run.id.clone(), pr);
                 }
             }
-            Work::Plan(_) => planned = true,
+            Work::Plan(_) => claims.planned = true,
             Work::OpenIssue(_) | Work::ClosePull(..) | Work::HealCi(_) | Work::RetargetPull(..) => {
             }
         }
     }
-    (runs, reviewed, prs, planned)
+    claims
 }
 
 /// What the round's runs spent (`budget.per_tick_usd` counts runs, as the act phase does).
