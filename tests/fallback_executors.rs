@@ -93,8 +93,10 @@ fn a_rate_limited_primary_hands_the_task_to_its_fallback_at_once() {
     g.run_until_quiet(1, 1, 6);
     assert_eq!(g.task_json(&id)["status"], "done");
     assert_eq!(g.file_on_main("fallback.txt").as_deref(), Some("done\n"));
-    let runs = runs_of(&g, &id, &minute(10));
+    let mut runs = runs_of(&g, &id, &minute(10));
     assert_eq!(runs.len(), 2, "{runs:?}");
+    // Both runs are of one tick's rounds (issue 38), at the same fixed time: the failed one first.
+    runs.sort_by_key(|r| r["status"] == "success");
     assert_eq!(
         (
             runs[0]["executor"].as_str(),
