@@ -8,8 +8,10 @@
 //! - Removing: dropping the workspace (`scratch::remove_tree`) against `git worktree remove`.
 //!
 //! Figures, not assertions; medians of `WORKSPACE_BENCH_RUNS` (default 7). Memory: each way runs
-//! once more in a process of its own (this binary with `--one <way>`), which reports its peak
-//! resident size and its children's (git) largest.
+//! once more in a process of its own (this binary with `--one <way>`), which reports the peak
+//! resident size of the set-up (its own and its git children's largest), then forks: the child
+//! imports the change and reports its own peak and that of the git processes the import
+//! started, apart from the set-up's.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -98,7 +100,9 @@ fn main() {
     );
     report("remove", &remove_old, &remove_new, "git worktree remove");
 
-    println!("\npeak memory (one process each way; git children: the largest one):");
+    println!(
+        "\npeak memory (one process each way, the import in a forked child; git: the largest one):"
+    );
     for way in ["worktree", "workspace"] {
         let out = Command::new(std::env::current_exe().expect("this bench"))
             .args(["--one", way, repo.to_str().unwrap()])
@@ -113,14 +117,15 @@ fn main() {
     }
 }
 
-/// One way, in a process of its own, for its peak memory.
+/// One way, in a process of its own, for its peak memory: the set-up here, the import in a
+/// forked child (so its git processes are counted apart from the set-up's).
 fn one(way: &str, repo: &Path) {
     let git = Git::new(repo);
     let head = git.run(&["rev-parse", "HEAD"]).expect("head");
-    match way {
+    let tmp = tempfile::tempdir().expect("temp");
+    let wt = tmp.path().join("wt");
+    let ws = match way {
         "worktree" => {
-            let tmp = tempfile::tempdir().expect("temp");
-            let wt = tmp.path().join("wt");
             git.run(&[
                 "worktree",
                 "add",
@@ -131,24 +136,52 @@ fn one(way: &str, repo: &Path) {
             ])
             .expect("worktree add");
             change(&wt);
-            let wt_git = Git::new(&wt);
-            wt_git.run(&["add", "-A"]).expect("add");
-            wt_git
-                .run(&["diff", "--cached", "--numstat", "HEAD"])
-                .expect("diff");
-            git.run(&["worktree", "remove", "--force", wt.to_str().unwrap()])
-                .expect("remove");
+            None
         }
         _ => {
             let ws = Workspace::open_detached(&git, "bench", &head).expect("workspace");
             change(&ws.path);
-            ws.import(opentiger::workspace::SizeLimits { file: 0, change: 0 })
-                .expect("import");
+            Some(ws)
         }
+    };
+    say(way, "set up", peak_kib());
+    // SAFETY: this process has no other thread now (the set-up's have ended); the child only
+    // imports, prints and leaves with `_exit`, running no destructor of the parent's values.
+    let pid = unsafe { libc::fork() };
+    assert!(pid >= 0, "fork failed");
+    if pid == 0 {
+        match &ws {
+            None => {
+                let wt_git = Git::new(&wt);
+                wt_git.run(&["add", "-A"]).expect("add");
+                wt_git
+                    .run(&["diff", "--cached", "--numstat", "HEAD"])
+                    .expect("diff");
+            }
+            Some(ws) => {
+                ws.import(opentiger::workspace::SizeLimits { file: 0, change: 0 })
+                    .expect("import");
+            }
+        }
+        say(way, "import", peak_kib());
+        use std::io::Write;
+        let _ = std::io::stdout().flush();
+        // SAFETY: ends the forked child at once, as above.
+        unsafe { libc::_exit(0) };
     }
-    let (own, children) = peak_kib();
+    let mut status = 0;
+    // SAFETY: waits for the child just forked; `status` lives for the call.
+    unsafe { libc::waitpid(pid, &mut status, 0) };
+    assert!(libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 0);
+    if ws.is_none() {
+        git.run(&["worktree", "remove", "--force", wt.to_str().unwrap()])
+            .expect("remove");
+    }
+}
+
+fn say(way: &str, what: &str, (own, children): (i64, i64)) {
     println!(
-        "  {way:<10} this process {:>6.1} MiB, git {:>6.1} MiB",
+        "  {way:<10} {what:<7} this process {:>6.1} MiB, git {:>6.1} MiB",
         own as f64 / 1024.0,
         children as f64 / 1024.0
     );

@@ -1,9 +1,14 @@
 //! The forge token, held by the runner alone (DESIGN §10).
 //!
 //! [`take_from_env`] runs first thing in `main`, before any thread or child exists: it reads
-//! `OPENTIGER_GITHUB_TOKEN` / `GITHUB_TOKEN` / `GH_TOKEN` once, keeps them in memory and removes
-//! them from the process environment, so no child (git, an agent, a verification command)
-//! inherits them. Everything that needs the token asks [`lookup`] instead of `std::env::var`.
+//! `OPENTIGER_GITHUB_TOKEN` / `GITHUB_TOKEN` / `OPENTIGER_PUSH_TOKEN` / `GH_TOKEN` once, keeps
+//! them in memory and removes them from the process environment, so no child (git, an agent, a
+//! verification command) inherits them. Everything that needs the token asks [`lookup`]
+//! instead of `std::env::var`.
+//!
+//! Two tokens may be held (issue 36, `scan.ci`): the forge token for everything, and the push
+//! token (`OPENTIGER_PUSH_TOKEN`, the workflow's own `GITHUB_TOKEN`, which starts no workflow)
+//! for pushing agents' heads and opening their PRs, so CI starts only when opentiger starts it.
 //!
 //! The runner's git gets the token only for commands that talk to an `https` remote, through
 //! `GIT_ASKPASS` pointing at this same binary ([`answer_askpass`]), which finds it in its own
@@ -18,8 +23,27 @@
 
 use std::sync::OnceLock;
 
-/// The variables that may hold a forge token, in the order they are preferred.
-pub const TOKEN_VARS: [&str; 3] = ["OPENTIGER_GITHUB_TOKEN", "GITHUB_TOKEN", "GH_TOKEN"];
+/// The variables that may hold a forge token.
+pub const TOKEN_VARS: [&str; 4] = [
+    "OPENTIGER_GITHUB_TOKEN",
+    "GITHUB_TOKEN",
+    PUSH_TOKEN_VAR,
+    "GH_TOKEN",
+];
+
+/// The token agents' heads are pushed (and their PRs opened) with under `scan.ci: after-scan`
+/// or `after-review`: the workflow's own `GITHUB_TOKEN`, whose pushes start no workflow.
+pub const PUSH_TOKEN_VAR: &str = "OPENTIGER_PUSH_TOKEN";
+
+/// Which of the held tokens a git command talks to the remote with.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Token {
+    /// The forge token ([`forge_token`]).
+    #[default]
+    Forge,
+    /// The push token ([`push_token`]): agents' heads under `scan.ci` other than `on-push`.
+    Push,
+}
 
 /// The variable holding the token, set only in the environment of a git command that pushes or
 /// fetches over https (and so of the askpass it starts).
@@ -99,6 +123,49 @@ pub fn forge_token() -> Option<String> {
         .into_iter()
         .find_map(lookup)
         .filter(|t| !t.trim().is_empty())
+}
+
+impl Token {
+    /// What agents' heads are pushed with: the push token in github mode under `scan.ci`
+    /// other than `on-push` (issue 36), else the forge token.
+    pub fn for_heads(config: &crate::config::Config) -> Token {
+        match (config.mode, config.scan.ci) {
+            (crate::model::Mode::Github, crate::config::CiStart::AfterScan)
+            | (crate::model::Mode::Github, crate::config::CiStart::AfterReview) => Token::Push,
+            (_, crate::config::CiStart::OnPush)
+            | (crate::model::Mode::LocalGit | crate::model::Mode::Direct, _) => Token::Forge,
+        }
+    }
+}
+
+/// The push token, if the runner holds one (issue 36).
+pub fn push_token() -> Option<String> {
+    lookup(PUSH_TOKEN_VAR).filter(|t| !t.trim().is_empty())
+}
+
+/// The token `which` names, if the runner holds it.
+pub fn token(which: Token) -> Option<String> {
+    match which {
+        Token::Forge => forge_token(),
+        Token::Push => push_token(),
+    }
+}
+
+/// Issue 36: with `scan.ci` other than `on-push` in github mode, agents' heads must be pushed
+/// with the push token; without one the tick refuses (pushing with the forge token would start
+/// CI on heads before the scan and the review allowed it). The message names the fix.
+pub fn missing_push_token(config: &crate::config::Config) -> Option<String> {
+    let needed = Token::for_heads(config) == Token::Push;
+    (needed && push_token().is_none()).then(|| {
+        format!(
+            "`scan.ci: {}` pushes agents' heads with a token that starts no workflow, but {PUSH_TOKEN_VAR} is not set, so nothing was pushed\n  fix: give opentiger the workflow's own token as {PUSH_TOKEN_VAR} (the action's `push-token` input, whose default is `${{{{ github.token }}}}`), or set `scan.ci: on-push`",
+            match config.scan.ci {
+                crate::config::CiStart::AfterScan => "after-scan",
+                crate::config::CiStart::AfterReview => "after-review",
+                crate::config::CiStart::OnPush => "on-push",
+            }
+        )
+    })
 }
 
 /// When git runs this binary as its `GIT_ASKPASS` (the token variable set, one argument: the

@@ -12,8 +12,10 @@ use crate::credentials;
 /// `-c` settings on every git command of the runner. Command-line settings win over every
 /// configuration file, so none of these can be turned back on by a repository, a worktree, an
 /// included file or the user's own configuration. An empty `diff.external` would break every
-/// diff, so diffs pass `--no-ext-diff`; filters and merge drivers, which have free names, are
-/// caught by the configuration check after each agent run instead (`sandbox::gitconfig`).
+/// diff, so diffs pass `--no-ext-diff`. Filters and merge drivers, which have free names, cannot
+/// be switched off here; no agent can set one for the runner's git, which reads only the
+/// runner's own git folder (out of every agent's reach under Landlock: issue 35, `workspace`)
+/// and hashes what it takes from a workspace with `--no-filters`.
 pub const HARDENING: [&str; 13] = [
     "commit.gpgsign=false",
     "tag.gpgsign=false",
@@ -72,6 +74,8 @@ pub struct GitOutput {
 pub struct Git {
     dir: PathBuf,
     env: Vec<(String, String)>,
+    /// The token its commands that talk to a remote use.
+    token: credentials::Token,
 }
 
 /// Identity for commits the runner makes.
@@ -83,7 +87,16 @@ impl Git {
         Git {
             dir: dir.into(),
             env: Vec::new(),
+            token: credentials::Token::Forge,
         }
+    }
+
+    /// The same repository talking to remotes with the token `which` (issue 36: agents' heads
+    /// are pushed with the push token under `scan.ci` other than `on-push`).
+    pub fn talking_with(&self, which: credentials::Token) -> Git {
+        let mut g = self.clone();
+        g.token = which;
+        g
     }
 
     /// The same repository with extra environment for every call (e.g. `GIT_INDEX_FILE`).
@@ -126,7 +139,7 @@ impl Git {
             .env("GIT_CONFIG_NOSYSTEM", "1")
             .env("LC_ALL", "C")
             .stdin(Stdio::null());
-        let token = credentials::forge_token();
+        let token = credentials::token(self.token);
         if let Some(token) = token.filter(|_| talks_to_remote(args)) {
             // Only our token, only through our askpass: no helper, no ssh program of theirs.
             cmd.args(["-c", "credential.helper=", "-c", "core.sshCommand=ssh"]);
@@ -144,6 +157,22 @@ impl Git {
         cmd
     }
 
+    /// Runs `cmd` (git with `args`) to its end. A command that talks to a remote (the one kind
+    /// that holds a token, for its askpass) starts only once whatever the runner's earlier git
+    /// commands left running has been ended (`reaper::sweep`: a background process of a git,
+    /// which no process group holds), and what it left itself is ended after it.
+    fn output_of(&self, args: &[&str], cmd: &mut Command) -> std::io::Result<std::process::Output> {
+        let remote = talks_to_remote(args);
+        if remote {
+            crate::reaper::sweep();
+        }
+        let out = cmd.output();
+        if remote {
+            crate::reaper::sweep();
+        }
+        out
+    }
+
     fn error(&self, args: &[&str], code: Option<i32>, detail: String) -> GitError {
         GitError {
             dir: self.dir.display().to_string(),
@@ -155,9 +184,8 @@ impl Git {
 
     /// Runs git and returns trimmed stdout; a non-zero exit is an error with stderr attached.
     pub fn run(&self, args: &[&str]) -> Result<String, GitError> {
-        let mut cmd = self.command(args);
-        let out = cmd
-            .output()
+        let out = self
+            .output_of(args, &mut self.command(args))
             .map_err(|e| self.error(args, None, format!("could not start git: {e}")))?;
         if out.status.success() {
             Ok(String::from_utf8_lossy(&out.stdout).trim_end().to_string())
@@ -181,10 +209,9 @@ impl Git {
             )
         })?;
         let mut cmd = self.command(args);
-        let result = cmd
-            .stdout(out)
-            .stderr(Stdio::piped())
-            .output()
+        cmd.stdout(out).stderr(Stdio::piped());
+        let result = self
+            .output_of(args, &mut cmd)
             .map_err(|e| self.error(args, None, format!("could not start git: {e}")))?;
         if result.status.success() {
             Ok(())
@@ -199,9 +226,8 @@ impl Git {
 
     /// Runs git and returns stdout as bytes (blobs).
     pub fn run_bytes(&self, args: &[&str]) -> Result<Vec<u8>, GitError> {
-        let mut cmd = self.command(args);
-        let out = cmd
-            .output()
+        let out = self
+            .output_of(args, &mut self.command(args))
             .map_err(|e| self.error(args, None, format!("could not start git: {e}")))?;
         if out.status.success() {
             Ok(out.stdout)
@@ -216,9 +242,8 @@ impl Git {
 
     /// Runs git; `Ok(None)` when it exits non-zero (for questions like "is this an ancestor?").
     pub fn try_run(&self, args: &[&str]) -> Result<Option<String>, GitError> {
-        let mut cmd = self.command(args);
-        let out = cmd
-            .output()
+        let out = self
+            .output_of(args, &mut self.command(args))
             .map_err(|e| self.error(args, None, format!("could not start git: {e}")))?;
         Ok(out
             .status
@@ -275,8 +300,7 @@ impl Git {
     /// commands whose exit code is an answer, such as `merge-tree`).
     pub fn try_run_output(&self, args: &[&str]) -> Result<GitOutput, GitError> {
         let out = self
-            .command(args)
-            .output()
+            .output_of(args, &mut self.command(args))
             .map_err(|e| self.error(args, None, format!("could not start git: {e}")))?;
         Ok(GitOutput {
             code: out.status.code(),
@@ -346,19 +370,21 @@ impl Git {
         Ok(self.resolve(&format!("refs/heads/{branch}"))?.is_some())
     }
 
-    /// `.git` of the main repository, shared by all worktrees. Read from the files when this is
-    /// the top of a work tree (no process: a quiet tick asks this), else asked of git.
+    /// `.git` of the main repository, shared by all worktrees, read from the files of the work
+    /// tree holding this folder (no process: a quiet tick asks this). Never asked of a git
+    /// run there: only the runner's own repository is ever asked, and a git folder that its
+    /// files do not name (an unreadable `commondir`) is an error, not a guess.
     pub fn common_dir(&self) -> Result<PathBuf, GitError> {
-        if let Some(common) = common_dir_at(&self.dir) {
-            return Ok(common);
-        }
-        let dir = self.run(&["rev-parse", "--git-common-dir"])?;
-        let path = PathBuf::from(dir);
-        Ok(if path.is_absolute() {
-            path
-        } else {
-            self.dir.join(path)
-        })
+        work_tree_top(&self.dir)
+            .and_then(|top| common_dir_at(&top))
+            .ok_or_else(|| {
+                self.error(
+                    &["rev-parse", "--git-common-dir"],
+                    None,
+                    "no work tree with a readable .git (and commondir) holds this folder"
+                        .to_string(),
+                )
+            })
     }
 
     pub fn is_repository(dir: &Path) -> bool {
@@ -496,6 +522,20 @@ mod tests {
                 },
             ]
         );
+    }
+
+    #[test]
+    fn the_common_dir_comes_from_the_files_never_from_a_git_run_there() {
+        let (dir, git) = temp_repo();
+        let common = dir.path().join(".git").canonicalize().unwrap();
+        std::fs::create_dir(dir.path().join("sub")).unwrap();
+        assert_eq!(git.common_dir().unwrap().canonicalize().unwrap(), common);
+        let sub = Git::new(dir.path().join("sub"));
+        assert_eq!(sub.common_dir().unwrap().canonicalize().unwrap(), common);
+        // A `commondir` that cannot be read (a folder) names nothing: an error, not a guess.
+        std::fs::create_dir(common.join("commondir")).unwrap();
+        let err = git.common_dir().unwrap_err();
+        assert!(err.detail.contains("commondir"), "{err}");
     }
 
     #[test]

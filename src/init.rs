@@ -257,6 +257,14 @@ pub fn config_text(mode: Mode, base: &str, agent_command: Option<&str>) -> Strin
          \x20 # The defaults also keep agents away from .github/workflows, this file and key files.\n\
          \x20 max_changed_files: 50\n\
          \x20 max_changed_lines: 2000\n\
+         \x20 max_file_bytes: 5242880 # sizes are checked before anything reads the change\n\
+         \x20 max_change_bytes: 20971520\n\
+         \n\
+         scan:\n\
+         \x20 # The threat scan holds a change that looks dangerous (a script gaining a download, hidden\n\
+         \x20 # text) for a person's approval. after-scan: CI with your secrets runs on an agent's head\n\
+         \x20 # only once it passed the scan (your CI needs workflow_dispatch, the workflow actions: write).\n\
+         \x20 ci: on-push # on-push | after-scan | after-review\n\
          \n\
          limits:\n\
          \x20 # A tick goes on to the next step (a review, a merge, the next task of a chain) while\n\

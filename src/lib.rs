@@ -17,6 +17,7 @@ pub mod failure;
 pub mod forge;
 pub mod git;
 pub mod init;
+pub mod live;
 pub mod model;
 pub mod planner;
 pub mod policy;

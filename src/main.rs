@@ -18,5 +18,8 @@ fn main() {
     // Every process an agent or a check starts is re-parented to us when orphaned, so the end of
     // its run can end it too (`reaper`).
     opentiger::reaper::become_subreaper();
-    std::process::exit(opentiger::cli::main());
+    let code = opentiger::cli::main();
+    // Nothing this command's programs left running (a git's background process) outlives it.
+    opentiger::reaper::sweep();
+    std::process::exit(code);
 }

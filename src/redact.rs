@@ -26,11 +26,11 @@
 use std::fmt;
 use std::ops::Range;
 
+use crate::credentials::TOKEN_VARS; // the forge tokens, always redacted (`Redactor::from_env`)
+
 const MARK: &str = "[REDACTED]";
 /// Known secret values shorter than this are ignored.
 const MIN_SECRET_LEN: usize = 8;
-/// Forge tokens, always collected by [`Redactor::from_env`].
-const TOKEN_VARS: [&str; 3] = ["GITHUB_TOKEN", "OPENTIGER_GITHUB_TOKEN", "GH_TOKEN"];
 const GITHUB_PREFIXES: [&str; 6] = ["ghp_", "gho_", "ghu_", "ghs_", "ghr_", "github_pat_"];
 /// What a model-key placeholder starts with (`egress`).
 const PLACEHOLDER_PREFIX: &[u8] = b"opentiger-placeholder-";
@@ -73,7 +73,7 @@ impl Redactor {
     }
 
     /// A redactor for the values of the variables `names` (e.g. an agent's `env_passthrough`)
-    /// plus `GITHUB_TOKEN`, `OPENTIGER_GITHUB_TOKEN` and `GH_TOKEN`, read through `lookup`
+    /// plus the forge tokens (`credentials::TOKEN_VARS`), read through `lookup`
     /// (`|n| std::env::var(n).ok()` in the shell, a map in tests).
     pub fn from_env(names: &[String], lookup: impl Fn(&str) -> Option<String>) -> Redactor {
         let names = names.iter().map(String::as_str).chain(TOKEN_VARS);

@@ -196,14 +196,17 @@ pub fn prepare(dir: &Path) -> Result<(), OutputError> {
 }
 
 /// Writes `record` into the folder `prepare` made and, when the run committed something new, a
-/// bundle of `branch` from the record's start to its head (from `repo`).
+/// bundle of `branch` from the record's start to its head (from `repo`) — never for a change
+/// the threat scan held (issue 36): the folder leaves the job, the held change does not.
 pub fn write(
     dir: &Path,
     record: &ResultRecord,
     repo: &Git,
     branch: &str,
 ) -> Result<(), OutputError> {
-    if let (Some(start), Some(head)) = (record.start_sha(), record.head_sha()) {
+    if let (Some(start), Some(head), None) =
+        (record.start_sha(), record.head_sha(), &record.run.held)
+    {
         if start != head {
             let bundle = dir.join(BUNDLE_FILE);
             let bundle_text = bundle.display().to_string();

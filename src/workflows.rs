@@ -1,7 +1,9 @@
 //! The repository's GitHub Actions workflow files, read for the few facts a tick needs about
 //! them: which start CI on `pull_request`/`push` (what the `GITHUB_TOKEN` trap silences), which
-//! of those also accept `workflow_dispatch`, which runs opentiger, on what cron and whether it
-//! may dispatch workflows (`actions: write`); and how often a cron fires.
+//! run on opentiger's heads and with which repository secrets (issue 36: what `doctor` names
+//! and `scan.ci` holds back), which of those also accept `workflow_dispatch`, which runs
+//! opentiger, on what cron and whether it may dispatch workflows (`actions: write`); and how
+//! often a cron fires.
 //!
 //! Parsing is typed (serde-saphyr), so `on:` stays a key. A file that does not parse is left
 //! out: this is a diagnosis aid, not a validator (actionlint is).
@@ -13,6 +15,9 @@ use std::path::Path;
 
 use serde::de::IgnoredAny;
 use serde::Deserialize;
+
+#[path = "workflows_heads.rs"]
+mod heads;
 
 use crate::engine::stall::CiSetup;
 use crate::report::heartbeat::Schedule;
@@ -27,6 +32,13 @@ pub struct Workflow {
     /// filter, or by `push` without a branch, tag or path filter (a filtered trigger may
     /// rightly not run on a PR, so it does not make CI expected).
     pub on_push_or_pr: bool,
+    /// The events that run it on a head opentiger pushes (issue 36): `push` without a branch
+    /// filter or with one that lets `opentiger/*` branches through, `pull_request`,
+    /// `pull_request_target`, `workflow_run`.
+    pub on_heads: Vec<String>,
+    /// The repository secrets it is given: `secrets.NAME` other than `GITHUB_TOKEN`, and
+    /// `inherit` for `secrets: inherit`.
+    pub secrets: Vec<String>,
     /// Accepts `workflow_dispatch`.
     pub dispatch: bool,
     /// The `schedule` crons.
@@ -67,13 +79,14 @@ enum Trigger {
     Other(IgnoredAny),
 }
 
-/// The filters of a `push` or `pull_request` trigger (only whether each is there matters).
+/// The filters of a `push` or `pull_request` trigger (whether each is there, and the branch
+/// patterns of a `push`).
 #[derive(Deserialize)]
 struct Filters {
     #[serde(default)]
-    branches: Option<IgnoredAny>,
+    branches: Option<heads::Patterns>,
     #[serde(default, rename = "branches-ignore")]
-    branches_ignore: Option<IgnoredAny>,
+    branches_ignore: Option<heads::Patterns>,
     #[serde(default)]
     tags: Option<IgnoredAny>,
     #[serde(default, rename = "tags-ignore")]
@@ -145,6 +158,21 @@ pub fn parse(file: &str, text: &str) -> Option<Workflow> {
             _ => false,
         }
     });
+    let on_heads = events
+        .iter()
+        .filter(|(event, trigger)| {
+            let filters = match trigger {
+                Some(Trigger::Filtered(f)) => Some(f),
+                _ => None,
+            };
+            match event.as_str() {
+                "pull_request" | "pull_request_target" | "workflow_run" => true,
+                "push" => filters.is_none_or(|f| heads::push_runs_on(f, heads::TASK_BRANCH)),
+                _ => false,
+            }
+        })
+        .map(|(event, _)| event.clone())
+        .collect();
     let crons = events
         .iter()
         .filter_map(|(_, t)| match t {
@@ -163,6 +191,8 @@ pub fn parse(file: &str, text: &str) -> Option<Workflow> {
     Some(Workflow {
         file: file.to_string(),
         on_push_or_pr: on_prs,
+        on_heads,
+        secrets: heads::secrets_used(text),
         dispatch: has(&["workflow_dispatch"]),
         crons,
         runs_opentiger: text.contains("opentiger"),
@@ -195,23 +225,26 @@ pub fn read(repo: &Path) -> Vec<Workflow> {
         .collect()
 }
 
-/// What the `GITHUB_TOKEN` trap needs to know: whether the token is a workflow's own, which CI
-/// it silences, and which of that CI opentiger could start itself.
+/// How CI gets started here: whether the token is a workflow's own, which CI it silences, which
+/// CI runs on opentiger's heads and which of that opentiger could start itself.
 pub fn ci_setup(workflows: &[Workflow], workflow_token: bool) -> CiSetup {
-    let ci: Vec<&Workflow> = workflows
-        .iter()
-        .filter(|w| w.on_push_or_pr && !w.runs_opentiger)
-        .collect();
-    let may_dispatch = workflows
-        .iter()
-        .any(|w| w.runs_opentiger && w.actions_write);
+    let ci = || workflows.iter().filter(|w| !w.runs_opentiger);
+    let on_heads: Vec<&Workflow> = ci().filter(|w| !w.on_heads.is_empty()).collect();
     CiSetup {
         workflow_token,
-        push_workflows: ci.iter().map(|w| w.file.clone()).collect(),
-        dispatchable: ci
+        push_workflows: ci()
+            .filter(|w| w.on_push_or_pr)
+            .map(|w| w.file.clone())
+            .collect(),
+        head_workflows: on_heads.iter().map(|w| w.file.clone()).collect(),
+        lacks_dispatch: on_heads
             .iter()
-            .find(|w| w.dispatch && may_dispatch)
-            .map(|w| w.file.clone()),
+            .filter(|w| !w.dispatch)
+            .map(|w| w.file.clone())
+            .collect(),
+        may_dispatch: workflows
+            .iter()
+            .any(|w| w.runs_opentiger && w.actions_write),
     }
 }
 
@@ -402,6 +435,7 @@ mod tests {
         let ci = Workflow {
             file: "ci.yml".into(),
             on_push_or_pr: true,
+            on_heads: vec!["pull_request".into()],
             dispatch: true,
             ..Workflow::default()
         };
@@ -415,13 +449,25 @@ mod tests {
         let setup = ci_setup(&[ci.clone(), tick(true)], true);
         assert!(setup.is_trap());
         assert_eq!(setup.push_workflows, vec!["ci.yml"]);
-        assert_eq!(setup.dispatchable.as_deref(), Some("ci.yml"));
-        assert_eq!(
-            ci_setup(&[ci.clone(), tick(false)], true).dispatchable,
-            None
-        );
-        assert!(!ci_setup(&[ci, tick(true)], false).is_trap());
+        assert_eq!(setup.dispatchable(), vec!["ci.yml"]);
+        assert!(ci_setup(&[ci.clone(), tick(false)], true)
+            .dispatchable()
+            .is_empty());
+        assert!(!ci_setup(&[ci.clone(), tick(true)], false).is_trap());
         assert!(!ci_setup(&[tick(true)], true).is_trap());
+        // Issue 36: every CI workflow on opentiger's heads is dispatched, not only the first.
+        let lint = Workflow {
+            file: "lint.yml".into(),
+            ..ci.clone()
+        };
+        let deploy = Workflow {
+            file: "deploy.yml".into(),
+            dispatch: false,
+            ..ci.clone()
+        };
+        let setup = ci_setup(&[ci, lint, deploy, tick(true)], true);
+        assert_eq!(setup.dispatchable(), vec!["ci.yml", "lint.yml"]);
+        assert_eq!(setup.lacks_dispatch, vec!["deploy.yml"]);
 
         let env = |pairs: &'static [(&'static str, &'static str)]| {
             move |k: &str| {

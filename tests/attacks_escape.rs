@@ -10,7 +10,11 @@
 //! The agent script reads its prompt: a task whose title says ATTACK runs the attack, any other
 //! task writes `plain.txt`.
 
+#[path = "attacks_escape/checks.rs"]
+mod checks;
 mod common;
+#[path = "attacks_escape/roles.rs"]
+mod roles;
 
 use std::path::Path;
 

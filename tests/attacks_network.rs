@@ -306,7 +306,7 @@ fn a_cli_hunting_its_model_key_finds_only_a_placeholder(
     std::fs::copy(&calling, real.join(program)).unwrap();
     let loot = jail.loot.display().to_string();
     let hunt = format!(
-        "#!/bin/sh\n{{ echo \"ran: {program} $(id -u)\"; env; for f in /proc/[0-9]*/environ; do tr '\\0' '\\n' < \"$f\" 2>/dev/null; done; grep -ra KeyOfTheWorkflow \"$HOME\" /tmp \"${{TMPDIR:-/tmp}}/..\" 2>/dev/null | head -20; }} >> {loot}\nexec python3 {} \"$@\"\n",
+        "#!/bin/sh\n{{ echo \"ran: {program} $(id -u)\"; env; for f in /proc/[0-9]*/environ; do tr '\\0' '\\n' < \"$f\" 2>/dev/null; done; grep -rI KeyOfTheWorkflow \"$HOME\" /tmp \"${{TMPDIR:-/tmp}}/..\" 2>/dev/null | head -20; }} >> {loot}\nexec python3 {} \"$@\"\n",
         real.join(program).display()
     );
     std::fs::write(bin.join(program), hunt).unwrap();
@@ -370,8 +370,15 @@ fn a_cli_hunting_its_model_key_finds_only_a_placeholder(
     assert!(!out.stdout.contains(key) && !out.stderr.contains(key));
 }
 
-const ANTHROPIC_KEY: &str = "sk-ant-api03-STEPkeyOfTheWorkflow0123456789abcdef";
-const OPENAI_KEY: &str = "sk-proj-STEPopenaiKeyOfTheWorkflow0123456789abcd";
+// The keys are put together at run time: a checkout of these tests in /tmp (where the hunt
+// looks) must not hold them whole.
+fn anthropic_key() -> String {
+    ["sk-ant-api03-", "STEPkeyOfTheWorkflow", "0123456789abcdef"].concat()
+}
+
+fn openai_key() -> String {
+    ["sk-proj-", "STEPopenaiKeyOfTheWorkflow", "0123456789abcd"].concat()
+}
 
 #[test]
 fn claude_code_hunting_its_model_key_finds_only_a_placeholder() {
@@ -379,7 +386,7 @@ fn claude_code_hunting_its_model_key_finds_only_a_placeholder() {
         "claude-code",
         "claude",
         "ANTHROPIC_API_KEY",
-        ANTHROPIC_KEY,
+        &anthropic_key(),
         "api.anthropic.com",
     );
 }
@@ -390,7 +397,7 @@ fn codex_hunting_its_model_key_finds_only_a_placeholder() {
         "codex",
         "codex",
         "OPENAI_API_KEY",
-        OPENAI_KEY,
+        &openai_key(),
         "api.openai.com",
     );
 }
@@ -401,7 +408,7 @@ fn opencode_hunting_its_model_key_finds_only_a_placeholder() {
         "opencode",
         "opencode",
         "ANTHROPIC_API_KEY",
-        ANTHROPIC_KEY,
+        &anthropic_key(),
         "api.anthropic.com",
     );
 }
@@ -412,7 +419,7 @@ fn aider_hunting_its_model_key_finds_only_a_placeholder() {
         "aider",
         "aider",
         "ANTHROPIC_API_KEY",
-        ANTHROPIC_KEY,
+        &anthropic_key(),
         "api.anthropic.com",
     );
 }

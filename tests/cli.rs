@@ -395,9 +395,17 @@ fn dry_run_explains_every_decision_and_writes_nothing() {
     let repo = TestRepo::new();
     seeded(&repo);
     let before = std::fs::read(repo.state_path()).unwrap();
-    let text = repo.run(&["tick", "--dry-run"]).ok().stdout;
+    // Issue 40: the preflight gates and scores are the engine's figures, shown with -v.
+    let plain = repo.run(&["tick", "--dry-run"]).ok().stdout;
+    assert!(
+        !plain.contains("Preflight") && !plain.contains("score "),
+        "{plain}"
+    );
+    assert!(plain.contains("Next: "), "{plain}");
+    let text = repo.run(&["-v", "tick", "--dry-run"]).ok().stdout;
     for needle in [
         "Preflight S5",
+        "(score ",
         "[recovery.run_lost]",
         "running without a lease",
         "[recovery.retry_failed]",

@@ -166,12 +166,14 @@ fn eight_misbehaving_tasks_do_not_starve_a_plain_one() {
             .iter()
             .find(|t| t["block_reason"] == "awaiting_human")
             .unwrap_or_else(|| panic!("{id} never reached a person: {family:#?}"));
+        // Issue 40: what happened as the reason, what to do as its advice.
         let why = stopped["reason"].as_str().unwrap_or_default();
+        let advice = stopped["advice"].as_str().unwrap_or_default();
         assert!(
             why.contains("a policy violation is not retried as it is")
-                && why.contains("Fix: ")
-                && why.contains("opentiger task retry"),
-            "{id}: {why}"
+                && advice.contains("Fix: ")
+                && advice.contains("opentiger task retry"),
+            "{id}: {why} / {advice}"
         );
     }
     // The rework's notes (its prompt) name the violation precisely.

@@ -101,22 +101,46 @@ fn init_writes_a_loadable_config_and_the_example_workflow_then_doctor_passes_off
     assert_eq!(shown["base_branch"], "main");
     assert_eq!(shown["state"]["store"], "branch");
 
-    // As written, the agent is claude-code: without its CLI and key, doctor fails and says why.
-    let as_written = opentiger(
-        &repo,
-        &["doctor"],
-        &[
-            ("GITHUB_TOKEN", FAKE_TOKEN),
-            ("GITHUB_REPOSITORY", "acme/widgets"),
-            ("PATH", "/usr/bin:/bin:/usr/local/bin"),
-        ],
-    );
+    // As written, the agent is claude-code: in Actions, without its CLI and key, doctor fails
+    // and says why.
+    let bare = [
+        ("GITHUB_TOKEN", FAKE_TOKEN),
+        ("GITHUB_REPOSITORY", "acme/widgets"),
+        ("PATH", "/usr/bin:/bin:/usr/local/bin"),
+    ];
+    let in_actions = [&bare[..], &[("GITHUB_ACTIONS", "true")]].concat();
+    let as_written = opentiger(&repo, &["doctor"], &in_actions);
     assert_eq!(as_written.code, 1, "{}", as_written.stdout);
     assert!(
         as_written.stdout.contains("ANTHROPIC_API_KEY"),
         "{}",
         as_written.stdout
     );
+    // Issue 40: outside Actions, what the workflow provides (the repository, the token, the
+    // CLI it installs, the key it passes) is apart, needed only to tick from here.
+    let here = opentiger(
+        &repo,
+        &["doctor"],
+        &[("PATH", "/usr/bin:/bin:/usr/local/bin")],
+    );
+    assert_eq!(here.code, 0, "{}\n{}", here.stdout, here.stderr);
+    let (counted, apart) = here
+        .stdout
+        .split_once("GitHub Actions provides these")
+        .unwrap_or_else(|| panic!("no section apart:\n{}", here.stdout));
+    assert!(lines_at(counted, "fail").is_empty(), "{}", here.stdout);
+    let needed = lines_at(apart, "here");
+    for what in [
+        "repository",
+        "token",
+        "`claude` is not on PATH",
+        "ANTHROPIC_API_KEY",
+    ] {
+        assert!(
+            needed.iter().any(|l| l.contains(what)),
+            "{what} not apart: {needed:#?}"
+        );
+    }
 
     // With an agent that runs anywhere, every offline check passes.
     use_scripted_agent(&repo);
@@ -265,6 +289,32 @@ fn init_in_local_git_mode_needs_no_github_and_keeps_the_state_out_of_git() {
     // And a tick runs there.
     let tick = opentiger(&repo, &["tick"], &[]);
     assert_eq!(tick.code, 0, "{}\n{}", tick.stdout, tick.stderr);
+}
+
+/// Issue 35: where `sandbox.filesystem: none` leaves the runner's repository writable, `doctor`
+/// says so and names what it risks (the tick says the same: `tests/workspace.rs`).
+#[test]
+fn doctor_under_filesystem_none_names_the_risk_to_the_runner_s_repository() {
+    let dir = tempfile::tempdir().unwrap();
+    let repo = dir.path();
+    git(repo, &["init", "-q", "-b", "main"]);
+    git(repo, &["commit", "-q", "--allow-empty", "-m", "initial"]);
+    opentiger(repo, &["--mode", "local-git", "init"], &[]).ok();
+    use_scripted_agent(repo);
+    let path = repo.join(".opentiger.yml");
+    let text = std::fs::read_to_string(&path).unwrap();
+    assert!(!text.contains("\nsandbox:"), "{text}");
+    std::fs::write(&path, format!("{text}sandbox:\n  filesystem: none\n")).unwrap();
+    let doctor = opentiger(repo, &["doctor"], &[]);
+    let warned = lines_at(&doctor.stdout, "warn");
+    let risk = warned
+        .iter()
+        .find(|l| l.contains("landlock: sandbox.filesystem is none"))
+        .unwrap_or_else(|| panic!("{}", doctor.stdout));
+    assert!(
+        risk.contains("the runner's repository and its .git") && risk.contains("with its token"),
+        "{risk}"
+    );
 }
 
 #[test]
@@ -504,4 +554,66 @@ fn doctor_says_what_each_network_setting_leaves_open_with_a_network_fix() {
         !landlock.contains("sandbox.filesystem: landlock`"),
         "{landlock}"
     );
+}
+
+/// Issue 39: `doctor` lists the folders `sandbox.writable` opens, and `task show` every check
+/// that runs on the task's change with where it comes from.
+#[test]
+fn doctor_lists_writable_folders_and_task_show_every_check() {
+    let dir = tempfile::tempdir().unwrap();
+    let repo = dir.path().join("r");
+    std::fs::create_dir(&repo).unwrap();
+    git(&repo, &["init", "-q", "-b", "main"]);
+    git(&repo, &["commit", "-q", "--allow-empty", "-m", "initial"]);
+    opentiger(&repo, &["--mode", "local-git", "init"], &[]).ok();
+    use_scripted_agent(&repo);
+    let path = repo.join(".opentiger.yml");
+    let shared = dir.path().join("shared-cache");
+    let config = format!(
+        "mode: local-git\nagents:\n  default:\n    executor: scripted\nsandbox:\n  writable: [\"{}\"]\nverify:\n  commands: [\"./check.sh\"]\n  by_role:\n    worker: [\"./lint.sh\"]\n  when_changed:\n    - paths: [\"web/**\"]\n      commands: [\"npm test\"]\n",
+        shared.display()
+    );
+    std::fs::write(&path, config).unwrap();
+    // (It fails for the scripts this test does not commit: only the listing matters here.)
+    let doctor = opentiger(&repo, &["doctor"], &[]);
+    let want = format!(
+        "sandbox.writable opens 1 folder(s) to every agent and check: {}",
+        shared.display()
+    );
+    assert!(doctor.stdout.contains(&want), "{}", doctor.stdout);
+
+    let added = opentiger(
+        &repo,
+        &[
+            "task",
+            "add",
+            "--title",
+            "t",
+            "--goal",
+            "g",
+            "--command",
+            "cargo test",
+        ],
+        &[],
+    )
+    .ok();
+    let id = added
+        .stdout
+        .split_whitespace()
+        .find(|w| w.len() == 12)
+        .unwrap()
+        .to_string();
+    let shown = opentiger(&repo, &["task", "show", &id], &[]).ok().stdout;
+    for line in [
+        "  checks:   cargo test  (the task's commands)",
+        "            ./check.sh  (verify.commands)",
+        "            ./lint.sh   (verify.by_role.worker)",
+        "            npm test    (verify.when_changed[0], when a change touches web/**)",
+    ] {
+        assert!(shown.contains(line), "{line:?} not in\n{shown}");
+    }
+    let json = opentiger(&repo, &["task", "show", &id, "--json"], &[])
+        .ok()
+        .json();
+    assert_eq!(json["checks"][1]["from"], "verify.commands", "{json}");
 }

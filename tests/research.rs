@@ -214,10 +214,10 @@ fn a_report_leaving_a_criterion_unanswered_fails_its_run_naming_it() {
 }
 
 /// The attack (issue 16's way, as an unprivileged user when the tests run as root): a research
-/// agent under Landlock tries to write a file into its workspace and into the repository's
-/// `.git` (the common folder and its worktree's), and fails at each; its run still succeeds
-/// with a report, so nothing it tried got through unseen. With the workspace writable, the
-/// first write would succeed and the run fail (checked once by breaking the confinement).
+/// agent under Landlock tries to write a file into its workspace and, by their paths, into the
+/// runner's repository — its work tree, a tracked file, its `.git` (a file, the config, a ref)
+/// — and fails at each; its run still succeeds with a report, so nothing it tried got through
+/// unseen, and nothing of the runner's repository changed.
 #[test]
 fn a_research_agent_cannot_write_its_workspace_or_git() {
     use common::unprivileged::Jail;
@@ -229,21 +229,39 @@ fn a_research_agent_cannot_write_its_workspace_or_git() {
         extra: "sandbox:\n  filesystem: landlock\n",
         ..common::Setup::default()
     });
-    jail.g.agent(
+    let runner = jail.g.path().to_path_buf();
+    jail.g.agent(&format!(
         r###"#!/bin/sh
+R='{runner}'
 r="$OPENTIGER_REPORT_FILE"
 echo "## Findings" > "$r"
 (echo pwned > "$OPENTIGER_WORKSPACE/pwned.txt") 2>/dev/null && echo "WROTE-WORKSPACE" >> "$r"
 (echo pwned > "$OPENTIGER_WORKSPACE/README.md") 2>/dev/null && echo "WROTE-README" >> "$r"
-gitdir=$(sed -n 's/^gitdir: //p' "$OPENTIGER_WORKSPACE/.git")
-common=$(dirname "$(dirname "$gitdir")")
-(echo pwned > "$common/pwned-research") 2>/dev/null && echo "WROTE-GIT" >> "$r"
-(echo pwned > "$gitdir/pwned-research") 2>/dev/null && echo "WROTE-WORKTREE-GIT" >> "$r"
+(echo pwned > "$R/pwned.txt") 2>/dev/null && echo "WROTE-RUNNER-TREE" >> "$r"
+(echo pwned >> "$R/README.md") 2>/dev/null && echo "WROTE-RUNNER-README" >> "$r"
+(echo pwned > "$R/.git/pwned-research") 2>/dev/null && echo "WROTE-GIT" >> "$r"
+(printf '[core]\n\thooksPath = /tmp\n' >> "$R/.git/config") 2>/dev/null && echo "WROTE-GIT-CONFIG" >> "$r"
+(git -C "$R" rev-parse HEAD > "$R/.git/refs/heads/pwned") 2>/dev/null && echo "WROTE-GIT-REF" >> "$r"
 echo "tried every write" >> "$r"
 summary=$(tr '\n' ' ' < "$r")
-echo "{\"summary\": \"$summary\"}" > "$OPENTIGER_RESULT_FILE"
+echo "{{\"summary\": \"$summary\"}}" > "$OPENTIGER_RESULT_FILE"
 "###,
-    );
+        runner = runner.display()
+    ));
+    let aimed = [
+        "pwned.txt",
+        "README.md",
+        ".git/pwned-research",
+        ".git/config",
+        ".git/refs/heads/pwned",
+    ];
+    let read_all = || -> Vec<Option<String>> {
+        aimed
+            .iter()
+            .map(|p| std::fs::read_to_string(runner.join(p)).ok())
+            .collect()
+    };
+    let before = read_all();
     let id = jail.add_task(&[
         "--title",
         "Where is the name?",
@@ -260,9 +278,7 @@ echo "{\"summary\": \"$summary\"}" > "$OPENTIGER_RESULT_FILE"
     let summary = run["summary"].as_str().unwrap_or_default();
     assert!(summary.contains("tried every write"), "{summary}");
     assert!(!summary.contains("WROTE-"), "{summary}");
-    let git_dir = jail.g.path().join(".git");
-    assert!(!git_dir.join("pwned-research").exists());
-    assert!(!jail.g.path().join("pwned.txt").exists());
+    assert_eq!(read_all(), before, "the runner's repository changed");
     // Nothing was committed or branched for it.
     let branches = common::git(jail.g.path(), &["branch", "--list", "opentiger/task-*"]);
     assert!(branches.trim().is_empty(), "{branches}");

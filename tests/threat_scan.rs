@@ -1,8 +1,8 @@
 //! Issue 36, end to end: what an agent hands back is data. Links named like a denied folder,
 //! files too large to read, secrets written encoded and scripts that gain a download never
 //! leave the job; a person's approval of exactly the held change lets it through. The ticks run
-//! as an unprivileged user with agents under Landlock and a remote to push to (local-git), and
-//! against the GitHub stand-in for the approval from GitHub.
+//! as an unprivileged user with agents under Landlock and a remote to push to (local-git); the
+//! approval from GitHub is `tests/ci_start.rs`'.
 
 mod common;
 
@@ -149,6 +149,47 @@ fn links_named_like_denied_folders_never_reach_main() {
     assert!(seen.iter().all(|p| !p.contains("INJECTED")), "{seen:?}");
 }
 
+/// Links judged by their targets: one to a workflow file, one to a folder a denied pattern
+/// covers, one into the repository's `.git`: a policy violation naming each, nothing pushed.
+#[test]
+fn links_to_denied_paths_or_into_git_never_leave_the_job() {
+    let (jail, origin) = jail(Setup::default());
+    std::fs::create_dir_all(jail.g.path().join(".github/workflows")).unwrap();
+    std::fs::write(
+        jail.g.path().join(".github/workflows/ci.yml"),
+        "on: push\njobs: {}\n",
+    )
+    .unwrap();
+    git(jail.g.path(), &["add", ".github"]);
+    git(jail.g.path(), &["commit", "-q", "-m", "ci"]);
+    git(jail.g.path(), &["push", "-q", "origin", "main"]);
+    jail.g.agent(
+        "#!/bin/sh
+ln -s .github/workflows/ci.yml ci-link
+ln -s .opentiger conf-link
+ln -s .git/config git-link
+echo x > x.txt
+",
+    );
+    let id = jail.add_task(&["--title", "Links", "--goal", "anything"]);
+    let out = jail.run(&minute(0), &["tick"], &[]);
+    assert_eq!(out.code, 0, "{}\n{}", out.stdout, out.stderr);
+    let first = run(&jail, &id);
+    assert_eq!(first["failure_code"], "policy_violation", "{first}");
+    let error = first["error"].as_str().unwrap_or_default();
+    for part in [
+        "symbolic link ci-link points to .github/workflows/ci.yml",
+        "symbolic link conf-link points to .opentiger",
+        "symbolic link git-link points to .git/config",
+    ] {
+        assert!(error.contains(part), "{part}: {error}");
+    }
+    assert!(
+        !refs_of(&origin).contains("opentiger/task-"),
+        "nothing pushed"
+    );
+}
+
 /// `wait4` on the tick's step shell: the peak resident size (KiB) of it and of every process it
 /// waited for (the tick, its git children, the agent).
 fn peak_kib(mut child: std::process::Child) -> (i32, i64, String) {
@@ -172,8 +213,60 @@ fn peak_kib(mut child: std::process::Child) -> (i32, i64, String) {
     (libc::WEXITSTATUS(status), usage.ru_maxrss, text)
 }
 
+/// Every 5 ms until `done`, the resident memory of `root` and all its descendants added up
+/// (`VmRSS` of each, from `/proc`); the largest sum seen, in KiB. A sample can miss a spike
+/// shorter than its period; `wait4`'s figure (the largest single process) cannot.
+fn sample_tree_kib(
+    root: i32,
+    done: std::sync::Arc<std::sync::atomic::AtomicBool>,
+) -> std::thread::JoinHandle<u64> {
+    std::thread::spawn(move || {
+        let mut peak = 0;
+        while !done.load(std::sync::atomic::Ordering::SeqCst) {
+            let mut parent = std::collections::HashMap::new();
+            let mut rss = std::collections::HashMap::new();
+            for entry in std::fs::read_dir("/proc").into_iter().flatten().flatten() {
+                let Ok(pid) = entry.file_name().to_string_lossy().parse::<i32>() else {
+                    continue;
+                };
+                let Ok(status) = std::fs::read_to_string(entry.path().join("status")) else {
+                    continue;
+                };
+                let field = |name: &str| {
+                    status
+                        .lines()
+                        .find_map(|l| l.strip_prefix(name))
+                        .and_then(|v| v.split_whitespace().next()?.parse::<u64>().ok())
+                };
+                if let Some(ppid) = field("PPid:") {
+                    parent.insert(pid, ppid as i32);
+                }
+                rss.insert(pid, field("VmRSS:").unwrap_or(0));
+            }
+            let in_tree = |mut pid: i32| loop {
+                if pid == root {
+                    return true;
+                }
+                match parent.get(&pid) {
+                    Some(&p) if p > 1 && p != pid => pid = p,
+                    _ => return false,
+                }
+            };
+            let sum: u64 = rss
+                .iter()
+                .filter(|(p, _)| in_tree(**p))
+                .map(|(_, r)| r)
+                .sum();
+            peak = peak.max(sum);
+            std::thread::sleep(std::time::Duration::from_millis(5));
+        }
+        peak
+    })
+}
+
 /// A 400 MB file of random bytes and a 3 GB sparse file: refused with the limit named, and the
-/// tick — its git children and the agent included — never holds more than 256 MiB.
+/// tick — its git children and the agent included — never holds more than 256 MiB, neither in
+/// one process nor added up over all of them.
 #[test]
 fn files_too_large_are_refused_by_size_with_memory_bounded() {
     let (jail, origin) = jail(Setup::default());
@@ -181,9 +274,18 @@ fn files_too_large_are_refused_by_size_with_memory_bounded() {
         "#!/bin/sh\nhead -c 400000000 /dev/urandom > big.bin\ntruncate -s 3G sparse.img\necho x > x.txt\n",
     );
     let id = jail.add_task(&["--title", "Huge", "--goal", "anything"]);
-    let (code, peak, text) = peak_kib(jail.spawn(&minute(0), &["tick"], &[]));
+    let child = jail.spawn(&minute(0), &["tick"], &[]);
+    let done = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let sampler = sample_tree_kib(i32::try_from(child.id()).unwrap(), done.clone());
+    let (code, peak, text) = peak_kib(child);
+    done.store(true, std::sync::atomic::Ordering::SeqCst);
+    let summed = sampler.join().unwrap();
     assert_eq!(code, 0, "{text}");
     assert!(peak < 256 * 1024, "the tick's peak was {peak} KiB:\n{text}");
+    assert!(
+        summed < 256 * 1024,
+        "the tick's tree held {summed} KiB:\n{text}"
+    );
     let first = run(&jail, &id);
     let error = first["error"].as_str().unwrap_or_default();
     assert_eq!(first["failure_code"], "policy_violation", "{first}");
@@ -197,7 +299,9 @@ fn files_too_large_are_refused_by_size_with_memory_bounded() {
         !refs_of(&origin).contains("opentiger/task-"),
         "nothing pushed"
     );
-    eprintln!("tick peak with a 400 MB and a 3 GB file: {peak} KiB");
+    eprintln!(
+        "tick with a 400 MB and a 3 GB file: largest process {peak} KiB, whole tree (sampled) {summed} KiB"
+    );
 }
 
 /// A token the agent was given, written base64-encoded into one file and reversed into
@@ -230,9 +334,10 @@ fn an_encoded_passthrough_token_is_never_pushed() {
     );
 }
 
-/// A change that makes an install script pipe a download into a shell is held: not pushed to
-/// the branch, the file named, kept where a person can look; `task approve` lets exactly that
-/// commit through on the next tick, without running the agent again.
+/// A change that makes an install script pipe a download into a shell is held: pushed nowhere
+/// (not to the branch, not to a ref of its own), the file named, kept on the machine that ran
+/// it; `task approve` lets exactly that commit through on the next tick, without running the
+/// agent again.
 #[test]
 fn a_script_gaining_a_download_is_held_until_a_person_approves_that_change() {
     let (jail, origin) = jail(Setup::default());
@@ -263,17 +368,28 @@ fn a_script_gaining_a_download_is_held_until_a_person_approves_that_change() {
     let held = first["head_sha"].as_str().unwrap().to_string();
     let refs = refs_of(&origin);
     assert!(
-        !refs.contains("refs/heads/opentiger/task-"),
-        "not pushed to the branch: {refs}"
+        !refs.contains("opentiger/task-") && !refs.contains("refs/opentiger/held"),
+        "pushed nowhere: {refs}"
     );
     assert_eq!(
-        in_origin(
-            &origin,
+        git(
+            jail.g.path(),
             &["rev-parse", &format!("refs/opentiger/held/{id}")]
-        )
-        .as_deref(),
-        Some(held.as_str()),
-        "kept where a person can look"
+        ),
+        held,
+        "kept on the machine that ran it"
+    );
+    let branch_tip = git(
+        jail.g.path(),
+        &[
+            "for-each-ref",
+            "--format=%(objectname)",
+            "refs/heads/opentiger/",
+        ],
+    );
+    assert!(
+        !branch_tip.contains(&held),
+        "the task branch does not keep it: {branch_tip}"
     );
     let shown = jail.run(&minute(1), &["status"], &[]).ok().stdout;
     assert!(

@@ -5,6 +5,12 @@
 //! its workspace goes with it.
 
 mod common;
+#[path = "workspace/gc.rs"]
+mod gc;
+#[path = "workspace/leftovers.rs"]
+mod leftovers;
+#[path = "workspace/remote.rs"]
+mod remote;
 
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
@@ -219,108 +225,6 @@ fn a_merge_waits_for_a_person_s_uncommitted_work_in_its_way() {
     assert_eq!(g.task_json(&id)["status"], "done");
 }
 
-/// A tick killed after committing a run's change to the task branch, before pushing it: the
-/// next run adopts that commit and pushes it, and the task lands on the remote.
-#[test]
-fn a_tick_killed_between_commit_and_push_still_lands_on_the_remote() {
-    let g = GitRepo::with(Setup::default());
-    let origin = bare_origin(g.tools_path());
-    git(
-        g.path(),
-        &["remote", "add", "origin", origin.to_str().unwrap()],
-    );
-    git(g.path(), &["push", "-q", "origin", "main"]);
-    g.agent_hanging_first(false);
-    let id = g.repo.add(&[
-        "--title",
-        "Killed before the push",
-        "--goal",
-        "result.txt",
-        "--id",
-        "unpushed01",
-    ]);
-    let mut tick = spawn_tick(&g, &minute(0));
-    let pidfile = g.tools_path().join("agent.pid");
-    wait_for(&pidfile);
-    // What the dead tick had done: its run's change committed to the local task branch.
-    let branch = "opentiger/task-unpushed";
-    let tree = {
-        let blob = Command::new("git")
-            .current_dir(g.path())
-            .args(["hash-object", "-w", "--stdin"])
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .spawn()
-            .and_then(|mut c| {
-                use std::io::Write;
-                c.stdin.take().unwrap().write_all(b"done\n")?;
-                c.wait_with_output()
-            })
-            .unwrap();
-        let blob = String::from_utf8_lossy(&blob.stdout).trim().to_string();
-        let index = g.tools_path().join("index");
-        let with_index = |args: &[&str]| {
-            let out = Command::new("git")
-                .current_dir(g.path())
-                .env("GIT_INDEX_FILE", &index)
-                .args(args)
-                .output()
-                .unwrap();
-            assert!(out.status.success(), "{out:?}");
-            String::from_utf8_lossy(&out.stdout).trim().to_string()
-        };
-        with_index(&["read-tree", "main"]);
-        with_index(&[
-            "update-index",
-            "--add",
-            "--cacheinfo",
-            &format!("100644,{blob},result.txt"),
-        ]);
-        with_index(&["write-tree"])
-    };
-    let commit = git(
-        g.path(),
-        &[
-            "commit-tree",
-            &tree,
-            "-p",
-            "main",
-            "-m",
-            "[opentiger] Killed before the push",
-            "-m",
-            &format!("Task: {id}\nRun: dead"),
-        ],
-    );
-    git(
-        g.path(),
-        &["update-ref", &format!("refs/heads/{branch}"), &commit],
-    );
-    tick.kill().unwrap();
-    tick.wait().unwrap();
-    let agent: i32 = std::fs::read_to_string(&pidfile)
-        .unwrap()
-        .trim()
-        .parse()
-        .unwrap();
-    // SAFETY: kill has no memory effects; a negative pid addresses the agent's group.
-    unsafe { libc::kill(-agent, libc::SIGKILL) };
-
-    let outs = g.run_until_quiet(10, 10, 6);
-    let log: Vec<String> = outs.iter().map(|o| o.stdout.clone()).collect();
-    assert_eq!(g.task_json(&id)["status"], "done", "{log:#?}");
-    let on_origin = Command::new("git")
-        .arg("-C")
-        .arg(&origin)
-        .args(["show", "main:result.txt"])
-        .output()
-        .unwrap();
-    assert_eq!(
-        String::from_utf8_lossy(&on_origin.stdout),
-        "done\n",
-        "{log:#?}"
-    );
-}
-
 /// The judge's agent fails past its retries: the task waits on a person. Their `task retry`
 /// asks the judge again — no new worker run — and the change merges.
 #[test]
@@ -372,4 +276,24 @@ fn a_workspace_an_agent_made_hard_to_remove_is_removed() {
     }
     assert_eq!(g.task_json(&plain)["status"], "done");
     assert_eq!(g.file_on_main("plain.txt").as_deref(), Some("plain\n"));
+}
+
+/// A `gitdir:` file in a new folder (git walks into it and lists no `.git`): the run is a
+/// policy violation naming it, and nothing of the folder reaches `main`.
+#[test]
+fn a_git_file_in_a_new_folder_is_a_policy_violation_naming_it() {
+    let g = GitRepo::with(Setup::default());
+    g.agent("#!/bin/sh\nmkdir lib\necho 'gitdir: /nowhere' > lib/.git\necho x > lib/a.txt\n");
+    let id = g.repo.add(&["--title", "T", "--goal", "lib"]);
+    g.tick(&minute(0)).ok();
+    let shown = g.repo.run(&["task", "show", &id, "--json"]).ok().json();
+    let run = &shown["runs"][0];
+    assert_eq!(run["failure_code"], "policy_violation", "{shown}");
+    assert!(
+        run["error"]
+            .as_str()
+            .is_some_and(|e| e.contains("lib/.git is a git repository")),
+        "{run}"
+    );
+    assert!(g.file_on_main("lib/a.txt").is_none());
 }

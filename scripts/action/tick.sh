@@ -90,18 +90,20 @@ trap 'rm -rf "$work"' EXIT
 json=$work/tick.json
 log=$work/tick.log
 
-# The tick's log, folded. Its text may quote agents and issues: workflow commands in it are
-# switched off, so nothing it prints can set outputs, masks or annotations.
-echo "::group::$(escape_data "opentiger ${args[*]}")"
+# The tick's log. Its text may quote agents and issues: workflow commands in it are switched
+# off, so nothing it prints can set outputs, masks or annotations. The tick folds each of its
+# runs into a group itself (GitHub Actions does not nest groups, so the log as a whole is not
+# one): it gets the stop token to resume commands for its own group lines only.
+echo "opentiger: $(escape_data "opentiger ${args[*]}")"
 stop=$(od -An -N16 -tx1 /dev/urandom | tr -d ' \n')
 echo "::stop-commands::$stop"
 set +e
 # The summary is this script's (the table below, then the dashboard): not the tick's own.
-env -u GITHUB_STEP_SUMMARY "$bin" "${args[@]}" 2>&1 >"$json" | tee "$log"
+OPENTIGER_ACTIONS_STOP_TOKEN=$stop env -u GITHUB_STEP_SUMMARY "$bin" "${args[@]}" 2>&1 >"$json" |
+  tee "$log"
 code=${PIPESTATUS[0]}
 set -e
 echo "::$stop::"
-echo "::endgroup::"
 output exit-code "$code"
 
 if ((code != 0)); then

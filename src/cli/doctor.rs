@@ -1,10 +1,11 @@
 //! `opentiger doctor [--online]`: prints [`crate::doctor::checks`], each problem with its fix.
-//! Exit code: 0 when no check failed (warnings allowed), 1 otherwise.
+//! Exit code: 0 when no check failed (warnings allowed), 1 otherwise; outside GitHub Actions
+//! in github mode, what Actions provides is listed apart and fails nothing.
 
 use clap::Args;
 
 use super::{Cli, CmdResult, Failure};
-use crate::doctor::{checks, render, Level};
+use crate::doctor::{checks, failures, render, Where};
 
 #[derive(Args, Debug)]
 pub struct DoctorArgs {
@@ -15,9 +16,11 @@ pub struct DoctorArgs {
 
 pub fn run(cli: &Cli, args: &DoctorArgs) -> CmdResult {
     let lookup = crate::credentials::lookup;
-    let checks = checks(&cli.context_options(), args.online, &lookup);
-    out!("{}", render(&checks));
-    let failed = checks.iter().filter(|c| c.level == Level::Fail).count();
+    let options = cli.context_options();
+    let checks = checks(&options, args.online, &lookup);
+    let at = Where::of(crate::doctor::mode_of(&options), &lookup);
+    out!("{}", render(&checks, at));
+    let failed = failures(&checks, at);
     if failed > 0 {
         return Err(Failure::tick(format!(
             "{failed} check(s) failed: see the fixes above"

@@ -22,9 +22,11 @@ mod config_cmd;
 mod doctor;
 mod init;
 mod locate;
+mod pause;
 mod plan;
 mod status;
 mod task;
+mod task_moves;
 mod tick;
 mod work;
 
@@ -88,6 +90,11 @@ pub enum Command {
     Status(status::StatusArgs),
     /// Turn the requirement document into tasks now (refused while a backlog exists).
     Plan(plan::PlanArgs),
+    /// Pause the repository: ticks claim no new run and start no planner until `resume` (what
+    /// runs finishes). In github mode, what `/opentiger pause` on the dashboard issue does.
+    Pause(PauseArgs),
+    /// Resume a paused repository: the next tick claims work again.
+    Resume,
     /// The local backlog: add, list, show, retry, cancel, approve tasks.
     #[command(subcommand)]
     Task(task::TaskCommand),
@@ -105,6 +112,13 @@ pub enum Command {
     Init(init::InitArgs),
     /// Check that a tick can run here: config, git, agents, token, state; each problem with its fix.
     Doctor(doctor::DoctorArgs),
+}
+
+#[derive(clap::Args, Debug)]
+pub struct PauseArgs {
+    /// Why, kept with the pause (shown by `status`).
+    #[arg(long)]
+    pub reason: Option<String>,
 }
 
 #[derive(clap::Args, Debug)]
@@ -190,6 +204,8 @@ pub fn main() -> i32 {
         }
     };
     init_logging(cli.verbose, cli.quiet);
+    // Before anything starts a program: the action's stop token leaves the environment.
+    let stop_token = crate::live::take_stop_token();
     // Relative paths in the configuration (an agent's `./scripts/agent.sh`, the state file, the
     // requirement) are relative to the repository: made absolute once here, they stay right
     // whatever folder a program later runs in (a run's worktree, a scratch copy).
@@ -208,7 +224,7 @@ pub fn main() -> i32 {
             return 2;
         }
     }
-    match run(cli) {
+    match run(cli, stop_token) {
         Ok(()) => 0,
         Err(f) => {
             if !f.message.is_empty() {
@@ -240,7 +256,7 @@ fn root(cli: &Cli) -> Result<PathBuf, Failure> {
     }
 }
 
-fn run(cli: Cli) -> CmdResult {
+fn run(cli: Cli, stop_token: Option<String>) -> CmdResult {
     use locate::Access;
     // Loaded, and what it says when there is no `.opentiger.yml` (see `locate`).
     let context = |access: Access| -> Result<Context, Failure> {
@@ -249,6 +265,16 @@ fn run(cli: Cli) -> CmdResult {
         locate::confirm_defaults(&ctx, access, cli.yes, interactive)?;
         Ok(ctx)
     };
+    // Issue 40: commands that run agents and checks say so while they run (stderr), unless -q.
+    let runs_agents = match &cli.command {
+        Command::Tick(args) => !args.dry_run,
+        Command::Work(_) | Command::Plan(_) => true,
+        _ => false,
+    };
+    if runs_agents && !cli.quiet {
+        let actions = std::env::var("GITHUB_ACTIONS").as_deref() == Ok("true");
+        crate::live::init(actions, stop_token);
+    }
     match &cli.command {
         Command::Config(cmd) => config_cmd::run(&cli, cmd),
         Command::Init(args) => init::run(&cli, args),
@@ -259,12 +285,14 @@ fn run(cli: Cli) -> CmdResult {
             } else {
                 Access::Write
             };
-            tick::run(&context(access)?, args)
+            tick::run(&context(access)?, args, cli.verbose > 0)
         }
         Command::Work(args) => work::run(&context(Access::Read)?, args),
         Command::Apply(args) => work::apply(&context(Access::Read)?, args),
         Command::Status(args) => status::run(&context(Access::Read)?, args, cli.verbose > 0),
         Command::Plan(args) => plan::run(&context(Access::Write)?, args),
+        Command::Pause(args) => pause::pause(&context(Access::Write)?, args.reason.as_deref()),
+        Command::Resume => pause::resume(&context(Access::Read)?),
         Command::Task(cmd) => {
             // Only adding can start a state: the other task commands need a task in one.
             use task::TaskCommand;

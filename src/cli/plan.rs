@@ -28,8 +28,7 @@ pub fn run(ctx: &Context, args: &PlanArgs) -> CmdResult {
         let inputs = PreflightInputs::from_tasks(active.iter(), &observations);
         if inputs.i() || inputs.p() || inputs.l() {
             return Err(Failure::usage(format!(
-                "not planning: a backlog exists ({}; {} local task(s), {} awaiting the judge, {} backlog issue(s), {} open PR(s))\n  fix: let the loop finish them (`opentiger tick`), or cancel them; planning comes after the backlog",
-                inputs.flags(),
+                "not planning: a backlog exists ({} local task(s), {} awaiting the judge, {} backlog issue(s), {} open PR(s))\n  fix: let the loop finish them (`opentiger tick`), or cancel them; planning comes after the backlog",
                 inputs.local_backlog,
                 inputs.pending_judge,
                 inputs.issue_backlog,

@@ -6,16 +6,18 @@ use std::path::PathBuf;
 use clap::{Args, Subcommand};
 use serde::Deserialize;
 
+use super::task_moves::writer;
 use super::{CmdResult, Context, Failure};
-use crate::engine::commands::{approved_state, cancel_refusal, retry_move, RetryMove};
-use crate::model::{BlockReason, Lane, Risk, Role, Task, TaskId, TaskState, TaskStatus};
+use crate::model::{Lane, Risk, Role, Task, TaskId, TaskStatus};
 use crate::report;
 use crate::runner::TaskField;
-use crate::store::{TaskChanges, TaskFilter, Writer};
+use crate::store::TaskFilter;
 
 #[derive(Subcommand, Debug)]
 pub enum TaskCommand {
-    /// Add a task (prints its id), or several from a plan file with --from.
+    /// Add a task (prints its id), or several from a plan file with --from. With
+    /// `execution_mode: ask` every new task waits for approval (`opentiger task approve ID`),
+    /// with `decide` every high-risk one, whoever adds it; --approve approves it as you add it.
     Add(AddArgs),
     /// List tasks (active ones unless --all or --status).
     List {
@@ -88,9 +90,14 @@ pub struct AddArgs {
     #[arg(long, default_value_t = 0, allow_negative_numbers = true,
           value_parser = clap::value_parser!(i64).range(-1000..=1000))]
     pub priority: i64,
-    /// low, medium or high: a riskier task is picked later and may wait for a person.
+    /// low, medium or high: a riskier task is picked later; with `execution_mode: decide` a
+    /// high-risk one waits for approval (`opentiger task approve`) unless --approve.
     #[arg(long, default_value = "low")]
     pub risk: Risk,
+    /// You approve what you add: with `execution_mode: ask` (every task) or `decide` (high-risk
+    /// tasks) it is queued at once instead of waiting for `opentiger task approve`.
+    #[arg(long)]
+    pub approve: bool,
     /// Use this id instead of a generated one (letters, digits, `-`, `_`).
     #[arg(long)]
     pub id: Option<String>,
@@ -107,30 +114,47 @@ pub fn run(ctx: &Context, cmd: &TaskCommand) -> CmdResult {
         TaskCommand::Add(args) => add(ctx, args),
         TaskCommand::List { status, all, json } => list(ctx, *status, *all, *json),
         TaskCommand::Show { id, json } => show(ctx, id, *json),
-        TaskCommand::Retry { id, reason } => retry(ctx, id, reason),
-        TaskCommand::Cancel { id, reason } => cancel(ctx, id, reason),
-        TaskCommand::Approve { id, all } => approve(ctx, id.as_deref(), *all),
-    }
-}
-
-fn writer(ctx: &Context) -> Writer<'_> {
-    Writer {
-        tick_id: None,
-        actor: "human",
-        now: ctx.now,
+        TaskCommand::Retry { id, reason } => super::task_moves::retry(ctx, id, reason),
+        TaskCommand::Cancel { id, reason } => super::task_moves::cancel(ctx, id, reason),
+        TaskCommand::Approve { id, all } => super::task_moves::approve(ctx, id.as_deref(), *all),
     }
 }
 
 fn add(ctx: &Context, args: &AddArgs) -> CmdResult {
     let tasks = ctx.write_state("task add", |store| {
-        let tasks = build_new_tasks(ctx, args, store)?;
+        let mut tasks = build_new_tasks(ctx, args, store)?;
+        for task in &mut tasks {
+            hold_for_approval(ctx, task, args.approve);
+        }
         store.insert_tasks(&tasks, writer(ctx))?;
         Ok(tasks)
     })?;
     for task in &tasks {
         outln!("{}", task.id);
     }
+    // The ids alone on stdout (scripts read them); what waits, on stderr.
+    for task in tasks.iter().filter(|t| t.needs_approval) {
+        eprintln!(
+            "{}: waits for approval ({}): `opentiger task approve {}`",
+            task.id, ctx.config.execution_mode, task.id
+        );
+    }
     Ok(())
+}
+
+/// Issue 40: `execution_mode` holds a task added by hand like one from an issue or the planner
+/// (`engine::approval`), unless its author approves it by adding it (`--approve`).
+fn hold_for_approval(ctx: &Context, task: &mut Task, approved: bool) {
+    let origin = crate::engine::approval::Origin::ByHand { approved };
+    if let Some(why) = crate::engine::approval::held(ctx.config.execution_mode, origin, task.risk) {
+        task.status = TaskStatus::Blocked;
+        task.block_reason = Some(crate::model::BlockReason::AwaitingHuman);
+        task.needs_approval = true;
+        task.status_reason = Some(format!(
+            "added by hand, waits for approval ({why}). Decide: `opentiger task approve {}`, or `opentiger task cancel {}`",
+            task.id, task.id
+        ));
+    }
 }
 
 fn build_new_tasks(
@@ -381,6 +405,19 @@ fn list(ctx: &Context, status: Option<TaskStatus>, all: bool, json: bool) -> Cmd
             t.priority,
             report::truncate(&t.title, 70)
         );
+        // Issue 40: what it waits for, every dependency not done yet.
+        let unmet: Vec<String> = t
+            .dependencies
+            .iter()
+            .filter_map(|dep| match store.task(dep) {
+                Ok(d) if d.status == TaskStatus::Done => None,
+                Ok(d) => Some(format!("{dep} ({})", d.state())),
+                Err(_) => Some(format!("{dep} (unknown)")),
+            })
+            .collect();
+        if !unmet.is_empty() {
+            outln!("{:<12} after: {}", "", unmet.join(", "));
+        }
     }
     Ok(())
 }
@@ -402,165 +439,26 @@ fn show(ctx: &Context, id: &str, json: bool) -> CmdResult {
         .map(report::RefusalView::of)
         .collect();
     let held_back = plan.holds.get(&id);
+    let checks = report::checks_of(&task, &ctx.config.verify);
     let research = store.research_report(&id)?;
     let approved = match &research {
         Some(r) => store.approved_proposals(r)?,
         None => Vec::new(),
     };
     if json {
-        let value = serde_json::json!({ "task": task, "phase": phase, "next_action": next, "runs": runs, "events": events, "family": family, "held_back": held_back, "research": research, "approved_proposals": approved, "reviews": reviews, "refused": refused });
+        let value = serde_json::json!({ "task": task, "checks": checks, "phase": phase, "next_action": next, "runs": runs, "events": events, "family": family, "held_back": held_back, "research": research, "approved_proposals": approved, "reviews": reviews, "refused": refused });
         outln!(
             "{}",
             serde_json::to_string_pretty(&value).map_err(|e| Failure::tick(e.to_string()))?
         );
     } else {
-        let mut text = report::task_text(&task, phase, &next, &runs, &events);
+        let text = report::task_text(&task, phase, &next, &runs, &events);
+        let mut text = report::with_checks(&text, &checks);
         if let Some(r) = &research {
             text = report::research::with_report(&text, r, &approved, task.issue_number);
         }
         let text = report::with_reviews(&text, &reviews);
         out!("{}", report::with_family(&text, &family));
-    }
-    Ok(())
-}
-
-fn retry(ctx: &Context, id: &str, reason: &str) -> CmdResult {
-    let line = ctx.write_state("task retry", |store| {
-        let id = store.resolve_task_id(id)?;
-        let task = store.task(&id)?;
-        // The rule is the comment command's too (`/opentiger retry`), so both agree.
-        let last = store.last_run(&id)?;
-        match retry_move(&task, last.as_ref(), ctx.now) {
-            Err(why) => return Err(Failure::usage(why)),
-            Ok(RetryMove::Rejudge { run }) => {
-                store.rejudge(&id, &run, reason, writer(ctx))?;
-                return Ok(format!(
-                    "{id}: {} → blocked(awaiting_judge): the next tick asks the judge about run {run} again (no new worker run)",
-                    task.state()
-                ));
-            }
-            Ok(RetryMove::EndCooldown) => {
-                store.clear_cooldown(&id, reason, writer(ctx))?;
-                return Ok(format!(
-                    "{id}: queued, its cooldown cleared: the next tick may start it"
-                ));
-            }
-            Ok(RetryMove::Requeue) => {}
-        }
-        // A person's retry starts the budgets afresh: they decided the cause is dealt with.
-        let changes = TaskChanges {
-            attempts: Some(Default::default()),
-            next_attempt_at: Some(None),
-            needs_approval: Some(false),
-        };
-        store.transition_task(&id, TaskState::QUEUED, reason, changes, writer(ctx))?;
-        // Issue 18: a person retrying says the agents' configuration is dealt with.
-        let unparked = store.clear_config_parks()?;
-        let note = if unparked > 0 {
-            format!(" ({unparked} executor(s) parked for their configuration may run again)")
-        } else {
-            String::new()
-        };
-        Ok(format!(
-            "{id}: {} → queued{note}; {}",
-            task.state(),
-            next_start_note(ctx, &task)
-        ))
-    })?;
-    outln!("{line}");
-    Ok(())
-}
-
-/// Which start the next run of a retried task gets, said for the person who retried it.
-fn next_start_note(ctx: &Context, task: &Task) -> String {
-    use crate::workspace::{next_start, task_branch, NextStart};
-    let base = &ctx.config.base_branch;
-    let branch = task_branch(task);
-    match next_start(&crate::git::Git::new(&ctx.repo), &branch, base) {
-        Ok(NextStart::Base) => {
-            format!("the next run starts from the current {base} ({branch} holds no agent work)")
-        }
-        Ok(NextStart::Branch { commits }) => format!(
-            "the next run continues on {branch}, keeping its {commits} commit(s) of earlier work \
-             (WIP); `opentiger task cancel` and a new task start from {base} instead"
-        ),
-        Err(e) => format!("could not look at {branch}: {e}"),
-    }
-}
-
-fn cancel(ctx: &Context, id: &str, reason: &str) -> CmdResult {
-    let line = ctx.write_state("task cancel", |store| {
-        let id = store.resolve_task_id(id)?;
-        let task = store.task(&id)?;
-        // The rule is the comment command's too (`/opentiger cancel`), so both agree.
-        if let Some(why) = cancel_refusal(&task) {
-            return Err(Failure::usage(why));
-        }
-        store.transition_task(
-            &id,
-            TaskState::CANCELLED,
-            reason,
-            TaskChanges::default(),
-            writer(ctx),
-        )?;
-        Ok(format!("{id}: {} → cancelled", task.state()))
-    })?;
-    outln!("{line}");
-    Ok(())
-}
-
-fn approve(ctx: &Context, id: Option<&str>, all: bool) -> CmdResult {
-    let lines = ctx.write_state("task approve", |store| {
-        let waiting: Vec<Task> = store
-            .list_tasks(&TaskFilter { status: Some(TaskStatus::Blocked), include_terminal: false })?
-            .into_iter()
-            .filter(|t| t.needs_approval && t.block_reason == Some(BlockReason::AwaitingHuman))
-            .collect();
-        let chosen: Vec<&Task> = match id {
-            Some(given) => {
-                let id = store.resolve_task_id(given)?;
-                // Issue 36: a change the threat scan held, approved exactly.
-                let task = store.task(&id)?;
-                let last = store.last_run(&id)?;
-                if let Some(head) = crate::engine::commands::held_change(&task, last.as_ref()) {
-                    let head = head.to_string();
-                    let reason = format!("its change {head} approved by a person after the threat scan");
-                    store.approve_change(&id, &head, "a person (opentiger task approve)", &reason, writer(ctx))?;
-                    return Ok(vec![format!(
-                        "{id}: its change {head} (held by the threat scan) is approved; the next tick delivers exactly that commit"
-                    )]);
-                }
-                match waiting.iter().find(|t| t.id == id) {
-                    Some(t) => vec![t],
-                    None => {
-                        let task = store.task(&id)?;
-                        return Err(Failure::usage(format!(
-                            "task {id} does not wait for approval (it is {})\n  fix: `opentiger task list --status blocked` shows what waits",
-                            task.state()
-                        )));
-                    }
-                }
-            }
-            None if all => waiting.iter().collect(),
-            None => Vec::new(),
-        };
-        let planned = store.plan_of_tasks()?;
-        let github = ctx.config.mode == crate::model::Mode::Github;
-        let mut lines = Vec::new();
-        for task in chosen {
-            // The rule is the comment command's too: a planned task gets its issue first.
-            let to = approved_state(task, planned.contains_key(&task.id), github);
-            let changes = TaskChanges { attempts: None, next_attempt_at: None, needs_approval: Some(false) };
-            store.transition_task(&task.id, to, "approved by a person", changes, writer(ctx))?;
-            lines.push(format!("{}: approved → {to}", task.id));
-        }
-        Ok(lines)
-    })?;
-    if lines.is_empty() {
-        outln!("No task waits for approval.");
-    }
-    for line in lines {
-        outln!("{line}");
     }
     Ok(())
 }

@@ -34,7 +34,9 @@ pub struct TickArgs {
     pub fan_out: Option<u32>,
 }
 
-pub fn run(ctx: &Context, args: &TickArgs) -> CmdResult {
+/// `verbose` (`-v`) adds the engine's own figures to a dry run: the preflight gates and each
+/// claim's score.
+pub fn run(ctx: &Context, args: &TickArgs, verbose: bool) -> CmdResult {
     let mut config = ctx.config.clone();
     if let Some(n) = args.max_runs.or(args.fan_out) {
         config.limits.max_runs_per_tick = n;
@@ -48,7 +50,7 @@ pub fn run(ctx: &Context, args: &TickArgs) -> CmdResult {
         if args.fan_out.is_some() {
             ctx.so_far.deadline = None;
         }
-        return dry_run(&ctx, args.json, args.offline);
+        return dry_run(&ctx, args.json, args.offline, verbose);
     }
     if args.fan_out.is_some() {
         // The runs are leased to the fan-out until a work job takes them over: not to this
@@ -83,7 +85,7 @@ pub fn run(ctx: &Context, args: &TickArgs) -> CmdResult {
 /// The plan the next tick would make, changing nothing. In github mode (unless `offline`) it
 /// reads GitHub first, as a tick does (GETs only, conditional with the stored ETags), and
 /// applies what it saw to the state in memory, so the plan shows the imports a tick would make.
-fn dry_run(ctx: &Context, json: bool, offline: bool) -> CmdResult {
+fn dry_run(ctx: &Context, json: bool, offline: bool, verbose: bool) -> CmdResult {
     // What GitHub says is applied to a private copy; offline, or with nothing to read from
     // GitHub, the state is only read.
     let mut store = if offline || ctx.config.mode != crate::model::Mode::Github {
@@ -118,7 +120,7 @@ fn dry_run(ctx: &Context, json: bool, offline: bool) -> CmdResult {
             .iter()
             .map(|t| (t.id.clone(), t.clone()))
             .collect();
-        out!("{}", report::plan_text(&plan, &tasks));
+        out!("{}", report::plan_text(&plan, &tasks, verbose));
         if more {
             outln!(
                 "This is the tick's first round (its work may take {}): after recording it, the tick plans again and more rounds may follow — a review of a run that succeeded, an approved merge, the next task of a chain — while the next step needs nothing from outside and fits in limits.tick_minutes ({} min).",

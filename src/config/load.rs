@@ -10,6 +10,9 @@ use std::path::{Path, PathBuf};
 use super::{Config, ExecutorKind};
 use crate::config::AgentRole;
 
+#[path = "agent_values.rs"]
+mod agent_values;
+
 /// Where the configuration came from, for messages and `config show`.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum ConfigSource {
@@ -142,6 +145,24 @@ fn parse_error(err: &serde_saphyr::Error, path: &str, file: &str, text: &str) ->
             fix: format!("merge the two `{dup}` sections into one"),
         };
     }
+    // Issue 40: a mis-indented line makes the parser blame something else; said as it is.
+    let reported = super::words::indent::Reported {
+        key: &key,
+        line,
+        key_line: line_of_key(text, &key),
+        unknown: message.starts_with("unknown field `"),
+    };
+    if let Some((line, key, message, fix)) =
+        super::words::indent::mistake(text, &reported, &schema_json())
+    {
+        return ConfigError {
+            file: file.to_string(),
+            line: Some(line),
+            key,
+            message,
+            fix,
+        };
+    }
     if let Some((unknown, expected)) = parse_unknown_field(&message) {
         let parent = key.rsplit_once('.').map_or("", |(p, _)| p);
         let scope = if parent.is_empty() {
@@ -262,8 +283,14 @@ fn validate(config: &Config, text: &str, file: &str) -> Result<(), ConfigError> 
         fix: fix.to_string(),
     };
     let roles = AgentRole::ALL;
-    validate_fallback_entries(config).map_err(|(key, message, fix)| fail(&key, message, &fix))?;
-    validate_sandbox_paths(config).map_err(|(key, message, fix)| fail(&key, message, &fix))?;
+    let named = |(key, message, fix): (String, String, String)| fail(&key, message, &fix);
+    agent_values::fallback_entries(config).map_err(named)?;
+    agent_values::sandbox_paths(config).map_err(named)?;
+    // Issue 40: each value is checked where the user wrote it (`agents.default`, a role, a
+    // fallback), so the error names that key and its line; paths the file system cannot hold
+    // are refused here, not by the first tick that uses them.
+    agent_values::values(config).map_err(named)?;
+    agent_values::paths::check(config).map_err(named)?;
     for (role, agent) in roles.into_iter().flat_map(|role| {
         config
             .agents
@@ -271,7 +298,6 @@ fn validate(config: &Config, text: &str, file: &str) -> Result<(), ConfigError> 
             .into_iter()
             .map(move |a| (role, a))
     }) {
-        let at = |field: &str| format!("{}.{field}", agent.config_key);
         if agent.executor == ExecutorKind::Command
             && agent.command.as_ref().is_none_or(|c| c.is_empty())
         {
@@ -293,47 +319,6 @@ fn validate(config: &Config, text: &str, file: &str) -> Result<(), ConfigError> 
             );
             error.line = line_of_key(text, &format!("{entry}.executor")).or(error.line);
             return Err(error);
-        }
-        if !(agent.timeout_minutes > 0.0 && agent.timeout_minutes.is_finite()) {
-            let key = at("timeout_minutes");
-            return Err(fail(
-                &key,
-                format!("{} is not a time limit", agent.timeout_minutes),
-                "give a timeout in minutes, e.g. 30 (fractions allowed)",
-            ));
-        }
-        if !(agent.idle_minutes >= 0.0 && agent.idle_minutes.is_finite()) {
-            let key = at("idle_minutes");
-            return Err(fail(
-                &key,
-                format!("{} is not a time", agent.idle_minutes),
-                "give minutes, e.g. 10, or 0 to never end an idle agent",
-            ));
-        }
-        if agent.max_turns == 0 {
-            let key = at("max_turns");
-            return Err(fail(
-                &key,
-                "must be at least 1".to_string(),
-                "give the most turns one run may take, e.g. 100",
-            ));
-        }
-        if let Some(pricing) = &agent.pricing {
-            let prices = [
-                ("input_per_mtok", Some(pricing.input_per_mtok)),
-                ("output_per_mtok", Some(pricing.output_per_mtok)),
-                ("cached_input_per_mtok", pricing.cached_input_per_mtok),
-            ];
-            for (field, price) in prices {
-                if let Some(price) = price.filter(|p| !(*p >= 0.0 && p.is_finite())) {
-                    let key = at(&format!("pricing.{field}"));
-                    return Err(fail(
-                        &key,
-                        format!("{price} is not a price"),
-                        "give a non-negative amount in USD per million tokens, e.g. 3",
-                    ));
-                }
-            }
         }
     }
     for role in roles {
@@ -426,88 +411,6 @@ fn validate(config: &Config, text: &str, file: &str) -> Result<(), ConfigError> 
                     "give a non-negative price in USD per million tokens",
                 ));
             }
-        }
-    }
-    Ok(())
-}
-
-/// What a fallback entry may not say, whatever it inherits: `(key, message, fix)`.
-fn validate_fallback_entries(config: &Config) -> Result<(), (String, String, String)> {
-    let mut lists = vec![("agents.default".to_string(), &config.agents.default)];
-    for role in AgentRole::ALL {
-        let owner = format!("agents.{}", role.name());
-        lists.push((owner, config.agents.entry(role)));
-    }
-    for (owner, agent) in lists {
-        for (i, entry) in agent.fallbacks.iter().flatten().enumerate() {
-            let at = format!("{owner}.fallbacks[{i}]");
-            if entry.fallbacks.is_some() {
-                return Err((
-                    format!("{at}.fallbacks"),
-                    "a fallback cannot have fallbacks of its own".to_string(),
-                    format!(
-                        "list every executor in `{owner}.fallbacks`, in the order they are tried"
-                    ),
-                ));
-            }
-            let role_keys = [
-                ("count", entry.count.is_some()),
-                ("review", entry.review.is_some()),
-            ];
-            if let Some((name, _)) = role_keys.iter().find(|(_, set)| *set) {
-                return Err((
-                    format!("{at}.{name}"),
-                    format!("`{name}` belongs to the role, not to one of its executors"),
-                    format!("set it as `{owner}.{name}`"),
-                ));
-            }
-        }
-    }
-    Ok(())
-}
-
-/// `agents.*.home_files` name paths inside `$HOME`; `sandbox.writable` names absolute folders.
-fn validate_sandbox_paths(config: &Config) -> Result<(), (String, String, String)> {
-    let mut lists = vec![("agents.default".to_string(), &config.agents.default)];
-    for role in AgentRole::ALL {
-        lists.push((format!("agents.{}", role.name()), config.agents.entry(role)));
-    }
-    for (owner, agent) in lists {
-        let entries = std::iter::once((owner.clone(), agent)).chain(
-            agent
-                .fallbacks
-                .iter()
-                .flatten()
-                .enumerate()
-                .map(|(i, f)| (format!("{owner}.fallbacks[{i}]"), f)),
-        );
-        for (at, entry) in entries {
-            for (i, file) in entry.home_files.iter().flatten().enumerate() {
-                let path = std::path::Path::new(file.as_str());
-                let inside = !file.trim().is_empty()
-                    && path.is_relative()
-                    && path
-                        .components()
-                        .all(|c| matches!(c, std::path::Component::Normal(_)));
-                if !inside {
-                    return Err((
-                        format!("{at}.home_files[{i}]"),
-                        format!("`{file}` is not a path inside $HOME"),
-                        "give paths relative to $HOME without `..`, e.g. `.claude.json` or `.codex/`"
-                            .to_string(),
-                    ));
-                }
-            }
-        }
-    }
-    for (i, dir) in config.sandbox.writable.iter().enumerate() {
-        let path = std::path::Path::new(dir.as_str());
-        if !path.is_absolute() || path == std::path::Path::new("/") {
-            return Err((
-                format!("sandbox.writable[{i}]"),
-                format!("`{dir}` is not an absolute folder below /"),
-                "name folders by their absolute path, e.g. /home/runner/.cache/sccache".to_string(),
-            ));
         }
     }
     Ok(())

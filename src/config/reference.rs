@@ -37,10 +37,14 @@ const INTRO: &str = "# Configuration reference
      `cargo run -q -- config reference > docs/configuration.md`. -->
 
 `.opentiger.yml` sits at the repository's root (`--config FILE` names another). Every key has a
-default, so an empty file works; an unknown key is an error naming the file, the line and the
-closest known key. `opentiger config show` prints the values in force, `opentiger config schema`
-the JSON Schema (for editors), and this page is that schema as tables: each section is a key
-of the file, each row one key under it with its type and default.
+default, so an empty file works. An error names the file, the line of its key, the key as you
+wrote it (`agents.default.timeout_minutes`, not each role inheriting it) and the fix; an unknown
+key gets the closest known one, an indentation mistake is said as one (a key indented under a
+value, a key left out of its block, `key: >` with no text under it), and a path the file system
+cannot hold (over 4095 bytes, or a name over 255) is refused at load. `opentiger config show`
+prints the values in force, `opentiger config schema` the JSON Schema (for editors), and this
+page is that schema as tables: each section is a key of the file, each row one key under it
+with its type and default.
 ";
 
 struct Page {

@@ -1,5 +1,6 @@
 //! `scan:` — the threat scan of what would leave the job (issue 36). Types and defaults only;
-//! the rules are `scan`, what a finding does is `engine::scan`.
+//! the rules are `scan`, what a finding does is `engine::outcome`, what an approval covers
+//! `engine::scan`, when CI starts `engine::ci_start`.
 
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};

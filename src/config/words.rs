@@ -5,6 +5,9 @@
 //! Not for: unknown keys, unknown values and duplicate keys (`load.rs` words those, with "did
 //! you mean"), nor checks of values that parsed (`load.rs::validate`, `entry.rs`).
 
+#[path = "indent.rs"]
+pub(super) mod indent;
+
 /// A better message and fix for the parser's `message` about `key` (dotted, may be empty) at
 /// `line` of `text`, when one is known: `(line, message, fix)`.
 pub(super) fn in_plain_words(

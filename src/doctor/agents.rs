@@ -57,8 +57,16 @@ pub fn checks(config: &Config, repo: &Path, vars: Vars<'_>) -> Vec<Check> {
         if missing.is_empty() && key_problem.is_none() {
             out.push(Check::ok("agents", format!("{who}: {kind}{found}")));
         }
-        let missing = missing.into_iter().map(|p| (p, covered));
-        for ((detail, fix), covered) in missing.chain(key_problem.map(|p| (p, false))) {
+        // Issue 40: a known CLI looked up on PATH is what the workflow installs, and its key
+        // what it passes: GitHub Actions provides them.
+        let installed_by_workflow =
+            executor::known_cli(agent.executor).is_some() && agent.command.is_none();
+        let missing = missing.into_iter().map(|p| {
+            let provided = installed_by_workflow && p.0.ends_with("is not on PATH");
+            (p, covered, provided)
+        });
+        let key_problem = key_problem.map(|p| (p, false, true));
+        for ((detail, fix), covered, provided) in missing.chain(key_problem) {
             let (level, detail) = if covered {
                 (
                     Level::Warn,
@@ -77,6 +85,7 @@ pub fn checks(config: &Config, repo: &Path, vars: Vars<'_>) -> Vec<Check> {
                 name: "agents",
                 detail,
                 fix: Some(fix),
+                actions_provides: provided,
             });
         }
     }

@@ -1,27 +1,29 @@
-//! The github-mode checks: the remote, the repository name, the token (never printed), the
-//! "PRs made with the workflow's GITHUB_TOKEN do not trigger CI" trap, and with `--online` what
-//! GitHub says the token may do.
+//! The github-mode checks: the remote, the repository name, the token (never printed), CI
+//! (`super::ci`: the `GITHUB_TOKEN` trap, and the workflows that would run an agent's head with
+//! repository secrets before review), and with `--online` what GitHub says the token may do.
 
 use std::path::Path;
 
 use http::Method;
 use serde::Deserialize;
 
+use super::ci::token_source;
 use super::{Check, Vars};
 use crate::config::Config;
 use crate::forge::github::{ForgeError, GithubClient};
 use crate::git::Git;
-
-const APP_TOKEN_FIX: &str = "create a GitHub App (contents, issues, pull requests and checks: read and write; commit statuses: read), mint its token in the workflow with actions/create-github-app-token, and give it to actions/checkout (`token:`) and to opentiger (the action's `token:` input, or OPENTIGER_GITHUB_TOKEN); the comments in .github/workflows/opentiger.yml show the steps";
+use crate::workflows::Workflow;
 
 pub fn checks(config: &Config, repo: &Path, vars: Vars<'_>, online: bool) -> Vec<Check> {
     let mut out = vec![remote(config, repo), repository(repo, vars)];
     let token = token(vars);
     let have_token = token.level != super::Level::Fail;
     out.push(token);
-    out.push(ci_trigger(vars));
+    out.push(super::ci::ci_trigger(vars));
+    let workflows = crate::workflows::read(repo);
+    out.push(super::ci::ci_secrets(config.scan.ci, vars, &workflows));
     if have_token {
-        out.push(check_writes(vars, &crate::workflows::read(repo)));
+        out.push(check_writes(vars, &workflows));
     }
     if online && have_token {
         out.extend(permissions(config, vars));
@@ -58,14 +60,18 @@ fn repository(repo: &Path, vars: Vars<'_>) -> Check {
                 .flatten()
                 .and_then(|url| owner_and_name(&url))
                 .unwrap_or_else(|| "owner/name".to_string());
-            Check::fail(
+            let check = Check::fail(
                 "repository",
-                match other {
+                match &other {
                     Some(r) => format!("GITHUB_REPOSITORY `{r}` is not owner/name"),
                     None => "GITHUB_REPOSITORY is not set: which GitHub repository?".to_string(),
                 },
                 format!("export GITHUB_REPOSITORY={guess} (GitHub Actions sets it)"),
-            )
+            );
+            match other {
+                None => check.provided_by_actions(),
+                Some(_) => check,
+            }
         }
     }
 }
@@ -97,14 +103,6 @@ pub fn token_kind(token: &str) -> &'static str {
         .map_or("a token of unknown kind", |(_, kind)| kind)
 }
 
-/// The variable the tick takes its token from, as `GithubClient::from_env` picks it: the first
-/// one set, even if it is empty.
-fn token_source(vars: Vars<'_>) -> Option<(&'static str, String)> {
-    ["OPENTIGER_GITHUB_TOKEN", "GITHUB_TOKEN"]
-        .into_iter()
-        .find_map(|k| vars(k).map(|v| (k, v)))
-}
-
 fn token(vars: Vars<'_>) -> Check {
     match token_source(vars) {
         Some((name, value)) if value.trim().is_empty() => {
@@ -131,45 +129,14 @@ fn token(vars: Vars<'_>) -> Check {
         "no GitHub token: neither OPENTIGER_GITHUB_TOKEN nor GITHUB_TOKEN is set",
         "in Actions the opentiger action passes its `token` input (default: the workflow's GITHUB_TOKEN); locally: export GITHUB_TOKEN=\"$(gh auth token)\"",
     )
-}
-
-/// GitHub does not start workflows for events caused by a workflow's own GITHUB_TOKEN: PRs
-/// opened and branches pushed with it get no CI, and the CI gate then waits in vain. In
-/// Actions, a token from `GITHUB_TOKEN` that is not a personal access token is taken to be that
-/// one, unless `OPENTIGER_GITHUB_TOKEN` (where an App token goes) is set.
-fn ci_trigger(vars: Vars<'_>) -> Check {
-    let in_actions = vars("GITHUB_ACTIONS").as_deref() == Some("true");
-    if !in_actions {
-        return Check::ok(
-            "CI trigger",
-            "not in GitHub Actions (there, PRs opened with the workflow's GITHUB_TOKEN trigger no CI)",
-        );
-    }
-    match token_source(vars).filter(|(_, v)| !v.trim().is_empty()) {
-        Some(("OPENTIGER_GITHUB_TOKEN", _)) => Check::ok(
-            "CI trigger",
-            "OPENTIGER_GITHUB_TOKEN is set: taken as an App token or PAT, whose PRs trigger CI",
-        ),
-        Some((_, value)) if value.starts_with("ghp_") || value.starts_with("github_pat_") => {
-            Check::ok(
-                "CI trigger",
-                "a personal access token: its PRs trigger CI (they are authored by its user; an App token is better)",
-            )
-        }
-        Some(_) => Check::warn(
-            "CI trigger",
-            "the token looks like the workflow's GITHUB_TOKEN: PRs opened and branches pushed with it do not trigger workflows, so CI never runs on opentiger's PRs: the CI gate then diagnoses each PR after merge.checks_grace_minutes and, unless it may dispatch the CI (actions: write), asks a person",
-            APP_TOKEN_FIX,
-        ),
-        None => Check::ok("CI trigger", "no token to check"),
-    }
+    .provided_by_actions()
 }
 
 /// Issue 28: whether opentiger's own checks (`opentiger / verify`, `opentiger / judge`) can be
 /// check runs with this token, or go out as commit statuses. Only GitHub Apps (and the
 /// workflow's `GITHUB_TOKEN`, an App's installation token) write check runs; the workflow's
 /// token only with `checks: write`.
-fn check_writes(vars: Vars<'_>, workflows: &[crate::workflows::Workflow]) -> Check {
+fn check_writes(vars: Vars<'_>, workflows: &[Workflow]) -> Check {
     const NAME: &str = "own checks";
     let Some((source, value)) = token_source(vars) else {
         return Check::ok(NAME, "no token to check");
@@ -302,11 +269,13 @@ fn permissions(config: &Config, vars: Vars<'_>) -> Vec<Check> {
 }
 
 #[cfg(test)]
-mod tests {
+pub(super) mod tests {
     use super::*;
     use crate::doctor::Level;
 
-    fn vars(pairs: &'static [(&'static str, &'static str)]) -> impl Fn(&str) -> Option<String> {
+    pub(in crate::doctor) fn vars(
+        pairs: &'static [(&'static str, &'static str)],
+    ) -> impl Fn(&str) -> Option<String> {
         move |k: &str| {
             pairs
                 .iter()
@@ -371,47 +340,10 @@ mod tests {
         }
     }
 
-    #[test]
-    fn the_workflow_token_trap_is_a_warning_in_actions_only() {
-        let cases: &[(&[(&str, &str)], Level)] = &[
-            (&[("GITHUB_TOKEN", "ghs_x")], Level::Ok),
-            (
-                &[("GITHUB_ACTIONS", "true"), ("GITHUB_TOKEN", "ghs_x")],
-                Level::Warn,
-            ),
-            (
-                &[("GITHUB_ACTIONS", "true"), ("GITHUB_TOKEN", "v1.0123abc")],
-                Level::Warn,
-            ),
-            (
-                &[("GITHUB_ACTIONS", "true"), ("GITHUB_TOKEN", "ghp_x")],
-                Level::Ok,
-            ),
-            (
-                &[
-                    ("GITHUB_ACTIONS", "true"),
-                    ("GITHUB_TOKEN", "ghs_x"),
-                    ("OPENTIGER_GITHUB_TOKEN", "ghs_app"),
-                ],
-                Level::Ok,
-            ),
-        ];
-        for (env, level) in cases {
-            let lookup = vars(env);
-            let check = ci_trigger(&lookup);
-            assert_eq!(check.level, *level, "{env:?}: {}", check.detail);
-            if check.level == Level::Warn {
-                let fix = check.fix.unwrap_or_default();
-                assert!(fix.contains("actions/create-github-app-token"), "{fix}");
-            }
-        }
-    }
-
     /// The App's permissions are said the same way in the fix, the docs and the workflow's
     /// comment: all five of the permissions table (docs/github.md).
     #[test]
     fn the_doctor_says_whether_own_checks_are_check_runs_or_statuses() {
-        use crate::workflows::Workflow;
         let tick = |checks_write| Workflow {
             file: "opentiger.yml".into(),
             runs_opentiger: true,
@@ -439,7 +371,8 @@ mod tests {
     fn the_app_token_fix_lists_every_permission_the_docs_do() {
         let permissions =
             "contents, issues, pull requests and checks: read and write; commit statuses: read";
-        assert!(APP_TOKEN_FIX.contains(permissions), "{APP_TOKEN_FIX}");
+        let fix = super::super::ci::APP_TOKEN_FIX;
+        assert!(fix.contains(permissions), "{fix}");
         let docs = include_str!("../../docs/github.md").replace('\n', " ");
         assert!(docs.contains(permissions), "docs/github.md");
         let started = include_str!("../../docs/getting-started.md").replace('\n', " ");

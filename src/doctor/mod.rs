@@ -12,6 +12,7 @@
 //! Not for: fixing anything. Every check only reads.
 
 mod agents;
+mod ci;
 mod files;
 mod github;
 mod workflow;
@@ -49,6 +50,10 @@ pub struct Check {
     pub detail: String,
     /// What to do about a warning or a failure.
     pub fix: Option<String>,
+    /// What it looks for is what GitHub Actions provides a tick (issue 40): the repository's
+    /// name, the token, the agent CLI the workflow installs and the key it passes. Outside
+    /// Actions in github mode, a problem with it is needed only to tick from this machine.
+    pub actions_provides: bool,
 }
 
 impl Check {
@@ -58,6 +63,7 @@ impl Check {
             name,
             detail: detail.into(),
             fix: None,
+            actions_provides: false,
         }
     }
     pub fn warn(name: &'static str, detail: impl Into<String>, fix: impl Into<String>) -> Check {
@@ -66,6 +72,7 @@ impl Check {
             name,
             detail: detail.into(),
             fix: Some(fix.into()),
+            actions_provides: false,
         }
     }
     pub fn fail(name: &'static str, detail: impl Into<String>, fix: impl Into<String>) -> Check {
@@ -74,12 +81,66 @@ impl Check {
             name,
             detail: detail.into(),
             fix: Some(fix.into()),
+            actions_provides: false,
         }
     }
 }
 
+impl Check {
+    /// The check is of something GitHub Actions provides ([`Check::actions_provides`]).
+    pub fn provided_by_actions(mut self) -> Check {
+        self.actions_provides = true;
+        self
+    }
+}
+
+/// Where `doctor` runs, for what it counts: outside GitHub Actions in github mode, problems
+/// with what Actions provides are listed apart and do not fail it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Where {
+    /// In GitHub Actions, or in a local mode: every check counts.
+    Here,
+    /// Outside Actions in github mode, where ticks run in Actions.
+    OutsideActions,
+}
+
+impl Where {
+    /// Where a `doctor` of `mode` with `vars` runs.
+    pub fn of(mode: Option<Mode>, vars: Vars<'_>) -> Where {
+        let in_actions = vars("GITHUB_ACTIONS").as_deref() == Some("true");
+        match (mode, in_actions) {
+            (Some(Mode::Github), false) => Where::OutsideActions,
+            _ => Where::Here,
+        }
+    }
+
+    /// Whether `check` is a problem here (a failure that counts), not one Actions solves.
+    fn only_for_here(self, check: &Check) -> bool {
+        self == Where::OutsideActions && check.actions_provides && check.level != Level::Ok
+    }
+}
+
+/// The checks that fail `doctor` where it runs.
+pub fn failures(checks: &[Check], at: Where) -> usize {
+    checks
+        .iter()
+        .filter(|c| c.level == Level::Fail && !at.only_for_here(c))
+        .count()
+}
+
 /// The environment as the checks see it: a variable lookup, so tests pass plain values.
 pub type Vars<'a> = &'a dyn Fn(&str) -> Option<String>;
+
+/// The mode `doctor` checks: `--mode`, else the configuration's; `None` when neither is
+/// readable (the checks say why).
+pub fn mode_of(options: &ContextOptions) -> Option<Mode> {
+    if let Some(mode) = options.mode.as_deref() {
+        return mode.parse().ok();
+    }
+    config::load(&options.config_path(), options.config.is_some())
+        .ok()
+        .map(|(config, _)| config.mode)
+}
 
 /// Every check, in the order a person would fix them.
 pub fn checks(options: &ContextOptions, online: bool, vars: Vars<'_>) -> Vec<Check> {
@@ -178,6 +239,7 @@ fn protections(config: &Config, repo: &Path, git_ok: bool) -> Vec<Check> {
             }
         })
         .collect();
+    out.push(writable_check(config));
     if git_ok && crate::sandbox::checkout_left_credentials(&Git::new(repo)) {
         out.push(Check::warn(
             "checkout credentials",
@@ -186,6 +248,21 @@ fn protections(config: &Config, repo: &Path, git_ok: bool) -> Vec<Check> {
         ));
     }
     out
+}
+
+/// The folders `sandbox.writable` opens to every agent and check besides their own (issue 39).
+fn writable_check(config: &Config) -> Check {
+    let folders = &config.sandbox.writable;
+    let detail = if folders.is_empty() {
+        "sandbox.writable opens no folder: agents and checks write only their run's folders and home".to_string()
+    } else {
+        format!(
+            "sandbox.writable opens {} folder(s) to every agent and check: {}",
+            folders.len(),
+            folders.join(", ")
+        )
+    };
+    Check::ok("writable", detail)
 }
 
 fn describe_mode(config: &Config) -> String {
@@ -350,26 +427,44 @@ fn first_line(text: &str) -> &str {
 }
 
 /// The report: one line per check, the fix indented under each problem, then the tally.
-pub fn render(checks: &[Check]) -> String {
-    let mut out = String::new();
-    for c in checks {
-        out.push_str(&format!(
-            "{:<4}  {:<11}  {}\n",
-            c.level.word(),
-            c.name,
-            c.detail
-        ));
+/// Outside Actions in github mode, the problems with what Actions provides come apart, after
+/// the tally, as what is needed to tick from this machine (issue 40).
+pub fn render(checks: &[Check], at: Where) -> String {
+    let line = |c: &Check, word: &str| {
+        let mut text = format!("{word:<4}  {:<11}  {}\n", c.name, c.detail);
         if let Some(fix) = &c.fix {
-            out.push_str(&format!("{:19}fix: {fix}\n", ""));
+            text.push_str(&format!("{:19}fix: {fix}\n", ""));
         }
+        text
+    };
+    let (local, counted): (Vec<&Check>, Vec<&Check>) =
+        checks.iter().partition(|c| at.only_for_here(c));
+    let mut out = String::new();
+    for c in &counted {
+        out.push_str(&line(c, c.level.word()));
     }
-    let count = |level| checks.iter().filter(|c| c.level == level).count();
+    let count = |level| counted.iter().filter(|c| c.level == level).count();
     out.push_str(&format!(
         "\n{} ok, {} warning(s), {} failed\n",
         count(Level::Ok),
         count(Level::Warn),
         count(Level::Fail)
     ));
+    if !local.is_empty() {
+        out.push_str(&format!(
+            "\nGitHub Actions provides these to the workflow's ticks (the repository, the token, \
+             the agent CLI the workflow installs and the key it passes: `opentiger doctor` in the \
+             workflow checks them there); {} only to tick from this machine:\n",
+            if local.len() == 1 {
+                "it is needed"
+            } else {
+                "they are needed"
+            }
+        ));
+        for c in local {
+            out.push_str(&line(c, "here"));
+        }
+    }
     out
 }
 
@@ -379,10 +474,13 @@ mod tests {
 
     #[test]
     fn the_report_puts_fixes_under_their_check() {
-        let text = render(&[
-            Check::ok("config", ".opentiger.yml loads"),
-            Check::fail("agents", "worker: `claude` is not on PATH", "npm install"),
-        ]);
+        let text = render(
+            &[
+                Check::ok("config", ".opentiger.yml loads"),
+                Check::fail("agents", "worker: `claude` is not on PATH", "npm install"),
+            ],
+            Where::Here,
+        );
         assert_eq!(
             text,
             "ok    config       .opentiger.yml loads\n\
@@ -390,5 +488,44 @@ mod tests {
              \x20                  fix: npm install\n\
              \n1 ok, 0 warning(s), 1 failed\n"
         );
+    }
+
+    /// Issue 40: outside Actions in github mode, what Actions provides is apart and fails
+    /// nothing; in Actions (or a local mode) it fails as any check.
+    #[test]
+    fn what_actions_provides_is_apart_outside_actions() {
+        let checks = [
+            Check::ok("config", ".opentiger.yml loads"),
+            Check::fail("token", "no GitHub token", "export GITHUB_TOKEN").provided_by_actions(),
+            Check::fail("agents", "`claude` is not on PATH", "npm i").provided_by_actions(),
+            Check::fail("base branch", "main does not exist", "commit on it"),
+        ];
+        let vars = |actions: &'static str| {
+            move |k: &str| (k == "GITHUB_ACTIONS").then(|| actions.to_string())
+        };
+        let outside = Where::of(Some(Mode::Github), &vars("false"));
+        assert_eq!(outside, Where::OutsideActions);
+        assert_eq!(Where::of(Some(Mode::Github), &vars("true")), Where::Here);
+        assert_eq!(Where::of(Some(Mode::LocalGit), &vars("false")), Where::Here);
+        assert_eq!(failures(&checks, outside), 1);
+        assert_eq!(failures(&checks, Where::Here), 3);
+        let text = render(&checks, outside);
+        assert!(text.contains("1 ok, 0 warning(s), 1 failed\n"), "{text}");
+        let (counted, apart) = text.split_once("GitHub Actions provides these").unwrap();
+        assert!(counted.contains("fail  base branch"), "{text}");
+        assert!(!counted.contains("token"), "{text}");
+        assert!(
+            apart.contains("they are needed only to tick from this machine:"),
+            "{text}"
+        );
+        assert!(
+            apart.contains("here  token        no GitHub token\n"),
+            "{text}"
+        );
+        assert!(
+            apart.contains("here  agents       `claude` is not on PATH\n"),
+            "{text}"
+        );
+        assert!(!render(&checks, Where::Here).contains("GitHub Actions provides"));
     }
 }

@@ -57,6 +57,10 @@ pub fn judge_state(conclusion: &JudgeConclusion, moved_on: bool) -> Option<(Chec
             format!("approved, merged as {}", short_sha(commit)),
         ),
         JudgeConclusion::Approved { .. } => done(Success, "approved".to_string()),
+        JudgeConclusion::ApprovedBeforeCi { .. } => done(
+            Success,
+            "approved before CI (scan.ci: after-review); merged once CI passes".to_string(),
+        ),
         JudgeConclusion::RequestChanges { summary, .. } => done(
             Failure,
             format!("changes requested: {}", first_line(summary)),

@@ -22,8 +22,13 @@ mod plan_thread;
 mod replan;
 #[path = "commands_research.rs"]
 mod research;
+#[path = "commands_retry.rs"]
+mod retry;
 pub use parse::{parse, MAX_BUDGET_USD};
 pub use replan::Origin;
+pub use retry::{
+    cancel_family, cancel_refusal, retry_allowed, retry_move, retry_target, LastRun, RetryMove,
+};
 
 /// The word that starts every command.
 pub const PREFIX: &str = "/opentiger";
@@ -153,11 +158,11 @@ pub enum Effect {
     },
     /// A new task: an approved research proposal (issue 28), unless it exists already.
     AddTask(Box<Task>),
-    /// Issue 36: a person approved the change the threat scan held, exactly commit `head`:
-    /// the task is queued and its next run delivers that commit.
+    /// Issue 36: a person approved the change the threat scan held, exactly that change:
+    /// the task is queued and its next run delivers it (`engine::scan`).
     ApproveChange {
         task: TaskId,
-        head: String,
+        held: super::scan::HeldChange,
         reason: String,
     },
     /// The task waits on the judge again for its run `run`, its budgets afresh.
@@ -325,58 +330,55 @@ pub fn decide(parsed: &Parsed, req: &Request<'_>) -> Decision {
     if let (Place::Plan { number, tasks }, None) = (&req.place, &command.task) {
         return plan_thread::decide(&command.verb, req, *number, tasks, &by);
     }
-    let task = match pick_task(command, req) {
+    // Issue 36: `approve <commit>` on a thread names the held change, not a task.
+    let named_change = match (&command.verb, &command.task) {
+        (Verb::Approve, Some(word))
+            if super::scan::looks_like_commit(word) && find_task(req.tasks, word).is_err() =>
+        {
+            Some(word.as_str())
+        }
+        _ => None,
+    };
+    let thread_task = Command {
+        verb: command.verb.clone(),
+        task: None,
+    };
+    let picked = pick_task(
+        if named_change.is_some() {
+            &thread_task
+        } else {
+            command
+        },
+        req,
+    );
+    let task = match picked {
         Ok(task) => task,
         Err(why) => return refuse(why),
     };
     let id = &task.id;
     let state = task.state();
     match &command.verb {
-        Verb::Retry => match retry_move(task, req.last_runs.get(id), req.now) {
-            Err(why) => refuse(why),
-            Ok(RetryMove::EndCooldown) => done(
-                vec![Effect::EndCooldown {
-                    task: id.clone(),
-                    reason: format!("retried {by}: cooldown ended"),
-                }],
-                format!("Retried {by}: task `{id}` is queued and its cooldown ended, so the next tick may start it; its attempt budgets start afresh."),
-            ),
-            Ok(RetryMove::Requeue) => done(
-                vec![Effect::Move {
-                    task: id.clone(),
-                    to: TaskState::QUEUED,
-                    reset_attempts: true,
-                    approved: true,
-                    reason: format!("retried {by}"),
-                }],
-                format!("Retried {by}: task `{id}` {state} → queued; its attempt budgets start afresh."),
-            ),
-            Ok(RetryMove::Rejudge { run }) => done(
-                vec![Effect::Rejudge {
-                    task: id.clone(),
-                    run: run.clone(),
-                    reason: format!("retried {by}: the judge is asked again"),
-                }],
-                format!("Retried {by}: task `{id}` {state} → blocked(awaiting_judge); the judge reviews run `{run}` again (no new worker run), its budgets afresh."),
-            ),
-        },
-        Verb::Cancel => match cancel_refusal(task) {
-            Some(why) => refuse(why),
-            None => done(
-                vec![plain_move(id, TaskState::CANCELLED, format!("cancelled {by}"))],
-                format!("Cancelled {by}: task `{id}` {state} → cancelled. `/opentiger retry` brings it back."),
-            ),
-        },
+        Verb::Retry => retry::decide(task, req, &by),
+        Verb::Cancel => retry::decide_cancel(task, req, &by),
         Verb::Approve => {
-            if let Some(head) = held_change(task, req.last_runs.get(id)) {
+            use super::scan::{held_change, short, wrong_change};
+            let last_held = req.last_runs.get(id).and_then(|l| l.held.as_ref());
+            if let Some(held) = held_change(task, last_held) {
+                if let Some(why) = named_change.and_then(|w| wrong_change(w, held)) {
+                    return refuse(why);
+                }
+                let head = short(&held.head);
                 return done(
                     vec![Effect::ApproveChange {
                         task: id.clone(),
-                        head: head.to_string(),
-                        reason: format!("its change {} approved {by} after the threat scan", short(head)),
+                        held: held.clone(),
+                        reason: format!("its change {head} approved {by} after the threat scan"),
                     }],
-                    format!("Approved {by}: task `{id}`'s change {} (held by the threat scan) is delivered by the next tick, exactly as it was held; the approval covers that commit only.", short(head)),
+                    format!("Approved {by}: task `{id}`'s change {head} (held by the threat scan) is let out by the next tick, exactly that change; the approval covers it only, once."),
                 );
+            }
+            if let Some(word) = named_change {
+                return refuse(format!("Task `{id}` holds no change for approval (it is {state}), so `{word}` approves nothing"));
             }
             if !waits_approval(task) {
                 return refuse(format!("Task `{id}` does not wait for approval (it is {state})"));
@@ -600,106 +602,6 @@ pub fn recommended(task: &Task) -> Option<String> {
 /// A task waiting for a person's approval (`execution_mode: ask`).
 pub fn waits_approval(task: &Task) -> bool {
     task.needs_approval && task.state() == TaskState::blocked(BlockReason::AwaitingHuman)
-}
-
-/// The commit of the task's change the threat scan holds for a person (issue 36): the task
-/// waits on a person and its latest run was held with that head. `opentiger task approve` and
-/// `/opentiger approve` approve exactly it.
-pub fn held_change<'a>(task: &Task, last: Option<&'a LastRun>) -> Option<&'a str> {
-    (task.state() == TaskState::blocked(BlockReason::AwaitingHuman))
-        .then_some(())
-        .and(last?.held.as_deref())
-}
-
-fn short(sha: &str) -> &str {
-    sha.get(..10).unwrap_or(sha)
-}
-
-/// What a person's retry does to a task (`/opentiger retry` and `opentiger task retry` alike).
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub enum RetryMove {
-    /// Back to the queue, its attempt budgets afresh.
-    Requeue,
-    /// Queued already, but waiting on a cooldown: the wait ends and the budgets start afresh
-    /// (issue 15).
-    EndCooldown,
-    /// The change is made and nothing asked for another one — the judge gave up on it (its
-    /// agent failed or ran out of quota past its bounds) or the merge was refused: the judge
-    /// is asked again about run `run`, its budgets afresh, and no worker runs (issue 35).
-    Rejudge { run: RunId },
-}
-
-/// A task's latest run, as a retry looks at it (the shell reads it from the state).
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct LastRun {
-    pub id: RunId,
-    /// It succeeded with a change on the task's branch (a head commit).
-    pub made_change: bool,
-    /// A review of its head asked for changes (the judge's or the policy's).
-    pub changes_requested: bool,
-    /// The commit the threat scan held back (issue 36): what an approval would let out.
-    pub held: Option<String>,
-}
-
-/// What a person's retry does, or why it is refused (shared with `opentiger task retry`).
-/// `last` is the task's latest run.
-pub fn retry_move(
-    task: &Task,
-    last: Option<&LastRun>,
-    now: Timestamp,
-) -> Result<RetryMove, String> {
-    if task.status == TaskStatus::Queued && task.next_attempt_at.is_some_and(|at| at > now) {
-        return Ok(RetryMove::EndCooldown);
-    }
-    if let (TaskStatus::Blocked, Some(BlockReason::AwaitingHuman), Some(last)) =
-        (task.status, task.block_reason, last)
-    {
-        if last.made_change && !last.changes_requested {
-            return Ok(RetryMove::Rejudge {
-                run: last.id.clone(),
-            });
-        }
-    }
-    if retry_allowed(task) {
-        return Ok(RetryMove::Requeue);
-    }
-    Err(format!(
-        "Task `{}` is {}: only failed, cancelled or blocked (awaiting_human, paused, quota_wait, needs_rework) tasks, and queued ones waiting on a cooldown, can be retried",
-        task.id,
-        task.state()
-    ))
-}
-
-/// A person may send a task back to the queue when it failed, was cancelled, or waits on a
-/// person, a quota or its rework.
-pub fn retry_allowed(task: &Task) -> bool {
-    match task.status {
-        TaskStatus::Failed | TaskStatus::Cancelled => true,
-        TaskStatus::Blocked => matches!(
-            task.block_reason,
-            Some(
-                BlockReason::AwaitingHuman
-                    | BlockReason::Paused
-                    | BlockReason::QuotaWait
-                    | BlockReason::NeedsRework
-            )
-        ),
-        TaskStatus::Queued | TaskStatus::Running | TaskStatus::Done => false,
-    }
-}
-
-/// Why a task cannot be cancelled, if it cannot.
-pub fn cancel_refusal(task: &Task) -> Option<String> {
-    match task.status {
-        TaskStatus::Done | TaskStatus::Cancelled => {
-            Some(format!("Task `{}` is already {}", task.id, task.status))
-        }
-        TaskStatus::Running => Some(format!(
-            "Task `{}` is running: cancel it after its run ends",
-            task.id
-        )),
-        TaskStatus::Queued | TaskStatus::Failed | TaskStatus::Blocked => None,
-    }
 }
 
 #[cfg(test)]

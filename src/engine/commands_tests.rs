@@ -764,6 +764,8 @@ fn an_approved_planned_task_gets_its_issue_first_in_github_mode() {
     }
 }
 
+#[path = "commands_held_tests.rs"]
+mod held_tests;
 #[path = "commands_research_tests.rs"]
 mod research;
 
@@ -818,35 +820,4 @@ fn a_retry_after_the_judge_gave_up_asks_the_judge_again() {
             ),
         }
     }
-}
-
-/// Issue 36: a change the threat scan held is approved exactly (its commit), on the issue or the
-/// dashboard; a task not holding one answers as before.
-#[test]
-fn approve_lets_out_exactly_the_held_change() {
-    let human = TaskState::blocked(BlockReason::AwaitingHuman);
-    let t = with("t1", human, Some(7));
-    let mut w = world(vec![t.clone()]);
-    w.last_runs.insert(
-        t.id.clone(),
-        LastRun {
-            id: RunId("r1".into()),
-            made_change: false,
-            changes_requested: false,
-            held: Some("0123456789abcdef".into()),
-        },
-    );
-    let said = run(&w, "/opentiger approve", on(7, &["t1"]), true, None);
-    assert!(
-        matches!(said.effects.as_slice(), [Effect::ApproveChange { head, .. }] if head == "0123456789abcdef"),
-        "{said:?}"
-    );
-    assert!(said.reply.unwrap_or_default().contains("0123456789"));
-    // Not held: the ordinary answer.
-    let plain = world(vec![t]);
-    let said = run(&plain, "/opentiger approve", on(7, &["t1"]), true, None);
-    assert_eq!(said.outcome, Outcome::Refused, "{said:?}");
-    // Only a task waiting on a person.
-    let queued = with("t1", TaskState::QUEUED, Some(7));
-    assert_eq!(held_change(&queued, w.last_runs.values().next()), None);
 }

@@ -419,18 +419,29 @@ fn over_budget(w: &Working<'_>, task: &Task) -> Option<(Option<Timestamp>, Strin
     None
 }
 
-/// The first dependency that is not `done`, said for people.
+/// Every dependency that is not `done`, said for people (`status` lists them all).
 fn unresolved_dependency(w: &Working<'_>, task: &Task) -> Option<String> {
-    task.dependencies
+    let unmet: Vec<String> = task
+        .dependencies
         .iter()
-        .find_map(|dep| match w.tasks.get(dep) {
+        .filter_map(|dep| match w.tasks.get(dep) {
             Some(d) if d.status == TaskStatus::Done => None,
             Some(d) if d.status == TaskStatus::Failed => Some(format!(
-                "queued: waits for {dep}, which failed (a failed dependency is not resolved)"
+                "{dep}, which failed (a failed dependency is not resolved)"
             )),
-            Some(d) => Some(format!("queued: waits for {dep} ({})", d.state())),
-            None => Some(format!("queued: waits for unknown task {dep}")),
+            Some(d) => Some(format!("{dep} ({})", d.state())),
+            None => Some(format!("unknown task {dep}")),
         })
+        .collect();
+    match unmet.as_slice() {
+        [] => None,
+        [one] => Some(format!("queued: waits for {one}")),
+        [rest @ .., last] => Some(format!(
+            "queued: waits for {} dependencies: {} and {last}",
+            unmet.len(),
+            rest.join(", ")
+        )),
+    }
 }
 
 fn claim(w: &mut Working<'_>, task: &Task, waiting_since: Timestamp, rule: &'static str) {
@@ -439,13 +450,13 @@ fn claim(w: &mut Working<'_>, task: &Task, waiting_since: Timestamp, rule: &'sta
     let expires_at = w
         .now
         .plus(i64::from(w.config.limits.lease_minutes) * MINUTE);
-    let reason = format!(
-        "score {:.1} (priority {}, risk {}, lane {}), as {}; lease until {expires_at}",
+    let reason = format!("as {}; lease until {expires_at}", task.role);
+    let detail = format!(
+        "score {:.1} (priority {}, risk {}, lane {})",
         score(task, waiting_since, w.now),
         task.priority,
         task.risk,
         task.lane,
-        task.role
     );
     if let Some(t) = w.tasks.get_mut(&task.id) {
         t.status = TaskStatus::Running;
@@ -459,24 +470,32 @@ fn claim(w: &mut Working<'_>, task: &Task, waiting_since: Timestamp, rule: &'sta
         Action::Claim { run_id, expires_at },
         reason,
     );
+    if let Some(d) = w.decisions.last_mut() {
+        d.detail = Some(detail);
+    }
 }
 
-/// Issue 17: the repository is paused: no queued task is claimed, each says so.
+/// Issue 17: the repository is paused: no queued task is claimed, each says so and how to
+/// resume it (issue 40: `opentiger resume` in every mode, the dashboard command in github mode).
 pub(crate) fn hold_for_pause(w: &mut Working<'_>, by: &str) {
+    let resume = match w.config.mode {
+        crate::model::Mode::Github => {
+            "`opentiger resume`, or `/opentiger resume` on the dashboard issue"
+        }
+        crate::model::Mode::LocalGit | crate::model::Mode::Direct => "`opentiger resume`",
+    };
     for id in w.ids_in(TaskState::QUEUED) {
         let hold = Hold::new(
             HoldKind::Paused,
             format!("the repository is paused by @{by}"),
-            "`/opentiger resume` on the dashboard issue",
+            resume,
         );
         w.hold(&id, hold);
         w.wait(
             &id,
             None,
             "dispatch.paused",
-            format!(
-                "queued: the repository is paused by @{by}; `/opentiger resume` on the dashboard issue lets work start again"
-            ),
+            format!("queued: the repository is paused by @{by}; {resume} lets work start again"),
         );
     }
 }

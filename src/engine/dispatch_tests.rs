@@ -47,6 +47,8 @@ fn claims_follow_the_rules() {
         ("a dependency parked on a person holds its dependents", vec![task("a").deps(&["d"]), task("d").blocked(BlockReason::AwaitingHuman)], vec![], config(1, 1), &[], &[("a", "waits for d (blocked(awaiting_human))")]),
         ("a failed dependency is retried first, its dependents wait", vec![task("a").deps(&["d"]), task("d").status(TaskStatus::Failed)], vec![], config(1, 1), &[], &[("a", "waits for d (queued)")]),
         ("queued dependency waits", vec![task("a").deps(&["d"]), task("d").with(|t| t.priority = -1)], vec![], config(1, 1), &["d"], &[("a", "waits for d (queued)")]),
+        // Issue 40: every unmet dependency is named, not only the first.
+        ("every unmet dependency is listed", vec![task("a").deps(&["d", "e", "f"]), task("d").status(TaskStatus::Done), task("e").with(|t| t.priority = -1), task("f").blocked(BlockReason::AwaitingHuman)], vec![], config(1, 1), &["e"], &[("a", "waits for 2 dependencies: e (queued) and f (blocked(awaiting_human))")]),
         ("cooldown", vec![task("a").next_at(at(5))], vec![], config(1, 1), &[], &[("a", "waits on its cooldown until 12:05:00Z; `opentiger task retry a` skips the wait")]),
         ("priority order under the tick cap", vec![task("lo").with(|t| t.priority = 1), task("hi").with(|t| t.priority = 9)], vec![], config(1, 3), &["hi"], &[("lo", "limits.max_runs_per_tick = 1")]),
         ("risk lowers the score", vec![task("risky").with(|t| { t.priority = 5; t.risk = Risk::High }), task("safe").with(|t| { t.priority = 5; t.risk = Risk::Low })], vec![], config(1, 3), &["safe"], &[]),

@@ -159,12 +159,26 @@ pub fn checks_gate(
     merge: &MergeConfig,
     now: Timestamp,
 ) -> CheckGate {
+    let pushed_at = run.finished_at.unwrap_or(run.started_at);
+    checks_gate_from(run, pushed_at, observed, expected, merge, now)
+}
+
+/// [`checks_gate`] with CI's clock starting at `pushed_at`: the push, or when opentiger started
+/// CI on the head itself (issue 36, `scan.ci`), so the grace period and the timeout count from
+/// the dispatch.
+pub fn checks_gate_from(
+    run: &Run,
+    pushed_at: Timestamp,
+    observed: Option<&CiObservation>,
+    expected: &ExpectedChecks,
+    merge: &MergeConfig,
+    now: Timestamp,
+) -> CheckGate {
     if !merge.require_checks {
         return CheckGate::Proceed {
             note: "CI checks not required (merge.require_checks: false)".into(),
         };
     }
-    let pushed_at = run.finished_at.unwrap_or(run.started_at);
     let deadline = pushed_at.plus(i64::from(merge.checks_timeout_minutes) * MINUTE);
     let grace = pushed_at.plus(i64::from(merge.checks_grace_minutes) * MINUTE);
     let Some(observed) = observed else {

@@ -8,9 +8,12 @@
 //! (R/I/P/L gates), judge work, dispatch. Every non-terminal task gets at least one decision, so
 //! the plan doubles as the "next action" of each task in `status`.
 
+pub mod advice;
+pub mod approval;
 pub mod backoff;
 pub mod checkboxes;
 pub mod checks;
+pub mod ci_start;
 pub mod classify;
 pub mod commands;
 mod dispatch;
@@ -28,6 +31,7 @@ mod preflight;
 mod recovery;
 pub mod research;
 pub mod rounds;
+pub mod scan;
 pub mod stall;
 pub mod verdict;
 
@@ -90,8 +94,13 @@ pub struct Observations {
     pub pull_checks: BTreeMap<u64, gate::CiObservation>,
     /// The checks a PR must pass, and where that was learned (github mode).
     pub expected_checks: gate::ExpectedChecks,
-    /// How CI gets started here (token kind, workflow files), for a stalled PR's diagnosis.
+    /// How CI gets started here (token kind, workflow files), for a stalled PR's diagnosis and
+    /// for starting CI on a head that passed the scan (`scan.ci`).
     pub ci_setup: stall::CiSetup,
+    /// Heads of active tasks the judge approved: the approval stands for its head (issue 36:
+    /// under `scan.ci: after-review` CI starts on such a head, and it is merged once its checks
+    /// pass; issue 38: through the review window), and the merge asks no agent again.
+    pub judge_approved: BTreeSet<String>,
     /// What was done about PR heads whose expected checks never appeared, by PR number.
     pub ci_heals: BTreeMap<u64, stall::CiHeal>,
     /// The base branch of each task PR as last seen (github mode), by number.
@@ -117,9 +126,6 @@ pub struct Observations {
     pub pull_labels: BTreeMap<u64, Vec<String>>,
     /// Who holds an issue's or PR's merge with `/opentiger hold` not yet released, by number.
     pub holds: BTreeMap<u64, String>,
-    /// Runs of tasks awaiting the judge whose head the judge already approved (issue 38: the
-    /// approval stands through the review window; the merge after it asks no agent again).
-    pub approved: BTreeSet<RunId>,
     /// What this tick's earlier rounds did (issue 38); empty for its first round.
     pub tick: rounds::TickSoFar,
 }
@@ -155,6 +161,10 @@ pub struct Decision {
     pub action: Action,
     /// For people: why, with the numbers that mattered.
     pub reason: String,
+    /// The engine's own figures behind it, shown with `-v` only (issue 40): a claim's dispatch
+    /// score, priority, risk and lane.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub detail: Option<String>,
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize)]
@@ -188,6 +198,10 @@ pub enum Action {
     Judge {
         run_id: RunId,
         expires_at: Timestamp,
+        /// `scan.ci: after-review` (issue 36): reviewed before any CI ran on the head; an
+        /// approval is recorded, not merged (CI starts on it, the merge follows its checks).
+        before_ci: bool,
+        /// The review window is open until then: an approval is recorded, the merge waits.
         merge_after: Option<Timestamp>,
     },
     /// A review was claimed but never concluded (its tick died): make the run reviewable again.
@@ -200,13 +214,21 @@ pub enum Action {
     /// `superseded_by` (github mode).
     ClosePull { pr: u64, superseded_by: TaskId },
     /// Expected CI never started on the PR's head: record that, comment on the PR once for the
-    /// head and, when `dispatch` names a workflow, start it for the head's branch (github mode).
+    /// head and start the workflows `dispatch` names for the head's branch (github mode).
     HealCi {
         pr: u64,
         head_sha: String,
         branch: String,
         comment: String,
-        dispatch: Option<String>,
+        dispatch: Vec<String>,
+    },
+    /// `scan.ci` (issue 36): the head passed the scan (and, under `after-review`, its review):
+    /// record it, then start `workflows` for the head's branch, once per head (github mode).
+    StartCi {
+        pr: u64,
+        head_sha: String,
+        branch: String,
+        workflows: Vec<String>,
     },
     /// Point the task's open PR at the configured base branch (its base was renamed or
     /// deleted); recorded, so it is tried once (github mode).
@@ -235,6 +257,7 @@ impl Decision {
             | Action::OpenIssue
             | Action::ClosePull { .. }
             | Action::HealCi { .. }
+            | Action::StartCi { .. }
             | Action::RetargetPull { .. } => true,
         }
     }
@@ -391,6 +414,7 @@ impl<'a> Working<'a> {
             rule,
             action,
             reason,
+            detail: None,
         });
     }
 

@@ -325,7 +325,7 @@ fn a_repeated_failure_stops_the_family_early() {
                 "a policy violation is not retried as it is",
                 "this family already had its rework",
                 "Fix: symbolic links must point inside the worktree",
-                "opentiger task retry w",
+                "`opentiger task retry a` (it retries this rework, w)",
             ],
             ..case(
                 "a policy violation of the rework: a person, with the fix",
@@ -637,7 +637,7 @@ fn blocked_tasks_recover_by_reason() {
             ],
         ),
         Case {
-            reason_has: &["waits on a person: budget"],
+            reason_has: &["waits on a person: `opentiger task retry a` once the cause is dealt with, or `opentiger task cancel a`"],
             ..case(
                 "awaiting_human waits",
                 snapshot(
@@ -877,15 +877,18 @@ fn github_ci_that_never_starts_is_diagnosed_once_then_escalated() {
     let trap = |dispatchable: bool| CiSetup {
         workflow_token: true,
         push_workflows: vec!["ci.yml".into()],
-        dispatchable: dispatchable.then(|| "ci.yml".to_string()),
+        head_workflows: vec!["ci.yml".into()],
+        lacks_dispatch: Vec::new(),
+        may_dispatch: dispatchable,
     };
     let healed = |dispatch: Dispatch| CiHeal {
         head_sha: "aaa".into(),
         at: at(-12),
         dispatch,
+        after_scan: false,
     };
     let sent = Dispatch::Sent {
-        workflow: "ci.yml".into(),
+        workflows: vec!["ci.yml".into()],
     };
     // name, run finished at, setup, what was done before, writes.
     type Row<'a> = (&'a str, i64, CiSetup, Option<CiHeal>, &'a [&'a str]);

@@ -193,6 +193,7 @@ pub fn starts_work(plan: &Plan) -> bool {
         | Action::OpenIssue
         | Action::ClosePull { .. }
         | Action::HealCi { .. }
+        | Action::StartCi { .. }
         | Action::RetargetPull { .. }
         | Action::Wait { .. } => false,
     })
@@ -205,6 +206,29 @@ pub fn stopped_by_time(plan: &Plan) -> bool {
             .holds
             .values()
             .any(|h| h.kind == super::HoldKind::TickTime)
+}
+
+/// Whether the plan has effects on GitHub to make — CI to start, an issue to open, a PR to
+/// close, retarget or diagnose — which need nothing from outside either: a round does them
+/// when the round before it did more than such effects (so a failing one is not retried round
+/// after round; the next tick tries again).
+pub fn has_effects(plan: &Plan) -> bool {
+    plan.decisions.iter().any(|d| match d.action {
+        Action::OpenIssue
+        | Action::ClosePull { .. }
+        | Action::HealCi { .. }
+        | Action::StartCi { .. }
+        | Action::RetargetPull { .. } => true,
+        Action::Claim { .. }
+        | Action::Judge { .. }
+        | Action::StartPlanner
+        | Action::Transition { .. }
+        | Action::ReleaseLease { .. }
+        | Action::CancelRun { .. }
+        | Action::CreateTask { .. }
+        | Action::ResetJudgeClaim { .. }
+        | Action::Wait { .. } => false,
+    })
 }
 
 /// Why a tick starts no further round after a plan that starts no work, for people.

@@ -204,7 +204,7 @@ fn reviews_within_the_window_approve_and_the_merge_waits_for_it() {
             reason_has: "`opentiger task cancel a` or `opentiger task retry a` before then is heard", merge_after: None },
         Case { name: "approved, window passed: merge without a new review", config: local(Some(5)), approved: true,
             tick: TickSoFar::default(), expect: &["judge.review a judge r1"], rule: "judge.review",
-            reason_has: "its review window has passed: merge it (no new review)", merge_after: Some(None) },
+            reason_has: "was approved on this head: merge it, with no second review", merge_after: Some(None) },
         Case { name: "the head was reviewed earlier in this tick", config: local(None), approved: false,
             tick: TickSoFar { rounds: 1, reviewed: [(RunId::from("r1"), "r1head".to_string())].into(), ..TickSoFar::default() },
             expect: &[], rule: REVIEWED_RULE, reason_has: "looked at again next tick", merge_after: None },
@@ -219,7 +219,9 @@ fn reviews_within_the_window_approve_and_the_merge_waits_for_it() {
         let (t, r) = awaiting("a", "r1");
         let mut snap = snapshot(vec![t], vec![r], vec![]);
         if c.approved {
-            snap.observations.approved.insert(RunId::from("r1"));
+            snap.observations
+                .judge_approved
+                .insert("r1head".to_string());
         }
         snap.observations.tick = c.tick;
         let plan = plan_with(&snap, &c.config);
@@ -367,4 +369,18 @@ fn the_planner_runs_once_per_tick_and_a_plan_of_waits_starts_nothing() {
         "{}",
         why_no_round(&late)
     );
+}
+
+#[test]
+fn effects_on_github_are_no_progress_but_may_take_a_round() {
+    let config = Config {
+        mode: Mode::Github,
+        ..Config::default()
+    };
+    let planned = task("a").blocked(BlockReason::IssueLinking);
+    let plan = plan_with(&snapshot(vec![planned], vec![], vec![]), &config);
+    assert_eq!(writes(&plan), ["forge.open_issue a open issue"]);
+    assert!(has_effects(&plan) && !starts_work(&plan));
+    let queued = plan_with(&snapshot(vec![task("b")], vec![], vec![]), &config);
+    assert!(!has_effects(&queued) && starts_work(&queued));
 }

@@ -32,28 +32,51 @@ pub struct CiSetup {
     pub workflow_token: bool,
     /// Workflow files started by `pull_request` or `push`: the CI the trap keeps silent.
     pub push_workflows: Vec<String>,
-    /// A workflow among those that also accepts `workflow_dispatch`, when the token may
-    /// dispatch it (`actions: write` in the ticking workflow's permissions).
-    pub dispatchable: Option<String>,
+    /// Every CI workflow (not the ticking one) that runs on opentiger's heads: on `push` to
+    /// its branches, `pull_request`, `pull_request_target` or `workflow_run` (issue 36).
+    pub head_workflows: Vec<String>,
+    /// Those of `head_workflows` that accept no `workflow_dispatch`.
+    pub lacks_dispatch: Vec<String>,
+    /// The ticking workflow grants `actions: write`: opentiger may dispatch workflows.
+    pub may_dispatch: bool,
 }
 
 impl CiSetup {
+    /// What opentiger can start itself: every CI workflow on its heads that accepts
+    /// `workflow_dispatch`, when it may dispatch.
+    pub fn dispatchable(&self) -> Vec<String> {
+        if !self.may_dispatch {
+            return Vec::new();
+        }
+        self.head_workflows
+            .iter()
+            .filter(|w| !self.lacks_dispatch.contains(w))
+            .cloned()
+            .collect()
+    }
+
     /// The known trap: a workflow token, and CI that only the trap's events would start.
     pub fn is_trap(&self) -> bool {
         self.workflow_token && !self.push_workflows.is_empty()
     }
 }
 
-/// What opentiger did about a PR head whose checks never appeared; one per PR, stored.
+/// What opentiger did about a PR head's CI: a head whose checks never appeared, or (issue 36,
+/// `scan.ci`) CI started on a head once it passed the scan. One per PR, stored; a new head
+/// replaces it, so a dispatch happens at most once per head.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct CiHeal {
     pub head_sha: String,
-    /// When the diagnosis was decided.
+    /// When the diagnosis (or the start) was decided: a started CI's grace counts from here.
     pub at: Timestamp,
     pub dispatch: Dispatch,
+    /// `scan.ci`: CI was started on purpose once the head passed the scan (and the review, under
+    /// `after-review`), not to heal a stall; its wait is not the `GITHUB_TOKEN` trap.
+    #[serde(default)]
+    pub after_scan: bool,
 }
 
-/// The `workflow_dispatch` of a stalled head.
+/// The `workflow_dispatch` of a head (every CI workflow concerned).
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(tag = "state", rename_all = "snake_case")]
 pub enum Dispatch {
@@ -61,25 +84,51 @@ pub enum Dispatch {
     NotPossible,
     /// Decided and recorded; sent by the act phase of the same tick.
     Requested {
-        workflow: String,
+        #[serde(alias = "workflow", deserialize_with = "one_or_many")]
+        workflows: Vec<String>,
     },
     Sent {
-        workflow: String,
+        #[serde(alias = "workflow", deserialize_with = "one_or_many")]
+        workflows: Vec<String>,
     },
     Failed {
-        workflow: String,
+        #[serde(alias = "workflow", deserialize_with = "one_or_many")]
+        workflows: Vec<String>,
         error: String,
     },
+}
+
+/// A stored dispatch names one workflow (before issue 36) or several.
+fn one_or_many<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Vec<String>, D::Error> {
+    #[derive(Deserialize)]
+    #[serde(untagged)]
+    enum OneOrMany {
+        One(String),
+        Many(Vec<String>),
+    }
+    Ok(match OneOrMany::deserialize(d)? {
+        OneOrMany::One(one) => vec![one],
+        OneOrMany::Many(many) => many,
+    })
+}
+
+/// The workflows as people read them: `a.yml`, `b.yml`.
+pub fn quoted(files: &[String]) -> String {
+    files
+        .iter()
+        .map(|f| format!("`{f}`"))
+        .collect::<Vec<_>>()
+        .join(", ")
 }
 
 /// What a stalled PR needs now.
 #[derive(Clone, Debug, PartialEq)]
 pub enum StallStep {
-    /// Comment on the PR once for this head; dispatch `dispatch` for the head's branch when set;
-    /// escalate with `escalate` at once when no dispatch can help.
+    /// Comment on the PR once for this head; dispatch the workflows of `dispatch` for the
+    /// head's branch; escalate with `escalate` at once when no dispatch can help.
     Diagnose {
         comment: String,
-        dispatch: Option<String>,
+        dispatch: Vec<String>,
         escalate: Option<String>,
     },
     /// A dispatched CI gets its own grace period to report.
@@ -110,7 +159,10 @@ pub fn next_step(
 ) -> StallStep {
     let head = short_sha(stall.head_sha);
     let missing = stall.missing.join(", ");
-    let trap = setup.is_trap();
+    let heal = heal.filter(|h| h.head_sha == stall.head_sha);
+    // A CI opentiger started on purpose (issue 36, scan.ci) is silent by design until then:
+    // not the trap, whatever the token.
+    let trap = setup.is_trap() && !heal.is_some_and(|h| h.after_scan);
     let start = match setup.push_workflows.first() {
         Some(workflow) => format!("`gh workflow run {workflow} --ref {}`", stall.branch),
         None => format!("push to `{}` or re-run it", stall.branch),
@@ -123,17 +175,19 @@ pub fn next_step(
             task = stall.task,
             fix = if trap {
                 APP_TOKEN_FIX
+            } else if heal.is_some_and(|h| h.after_scan) {
+                "make the dispatched workflows report the expected checks on `workflow_dispatch`, or list the checks they do report in merge.required_checks"
             } else {
                 "make CI start on pull requests, or list the checks that do in merge.required_checks"
             },
         )
     };
-    match heal.filter(|h| h.head_sha == stall.head_sha) {
+    match heal {
         None => {
             let dispatch = if trap {
-                setup.dispatchable.clone()
+                setup.dispatchable()
             } else {
-                None
+                Vec::new()
             };
             let mut comment = format!(
                 "**opentiger: CI did not start on {head}.** Expected checks ({}): {missing}. None of them appeared within {} minutes of the push (`merge.checks_grace_minutes`), so this PR is not merged.",
@@ -145,20 +199,18 @@ pub fn next_step(
                     quoted(&setup.push_workflows)
                 ));
             }
-            let escalate = match &dispatch {
-                Some(workflow) => {
-                    comment.push_str(&format!(
-                        "\n\nMeanwhile opentiger started `{workflow}` for this head (`workflow_dispatch` on `{}`, once); the PR is merged when the checks pass.",
-                        stall.branch
-                    ));
-                    None
-                }
-                None => {
-                    comment.push_str(
-                        "\n\nopentiger cannot start CI for this head itself: a person decides (see the dashboard).",
-                    );
-                    Some(question(if trap { ": the GITHUB_TOKEN trap" } else { "" }))
-                }
+            let escalate = if dispatch.is_empty() {
+                comment.push_str(
+                    "\n\nopentiger cannot start CI for this head itself: a person decides (see the dashboard).",
+                );
+                Some(question(if trap { ": the GITHUB_TOKEN trap" } else { "" }))
+            } else {
+                comment.push_str(&format!(
+                    "\n\nMeanwhile opentiger started {} for this head (`workflow_dispatch` on `{}`, once); the PR is merged when the checks pass.",
+                    quoted(&dispatch),
+                    stall.branch
+                ));
+                None
             };
             StallStep::Diagnose {
                 comment,
@@ -167,29 +219,40 @@ pub fn next_step(
             }
         }
         Some(heal) => match &heal.dispatch {
-            Dispatch::Requested { workflow } | Dispatch::Sent { workflow } => {
+            Dispatch::Requested { workflows } | Dispatch::Sent { workflows } => {
                 let until = heal.at.plus(i64::from(merge.checks_grace_minutes) * MINUTE);
+                let workflows = quoted(workflows);
                 if now < until {
                     StallStep::Wait {
                         until,
-                        reason: format!(
-                            "PR #{}: expected CI never started on {head}{}; `{workflow}` was dispatched for it and {missing} is waited for until {until}",
-                            stall.pr,
-                            if trap {
-                                format!(" (the GITHUB_TOKEN trap; for good: {APP_TOKEN_FIX})")
-                            } else {
-                                String::new()
-                            }
-                        ),
+                        reason: if heal.after_scan {
+                            format!(
+                                "PR #{}: CI was started on {head} once it passed the threat scan (scan.ci): {workflows} dispatched at {}; {missing} is waited for until {until}",
+                                stall.pr, heal.at
+                            )
+                        } else {
+                            format!(
+                                "PR #{}: expected CI never started on {head}{}; {workflows} was dispatched for it and {missing} is waited for until {until}",
+                                stall.pr,
+                                if trap {
+                                    format!(" (the GITHUB_TOKEN trap; for good: {APP_TOKEN_FIX})")
+                                } else {
+                                    String::new()
+                                }
+                            )
+                        },
                     }
                 } else {
                     StallStep::Escalate {
-                        reason: question(&format!(", even after dispatching `{workflow}`")),
+                        reason: question(&format!(", even after dispatching {workflows}")),
                     }
                 }
             }
-            Dispatch::Failed { workflow, error } => StallStep::Escalate {
-                reason: question(&format!(": dispatching `{workflow}` failed ({error})")),
+            Dispatch::Failed { workflows, error } => StallStep::Escalate {
+                reason: question(&format!(
+                    ": dispatching {} failed ({error})",
+                    quoted(workflows)
+                )),
             },
             Dispatch::NotPossible => StallStep::Escalate {
                 reason: question(if trap { ": the GITHUB_TOKEN trap" } else { "" }),
@@ -292,14 +355,6 @@ pub fn base_step(
     }
 }
 
-fn quoted(files: &[String]) -> String {
-    files
-        .iter()
-        .map(|f| format!("`{f}`"))
-        .collect::<Vec<_>>()
-        .join(", ")
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -309,7 +364,9 @@ mod tests {
         CiSetup {
             workflow_token,
             push_workflows: vec!["ci.yml".into()],
-            dispatchable: dispatchable.then(|| "ci.yml".to_string()),
+            head_workflows: vec!["ci.yml".into()],
+            lacks_dispatch: Vec::new(),
+            may_dispatch: dispatchable,
         }
     }
 
@@ -318,14 +375,13 @@ mod tests {
             head_sha: head.into(),
             at: at(0),
             dispatch,
+            after_scan: false,
         }
     }
 
     fn kind(step: &StallStep) -> &'static str {
         match step {
-            StallStep::Diagnose {
-                dispatch: Some(_), ..
-            } => "diagnose+dispatch",
+            StallStep::Diagnose { dispatch, .. } if !dispatch.is_empty() => "diagnose+dispatch",
             StallStep::Diagnose {
                 escalate: Some(_), ..
             } => "diagnose+escalate",
@@ -346,14 +402,11 @@ mod tests {
             missing: &missing,
             origin: "merge.required_checks",
         };
-        let requested = Dispatch::Requested {
-            workflow: "ci.yml".into(),
-        };
-        let sent = Dispatch::Sent {
-            workflow: "ci.yml".into(),
-        };
+        let ci = || vec!["ci.yml".to_string()];
+        let requested = Dispatch::Requested { workflows: ci() };
+        let sent = Dispatch::Sent { workflows: ci() };
         let failed = Dispatch::Failed {
-            workflow: "ci.yml".into(),
+            workflows: ci(),
             error: "403".into(),
         };
         #[rustfmt::skip]
@@ -452,7 +505,7 @@ mod tests {
         else {
             panic!("first time: a diagnosis");
         };
-        assert_eq!(dispatch.as_deref(), Some("ci.yml"));
+        assert_eq!(dispatch, vec!["ci.yml".to_string()]);
         assert_eq!(escalate, None);
         for part in [
             "`GITHUB_TOKEN` trap",

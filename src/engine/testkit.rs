@@ -137,10 +137,13 @@ pub fn line(d: &Decision) -> String {
         Action::OpenIssue => "open issue".to_string(),
         Action::ClosePull { pr, superseded_by } => format!("close #{pr} for {superseded_by}"),
         Action::RetargetPull { pr, from, to } => format!("retarget #{pr} {from} -> {to}"),
-        Action::HealCi { pr, dispatch, .. } => match dispatch {
-            Some(workflow) => format!("heal CI #{pr} dispatch {workflow}"),
-            None => format!("heal CI #{pr}"),
-        },
+        Action::HealCi { pr, dispatch, .. } if dispatch.is_empty() => format!("heal CI #{pr}"),
+        Action::HealCi { pr, dispatch, .. } => {
+            format!("heal CI #{pr} dispatch {}", dispatch.join(","))
+        }
+        Action::StartCi { pr, workflows, .. } => {
+            format!("start CI #{pr} dispatch {}", workflows.join(","))
+        }
         Action::Wait { .. } => "wait".to_string(),
     };
     format!("{} {task} {action}", d.rule)

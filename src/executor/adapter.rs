@@ -25,6 +25,15 @@ pub(super) trait Adapter {
     fn env(&self, scratch: &Path, given: &[(String, String)]) -> Vec<(String, String)>;
     /// Reads the CLI's output.
     fn parse(&self, out: &ProcessOutput, scratch: &Path) -> Report;
+    /// The prompt as the CLI gets it (by default with the read-only note of
+    /// [`report::prompt_for`]).
+    fn prompt(&self, role: crate::config::AgentRole, prompt: &str) -> String {
+        report::prompt_for(role, prompt)
+    }
+    /// Arguments handing the CLI the files the task names (aider's `--file`, issue 39).
+    fn file_args(&self, _req: &AgentRequest<'_>) -> Vec<String> {
+        Vec::new()
+    }
     /// Reads the CLI's output while it runs, to stop it early (issue 18).
     fn watcher(&self) -> Option<Box<dyn Watcher>> {
         None
@@ -95,10 +104,11 @@ pub(super) fn run_adapter(
     req: &AgentRequest<'_>,
 ) -> Result<AgentResult, ExecutorError> {
     let config = adapter.config();
-    let prompt = report::prompt_for(req.role, &req.prompt);
+    let prompt = adapter.prompt(req.role, &req.prompt);
     let files = RunFiles::prepare(req, &prompt)?;
     let mut args = config.extra_args.clone();
     args.extend(adapter.args(&files, req.scratch, &req.env));
+    args.extend(adapter.file_args(req));
     let stopped_for = Arc::new(Mutex::new(None));
     let watch = adapter.watcher().map(|watcher| {
         Watch::new(Keep {

@@ -9,8 +9,14 @@
 //! in the workspace are removed after the run. aider has no turn cap to set (its lint/test fix-up
 //! loop stops after 3 reflections), so `agents.<role>.max_turns` does not apply.
 //!
+//! A worker is handed the files its task names that exist (`--file`, `aider_files`), with the
+//! repository map off (`--map-tokens 0`): the task says what to edit. aider can neither run
+//! commands nor write `$OPENTIGER_RESULT_FILE`: its prompt does not ask it to (the runner runs
+//! the checks), and the read-only note other CLIs get is left out.
+//!
 //! aider has no machine-readable output, and exits 0 even when the provider refused every request,
-//! so its text is read: `Tokens: 2.1k sent, 180 received. Cost: $0.0090 message, …` lines (summed;
+//! so its text is read (the reply itself from the chat history file, which is not wrapped at
+//! the console's 80 columns, issue 39): `Tokens: 2.1k sent, 180 received. Cost: $0.0090 message, …` lines (summed;
 //! `Cost:` may wrap to the next line; "sent" already counts cache writes; no line at all means no
 //! reply), the reply before the last of them (the final message), a
 //! `litellm.RateLimitError` not followed by a reply (a quota failure), other `litellm.…Error`s not
@@ -297,8 +303,36 @@ impl Adapter for Aider {
         env
     }
 
-    fn parse(&self, out: &ProcessOutput, _scratch: &Path) -> Report {
-        parse(&out.stdout_tail)
+    fn parse(&self, out: &ProcessOutput, scratch: &Path) -> Report {
+        let mut r = parse(&out.stdout_tail);
+        if r.completed {
+            // The console wraps at 80 columns without a terminal; the history does not.
+            let history = scratch.join("aider.chat.history.md");
+            if let Some(reply) = super::aider_files::last_reply_in(&history) {
+                r.final_message = Some(reply);
+            }
+        }
+        r
+    }
+
+    fn prompt(&self, _role: crate::config::AgentRole, prompt: &str) -> String {
+        prompt.to_string()
+    }
+
+    fn file_args(&self, req: &super::AgentRequest<'_>) -> Vec<String> {
+        if read_only(req.role) {
+            return Vec::new();
+        }
+        let named =
+            super::aider_files::named_files(&req.task.touches, &req.task.goal, req.workspace);
+        if named.is_empty() {
+            return Vec::new();
+        }
+        let mut args = vec!["--map-tokens".to_string(), "0".to_string()];
+        for file in named {
+            args.extend(["--file".to_string(), file]);
+        }
+        args
     }
 
     /// aider keeps its repo-map cache and other state in `.aider*` files in the repository: they

@@ -255,6 +255,8 @@ pub(super) fn execute(
     on_missing: impl Fn(&ProcessError) -> String,
 ) -> Result<ProcessOutput, ExecutorError> {
     let mut env = req.env.clone();
+    // An adapter's value replaces the given one (codex's own `TMPDIR`).
+    env.retain(|(k, _)| !inv.env.iter().any(|(name, _)| name == k));
     env.extend(inv.env);
     env.push((
         "OPENTIGER_PROMPT_FILE".into(),

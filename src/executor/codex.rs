@@ -1,11 +1,17 @@
 //! The `codex` adapter: OpenAI's Codex CLI (`codex`, npm `@openai/codex`).
 //!
 //! Runs `codex [-c openai_base_url="<OPENAI_BASE_URL>"] exec --json --color never
-//! --skip-git-repo-check --sandbox <mode> [--model M]
-//! --output-last-message <scratch>/last-message.txt [--add-dir <scratch>] -` with the prompt on
-//! stdin (`-`). Workers get `--sandbox workspace-write` plus the scratch folder (for the result
-//! file); the judge and the planner get `--sandbox read-only`. `codex exec` never asks for
-//! approval. `codex exec` reads its key from `CODEX_API_KEY` only and ignores `OPENAI_BASE_URL`
+//! --skip-git-repo-check --sandbox danger-full-access [--model M]
+//! --output-last-message <scratch>/last-message.txt -` with the prompt on stdin (`-`), for every
+//! role. codex's own sandbox (bubblewrap) cannot start inside opentiger's Landlock domain (issue
+//! 39, measured with 0.169.0: `mkdir /tmp/codex-daemon-0` refused, then the `uid_map` write,
+//! then `bwrap: Failed to make / slave`): its shell tool then fails every command and codex
+//! reports success with nothing changed. So codex's sandbox is off and opentiger's confinement
+//! holds instead (Landlock, the private home, the network door); the judge and the planner are
+//! read-only by their prompt, and what they leave in their workspace is never read back.
+//! `codex exec` never asks for approval. codex refuses to make its helper programs
+//! (`apply_patch`) under its `TMPDIR` (issue 39), which holds the private home: it is given
+//! `<scratch>/tmp` as `TMPDIR` instead, beside the home, not above it. `codex exec` reads its key from `CODEX_API_KEY` only and ignores `OPENAI_BASE_URL`
 //! (issue 18), so a passed `OPENAI_API_KEY` is given as `CODEX_API_KEY` when that is not set, and
 //! a passed `OPENAI_BASE_URL` becomes the `-c` override above. Codex has no turn cap: `agents.<role>.max_turns` does not apply, the timeout bounds
 //! the run.
@@ -28,7 +34,7 @@ use std::time::Duration;
 
 use super::adapter::{Adapter, Watcher};
 use super::cli::{AdapterConfig, Cli, RunFiles};
-use super::report::{self, int, json_lines, read_only, text_at, Report};
+use super::report::{self, int, json_lines, text_at, Report};
 use crate::process::ProcessOutput;
 
 pub const CLI: Cli = Cli {
@@ -56,11 +62,6 @@ fn last_message_file(scratch: &Path) -> PathBuf {
 
 /// The arguments after `codex` (the prompt goes on stdin).
 pub fn args(config: &AdapterConfig, scratch: &Path) -> Vec<String> {
-    let sandbox = if read_only(config.role) {
-        "read-only"
-    } else {
-        "workspace-write"
-    };
     let mut args: Vec<String> = [
         "exec",
         "--json",
@@ -68,7 +69,8 @@ pub fn args(config: &AdapterConfig, scratch: &Path) -> Vec<String> {
         "never",
         "--skip-git-repo-check",
         "--sandbox",
-        sandbox,
+        // Its bubblewrap cannot start inside opentiger's Landlock domain (module docs).
+        "danger-full-access",
     ]
     .map(String::from)
     .to_vec();
@@ -79,9 +81,6 @@ pub fn args(config: &AdapterConfig, scratch: &Path) -> Vec<String> {
         "--output-last-message".to_string(),
         last_message_file(scratch).display().to_string(),
     ]);
-    if !read_only(config.role) {
-        args.extend(["--add-dir".to_string(), scratch.display().to_string()]);
-    }
     args.push("-".to_string());
     args
 }
@@ -114,6 +113,33 @@ pub fn base_url_override(url: Option<&str>) -> Vec<String> {
     };
     let quoted = url.replace('\\', "\\\\").replace('"', "\\\"");
     vec!["-c".to_string(), format!("openai_base_url=\"{quoted}\"")]
+}
+
+/// codex makes no helper programs under its `TMPDIR` ("Refusing to create helper binaries under
+/// temporary dir"), and the private home is in the scratch folder, the agent's `TMPDIR`: when
+/// the home is beneath the given `TMPDIR`, codex gets `<scratch>/tmp` (made here, private,
+/// removed with the scratch folder) instead.
+pub fn temp_dir(scratch: &Path, given: &[(String, String)]) -> Vec<(String, String)> {
+    let (Some(home), Some(tmp)) = (lookup(given, "HOME"), lookup(given, "TMPDIR")) else {
+        return Vec::new();
+    };
+    if !Path::new(home).starts_with(tmp) {
+        return Vec::new();
+    }
+    let own = scratch.join("tmp");
+    use std::os::unix::fs::DirBuilderExt;
+    match std::fs::DirBuilder::new().mode(0o700).create(&own) {
+        Ok(()) => {}
+        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {}
+        Err(e) => {
+            tracing::warn!(path = %own.display(), error = %e, "could not make codex's TMPDIR");
+            return Vec::new();
+        }
+    }
+    if Path::new(home).starts_with(&own) {
+        return Vec::new();
+    }
+    vec![("TMPDIR".to_string(), own.display().to_string())]
 }
 
 /// Reads `codex exec --json` output; `last_message` is the `--output-last-message` file.
@@ -208,12 +234,10 @@ impl Watcher for ReconnectWatch {
             self.last = message.to_string();
             return (self.reconnects >= MAX_RECONNECTS).then(|| self.stop(at));
         }
-        // A completed item or turn is progress; notes about the transport are not.
-        let progress = kind.starts_with("turn.")
-            || (kind.starts_with("item.") && text_at(&event, "/item/type") != Some("error"));
-        if progress {
-            *self = ReconnectWatch::default();
-        }
+        // Every other event is progress (issue 39): the "Falling back from WebSockets to HTTPS"
+        // item (of type `error`) starts another transport, which may then work for minutes
+        // without printing an item for its commands.
+        *self = ReconnectWatch::default();
         None
     }
 
@@ -242,8 +266,10 @@ impl Adapter for Codex {
         Some(prompt.as_bytes().to_vec())
     }
 
-    fn env(&self, _scratch: &Path, given: &[(String, String)]) -> Vec<(String, String)> {
-        key_env(given)
+    fn env(&self, scratch: &Path, given: &[(String, String)]) -> Vec<(String, String)> {
+        let mut env = key_env(given);
+        env.extend(temp_dir(scratch, given));
+        env
     }
 
     fn parse(&self, out: &ProcessOutput, scratch: &Path) -> Report {
@@ -288,15 +314,38 @@ mod tests {
         worker.model = Some("gpt-5-codex".into());
         assert_eq!(
             args(&worker, scratch).join(" "),
-            "exec --json --color never --skip-git-repo-check --sandbox workspace-write \
-             --model gpt-5-codex --output-last-message /s/last-message.txt --add-dir /s -"
+            "exec --json --color never --skip-git-repo-check --sandbox danger-full-access \
+             --model gpt-5-codex --output-last-message /s/last-message.txt -"
         );
-        let judge = AdapterConfig::new(&CLI, AgentRole::Judge);
+        // Issue 39: codex's sandbox is off for the judge and the planner too (bubblewrap cannot
+        // start inside Landlock); opentiger's confinement holds.
+        for role in [AgentRole::Judge, AgentRole::Planner] {
+            assert_eq!(
+                args(&AdapterConfig::new(&CLI, role), scratch).join(" "),
+                "exec --json --color never --skip-git-repo-check --sandbox danger-full-access \
+                 --output-last-message /s/last-message.txt -"
+            );
+        }
+    }
+
+    /// Issue 39: codex refuses helper programs under its `TMPDIR`; the private home is there.
+    #[test]
+    fn codex_gets_a_temp_folder_beside_its_home_not_above_it() {
+        let scratch = tempfile::tempdir().unwrap();
+        let s = scratch.path();
+        let pair = |k: &str, v: &Path| (k.to_string(), v.display().to_string());
+        let given = [pair("HOME", &s.join("home")), pair("TMPDIR", s)];
+        assert_eq!(temp_dir(s, &given), [pair("TMPDIR", &s.join("tmp"))]);
+        let mode = std::fs::metadata(s.join("tmp")).unwrap().permissions();
         assert_eq!(
-            args(&judge, scratch).join(" "),
-            "exec --json --color never --skip-git-repo-check --sandbox read-only \
-             --output-last-message /s/last-message.txt -"
+            std::os::unix::fs::PermissionsExt::mode(&mode) & 0o777,
+            0o700
         );
+        // Again (a second run in the same folder), and a home elsewhere: left alone.
+        assert_eq!(temp_dir(s, &given).len(), 1);
+        let elsewhere = [pair("HOME", Path::new("/home/runner")), pair("TMPDIR", s)];
+        assert!(temp_dir(s, &elsewhere).is_empty());
+        assert!(temp_dir(s, &[]).is_empty());
     }
 
     #[test]
@@ -388,12 +437,13 @@ mod tests {
         for (i, line) in recorded.lines().enumerate() {
             assert_eq!(watch.line(line, secs(i as u64)), None, "{line}");
         }
-        // The recording's 7 reconnects, then nothing for a while: stopped by the stall bound.
+        // The fallback to HTTPS starts the count again (issue 39); its 5 reconnects, then
+        // nothing for a while: stopped by the stall bound.
         assert_eq!(watch.poll(secs(60)), None);
-        let f = watch.poll(secs(2) + RECONNECT_STALL).expect("stopped");
+        let f = watch.poll(secs(7) + RECONNECT_STALL).expect("stopped");
         assert_eq!(f.kind, K::Error);
         assert!(
-            f.message.starts_with("codex could not reach its provider: 9 reconnects in 120s with no progress, stopped; last: Reconnecting... waiting for network"),
+            f.message.starts_with("codex could not reach its provider: 5 reconnects in 120s with no progress, stopped; last: Reconnecting... waiting for network"),
             "{}",
             f.message
         );
@@ -416,6 +466,28 @@ mod tests {
             assert_eq!(watch.line(line, secs(1)), None);
         }
         assert_eq!(watch.poll(secs(10_000)), None);
+    }
+
+    /// Issue 39: behind an endpoint without websockets codex falls back to HTTPS and then works
+    /// for minutes printing nothing; only a stall after that stops it.
+    #[test]
+    fn a_fallback_to_https_is_progress() {
+        let secs = Duration::from_secs;
+        let mut watch = ReconnectWatch::default();
+        for (i, line) in fixture("websocket_fallback.jsonl").lines().enumerate() {
+            assert_eq!(watch.line(line, secs(i as u64)), None, "{line}");
+        }
+        assert_eq!(
+            watch.poll(secs(10_000)),
+            None,
+            "no reconnect since the fallback"
+        );
+        // The same reconnects without the fallback item would have stopped it.
+        let mut watch = ReconnectWatch::default();
+        for line in fixture("websocket_fallback.jsonl").lines().take(7) {
+            assert_eq!(watch.line(line, secs(1)), None, "{line}");
+        }
+        assert!(watch.poll(secs(1) + RECONNECT_STALL).is_some());
     }
 
     /// Issue 18: recorded against the stand-in answering 429: quota at once, not a stall.

@@ -14,11 +14,13 @@
 
 mod adapter;
 pub mod aider;
+pub mod aider_files;
 mod chain;
 pub mod claude_code;
 mod cli;
 pub mod codex;
 mod command;
+mod json_answer;
 mod keys;
 pub mod opencode;
 mod report;
@@ -46,8 +48,38 @@ pub fn known_cli(kind: ExecutorKind) -> Option<&'static Cli> {
         ExecutorKind::Command | ExecutorKind::Scripted => None,
     }
 }
+/// What an executor's program can do besides answering, for its prompt (issue 39): an agent
+/// is asked only for what its CLI can do.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Abilities {
+    /// It runs commands (the checks, before it finishes).
+    pub runs_commands: bool,
+    /// It writes a file of its own choosing (`$OPENTIGER_RESULT_FILE`); without, its JSON is
+    /// read from its reply.
+    pub writes_result_file: bool,
+}
+
+/// The abilities of an executor kind: aider only edits the files in its chat and answers.
+pub fn abilities(kind: ExecutorKind) -> Abilities {
+    match kind {
+        ExecutorKind::Aider => Abilities {
+            runs_commands: false,
+            writes_result_file: false,
+        },
+        ExecutorKind::ClaudeCode
+        | ExecutorKind::Opencode
+        | ExecutorKind::Codex
+        | ExecutorKind::Command
+        | ExecutorKind::Scripted => Abilities {
+            runs_commands: true,
+            writes_result_file: true,
+        },
+    }
+}
+
 pub use command::CommandExecutor;
-pub use report::{extract_json_object, Report};
+pub use json_answer::{extract_answer, extract_json_object};
+pub use report::Report;
 pub use scripted::{Script, ScriptedExecutor};
 
 /// One agent invocation.
@@ -289,6 +321,7 @@ pub fn agent_env(
 pub const FORGE_TOKENS: &[&str] = &[
     "GITHUB_TOKEN",
     "OPENTIGER_GITHUB_TOKEN",
+    "OPENTIGER_PUSH_TOKEN",
     "GH_TOKEN",
     "GITHUB_PAT",
 ];

@@ -90,6 +90,15 @@ pub(super) fn read_only(role: AgentRole) -> bool {
     }
 }
 
+/// The key at the top of the JSON a read-only role answers with (issue 39).
+fn answer_key(role: AgentRole) -> Option<&'static str> {
+    match role {
+        AgentRole::Judge | AgentRole::Detector => Some("verdict"),
+        AgentRole::Planner => Some("tasks"),
+        AgentRole::Task(_) => None,
+    }
+}
+
 /// The prompt as the CLI gets it: a read-only role is told where its JSON is read from when it
 /// cannot write the result file.
 pub(super) fn prompt_for(role: AgentRole, prompt: &str) -> String {
@@ -154,7 +163,7 @@ pub(super) fn assemble(
                 report
                     .final_message
                     .as_deref()
-                    .and_then(extract_json_object)
+                    .and_then(|m| super::json_answer::extract_answer(m, answer_key(role)))
             })
             .flatten()
     });
@@ -218,27 +227,6 @@ fn kind_text(kind: &AgentFailureKind) -> String {
         }
         AgentFailureKind::Error => "the agent CLI reported an error".to_string(),
     }
-}
-
-/// The last JSON object in `text` that is not inside another one (e.g. the verdict at the end of
-/// a judge's reply, fenced or not).
-pub fn extract_json_object(text: &str) -> Option<Value> {
-    // A reply is short; past this, only its end is searched.
-    let text = tail_str(text, 256 * 1024);
-    let mut found = None;
-    let mut at = 0;
-    while let Some(offset) = text[at..].find('{') {
-        let start = at + offset;
-        let mut objects = serde_json::Deserializer::from_str(&text[start..]).into_iter::<Value>();
-        match objects.next() {
-            Some(Ok(value @ Value::Object(_))) => {
-                found = Some(value);
-                at = start + objects.byte_offset();
-            }
-            _ => at = start + 1,
-        }
-    }
-    found
 }
 
 /// When a quota comes back, as a phrase the quota backoff reads (`engine::backoff`), from the
@@ -391,28 +379,6 @@ mod tests {
         Option<&'a str>,
         bool,
     );
-
-    #[test]
-    fn the_last_top_level_json_object_is_extracted() {
-        #[rustfmt::skip]
-        let cases: &[(&str, Option<&str>)] = &[
-            (r#"{"verdict": "approve", "summary": "ok", "findings": []}"#, Some("approve")),
-            ("I reviewed it.\n\n```json\n{\"verdict\": \"request_changes\", \"findings\": [\"x {y}\"]}\n```\n", Some("request_changes")),
-            (r#"first {"verdict": "approve"} then {"verdict": "request_changes", "n": {"a": 1}}"#, Some("request_changes")),
-            ("a brace { that never closes", None),
-            ("no json here", None),
-            ("[1, 2, 3]", None),
-            ("", None),
-        ];
-        for (text, verdict) in cases {
-            let got = extract_json_object(text);
-            let got = got
-                .as_ref()
-                .and_then(|v| v.get("verdict"))
-                .and_then(Value::as_str);
-            assert_eq!(got, *verdict, "{text:?}");
-        }
-    }
 
     #[test]
     fn quota_hints_are_normalised_for_the_backoff() {

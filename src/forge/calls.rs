@@ -221,10 +221,10 @@ impl GithubClient {
         })
     }
 
-    /// Opens the PR for `branch`, or updates the one already open: never two PRs for a task.
+    /// Opens the PR for `branch` as `opener` (issue 36), or updates the one already open.
     pub fn upsert_pull(
         &self,
-        branch: &str,
+        (opener, branch): (&GithubClient, &str),
         base: &str,
         title: &str,
         body: &str,
@@ -233,7 +233,7 @@ impl GithubClient {
         let existing = match self.pull_for_branch(branch, now)? {
             Some(pr) => pr,
             None => {
-                let created: Result<RawPull, ForgeError> = self.call(
+                let created: Result<RawPull, ForgeError> = opener.call(
                     Method::POST,
                     &self.path("/pulls"),
                     Some(&json!({ "title": title, "body": body, "head": branch, "base": base })),

@@ -34,7 +34,7 @@ mod child;
 pub mod interrupt;
 mod watch;
 
-pub use watch::{OutputWatch, Sentinel, Watch};
+pub use watch::{OutputWatch, Seen, Sentinel, Watch};
 
 use std::collections::VecDeque;
 use std::fs;
@@ -459,7 +459,11 @@ fn watch(
                 .filter_map(|c| c.lock().last)
                 .max()
                 .unwrap_or(started);
-            s.check(now.saturating_duration_since(last))
+            s.check(&Seen {
+                quiet: now.saturating_duration_since(last),
+                elapsed: now - started,
+                lines: captures.iter().map(|c| c.lock().lines).sum(),
+            })
         });
         let reason = stop
             .lock()
@@ -533,6 +537,8 @@ struct Tail {
     error: Option<io::Error>,
     /// When the program last wrote to this stream.
     last: Option<Instant>,
+    /// Lines written so far (newlines seen).
+    lines: u64,
 }
 
 impl Tail {
@@ -545,12 +551,14 @@ impl Tail {
             finished: false,
             error: None,
             last: None,
+            lines: 0,
         }
     }
 
     fn push(&mut self, bytes: &[u8]) {
         self.last = Some(Instant::now());
         self.total += bytes.len() as u64;
+        self.lines += bytes.iter().filter(|b| **b == b'\n').count() as u64;
         if bytes.len() >= self.capacity {
             self.buf.clear();
             self.buf.extend(&bytes[bytes.len() - self.capacity..]);

@@ -23,11 +23,23 @@ pub trait OutputWatch: Send {
 }
 
 /// What may stop a program early besides its output (issue 37: its network door saw a quota
-/// answer or refused a call past its budget, it has been idle too long).
+/// answer or refused a call past its budget, it has been idle too long), and what hears how it
+/// is doing while it runs (issue 40: the live view's heartbeat).
 pub trait Sentinel: Send + Sync + fmt::Debug {
-    /// Called about every poll interval; `quiet` is how long since it last printed anything.
+    /// Called about every poll interval with what was seen of the program so far.
     /// `Some(reason)` stops it (its whole group is killed).
-    fn check(&self, quiet: Duration) -> Option<String>;
+    fn check(&self, seen: &Seen) -> Option<String>;
+}
+
+/// What the wait loop has seen of a running program, for a [`Sentinel`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Seen {
+    /// How long since it last printed anything (since the start if it never did).
+    pub quiet: Duration,
+    /// How long it has run.
+    pub elapsed: Duration,
+    /// Lines it printed so far, stdout and stderr together.
+    pub lines: u64,
 }
 
 /// A shared [`OutputWatch`], as a [`super::ProcessSpec`] carries it.

@@ -27,8 +27,17 @@ pub struct BoardView {
     pub humans: Vec<TaskLine>,
     pub humans_count: usize,
     pub active_count: usize,
-    /// Other active tasks.
+    /// Other active tasks (all of the four lists below, in the view's order).
     pub active: Vec<TaskLine>,
+    /// Active tasks by their state (issue 40: each state its own section): running,
+    /// blocked on the loop (the judge, a rework, a quota, an issue), failed and about to be
+    /// retried, queued.
+    pub running: Vec<TaskLine>,
+    pub waiting: Vec<TaskLine>,
+    pub failed: Vec<TaskLine>,
+    pub queued: Vec<TaskLine>,
+    /// The task graph as a fenced Mermaid block (`report::graph`), when there is a task.
+    pub graph: Option<String>,
     /// Done or cancelled tasks in the view (newest first, a few).
     pub finished: Vec<TaskLine>,
     /// Backlog issues not imported, and why.
@@ -56,6 +65,8 @@ pub struct TaskLine {
     /// The lifecycle phase word (`model::Phase`).
     pub phase: String,
     pub reason: String,
+    /// What the reason advises (issue 40), shown beside the comment command that answers it.
+    pub advice: Option<String>,
     pub next: String,
     pub pr: Option<u64>,
     pub checks: Option<String>,
@@ -139,7 +150,16 @@ impl BoardView {
             match (task.status.as_str(), task.waits_on_person) {
                 ("done" | "cancelled", _) => finished.push(task),
                 (_, true) => board.humans.push(line),
-                (_, false) => board.active.push(line),
+                (status, false) => {
+                    let list = match status {
+                        "running" => &mut board.running,
+                        "failed" => &mut board.failed,
+                        "queued" => &mut board.queued,
+                        _ => &mut board.waiting,
+                    };
+                    list.push(line.clone());
+                    board.active.push(line);
+                }
             }
         }
         board.humans_count = board.humans.len();
@@ -166,6 +186,7 @@ impl TaskLine {
             state,
             phase: task.phase.clone(),
             reason: plain(task.reason.as_deref().unwrap_or("")),
+            advice: task.advice.as_deref().map(plain),
             next: plain(&task.next_action),
             pr: task.pr,
             checks: task.checks.clone(),
@@ -256,7 +277,9 @@ mod tests {
             dependencies: vec![],
             parent: None,
             reason: Some(format!("why {id}")),
+            advice: None,
             next_action: format!("next for {id}"),
+            next_detail: None,
             next_attempt_at: None,
             updated_at: Timestamp(0),
             waits_on_person: matches!(block, Some("awaiting_human" | "paused")),
@@ -285,6 +308,7 @@ mod tests {
                 ),
                 TaskStatusView {
                     command: Some("/opentiger retry b".into()),
+                    advice: Some("Fix: the <b>cause</b>. Then retry".into()),
                     boxes: vec![
                         crate::engine::checkboxes::Checkbox {
                             verb: "retry",
@@ -305,6 +329,8 @@ mod tests {
                     ..task("c", "blocked", Some("awaiting_judge"), "Review me")
                 },
                 task("d", "done", None, "Old"),
+                task("e", "failed", None, "Broke"),
+                task("f", "running", None, "Busy"),
             ],
             runs: vec![],
             last_tick: None,
@@ -329,9 +355,10 @@ mod tests {
                 "task b: evil.example:443 refused for the worker; to allow it: `sandbox.network.allow.worker: [\"evil.example\"]` in .opentiger.yml".into(),
             ],
         };
-        let board = BoardView::of(&view, "github");
+        let mut board = BoardView::of(&view, "github");
+        board.graph = Some("```mermaid\nflowchart LR\n  t0[\"a\"]:::queued\n```\n".into());
         assert_eq!(board.humans.len(), 1);
-        assert_eq!(board.active.len(), 2);
+        assert_eq!(board.active.len(), 4);
         assert_eq!(board.finished.len(), 1);
         let templates = Templates::builtin().unwrap();
         let tick = TickLines {
@@ -346,8 +373,14 @@ mod tests {
         let (dashboard, summary) = render(&templates, &board, Some(tick)).unwrap();
         for needle in [
             "## Waiting on a person (1)",
-            "- **Decide** (`b`, awaiting_feedback: blocked(awaiting_human)): why b\n  - [ ] retry (recommended) <!-- opentiger:box=b:retry:k1 -->\n  - [ ] cancel <!-- opentiger:box=b:cancel:k1 -->\n  - decide: tick a box, or comment `/opentiger retry b` here (recommended)",
+            "- **Decide** (`b`, awaiting_feedback: blocked(awaiting_human)): why b\n  - Fix: the &lt;b&gt;cause&lt;/b&gt;. Then retry\n  - [ ] retry (recommended) <!-- opentiger:box=b:retry:k1 -->\n  - [ ] cancel <!-- opentiger:box=b:cancel:k1 -->\n  - decide: tick a box, or comment `/opentiger retry b` here (recommended)",
             "**Review me** (`c`, verifying: blocked(awaiting_judge)) · PR #7, CI pending",
+            // Issue 40: each state its own section, the failed and the queued apart.
+            "## Running (1)\n\n- **Busy** (`f`, ",
+            "## Waiting on the loop (1)\n\n- **Review me**",
+            "## Failed (1)\n\n- **Broke** (`e`, blocked: failed): why e — next: next for e",
+            "## Queued (1)\n\n- **Fix &lt;script&gt; for @\u{200B}alice",
+            "## Task graph\n\n```mermaid\nflowchart LR\n  t0[\"a\"]:::queued\n```",
             "$1.50 today of $50.00 per day",
             "by role: judge $0.25, worker $1.25",
             "## Recently finished",

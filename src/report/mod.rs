@@ -2,6 +2,7 @@
 
 pub mod board;
 pub mod check_run;
+pub mod graph;
 pub mod heartbeat;
 pub mod plan;
 pub mod progress;
@@ -19,7 +20,9 @@ use crate::model::{Phase, Run, Task, TaskId};
 use crate::store::TickRecord;
 use crate::time::{human_span, Timestamp};
 pub use spend::{RefusalView, SpendView};
-pub use task_show::{spend_line, task_text, with_family, with_reviews};
+pub use task_show::{
+    checks_of, spend_line, task_text, with_checks, with_family, with_reviews, CheckLine,
+};
 
 /// One task as `status --json` shows it (DESIGN §13).
 #[derive(Clone, Debug, Serialize)]
@@ -40,10 +43,16 @@ pub struct TaskStatusView {
     pub issue: Option<u64>,
     pub dependencies: Vec<String>,
     pub parent: Option<String>,
-    /// Why the task is where it is.
+    /// Why the task is where it is: what happened.
     pub reason: Option<String>,
+    /// What its reason advises a person to do, when it does (`engine::advice`, issue 40).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub advice: Option<String>,
     /// What happens next, e.g. `quota_wait: retry after 12:40:00Z`.
     pub next_action: String,
+    /// The engine's figures behind the next action (a claim's score and lane), for `-v`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub next_detail: Option<String>,
     pub next_attempt_at: Option<Timestamp>,
     pub updated_at: Timestamp,
     /// A person must act before it moves: a question (`awaiting_human`), a pause, or its own
@@ -156,7 +165,7 @@ pub fn next_action(plan: &Plan, task: &Task) -> String {
         // would claim): said without them, so the answer does not change between calls.
         if let Action::Claim { .. } = d.action {
             let why = d.reason.split("; lease until").next().unwrap_or(&d.reason);
-            return format!("next tick: claim and run: {why}");
+            return format!("next tick: claim and run {why}");
         }
         return format!("next tick: {}", describe_action(d));
     }
@@ -187,10 +196,17 @@ pub fn describe_action(d: &Decision) -> String {
         Action::RetargetPull { pr, from, to } => {
             format!("retarget PR #{pr} from `{from}` to `{to}`")
         }
-        Action::HealCi { pr, dispatch, .. } => match dispatch {
-            Some(workflow) => format!("diagnose CI on PR #{pr}, dispatch `{workflow}`"),
-            None => format!("diagnose CI on PR #{pr}"),
-        },
+        Action::HealCi { pr, dispatch, .. } if dispatch.is_empty() => {
+            format!("diagnose CI on PR #{pr}")
+        }
+        Action::HealCi { pr, dispatch, .. } => format!(
+            "diagnose CI on PR #{pr}, dispatch {}",
+            crate::engine::stall::quoted(dispatch)
+        ),
+        Action::StartCi { pr, workflows, .. } => format!(
+            "start CI on PR #{pr}: dispatch {}",
+            crate::engine::stall::quoted(workflows)
+        ),
         Action::Wait { .. } => "wait".to_string(),
     };
     format!("{what}: {}", d.reason)
@@ -264,11 +280,24 @@ pub fn task_view(task: &Task, plan: &Plan, phase: Phase) -> TaskStatusView {
         dependencies: task.dependencies.iter().map(|d| d.to_string()).collect(),
         parent: task.parent_task_id.as_ref().map(|p| p.to_string()),
         // Issue 37: a task its family's budget holds says so, not what made it.
+        advice: task
+            .status_reason
+            .as_deref()
+            .and_then(|r| crate::engine::advice::split(r).1)
+            .map(str::to_string),
+        // Issue 40: what happened; the advice in the reason is the next action's words.
         reason: match plan.budget_hold(&task.id) {
             Some((_, why)) => Some(why.to_string()),
-            None => task.status_reason.clone(),
+            None => task
+                .status_reason
+                .as_deref()
+                .map(|r| crate::engine::advice::split(r).0.to_string()),
         },
         next_action: next_action(plan, task),
+        next_detail: plan
+            .for_task(&task.id)
+            .find(|d| d.writes())
+            .and_then(|d| d.detail.clone()),
         next_attempt_at: task.next_attempt_at,
         updated_at: task.updated_at,
         // Issue 26: people hold its merge (a review, a label, a hold): they act.
@@ -281,27 +310,27 @@ pub fn task_view(task: &Task, plan: &Plan, phase: Phase) -> TaskStatusView {
     }
 }
 
-/// The dry-run printout: gates, then every decision grouped by what it does.
-pub fn plan_text(plan: &Plan, tasks: &BTreeMap<TaskId, Task>) -> String {
+/// The dry-run printout: what the loop does next, then every decision grouped by what it does.
+/// The preflight gates and each claim's score are the engine's own figures: `verbose` only.
+pub fn plan_text(plan: &Plan, tasks: &BTreeMap<TaskId, Task>, verbose: bool) -> String {
     let mut out = String::new();
     let p = &plan.preflight;
     let _ = writeln!(out, "Plan for {} (dry run: nothing is written)", plan.now);
-    let _ = writeln!(
-        out,
-        "Preflight {} [{}]: {}",
-        p.class,
-        p.inputs.flags(),
-        p.summary
-    );
-    let on = |b: bool| if b { "yes" } else { "no" };
-    let _ = writeln!(
-        out,
-        "  planner: {}  dispatcher: {}  judge: {}  recovery: {}",
-        on(p.start_planner),
-        on(p.start_dispatcher),
-        on(p.start_judge),
-        on(p.start_cycle_manager)
-    );
+    if verbose {
+        let (class, flags) = (p.class, p.inputs.flags());
+        let _ = writeln!(out, "Preflight {class} [{flags}]: {}", p.summary);
+        let on = |b: bool| if b { "yes" } else { "no" };
+        let _ = writeln!(
+            out,
+            "  planner: {}  dispatcher: {}  judge: {}  recovery: {}",
+            on(p.start_planner),
+            on(p.start_dispatcher),
+            on(p.start_judge),
+            on(p.start_cycle_manager)
+        );
+    } else {
+        let _ = writeln!(out, "Next: {}", p.summary);
+    }
     let title = |id: &Option<TaskId>| -> String {
         match id {
             Some(id) => match tasks.get(id) {
@@ -323,13 +352,12 @@ pub fn plan_text(plan: &Plan, tasks: &BTreeMap<TaskId, Task>) -> String {
         let _ = writeln!(out, "  none: nothing changes this tick");
     }
     for d in &changes {
-        let _ = writeln!(
-            out,
-            "  [{}] {}\n      {}",
-            d.rule,
-            title(&d.task_id),
-            describe_action(d)
-        );
+        let detail = match (&d.detail, verbose) {
+            (Some(detail), true) => format!(" ({detail})"),
+            _ => String::new(),
+        };
+        let (rule, who, what) = (d.rule, title(&d.task_id), describe_action(d));
+        let _ = writeln!(out, "  [{rule}] {who}\n      {what}{detail}");
     }
     let _ = writeln!(out, "\nWaiting ({}):", waits.len());
     for d in &waits {
@@ -425,7 +453,11 @@ pub fn status_text(view: &StatusView, verbose: bool) -> String {
             if let Some(reason) = t.reason.as_deref().filter(|r| !r.is_empty()) {
                 let _ = writeln!(out, "{:<12} why:  {}", "", reason);
             }
-            let _ = writeln!(out, "{:<12} next: {}", "", t.next_action);
+            let detail = match (&t.next_detail, verbose) {
+                (Some(detail), true) => format!(" ({detail})"),
+                _ => String::new(),
+            };
+            let _ = writeln!(out, "{:<12} next: {}{detail}", "", t.next_action);
             if let Some(f) = t.family.as_ref().filter(|f| f.paid_runs > 0) {
                 let _ = writeln!(
                     out,

@@ -32,6 +32,11 @@ pub fn plan_comment(plan: &str, requirement: &str, tasks: &[Task], budget_usd: f
         ));
     }
     out.push('\n');
+    // Issue 40: the plan as a picture, its dependencies as arrows.
+    if let Some(graph) = super::graph::fenced(tasks) {
+        out.push_str(&graph);
+        out.push('\n');
+    }
     if waiting > 0 {
         out.push_str(&format!(
             "{waiting} task(s) wait for your approval; no issue is opened and nothing runs before it.\n\n\
@@ -60,7 +65,13 @@ mod tests {
                 t.allowed_paths = vec!["src/**".into()];
             })
         };
-        let text = plan_comment("p1", "docs/requirement.md", &[held("a"), held("b")], 5.0);
+        let after = |id: &str, dep: &str| held(id).with(|t| t.dependencies = vec![dep.into()]);
+        let text = plan_comment(
+            "p1",
+            "docs/requirement.md",
+            &[held("a"), after("b", "a")],
+            5.0,
+        );
         for needle in [
             "**opentiger planned 2 task(s)** from `docs/requirement.md` (plan `p1`)",
             "| **Do a for @\u{200B}alice** (`a`) | worker | `src/**` | `verify.commands` | waits for approval |",
@@ -68,6 +79,9 @@ mod tests {
             "→ **approve (recommended)**: comment `/opentiger approve` here",
             "`/opentiger cancel`",
             "`/opentiger replan`",
+            // Issue 40: the plan's tasks as a graph, the dependency an arrow.
+            "```mermaid\nflowchart LR\n  t0[\"a: Do a for #64;alice<br>blocked#40;awaiting_human#41;\"]:::person\n",
+            "  t0 --> t1\n",
         ] {
             assert!(text.contains(needle), "{needle} not in:\n{text}");
         }

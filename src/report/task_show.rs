@@ -160,3 +160,117 @@ pub fn task_text(task: &Task, phase: Phase, next: &str, runs: &[Run], events: &[
     }
     out
 }
+
+/// One check that runs on a task's change (issue 39): the command, and where it comes from.
+#[derive(Clone, Debug, PartialEq, serde::Serialize)]
+pub struct CheckLine {
+    pub command: String,
+    /// `the task's commands`, `verify.commands`, `verify.by_role.worker`,
+    /// `verify.when_changed[0], when a change touches web/**`.
+    pub from: String,
+}
+
+/// Every check the runner runs on the task's change (and the judge again before it merges), in
+/// the order they run: the task's commands, `verify.commands`, `verify.by_role.<role>`, then
+/// each `verify.when_changed` rule, which runs only when the change touches its paths.
+pub fn checks_of(task: &Task, verify: &crate::config::VerifyConfig) -> Vec<CheckLine> {
+    let line = |command: &String, from: String| CheckLine {
+        command: command.clone(),
+        from,
+    };
+    let mut lines: Vec<CheckLine> = task
+        .commands
+        .iter()
+        .map(|c| line(c, "the task's commands".to_string()))
+        .collect();
+    lines.extend(
+        verify
+            .commands
+            .iter()
+            .map(|c| line(c, "verify.commands".to_string())),
+    );
+    if let Some(commands) = verify.by_role.get(&task.role) {
+        let from = format!("verify.by_role.{}", task.role);
+        lines.extend(commands.iter().map(|c| line(c, from.clone())));
+    }
+    for (i, rule) in verify.when_changed.iter().enumerate() {
+        let from = format!(
+            "verify.when_changed[{i}], when a change touches {}",
+            rule.paths.join(" or ")
+        );
+        lines.extend(rule.commands.iter().map(|c| line(c, from.clone())));
+    }
+    lines
+}
+
+/// `text` (of [`task_text`]) with its `commands:` line replaced by every check and its source.
+pub fn with_checks(text: &str, checks: &[CheckLine]) -> String {
+    let block = if checks.is_empty() {
+        "  checks:   - (none: a reviewer judges the change)\n".to_string()
+    } else {
+        let width = checks.iter().map(|c| c.command.len()).max().unwrap_or(0);
+        let mut block = String::new();
+        for (i, c) in checks.iter().enumerate() {
+            let lead = if i == 0 {
+                "  checks:   "
+            } else {
+                "            "
+            };
+            let _ = writeln!(block, "{lead}{:<width$}  ({})", c.command, c.from);
+        }
+        block
+    };
+    let mut out = String::new();
+    for l in text.split_inclusive('\n') {
+        if l.starts_with("  commands: ") {
+            out.push_str(&block);
+        } else {
+            out.push_str(l);
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod checks_tests {
+    use super::*;
+    use crate::config::{VerifyConfig, WhenChanged};
+
+    #[test]
+    fn every_check_is_listed_with_where_it_comes_from() {
+        let mut task = Task::new(
+            crate::model::TaskId::from("t1"),
+            "Add sub",
+            "sub()",
+            crate::time::Timestamp(0),
+        );
+        task.commands = vec!["./check.sh".into()];
+        let mut verify = VerifyConfig {
+            commands: vec!["cargo test".into()],
+            ..VerifyConfig::default()
+        };
+        verify
+            .by_role
+            .insert(crate::model::Role::Worker, vec!["cargo clippy".into()]);
+        verify
+            .by_role
+            .insert(crate::model::Role::Tester, vec!["not mine".into()]);
+        verify.when_changed.push(WhenChanged {
+            paths: vec!["web/**".into(), "*.js".into()],
+            commands: vec!["npm test".into()],
+        });
+        let checks = checks_of(&task, &verify);
+        let text = with_checks("Task t1\n  commands: ./check.sh\n  depends:  -\n", &checks);
+        assert_eq!(
+            text,
+            "Task t1\n\
+             \x20 checks:   ./check.sh    (the task's commands)\n\
+             \x20           cargo test    (verify.commands)\n\
+             \x20           cargo clippy  (verify.by_role.worker)\n\
+             \x20           npm test      (verify.when_changed[0], when a change touches web/** or *.js)\n\
+             \x20 depends:  -\n"
+        );
+        let none = with_checks("  commands: -\n", &[]);
+        assert_eq!(none, "  checks:   - (none: a reviewer judges the change)\n");
+    }
+}

@@ -67,7 +67,10 @@ pub(super) struct AgentJob<'a> {
 pub(super) fn run_agent_with<T>(
     job: &AgentJob<'_>,
     record: &mut RunRecord,
-    prompt: impl FnOnce(&Path) -> Result<(String, Vec<(&'static str, String)>), CheckFailure>,
+    prompt: impl FnOnce(
+        &Path,
+        executor::Abilities,
+    ) -> Result<(String, Vec<(&'static str, String)>), CheckFailure>,
     read: impl FnOnce(&executor::AgentResult, &Path) -> Result<T, CheckFailure>,
 ) -> Result<T, CheckFailure> {
     let AgentJob {
@@ -93,7 +96,7 @@ pub(super) fn run_agent_with<T>(
     record.executor = Some(chosen.label);
     record.executor_use = Some(chosen.usage);
     let scratch = ws.scratch();
-    let (prompt, extra) = prompt(&scratch)?;
+    let (prompt, extra) = prompt(&scratch, executor::abilities(agent.executor))?;
     let mut vars = vec![
         ("OPENTIGER_ROLE", task.role.to_string()),
         ("OPENTIGER_TASK_ID", task.id.to_string()),
@@ -123,6 +126,13 @@ pub(super) fn run_agent_with<T>(
         code: FailureCode::ExecutionFailed,
         message,
     })?;
+    let (live, sentinel) = super::pulse::agent(
+        role,
+        &record_label(record),
+        cwd,
+        net.sentinel(),
+        act.redactor,
+    );
     let request = AgentRequest {
         role,
         task,
@@ -136,10 +146,11 @@ pub(super) fn run_agent_with<T>(
         group_record: super::group_record(act, &run_id.to_string()),
         confine,
         network: net.netns(),
-        sentinel: net.sentinel(),
+        sentinel,
     };
     crate::sandbox::before_agent(act.repo).map_err(setup)?;
     let ran = exec.run(&request);
+    live.ended(&super::pulse::agent_end(&ran, act.redactor));
     // What the proxy saw counts whatever the agent did: its spend, what it was refused.
     let seen = net.close();
     let (usd, tokens) = super::network::reported(&ran);
@@ -201,6 +212,11 @@ pub(super) fn run_agent_with<T>(
         });
     }
     read(&result, &scratch)
+}
+
+/// The executor a run's record names, for the live view.
+fn record_label(record: &RunRecord) -> String {
+    record.executor.clone().unwrap_or_default()
 }
 
 /// A failure the agent CLI reported about itself (DESIGN §6): a quota goes to `quota_wait` with

@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use crate::config::Config;
 use crate::engine::classify::verification_failure_code;
-use crate::git::{Git, NumstatEntry};
+use crate::git::NumstatEntry;
 use crate::model::checks::CommandReport;
 use crate::model::{FailureCode, Role, Task};
 use crate::policy::{self, ChangedFile, PathPolicy};
@@ -153,15 +153,16 @@ impl Verification {
     }
 }
 
-/// Runs the verification commands of a task in order, stopping at the first failure; every
-/// command that ran is reported (issue 28: the check run lists them).
+/// Runs the verification commands of a task in `cwd` (the run's workspace) in order, stopping
+/// at the first failure; every command that ran is reported (issue 28: the check run lists
+/// them).
 pub fn run_verification(
+    act: &super::Act<'_>,
     task: &Task,
-    config: &Config,
     cwd: &Path,
     changes: &[NumstatEntry],
-    redactor: &Redactor,
 ) -> Verification {
+    let (config, redactor) = (act.config, act.redactor);
     let changed: Vec<String> = changes.iter().map(|c| c.path.clone()).collect();
     let plan = match verify::plan_commands(&task.commands, &config.verify, task.role, &changed) {
         Ok(plan) => plan,
@@ -182,7 +183,7 @@ pub fn run_verification(
     if plan.commands.is_empty() {
         return Verification::default();
     }
-    let domain = match CheckDomain::new(config, cwd) {
+    let domain = match CheckDomain::new(config, cwd, act.repo) {
         Ok(domain) => domain,
         Err(message) => {
             return Verification::failed(CheckFailure {
@@ -206,7 +207,14 @@ fn run_planned(
 ) -> Verification {
     let mut done = Verification::default();
     let mut previous: Option<String> = None;
-    for cmd in &plan.commands {
+    let count = plan.commands.len();
+    for (i, cmd) in plan.commands.iter().enumerate() {
+        // Issue 40: the live view's line and heartbeat for each check.
+        let (live, sentinel) = super::pulse::Watched::start(
+            redactor.redact(&format!("check {}/{count} `{}`", i + 1, cmd.spec.text)),
+            None,
+            None,
+        );
         let mut env = domain.env.clone();
         env.extend(cmd.spec.env.iter().cloned());
         let spec = ProcessSpec {
@@ -222,26 +230,32 @@ fn run_planned(
             group_record: domain.group_record.clone(),
             confine: domain.confine.clone(),
             network: domain.door.netns(),
-            sentinel: None,
+            sentinel,
         };
         // spec §2.3.2 error text: `Verification failed at <cmd> [<source>]: <output>`; the output
         // starts on its own line so the first line stays readable.
-        let failure = |output: &str, code: FailureCode| CheckFailure {
-            code,
-            message: format!(
-                "Verification failed at {} [{}]:\n{}{}",
-                cmd.spec.text,
-                cmd.source,
-                redactor.excerpt(
-                    if output.trim().is_empty() {
-                        "stderr unavailable"
-                    } else {
-                        output.trim()
-                    },
-                    1200
+        let failure = |output: &str, code: FailureCode| {
+            let shown = match output.trim() {
+                "" => "stderr unavailable",
+                text => text,
+            };
+            // One line when the command printed nothing: the headline then says how it
+            // ended, and nothing is repeated under it (issue 40).
+            let sep = if shown.starts_with("stderr unavailable") {
+                " "
+            } else {
+                "\n"
+            };
+            CheckFailure {
+                code,
+                message: format!(
+                    "Verification failed at {} [{}]:{sep}{}{}",
+                    cmd.spec.text,
+                    cmd.source,
+                    redactor.excerpt(shown, 1200),
+                    domain.denial_hint(output)
                 ),
-                domain.denial_hint(output)
-            ),
+            }
         };
         let started = std::time::Instant::now();
         let ran = process::run(&spec);
@@ -279,7 +293,7 @@ fn run_planned(
                         &out.output_tail,
                         previous.as_deref(),
                     );
-                    Some(failure(&out.output_tail, code))
+                    Some(failure(&silent_end(&out), code))
                 }
             }
             Err(e) => {
@@ -287,6 +301,12 @@ fn run_planned(
                 Some(failure(&e.to_string(), FailureCode::SetupOrBootstrapIssue))
             }
         };
+        live.ended(&match (&failed, report.exit) {
+            (None, _) => "passed".to_string(),
+            (Some(_), _) if report.timed_out => "timed out".to_string(),
+            (Some(_), Some(code)) => format!("failed (exit code {code})"),
+            (Some(_), None) => "failed".to_string(),
+        });
         done.commands.push(report);
         if failed.is_some() {
             done.failure = failed;
@@ -295,6 +315,23 @@ fn run_planned(
         previous = Some(cmd.spec.text.clone());
     }
     done
+}
+
+/// A failed command's output, or — when it printed nothing — how it ended (issue 40): the
+/// spec's `stderr unavailable` with the exit code or signal after it, on the headline's line.
+fn silent_end(out: &process::ProcessOutput) -> String {
+    if !out.output_tail.trim().is_empty() {
+        return out.output_tail.clone();
+    }
+    match out.status {
+        process::ExitStatusKind::Code(code) => {
+            format!("stderr unavailable (it exited with code {code} and printed nothing)")
+        }
+        process::ExitStatusKind::Signal(signal) => {
+            format!("stderr unavailable (it was killed by signal {signal} and printed nothing)")
+        }
+        process::ExitStatusKind::TimedOut => "stderr unavailable (it timed out)".to_string(),
+    }
 }
 
 /// How much of each command's output a report keeps (the check run shows it).
@@ -317,8 +354,16 @@ struct CheckDomain {
 }
 
 impl CheckDomain {
-    fn new(config: &Config, cwd: &Path) -> Result<CheckDomain, String> {
+    /// The domain of checks run in `cwd`, their process group recorded under the runner's own
+    /// repository `repo` (never under anything found in `cwd`, whose `.git` the agent wrote).
+    fn new(config: &Config, cwd: &Path, repo: &Path) -> Result<CheckDomain, String> {
         let scratch = crate::scratch::private_dir("check").map_err(|e| e.to_string())?;
+        // Named by its scratch folder: the record, and the tag every process of the checks
+        // carries, which finds those that left the group after a killed tick.
+        let name = scratch
+            .path()
+            .file_name()
+            .map_or_else(|| "check".to_string(), |n| n.to_string_lossy().into_owned());
         let home = super::run_home(config, scratch.path(), &[])?;
         let mut env = base_env();
         if config.sandbox.agent_home == crate::config::AgentHome::Private {
@@ -331,6 +376,7 @@ impl CheckDomain {
         }
         super::set_var(&mut env, "HOME", &home.display().to_string());
         super::set_var(&mut env, "TMPDIR", &scratch.path().display().to_string());
+        super::set_var(&mut env, crate::sandbox::groups::CHECK_TAG_VAR, &name);
         let door = super::network::checks_door(config)?;
         for (k, v) in door.env() {
             super::set_var(&mut env, k, v);
@@ -338,14 +384,8 @@ impl CheckDomain {
         let own = [cwd.to_path_buf(), scratch.path().to_path_buf(), home];
         let confine = super::confinement(config, &own, door.landlock_port())?;
         let writable = super::with_configured(config, &own);
-        let group_record = Git::new(cwd).common_dir().ok().map(|common| {
-            let dir = crate::sandbox::groups::records_dir(&common);
-            let name = scratch
-                .path()
-                .file_name()
-                .map_or_else(|| "check".to_string(), |n| n.to_string_lossy().into_owned());
-            crate::sandbox::groups::record_path(&dir, &name)
-        });
+        let group_record =
+            super::records_dir(repo).map(|dir| crate::sandbox::groups::record_path(&dir, &name));
         Ok(CheckDomain {
             door,
             group_record,

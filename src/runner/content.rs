@@ -181,7 +181,12 @@ fn link_violation(link: &LinkEntry, policy: &PathPolicy) -> Option<ContentViolat
         });
     };
     let into_git = resolved.split('/').any(|c| c.eq_ignore_ascii_case(".git"));
-    let denied = policy.denied_by(resolved).or(into_git.then_some(".git"));
+    // A target that is a denied folder (or lies above one) stands for it as the link's own
+    // path would: `x -> .github` reaches `.github/workflows/...` through `x`.
+    let denied = policy
+        .denied_by(resolved)
+        .or_else(|| policy.shadows_denied(resolved))
+        .or(into_git.then_some(".git"));
     if let Some(pattern) = denied {
         return Some(ContentViolation::LinkToDenied {
             path: link.path.clone(),
@@ -198,6 +203,44 @@ fn link_violation(link: &LinkEntry, policy: &PathPolicy) -> Option<ContentViolat
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Issue 36: a link is judged by its own path and by its target: a target that is denied,
+    /// stands for a denied folder, or lies inside a `.git` is refused, naming both.
+    #[test]
+    fn links_are_refused_by_their_path_and_by_their_target() {
+        let denied = [".github/workflows/**", ".opentiger/**", ".opentiger.yml"].map(String::from);
+        let policy = PathPolicy::new(&["**".to_string()], &denied, 0, 0).unwrap();
+        let link = |path: &str, resolved: Option<&str>| LinkEntry {
+            path: path.into(),
+            target: resolved.unwrap_or("../../etc").into(),
+            resolved: resolved.map(String::from),
+        };
+        #[rustfmt::skip]
+        let cases: Vec<(LinkEntry, Option<&str>)> = vec![
+            (link("x", Some(".github/workflows/ci.yml")), Some("symbolic link x points to .github/workflows/ci.yml")),
+            (link("x", Some(".github")), Some("(.github/workflows/**)")),
+            (link("docs/conf", Some(".opentiger")), Some("(.opentiger/**)")),
+            (link("cfg", Some(".opentiger.yml")), Some("(.opentiger.yml)")),
+            (link("h", Some(".git/hooks/pre-commit")), Some("(.git)")),
+            (link("h", Some("vendor/lib/.GIT/config")), Some("(.git)")),
+            (link(".github", Some("mine")), Some("symbolic link .github stands where a denied path is")),
+            (link("out", None), Some("points outside the worktree")),
+            (link("docs/readme", Some("README.md")), None),
+            (link("src/github", Some("src/.github-ish/a")), None),
+        ];
+        for (entry, says) in cases {
+            let got = link_violation(&entry, &policy).map(|v| v.to_string());
+            match says {
+                Some(part) => assert!(
+                    got.as_deref().is_some_and(|g| g.contains(part)),
+                    "{} -> {:?}: {got:?}",
+                    entry.path,
+                    entry.resolved
+                ),
+                None => assert_eq!(got, None, "{} -> {:?}", entry.path, entry.resolved),
+            }
+        }
+    }
 
     #[test]
     fn lines_are_read_whole_up_to_the_cap_and_cut_after_it() {

@@ -70,6 +70,8 @@ pub(super) fn detect(
         .map_err(failed)?;
     let confine = super::read_only_domain(act, &scratch, &agent, &mut env, net.landlock_port())
         .map_err(failed)?;
+    let (live, sentinel) =
+        super::pulse::agent(role, &chosen.label, &empty, net.sentinel(), act.redactor);
     let request = AgentRequest {
         role,
         task,
@@ -83,9 +85,10 @@ pub(super) fn detect(
         group_record: super::group_record(act, &run_id.to_string()),
         confine,
         network: net.netns(),
-        sentinel: net.sentinel(),
+        sentinel,
     };
     let ran = exec.run(&request);
+    live.ended(&super::pulse::agent_end(&ran, act.redactor));
     let seen = net.close();
     let (usd, tokens) = super::network::reported(&ran);
     add_spend(record, &seen.traffic, usd, tokens);

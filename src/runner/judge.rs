@@ -6,8 +6,9 @@
 //! Nothing the judge agent does in its workspace is read back.
 
 use super::checks;
+pub use super::verdict_answer::{parse_criteria, parse_verdict};
 use super::Act;
-use crate::config::{AgentRole, MergeMethod};
+use crate::config::AgentRole;
 use crate::engine::import::acceptance_criteria;
 use crate::engine::verdict::JudgeConclusion;
 use crate::executor::{self, AgentExit, AgentRequest};
@@ -19,11 +20,11 @@ use crate::workspace::{changed_files, diff_text, links_between, Branches, Merge,
 
 #[path = "judge_merge.rs"]
 mod merge;
-#[path = "judge_verdict.rs"]
-mod verdict;
-use merge::merge_pull;
+#[path = "judge_refs.rs"]
+mod refs;
 pub use merge::PullMerger;
-pub use verdict::{parse_criteria, parse_verdict};
+use merge::{conflict, merge_commit, merge_pull};
+use refs::{merged_before, unpublished, KeptMerge};
 
 // The trial merge with the base is a commit of its own, never on the task branch: the verdict
 // stays bound to the head the worker produced.
@@ -67,10 +68,14 @@ pub struct ReviewBrief<'a> {
     /// Trusted people who approved the reviewed head; with `merge.human_approval: required`
     /// their approval replaces the judge agent's review.
     pub approved_by: &'a [String],
-    /// The judge's approval of this run's head, recorded inside the review window (issue 38):
-    /// it stands, so the merge after the window asks no agent again.
-    pub approval: Option<&'a JudgementRow>,
-    /// The review window is open until then: an approval is recorded, the merge waits.
+    /// Issue 36 (`scan.ci: after-review`): no CI ran on the head yet, so an approval is
+    /// recorded and not merged.
+    pub before_ci: bool,
+    /// Issue 36: what the judge said approving this very head before CI ran; CI passed since,
+    /// so it is not reviewed again.
+    pub approved_before: Option<&'a str>,
+    /// Issue 38: the review window is open until then: an approval is recorded, the merge
+    /// waits for the first tick after it.
     pub merge_after: Option<crate::time::Timestamp>,
 }
 
@@ -86,15 +91,7 @@ pub fn judge_run(
         Ok(mut r) => {
             r.verification = trace.commands;
             r.spend = trace.spend.map(Box::new);
-            // An approval that stood through the window is recorded once, not again with its
-            // merge.
-            if asked.approval.is_some()
-                && r.judgement
-                    .as_ref()
-                    .is_some_and(|j| j.verdict == Verdict::Approve)
-            {
-                r.judgement = None;
-            }
+            merge::recorded_once(asked, &mut r);
             r
         }
         Err(e) => JudgeResult {
@@ -118,16 +115,6 @@ pub struct Review {
 }
 
 impl Review {
-    /// A recorded verdict, as the review it was.
-    fn from_row(row: &JudgementRow) -> Review {
-        Review {
-            verdict: row.verdict,
-            summary: row.summary.clone(),
-            findings: row.findings.clone(),
-            criteria: row.criteria.clone(),
-        }
-    }
-
     pub(super) fn row(&self, head: &str) -> JudgementRow {
         JudgementRow {
             head_sha: head.to_string(),
@@ -168,7 +155,8 @@ fn judge(
 ) -> Result<JudgeResult, GitError> {
     let repo = Git::new(act.repo);
     let base = &act.config.base_branch;
-    let branches = Branches::new(&repo, &act.config.remote);
+    let branches = Branches::new(&repo, &act.config.remote)
+        .pushing_heads_with(crate::credentials::Token::for_heads(act.config));
     let failed = |error: String| {
         Ok(JudgeResult {
             spend: None,
@@ -180,10 +168,7 @@ fn judge(
     let Some(branch) = run.branch.clone() else {
         return failed(format!("run {} recorded no branch", run.id));
     };
-    let mut reviewed: Option<Review> = asked
-        .approval
-        .filter(|a| run.head_sha.as_deref() == Some(a.head_sha.as_str()))
-        .map(Review::from_row);
+    let mut reviewed: Option<Review> = None;
     for _ in 0..MERGE_RACES {
         branches.refresh(&[base, &branch])?;
         // Merged already by an earlier review whose outcome was never recorded (its tick died):
@@ -235,6 +220,7 @@ fn judge(
         if let Some(held) = checkout_in_the_way(&branches, base, &base_head, &merged)? {
             return Ok(held);
         }
+        let kept = KeptMerge::keep(&repo, &run.id, &merged)?;
         let ws = Workspace::open_detached(&repo, "review", &merged)?;
         let attempt = try_merge(
             act,
@@ -247,6 +233,7 @@ fn judge(
             (&branches, merger),
         );
         drop(ws);
+        drop(kept);
         match attempt? {
             Attempt::Concluded(result) => {
                 // A person's branch is theirs to delete.
@@ -264,27 +251,6 @@ fn judge(
     failed(format!(
         "{base} kept moving while merging ({MERGE_RACES} tries): another tick merged first"
     ))
-}
-
-/// Whether the run's head is on the local task branch and the remote lacks the branch.
-fn unpublished(repo: &Git, branches: &Branches, branch: &str, run: &Run) -> Result<bool, GitError> {
-    let local = repo.resolve(&format!("refs/heads/{branch}"))?;
-    Ok(branches.remote.is_some() && local.is_some() && local == run.head_sha)
-}
-
-/// The commit that put this task's change on the base, if there is one.
-fn merged_before(repo: &Git, base_ref: &str, task: &Task) -> Result<Option<String>, GitError> {
-    let marker = format!("Task: {}", task.id);
-    let found = repo.run(&[
-        "log",
-        "-F",
-        "--grep",
-        &marker,
-        "--format=%H",
-        "-1",
-        base_ref,
-    ])?;
-    Ok(Some(found.trim().to_string()).filter(|c| !c.is_empty()))
 }
 
 enum Attempt {
@@ -339,7 +305,7 @@ fn try_merge(
             findings,
         ));
     }
-    let verification = checks::run_verification(task, act.config, &ws.path, &changes, act.redactor);
+    let verification = checks::run_verification(act, task, &ws.path, &changes);
     trace.commands = verification.commands.clone();
     if !verification.refused.is_empty() {
         let refused = &mut trace.spend(task, run).refused;
@@ -387,23 +353,8 @@ fn try_merge(
     }
     if reviewed.is_none() {
         let judge_agent = act.config.agents.effective(AgentRole::Judge);
-        let by_people = act.config.merge.human_approval == crate::config::HumanApproval::Required
-            && !asked.approved_by.is_empty();
-        *reviewed = Some(if by_people {
-            Review {
-                verdict: Verdict::Approve,
-                summary: format!(
-                    "approved by {} (merge.human_approval: required)",
-                    asked
-                        .approved_by
-                        .iter()
-                        .map(|a| format!("@{a}"))
-                        .collect::<Vec<_>>()
-                        .join(", ")
-                ),
-                findings: Vec::new(),
-                criteria: Vec::new(),
-            }
+        *reviewed = Some(if let Some(settled) = merge::settled(act, asked) {
+            settled
         } else if judge_agent.review {
             match review(
                 act,
@@ -465,20 +416,11 @@ fn try_merge(
             },
         });
     }
-    // Issue 38: inside the review window the approval is kept and the merge waits.
-    if let Some(until) = asked.merge_after {
-        return done(JudgeResult {
-            spend: None,
-            verification: Vec::new(),
-            judgement: Some(review.row(head)),
-            conclusion: JudgeConclusion::WindowOpen {
-                until,
-                summary: review.summary,
-            },
-        });
+    if let Some(kept) = merge::window_open(asked, head, &review) {
+        return done(kept);
     }
     if let Some(merger) = merger {
-        return done(merge_pull(merger, task, run, head, review));
+        return done(merge_pull(merger, task, run, head, review, asked.before_ci));
     }
     let commit = merge_commit(act, repo, task, base_head, &merged)?;
     if let Some(held) = checkout_in_the_way(branches, base, base_head, &commit)? {
@@ -493,28 +435,6 @@ fn try_merge(
         judgement: Some(review.row(head)),
         conclusion: JudgeConclusion::Merged { commit },
     })
-}
-
-/// The branch conflicts with the base: changes requested naming the files.
-fn conflict(base: &str, head: &str, files: Vec<String>) -> JudgeResult {
-    JudgeResult {
-        spend: None,
-        verification: Vec::new(),
-        judgement: Some(JudgementRow {
-            head_sha: head.to_string(),
-            verdict: Verdict::RequestChanges,
-            summary: format!("the branch conflicts with {base}"),
-            findings: files
-                .iter()
-                .map(|f| format!("conflicts with {base}: {f}"))
-                .collect(),
-            criteria: Vec::new(),
-        }),
-        conclusion: JudgeConclusion::Conflict {
-            base: base.to_string(),
-            files,
-        },
-    }
 }
 
 /// Issue 35: in local-git mode with the base checked out in the repository, a person's
@@ -582,7 +502,10 @@ fn review(
         asked.issue,
         verified,
         &diff,
-        &scratch.join("result.json"),
+        (
+            &scratch.join("result.json"),
+            executor::abilities(agent.executor),
+        ),
     )
     .map_err(|f| f.message)?;
     let mut env = executor::agent_env(
@@ -612,6 +535,13 @@ fn review(
         &mut env,
         net.landlock_port(),
     )?;
+    let (live, sentinel) = super::pulse::agent(
+        AgentRole::Judge,
+        &chosen.label,
+        &ws.path,
+        net.sentinel(),
+        act.redactor,
+    );
     let request = AgentRequest {
         role: AgentRole::Judge,
         task,
@@ -625,11 +555,12 @@ fn review(
         group_record: super::group_record(act, &run.id.to_string()),
         confine,
         network: net.netns(),
-        sentinel: net.sentinel(),
+        sentinel,
     };
     crate::sandbox::before_agent(act.repo).map_err(|e| e.to_string())?;
     // What the reviewer does in its workspace is never read back: the folder goes with it.
     let ran = exec.run(&request);
+    live.ended(&super::pulse::agent_end(&ran, act.redactor));
     let seen = net.close();
     let spend = trace.spend(task, run);
     spend.executor = Some(chosen.label.clone());
@@ -673,9 +604,9 @@ fn review(
         }
     }
     let value = result.result.ok_or_else(|| {
-        result.result_error.unwrap_or_else(|| {
-            "the judge agent wrote no verdict to $OPENTIGER_RESULT_FILE".to_string()
-        })
+        result
+            .result_error
+            .unwrap_or_else(|| super::verdict_answer::missing(result.summary.as_deref()))
     })?;
     // The judge's words are stored, posted and printed: no secret it echoed goes with them.
     let value = act.redactor.redact_json(value);
@@ -721,37 +652,4 @@ fn review(
         findings,
         criteria,
     })
-}
-
-/// The commit that puts the approved change on the base: one new commit on top of the base
-/// (squash and rebase) or a merge commit of base and branch.
-fn merge_commit(
-    act: &Act<'_>,
-    git: &Git,
-    task: &Task,
-    base_head: &str,
-    merged: &str,
-) -> Result<String, GitError> {
-    let tree = git.run(&["rev-parse", &format!("{merged}^{{tree}}")])?;
-    let message = format!("[opentiger] {}\n\nTask: {}", task.title, task.id);
-    match act.config.merge.method {
-        MergeMethod::Squash | MergeMethod::Rebase => {
-            git.run(&["commit-tree", &tree, "-p", base_head, "-m", &message])
-        }
-        MergeMethod::Merge => {
-            let branch_head = git
-                .run(&["rev-parse", &format!("{merged}^2")])
-                .unwrap_or_else(|_| merged.to_string());
-            git.run(&[
-                "commit-tree",
-                &tree,
-                "-p",
-                base_head,
-                "-p",
-                &branch_head,
-                "-m",
-                &message,
-            ])
-        }
-    }
 }

@@ -11,7 +11,9 @@ pub mod judge;
 mod network;
 pub mod planner;
 mod prompts;
+mod pulse;
 pub mod research;
+mod verdict_answer;
 pub mod work;
 
 use std::path::Path;
@@ -40,9 +42,9 @@ pub struct Brief {
     /// Trusted people's comments on the issue and the task's PR since the import, newest last
     /// and capped (`engine::import::context_comments`): untrusted text, shown fenced.
     pub comments: Vec<ThreadComment>,
-    /// Commits of the task's changes people approved after the threat scan held them (issue
-    /// 36): the next run delivers one of them as it is.
-    pub approved: Vec<String>,
+    /// The task's changes people approved after the threat scan held them, not let out yet
+    /// (issue 36): the next run lets out exactly such a change (`engine::scan`).
+    pub approved: Vec<crate::engine::scan::HeldChange>,
     /// What the task's family spent before this run (issue 37: its budget covers the family).
     pub family_spent: f64,
     /// The budget a person set for this task (`/opentiger budget <usd>`), if any.
@@ -86,7 +88,7 @@ impl Brief {
             runs,
             issue,
             comments,
-            approved: store.approved_heads(&task.id)?,
+            approved: store.approved_changes(&task.id)?,
             family_spent: store.family_spend(&task.id)?,
             task_budget: store.task_budgets()?.get(&task.id).copied(),
         })
@@ -136,20 +138,22 @@ impl Act<'_> {
 /// Where the process group of a run's agent is recorded while it runs (`sandbox::groups`):
 /// under the repository's `.git/opentiger/agents/`. `None` when the repository has none.
 fn group_record(act: &Act<'_>, run_id: &str) -> Option<std::path::PathBuf> {
-    let common = crate::git::Git::new(act.repo).common_dir().ok()?;
-    let dir = crate::sandbox::groups::records_dir(&common);
+    let dir = records_dir(act.repo)?;
     Some(crate::sandbox::groups::record_path(&dir, run_id))
 }
 
-/// Kills the agents killed ticks left running in this repository (same host), before anything
-/// is claimed again; returns their process group ids.
+/// The folder of process-group records of the runner's repository `repo` (agents' and
+/// checks'), read from the runner's own files: never from a workspace, whose `.git` (and so
+/// its `commondir` or `gitdir:`) is the agent's.
+fn records_dir(repo: &Path) -> Option<std::path::PathBuf> {
+    let common = crate::git::Git::new(repo).common_dir().ok()?;
+    Some(crate::sandbox::groups::records_dir(&common))
+}
+
+/// Kills the agents and checks killed ticks left running in this repository (same host),
+/// before anything is claimed again; returns their process group ids.
 pub fn kill_orphaned_agents(repo: &Path) -> Vec<u32> {
-    match crate::git::Git::new(repo).common_dir() {
-        Ok(common) => {
-            crate::sandbox::groups::kill_orphans(&crate::sandbox::groups::records_dir(&common))
-        }
-        Err(_) => Vec::new(),
-    }
+    records_dir(repo).map_or_else(Vec::new, |dir| crate::sandbox::groups::kill_orphans(&dir))
 }
 
 /// Sets up the domain an agent working in a workspace runs in, with `scratch` as its scratch

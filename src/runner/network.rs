@@ -230,7 +230,8 @@ const SCAN_EVERY: Duration = Duration::from_secs(5);
 const SCAN_LIMIT: usize = 200_000;
 
 impl crate::process::Sentinel for Watchdog {
-    fn check(&self, quiet: Duration) -> Option<String> {
+    fn check(&self, seen: &crate::process::Seen) -> Option<String> {
+        let quiet = seen.quiet;
         if let Some(reason) = self.session.stop_reason() {
             return Some(reason);
         }

@@ -7,10 +7,7 @@ use super::Act;
 use crate::config::AgentRole;
 use crate::executor::{self, AgentExit, AgentRequest};
 use crate::git::Git;
-use crate::model::ExecutionMode;
-use crate::model::{
-    short_hash, BlockReason, PlanRecord, PlanStatus, Risk, RunId, Task, TaskStatus,
-};
+use crate::model::{short_hash, BlockReason, PlanRecord, PlanStatus, RunId, Task, TaskStatus};
 use crate::planner::{
     fallback_plan, parse_plan, parse_requirement, validate_plan, PlanContext, Requirement,
 };
@@ -135,11 +132,9 @@ fn plan(
 /// `execution_mode: ask` (every task) or `decide` (high-risk tasks) hold new tasks for approval.
 fn gate(act: &Act<'_>, mut tasks: Vec<Task>, plan_id: &str) -> Vec<Task> {
     for task in &mut tasks {
-        let hold = match act.config.execution_mode {
-            ExecutionMode::AlwaysExecute => false,
-            ExecutionMode::Ask => true,
-            ExecutionMode::Decide => task.risk == Risk::High,
-        };
+        let origin = crate::engine::approval::Origin::Planner;
+        let hold =
+            crate::engine::approval::held(act.config.execution_mode, origin, task.risk).is_some();
         if !hold && act.config.mode == crate::model::Mode::Github {
             // Mirrored as an issue first (spec §2.1 step 10); queued once it is linked.
             task.status = TaskStatus::Blocked;
@@ -214,7 +209,8 @@ fn ask_agent(
             .collect(),
         judge_feedback: req.feedback.clone(),
         max_tasks: Some(act.config.planner.max_tasks),
-        result_file: Some(result_file.display().to_string()),
+        result_file: Some(result_file.display().to_string())
+            .filter(|_| executor::abilities(agent.executor).writes_result_file),
     };
     let prompt = act
         .templates
@@ -250,6 +246,8 @@ fn ask_agent(
         &mut env,
         net.landlock_port(),
     )?;
+    let (live, sentinel) =
+        super::pulse::agent(role, &chosen.label, &ws.path, net.sentinel(), act.redactor);
     let request = AgentRequest {
         role,
         task: &pseudo,
@@ -263,10 +261,11 @@ fn ask_agent(
         group_record: super::group_record(act, &run_id.to_string()),
         confine,
         network: net.netns(),
-        sentinel: net.sentinel(),
+        sentinel,
     };
     crate::sandbox::before_agent(act.repo).map_err(|e| e.to_string())?;
     let ran = exec.run(&request);
+    live.ended(&super::pulse::agent_end(&ran, act.redactor));
     drop(ws);
     let seen = net.close();
     let spent = spend.get_or_insert_with(|| crate::store::AgentSpend {

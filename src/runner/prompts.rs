@@ -8,20 +8,32 @@ use super::checks::{allowed_paths, CheckFailure};
 use super::{Act, Brief};
 use crate::engine::classify::classify;
 use crate::engine::import::acceptance_criteria;
+use crate::executor::Abilities;
 use crate::model::{FailureCode, IssueSpec, Run, RunStatus, Task};
 use crate::prompt::{IssueText, JudgePrompt, PriorFailure, VerificationResult, WorkerPrompt};
 
 /// Earlier failed attempts shown to the next one (spec §2.3 step 3: the last three).
 const FAILURES_SHOWN: usize = 3;
 
+/// The worker's prompt, asking only for what its executor can do (`can`, issue 39).
 pub fn worker(
     act: &Act<'_>,
     task: &Task,
     brief: &Brief,
-    result_file: &Path,
+    (result_file, can): (&Path, Abilities),
 ) -> Result<String, CheckFailure> {
+    let mut data = worker_data(act, task, brief, result_file);
+    data.no_commands = !can.runs_commands;
+    if data.no_commands && data.allowed_paths.iter().all(|p| p == "**") {
+        // Its compact prompt names only the limits that bind (a small model loses the goal in
+        // the rest): a glob allowing every path binds nothing.
+        data.allowed_paths.clear();
+    }
+    if !can.writes_result_file {
+        data.result_file = None;
+    }
     act.templates
-        .render_worker(&worker_data(act, task, brief, result_file))
+        .render_worker(&data)
         .map_err(|e| CheckFailure {
             code: FailureCode::SetupOrBootstrapIssue,
             message: format!("the worker prompt could not be rendered: {e}"),
@@ -90,6 +102,7 @@ fn worker_data(act: &Act<'_>, task: &Task, brief: &Brief, result_file: &Path) ->
             .collect(),
         failures,
         result_file: Some(result_file.display().to_string()),
+        no_commands: false,
         issue: brief.issue.as_ref().map(issue_text),
         acceptance_criteria: criteria(brief.issue.as_ref()),
         comments: brief
@@ -127,7 +140,7 @@ pub fn judge(
     issue: Option<&IssueSpec>,
     verified: &[String],
     diff: &str,
-    result_file: &Path,
+    (result_file, can): (&Path, Abilities),
 ) -> Result<String, CheckFailure> {
     let data = JudgePrompt {
         title: prompt_title(task, issue),
@@ -144,7 +157,7 @@ pub fn judge(
             })
             .collect(),
         policy_findings: Vec::new(),
-        result_file: Some(result_file.display().to_string()),
+        result_file: Some(result_file.display().to_string()).filter(|_| can.writes_result_file),
         issue: issue.map(issue_text),
         acceptance_criteria: criteria(issue),
     };

@@ -71,7 +71,7 @@ pub(super) fn research(
         let written = run_agent_with(
             &job,
             record,
-            |scratch| {
+            |scratch, _| {
                 let report = scratch.join("report.md");
                 let result = scratch.join("result.json");
                 let prompt = super::prompts::research(act, task, brief, &sha, (&report, &result))?;

@@ -45,7 +45,8 @@ fn in_worktree(
     let branch = task_branch(task);
     let git = Git::new(act.repo);
     let base = &act.config.base_branch;
-    let branches = Branches::new(&git, &act.config.remote);
+    let branches = Branches::new(&git, &act.config.remote)
+        .pushing_heads_with(crate::credentials::Token::for_heads(act.config));
     if act.delivery == Delivery::Push {
         branches.refresh(&[base, &branch]).map_err(setup)?;
     }
@@ -56,7 +57,7 @@ fn in_worktree(
         None => None,
     };
     // Issue 36: a change a person approved after the threat scan held it starts the run.
-    let approved = held::approved_start(act, &branches, task, tip.as_deref(), brief);
+    let approved = held::approved_start(act, tip.as_deref(), brief);
     let tip = approved.clone().or(tip);
     let base_ref = branches.tracking(base);
     let start =
@@ -77,7 +78,7 @@ fn in_worktree(
         )
         .map_err(|held| match held {
             Held::Findings(head, findings) => {
-                held::hold(act.delivery, &branches, task, &head, &findings)
+                held::hold(&git, task, (&start, &head), &findings, record)
             }
             Held::Failed(failure) => failure,
         })?;
@@ -141,10 +142,15 @@ fn in_worktree(
             &format!("Task: {}\nRun: {run_id}", task.id),
         )
         .map_err(setup)?;
-    if !findings.is_empty() {
-        // Issue 36: nothing leaves the job; a person decides on exactly this commit.
-        record.head_sha = Some(head.clone());
-        return Err(held::hold(act.delivery, &branches, task, &head, &findings));
+    let approval = held::approved_rebuilt(brief, &start, &change.tree);
+    match (findings.is_empty(), approval) {
+        (true, _) => {}
+        // Issue 36: exactly the change a person approved after it was held: it goes out, once.
+        (false, Some(approved)) => record.used_approval = Some(approved.head.clone()),
+        // Nothing leaves the job; a person decides on exactly this change.
+        (false, None) => {
+            return Err(held::hold(&git, task, (&start, &head), &findings, record));
+        }
     }
     deliver(act, &branches, &branch)?;
     record.head_sha = Some(head);
@@ -267,7 +273,27 @@ fn adopt_earlier_commit(
         .map_err(setup)?;
     let committed = crate::workspace::changed_files(repo, &fork, &ws.start).map_err(setup)?;
     checks::check_policy(task, act.config, &committed)?;
-    let verified = checks::run_verification(task, act.config, &ws.path, &committed, act.redactor);
+    // Issue 36: a commit a killed tick left may be one the threat scan was about to hold.
+    let links = crate::workspace::links_between(repo, &fork, &ws.start).map_err(setup)?;
+    let findings = crate::runner::check_content(
+        task,
+        act.config,
+        repo,
+        &[&fork, &ws.start],
+        &links,
+        act.redactor,
+        &[],
+    )?;
+    if !findings.is_empty() {
+        return Err(held::hold(
+            repo,
+            task,
+            (&fork, &ws.start),
+            &findings,
+            record,
+        ));
+    }
+    let verified = checks::run_verification(act, task, &ws.path, &committed);
     record.verification = verified.commands.clone();
     crate::model::network::merge_refusals(&mut record.refused, &verified.refused);
     verified.passed()?;
@@ -299,8 +325,9 @@ fn run_agent(
     run_agent_with(
         &job,
         record,
-        |scratch| {
-            let prompt = super::prompts::worker(act, task, brief, &scratch.join("result.json"))?;
+        |scratch, can| {
+            let result = scratch.join("result.json");
+            let prompt = super::prompts::worker(act, task, brief, (&result, can))?;
             Ok((prompt, Vec::new()))
         },
         |result, _| Ok(result.summary.clone()),
@@ -324,7 +351,7 @@ fn check_change(
         });
     }
     checks::check_policy(task, act.config, changes)?;
-    let verified = checks::run_verification(task, act.config, cwd, changes, act.redactor);
+    let verified = checks::run_verification(act, task, cwd, changes);
     record.verification = verified.commands.clone();
     crate::model::network::merge_refusals(&mut record.refused, &verified.refused);
     let passed = verified.passed()?.len();

@@ -98,7 +98,7 @@ pub(super) fn fix_conflicts(
                 }));
             }
             let texts = [("the PR body", agent.as_deref().unwrap_or(""))];
-            let findings = crate::runner::check_content(
+            let mut findings = crate::runner::check_content(
                 task,
                 act.config,
                 &repo,
@@ -107,20 +107,29 @@ pub(super) fn fix_conflicts(
                 act.redactor,
                 &texts,
             )?;
+            // Issue 36: the resolution is the agent's change like any other.
+            if act.config.scan.agent {
+                let range = (ws.base_tree.as_str(), change.tree.as_str());
+                findings.extend(crate::runner::detect::detect(
+                    act, task, run_id, range, &texts, record,
+                )?);
+            }
             let (subject, body) = message.split_once("\n\n").unwrap_or((&message, ""));
             let head = ws
                 .commit(&change.tree, Some(&base_commit), subject, body)
                 .map_err(setup)?;
-            if !findings.is_empty() {
-                record.head_sha = Some(head.clone());
-                return Err(Held::Findings(head, findings));
+            match crate::engine::scan::approval_for(&brief.approved, start, &change.tree) {
+                _ if findings.is_empty() => {}
+                // Exactly the resolution a person approved after it was held: it goes out, once.
+                Some(approved) => record.used_approval = Some(approved.head.clone()),
+                None => return Err(Held::Findings(head, findings)),
             }
             (ws, head, agent)
         }
     };
     let changes = crate::workspace::changed_files(&repo, base_ref, &head).map_err(setup)?;
     checks::check_policy(task, act.config, &changes)?;
-    let verified = checks::run_verification(task, act.config, &ws.path, &changes, act.redactor);
+    let verified = checks::run_verification(act, task, &ws.path, &changes);
     record.verification = verified.commands.clone();
     crate::model::network::merge_refusals(&mut record.refused, &verified.refused);
     verified.passed()?;

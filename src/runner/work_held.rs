@@ -1,85 +1,105 @@
-//! A change the threat scan holds (issue 36): it is committed on the local task branch but not
-//! delivered — with a remote, it is kept on a ref no workflow and no pull request sees
-//! (`refs/opentiger/held/<task>`), so a person can look at it and a later job can still deliver
-//! it. A person's approval names exactly that commit; the next run delivers it as it was held,
-//! without an agent. Part of a run ([`super`]).
+//! A change the threat scan holds (issue 36): it never leaves the job — not pushed, not even to
+//! a ref of its own (in a public repository anyone may fetch any ref). The commit is kept on
+//! this machine only, at `refs/opentiger/held/<task>`, and the task branch goes back to where
+//! the run started, so no later run builds on it or adopts it. The run's record names the
+//! change by commit, tree and start: what a person's approval names.
+//!
+//! After an approval, the next run lets out exactly that change: the held commit as it is when
+//! this machine still has it; elsewhere (a fresh CI checkout) the agent runs again and its
+//! change goes out, unheld, only if it is the approved one — the same start, the same tree
+//! (`engine::scan::approval_for`); anything else is scanned as ever. Part of a run
+//! ([`super`]).
 
 use super::{deliver, success, WorkResult};
+use crate::engine::scan::{short, HeldChange};
+use crate::git::Git;
 use crate::model::{FailureCode, Task};
 use crate::runner::checks::CheckFailure;
-use crate::runner::{Act, Brief, Delivery};
+use crate::runner::{Act, Brief};
 use crate::scan::Finding;
 use crate::store::RunRecord;
 use crate::workspace::Branches;
 
-/// Where a held change is kept on the remote.
+/// Where a held change is kept on this machine (never pushed).
 pub(super) fn held_ref(task: &Task) -> String {
     format!("refs/opentiger/held/{}", task.id)
 }
 
-/// The run's failure for a held change: the findings and how to decide. The commit is kept
-/// where a person (and a later job) can find it.
+/// The run's failure for a held change: the change recorded (commit `head`, made on `start`),
+/// the findings and how to decide. The task branch goes back to `start` where it had moved to
+/// `head`.
 pub fn hold(
-    delivery: Delivery,
-    branches: &Branches,
+    git: &Git,
     task: &Task,
-    head: &str,
+    (start, head): (&str, &str),
     findings: &[Finding],
+    record: &mut RunRecord,
 ) -> CheckFailure {
-    let kept = match (delivery, &branches.remote) {
-        (Delivery::Push, Some(remote)) => match branches.keep_at(head, &held_ref(task)) {
-            Ok(()) => format!(
-                "; to look at it: `git fetch {remote} {r}` then `git show FETCH_HEAD`",
-                r = held_ref(task)
-            ),
-            Err(e) => format!("; it could not be kept on the remote ({e})"),
-        },
-        _ => format!(
-            "; it is on the local branch {}",
-            crate::model::task_branch(task)
+    let branch = format!("refs/heads/{}", crate::model::task_branch(task));
+    let _ = git.try_run(&["update-ref", &branch, start, head]);
+    let kept = match git.try_run(&["update-ref", &held_ref(task), head]) {
+        Ok(Some(_)) => format!(
+            "pushed nowhere; on the machine that ran it: `git show {}`",
+            held_ref(task)
         ),
+        _ => "pushed nowhere".to_string(),
     };
+    let tree = git
+        .run(&["rev-parse", &format!("{head}^{{tree}}")])
+        .unwrap_or_default();
+    record.head_sha = Some(head.to_string());
+    record.held = Some(HeldChange {
+        head: head.to_string(),
+        tree,
+        start: start.to_string(),
+    });
     CheckFailure {
         code: FailureCode::ThreatFlagged,
         message: format!(
-            "held by the threat scan before anything left the job: commit {}{kept}; findings: {}",
-            crate::engine::verdict::short_sha(head),
+            "held by the threat scan before anything left the job: commit {} ({kept}); findings: {}",
+            short(head),
             crate::scan::summary(findings)
         ),
     }
 }
 
-/// The commit the next run starts from when a person approved a held change: the approved
-/// commit (fetched from its ref when this clone lacks it), if it continues the branch as
-/// published (`tip`). `None`: nothing approved applies.
-pub(super) fn approved_start(
-    act: &Act<'_>,
-    branches: &Branches,
-    task: &Task,
-    tip: Option<&str>,
-    brief: &Brief,
-) -> Option<String> {
-    let git = crate::git::Git::new(act.repo);
-    let known = |sha: &str| git.resolve(sha).ok().flatten().is_some();
-    if brief.approved.iter().any(|h| !known(h)) && act.delivery == Delivery::Push {
-        let _ = branches.fetch_to(&held_ref(task), &held_ref(task));
-    }
+/// The approved commit the next run delivers as it is: one this machine still has, continuing
+/// the branch as published (`tip`). `None`: none here (the agent runs, and its change goes out
+/// unheld only if it is exactly an approved one: [`approved_rebuilt`]).
+pub(super) fn approved_start(act: &Act<'_>, tip: Option<&str>, brief: &Brief) -> Option<String> {
+    let git = Git::new(act.repo);
+    let known = |sha: &str| {
+        git.try_run(&["cat-file", "-e", &format!("{sha}^{{commit}}")])
+            .ok()
+            .flatten()
+            .is_some()
+    };
     brief
         .approved
         .iter()
-        .find(|head| {
-            known(head)
+        .find(|a| {
+            known(&a.head)
                 && tip.is_none_or(|tip| {
-                    git.try_run(&["merge-base", "--is-ancestor", tip, head])
+                    git.try_run(&["merge-base", "--is-ancestor", tip, &a.head])
                         .ok()
                         .flatten()
                         .is_some()
                 })
         })
-        .cloned()
+        .map(|a| a.head.clone())
 }
 
-/// Delivers the approved commit `start` as it was held: no agent, no new change.
+/// The approval that lets a held-again change out: exactly the approved change, made anew.
+pub(super) fn approved_rebuilt<'a>(
+    brief: &'a Brief,
+    start: &str,
+    tree: &str,
+) -> Option<&'a HeldChange> {
+    crate::engine::scan::approval_for(&brief.approved, start, tree)
+}
+
+/// Delivers the approved commit `start` as it was held: no agent, no new change; the approval
+/// is used up.
 pub(super) fn deliver_approved(
     act: &Act<'_>,
     branches: &Branches,
@@ -89,13 +109,12 @@ pub(super) fn deliver_approved(
     record: &mut RunRecord,
 ) -> Result<WorkResult, CheckFailure> {
     deliver(act, branches, branch)?;
-    if act.delivery == Delivery::Push {
-        branches.forget(&held_ref(task));
-    }
+    let _ = Git::new(act.repo).try_run(&["update-ref", "-d", &held_ref(task)]);
     record.head_sha = Some(start.to_string());
+    record.used_approval = Some(start.to_string());
     let summary = format!(
         "delivered the change a person approved after the threat scan held it ({})",
-        crate::engine::verdict::short_sha(start)
+        short(start)
     );
     record.summary = Some(summary.clone());
     Ok(success(Some(summary), record))

@@ -122,7 +122,7 @@ mod tests {
     /// variants; so does its reversal, hex and base64 of the reversal.
     #[test]
     fn every_encoding_of_a_secret_contains_a_variant() {
-        let secret = "ghp_CANARYcanary0123456789abcdefghijklmn";
+        let secret = "ghp_ENCODEDtest0123456789abcdefghijklmn";
         let found = |text: &[u8]| {
             variants(secret)
                 .iter()

@@ -2,16 +2,17 @@
 //! the job unseen — a secret the runner holds written encoded (reversed, hex, base64, split over
 //! lines), a build, install or CI script that gains a download or a pipe into a shell,
 //! obfuscated or minified code, binary content, and text aimed at reviewers or agents (hidden
-//! characters, HTML comments in prose, "ignore previous instructions").
+//! characters, HTML comments in prose and in texts, "ignore previous instructions").
 //!
 //! Pure and streaming: the shell feeds added lines one by one (`runner::checks` reads the diff
 //! from git with every line's length bounded) and texts whole; a [`Scanner`] keeps, per file,
 //! only the tail it needs to find a secret split over lines. An encoded secret is refused like a
 //! plain one (a policy violation: no approval sends a secret out); every other finding holds
-//! the change for a person, whose approval covers that exact change (`engine::scan`).
+//! the change for a person (`engine::outcome`), whose approval covers that exact change
+//! (`engine::scan`).
 //!
 //! Not for: plain secrets and token shapes (`redact::Redactor::secret_in`), links and paths
-//! (`policy`), or what a finding does to the task (`engine::scan`).
+//! (`policy`), or what a finding does to the task (`engine::outcome`).
 
 pub mod encoded;
 mod rules;

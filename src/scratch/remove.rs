@@ -8,7 +8,8 @@
 //! `O_NOFOLLOW` (a link is removed, never followed), and back up by `openat(.., "..")`,
 //! checking that the folder it reached is the one it came from (device and inode), so a tree
 //! changed under it is an error, not a walk elsewhere. Names on the way down are kept (one per
-//! level, a few bytes each), descriptors are not. Each folder is made `0700` before it is read.
+//! level, a few bytes each), descriptors are not. Each folder is made `0700` before it is read,
+//! through a descriptor opened without following a link.
 //!
 //! Not for: anything a running process still writes in (the runner removes a workspace once
 //! every process of its run is gone, `reaper`).
@@ -30,8 +31,7 @@ pub fn remove_tree(path: &Path) -> io::Result<()> {
     if !meta.is_dir() {
         return std::fs::remove_file(path);
     }
-    let _ = std::fs::set_permissions(path, std::os::unix::fs::PermissionsExt::from_mode(0o700));
-    let root = open_dir(None, &c_path(path.as_os_str())?)?;
+    let root = open_opened_up(None, &c_path(path.as_os_str())?)?;
     empty(root)?;
     std::fs::remove_dir(path)
 }
@@ -50,11 +50,7 @@ fn empty(root: OwnedFd) -> io::Result<()> {
         match first_folder_after_clearing_files(&here)? {
             Some(name) => {
                 let parent = identity(&here)?;
-                // SAFETY: fchmodat reads the NUL-terminated name for the duration of the call.
-                unsafe {
-                    libc::fchmodat(here.as_raw_fd(), name.as_ptr(), 0o700, 0);
-                }
-                let child = open_dir(Some(&here), &name)?;
+                let child = open_opened_up(Some(&here), &name)?;
                 path.push(Level { name, parent });
                 here = child;
             }
@@ -169,6 +165,30 @@ fn open_dir(at: Option<&OwnedFd>, name: &CStr) -> io::Result<OwnedFd> {
     Ok(unsafe { OwnedFd::from_raw_fd(fd) })
 }
 
+/// Opens a folder (as [`open_dir`]) after making it `0700`, never through a link: it is first
+/// opened as a path only (`O_PATH | O_NOFOLLOW | O_DIRECTORY`, which a link or a file fails),
+/// its mode changed through that descriptor (`/proc/self/fd`, else `fchmodat` without
+/// following), then the folder itself is opened from that descriptor.
+fn open_opened_up(at: Option<&OwnedFd>, name: &CStr) -> io::Result<OwnedFd> {
+    let base = at.map_or(libc::AT_FDCWD, AsRawFd::as_raw_fd);
+    let flags = libc::O_PATH | libc::O_DIRECTORY | libc::O_NOFOLLOW | libc::O_CLOEXEC;
+    // SAFETY: openat reads the NUL-terminated name; the descriptor it returns is ours alone.
+    let fd = unsafe { libc::openat(base, name.as_ptr(), flags) };
+    if fd < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    // SAFETY: `fd` was just opened and is owned by nothing else.
+    let folder = unsafe { OwnedFd::from_raw_fd(fd) };
+    let by_fd = c_path(OsStr::new(&format!("/proc/self/fd/{fd}")))?;
+    // SAFETY: chmod and fchmodat read the NUL-terminated names for the duration of the call.
+    unsafe {
+        if libc::chmod(by_fd.as_ptr(), 0o700) != 0 {
+            libc::fchmodat(base, name.as_ptr(), 0o700, libc::AT_SYMLINK_NOFOLLOW);
+        }
+    }
+    open_dir(Some(&folder), c".")
+}
+
 /// The (device, inode) of an open folder.
 fn identity(fd: &OwnedFd) -> io::Result<(u64, u64)> {
     // SAFETY: an all-zero stat is a valid value to be overwritten by fstat.
@@ -240,6 +260,28 @@ mod tests {
         std::fs::write(&root, "f").unwrap();
         remove_tree(&root).unwrap();
         assert!(!root.exists());
+    }
+
+    /// The mode is changed on the folder found, never through a link to one.
+    #[test]
+    fn a_link_to_a_folder_is_never_opened_up() {
+        let top = tempfile::tempdir().unwrap();
+        let outside = top.path().join("outside");
+        std::fs::create_dir(&outside).unwrap();
+        std::fs::set_permissions(&outside, std::fs::Permissions::from_mode(0o500)).unwrap();
+        std::os::unix::fs::symlink(&outside, top.path().join("link")).unwrap();
+        let at = open_dir(None, &c_path(top.path().as_os_str()).unwrap()).unwrap();
+        assert!(open_opened_up(Some(&at), c"link").is_err());
+        let mode = std::fs::metadata(&outside).unwrap().permissions().mode();
+        assert_eq!(mode & 0o777, 0o500);
+        std::fs::create_dir(top.path().join("closed")).unwrap();
+        std::fs::set_permissions(
+            top.path().join("closed"),
+            std::fs::Permissions::from_mode(0o000),
+        )
+        .unwrap();
+        assert!(open_opened_up(Some(&at), c"closed").is_ok());
+        std::fs::set_permissions(&outside, std::fs::Permissions::from_mode(0o700)).unwrap();
     }
 
     #[test]

@@ -17,8 +17,8 @@ pub struct ApplyReport {
     pub created: Vec<TaskId>,
     /// Tasks leased to this tick, with their run.
     pub claims: Vec<(TaskId, RunId)>,
-    /// Runs to review.
-    pub judge: Vec<(TaskId, RunId)>,
+    /// Runs to review, and whether before any CI ran on the head (`Action::Judge`).
+    pub judge: Vec<(TaskId, RunId, bool)>,
     pub start_planner: bool,
     /// Planned tasks whose GitHub issue is to be opened.
     pub open_issues: Vec<TaskId>,
@@ -30,15 +30,18 @@ pub struct ApplyReport {
     pub retarget_pulls: Vec<(TaskId, u64, String)>,
 }
 
-/// A stalled PR's diagnosis, for the act phase.
+/// A stalled PR's diagnosis, or (issue 36, `scan.ci`) CI started on a head that passed the
+/// scan, for the act phase: already recorded, so sent at most once per head.
 #[derive(Clone, Debug, PartialEq)]
 pub struct HealCi {
     pub task: TaskId,
     pub pr: u64,
     pub head_sha: String,
     pub branch: String,
-    pub comment: String,
-    pub dispatch: Option<String>,
+    /// The diagnosis comment (none when CI is started on purpose).
+    pub comment: Option<String>,
+    /// The workflows to dispatch on `branch`, once its tip is still `head_sha`.
+    pub dispatch: Vec<String>,
 }
 
 impl Store {
@@ -149,7 +152,10 @@ impl Store {
                     report.claims.push((id.clone(), run_id.clone()));
                 }
                 Action::Judge {
-                    run_id, expires_at, ..
+                    run_id,
+                    expires_at,
+                    before_ci,
+                    ..
                 } => {
                     let id = task_id
                         .ok_or_else(|| StoreError::Invalid("judge claim without a task".into()))?;
@@ -176,7 +182,7 @@ impl Store {
                             &decision.reason,
                             serde_json::json!({ "expires_at": expires_at }),
                         )?;
-                        report.judge.push((id.clone(), run_id.clone()));
+                        report.judge.push((id.clone(), run_id.clone(), *before_ci));
                     } else {
                         record_event(
                             &tx,
@@ -230,34 +236,33 @@ impl Store {
                     let id = task_id.ok_or_else(|| {
                         StoreError::Invalid("a CI diagnosis without a task".into())
                     })?;
-                    // Recorded before anything is sent: a dispatch happens at most once per head.
-                    let heal = crate::engine::stall::CiHeal {
-                        head_sha: head_sha.clone(),
-                        at: writer.now,
-                        dispatch: match dispatch {
-                            Some(workflow) => crate::engine::stall::Dispatch::Requested {
-                                workflow: workflow.clone(),
-                            },
-                            None => crate::engine::stall::Dispatch::NotPossible,
-                        },
-                    };
-                    super::forge::write_ci_heal(&tx, *pr, &heal, writer.now)?;
-                    super::tasks::note(
-                        &tx,
-                        writer,
-                        decision.rule,
-                        Some(id),
-                        None,
-                        &decision.reason,
-                    )?;
-                    report.heal_ci.push(HealCi {
+                    let work = HealCi {
                         task: id.clone(),
                         pr: *pr,
                         head_sha: head_sha.clone(),
                         branch: branch.clone(),
-                        comment: comment.clone(),
+                        comment: Some(comment.clone()),
                         dispatch: dispatch.clone(),
-                    });
+                    };
+                    record_ci_start(&tx, writer, decision, work, false, &mut report)?;
+                }
+                Action::StartCi {
+                    pr,
+                    head_sha,
+                    branch,
+                    workflows,
+                } => {
+                    let id = task_id
+                        .ok_or_else(|| StoreError::Invalid("a CI start without a task".into()))?;
+                    let work = HealCi {
+                        task: id.clone(),
+                        pr: *pr,
+                        head_sha: head_sha.clone(),
+                        branch: branch.clone(),
+                        comment: None,
+                        dispatch: workflows.clone(),
+                    };
+                    record_ci_start(&tx, writer, decision, work, true, &mut report)?;
                 }
                 Action::RetargetPull { pr, from, to } => {
                     let id = task_id
@@ -316,4 +321,40 @@ impl Store {
         )?;
         Ok(())
     }
+}
+
+/// Records what is done about a PR head's CI before anything is sent (a dispatch happens at
+/// most once per head), and hands the work to the act phase.
+fn record_ci_start(
+    tx: &rusqlite::Transaction<'_>,
+    writer: Writer<'_>,
+    decision: &crate::engine::Decision,
+    work: HealCi,
+    after_scan: bool,
+    report: &mut ApplyReport,
+) -> Result<(), StoreError> {
+    use crate::engine::stall::{CiHeal, Dispatch};
+    let heal = CiHeal {
+        head_sha: work.head_sha.clone(),
+        at: writer.now,
+        dispatch: if work.dispatch.is_empty() {
+            Dispatch::NotPossible
+        } else {
+            Dispatch::Requested {
+                workflows: work.dispatch.clone(),
+            }
+        },
+        after_scan,
+    };
+    super::forge::write_ci_heal(tx, work.pr, &heal, writer.now)?;
+    super::tasks::note(
+        tx,
+        writer,
+        decision.rule,
+        Some(&work.task),
+        None,
+        &decision.reason,
+    )?;
+    report.heal_ci.push(work);
+    Ok(())
 }

@@ -50,6 +50,12 @@ pub struct RunRecord {
     /// Hosts the proxy refused for the agent and its checks.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub refused: Vec<crate::model::network::Refusal>,
+    /// The change the threat scan held (issue 36): what a person's approval will name.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub held: Option<crate::engine::scan::HeldChange>,
+    /// The approved change this run let out (its held commit): the approval is used up.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub used_approval: Option<String>,
 }
 
 /// What happened to an outcome.
@@ -256,6 +262,9 @@ impl Store {
         {
             super::research::write_report(&tx, report, writer.now)?;
         }
+        let delivered = decision.run_status == crate::model::RunStatus::Success;
+        let used = record.used_approval.as_deref().filter(|_| delivered);
+        super::approvals::write(&tx, task_id, record.held.as_ref(), used, writer.now)?;
         let changes = TaskChanges {
             attempts: decision.attempts.clone(),
             next_attempt_at: decision.next_attempt_at,
@@ -532,10 +541,12 @@ impl Store {
             return Ok(None);
         };
         let made_change = run.status == crate::model::RunStatus::Success && run.head_sha.is_some();
-        let held = run
-            .head_sha
-            .clone()
-            .filter(|_| run.failure_code == Some(crate::model::FailureCode::ThreatFlagged));
+        let held = match (&run.head_sha, run.failure_code) {
+            (Some(head), Some(crate::model::FailureCode::ThreatFlagged)) => {
+                self.held_change(task, head)?
+            }
+            _ => None,
+        };
         let changes_requested: bool = self.conn.query_row(
             "SELECT EXISTS (SELECT 1 FROM judgements WHERE run_id = ?1 AND verdict = ?2)",
             params![run.id.as_str(), Verdict::RequestChanges.as_str()],
@@ -572,43 +583,5 @@ impl Store {
         )?;
         tx.commit()?;
         Ok(())
-    }
-}
-
-impl Store {
-    /// Issue 36: a person approved the change the threat scan held, exactly `head`; the task
-    /// is queued, and its next run delivers that commit ([`Store::approved_heads`]).
-    pub fn approve_change(
-        &mut self,
-        task: &TaskId,
-        head: &str,
-        by: &str,
-        reason: &str,
-        writer: Writer<'_>,
-    ) -> Result<(), StoreError> {
-        let tx = self.conn.transaction()?;
-        tx.execute(
-            "INSERT OR REPLACE INTO scan_approvals (task_id, head_sha, approved_by, approved_at) VALUES (?1, ?2, ?3, ?4)",
-            params![task.as_str(), head, by, writer.now.0],
-        )?;
-        let changes = TaskChanges {
-            attempts: None,
-            next_attempt_at: Some(None),
-            needs_approval: Some(false),
-        };
-        write_transition(&tx, task, None, TaskState::QUEUED, reason, &changes, writer)?;
-        tx.commit()?;
-        Ok(())
-    }
-
-    /// The commits of a task's changes people approved after the threat scan held them.
-    pub fn approved_heads(&self, task: &TaskId) -> Result<Vec<String>, StoreError> {
-        let mut stmt = self
-            .conn
-            .prepare("SELECT head_sha FROM scan_approvals WHERE task_id = ?1")?;
-        let heads = stmt
-            .query_map([task.as_str()], |r| r.get(0))?
-            .collect::<Result<_, _>>()?;
-        Ok(heads)
     }
 }

@@ -3,7 +3,7 @@
 //! A migration is appended, never edited: version N's SQL turns a version N-1 file into version N.
 
 /// Each entry migrates from version `index` to version `index + 1`.
-pub const MIGRATIONS: &[&str] = &[V1, V2, V3, V4, V5, V6, V7, V8, V9, V10, V11, V12, V13];
+pub const MIGRATIONS: &[&str] = &[V1, V2, V3, V4, V5, V6, V7, V8, V9, V10, V11, V12, V13, V14];
 
 pub const LATEST: i64 = MIGRATIONS.len() as i64;
 
@@ -362,4 +362,21 @@ CREATE TABLE scan_approvals (
     approved_at INTEGER NOT NULL,
     PRIMARY KEY (task_id, head_sha)
 ) STRICT, WITHOUT ROWID;
+"#;
+
+/// Issue 36: a held change is kept nowhere but on the runner's machine, so what a person
+/// approves must name the change itself: its commit, tree and start (recorded when it is
+/// held). An approval lets out that change once (`used_at`).
+const V14: &str = r#"
+CREATE TABLE held_changes (
+    task_id    TEXT NOT NULL REFERENCES tasks(id),
+    head_sha   TEXT NOT NULL,
+    tree_sha   TEXT NOT NULL,
+    start_sha  TEXT NOT NULL,
+    held_at    INTEGER NOT NULL,
+    PRIMARY KEY (task_id, head_sha)
+) STRICT, WITHOUT ROWID;
+ALTER TABLE scan_approvals ADD COLUMN tree_sha TEXT;
+ALTER TABLE scan_approvals ADD COLUMN start_sha TEXT;
+ALTER TABLE scan_approvals ADD COLUMN used_at INTEGER;
 "#;

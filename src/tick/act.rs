@@ -125,6 +125,12 @@ pub(super) fn act(
                     continue;
                 }
                 let _span = tracing::info_span!("run", task = %task.id, run = %run_id).entered();
+                let _fold = crate::live::fold(&redactor.redact(&format!(
+                    "run {run_id}: {} task {} {:?}",
+                    task.role,
+                    task.id,
+                    crate::report::truncate(&task.title, 60)
+                )));
                 summary.started += 1;
                 let mut result = run_task(&act, &task, &run_id, &brief);
                 // A run that failed once an interrupt came was stopped by it (its agent, a
@@ -161,10 +167,17 @@ pub(super) fn act(
                 issue,
                 approved_by,
                 last_word,
-                approval,
+                before_ci,
+                approved_before,
                 merge_after,
             } => {
                 let _span = tracing::info_span!("review", task = %task.id, run = %run.id).entered();
+                let _fold = crate::live::fold(&redactor.redact(&format!(
+                    "review of run {}: task {} {:?}",
+                    run.id,
+                    task.id,
+                    crate::report::truncate(&task.title, 60)
+                )));
                 if let Some(client) = forge {
                     checks::review_started(client, ctx, &task, &run);
                 }
@@ -185,7 +198,8 @@ pub(super) fn act(
                         reviews_so_far: reviews,
                         issue: issue.as_deref(),
                         approved_by: &approved_by,
-                        approval: approval.as_deref(),
+                        before_ci,
+                        approved_before: approved_before.as_deref(),
                         merge_after,
                     },
                     merger
@@ -228,6 +242,7 @@ pub(super) fn act(
             }
             Work::Plan(plan) => {
                 let _span = tracing::info_span!("plan").entered();
+                let _fold = crate::live::fold("planner: the requirement into tasks");
                 done.push(Done::Plan(plan.run(&act, ctx.now)));
             }
             Work::OpenIssue(task) => {

@@ -3,14 +3,17 @@
 //! it, and checks before anything: the run is a fan-out claim still waiting (already recorded:
 //! nothing to do), the record names the run's task, the commit it started from is where the
 //! task branch (or else the base branch) is on the remote, the bundle carries exactly the task
-//! branch at the record's head on top of that start, and the change passes the path policy,
-//! the symbolic-link rule and the secret scan again. Then it takes the run's lease over, pushes
-//! the task branch, opens or updates the PR (the idempotent publish path of every run) and
-//! records the outcome. A change that fails a check is recorded as a `policy_violation` of the
-//! run, and nothing is pushed.
+//! branch at the record's head on top of that start, every file it brings is within the size
+//! limits (from git's object headers, before any content is read), and the change passes the
+//! path policy, the symbolic-link rule, the secret scan and the threat scan's rules again (a
+//! change people approved after the scan held it passes as that change, once). Then it takes
+//! the run's lease over, pushes the task branch, opens or updates the PR (the idempotent publish
+//! path of every run) and records the outcome. A change that fails a check is recorded as a
+//! `policy_violation` of the run (`threat_flagged` when held), and nothing is pushed.
 //!
-//! Not for: running an agent or verification commands (the work job did; its verdict on them is
-//! taken as recorded, and the judge reviews the PR as always).
+//! Not for: running an agent — verification commands or the threat scan's detection agent:
+//! the work job did, and this job, which holds the token, runs nothing a model drives; its
+//! verdict on them is taken as recorded, and the judge reviews the PR as always.
 
 use std::path::Path;
 
@@ -39,9 +42,13 @@ pub fn apply_output(ctx: &Context, dir: &Path) -> Result<(RunId, WorkDone), Fail
         Waiting::Recorded(status) => return Ok((run_id, WorkDone::AlreadyRecorded(status))),
     };
     let task = store.task(&task_id)?;
+    // Issue 36: what people approved after the threat scan held it (what the work job says
+    // it used is not taken from it).
+    let approved = store.approved_changes(&task_id)?;
     drop(store);
     let git = Git::new(&ctx.repo);
-    let branches = Branches::new(&git, &ctx.config.remote);
+    let branches = Branches::new(&git, &ctx.config.remote)
+        .pushing_heads_with(crate::credentials::Token::for_heads(&ctx.config));
     if branches.remote.is_none() {
         return Err(Failure::usage(format!(
             "`apply` pushes the task branch to the remote `{}`, which this repository does not have\n  fix: run it in a clone of the repository (`remote:` in .opentiger.yml names the remote)",
@@ -55,25 +62,58 @@ pub fn apply_output(ctx: &Context, dir: &Path) -> Result<(RunId, WorkDone), Fail
         ),
         Mode::LocalGit | Mode::Direct => None,
     };
+    if let Some(why) = crate::credentials::missing_push_token(&ctx.config) {
+        return Err(Failure::usage(format!("{}: {why}", ctx.config_source)));
+    }
     let redactor = ctx.redactor();
     let branch = task_branch(&task);
+    let mut held_record = crate::store::RunRecord::default();
     let checked = output
         .record
         .to_result(&branch, &redactor)
         .map_err(|e| violation(format!("the result record is not usable: {e}")))
-        .and_then(|result| {
-            let findings = verify(ctx, &task, &branches, &output, &run_id)?;
-            if let (false, Some(head)) = (findings.is_empty(), result.record.head_sha.as_deref()) {
-                // Issue 36: held, not pushed to the branch; kept where a person can look.
-                return Err(crate::runner::work::hold(
-                    crate::runner::Delivery::Push,
-                    &branches,
-                    &task,
-                    head,
-                    &findings,
-                ));
+        .and_then(|mut result| {
+            let held = result.record.held.take();
+            result.record.used_approval = None;
+            if result.outcome.failure_code == Some(FailureCode::ThreatFlagged) {
+                // Issue 36: held in the work job, which sent no bundle (the change leaves no
+                // job): nothing to push. The change is named as the work job's record names it
+                // (its findings taken as recorded, like its verification); a person's approval
+                // lets out only a later change with exactly that start and tree, scanned here.
+                result.record.held = held.filter(|h| {
+                    [&h.head, &h.tree, &h.start]
+                        .iter()
+                        .all(|sha| sha.len() == 40 && sha.chars().all(|c| c.is_ascii_hexdigit()))
+                });
+                return Ok(result);
             }
-            Ok(result)
+            let findings = verify(ctx, &task, &branches, &output, &run_id)?;
+            let (Some(head), Some(start)) = (output.record.head_sha(), output.record.start_sha())
+            else {
+                return Ok(result);
+            };
+            if findings.is_empty() {
+                return Ok(result);
+            }
+            // Issue 36: exactly the change a person approved after it was held goes out, once;
+            // anything else is held, pushed nowhere.
+            let tree = git.run(&["rev-parse", &format!("{head}^{{tree}}")]);
+            let covered = tree
+                .ok()
+                .and_then(|tree| crate::engine::scan::approval_for(&approved, start, &tree));
+            match covered {
+                Some(approval) => {
+                    result.record.used_approval = Some(approval.head.clone());
+                    Ok(result)
+                }
+                None => Err(crate::runner::work::hold(
+                    &git,
+                    &task,
+                    (start, head),
+                    &findings,
+                    &mut held_record,
+                )),
+            }
         });
     let mut verified = checked.is_ok();
     let mut result = checked.unwrap_or_else(|refused| {
@@ -83,7 +123,12 @@ pub fn apply_output(ctx: &Context, dir: &Path) -> Result<(RunId, WorkDone), Fail
             .to_result(&branch, &redactor)
             .map(|r| r.record)
             .unwrap_or_default();
-        if refused.code != FailureCode::ThreatFlagged {
+        record.held = None;
+        record.used_approval = None;
+        if refused.code == FailureCode::ThreatFlagged {
+            record.head_sha = held_record.head_sha.take();
+            record.held = held_record.held.take();
+        } else {
             record.head_sha = None;
         }
         record.branch = Some(branch.clone());
@@ -248,7 +293,15 @@ fn verify(
         }
     }
     let bundle_text = bundle.display().to_string();
+    // Issue 36: git streams blobs over this size instead of holding them whole while it reads
+    // the bundle, so a forged one costs memory by what it says, not by what it unpacks to.
+    let stream_over = format!(
+        "core.bigFileThreshold={}",
+        ctx.config.policy.max_file_bytes.clamp(1 << 20, 64 << 20)
+    );
     git.try_run(&[
+        "-c",
+        &stream_over,
         "fetch",
         "--quiet",
         "--no-tags",
@@ -263,6 +316,16 @@ fn verify(
         return Err(violation(format!(
             "the bundle's head is not {head} on top of {start}"
         )));
+    }
+    // Issue 36: sizes from the object headers before any content is read.
+    let sizes = crate::workspace::sizes_between(&git, start, head).map_err(setup)?;
+    let policy = &ctx.config.policy;
+    let too_large =
+        crate::policy::size_violations(&sizes, policy.max_file_bytes, policy.max_change_bytes);
+    if !too_large.is_empty() {
+        return Err(violation(
+            crate::policy::summary(&too_large).replace('\n', "; "),
+        ));
     }
     // The change itself, checked again: paths, links, secrets.
     let changes = changed_files(&git, start, head).map_err(setup)?;

@@ -1,9 +1,10 @@
-//! github mode, the CI gate's shell side (the rules are `engine::gate` and `engine::stall`):
-//! which checks a PR must pass, read while a PR waits on CI (the base branch's rules, the
-//! checks learned from the base), and acting on a PR whose expected CI never started (the
-//! engine decided it, and the claim recorded it so a dispatch is sent at most once per head):
-//! one comment on the PR, keyed by the head, and the CI workflow dispatched for the PR's branch
-//! when one is due; then what the dispatch did, recorded.
+//! github mode, the CI gate's shell side (the rules are `engine::gate`, `engine::stall` and
+//! `engine::ci_start`): which checks a PR must pass, read while a PR waits on CI (the base
+//! branch's rules, the checks learned from the base), and acting on a PR head's CI (the engine
+//! decided it, and the claim recorded it so a dispatch is sent at most once per head): for a
+//! head whose expected CI never started, one comment on the PR, keyed by the head; for a stall
+//! or a head that passed the scan (`scan.ci`), the CI workflows dispatched for the PR's branch
+//! once its tip is still that head; then what the dispatch did, recorded.
 //!
 //! Not for: deciding whether to wait, heal or escalate (the engine does).
 
@@ -109,37 +110,61 @@ type BranchRead = fn(
     Timestamp,
 ) -> Result<Conditional<Vec<String>>, ForgeError>;
 
-/// What the act phase did about one stalled PR.
+/// What the act phase did about one PR head's CI.
 pub struct Healed {
     /// The comment could not be posted (visibility only: nothing is lost).
     pub comment_error: Option<String>,
-    /// The dispatch, when one was due: `Ok` sent, `Err` why not.
-    pub dispatch: Option<Result<String, String>>,
+    /// The dispatch, when one was due: `Ok` the workflows started, `Err` why not.
+    pub dispatch: Option<Result<Vec<String>, String>>,
 }
 
 /// Comments once per head (a tick killed after posting edits the same comment next time), then
-/// dispatches the CI workflow when the decision says so.
+/// dispatches the CI workflows when the decision says so — only while the PR's head is still
+/// the head decided on: a dispatch runs the branch's tip, whatever was pushed since.
 pub fn heal_ci(client: &GithubClient, ctx: &Context, heal: &HealCi) -> Healed {
     let now = ctx.later();
-    let marker = format!(
-        "<!-- opentiger:ci-diagnosis pr={} head={} -->",
-        heal.pr, heal.head_sha
-    );
-    let text = ctx.redactor().redact(&heal.comment);
-    let comment_error = client
-        .upsert_comment(heal.pr, &marker, &text, now)
-        .err()
-        .map(|e| e.to_string());
-    let dispatch = heal.dispatch.as_ref().map(|workflow| {
+    let comment_error = heal.comment.as_ref().and_then(|comment| {
+        let marker = format!(
+            "<!-- opentiger:ci-diagnosis pr={} head={} -->",
+            heal.pr, heal.head_sha
+        );
+        let text = ctx.redactor().redact(comment);
         client
-            .dispatch_workflow(workflow, &heal.branch, now)
-            .map(|()| workflow.clone())
-            .map_err(|e| e.to_string())
+            .upsert_comment(heal.pr, &marker, &text, now)
+            .err()
+            .map(|e| e.to_string())
     });
+    let dispatch = (!heal.dispatch.is_empty()).then(|| dispatch_on_head(client, heal, now));
     Healed {
         comment_error,
         dispatch,
     }
+}
+
+/// Re-reads the PR's head, refuses if it moved, then dispatches every workflow.
+fn dispatch_on_head(
+    client: &GithubClient,
+    heal: &HealCi,
+    now: Timestamp,
+) -> Result<Vec<String>, String> {
+    let tip = client
+        .pull(heal.pr, now)
+        .map_err(|e| e.to_string())?
+        .head_sha;
+    if tip != heal.head_sha {
+        return Err(format!(
+            "`{}` moved to {} since {} was decided on: nothing started for the new head",
+            heal.branch,
+            crate::engine::verdict::short_sha(&tip),
+            crate::engine::verdict::short_sha(&heal.head_sha)
+        ));
+    }
+    for workflow in &heal.dispatch {
+        client
+            .dispatch_workflow(workflow, &heal.branch, now)
+            .map_err(|e| format!("`{workflow}`: {e}"))?;
+    }
+    Ok(heal.dispatch.clone())
 }
 
 /// Records how the dispatch went (the engine waits for a sent one, escalates a failed one).
@@ -151,16 +176,16 @@ pub fn record_heal(
 ) -> Result<Vec<String>, StoreError> {
     let mut lines = Vec::new();
     let pr = heal.pr;
-    if let Some(e) = &healed.comment_error {
-        lines.push(format!(
+    match (&heal.comment, &healed.comment_error) {
+        (_, Some(e)) => lines.push(format!(
             "{}: could not comment on PR #{pr} about its CI: {e}",
             heal.task
-        ));
-    } else {
-        lines.push(format!(
+        )),
+        (Some(_), None) => lines.push(format!(
             "{}: PR #{pr}: expected CI never started; said so on the PR",
             heal.task
-        ));
+        )),
+        (None, None) => {}
     }
     let Some(result) = &healed.dispatch else {
         return Ok(lines);
@@ -171,22 +196,26 @@ pub fn record_heal(
     if stored.head_sha != heal.head_sha {
         return Ok(lines);
     }
-    let workflow = heal.dispatch.clone().unwrap_or_default();
+    let workflows = crate::engine::stall::quoted(&heal.dispatch);
     stored.dispatch = match result {
-        Ok(_) => {
+        Ok(sent) => {
             lines.push(format!(
-                "{}: dispatched `{workflow}` on {} for PR #{pr}",
-                heal.task, heal.branch
+                "{}: dispatched {workflows} on {} for PR #{pr} ({})",
+                heal.task,
+                heal.branch,
+                crate::engine::verdict::short_sha(&heal.head_sha)
             ));
-            Dispatch::Sent { workflow }
+            Dispatch::Sent {
+                workflows: sent.clone(),
+            }
         }
         Err(error) => {
             lines.push(format!(
-                "{}: could not dispatch `{workflow}` for PR #{pr}: {error}",
+                "{}: could not dispatch {workflows} for PR #{pr}: {error}",
                 heal.task
             ));
             Dispatch::Failed {
-                workflow,
+                workflows: heal.dispatch.clone(),
                 error: error.clone(),
             }
         }

@@ -37,6 +37,10 @@ pub(super) fn preflight_checks(ctx: &Context) -> Result<(), Failure> {
                     ctx.repo.display()
                 )));
             }
+            // Issue 36: never push a head with a token that starts CI when scan.ci says not to.
+            if let Some(why) = crate::credentials::missing_push_token(config) {
+                return Err(Failure::usage(format!("{}: {why}", ctx.config_source)));
+            }
         }
         Mode::LocalGit | Mode::Direct => {}
     }
@@ -115,8 +119,11 @@ pub(super) enum Work {
         approved_by: Vec<String>,
         /// github mode: what is read again just before the merge (issue 26).
         last_word: Option<super::last_word::LastWordCheck>,
-        /// The judge's approval of this head, kept through the review window (issue 38).
-        approval: Option<Box<crate::store::JudgementRow>>,
+        /// Issue 36 (`scan.ci: after-review`): reviewed before any CI ran on the head.
+        before_ci: bool,
+        /// Issue 36: the judge approved this head before CI ran (what it said): CI passed since,
+        /// so it is merged without a second review.
+        approved_before: Option<String>,
         /// The review window is open until then: approve, but do not merge (issue 38).
         merge_after: Option<crate::time::Timestamp>,
     },
@@ -242,7 +249,7 @@ pub(super) fn claim_plan(
             brief,
         });
     }
-    for (task_id, run_id) in &applied.judge {
+    for (task_id, run_id, before_ci) in &applied.judge {
         let task = store.task(task_id)?;
         let Some(run) = store.run(run_id)? else {
             continue;
@@ -265,7 +272,13 @@ pub(super) fn claim_plan(
             .as_ref()
             .map(|l| l.approved_by(ctx, &head))
             .unwrap_or_default();
-        let approval = store.approval(run_id, &head)?.map(Box::new);
+        // An approval of this very head stands (issue 36: reviewed before CI ran, CI passed
+        // since; issue 38: approved inside the review window, which has passed): the merge
+        // asks no agent again.
+        let approved_before = match run.head_sha.as_deref() {
+            Some(head) if !before_ci => store.judge_approval(run_id, head)?,
+            _ => None,
+        };
         let merge_after = plan.decisions.iter().find_map(|d| match &d.action {
             crate::engine::Action::Judge {
                 run_id: judged,
@@ -281,7 +294,8 @@ pub(super) fn claim_plan(
             issue,
             approved_by,
             last_word,
-            approval,
+            before_ci: *before_ci,
+            approved_before,
             merge_after,
         });
     }

@@ -572,13 +572,13 @@ pub(super) fn apply_effects(
                 };
                 store.add_proposal_task(task, writer)?;
             }
-            Effect::ApproveChange { task, head, reason } => {
+            Effect::ApproveChange { task, held, reason } => {
                 let writer = Writer {
                     actor: &source.actor,
                     ..writer
                 };
                 let reason = format!("{reason} ({})", source.url);
-                store.approve_change(task, head, source.author, &reason, writer)?;
+                store.approve_change(task, held, source.author, &reason, writer)?;
             }
             Effect::Rejudge { task, run, reason } => {
                 let writer = Writer {

@@ -322,6 +322,12 @@ impl Context {
                 )?
                 .or_workflows(&ci_setup.push_workflows),
             ci_setup,
+            // Elsewhere only with a review window, which keeps approvals too (issue 38).
+            judge_approved: if github || self.config.merge.review_window_minutes.unwrap_or(0) > 0 {
+                store.judge_approved_heads()?
+            } else {
+                Default::default()
+            },
             ci_heals: store.ci_heals()?,
             pull_bases: store.pull_bases()?,
             retargeted: store.retargeted_pulls()?,
@@ -353,7 +359,6 @@ impl Context {
             } else {
                 BTreeMap::new()
             },
-            approved: store.approved_runs()?,
             tick: self.so_far.clone(),
         })
     }

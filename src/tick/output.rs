@@ -69,7 +69,14 @@ pub fn work_output(ctx: &Context, run_id: &RunId, dir: &Path) -> Result<Written,
         delivery: Delivery::Keep,
         ..ctx.act(&templates, &redactor, &executor_waits)
     };
+    let fold = crate::live::fold(&redactor.redact(&format!(
+        "run {run_id}: {} task {} {:?}",
+        task.role,
+        task.id,
+        crate::report::truncate(&task.title, 60)
+    )));
     let result = run_task(&act, &task, run_id, &brief);
+    drop(fold);
     let record = ResultRecord::of(run_id.as_str(), task_id.as_str(), &result, &redactor);
     let branch = crate::workspace::task_branch(&task);
     safe_output::write(dir, &record, &Git::new(&ctx.repo), &branch)

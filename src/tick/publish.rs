@@ -10,7 +10,9 @@ use crate::forge::calls::marker;
 use crate::forge::github::{Conditional, ForgeError, GithubClient};
 
 /// After a successful run in github mode: open or update the task's one PR and label its issue.
-/// Returns the PR number.
+/// Returns the PR number. Under `scan.ci` other than `on-push` (issue 36) the PR is opened with
+/// the push token, whose events start no workflow: opened by the forge token, `pull_request`
+/// would start CI on the head before opentiger does.
 pub fn publish_pull(
     client: &GithubClient,
     ctx: &Context,
@@ -25,8 +27,19 @@ pub fn publish_pull(
         body.push_str(&format!("\nCloses #{issue}\n"));
     }
     body.push_str(&format!("\n{}\n", marker(task.id.as_str(), Some(run))));
+    let pusher = match crate::credentials::Token::for_heads(&ctx.config) {
+        crate::credentials::Token::Push => Some(GithubClient::from_env(None, |k: &str| {
+            match k {
+                // The push token alone: never the forge token in its place.
+                "OPENTIGER_GITHUB_TOKEN" => crate::credentials::push_token(),
+                "GITHUB_TOKEN" => None,
+                other => crate::credentials::lookup(other),
+            }
+        })?),
+        crate::credentials::Token::Forge => None,
+    };
     let pr = client.upsert_pull(
-        branch,
+        (pusher.as_ref().unwrap_or(client), branch),
         &ctx.config.base_branch,
         &format!("[opentiger] {}", task.title),
         &body,
@@ -75,6 +88,10 @@ pub fn post_verdict(
             } else {
                 "An AutoFix task works on this branch, or a person decides once its budget is spent."
             },
+        ),
+        JudgeConclusion::ApprovedBeforeCi { summary } => format!(
+            "**opentiger judge: approved before CI** (task `{}`): {summary}\n\nCI starts on this head now (`scan.ci: after-review`); the PR is merged once its checks pass.",
+            task.id
         ),
         JudgeConclusion::Approved { summary } => format!(
             "**opentiger judge: approved** (task `{}`): {summary}\n\nNot merged automatically (`backlog.merge_imported_prs` is off): a maintainer merges it.",

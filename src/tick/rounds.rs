@@ -88,6 +88,8 @@ pub(super) fn run(
             prs: review_prs,
             planned,
         } = what_it_claims(&claimed);
+        // A round of GitHub effects alone is not followed by another.
+        let effects_only = runs == 0 && reviewed.is_empty() && !planned;
         let done = act::act(&round_ctx, forge, claimed, fan_out, round == 1, summary)?;
         let now = round_ctx.later();
         let recorded = round_ctx.record_state(&format!("record (round {round})"), |store| {
@@ -177,7 +179,8 @@ pub(super) fn run(
                 }
             }
             let (snapshot, plan) = next_ctx.plan(store)?;
-            if !rounds::starts_work(&plan) {
+            let effects = rounds::has_effects(&plan) && !effects_only;
+            if !rounds::starts_work(&plan) && !effects {
                 return Ok(Err((
                     rounds::stopped_by_time(&plan),
                     rounds::why_no_round(&plan),
@@ -324,6 +327,7 @@ fn spoken(done: &[Done], review_prs: &BTreeMap<RunId, u64>) -> Vec<u64> {
                 | JudgeConclusion::Updated { .. }
                 | JudgeConclusion::Refused { .. }
                 | JudgeConclusion::Approved { .. }
+                | JudgeConclusion::ApprovedBeforeCi { .. }
                 | JudgeConclusion::WindowOpen { .. } => None,
             },
             Done::Work(..)

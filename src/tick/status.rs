@@ -28,7 +28,8 @@ pub fn board(
         view.tasks.push(report::task_view(&task, &plan, phase));
     }
     let templates = Templates::load(&ctx.repo).map_err(|e| Failure::usage(e.to_string()))?;
-    let board = BoardView::of(&view, ctx.config.mode.as_str());
+    let mut board = BoardView::of(&view, ctx.config.mode.as_str());
+    board.graph = crate::report::graph::fenced(&graph_tasks(store)?);
     let redactor = ctx.redactor();
     let (dashboard, summary) =
         render(&templates, &board, tick).map_err(|e| Failure::usage(e.to_string()))?;
@@ -36,6 +37,33 @@ pub fn board(
         redactor.redact(&dashboard),
         summary.map(|s| redactor.redact(&s)),
     ))
+}
+
+/// The tasks the task graph draws: the active ones and every task they name as a dependency
+/// or a parent (a finished one included), so each edge has both its ends.
+pub fn graph_tasks(store: &Store) -> Result<Vec<crate::model::Task>, Failure> {
+    let mut tasks = store.list_tasks(&TaskFilter::default())?;
+    let mut known: std::collections::BTreeSet<crate::model::TaskId> =
+        tasks.iter().map(|t| t.id.clone()).collect();
+    let mut i = 0;
+    while i < tasks.len() {
+        let named: Vec<crate::model::TaskId> = tasks[i]
+            .dependencies
+            .iter()
+            .chain(&tasks[i].parent_task_id)
+            .filter(|id| !known.contains(*id))
+            .cloned()
+            .collect();
+        for id in named {
+            known.insert(id.clone());
+            // A task no longer in the state is drawn as not shown, by the graph itself.
+            if let Ok(task) = store.task(&id) {
+                tasks.push(task);
+            }
+        }
+        i += 1;
+    }
+    Ok(tasks)
 }
 
 /// What `status` shows.
@@ -84,8 +112,14 @@ pub fn view(ctx: &Context, store: &Store, all: bool) -> Result<StatusView, Failu
         },
         parked_executors: report::parked_executors(&plan),
         paused: store.repo_pause()?.map(|p| {
+            let resume = match ctx.config.mode {
+                crate::model::Mode::Github => {
+                    "`opentiger resume`, or comment `/opentiger resume` on the dashboard issue"
+                }
+                crate::model::Mode::LocalGit | crate::model::Mode::Direct => "`opentiger resume`",
+            };
             format!(
-                "by @{} since {}: nothing new is claimed, what runs finishes. Resume: comment `/opentiger resume` on the dashboard issue",
+                "by @{} since {}: nothing new is claimed, what runs finishes. Resume: {resume}",
                 p.by, p.at
             )
         }),

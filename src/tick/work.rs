@@ -45,6 +45,9 @@ pub fn work_run(ctx: &Context, run_id: &RunId) -> Result<WorkDone, Failure> {
         ),
         Mode::LocalGit | Mode::Direct => None,
     };
+    if let Some(why) = crate::credentials::missing_push_token(&ctx.config) {
+        return Err(Failure::usage(format!("{}: {why}", ctx.config_source)));
+    }
     let task_id = match take_over(ctx, &run_id)? {
         Waiting::Ready(task) => task,
         Waiting::Recorded(status) => return Ok(WorkDone::AlreadyRecorded(status)),
@@ -58,7 +61,14 @@ pub fn work_run(ctx: &Context, run_id: &RunId) -> Result<WorkDone, Failure> {
     let templates = Templates::load(&ctx.repo).map_err(|e| Failure::usage(e.to_string()))?;
     let redactor = ctx.redactor();
     let act = ctx.act(&templates, &redactor, &executor_waits);
+    let fold = crate::live::fold(&redactor.redact(&format!(
+        "run {run_id}: {} task {} {:?}",
+        task.role,
+        task.id,
+        crate::report::truncate(&task.title, 60)
+    )));
     let mut result = run_task(&act, &task, &run_id, &brief);
+    drop(fold);
     if let (Some(client), true) = (
         &forge,
         result.outcome.success && result.record.head_sha.is_some(),

@@ -9,6 +9,9 @@ use crate::git::{Git, GitError};
 #[derive(Clone, Debug)]
 pub struct Branches {
     git: Git,
+    /// What pushes task branches' heads: `git`, or (issue 36, `scan.ci`) the same repository
+    /// talking with the push token, so no workflow starts on them.
+    heads: Git,
     pub remote: Option<String>,
 }
 
@@ -22,8 +25,16 @@ impl Branches {
             .map(|_| remote.to_string());
         Branches {
             git: repo.clone(),
+            heads: repo.clone(),
             remote,
         }
+    }
+
+    /// Pushes task branches' heads with the token `which` (issue 36: the push token under
+    /// `scan.ci` other than `on-push`); everything else keeps the repository's.
+    pub fn pushing_heads_with(mut self, which: crate::credentials::Token) -> Branches {
+        self.heads = self.git.talking_with(which);
+        self
     }
 
     /// The ref a branch is read from: the remote-tracking one with a remote.
@@ -71,7 +82,7 @@ impl Branches {
     pub fn publish(&self, branch: &str) -> Result<(), GitError> {
         match &self.remote {
             Some(r) => self
-                .git
+                .heads
                 .run(&[
                     "push",
                     "--quiet",
@@ -122,8 +133,10 @@ impl Branches {
         if touched.is_empty() {
             return Ok(Vec::new());
         }
-        // `status` (not plumbing): a file whose stat alone changed is not in the way.
+        // `status` (not plumbing): a file whose stat alone changed is not in the way. Without
+        // optional locks it never takes (nor fails on) the person's index lock to refresh it.
         let mut args = vec![
+            "--no-optional-locks",
             "status",
             "--porcelain",
             "-z",
@@ -143,9 +156,11 @@ impl Branches {
     }
 
     /// Moves `base` from `old` to `new`; `Ok(false)` when it moved meanwhile (a race to retry).
+    /// With a remote this is a push of a head (a task branch brought up to date, or the base
+    /// in local-git mode), with the heads' token.
     pub fn advance(&self, base: &str, old: &str, new: &str) -> Result<bool, GitError> {
         match &self.remote {
-            Some(r) => match self.git.run(&[
+            Some(r) => match self.heads.run(&[
                 "push",
                 "--quiet",
                 "--porcelain",
@@ -191,50 +206,6 @@ impl Branches {
                 }
             }
         }
-    }
-
-    /// Puts `commit` at `reference` on the remote (forced: the ref is the runner's own, outside
-    /// `refs/heads`, so no workflow starts and no pull request sees it).
-    pub fn keep_at(&self, commit: &str, reference: &str) -> Result<(), GitError> {
-        match &self.remote {
-            Some(r) => self
-                .git
-                .run(&[
-                    "push",
-                    "--quiet",
-                    "--force",
-                    r,
-                    &format!("{commit}:{reference}"),
-                ])
-                .map(|_| ()),
-            None => Ok(()),
-        }
-    }
-
-    /// Fetches `reference` from the remote to the local ref `to` (missing there is fine).
-    pub fn fetch_to(&self, reference: &str, to: &str) -> Result<(), GitError> {
-        if let Some(r) = &self.remote {
-            let spec = format!("+{reference}:{to}");
-            self.git.try_run(&[
-                "fetch",
-                "--quiet",
-                "--no-tags",
-                "--no-write-fetch-head",
-                r,
-                &spec,
-            ])?;
-        }
-        Ok(())
-    }
-
-    /// Deletes `reference` on the remote and here (best effort).
-    pub fn forget(&self, reference: &str) {
-        if let Some(r) = &self.remote {
-            let _ = self
-                .git
-                .try_run(&["push", "--quiet", r, "--delete", reference]);
-        }
-        let _ = self.git.try_run(&["update-ref", "-d", reference]);
     }
 
     /// Deletes a merged task branch here and on the remote.

@@ -91,11 +91,26 @@ pub(super) fn safe_path(path: &str) -> bool {
             .all(|c| !c.is_empty() && c != "." && c != ".." && !c.eq_ignore_ascii_case(".git"))
 }
 
+/// What a workspace was filled with: every file (with its stat) and every folder of the tree
+/// with its tree's id, so the import rewrites the trees on a changed path without reading any.
+#[derive(Debug, Default)]
+pub(super) struct Filled {
+    pub files: Vec<Tracked>,
+    /// `(path, tree id)` of every folder below the top.
+    pub folders: Vec<(String, String)>,
+}
+
 /// Writes every file of `tree` into the empty folder `root`; what was written, with its stat.
-pub(super) fn write_tree(repo: &Git, tree: &str, root: &Path) -> Result<Vec<Tracked>, GitError> {
-    let listing = repo.run_bytes(&["ls-tree", "-r", "-z", "--full-tree", tree])?;
-    let entries = parse_ls_tree(&listing);
-    if let Some(bad) = entries.iter().find(|e| !safe_path(&e.path)) {
+pub(super) fn write_tree(repo: &Git, tree: &str, root: &Path) -> Result<Filled, GitError> {
+    let listing = repo.run_bytes(&["ls-tree", "-r", "-t", "-z", "--full-tree", tree])?;
+    let (subtrees, entries): (Vec<TreeEntry>, Vec<TreeEntry>) = parse_ls_tree(&listing)
+        .into_iter()
+        .partition(|e| e.kind == "tree");
+    if let Some(bad) = entries
+        .iter()
+        .chain(&subtrees)
+        .find(|e| !safe_path(&e.path))
+    {
         return Err(repo.failure(
             &["ls-tree", tree],
             format!(
@@ -199,7 +214,10 @@ pub(super) fn write_tree(repo: &Git, tree: &str, root: &Path) -> Result<Vec<Trac
         Err(_) => return Err(repo.failure(&args, "the thread asking git failed")),
     }
     finished?;
-    Ok(tracked)
+    Ok(Filled {
+        files: tracked,
+        folders: subtrees.into_iter().map(|f| (f.path, f.oid)).collect(),
+    })
 }
 
 /// The header `cat-file --batch` sends before a blob; its size.

@@ -1,16 +1,20 @@
 //! The change import: what an agent left in its work tree, read as data and made a tree of the
 //! runner's repository.
 //!
-//! 1. Every file the workspace was filled with is `lstat`ed (its folders first: a folder turned
-//!    into a link means everything under it is gone, never followed) and compared with what
-//!    was written.
-//! 2. New files come from `git ls-files --others --exclude-standard` run by the runner's git
+//! 1. Every file the workspace was filled with is `lstat`ed on every core (`look.rs`: its
+//!    folders first, so a folder turned into a link means everything under it is gone, never
+//!    followed) and compared with what was written, while
+//! 2. new files come from `git ls-files --others --exclude-standard` run by the runner's git
 //!    on the work tree with the runner's private index: it reads `.gitignore` files (which can
 //!    only leave files out) and no attribute, filter or config of the workspace. A nested
-//!    repository shows as `dir/` and is refused.
+//!    repository shows as `dir/`, and any other `.git` in a folder of the result is found by
+//!    `lstat` (git lists none): both are refused by name.
 //! 3. What changed is hashed by `git hash-object -w --no-filters --stdin-paths` (the bytes as
 //!    they are; a link's target is written to a file of the runner's first), and the trees on
-//!    the changed paths are written again (`trees.rs`): the rest keep their ids.
+//!    the changed paths are written again from the listing the workspace was filled from
+//!    (`trees.rs`): the rest keep their ids; `diff-tree --numstat` gives the line counts. Four
+//!    git processes in all, each started at once and fed when its input is known, so their
+//!    start-up overlaps the `lstat`s.
 //!
 //! Sizes are known from `lstat` before any content is read.
 
@@ -18,9 +22,10 @@ use std::collections::HashMap;
 use std::os::unix::ffi::OsStrExt;
 use std::path::Path;
 
-use super::fill::{self, Stat, Tracked, EXECUTABLE, FILE, GITLINK, LINK, LINK_MAX};
+use super::fill::{self, Tracked, EXECUTABLE, FILE, LINK, LINK_MAX};
+use super::look;
 use super::{Change, Workspace};
-use crate::git::{Git, GitError, NumstatEntry};
+use crate::git::{parse_numstat_z, Git, GitError, NumstatEntry};
 
 /// A symbolic link the change adds or changes: its path, target, and where the target leads
 /// in the tree after the change (`None`: out of the tree, absolute, or a loop).
@@ -86,37 +91,50 @@ pub(super) fn import(
     let root = &ws.path;
     let repo = &ws.repo;
     let index = own.join("index");
-    let index_text = index.display().to_string();
+    let lister = repo.with_env("GIT_INDEX_FILE", &index.display().to_string());
     let work_tree = format!("--work-tree={}", root.display());
-    let mut folders = FolderCheck::default();
-    let mut candidates: Vec<String> = Vec::new();
-    let mut deleted: Vec<String> = Vec::new();
-    for t in tracked {
-        if t.mode == GITLINK {
-            continue;
-        }
-        let full = root.join(std::ffi::OsStr::from_bytes(t.path.as_bytes()));
-        if !folders.real(root, &full) {
-            deleted.push(t.path.clone());
-            continue;
-        }
-        match std::fs::symlink_metadata(&full) {
-            Ok(meta) if meta.is_file() || meta.file_type().is_symlink() => {
-                if t.stat != Some(Stat::of(&meta)) {
-                    candidates.push(t.path.clone());
-                }
-            }
-            // Gone, or a folder now (what it holds comes back as new files).
-            _ => deleted.push(t.path.clone()),
-        }
-    }
-    let others = repo.with_env("GIT_INDEX_FILE", &index_text).run_bytes(&[
-        &work_tree,
+    let args = [
+        work_tree.as_str(),
         "ls-files",
         "-z",
         "--others",
         "--exclude-standard",
-    ])?;
+    ];
+    // New files are asked of git while the written ones are looked at; the other git
+    // processes of the import start now too, so that their start-up overlaps the looking, and
+    // are fed once their input is known.
+    let mut child = lister.spawn(&args)?;
+    let hasher = Early::start(repo, &HASH_OBJECT);
+    let writer = super::trees::TreeWriter::start(repo);
+    let differ = Early::start(repo, &DIFF_TREE);
+    drop(child.stdin.take());
+    let listing = child.stdout.take();
+    let (looked, others) = std::thread::scope(|scope| {
+        let reading = scope.spawn(move || -> std::io::Result<Vec<u8>> {
+            let mut out = Vec::new();
+            if let Some(mut listing) = listing {
+                std::io::Read::read_to_end(&mut listing, &mut out)?;
+            }
+            Ok(out)
+        });
+        let looked = look::changed(root, tracked);
+        (looked, reading.join())
+    });
+    let finished = lister.finish(&args, child);
+    let others = match others {
+        Ok(Ok(out)) => out,
+        Ok(Err(e)) => {
+            return Err(lister
+                .failure(&args, format!("reading its answer: {e}"))
+                .into())
+        }
+        Err(_) => return Err(lister.failure(&args, "the reading thread failed").into()),
+    };
+    finished?;
+    let look::Changed {
+        mut candidates,
+        deleted,
+    } = looked;
     for path in others.split(|b| *b == 0).filter(|p| !p.is_empty()) {
         let path = String::from_utf8_lossy(path).into_owned();
         if let Some(dir) = path.strip_suffix('/') {
@@ -129,6 +147,15 @@ pub(super) fn import(
     if let Some(bad) = candidates.iter().find(|p| !fill::safe_path(p)) {
         return Err(ImportError::Refused(format!(
             "{bad} is a path git must not hold (a .git folder inside the change)"
+        )));
+    }
+    // git lists no `.git` entry: one in a folder it walks into (`git init` in a tracked
+    // folder, a `gitdir:` file naming no repository) would silently drop out while the files
+    // beside it came in. Every folder the result has files in is looked at.
+    let files = candidates.iter().map(String::as_str);
+    if let Some(dot_git) = look::nested_git(root, files, tracked) {
+        return Err(ImportError::Refused(format!(
+            "{dot_git} is a git repository or a link to one inside the change (a nested repository, a `gitdir:` file or a link named .git): leave it out"
         )));
     }
     // Sizes and kinds before contents.
@@ -181,7 +208,21 @@ pub(super) fn import(
             crate::policy::summary(&too_large).replace('\n', "; "),
         ));
     }
-    let oids = hash_files(repo, to_hash.iter().map(|(_, _, _, file)| file.as_path()))?;
+    let mut paths = Vec::new();
+    for (_, _, _, file) in &to_hash {
+        paths.extend_from_slice(file.as_os_str().as_bytes());
+        paths.push(b'\n');
+    }
+    let hashed = hasher?.answer(&paths)?;
+    let oids: Vec<&str> = hashed.lines().collect();
+    if oids.len() != to_hash.len() {
+        return Err(repo
+            .failure(
+                &HASH_OBJECT,
+                format!("{} ids for {} files", oids.len(), to_hash.len()),
+            )
+            .into());
+    }
     let before: HashMap<&str, &Tracked> = tracked.iter().map(|t| (t.path.as_str(), t)).collect();
     let mut changes: Vec<Change> = deleted
         .into_iter()
@@ -198,7 +239,7 @@ pub(super) fn import(
         if !same {
             changes.push(Change {
                 path,
-                after: Some((mode, oid)),
+                after: Some((mode, oid.to_string())),
                 size,
             });
         }
@@ -210,8 +251,10 @@ pub(super) fn import(
             ..Imported::default()
         });
     }
-    let tree = super::trees::apply(repo, &ws.base_tree, &changes)?;
-    let numstat = super::changed_files(repo, &ws.base_tree, &tree)?;
+    let tree = super::trees::apply(writer?, tracked, &ws.folders, &changes)?;
+    let compared = differ?.answer(format!("{} {tree}\n", ws.base_tree).as_bytes())?;
+    // `--stdin` says the pair it compares on a line of its own first.
+    let numstat = parse_numstat_z(compared.split_once('\n').map_or("", |(_, rest)| rest));
     // Where each new link leads, in the tree after the change.
     let mut tree_links: HashMap<String, String> = tracked
         .iter()
@@ -245,53 +288,72 @@ pub(super) fn import(
     })
 }
 
-/// Whether every folder above a file is a real folder of the work tree (not a link, not a
-/// file), checked once per folder.
-#[derive(Default)]
-struct FolderCheck {
-    known: HashMap<std::path::PathBuf, bool>,
+/// Hashes files into the runner's repository, bytes as they are: their paths in, one per
+/// line; their blob ids out, in order.
+const HASH_OBJECT: [&str; 4] = ["hash-object", "-w", "--no-filters", "--stdin-paths"];
+
+/// The line counts between two trees, asked on stdin (`<from> <to>`).
+const DIFF_TREE: [&str; 7] = [
+    "diff-tree",
+    "--stdin",
+    "-r",
+    "--numstat",
+    "-z",
+    "--no-renames",
+    "--no-textconv",
+];
+
+/// A git process of the import started before its input is known, then fed it whole
+/// ([`Early::answer`]); killed and reaped if the import ends before that.
+struct Early<'a> {
+    repo: &'a Git,
+    args: &'static [&'static str],
+    child: Option<std::process::Child>,
 }
 
-impl FolderCheck {
-    fn real(&mut self, root: &Path, file: &Path) -> bool {
-        match file.parent() {
-            Some(parent) if parent != root && parent.starts_with(root) => self.folder(root, parent),
-            _ => true,
-        }
+impl<'a> Early<'a> {
+    fn start(repo: &'a Git, args: &'static [&'static str]) -> Result<Early<'a>, GitError> {
+        Ok(Early {
+            repo,
+            args,
+            child: Some(repo.spawn(args)?),
+        })
     }
 
-    fn folder(&mut self, root: &Path, dir: &Path) -> bool {
-        if let Some(known) = self.known.get(dir) {
-            return *known;
-        }
-        let above = match dir.parent() {
-            Some(parent) if parent != root && parent.starts_with(root) => self.folder(root, parent),
-            _ => true,
+    /// Writes `input` (from a thread: git answers while it reads) and closes it; what git
+    /// printed, a failure with its stderr.
+    fn answer(mut self, input: &[u8]) -> Result<String, GitError> {
+        let Some(mut child) = self.child.take() else {
+            return Err(self.repo.failure(self.args, "asked twice"));
         };
-        let real = above && std::fs::symlink_metadata(dir).is_ok_and(|m| m.is_dir());
-        self.known.insert(dir.to_path_buf(), real);
-        real
+        let stdin = child.stdin.take();
+        std::thread::scope(|scope| {
+            let writing = scope.spawn(move || match stdin {
+                Some(mut stdin) => std::io::Write::write_all(&mut stdin, input),
+                None => Ok(()),
+            });
+            let finished = self.repo.finish(self.args, child);
+            match writing.join() {
+                Ok(Ok(())) => finished,
+                // Git's own failure says more than the broken pipe it caused.
+                Ok(Err(e)) => finished.and(Err(self
+                    .repo
+                    .failure(self.args, format!("could not write to git: {e}")))),
+                Err(_) => Err(self.repo.failure(self.args, "the writing thread failed")),
+            }
+        })
     }
 }
 
-/// Hashes files into the runner's repository, bytes as they are; their blob ids in order.
-fn hash_files<'a>(
-    repo: &Git,
-    files: impl Iterator<Item = &'a Path>,
-) -> Result<Vec<String>, GitError> {
-    let mut input = Vec::new();
-    for file in files {
-        input.extend_from_slice(file.as_os_str().as_bytes());
-        input.push(b'\n');
+impl Drop for Early<'_> {
+    fn drop(&mut self) {
+        if let Some(mut child) = self.child.take() {
+            drop(child.stdin.take());
+            let _ = child.kill();
+            let _ = child.wait();
+            crate::reaper::release(child.id());
+        }
     }
-    if input.is_empty() {
-        return Ok(Vec::new());
-    }
-    let out = repo.run_with_input(
-        &["hash-object", "-w", "--no-filters", "--stdin-paths"],
-        &input,
-    )?;
-    Ok(out.lines().map(str::to_string).collect())
 }
 
 /// See [`super::sizes_between`].
@@ -300,41 +362,38 @@ pub(super) fn sizes_between(
     from: &str,
     to: &str,
 ) -> Result<Vec<(String, u64)>, GitError> {
-    let raw = git.run_bytes(&["diff-tree", "-r", "-z", "--no-renames", from, to])?;
-    let mut fields = raw.split(|b| *b == 0).filter(|f| !f.is_empty());
-    let mut written: Vec<(String, String)> = Vec::new();
-    while let Some(meta) = fields.next() {
-        let Some(path) = fields.next() else { break };
-        let meta = String::from_utf8_lossy(meta);
-        let words: Vec<&str> = meta.trim_start_matches(':').split(' ').collect();
-        if let [_, new_mode, _, new_oid, status] = words.as_slice() {
-            if !status.starts_with('D') && *new_mode != GITLINK {
-                written.push((
-                    String::from_utf8_lossy(path).into_owned(),
-                    new_oid.to_string(),
-                ));
-            }
-        }
-    }
-    if written.is_empty() {
+    // Every object `to` brings that `from` lacks, with the path it was first seen at: the
+    // blobs of every commit in between, not only of the last (a file added and removed again
+    // would still be pushed). Only trees are read to list them.
+    let listed = git.run(&["rev-list", "--objects", &format!("{from}..{to}")])?;
+    let named: Vec<(&str, &str)> = listed
+        .lines()
+        .filter_map(|l| l.split_once(' '))
+        .filter(|(_, path)| !path.is_empty())
+        .collect();
+    if named.is_empty() {
         return Ok(Vec::new());
     }
     let mut ask = String::new();
-    for (_, oid) in &written {
+    for (oid, _) in &named {
         ask.push_str(oid);
         ask.push('\n');
     }
-    let answers = git.run_with_input(&["cat-file", "--batch-check"], ask.as_bytes())?;
-    Ok(written
+    let answers = git.run_with_input(
+        &["cat-file", "--batch-check=%(objecttype) %(objectsize)"],
+        ask.as_bytes(),
+    )?;
+    Ok(named
         .into_iter()
         .zip(answers.lines())
-        .map(|((path, _), answer)| {
+        .filter(|(_, answer)| answer.starts_with("blob "))
+        .map(|((_, path), answer)| {
             let size = answer
                 .split_whitespace()
-                .nth(2)
+                .nth(1)
                 .and_then(|s| s.parse().ok())
                 .unwrap_or(u64::MAX);
-            (path, size)
+            (path.to_string(), size)
         })
         .collect())
 }

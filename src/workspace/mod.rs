@@ -27,6 +27,7 @@
 mod branches;
 mod fill;
 mod import;
+mod look;
 mod trees;
 
 use std::path::{Path, PathBuf};
@@ -119,6 +120,8 @@ pub struct Workspace {
     /// The tree the files were written from: what [`Workspace::import`] compares against.
     pub base_tree: String,
     tracked: Vec<Tracked>,
+    /// `(path, tree id)` of every folder of the base tree.
+    folders: Vec<(String, String)>,
     repo: Git,
     /// The run's folder, the agent's to write: `work/` (the work tree) and `tmp/`.
     run: PrivateDir,
@@ -177,7 +180,7 @@ impl Workspace {
         }
         let tree_of = |rev: &str| repo.run(&["rev-parse", "--verify", &format!("{rev}^{{tree}}")]);
         let base_tree = tree_of(start.files.unwrap_or(start.commit))?;
-        let tracked = fill::write_tree(repo, &base_tree, &path)?;
+        let filled = fill::write_tree(repo, &base_tree, &path)?;
         let index = own.path().join("index");
         repo.with_env("GIT_INDEX_FILE", &index.display().to_string())
             .run(&["read-tree", &base_tree])?;
@@ -188,7 +191,8 @@ impl Workspace {
             branch: start.branch.unwrap_or_default().to_string(),
             start: start.commit.to_string(),
             base_tree,
-            tracked,
+            tracked: filled.files,
+            folders: filled.folders,
             repo: repo.clone(),
             run,
             own,
@@ -286,8 +290,9 @@ pub fn changed_files(git: &Git, from: &str, to: &str) -> Result<Vec<NumstatEntry
     Ok(parse_numstat_z(&out))
 }
 
-/// The size of each file a change between `from` and `to` writes, as git stores it (from the
-/// object headers: no content is read).
+/// The size of each file the commits between `from` and `to` write (every blob `to` brings
+/// that `from` lacks, named by the first path it is at), as git stores it: from the object
+/// headers, no content is read.
 pub fn sizes_between(git: &Git, from: &str, to: &str) -> Result<Vec<(String, u64)>, GitError> {
     import::sizes_between(git, from, to)
 }

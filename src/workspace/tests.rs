@@ -1,5 +1,6 @@
 use super::*;
 use crate::git::temp_repo;
+use std::path::Path;
 
 const NO_LIMITS: SizeLimits = SizeLimits { file: 0, change: 0 };
 
@@ -186,6 +187,72 @@ fn the_import_runs_no_filter_and_refuses_nested_repositories() {
     );
 }
 
+/// A `.git` anywhere in the result but the top's own — a repository made in a tracked folder,
+/// a `gitdir:` file naming nothing in a new one, a link named `.git` — is refused by its path;
+/// one in a folder nothing comes from (an ignored one) is not the change's.
+#[test]
+fn a_dot_git_anywhere_in_the_result_is_refused_by_its_path() {
+    let (_dir, git, head) = sample();
+    let refused = |make: &dyn Fn(&Path)| {
+        let ws = Workspace::open_detached(&git, "t", &head).unwrap();
+        std::fs::write(ws.path.join("src/a.rs"), "changed\n").unwrap();
+        make(&ws.path);
+        match ws.import(NO_LIMITS) {
+            Ok(imported) => Ok(kinds(&imported)),
+            Err(e) => Err(e.to_string()),
+        }
+    };
+    let init = |dir: &Path| {
+        let ok = std::process::Command::new("git")
+            .args(["init", "-q"])
+            .current_dir(dir)
+            .status()
+            .unwrap();
+        assert!(ok.success());
+    };
+    let nested = refused(&|w| init(&w.join("src"))).unwrap_err();
+    assert!(nested.contains("src/.git is a git repository"), "{nested}");
+    let gitdir = refused(&|w| {
+        std::fs::create_dir(w.join("lib")).unwrap();
+        std::fs::write(w.join("lib/.git"), "gitdir: /nowhere\n").unwrap();
+        std::fs::write(w.join("lib/x.rs"), "x\n").unwrap();
+    })
+    .unwrap_err();
+    assert!(gitdir.contains("lib/.git is a git repository"), "{gitdir}");
+    let link = refused(&|w| {
+        std::os::unix::fs::symlink("../../.git", w.join("src/deep/.git")).unwrap();
+    })
+    .unwrap_err();
+    assert!(link.contains("src/deep/.git is a git repository"), "{link}");
+    // The twin: a repository in an ignored folder, and the agent's own `.git` at the top.
+    let ignored = refused(&|w| {
+        std::fs::create_dir_all(w.join("target/dep")).unwrap();
+        init(&w.join("target/dep"));
+        std::fs::write(w.join(".git/description"), "mine\n").unwrap();
+    });
+    assert_eq!(
+        ignored,
+        Ok(vec![("src/a.rs".to_string(), Some("100644".to_string()))])
+    );
+}
+
+/// A submodule checked out in its gitlink's folder (its `.git` there) is no repository inside
+/// the change: git lists none of its files, and the gitlink stays as it was.
+#[test]
+fn a_submodule_checked_out_in_its_own_folder_changes_nothing() {
+    let (_dir, git, head) = sample();
+    let commit = format!("160000,{head},sub");
+    git.run(&["update-index", "--add", "--cacheinfo", &commit])
+        .unwrap();
+    git.run(&["commit", "-q", "-m", "a submodule"]).unwrap();
+    let with_sub = git.run(&["rev-parse", "HEAD"]).unwrap();
+    let ws = Workspace::open_detached(&git, "t", &with_sub).unwrap();
+    assert!(ws.path.join("sub").is_dir());
+    std::fs::write(ws.path.join("sub/.git"), "gitdir: /elsewhere\n").unwrap();
+    std::fs::write(ws.path.join("sub/inside.rs"), "x\n").unwrap();
+    assert!(ws.import(NO_LIMITS).unwrap().is_empty());
+}
+
 /// A pipe is never read (it would block): git holds no such thing, so it is left out, and a
 /// tracked file turned into one is gone from the change.
 #[test]
@@ -300,8 +367,11 @@ fn trees_rebuilt_on_changed_paths_match_an_index() {
             change("f/g.txt", None),
         ],
     ];
+    let filled_at = tempfile::tempdir().unwrap();
+    let filled = fill::write_tree(&git, &base_tree, filled_at.path()).unwrap();
     for changes in cases {
-        let got = trees::apply(&git, &base_tree, &changes).unwrap();
+        let writer = trees::TreeWriter::start(&git).unwrap();
+        let got = trees::apply(writer, &filled.files, &filled.folders, &changes).unwrap();
         let index = tempfile::NamedTempFile::new().unwrap();
         let with = git.with_env("GIT_INDEX_FILE", &index.path().display().to_string());
         with.run(&["read-tree", &base_tree]).unwrap();

@@ -1,28 +1,36 @@
-//! A tree with some files changed, written without an index: only the trees on the changed
-//! paths are read (`cat-file --batch`) and written again (`mktree --batch`); every other subtree
-//! keeps its id. Costs what changed, not the size of the repository.
+//! A tree with some files changed, written without an index: the trees on the changed paths
+//! are built from the listing the workspace was filled from (every file's and folder's id, so
+//! nothing is read) and written again (`mktree --batch`); every other subtree keeps its id.
+//! Costs what changed, not the size of the repository.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::io::{BufRead, BufReader, Read, Write};
 
+use super::fill::Tracked;
 use super::Change;
 use crate::git::{Git, GitError};
 
 /// One entry of a tree: mode (as git writes it) and object id, by name.
 type Entries = BTreeMap<Vec<u8>, (String, String)>;
 
-/// The tree `base` with `changes` applied (paths relative to its top).
-pub(super) fn apply(repo: &Git, base: &str, changes: &[Change]) -> Result<String, GitError> {
+/// The tree whose files are `files` and whose folders are `folders` (`(path, tree id)`), with
+/// `changes` applied (paths relative to its top), written by `writer`.
+pub(super) fn apply(
+    mut writer: TreeWriter<'_>,
+    files: &[Tracked],
+    folders: &[(String, String)],
+    changes: &[Change],
+) -> Result<String, GitError> {
     // Every folder on the way to a changed path, the top ("") included.
-    let mut folders: BTreeSet<String> = BTreeSet::from([String::new()]);
+    let mut wanted: BTreeSet<String> = BTreeSet::from([String::new()]);
     for change in changes {
         let mut at = change.path.as_str();
         while let Some((parent, _)) = at.rsplit_once('/') {
-            folders.insert(parent.to_string());
+            wanted.insert(parent.to_string());
             at = parent;
         }
     }
-    let mut trees = read_trees(repo, base, &folders)?;
+    let mut trees = base_entries(files, folders, &wanted);
     for change in changes {
         let (folder, name) = split(&change.path);
         let entries = trees.entry(folder.to_string()).or_default();
@@ -33,9 +41,9 @@ pub(super) fn apply(repo: &Git, base: &str, changes: &[Change]) -> Result<String
             None => entries.remove(name.as_bytes()),
         };
     }
-    let mut writer = TreeWriter::start(repo)?;
+    let repo = writer.repo;
     // Deepest first: a folder's new id goes into its parent before the parent is written.
-    let mut order: Vec<String> = folders.into_iter().collect();
+    let mut order: Vec<String> = wanted.into_iter().collect();
     order.sort_by_key(|f| std::cmp::Reverse(depth(f)));
     let mut root = None;
     for folder in order {
@@ -70,6 +78,34 @@ pub(super) fn apply(repo: &Git, base: &str, changes: &[Change]) -> Result<String
     root.ok_or_else(|| repo.failure(&["mktree"], "no top tree was written"))
 }
 
+/// The entries the base tree has in each of the `wanted` folders that it holds (a folder it
+/// lacks is new: no entry).
+fn base_entries(
+    files: &[Tracked],
+    folders: &[(String, String)],
+    wanted: &BTreeSet<String>,
+) -> BTreeMap<String, Entries> {
+    let mut trees: BTreeMap<String, Entries> = BTreeMap::new();
+    let entries = files
+        .iter()
+        .map(|t| (t.path.as_str(), t.mode.as_str(), t.oid.as_str()))
+        .chain(
+            folders
+                .iter()
+                .map(|(path, oid)| (path.as_str(), "40000", oid.as_str())),
+        );
+    for (path, mode, oid) in entries {
+        let (folder, name) = split(path);
+        if wanted.contains(folder) {
+            trees.entry(folder.to_string()).or_default().insert(
+                name.as_bytes().to_vec(),
+                (mode.to_string(), oid.to_string()),
+            );
+        }
+    }
+    trees
+}
+
 fn is_tree(mode: &str) -> bool {
     matches!(mode, "40000" | "040000")
 }
@@ -87,101 +123,8 @@ fn split(path: &str) -> (&str, &str) {
     path.rsplit_once('/').unwrap_or(("", path))
 }
 
-/// The entries of each folder in `base` that exists there as a tree (others are new).
-fn read_trees(
-    repo: &Git,
-    base: &str,
-    folders: &BTreeSet<String>,
-) -> Result<BTreeMap<String, Entries>, GitError> {
-    let args = ["cat-file", "--batch"];
-    let mut child = repo.spawn(&args)?;
-    let (Some(mut input), Some(output)) = (child.stdin.take(), child.stdout.take()) else {
-        let _ = child.kill();
-        let _ = repo.finish(&args, child);
-        return Err(repo.failure(&args, "no pipes to git"));
-    };
-    let asked: Vec<String> = folders
-        .iter()
-        .map(|f| {
-            if f.is_empty() {
-                base.to_string()
-            } else {
-                format!("{base}:{f}")
-            }
-        })
-        .collect();
-    let asking = std::thread::spawn(move || -> std::io::Result<()> {
-        for name in asked {
-            writeln!(input, "{name}")?;
-        }
-        input.flush()
-    });
-    let mut reader = BufReader::new(output);
-    let oid_bytes = base.len() / 2;
-    let read = (|| -> Result<BTreeMap<String, Entries>, String> {
-        let mut trees = BTreeMap::new();
-        for folder in folders {
-            let mut header = String::new();
-            reader.read_line(&mut header).map_err(|e| e.to_string())?;
-            let words: Vec<&str> = header.split_whitespace().collect();
-            let (kind, size) = match words.as_slice() {
-                [_, "missing"] => continue,
-                [_, kind, size] => (*kind, size.parse::<u64>().map_err(|e| e.to_string())?),
-                _ => return Err(format!("git answered `{}`", header.trim_end())),
-            };
-            let mut raw = Vec::new();
-            (&mut reader)
-                .take(size + 1)
-                .read_to_end(&mut raw)
-                .map_err(|e| e.to_string())?;
-            raw.pop(); // the newline after the object
-            if kind == "tree" {
-                trees.insert(folder.clone(), parse_tree(&raw, oid_bytes)?);
-            }
-        }
-        Ok(trees)
-    })();
-    drop(reader);
-    let asked = asking.join();
-    let finished = repo.finish(&args, child);
-    let trees = read.map_err(|e| repo.failure(&args, e))?;
-    if !matches!(asked, Ok(Ok(()))) {
-        return Err(repo.failure(&args, "the thread asking git failed"));
-    }
-    finished?;
-    Ok(trees)
-}
-
-/// A raw tree object: `<mode> <name>\0<id bytes>` entries.
-fn parse_tree(raw: &[u8], oid_bytes: usize) -> Result<Entries, String> {
-    let mut entries = Entries::new();
-    let mut rest = raw;
-    while !rest.is_empty() {
-        let space = rest
-            .iter()
-            .position(|b| *b == b' ')
-            .ok_or("a tree entry without a mode")?;
-        let nul = rest
-            .iter()
-            .position(|b| *b == 0)
-            .ok_or("a tree entry without a name")?;
-        if nul < space || rest.len() < nul + 1 + oid_bytes {
-            return Err("a tree entry cut short".to_string());
-        }
-        let mode = String::from_utf8_lossy(&rest[..space]).into_owned();
-        let name = rest[space + 1..nul].to_vec();
-        let oid: String = rest[nul + 1..nul + 1 + oid_bytes]
-            .iter()
-            .map(|b| format!("{b:02x}"))
-            .collect();
-        entries.insert(name, (mode, oid));
-        rest = &rest[nul + 1 + oid_bytes..];
-    }
-    Ok(entries)
-}
-
 /// One `git mktree --batch -z`, asked one tree at a time (it answers each at once).
-struct TreeWriter<'a> {
+pub(super) struct TreeWriter<'a> {
     repo: &'a Git,
     child: std::process::Child,
     input: Option<std::process::ChildStdin>,
@@ -191,7 +134,7 @@ struct TreeWriter<'a> {
 const MKTREE: [&str; 3] = ["mktree", "--batch", "-z"];
 
 impl<'a> TreeWriter<'a> {
-    fn start(repo: &'a Git) -> Result<TreeWriter<'a>, GitError> {
+    pub(super) fn start(repo: &'a Git) -> Result<TreeWriter<'a>, GitError> {
         let mut child = repo.spawn(&MKTREE)?;
         let (Some(input), Some(output)) = (child.stdin.take(), child.stdout.take()) else {
             let _ = child.kill();

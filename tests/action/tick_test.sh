@@ -72,6 +72,7 @@ fi
 # `status --markdown` (the dashboard after the table): none from the fake.
 if [[ " $* " == *" status "* ]]; then exit 1; fi
 printf '%s\n' "$@" >"$FAKE_ARGV"
+printf '%s\n' "${OPENTIGER_ACTIONS_STOP_TOKEN:-}" >"$FAKE_ARGV.token"
 if [[ -n ${FAKE_STDERR:-} ]]; then printf '%s\n' "$FAKE_STDERR" >&2; fi
 if [[ -n ${FAKE_JSON:-} ]]; then printf '%s\n' "$FAKE_JSON"; fi
 exit "${FAKE_EXIT:-0}"
@@ -111,8 +112,8 @@ done
 check "argv: tick --json" has_text "$work/argv" "--json"
 check "argv: --max-runs 3" grep -qx -- 3 "$work/argv"
 check "argv: --fan-out" has_line "$work/argv" "--fan-out"
-check "log folded" has_text "$work/stdout" "::group::opentiger --repo . tick --json --max-runs 3 --fan-out 2"
-check "group closed" has_line "$work/stdout" "::endgroup::"
+check "command logged" has_text "$work/stdout" "opentiger: opentiger --repo . tick --json --max-runs 3 --fan-out 2"
+check "no fold around the whole log (the tick folds its runs)" lacks_text "$work/stdout" "::group::"
 check "a retried failure is a warning" has_line "$work/stdout" \
   "::warning title=opentiger task abc%3A Fix%2C the%3A parser::verification_failed: cargo test failed with a tab (task is now queued) — last output: compiling / error: \`the cause\`"
 check "a failure waiting on a person is an error" has_line "$work/stdout" \
@@ -186,6 +187,7 @@ check "stopped before the injected line, resumed after" awk -v stop="$stop" '
   $0 == "::error::injected" { seen = on }
   END { exit ok ? 0 : 1 }' "$work/stdout"
 check "runs output from the JSON only" has_line "$work/output" "runs=0"
+check "the tick gets the stop token for its folds" has_line "$work/argv.token" "$stop"
 finish_case "workflow commands in the tick's output are inert"
 
 # --- bad inputs fail before the tick runs ----------------------------------------------------

@@ -49,6 +49,8 @@ pub enum Scenario {
     Unauthorized,
     /// A tool call on every turn, never an answer (a turn cap must stop it).
     ToolLoop,
+    /// This text for every request, no tool call (a judge's verdict line, a planner's plan).
+    Reply(&'static str),
 }
 
 /// One request the stand-in saw.
@@ -175,8 +177,13 @@ fn websocket_session(
     if scenario == Scenario::Unauthorized {
         return Ok(());
     }
+    let text = if let Scenario::Reply(text) = scenario {
+        text
+    } else {
+        ANSWER
+    };
     let item = json!({ "type": "message", "id": "msg_standin", "role": "assistant",
-        "status": "completed", "content": [{ "type": "output_text", "text": ANSWER, "annotations": [] }] });
+        "status": "completed", "content": [{ "type": "output_text", "text": text, "annotations": [] }] });
     let usage = json!({
         "input_tokens": INPUT_TOKENS, "input_tokens_details": { "cached_tokens": 0 },
         "output_tokens": OUTPUT_TOKENS, "output_tokens_details": { "reasoning_tokens": 0 },
@@ -241,6 +248,7 @@ fn respond(scenario: Scenario, req: &Request, body: &Value) -> Response {
                 .push(("retry-after".into(), RETRY_AFTER.to_string()));
             r
         }
+        Scenario::Reply(text) => answer(api, body, Turn::Text(text)),
         Scenario::Success if has_tool_result(body) => answer(api, body, Turn::Text(ANSWER)),
         Scenario::Success | Scenario::ToolLoop => match tool_call(body, scenario) {
             Some(call) => answer(api, body, Turn::Tool(call)),

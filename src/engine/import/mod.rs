@@ -21,7 +21,7 @@ use serde::Serialize;
 use crate::config::BacklogConfig;
 use crate::model::graph::reachable;
 use crate::model::{short_hash, Lane, Role, Task, TaskId, TaskKind, TaskStatus};
-use crate::model::{BlockReason, ExecutionMode, Risk};
+use crate::model::{BlockReason, ExecutionMode};
 use crate::model::{Issue, PullRequest};
 use crate::time::Timestamp;
 
@@ -303,7 +303,10 @@ fn draft(
         "new {role} task {} (role {role_source}), priority {}, risk {}",
         task.id, task.priority, task.risk
     );
-    if let Some(why) = needs_approval(input.execution_mode, &issue.labels, task.risk) {
+    let origin = crate::engine::approval::Origin::Issue {
+        labels: &issue.labels,
+    };
+    if let Some(why) = crate::engine::approval::held(input.execution_mode, origin, task.risk) {
         task.status = TaskStatus::Blocked;
         task.block_reason = Some(BlockReason::AwaitingHuman);
         task.needs_approval = true;
@@ -367,29 +370,7 @@ fn finish(
     ImportDecision::Create { task, reason }
 }
 
-/// The label that holds one issue's task for approval whatever `execution_mode` says.
-pub const ASK_LABEL: &str = "opentiger:ask";
-/// The label that lets one issue's task run without approval whatever `execution_mode` says.
-pub const GO_LABEL: &str = "opentiger:go";
-
-/// DESIGN §9 for issues (issue 17 item 4): why an imported task waits for a person's approval,
-/// or `None` when it may run. A label on the issue wins over the repository's mode.
-pub fn needs_approval(mode: ExecutionMode, labels: &[String], risk: Risk) -> Option<String> {
-    if labels.iter().any(|l| same_word(l, GO_LABEL)) {
-        return None;
-    }
-    if labels.iter().any(|l| same_word(l, ASK_LABEL)) {
-        return Some(format!("label `{ASK_LABEL}`"));
-    }
-    match (mode, risk) {
-        (ExecutionMode::AlwaysExecute, _) => None,
-        (ExecutionMode::Ask, _) => Some("execution_mode: ask".to_string()),
-        (ExecutionMode::Decide, Risk::High) => {
-            Some("execution_mode: decide, risk high".to_string())
-        }
-        (ExecutionMode::Decide, Risk::Low | Risk::Medium) => None,
-    }
-}
+pub use crate::engine::approval::{ASK_LABEL, GO_LABEL};
 
 fn linked_to(n: u64, tasks: &[Task]) -> Vec<&Task> {
     tasks.iter().filter(|t| t.issue_number == Some(n)).collect()

@@ -5,6 +5,7 @@
 mod leases;
 mod repeat;
 mod review;
+mod rework_notes;
 mod stalls;
 
 use super::classify::{classify, failure_signature, Classification};
@@ -134,10 +135,25 @@ fn stop_repeat(
         None,
         None,
         "recovery.repeated_failure",
-        format!(
-            "{why}; {stop}. Fix: {fix}. Then `opentiger task retry {id}`, or `opentiger task cancel {id}`"
-        ),
+        format!("{why}; {stop}. Fix: {fix}. Then {}", person_moves(w, id)),
     );
+}
+
+/// The commands a person runs for a task handed to them, naming the task they know: a rework
+/// or AutoFix child's family root, whose retry reaches the child and whose cancel takes it
+/// along (issue 40).
+fn person_moves(w: &Working<'_>, id: &TaskId) -> String {
+    let root = super::fairness::family_of(&w.tasks, id);
+    if &root == id {
+        return format!("`opentiger task retry {id}`, or `opentiger task cancel {id}`");
+    }
+    let kind = w
+        .tasks
+        .get(id)
+        .map_or("fix".to_string(), |t| t.kind.to_string());
+    format!(
+        "`opentiger task retry {root}` (it retries this {kind}, {id}), or `opentiger task cancel {root}`"
+    )
 }
 
 /// Out of retries: a rework child with the failure in its notes, or a person.
@@ -168,7 +184,8 @@ fn escalate(w: &mut Working<'_>, id: &TaskId, why: &str, class: &Classification)
             None,
             "recovery.escalate_to_human",
             format!(
-                "{why}{depth_note}. Decide: `opentiger task retry {id}` (after fixing the cause) or `opentiger task cancel {id}`"
+                "{why}{depth_note}. Decide: fix the cause, then {}",
+                person_moves(w, id)
             ),
         );
         return;
@@ -223,14 +240,7 @@ fn rework_child(parent: &Task, why: &str, now: Timestamp) -> Task {
     child.next_attempt_at = None;
     child.priority = parent.priority + 5;
     child.timebox_minutes = ((f64::from(parent.timebox_minutes) * 0.8) as u32).max(30);
-    let mut notes = parent.notes.trim_end().to_string();
-    if !notes.is_empty() {
-        notes.push_str("\n\n");
-    }
-    notes.push_str(&format!(
-        "Earlier attempts at this task failed ({why}). Fix the cause of that failure first."
-    ));
-    child.notes = notes;
+    child.notes = rework_notes::rework_notes(&parent.notes, why);
     child.created_at = now;
     child.updated_at = now;
     child
@@ -288,7 +298,8 @@ fn human_wait(task: &Task) -> String {
         Some(BlockReason::Paused) => {
             format!("paused: {why}. Resume: `opentiger task retry {}`", task.id)
         }
-        _ => format!("waits on a person: {why}"),
+        // Issue 40: what to do, not the reason again (`status` shows that as `why:`).
+        _ => format!("waits on a person: {}", super::advice::to_do(task)),
     }
 }
 
@@ -391,12 +402,20 @@ fn follow_child(w: &mut Working<'_>, id: &TaskId) {
             if child.kind == TaskKind::Recreate {
                 close_superseded_pull(w, id, &child.id);
             }
-            w.wait(
-                id,
-                None,
-                "recovery.follow_child",
-                format!("follows {} {} ({state})", child.kind, child.id),
-            )
+            // Issue 40: a child waiting on a person is this task's business too; the person
+            // acts on the task they know, which reaches the child.
+            let why = if matches!(
+                state.reason,
+                Some(BlockReason::AwaitingHuman | BlockReason::Paused)
+            ) {
+                format!(
+                    "its {} {} waits on a person ({state}): `opentiger task retry {id}` retries it once the cause is dealt with, `opentiger task cancel {id}` cancels both",
+                    child.kind, child.id
+                )
+            } else {
+                format!("follows {} {} ({state})", child.kind, child.id)
+            };
+            w.wait(id, None, "recovery.follow_child", why)
         }
     }
 }

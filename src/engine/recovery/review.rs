@@ -2,7 +2,7 @@
 //! followed on GitHub (merged, closed, its CI gate), a person's PR reviewed again on a new head,
 //! a PR superseded by a recreation closed.
 
-use super::super::gate::{checks_gate, CheckGate};
+use super::super::gate::{checks_gate_from, CheckGate};
 use super::super::objection::{last_word, LastWord, PeopleSay};
 use super::super::verdict::{decide_verdict, short_sha, JudgeConclusion, Lineage};
 use super::super::{Action, Working};
@@ -206,9 +206,30 @@ pub(super) fn gate_open_pull_request(w: &mut Working<'_>, id: &TaskId, pr: u64) 
     let needs_approval = w.config.merge.human_approval == HumanApproval::Required
         && !matches!(&people, LastWord::Clear { approved_by } if !approved_by.is_empty());
     let head = run.head_sha.clone().unwrap_or_default();
+    // Issue 36 (scan.ci): CI on opentiger's heads may wait for the scan and the review.
+    let people_approved =
+        matches!(&people, LastWord::Clear { approved_by } if !approved_by.is_empty());
+    let since = match super::stalls::start_ci(w, id, run, pr, people_approved) {
+        super::stalls::BeforeGate::Gate(since) => since,
+        super::stalls::BeforeGate::Decided => return,
+        super::stalls::BeforeGate::ReviewFirst => {
+            if !review_if_due_as(w, id, true) {
+                w.wait(
+                    id,
+                    None,
+                    "judge.awaiting_review_before_ci",
+                    format!(
+                        "PR #{pr}: no CI runs on {} until the judge or a person approves it (scan.ci: after-review)",
+                        short_sha(&head)
+                    ),
+                );
+            }
+            return;
+        }
+    };
     let observed = w.snapshot.observations.pull_checks.get(&pr);
     let expected = &w.snapshot.observations.expected_checks;
-    match checks_gate(run, observed, expected, &w.config.merge, w.now) {
+    match checks_gate_from(run, since, observed, expected, &w.config.merge, w.now) {
         CheckGate::Proceed { note } if people.held_text().is_some() => w.wait(
             id,
             None,
@@ -414,6 +435,12 @@ pub(crate) fn judge_work(w: &mut Working<'_>) {
 /// leaves the merge for later; and a review is claimed only when it can end before the tick's
 /// deadline.
 pub(super) fn review_if_due(w: &mut Working<'_>, id: &TaskId) -> bool {
+    review_if_due_as(w, id, false)
+}
+
+/// [`review_if_due`]; `before_ci`: the review comes before any CI ran on the head (issue 36,
+/// `scan.ci: after-review`), so an approval is recorded, not merged.
+fn review_if_due_as(w: &mut Working<'_>, id: &TaskId, before_ci: bool) -> bool {
     use super::super::rounds::{self, REVIEWED_RULE, TIME_RULE, WINDOW_RULE};
     let leased = w.leases.contains_key(id) && !w.released_judge_leases.contains(id);
     if leased {
@@ -448,7 +475,7 @@ pub(super) fn review_if_due(w: &mut Working<'_>, id: &TaskId) -> bool {
         );
         return true;
     }
-    let approved = obs.approved.contains(&run_id);
+    let approved = obs.judge_approved.contains(&head);
     // CI gates the merge when checks are required and the repository has CI to wait for.
     let ci_gates = w.config.merge.require_checks
         && obs.expected_checks.source != super::super::gate::ExpectedSource::Nothing;
@@ -489,23 +516,36 @@ pub(super) fn review_if_due(w: &mut Working<'_>, id: &TaskId) -> bool {
     let expires_at = w
         .now
         .plus(i64::from(w.config.limits.lease_minutes) * crate::time::MINUTE);
-    let reason = match (approved, window) {
-        (true, _) => format!(
-            "run {run_id} was approved and its review window has passed: merge it (no new review)"
+    let (rule, reason) = match (before_ci, approved, window) {
+        (true, _, _) => (
+            "judge.review_before_ci",
+            format!("run {run_id} succeeded: the judge reviews it before CI runs on it (scan.ci: after-review)"),
         ),
-        (false, Some(until)) => format!(
-            "run {run_id} succeeded and is not judged yet; if approved, it merges after the \
-             review window, at {until}"
+        (false, true, _) => (
+            "judge.review",
+            format!("run {run_id} was approved on this head: merge it, with no second review"),
         ),
-        (false, None) => format!("run {run_id} succeeded and is not judged yet"),
+        (false, false, Some(until)) => (
+            "judge.review",
+            format!(
+                "run {run_id} succeeded and is not judged yet; if approved, it merges after the \
+                 review window, at {until}"
+            ),
+        ),
+        (false, false, None) => (
+            "judge.review",
+            format!("run {run_id} succeeded and is not judged yet"),
+        ),
     };
     w.decide(
         Some(id),
-        "judge.review",
+        rule,
         Action::Judge {
             run_id,
             expires_at,
-            merge_after: window,
+            before_ci,
+            // An approval before CI is not merged whatever the window says.
+            merge_after: window.filter(|_| !before_ci),
         },
         reason,
     );

@@ -1,11 +1,97 @@
-//! Recovery's decisions for a github-mode task whose PR stalled, from the rules of
-//! `engine::stall`: CI that never started (diagnose, dispatch, escalate) and a PR off the base
-//! branch (retarget, escalate).
+//! Recovery's decisions about a github-mode task's PR and its CI, from the rules of
+//! `engine::stall` and `engine::ci_start`: CI started on a head once it passed the scan and,
+//! if configured, the review (issue 36, `scan.ci`), CI that never started (diagnose, dispatch,
+//! escalate) and a PR off the base branch (retarget, escalate).
 
+use super::super::ci_start::{ci_start_step, CiStartStep, Head};
 use super::super::stall::{base_step, next_step, BaseStep, Stall, StallStep};
 use super::super::verdict::short_sha;
 use super::super::{Action, PullState, Working};
-use crate::model::{BlockReason, TaskId, TaskState};
+use crate::config::CiStart;
+use crate::model::{BlockReason, Run, TaskId, TaskKind, TaskState};
+use crate::time::Timestamp;
+
+/// What comes before the CI gate of a head opentiger pushed (issue 36, `scan.ci`).
+pub(super) enum BeforeGate {
+    /// The gate runs, its grace period and timeout counted from here (the push, or CI's start
+    /// on purpose).
+    Gate(Timestamp),
+    /// The judge reviews the head before any CI runs on it (`after-review`).
+    ReviewFirst,
+    /// Decided here: CI started, or a person asked.
+    Decided,
+}
+
+/// Issue 36 (`scan.ci`): what comes before the CI gate of a head opentiger pushed.
+pub(super) fn start_ci(
+    w: &mut Working<'_>,
+    id: &TaskId,
+    run: &Run,
+    pr: u64,
+    people_approved: bool,
+) -> BeforeGate {
+    let pushed_at = run.finished_at.unwrap_or(run.started_at);
+    // A person's PR: their pushes start their CI.
+    if w.tasks[id].kind == TaskKind::PrReview {
+        return BeforeGate::Gate(pushed_at);
+    }
+    let observations = &w.snapshot.observations;
+    let pushed = run.head_sha.clone().unwrap_or_default();
+    let head = Head {
+        pushed: &pushed,
+        observed: observations
+            .pull_checks
+            .get(&pr)
+            .map(|o| o.head_sha.as_str()),
+        approved: people_approved || observations.judge_approved.contains(&pushed),
+    };
+    let step = ci_start_step(
+        w.config.scan.ci,
+        head,
+        observations.ci_heals.get(&pr),
+        &observations.ci_setup,
+    );
+    match step {
+        CiStartStep::Gate { since } => BeforeGate::Gate(since.unwrap_or(pushed_at)),
+        CiStartStep::ReviewFirst => BeforeGate::ReviewFirst,
+        CiStartStep::Start { workflows } => {
+            let reason = format!(
+                "PR #{pr}: {} passed the threat scan{}: start {} on it, once",
+                short_sha(&pushed),
+                if w.config.scan.ci == CiStart::AfterReview {
+                    " and was approved"
+                } else {
+                    ""
+                },
+                super::super::stall::quoted(&workflows)
+            );
+            let branch = run.branch.clone().unwrap_or_default();
+            w.decide(
+                Some(id),
+                "judge.start_ci",
+                Action::StartCi {
+                    pr,
+                    head_sha: pushed.clone(),
+                    branch,
+                    workflows,
+                },
+                reason,
+            );
+            BeforeGate::Decided
+        }
+        CiStartStep::CannotStart { reason } => {
+            w.transition(
+                id,
+                TaskState::blocked(BlockReason::AwaitingHuman),
+                None,
+                Some(None),
+                "judge.ci_cannot_start",
+                format!("PR #{pr}: {reason}"),
+            );
+            BeforeGate::Decided
+        }
+    }
+}
 
 /// Recovery's use of [`next_step`] for a task whose PR stalled: the decisions it makes.
 pub(super) fn heal_stalled_pull(
@@ -48,17 +134,19 @@ pub(super) fn heal_stalled_pull(
             dispatch,
             escalate: question,
         } => {
-            let why = match &dispatch {
-                Some(workflow) => format!(
-                    "PR #{pr}: expected checks never started on {} ({}): comment, and dispatch `{workflow}` once",
-                    short_sha(head_sha),
-                    missing.join(", ")
-                ),
-                None => format!(
+            let why = if dispatch.is_empty() {
+                format!(
                     "PR #{pr}: expected checks never started on {} ({}): comment once",
                     short_sha(head_sha),
                     missing.join(", ")
-                ),
+                )
+            } else {
+                format!(
+                    "PR #{pr}: expected checks never started on {} ({}): comment, and dispatch {} once",
+                    short_sha(head_sha),
+                    missing.join(", "),
+                    super::super::stall::quoted(&dispatch)
+                )
             };
             w.decide(
                 Some(id),

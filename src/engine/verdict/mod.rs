@@ -13,6 +13,8 @@
 //!   closed, a new task and branch), at most `max_recreate_attempts` times; then a person decides.
 
 mod conflict;
+mod refusal;
+pub use refusal::merge_refusal;
 
 use super::followup::autofix_child;
 use crate::config::Config;
@@ -43,6 +45,9 @@ pub enum JudgeConclusion {
     Refused { reason: String },
     /// Approved and left for a person to merge (a person's PR, `backlog.merge_imported_prs` off).
     Approved { summary: String },
+    /// Issue 36 (`scan.ci: after-review`): approved before any CI ran on the head; CI starts on
+    /// it now, and it is merged once its checks pass, without a second review.
+    ApprovedBeforeCi { summary: String },
     /// Approved, but the last look before the merge found it held by people (a standing
     /// request for changes, a hold label or comment; issue 26): not merged, looked at again.
     Held { reason: String },
@@ -148,6 +153,19 @@ pub fn decide_verdict(
             reason: format!("approved, left for a person to merge: {summary}"),
             create: None,
             rejudge: false,
+            next_attempt_at: None,
+            rebind_head: None,
+        },
+        JudgeConclusion::ApprovedBeforeCi { summary } => VerdictDecision {
+            to: TaskState::blocked(BlockReason::AwaitingJudge),
+            attempts: None,
+            reason: format!(
+                "approved before CI ran (scan.ci: after-review): {summary}; CI starts on the head, and it is merged once its checks pass"
+            ),
+            create: None,
+            // Claimable again: once CI passed, the judge merges the head it approved, without
+            // reviewing it again (`runner::judge`, `ReviewBrief::approved_before`).
+            rejudge: true,
             next_attempt_at: None,
             rebind_head: None,
         },
@@ -326,6 +344,7 @@ fn person_pr_reviewed(conclusion: &JudgeConclusion) -> Option<String> {
         | JudgeConclusion::Failed { .. }
         | JudgeConclusion::BaseMoved { .. }
         | JudgeConclusion::Updated { .. }
+        | JudgeConclusion::ApprovedBeforeCi { .. }
         | JudgeConclusion::Held { .. }
         | JudgeConclusion::WindowOpen { .. } => return None,
         JudgeConclusion::Approved { summary } => {
@@ -419,31 +438,6 @@ fn bounded_rejudge(
             rejudge: true,
             next_attempt_at: Some(retry_at),
             rebind_head: None,
-        }
-    }
-}
-
-/// What GitHub's refusal to merge an approved PR (405) means: the base moved under it (merge
-/// again later), the PR conflicts with the base (conflict recovery), or a rule of the repository
-/// a bot cannot satisfy (branch protection: a person decides).
-pub fn merge_refusal(pr: u64, message: &str) -> JudgeConclusion {
-    let m = message.to_ascii_lowercase();
-    if m.contains("base branch was modified") || m.contains("not up to date") {
-        JudgeConclusion::BaseMoved {
-            base: "the base branch".to_string(),
-        }
-    } else if m.contains("head branch was modified") {
-        JudgeConclusion::Failed {
-            error: format!("PR #{pr} head moved while merging: reviewed again"),
-        }
-    } else if m.contains("not mergeable") || m.contains("conflict") {
-        JudgeConclusion::Conflict {
-            base: "the base branch".to_string(),
-            files: Vec::new(),
-        }
-    } else {
-        JudgeConclusion::Refused {
-            reason: format!("GitHub refuses to merge PR #{pr}: {message}"),
         }
     }
 }

@@ -8,11 +8,13 @@ use serde_json::{json, Value};
 use super::render::validation;
 use super::routes::{str_field, Ctx, Reply};
 
-/// A `workflow_dispatch` the server accepted.
+/// A `workflow_dispatch` the server accepted: the workflow, the ref, the commit the ref was at
+/// (what the started run would check out) and when.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Dispatched {
     pub workflow: String,
     pub git_ref: String,
+    pub sha: String,
     pub at: i64,
 }
 
@@ -66,7 +68,7 @@ pub fn dispatch(c: &mut Ctx<'_>) -> Result<Reply, Reply> {
             validation("Workflow", Some("ref"), "missing_field", None),
         ));
     };
-    if !c.s.branches.contains_key(&git_ref) {
+    let Some(sha) = c.s.branches.get(&git_ref).cloned() else {
         return Err(Reply::json(
             422,
             validation(
@@ -76,11 +78,12 @@ pub fn dispatch(c: &mut Ctx<'_>) -> Result<Reply, Reply> {
                 Some(&format!("No ref found for: {git_ref}")),
             ),
         ));
-    }
+    };
     let at = c.s.now;
     c.s.dispatches.push(Dispatched {
         workflow,
         git_ref,
+        sha,
         at,
     });
     Ok(Reply {

@@ -20,6 +20,13 @@ pub struct Request {
 }
 
 impl Request {
+    /// The token it carries (`Authorization: Bearer …` or `token …`).
+    pub fn bearer(&self) -> Option<String> {
+        let (scheme, token) = self.header("authorization")?.split_once(' ')?;
+        (scheme.eq_ignore_ascii_case("bearer") || scheme.eq_ignore_ascii_case("token"))
+            .then(|| token.trim().to_string())
+    }
+
     pub fn header(&self, name: &str) -> Option<&str> {
         self.headers
             .iter()
@@ -332,4 +339,34 @@ pub fn http_date(t: i64) -> String {
         s / 60 % 60,
         s % 60
     )
+}
+
+/// The reply for an injected failure (`GithubServer::fail_next`).
+pub fn failure_reply(failure: super::Failure) -> super::routes::Reply {
+    use super::routes::Reply;
+    use super::Failure;
+    use serde_json::json;
+    match failure {
+        Failure::PrimaryRateLimit => Reply::json(
+            403,
+            json!({
+                "message": "API rate limit exceeded for installation ID 4242.",
+                "documentation_url": "https://docs.github.com/rest/overview/rate-limits-for-the-rest-api",
+                "status": "403",
+            }),
+        ),
+        Failure::SecondaryRateLimit => {
+            let mut reply = Reply::json(
+                403,
+                json!({
+                    "message": "You have exceeded a secondary rate limit. Please wait a few minutes before you try again. If you reach out to GitHub Support for help, please include the request ID 0000:0000:0000000:0000000:00000000.",
+                    "documentation_url": "https://docs.github.com/free-pro-team@latest/rest/overview/rate-limits-for-the-rest-api#about-secondary-rate-limits",
+                    "status": "403",
+                }),
+            );
+            reply.headers.push(("retry-after".into(), "60".into()));
+            reply
+        }
+        Failure::ServerError => Reply::error(502, "Server Error"),
+    }
 }

@@ -32,8 +32,8 @@ use serde_json::{json, Value};
 
 pub use actions::Dispatched;
 use http::{
-    etag, etag_matches, http_date, parse_rfc3339, read_request, rfc3339, write_response, ReadError,
-    Request, Response,
+    etag, etag_matches, failure_reply, http_date, parse_rfc3339, read_request, rfc3339,
+    write_response, ReadError, Request, Response,
 };
 use render::error;
 use routes::{dispatch, find, Ctx, Endpoint, Reply};
@@ -59,6 +59,8 @@ pub enum Failure {
 pub struct RecordedRequest {
     pub method: String,
     pub path_and_query: String,
+    /// The token it carried (to tell a second accepted token's requests apart).
+    pub token: String,
     pub status: u16,
     /// Whether it carried `If-None-Match` or `If-Modified-Since`.
     pub conditional: bool,
@@ -85,6 +87,8 @@ struct Shared {
     state: Mutex<State>,
     log: Mutex<Log>,
     token: String,
+    /// Further tokens accepted (`accept_token`), e.g. a workflow's own next to an App's.
+    more_tokens: Mutex<Vec<String>>,
     base: String,
     stop: AtomicBool,
     request_ids: AtomicU64,
@@ -115,6 +119,7 @@ impl GithubServer {
             state: Mutex::new(State::new(owner, repo)),
             log: Mutex::new(Log::default()),
             token: token.to_string(),
+            more_tokens: Mutex::new(Vec::new()),
             base: format!("http://{addr}"),
             stop: AtomicBool::new(false),
             request_ids: AtomicU64::new(0),
@@ -156,6 +161,11 @@ impl GithubServer {
 
     pub fn token(&self) -> &str {
         &self.shared.token
+    }
+
+    /// Accepts `token` too (its requests are recorded with it).
+    pub fn accept_token(&self, token: &str) {
+        lock(&self.shared.more_tokens).push(token.to_string());
     }
 
     fn state(&self) -> MutexGuard<'_, State> {
@@ -624,40 +634,8 @@ fn serve(shared: &Shared, stream: TcpStream) {
 }
 
 fn authorized(shared: &Shared, req: &Request) -> bool {
-    let Some(value) = req.header("authorization") else {
-        return false;
-    };
-    let Some((scheme, token)) = value.split_once(' ') else {
-        return false;
-    };
-    (scheme.eq_ignore_ascii_case("bearer") || scheme.eq_ignore_ascii_case("token"))
-        && token.trim() == shared.token
-}
-
-fn failure_reply(failure: Failure) -> Reply {
-    match failure {
-        Failure::PrimaryRateLimit => Reply::json(
-            403,
-            json!({
-                "message": "API rate limit exceeded for installation ID 4242.",
-                "documentation_url": "https://docs.github.com/rest/overview/rate-limits-for-the-rest-api",
-                "status": "403",
-            }),
-        ),
-        Failure::SecondaryRateLimit => {
-            let mut reply = Reply::json(
-                403,
-                json!({
-                    "message": "You have exceeded a secondary rate limit. Please wait a few minutes before you try again. If you reach out to GitHub Support for help, please include the request ID 0000:0000:0000000:0000000:00000000.",
-                    "documentation_url": "https://docs.github.com/free-pro-team@latest/rest/overview/rate-limits-for-the-rest-api#about-secondary-rate-limits",
-                    "status": "403",
-                }),
-            );
-            reply.headers.push(("retry-after".into(), "60".into()));
-            reply
-        }
-        Failure::ServerError => Reply::error(502, "Server Error"),
-    }
+    req.bearer()
+        .is_some_and(|t| t == shared.token || lock(&shared.more_tokens).contains(&t))
 }
 
 /// Everything around a handler: faults, auth, the rate limit, ETags and 304s, headers, the log.
@@ -786,6 +764,7 @@ fn respond(shared: &Shared, req: &Request) -> Response {
     log.requests.push(RecordedRequest {
         method: req.method.clone(),
         path_and_query: req.target.clone(),
+        token: req.bearer().unwrap_or_default(),
         status,
         conditional,
     });
