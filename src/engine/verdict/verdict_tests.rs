@@ -1,7 +1,7 @@
 //! Table tests of what a judge's conclusion does to its task (`decide_verdict`), the chains
 //! of follow-ups, the backoffs, and GitHub's refusals told apart.
 
-mod tests {
+mod conclusions {
     use super::super::*;
     use crate::engine::testkit::{task, TaskExt, NOW};
 
