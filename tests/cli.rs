@@ -405,7 +405,6 @@ fn dry_run_explains_every_decision_and_writes_nothing() {
     let text = repo.run(&["-v", "tick", "--dry-run"]).ok().stdout;
     for needle in [
         "Preflight S5",
-        "(score ",
         "[recovery.run_lost]",
         "running without a lease",
         "[recovery.retry_failed]",
@@ -424,6 +423,18 @@ fn dry_run_explains_every_decision_and_writes_nothing() {
     ] {
         assert!(text.contains(needle), "`{needle}` missing from:\n{text}");
     }
+    // With time for a run after the review (default timeouts, a 90-minute tick), the claims
+    // are in the first round, with their scores (-v).
+    repo.file(
+        ".opentiger.yml",
+        "mode: local-git\nlimits:\n  tick_minutes: 90\n",
+    );
+    let roomy = repo.run(&["-v", "tick", "--dry-run"]).ok().stdout;
+    assert!(
+        roomy.contains("[dispatch.claim]") && roomy.contains("(score "),
+        "{roomy}"
+    );
+    repo.file(".opentiger.yml", "mode: local-git\n");
     let json = repo.run(&["tick", "--dry-run", "--json"]).ok().json();
     assert!(json["decisions"].as_array().unwrap().len() >= 8);
     assert_eq!(json["more_rounds_may_follow"], true, "{json}");

