@@ -139,6 +139,13 @@ impl Git {
             .env("GIT_CONFIG_NOSYSTEM", "1")
             .env("LC_ALL", "C")
             .stdin(Stdio::null());
+        if talks_to_remote(args) {
+            // No automatic maintenance behind a fetch or a push: git would start it in the
+            // background, the sweep after the command ends it, and a ref lock it held then
+            // fails the next fetch ("cannot lock ref … File exists"), which ticks with several
+            // rounds, saving after each, run into.
+            cmd.args(["-c", "maintenance.auto=false", "-c", "gc.auto=0"]);
+        }
         let token = credentials::token(self.token);
         if let Some(token) = token.filter(|_| talks_to_remote(args)) {
             // Only our token, only through our askpass: no helper, no ssh program of theirs.

@@ -194,6 +194,15 @@ pub fn config_text(mode: Mode, base: &str, agent_command: Option<&str>) -> Strin
                  \x20   env_passthrough: []\n"
             .to_string(),
     };
+    let window = match mode {
+        Mode::Github => {
+            "\x20 # Minutes an approved PR stays open after its push before it is merged, for people\n\
+             \x20 # to object. Unset: 10 without CI, none where CI gates the merge (the PR is open\n\
+             \x20 # while CI runs). 0: merged in the job that pushed it, with no time to look.\n\
+             \x20 # review_window_minutes: 10\n"
+        }
+        Mode::LocalGit | Mode::Direct => "",
+    };
     let (intro, state) = match mode {
         Mode::Github => (
             "# github: issues labelled `opentiger` (and tasks from docs/requirement.md) are the backlog;\n\
@@ -258,7 +267,11 @@ pub fn config_text(mode: Mode, base: &str, agent_command: Option<&str>) -> Strin
          \x20 ci: on-push # on-push | after-scan | after-review\n\
          \n\
          limits:\n\
-         \x20 max_runs_per_tick: 1\n\
+         \x20 # A tick goes on to the next step (a review, a merge, the next task of a chain) while\n\
+         \x20 # nothing outside is awaited and the step can end within tick_minutes of its start\n\
+         \x20 # (keep it under the workflow's timeout-minutes); it starts at most this many runs.\n\
+         \x20 max_runs_per_tick: 3\n\
+         \x20 tick_minutes: 50\n\
          \n\
          budget:\n\
          \x20 per_task_usd: 5 # over all attempts of one task\n\
@@ -266,7 +279,8 @@ pub fn config_text(mode: Mode, base: &str, agent_command: Option<&str>) -> Strin
          \n\
          merge:\n\
          \x20 method: squash # merge | squash | rebase\n\
-         \x20 require_checks: true # wait for CI on the PR's head (github mode)\n"
+         \x20 require_checks: true # wait for CI on the PR's head (github mode)\n\
+         {window}"
     )
 }
 

@@ -218,17 +218,10 @@ fn run_config_attack(case: Case, lines: &[String], with_origin: bool) {
         "the runner ran the agent's program: {}",
         case.loot_text()
     );
+    // The tick's next round (issue 38) runs git again for the judge's merge: still nothing of
+    // the agent's.
+    assert!(out.stdout.contains("approved and merged"), "{}", out.stdout);
     case.assert_no_leak(&out);
-    // The judge's tick runs git again (the merge): still nothing of the agent's.
-    let later = case.tick(10);
-    assert_eq!(later.code, 0, "{}", later.stderr);
-    assert!(
-        later.stdout.contains("approved and merged"),
-        "{}",
-        later.stdout
-    );
-    assert!(!case.loot_text().contains("ran"), "{}", case.loot_text());
-    case.assert_no_leak(&later);
 }
 
 #[test]
@@ -496,12 +489,13 @@ fn a_judge_echoing_the_key_leaves_no_trace_of_it() {
         "#!/bin/sh\necho \"my key is $ANTHROPIC_API_KEY\" >&2\necho \"{\\\"verdict\\\": \\\"request_changes\\\", \\\"summary\\\": \\\"key $ANTHROPIC_API_KEY\\\", \\\"findings\\\": [\\\"found $ANTHROPIC_API_KEY here\\\"]}\" > \"$OPENTIGER_RESULT_FILE\"\n",
     );
     case.add_task();
+    // The run and its review are rounds of one tick (issue 38); the next tick reviews again.
     let first = case.tick(0);
     assert_eq!(first.code, 0, "{}", first.stderr);
+    assert!(first.stdout.contains("request"), "{}", first.stdout);
     case.assert_no_leak(&first);
     let second = case.tick(5);
     assert_eq!(second.code, 0, "{}", second.stderr);
-    assert!(second.stdout.contains("request"), "{}", second.stdout);
     case.assert_no_leak(&second);
     let state = std::fs::read(case.g.repo.state_path()).unwrap();
     assert!(

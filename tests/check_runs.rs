@@ -28,12 +28,14 @@ else
 fi
 "#;
 
+/// The check, and one step per tick: these tests follow the checks' states step by step.
 fn with_check(s: &Setup) {
     std::fs::write(s.clone.join("check.sh"), CHECK).unwrap();
     git(&s.clone, &["add", "check.sh"]);
     git(&s.clone, &["commit", "-q", "-m", "a check"]);
     git(&s.clone, &["push", "-q", "origin", "main"]);
     set_config(s, "verify:\n  commands: [\"sh check.sh\"]\n");
+    one_step_per_tick(s, "");
 }
 
 fn runs(s: &Setup, sha: &str, name: &str) -> Vec<CheckRun> {

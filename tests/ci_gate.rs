@@ -29,8 +29,16 @@ fn tick_workflow(dispatch: bool) -> String {
 }
 
 /// A repository with opentiger set up (`extra` is appended to `.opentiger.yml`) and the given
-/// workflow files, a labelled issue, and the stand-in behind it.
+/// workflow files, a labelled issue, and the stand-in behind it. Each tick does one step and an
+/// approval merges at once (no rounds, no review window): these tests follow the gate's
+/// decisions tick by tick; `tests/rounds.rs` has the gate in a tick's rounds.
 fn setup(extra: &str, workflows: &[(&str, &str)]) -> Setup {
+    let extra = match extra.strip_prefix("merge:\n") {
+        Some(rest) => {
+            format!("limits:\n  tick_minutes: 0\nmerge:\n  review_window_minutes: 0\n{rest}")
+        }
+        None => format!("limits:\n  tick_minutes: 0\nmerge:\n  review_window_minutes: 0\n{extra}"),
+    };
     use std::os::unix::fs::PermissionsExt;
     let dir = tempfile::tempdir().unwrap();
     let origin = bare_origin(dir.path());

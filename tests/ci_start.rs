@@ -263,7 +263,13 @@ fn after_scan_ci_starts_once_on_the_head_that_passed_and_a_held_change_waits_for
     let tree = |repo: &Path, c: &str| git(repo, &["rev-parse", &format!("{c}^{{tree}}")]);
     assert_eq!(tree(&s.origin, &head), tree(&made_b, &commit_b));
     assert_eq!(lines(&s.agent_runs).len(), 3);
-    assert!(s.server.dispatches().is_empty(), "not before the next look");
+    // Starting CI needs nothing from outside: the same tick's next round dispatches it once,
+    // for that exact head (issue 38).
+    let dispatched = s.server.dispatches();
+    assert_eq!(dispatched.len(), 1, "{dispatched:?}");
+    assert_eq!(dispatched[0].workflow, "ci.yml");
+    assert_eq!(dispatched[0].sha, head);
+    assert!(dispatched[0].git_ref.starts_with("opentiger/task-"));
 
     // Pushed and opened with the push token; the state with the App's.
     let pushes = lines(&s.pushes);
@@ -292,13 +298,9 @@ fn after_scan_ci_starts_once_on_the_head_that_passed_and_a_held_change_waits_for
         .collect();
     assert_eq!(opened_with, vec![PUSH_TOKEN.to_string()]);
 
-    // The next look dispatches CI once, for that exact head; later looks do not again.
+    // Later looks do not dispatch it again.
     tick(&s, &fresh, "2026-11-21T12:06:00Z");
-    let dispatched = s.server.dispatches();
-    assert_eq!(dispatched.len(), 1, "{dispatched:?}");
-    assert_eq!(dispatched[0].workflow, "ci.yml");
-    assert_eq!(dispatched[0].sha, head);
-    assert!(dispatched[0].git_ref.starts_with("opentiger/task-"));
+    assert_eq!(s.server.dispatches().len(), 1);
     tick(&s, &fresh, "2026-11-21T12:07:00Z");
     assert_eq!(s.server.dispatches().len(), 1);
     assert!(!s.server.pull(pr).unwrap().merged);
@@ -317,21 +319,22 @@ fn after_scan_ci_starts_once_on_the_head_that_passed_and_a_held_change_waits_for
 #[test]
 fn after_review_ci_starts_only_once_the_judge_approved_the_head() {
     let s = setup("after-review", "echo fetching the tool");
-    tick(&s, &s.clone, "2026-11-21T12:00:00Z");
+    // One tick, in rounds (issue 38): the run, then the review before any CI, then CI started
+    // once the head is approved — each round after the one it needs.
+    let out = tick(&s, &s.clone, "2026-11-21T12:00:00Z");
     let pulls = s.server.pulls();
     assert_eq!(pulls.len(), 1);
     let (pr, head) = (pulls[0].number, pulls[0].head_sha.clone());
-    assert!(s.server.dispatches().is_empty());
-    assert!(lines(&s.judge_runs).is_empty());
-
-    let out = tick(&s, &s.clone, "2026-11-21T12:01:00Z");
     assert_eq!(lines(&s.judge_runs).len(), 1, "reviewed first: {out}");
-    assert!(s.server.dispatches().is_empty(), "not before the approval");
     assert!(!s.server.pull(pr).unwrap().merged, "never before CI");
-
-    tick(&s, &s.clone, "2026-11-21T12:02:00Z");
+    let rounds: Vec<&str> = out
+        .lines()
+        .filter(|l| l.trim().starts_with("round "))
+        .collect();
+    assert_eq!(rounds.len(), 3, "run, review, CI started: {out}");
+    assert!(rounds[1].contains("reviewed 1"), "{out}");
     let dispatched = s.server.dispatches();
-    assert_eq!(dispatched.len(), 1, "{dispatched:?}");
+    assert_eq!(dispatched.len(), 1, "after the approval: {dispatched:?}");
     assert_eq!(dispatched[0].sha, head);
     tick(&s, &s.clone, "2026-11-21T12:03:00Z");
     assert_eq!(s.server.dispatches().len(), 1);

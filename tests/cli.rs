@@ -405,7 +405,6 @@ fn dry_run_explains_every_decision_and_writes_nothing() {
     let text = repo.run(&["-v", "tick", "--dry-run"]).ok().stdout;
     for needle in [
         "Preflight S5",
-        "(score ",
         "[recovery.run_lost]",
         "running without a lease",
         "[recovery.retry_failed]",
@@ -414,13 +413,32 @@ fn dry_run_explains_every_decision_and_writes_nothing() {
         "[judge.review]",
         "judge run r-judge",
         "waits on a person",
-        "[dispatch.claim]",
         "waits for setup",
+        // Issue 38: the review and a run would not both end in limits.tick_minutes: this round
+        // reviews, and says a later round (or tick) starts the run.
+        "[dispatch.not_picked]",
+        "more than the 20 min left of this tick (limits.tick_minutes)",
+        "This is the tick's first round (its work may take 30 min)",
+        "more rounds may follow",
     ] {
         assert!(text.contains(needle), "`{needle}` missing from:\n{text}");
     }
+    // With time for a run after the review (default timeouts, a 90-minute tick), the claims
+    // are in the first round, with their scores (-v).
+    repo.file(
+        ".opentiger.yml",
+        "mode: local-git\nlimits:\n  tick_minutes: 90\n",
+    );
+    let roomy = repo.run(&["-v", "tick", "--dry-run"]).ok().stdout;
+    assert!(
+        roomy.contains("[dispatch.claim]") && roomy.contains("(score "),
+        "{roomy}"
+    );
+    repo.file(".opentiger.yml", "mode: local-git\n");
     let json = repo.run(&["tick", "--dry-run", "--json"]).ok().json();
     assert!(json["decisions"].as_array().unwrap().len() >= 8);
+    assert_eq!(json["more_rounds_may_follow"], true, "{json}");
+    assert_eq!(json["bound_ms"], 30 * 60 * 1000, "{json}");
     assert_eq!(json["preflight"]["class"], "S5");
     assert_eq!(
         std::fs::read(repo.state_path()).unwrap(),

@@ -11,6 +11,7 @@ use common::scripted::*;
 #[test]
 fn the_issue_body_names_the_file_and_the_change_is_merged() {
     let s = setup();
+    one_step_per_tick(&s, "");
     let body = "We need a greeting.\n\nCREATE hello.txt\n\n## Acceptance criteria\n- [ ] hello.txt exists\n- [ ] nothing else changes\n";
     let n = owners_issue(&s, "Add a greeting", body);
     let out = tick(&s, "2026-11-21T12:00:00Z");
@@ -93,6 +94,7 @@ fn the_issue_body_names_the_file_and_the_change_is_merged() {
 #[test]
 fn edits_and_trusted_comments_steer_the_next_attempt_and_others_change_nothing() {
     let s = setup();
+    one_step_per_tick(&s, "");
     s.server.set_permission("carol", "write");
     // One run per tick (the default): the first issue runs first, the second waits its turn.
     let first = owners_issue(&s, "First", "CREATE first.txt");
@@ -196,6 +198,7 @@ fn edits_and_trusted_comments_steer_the_next_attempt_and_others_change_nothing()
 #[test]
 fn a_reviewers_changes_requested_gets_an_autofix_that_answers_it_then_the_merge() {
     let s = setup();
+    one_step_per_tick(&s, "");
     s.server.set_permission("carol", "write");
     let n = owners_issue(&s, "Greeting", "CREATE hello.txt");
     tick(&s, "2026-11-21T12:00:00Z");
@@ -262,7 +265,7 @@ fn a_reviewers_changes_requested_gets_an_autofix_that_answers_it_then_the_merge(
 #[test]
 fn with_human_approval_required_a_pr_waits_for_a_maintainer_and_their_approval_merges_it() {
     let s = setup();
-    set_config(&s, "merge:\n  human_approval: required\n");
+    one_step_per_tick(&s, "  human_approval: required\n");
     s.server.set_permission("carol", "write");
     owners_issue(&s, "Greeting", "CREATE hello.txt");
     tick(&s, "2026-11-21T12:00:00Z");

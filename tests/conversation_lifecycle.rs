@@ -34,6 +34,7 @@ fn run_and_merge(s: &Setup) {
 #[test]
 fn a_trusted_edit_after_the_merge_gets_one_follow_up_that_builds_the_new_ask() {
     let s = setup();
+    one_step_per_tick(&s, "");
     let n = owners_issue(&s, "Add a greeting", "CREATE hello.txt");
     run_and_merge(&s);
     let first = tasks_of(&s, n);
@@ -86,6 +87,7 @@ fn a_trusted_edit_after_the_merge_gets_one_follow_up_that_builds_the_new_ask() {
 #[test]
 fn an_untrusted_edit_after_the_merge_creates_nothing() {
     let s = setup();
+    one_step_per_tick(&s, "");
     // An outsider's issue that a maintainer labelled: trusted for the import, not for edits.
     s.server.set_permission("maintainer", "write");
     let n = s
@@ -118,6 +120,7 @@ fn an_untrusted_edit_after_the_merge_creates_nothing() {
 #[test]
 fn a_cancelled_task_is_reporting_until_its_comment_says_so_then_completed() {
     let s = setup();
+    one_step_per_tick(&s, "");
     let n = owners_issue(&s, "Add a greeting", "CREATE hello.txt");
     tick(&s, "2026-11-21T12:00:00Z");
     let id = tasks_of(&s, n)[0]["id"].as_str().unwrap().to_string();
@@ -182,6 +185,7 @@ fn a_cancelled_task_is_reporting_until_its_comment_says_so_then_completed() {
 #[test]
 fn a_task_held_for_a_spent_budget_is_paused_with_the_reason() {
     let s = setup();
+    one_step_per_tick(&s, "");
     set_config(&s, "budget:\n  per_day_usd: 5\n");
     // The worker reports what it cost.
     script(

@@ -25,7 +25,13 @@ fn show(g: &GitRepo, id: &str) -> String {
     g.repo.run(&["task", "show", id]).ok().stdout
 }
 
+/// The judge's timeout and the tick's time that let a tick do one review (5 min) and no run
+/// after it (issue 38: a round starts only what ends in time; runs take 1 min), as ticks did
+/// before they had rounds: the scenarios below need a step between a run and its review.
+const ONE_REVIEW_PER_TICK: &str = "    timeout_minutes: 5\n";
+
 /// Two tasks writing the same file, the second run before the first is merged: it conflicts.
+/// (With `ONE_REVIEW_PER_TICK` and `limits.tick_minutes: 5`.)
 fn two_conflicting_tasks(g: &GitRepo) -> (String, String) {
     g.agent(WRITE_SHARED);
     let a = g.repo.add(&[
@@ -48,7 +54,8 @@ fn two_conflicting_tasks(g: &GitRepo) -> (String, String) {
         "--priority",
         "1",
     ]);
-    // The first tick runs a; the second runs b from the same base, then judges and merges a.
+    // The first tick runs a, and b from the same base (a's review does not fit after a's
+    // run); the second judges and merges a.
     for m in [0, 1] {
         let out = g.tick(&minute(m));
         assert_eq!(out.code, 0, "{}\n{}", out.stdout, out.stderr);
@@ -73,8 +80,12 @@ fn changes_requested_twice_then_approved_is_merged_once() {
         "--goal",
         "notes.txt lists the task",
     ]);
-    g.run_until_quiet(0, 5, 12);
-    assert_eq!(g.task_json(&id)["status"], "done");
+    let outs = g.run_until_quiet(0, 5, 12);
+    // Issue 38: nothing outside is awaited, so one tick runs the task, both AutoFixes and the
+    // three reviews in rounds; the next records the source done through its last fix.
+    assert_eq!(outs.len(), 2, "{}", outs[0].stdout);
+    assert!(outs[0].stdout.contains("in 6 rounds"), "{}", outs[0].stdout);
+    assert_eq!(g.task_json(&id)["status"], "done", "{}", show(&g, &id));
     let fixes = tasks_of_kind(&g, "autofix");
     assert_eq!(fixes.len(), 2, "one AutoFix per request: {fixes:?}");
     // Each fix carried the findings of the review it answers.
@@ -95,7 +106,11 @@ fn changes_requested_twice_then_approved_is_merged_once() {
 
 #[test]
 fn a_merge_conflict_is_resolved_by_a_conflict_fix_and_merged() {
-    let g = GitRepo::with(Setup::default());
+    let g = GitRepo::with(Setup {
+        judge: ONE_REVIEW_PER_TICK,
+        extra: "limits:\n  tick_minutes: 5\n",
+        ..Setup::default()
+    });
     let (a, b) = two_conflicting_tasks(&g);
     g.run_until_quiet(5, 5, 12);
     assert_eq!(g.task_json(&a)["status"], "done");
@@ -128,7 +143,8 @@ fn a_merge_conflict_is_resolved_by_a_conflict_fix_and_merged() {
 #[test]
 fn conflicts_past_the_budget_recreate_the_goal_from_the_base_and_merge_it() {
     let g = GitRepo::with(Setup {
-        extra: "limits:\n  max_conflict_autofix_attempts: 1\n",
+        judge: ONE_REVIEW_PER_TICK,
+        extra: "limits:\n  tick_minutes: 5\n  max_conflict_autofix_attempts: 1\n",
         ..Setup::default()
     });
     let (a, b) = two_conflicting_tasks(&g);
@@ -175,7 +191,8 @@ fn conflicts_past_the_budget_recreate_the_goal_from_the_base_and_merge_it() {
 #[test]
 fn conflicts_with_every_budget_spent_wait_on_a_person() {
     let g = GitRepo::with(Setup {
-        extra: "limits:\n  max_conflict_autofix_attempts: 0\n  max_recreate_attempts: 0\n",
+        judge: ONE_REVIEW_PER_TICK,
+        extra: "limits:\n  tick_minutes: 5\n  max_conflict_autofix_attempts: 0\n  max_recreate_attempts: 0\n",
         ..Setup::default()
     });
     let (a, b) = two_conflicting_tasks(&g);

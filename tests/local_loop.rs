@@ -367,8 +367,11 @@ fn kill_group(pid: i32) {
 
 #[test]
 fn direct_mode_edits_in_place_and_still_enforces_policy() {
+    // One step per tick (runs take 1 min: issue 38's rounds stop after the first), so the
+    // rollback can be looked at before the rework runs.
     let g = GitRepo::with(Setup {
         mode: "direct",
+        extra: "limits:\n  tick_minutes: 1\n",
         ..Setup::default()
     });
     let tools = g.tools_path().display().to_string();
@@ -421,7 +424,12 @@ fn a_missing_agent_program_is_a_clear_error_before_anything_is_claimed() {
 
 #[test]
 fn work_and_merges_whose_record_was_lost_are_adopted_not_redone() {
-    let g = GitRepo::with(Setup::default());
+    // One step per tick (issue 38: the review does not fit after the run), so the merge can be
+    // made by hand before the tick that would record it.
+    let g = GitRepo::with(Setup {
+        extra: "limits:\n  tick_minutes: 1\n",
+        ..Setup::default()
+    });
     // The agent changes nothing: only earlier, unrecorded work can make this task succeed.
     g.agent("#!/bin/sh\ntrue\n");
     let id = g.repo.add(&[
@@ -542,9 +550,11 @@ fn a_spent_tick_budget_returns_the_other_claims_to_the_queue() {
         .add(&["--title", "First", "--goal", "a", "--priority", "9"]);
     let b = g.repo.add(&["--title", "Second", "--goal", "b"]);
     let out = g.tick(&minute(0));
-    // Two claimed, one started: the summary counts runs started.
+    // Two claimed, one started: the summary counts runs started. The review of the one that
+    // ran is no run: the tick's next round reviews and merges it (issue 38), and holds the
+    // other for the tick's budget instead of claiming it again.
     assert!(
-        out.stdout.contains("2 decision(s), 1 run(s)"),
+        out.stdout.contains("1 run(s), 1 review(s) in 2 rounds"),
         "{}",
         out.stdout
     );
@@ -554,7 +564,14 @@ fn a_spent_tick_budget_returns_the_other_claims_to_the_queue() {
         "{}",
         out.stdout
     );
-    assert_eq!(g.task_json(&a)["block_reason"], "awaiting_judge");
+    assert_eq!(g.task_json(&a)["status"], "done");
+    assert!(
+        out.stdout.contains(
+            "this tick's runs spent $1.50, budget.per_tick_usd is $1.00; queued for the next tick"
+        ),
+        "{}",
+        out.stdout
+    );
     let held = g.task_json(&b);
     assert_eq!(held["status"], "queued", "{held}");
     // Not held: back in the queue for the next tick, which claims it (no budget is spent).

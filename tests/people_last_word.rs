@@ -123,7 +123,9 @@ fn a_maintainers_request_for_changes_is_never_merged_over() {
         tasks(&s).iter().filter(|t| t["kind"] == "autofix").count(),
         1
     );
-    assert!(prompts(&s, "judge").is_empty(), "no review while held");
+    // The judge reviewed the first head at once, in the tick that pushed it (issue 38); the
+    // review window kept the PR open for carol, and nothing is reviewed while she holds it.
+    assert_eq!(prompts(&s, "judge").len(), 1, "no review while held");
     let progress: Vec<String> = s
         .server
         .comments(n)
@@ -155,7 +157,8 @@ fn an_untrusted_request_for_changes_changes_nothing() {
     let (s, _, pr) = pr_opened(false, "Notes", "WRITE notes.txt draft\n");
     s.server.advance(120);
     mallory_asks_for_changes(&s, pr.number);
-    let out = tick(&s, "2026-11-21T12:05:00Z");
+    // The first tick after the review window merges what the judge approved.
+    let out = tick(&s, "2026-11-21T12:10:00Z");
     assert!(out.contains("approved and merged"), "{out}");
     assert!(tasks(&s).iter().all(|t| t["kind"] != "autofix"));
     assert_eq!(git(&s.origin, &["show", "main:notes.txt"]), "draft");
@@ -208,24 +211,26 @@ echo '{"verdict": "approve", "summary": "fine", "findings": []}' > "$OPENTIGER_R
 "#;
 
 /// The reviews are read again just before the merge: a request written while the judge
-/// reviews (after this tick read GitHub) still stops the merge, and gets its AutoFix.
+/// reviews (after this tick read GitHub) still stops the merge, and gets its AutoFix. With no
+/// review window, the run, its review and the merge are rounds of one tick (issue 38): the
+/// AutoFix its next round runs is told what the person wrote.
 #[test]
 fn a_request_written_while_the_judge_reviews_stops_the_merge() {
     let s = setup();
+    set_config(&s, "merge:\n  review_window_minutes: 0\n");
     s.server.set_permission("carol", "write");
     script(s.dir.path(), "judge.sh", WAITING_JUDGE);
     let n = owners_issue(&s, "Notes", "WRITE notes.txt draft\n");
-    tick(&s, "2026-11-21T12:00:00Z");
-    let pr = s.server.pulls()[0].clone();
     let prompts_dir = s.dir.path().join("prompts");
-    let out = std::thread::scope(|scope| {
-        let ticking = scope.spawn(|| tick(&s, "2026-11-21T12:05:00Z"));
+    let (out, pr) = std::thread::scope(|scope| {
+        let ticking = scope.spawn(|| tick(&s, "2026-11-21T12:00:00Z"));
         let mut waited = 0;
         while !prompts_dir.join("judging").exists() && waited < 600 {
             std::thread::sleep(std::time::Duration::from_millis(50));
             waited += 1;
         }
         assert!(prompts_dir.join("judging").exists(), "the judge never ran");
+        let pr = s.server.pulls()[0].clone();
         s.server.advance(120);
         s.server.add_review(
             pr.number,
@@ -235,7 +240,7 @@ fn a_request_written_while_the_judge_reviews_stops_the_merge() {
             &[],
         );
         std::fs::write(prompts_dir.join("go"), "").unwrap();
-        ticking.join().unwrap()
+        (ticking.join().unwrap(), pr)
     });
     assert!(!merged(&s, pr.number), "merged over a review:\n{out}");
     let verdict = s
@@ -249,8 +254,7 @@ fn a_request_written_while_the_judge_reviews_stops_the_merge() {
         "{}",
         verdict.body
     );
-    // The AutoFix answers it with carol's words, read into the state by the next tick.
-    tick(&s, "2026-11-21T12:10:00Z");
+    // The AutoFix answers it with carol's words, read again for the tick's next round.
     let prompt = autofix_prompt(&s, n);
     assert!(
         fenced(&prompt, "comments by trusted people").contains("WRITE notes.txt final"),
@@ -372,6 +376,7 @@ fn a_comment_in_the_same_second_as_the_import_reaches_the_prompt() {
     let s = setup();
     s.server.set_permission("carol", "write");
     // One run per tick: the first issue runs, the second waits its turn.
+    set_config(&s, "limits:\n  max_runs_per_tick: 1\n");
     owners_issue(&s, "First", "CREATE first.txt");
     let second = owners_issue(&s, "Second", "CREATE draft.txt");
     // The server's clock says 12:00:00; the import happens at 12:00:00.700.

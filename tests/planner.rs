@@ -178,8 +178,9 @@ fn the_same_requirement_is_planned_once_and_an_edit_replans() {
     let edited = g.tick(&minute(40));
     assert!(
         edited.stdout.contains("planner (agent): 1 task(s) created"),
-        "{}",
-        edited.stdout
+        "{}\n{}",
+        edited.stdout,
+        edited.stderr
     );
     assert_eq!(planner_calls(&g), 2);
 }

@@ -183,7 +183,12 @@ fn a_person_s_commit_to_the_task_s_own_file_stays_and_the_task_converges() {
 /// elsewhere or stash it, the next tick merges.
 #[test]
 fn a_merge_waits_for_a_person_s_uncommitted_work_in_its_way() {
-    let g = GitRepo::with(Setup::default());
+    // A review window (issue 38): the first tick runs and approves, the merge waits for the
+    // tick after it — which finds the person's work in its way.
+    let g = GitRepo::with(Setup {
+        extra: "merge:\n  review_window_minutes: 5\n",
+        ..Setup::default()
+    });
     g.agent("#!/bin/sh\necho task > task.txt\n");
     let id = g.repo.add(&["--title", "T", "--goal", "task.txt"]);
     let out = g.tick(&minute(0)).ok();

@@ -179,9 +179,9 @@ fi
 {
   jq -r "$md"'
     "## opentiger tick `\(.tick_id)`\n",
-    "| runs | reviews | tasks done | PRs opened | PRs updated | merged | spend | GitHub requests |",
-    "|---:|---:|---:|---:|---:|---:|---:|---:|",
-    "| \(.runs // 0) | \(.reviews // 0) | \(.tasks_done // 0) | \(.prs_opened // 0) | \(.prs_updated // 0) | \(.merged // 0) | $\((.spend_usd // 0) * 100 | round / 100) | \(.github_requests // 0) |",
+    "| runs | reviews | rounds | tasks done | PRs opened | PRs updated | merged | spend | GitHub requests |",
+    "|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
+    "| \(.runs // 0) | \(.reviews // 0) | \(.rounds // 0) | \(.tasks_done // 0) | \(.prs_opened // 0) | \(.prs_updated // 0) | \(.merged // 0) | $\((.spend_usd // 0) * 100 | round / 100) | \(.github_requests // 0) |",
     "",
     (if ((.failures // []) | length) > 0 then
       "### Failed runs\n",

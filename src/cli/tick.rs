@@ -1,8 +1,9 @@
 //! `opentiger tick`: the arguments, and printing what the tick did (text, or `--json` for the
 //! GitHub Action). The tick itself is [`crate::tick`].
 //!
-//! With `--dry-run`: load, plan and print every decision with its reason; nothing is written (the
-//! state file stays byte-identical).
+//! With `--dry-run`: load, plan and print every decision with its reason — the tick's first
+//! round, saying when more may follow (issue 38); nothing is written (the state file stays
+//! byte-identical).
 
 use std::collections::BTreeMap;
 
@@ -45,6 +46,10 @@ pub fn run(ctx: &Context, args: &TickArgs, verbose: bool) -> CmdResult {
         ..ctx.clone()
     };
     if args.dry_run {
+        // A fan-out's claims run in jobs of their own, side by side: no tick time to fit.
+        if args.fan_out.is_some() {
+            ctx.so_far.deadline = None;
+        }
         return dry_run(&ctx, args.json, args.offline, verbose);
     }
     if args.fan_out.is_some() {
@@ -94,9 +99,12 @@ fn dry_run(ctx: &Context, json: bool, offline: bool, verbose: bool) -> CmdResult
         crate::tick::observe_into(ctx, &mut store)?
     };
     let (snapshot, plan) = ctx.plan(&store)?;
+    // Issue 38: this is the tick's first round; a real tick plans again after recording it.
+    let more = crate::engine::rounds::starts_work(&plan) && ctx.so_far.deadline.is_some();
     if json {
         let mut value = serde_json::to_value(&plan).map_err(|e| Failure::tick(e.to_string()))?;
         value["observed"] = serde_json::json!(observed);
+        value["more_rounds_may_follow"] = serde_json::json!(more);
         let text =
             serde_json::to_string_pretty(&value).map_err(|e| Failure::tick(e.to_string()))?;
         outln!("{text}");
@@ -113,6 +121,13 @@ fn dry_run(ctx: &Context, json: bool, offline: bool, verbose: bool) -> CmdResult
             .map(|t| (t.id.clone(), t.clone()))
             .collect();
         out!("{}", report::plan_text(&plan, &tasks, verbose));
+        if more {
+            outln!(
+                "This is the tick's first round (its work may take {}): after recording it, the tick plans again and more rounds may follow — a review of a run that succeeded, an approved merge, the next task of a chain — while the next step needs nothing from outside and fits in limits.tick_minutes ({} min).",
+                crate::engine::rounds::minutes(plan.bound_ms),
+                ctx.config.limits.tick_minutes
+            );
+        }
     }
     Ok(())
 }

@@ -5,7 +5,9 @@
 
 mod entry;
 mod fallback;
+mod limits;
 mod load;
+mod merge;
 mod network;
 mod people;
 mod reference;
@@ -20,7 +22,9 @@ use serde::{Deserialize, Serialize};
 
 use crate::model::{ExecutionMode, FailureCategory, Mode, Role};
 
+pub use limits::LimitsConfig;
 pub use load::{load, load_checked, load_str, schema_json, ConfigError, ConfigSource, ExtraCheck};
+pub use merge::{HumanApproval, MergeConfig, MergeMethod};
 pub use network::{HostRule, NetworkAllow, NetworkConfig, NetworkIsolation, NetworkUser};
 pub use people::{
     CommandsConfig, EscalationConfig, EscalationDefault, EscalationReasons, EscalationRule,
@@ -603,50 +607,6 @@ impl Default for PolicyConfig {
     }
 }
 
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
-#[serde(deny_unknown_fields, default)]
-pub struct LimitsConfig {
-    /// Runs one tick starts at most.
-    pub max_runs_per_tick: u32,
-    /// How long a claim holds before another tick may reclaim the task.
-    pub lease_minutes: u32,
-    /// Rework children chained from one task before a person decides.
-    pub max_rework_depth: u32,
-    /// AutoFix children per task before a person decides.
-    pub max_autofix_attempts: u32,
-    /// Merge attempts per approved PR before conflict recovery.
-    pub merge_attempts: u32,
-    /// Conflict-fix children (`autofix_conflict`: merge the base into the branch and resolve)
-    /// per change before it is recreated from the base.
-    pub max_conflict_autofix_attempts: u32,
-    /// Times a change whose conflicts could not be fixed is implemented again from the base
-    /// (`recreate`: its PR closed, a new task with the same goal) before a person decides.
-    pub max_recreate_attempts: u32,
-    /// Conflict-recovery lane slots.
-    pub conflict_lane_max: u32,
-    /// Docs lane slots.
-    pub docser_lane_max: u32,
-    /// Feature-lane slots filled before other lanes.
-    pub feature_lane_min: u32,
-}
-
-impl Default for LimitsConfig {
-    fn default() -> Self {
-        LimitsConfig {
-            max_runs_per_tick: 1,
-            lease_minutes: 90,
-            max_rework_depth: 2,
-            max_autofix_attempts: 3,
-            merge_attempts: 3,
-            max_conflict_autofix_attempts: 2,
-            max_recreate_attempts: 1,
-            conflict_lane_max: 2,
-            docser_lane_max: 1,
-            feature_lane_min: 1,
-        }
-    }
-}
-
 /// Retry budgets and cooldowns.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields, default)]
@@ -720,78 +680,6 @@ impl Default for BudgetConfig {
             per_task_usd: 5.0,
             per_day_usd: 50.0,
             per_tick_usd: None,
-        }
-    }
-}
-
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
-#[serde(rename_all = "kebab-case")]
-pub enum MergeMethod {
-    Merge,
-    Squash,
-    Rebase,
-}
-
-/// What a trusted person's approving review of a task PR does.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
-#[serde(rename_all = "kebab-case")]
-pub enum HumanApproval {
-    /// A PR is merged only once a trusted person approved its head; that approval replaces the
-    /// judge agent's review (CI and the runner's checks still apply).
-    Required,
-    /// The judge decides; approvals are shown as evidence in the PR body.
-    #[default]
-    Counts,
-    /// Approvals are neither waited for nor shown.
-    Ignored,
-}
-
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
-#[serde(deny_unknown_fields, default)]
-pub struct MergeConfig {
-    pub method: MergeMethod,
-    /// Wait for CI checks on the PR head before merging.
-    pub require_checks: bool,
-    pub delete_branch: bool,
-    /// Minutes to wait for pending checks before a person decides.
-    pub checks_timeout_minutes: u32,
-    /// The checks a PR must pass, by name (a check run's name or a status's context). Unset:
-    /// the required status checks of the base branch's rules, else the checks learned from the
-    /// base branch (the repository has CI: some check must report, and all must pass).
-    pub required_checks: Option<Vec<String>>,
-    /// Minutes after a push to wait for expected checks to appear on the head before asking
-    /// why they did not (the `GITHUB_TOKEN` trap, a CI that did not start).
-    pub checks_grace_minutes: u32,
-    /// Seconds before a merge that lost a race with another merge is tried again.
-    pub retry_seconds: u32,
-    /// github mode: an approved PR that is behind the base gets the base merged into its branch
-    /// (checked again locally, then CI runs on the new head) before it is merged, so what lands
-    /// passed CI as it lands.
-    pub update_when_behind: bool,
-    /// github mode: what a trusted person's approving review does: `required` (merge only with
-    /// one; it replaces the judge agent), `counts` (evidence in the PR body; the judge decides)
-    /// or `ignored`. A trusted person's request for changes is never merged over, in every
-    /// mode: it gets an AutoFix, and blocks the merge until that person approves or the review
-    /// is dismissed.
-    pub human_approval: HumanApproval,
-    /// github mode: labels on a task's PR that hold its merge until removed. A
-    /// trusted `/opentiger hold` comment on the PR holds it too, until `/opentiger release`.
-    pub hold_labels: Vec<String>,
-}
-
-impl Default for MergeConfig {
-    fn default() -> Self {
-        MergeConfig {
-            method: MergeMethod::Squash,
-            require_checks: true,
-            delete_branch: true,
-            checks_timeout_minutes: 120,
-            required_checks: None,
-            checks_grace_minutes: 10,
-            retry_seconds: 30,
-            update_when_behind: true,
-            human_approval: HumanApproval::Counts,
-            hold_labels: vec!["do-not-merge".to_string(), "opentiger:hold".to_string()],
         }
     }
 }

@@ -295,7 +295,7 @@ mod tests {
             "| `mode` |",
             "| `base_branch` |",
             "## `limits`",
-            "| `max_runs_per_tick` | integer | `1` |",
+            "| `max_runs_per_tick` | integer | `3` |",
             "| `executor` | `claude-code` \\| `opencode` \\| `codex` \\| `aider` \\| `command` \\| `scripted` | `claude-code` |",
             "## `sandbox.network.allow`",
             "## `agents.default`",

@@ -86,6 +86,10 @@ pub fn judge_state(conclusion: &JudgeConclusion, moved_on: bool) -> Option<(Chec
             Success,
             format!("approved; the merge is held: {}", first_line(reason)),
         ),
+        JudgeConclusion::WindowOpen { until, .. } => done(
+            Success,
+            format!("approved; merges after the review window, at {until}"),
+        ),
         // No verdict: the review is retried on this head; the check says so and stays open.
         JudgeConclusion::Failed { error } => Some((
             CheckStatus::InProgress,

@@ -98,7 +98,7 @@ fn ci_starts_once_on_a_head_that_passed_the_scan_and_counts_from_then() {
         ("after-review: approved, CI started", AfterReview, approved(pull(None, true)),
             &["judge.start_ci a start CI #7 dispatch ci.yml,lint.yml"], "was approved"),
         ("after-review: approved, green: merged", AfterReview, with_heal(approved(pull(Some(&["test"]), false)), started(-5)),
-            &["judge.review a judge r1"], "not judged yet"),
+            &["judge.review a judge r1"], "merge it, with no second review"),
     ];
     for (name, mode, snap, expect, reason) in cases {
         let plan = plan_with(&snap, &config(mode));

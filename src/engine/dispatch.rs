@@ -69,6 +69,11 @@ pub(crate) fn dispatch(w: &mut Working<'_>) {
     for task in w.tasks.values().filter(|t| t.status == TaskStatus::Running) {
         load.add(task);
     }
+    // Issue 38: the tick's earlier rounds count: their runs against the cap, their families
+    // as having had their turn.
+    let so_far = &w.snapshot.observations.tick;
+    load.picked = so_far.runs;
+    load.families.extend(so_far.families.iter().cloned());
     let tick_cap = config.limits.max_runs_per_tick;
     // spec §2.2 step 2: while any task waits on quota, run one thing at a time. An executor
     // parked on a quota alone does not count (issue 9): its roles' fallbacks run meanwhile, and
@@ -291,6 +296,26 @@ fn refusal(
             "raise limits.max_runs_per_tick to start more runs per tick",
         ));
     }
+    // budget.per_tick_usd over the tick's earlier rounds (issue 38): the next tick starts it.
+    if let Some(why) = tick_budget_spent(&config.budget, w.snapshot.observations.tick.spent_usd) {
+        let why = why.trim_start_matches("not started: ").to_string();
+        return Some(Hold::new(
+            HoldKind::Budget,
+            why,
+            "raise budget.per_tick_usd",
+        ));
+    }
+    // Issue 38: a run starts only when it can end before the tick's deadline.
+    let bound = super::rounds::run_bound(task, config);
+    if let Err(too_long) =
+        super::rounds::fits(&w.snapshot.observations.tick, w.round_ms, bound, w.now)
+    {
+        return Some(Hold::new(
+            HoldKind::TickTime,
+            too_long.text("its run"),
+            super::rounds::TooLong::FIX,
+        ));
+    }
     if quota_waiting > 0 && load.in_flight >= 1 {
         return Some(Hold::new(
             HoldKind::QuotaThrottle,
@@ -420,7 +445,8 @@ fn unresolved_dependency(w: &Working<'_>, task: &Task) -> Option<String> {
 }
 
 fn claim(w: &mut Working<'_>, task: &Task, waiting_since: Timestamp, rule: &'static str) {
-    let run_id = RunId::for_claim(&w.snapshot.tick_id, &task.id);
+    let round = w.snapshot.observations.tick.rounds;
+    let run_id = RunId::for_round(&w.snapshot.tick_id, round, &task.id);
     let expires_at = w
         .now
         .plus(i64::from(w.config.limits.lease_minutes) * MINUTE);
@@ -436,6 +462,8 @@ fn claim(w: &mut Working<'_>, task: &Task, waiting_since: Timestamp, rule: &'sta
         t.status = TaskStatus::Running;
         t.block_reason = None;
     }
+    // Issue 38: the round's runs go one after another; the next pick must fit after this one.
+    w.round_ms += super::rounds::run_bound(task, w.config);
     w.decide(
         Some(&task.id),
         rule,

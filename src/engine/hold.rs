@@ -35,10 +35,13 @@ pub enum HoldKind {
     Budget,
     /// The repository is paused.
     Paused,
+    /// Its run could not end before the tick's deadline (`limits.tick_minutes`, issue 38).
+    TickTime,
 }
 
 impl HoldKind {
-    /// Holds that a setting of concurrency lifts (the rest are the task's own waits).
+    /// Holds that a setting of concurrency or of the tick lifts (the rest are the task's own
+    /// waits).
     pub fn is_concurrency(self) -> bool {
         match self {
             HoldKind::TickCap
@@ -46,7 +49,8 @@ impl HoldKind {
             | HoldKind::TargetArea
             | HoldKind::LaneFull
             | HoldKind::QuotaThrottle
-            | HoldKind::FamilyTurn => true,
+            | HoldKind::FamilyTurn
+            | HoldKind::TickTime => true,
             HoldKind::Cooldown | HoldKind::Dependency | HoldKind::Budget | HoldKind::Paused => {
                 false
             }

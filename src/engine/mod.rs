@@ -26,9 +26,11 @@ pub mod hold;
 pub mod import;
 pub mod objection;
 pub mod outcome;
+mod planner_gate;
 mod preflight;
 mod recovery;
 pub mod research;
+pub mod rounds;
 pub mod scan;
 pub mod stall;
 pub mod verdict;
@@ -95,8 +97,9 @@ pub struct Observations {
     /// How CI gets started here (token kind, workflow files), for a stalled PR's diagnosis and
     /// for starting CI on a head that passed the scan (`scan.ci`).
     pub ci_setup: stall::CiSetup,
-    /// Heads of active tasks the judge approved (issue 36: under `scan.ci: after-review` CI
-    /// starts on such a head, and it is merged once its checks pass, without a second review).
+    /// Heads of active tasks the judge approved: the approval stands for its head (issue 36:
+    /// under `scan.ci: after-review` CI starts on such a head, and it is merged once its checks
+    /// pass; issue 38: through the review window), and the merge asks no agent again.
     pub judge_approved: BTreeSet<String>,
     /// What was done about PR heads whose expected checks never appeared, by PR number.
     pub ci_heals: BTreeMap<u64, stall::CiHeal>,
@@ -123,6 +126,8 @@ pub struct Observations {
     pub pull_labels: BTreeMap<u64, Vec<String>>,
     /// Who holds an issue's or PR's merge with `/opentiger hold` not yet released, by number.
     pub holds: BTreeMap<u64, String>,
+    /// What this tick's earlier rounds did (issue 38); empty for its first round.
+    pub tick: rounds::TickSoFar,
 }
 
 /// Where a task's pull request stands.
@@ -143,6 +148,8 @@ pub struct Plan {
     pub decisions: Vec<Decision>,
     /// What held each queued task back this tick (issue 27 item 3), by task.
     pub holds: BTreeMap<TaskId, Hold>,
+    /// The longest the work this plan starts may take, one piece after another (issue 38).
+    pub bound_ms: crate::time::Millis,
 }
 
 /// One decision: what happens to what, and why.
@@ -186,12 +193,16 @@ pub enum Action {
         expires_at: Timestamp,
     },
     /// Claim a successful run for review (CAS on its judgement version) and lease its task.
+    /// With `merge_after`, the review window is open until then: an approval is recorded and
+    /// the merge waits (issue 38).
     Judge {
         run_id: RunId,
         expires_at: Timestamp,
         /// `scan.ci: after-review` (issue 36): reviewed before any CI ran on the head; an
         /// approval is recorded, not merged (CI starts on it, the merge follows its checks).
         before_ci: bool,
+        /// The review window is open until then: an approval is recorded, the merge waits.
+        merge_after: Option<Timestamp>,
     },
     /// A review was claimed but never concluded (its tick died): make the run reviewable again.
     ResetJudgeClaim { run_id: RunId },
@@ -313,6 +324,8 @@ pub(crate) struct Working<'a> {
     pub released_judge_leases: Vec<TaskId>,
     /// What held each queued task back (dispatch).
     pub holds: BTreeMap<TaskId, Hold>,
+    /// The bounds of the work this plan starts, summed (issue 38).
+    pub round_ms: crate::time::Millis,
 }
 
 impl<'a> Working<'a> {
@@ -344,7 +357,21 @@ impl<'a> Working<'a> {
             decisions: Vec::new(),
             released_judge_leases: Vec::new(),
             holds: BTreeMap::new(),
+            round_ms: 0,
         }
+    }
+
+    /// Counts work that may take `bound` into this round, or says why it would not end before
+    /// the tick's deadline (`rounds::fits`).
+    pub fn take_time(&mut self, bound: crate::time::Millis) -> Result<(), rounds::TooLong> {
+        rounds::fits(
+            &self.snapshot.observations.tick,
+            self.round_ms,
+            bound,
+            self.now,
+        )?;
+        self.round_ms += bound;
+        Ok(())
     }
 
     pub fn task_runs(&self, id: &TaskId) -> &[&'a Run] {
@@ -480,7 +507,7 @@ pub fn plan(snapshot: &Snapshot, config: &Config, now: Timestamp) -> Plan {
         Some(by) => dispatch::hold_for_pause(&mut w, by),
         None => {
             if gates.start_planner {
-                planner_gate(&mut w, &inputs);
+                planner_gate::planner_gate(&mut w, &inputs);
             }
             if gates.start_dispatcher {
                 dispatch::dispatch(&mut w);
@@ -494,74 +521,8 @@ pub fn plan(snapshot: &Snapshot, config: &Config, now: Timestamp) -> Plan {
         preflight: gates,
         decisions: w.decisions,
         holds: w.holds,
+        bound_ms: w.round_ms,
     }
-}
-
-/// The replan gate (spec §2.5 "shouldTriggerReplan", startup-patterns.md): the preflight allows
-/// planning; plan only if the inputs changed since the last plan (no-diff guard, permanent here
-/// instead of a 10-minute window), the interval passed, and failures on these inputs are within
-/// their bound.
-fn planner_gate(w: &mut Working<'_>, inputs: &PreflightInputs) {
-    let plans = &w.snapshot.plans;
-    let Some(signature) = w.snapshot.observations.plan_signature.clone() else {
-        return;
-    };
-    let config = &w.config.planner;
-    if let Some(last) = plans
-        .last_created
-        .as_ref()
-        .filter(|p| p.signature == signature)
-    {
-        let reason = format!(
-            "no_diff: requirement and base unchanged since plan {} at {} ({} task(s)); nothing new to plan",
-            last.id, last.created_at, last.task_count
-        );
-        w.decide(
-            None,
-            "planner.no_diff",
-            Action::Wait { until: None },
-            reason,
-        );
-        return;
-    }
-    if plans.failures_for >= config.max_failed_attempts {
-        let errors = plans
-            .last_attempt
-            .as_ref()
-            .map(|p| p.errors.join("; "))
-            .unwrap_or_default();
-        let reason = format!(
-            "the planner failed {} times on this requirement (limit {}): {errors}. Decide: fix the requirement or the planner agent, then `opentiger plan --force`",
-            plans.failures_for, config.max_failed_attempts
-        );
-        w.decide(None, "planner.failed", Action::Wait { until: None }, reason);
-        return;
-    }
-    let interval = i64::from(config.replan_interval_minutes) * crate::time::MINUTE;
-    if let Some(next) = plans
-        .last_attempt
-        .as_ref()
-        .map(|p| p.created_at.plus(interval))
-        .filter(|t| *t > w.now)
-    {
-        let reason = format!(
-            "replan interval: the last planner run was less than {} minutes ago; next after {next}",
-            config.replan_interval_minutes
-        );
-        w.decide(
-            None,
-            "planner.interval",
-            Action::Wait { until: Some(next) },
-            reason,
-        );
-        return;
-    }
-    w.decide(
-        None,
-        "preflight.start_planner",
-        Action::StartPlanner,
-        format!("requirement present and no backlog ({}), inputs changed since the last plan: plan new tasks", inputs.flags()),
-    );
 }
 
 /// Gives every non-terminal task without a decision a `Wait` that says what it waits for.

@@ -504,6 +504,25 @@ fn blocked_tasks_recover_by_reason() {
             )
         },
         Case {
+            reason_has: &["follows autofix b (running)"],
+            ..case(
+                "a fix superseded by the next one made at the same instant: the newer is followed",
+                snapshot(
+                    vec![
+                        task("a").blocked(BlockReason::NeedsRework),
+                        child(TaskStatus::Cancelled),
+                        task("b").status(TaskStatus::Running).with(|t| {
+                            t.parent_task_id = Some(TaskId::from("a"));
+                            t.kind = TaskKind::Autofix;
+                        }),
+                    ],
+                    vec![],
+                    vec![lease("b", "rb", "local:box:1", at(30))],
+                ),
+                &[],
+            )
+        },
+        Case {
             reason_has: &["its fix c was cancelled"],
             ..case(
                 "a cancelled fix hands the source to a person",

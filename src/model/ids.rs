@@ -89,6 +89,20 @@ impl RunId {
     pub fn for_claim(tick: &TickId, task: &TaskId) -> RunId {
         RunId(short_hash(&["run", tick.as_str(), task.as_str()]))
     }
+
+    /// The run a tick claims for `task` in its round `round` (0: the first, the same id as
+    /// [`RunId::for_claim`]): a task run again in a later round of the same tick gets its own.
+    pub fn for_round(tick: &TickId, round: u32, task: &TaskId) -> RunId {
+        match round {
+            0 => RunId::for_claim(tick, task),
+            n => RunId(short_hash(&[
+                "run",
+                tick.as_str(),
+                &n.to_string(),
+                task.as_str(),
+            ])),
+        }
+    }
 }
 
 impl TickId {

@@ -90,6 +90,8 @@ pub struct TickLines {
     pub decisions: usize,
     pub runs: usize,
     pub reviews: usize,
+    /// How many rounds the tick had, when more than one (issue 38).
+    pub rounds: Option<usize>,
     /// `$0.42`, when the tick ran anything.
     pub spent: Option<String>,
     pub lines: Vec<String>,
@@ -364,6 +366,7 @@ mod tests {
             decisions: 2,
             runs: 1,
             reviews: 0,
+            rounds: Some(2),
             spent: Some("$0.40".into()),
             lines: vec!["a \"Fix\": queued → running".into()],
         };
@@ -398,7 +401,10 @@ mod tests {
         assert!(!dashboard.contains("@alice"), "{dashboard}");
         let summary = summary.unwrap();
         assert!(summary.contains("## opentiger tick `t1`"), "{summary}");
-        assert!(summary.contains("2 decision(s), 1 run(s), 0 review(s) · spent $0.40"));
+        assert!(
+            summary.contains("2 decision(s), 1 run(s), 0 review(s) in 2 rounds · spent $0.40"),
+            "{summary}"
+        );
         assert!(
             summary.contains("- a \"Fix\": queued → running"),
             "{summary}"

@@ -23,7 +23,7 @@ mod merge;
 #[path = "judge_refs.rs"]
 mod refs;
 pub use merge::PullMerger;
-use merge::{merge_commit, merge_pull};
+use merge::{conflict, merge_commit, merge_pull};
 use refs::{merged_before, unpublished, KeptMerge};
 
 // The trial merge with the base is a commit of its own, never on the task branch: the verdict
@@ -74,6 +74,9 @@ pub struct ReviewBrief<'a> {
     /// Issue 36: what the judge said approving this very head before CI ran; CI passed since,
     /// so it is not reviewed again.
     pub approved_before: Option<&'a str>,
+    /// Issue 38: the review window is open until then: an approval is recorded, the merge
+    /// waits for the first tick after it.
+    pub merge_after: Option<crate::time::Timestamp>,
 }
 
 pub fn judge_run(
@@ -88,6 +91,7 @@ pub fn judge_run(
         Ok(mut r) => {
             r.verification = trace.commands;
             r.spend = trace.spend.map(Box::new);
+            merge::recorded_once(asked, &mut r);
             r
         }
         Err(e) => JudgeResult {
@@ -412,6 +416,9 @@ fn try_merge(
             },
         });
     }
+    if let Some(kept) = merge::window_open(asked, head, &review) {
+        return done(kept);
+    }
     if let Some(merger) = merger {
         return done(merge_pull(merger, task, run, head, review, asked.before_ci));
     }
@@ -428,28 +435,6 @@ fn try_merge(
         judgement: Some(review.row(head)),
         conclusion: JudgeConclusion::Merged { commit },
     })
-}
-
-/// The branch conflicts with the base: changes requested naming the files.
-fn conflict(base: &str, head: &str, files: Vec<String>) -> JudgeResult {
-    JudgeResult {
-        spend: None,
-        verification: Vec::new(),
-        judgement: Some(JudgementRow {
-            head_sha: head.to_string(),
-            verdict: Verdict::RequestChanges,
-            summary: format!("the branch conflicts with {base}"),
-            findings: files
-                .iter()
-                .map(|f| format!("conflicts with {base}: {f}"))
-                .collect(),
-            criteria: Vec::new(),
-        }),
-        conclusion: JudgeConclusion::Conflict {
-            base: base.to_string(),
-            files,
-        },
-    }
 }
 
 /// Issue 35: in local-git mode with the base checked out in the repository, a person's

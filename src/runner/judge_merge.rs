@@ -1,7 +1,8 @@
 //! github mode, the end of a review: the approved head merged by GitHub, bound to the reviewed
 //! SHA — after a last look at what people say about it (issue 26: a standing request for
 //! changes, a hold label or `/opentiger hold` seen now stops the merge); and the commit that
-//! puts an approved change on the base when the judge merges it itself (local-git).
+//! puts an approved change on the base when the judge merges it itself (local-git); a merge
+//! that conflicts; an approval kept through the review window (issue 38).
 
 use super::{JudgeResult, Review};
 use crate::engine::objection::LastWord;
@@ -45,7 +46,7 @@ pub(super) fn settled(
         )
     } else {
         format!(
-            "approved before CI ran, and CI passed on this head since: {}",
+            "approved on this head at an earlier review (CI passed since, or the review window ended): {}",
             asked.approved_before?
         )
     };
@@ -178,5 +179,58 @@ pub(super) fn merge_commit(
                 &message,
             ])
         }
+    }
+}
+
+/// The branch conflicts with the base: changes requested naming the files.
+pub(super) fn conflict(base: &str, head: &str, files: Vec<String>) -> JudgeResult {
+    JudgeResult {
+        spend: None,
+        verification: Vec::new(),
+        judgement: Some(JudgementRow {
+            head_sha: head.to_string(),
+            verdict: Verdict::RequestChanges,
+            summary: format!("the branch conflicts with {base}"),
+            findings: files
+                .iter()
+                .map(|f| format!("conflicts with {base}: {f}"))
+                .collect(),
+            criteria: Vec::new(),
+        }),
+        conclusion: JudgeConclusion::Conflict {
+            base: base.to_string(),
+            files,
+        },
+    }
+}
+
+/// Issue 38: inside the review window an approval is recorded, bound to the head, and the merge
+/// waits for the first tick after it.
+pub(super) fn window_open(
+    asked: super::ReviewBrief<'_>,
+    head: &str,
+    review: &Review,
+) -> Option<JudgeResult> {
+    let until = asked.merge_after?;
+    Some(JudgeResult {
+        spend: None,
+        verification: Vec::new(),
+        judgement: Some(review.row(head)),
+        conclusion: JudgeConclusion::WindowOpen {
+            until,
+            summary: review.summary.clone(),
+        },
+    })
+}
+
+/// An approval that stood (through CI, through the review window) is recorded once, not again
+/// with the merge it lets through.
+pub(super) fn recorded_once(asked: super::ReviewBrief<'_>, result: &mut JudgeResult) {
+    let again = result
+        .judgement
+        .as_ref()
+        .is_some_and(|j| j.verdict == Verdict::Approve);
+    if asked.approved_before.is_some() && again {
+        result.judgement = None;
     }
 }

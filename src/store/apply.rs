@@ -155,6 +155,7 @@ impl Store {
                     run_id,
                     expires_at,
                     before_ci,
+                    ..
                 } => {
                     let id = task_id
                         .ok_or_else(|| StoreError::Invalid("judge claim without a task".into()))?;
@@ -199,7 +200,8 @@ impl Store {
                 Action::ResetJudgeClaim { run_id } => {
                     tx.execute(
                         "UPDATE runs SET judged_at = NULL WHERE id = ?1 \
-                         AND NOT EXISTS (SELECT 1 FROM judgements j WHERE j.run_id = ?1)",
+                         AND NOT EXISTS (SELECT 1 FROM judgements j WHERE j.run_id = ?1 \
+                         AND j.created_at >= runs.judged_at)",
                         [run_id.as_str()],
                     )?;
                     note(

@@ -36,12 +36,14 @@ pub(super) enum Done {
 }
 
 /// Runs the claimed work; with `fan_out` the claimed runs are listed in the summary's matrix
-/// instead of run here.
+/// instead of run here. `first`: the tick's first round, which clears what killed ticks left
+/// and says once what confines the agents.
 pub(super) fn act(
     ctx: &Context,
     forge: Option<&GithubClient>,
     claimed: Claimed,
     fan_out: bool,
+    first: bool,
     summary: &mut TickSummary,
 ) -> Result<Vec<Done>, Failure> {
     let Claimed {
@@ -50,14 +52,18 @@ pub(super) fn act(
         ci_note,
         ..
     } = claimed;
-    let stale = crate::scratch::remove_leftovers();
+    let stale = if first {
+        crate::scratch::remove_leftovers()
+    } else {
+        Vec::new()
+    };
     if !stale.is_empty() {
         summary.lines.push(format!(
             "removed {} folder(s) of killed ticks' runs",
             stale.len()
         ));
     }
-    if !work.is_empty() {
+    if first && !work.is_empty() {
         // Issue 35: where nothing confines an agent, it may write the runner's repository.
         let unconfined = crate::sandbox::in_force(&ctx.config.sandbox)
             .into_iter()
@@ -86,8 +92,8 @@ pub(super) fn act(
     let redactor = ctx.redactor();
     let act = ctx.act(&templates, &redactor, &executor_waits);
     let mut done = Vec::new();
-    // What the runs of this tick spent so far, for budget.per_tick_usd.
-    let mut tick_spend = 0.0;
+    // What the runs of this tick spent so far (its earlier rounds too), for budget.per_tick_usd.
+    let mut tick_spend = ctx.so_far.spent_usd;
     for item in work {
         // An interrupt: nothing new starts. A claimed run goes back to the queue; the rest
         // (reviews, planning, issues) is claimed again by the next tick as a killed tick's is.
@@ -163,6 +169,7 @@ pub(super) fn act(
                 last_word,
                 before_ci,
                 approved_before,
+                merge_after,
             } => {
                 let _span = tracing::info_span!("review", task = %task.id, run = %run.id).entered();
                 let _fold = crate::live::fold(&redactor.redact(&format!(
@@ -193,6 +200,7 @@ pub(super) fn act(
                         approved_by: &approved_by,
                         before_ci,
                         approved_before: approved_before.as_deref(),
+                        merge_after,
                     },
                     merger
                         .as_ref()

@@ -124,6 +124,8 @@ pub(super) enum Work {
         /// Issue 36: the judge approved this head before CI ran (what it said): CI passed since,
         /// so it is merged without a second review.
         approved_before: Option<String>,
+        /// The review window is open until then: approve, but do not merge (issue 38).
+        merge_after: Option<crate::time::Timestamp>,
     },
     Plan(Box<PlanWork>),
     /// Open the GitHub issue mirroring a planned task.
@@ -198,16 +200,31 @@ pub(super) struct Claimed {
     pub(super) executor_waits: crate::engine::fallback::ExecutorWaits,
     /// What a merge's verdict says about CI when there is none to wait for.
     pub(super) ci_note: Option<&'static str>,
+    /// The longest this round's work may take (issue 38).
+    pub(super) bound_ms: crate::time::Millis,
+    /// The families of the tasks whose runs were claimed (issue 38: they had their turn).
+    pub(super) families: Vec<TaskId>,
 }
 
 pub(super) fn claim(ctx: &Context, store: &mut Store) -> Result<Claimed, Failure> {
+    let (snapshot, plan) = ctx.plan(store)?;
+    claim_plan(ctx, store, &snapshot, &plan)
+}
+
+/// Applies a plan already made on this store (a round after the first, issue 38), and lists
+/// the work it claimed.
+pub(super) fn claim_plan(
+    ctx: &Context,
+    store: &mut Store,
+    snapshot: &crate::engine::Snapshot,
+    plan: &crate::engine::Plan,
+) -> Result<Claimed, Failure> {
     let writer = Writer {
         tick_id: Some(&ctx.tick_id),
         actor: ctx.agent_id.as_str(),
         now: ctx.now,
     };
-    let (snapshot, plan) = ctx.plan(store)?;
-    check_agents(ctx, &snapshot, &plan)?;
+    check_agents(ctx, snapshot, plan)?;
     let mut lines = plan
         .decisions
         .iter()
@@ -215,13 +232,13 @@ pub(super) fn claim(ctx: &Context, store: &mut Store) -> Result<Claimed, Failure
         .map(|d| format!("[{}] {}", d.rule, crate::report::describe_action(d)))
         .collect::<Vec<_>>();
     let decisions = lines.len();
-    lines.extend(crate::report::why_idle(&plan, &snapshot.tasks));
+    lines.extend(crate::report::why_idle(plan, &snapshot.tasks));
     // Issue 27: fewer runs than the tick allows say what held the rest back.
     lines.extend(
         plan.held_back()
             .map(|l| format!("[{}] {l}", crate::engine::HELD_BACK)),
     );
-    let applied = store.apply_plan(&plan, writer)?;
+    let applied = store.apply_plan(plan, writer)?;
     let mut work = Vec::new();
     for (task_id, run_id) in &applied.claims {
         let task = store.task(task_id)?;
@@ -250,16 +267,26 @@ pub(super) fn claim(ctx: &Context, store: &mut Store) -> Result<Claimed, Failure
             Some(pr) => Some(super::last_word::LastWordCheck::read(store, &task, pr)?),
             None => None,
         };
+        let head = run.head_sha.clone().unwrap_or_default();
         let approved_by = last_word
             .as_ref()
-            .map(|l| l.approved_by(ctx, run.head_sha.as_deref().unwrap_or_default()))
+            .map(|l| l.approved_by(ctx, &head))
             .unwrap_or_default();
-        let approved_before = match (ctx.config.scan.ci, run.head_sha.as_deref()) {
-            (crate::config::CiStart::AfterReview, Some(head)) if !before_ci => {
-                store.judge_approval(run_id, head)?
-            }
+        // An approval of this very head stands (issue 36: reviewed before CI ran, CI passed
+        // since; issue 38: approved inside the review window, which has passed): the merge
+        // asks no agent again.
+        let approved_before = match run.head_sha.as_deref() {
+            Some(head) if !before_ci => store.judge_approval(run_id, head)?,
             _ => None,
         };
+        let merge_after = plan.decisions.iter().find_map(|d| match &d.action {
+            crate::engine::Action::Judge {
+                run_id: judged,
+                merge_after,
+                ..
+            } if judged == run_id => *merge_after,
+            _ => None,
+        });
         work.push(Work::Review {
             task,
             run: Box::new(run),
@@ -269,6 +296,7 @@ pub(super) fn claim(ctx: &Context, store: &mut Store) -> Result<Claimed, Failure
             last_word,
             before_ci: *before_ci,
             approved_before,
+            merge_after,
         });
     }
     if applied.start_planner {
@@ -291,11 +319,23 @@ pub(super) fn claim(ctx: &Context, store: &mut Store) -> Result<Claimed, Failure
     let heartbeat_due = store
         .last_tick()?
         .is_none_or(|t| ctx.now.minus(t.started_at) >= crate::time::HOUR);
+    let tasks: std::collections::BTreeMap<TaskId, Task> = snapshot
+        .tasks
+        .iter()
+        .map(|t| (t.id.clone(), t.clone()))
+        .collect();
+    let families = applied
+        .claims
+        .iter()
+        .map(|(task_id, _)| crate::engine::fairness::family_of(&tasks, task_id))
+        .collect();
     Ok(Claimed {
         heartbeat_due,
         decisions,
         lines,
         work,
+        bound_ms: plan.bound_ms,
+        families,
         executor_waits: snapshot.observations.executor_waits.clone(),
         ci_note: (snapshot.observations.expected_checks.source
             == crate::engine::gate::ExpectedSource::Nothing

@@ -13,7 +13,7 @@ use crate::git::Git;
 use crate::model::{AgentId, Mode, TickId};
 use crate::statebranch::{LoadError, SaveError, StateRef};
 use crate::store::{self, SnapshotLimits, Store};
-use crate::time::Timestamp;
+use crate::time::{Timestamp, MINUTE};
 
 /// Saves tried before a state conflict is reported (exit code 3).
 const SAVE_ATTEMPTS: u32 = 12;
@@ -76,6 +76,9 @@ pub struct Context {
     pub tick_id: TickId,
     /// `--now` was given: the clock never moves (tests, what-if questions).
     pub fixed_clock: bool,
+    /// What this tick's earlier rounds did, and its deadline (issue 38); for a command that is
+    /// not a tick, the deadline a tick starting now would have.
+    pub so_far: crate::engine::rounds::TickSoFar,
 }
 
 impl Context {
@@ -89,12 +92,17 @@ impl Context {
         };
         Ok(Context {
             repo: options.repo.clone(),
-            config,
             config_source,
             now,
             agent_id: AgentId::detect(|k| std::env::var(k).ok()),
             tick_id: TickId::fresh(now.0),
             fixed_clock: options.now.is_some(),
+            so_far: crate::engine::rounds::TickSoFar {
+                deadline: (config.limits.tick_minutes > 0)
+                    .then(|| now.plus(i64::from(config.limits.tick_minutes) * MINUTE)),
+                ..Default::default()
+            },
+            config,
         })
     }
 
@@ -314,7 +322,8 @@ impl Context {
                 )?
                 .or_workflows(&ci_setup.push_workflows),
             ci_setup,
-            judge_approved: if github {
+            // Elsewhere only with a review window, which keeps approvals too (issue 38).
+            judge_approved: if github || self.config.merge.review_window_minutes.unwrap_or(0) > 0 {
                 store.judge_approved_heads()?
             } else {
                 Default::default()
@@ -350,6 +359,7 @@ impl Context {
             } else {
                 BTreeMap::new()
             },
+            tick: self.so_far.clone(),
         })
     }
 

@@ -30,6 +30,7 @@ mod publish;
 mod record;
 mod report;
 mod research;
+mod rounds;
 pub mod status;
 mod threads;
 pub mod work;
@@ -78,8 +79,11 @@ pub fn tick(ctx: &Context) -> Result<TickSummary, Failure> {
     tick_with(ctx, false)
 }
 
-/// One tick; with `fan_out` the claimed runs are listed in the summary's matrix, not run.
+/// One tick; with `fan_out` the claimed runs are listed in the summary's matrix, not run (and
+/// the tick has one round). Otherwise, after each round the tick plans again and goes on while
+/// the next step needs nothing from outside and fits before its deadline ([`rounds`]).
 pub fn tick_with(ctx: &Context, fan_out: bool) -> Result<TickSummary, Failure> {
+    let ctx = &rounds::first(ctx, fan_out);
     claim::preflight_checks(ctx)?;
     let span = tracing::info_span!("tick", id = %ctx.tick_id);
     let _enter = span.enter();
@@ -202,33 +206,15 @@ pub fn tick_with(ctx: &Context, fan_out: bool) -> Result<TickSummary, Failure> {
         return Ok(summary);
     }
 
-    let done = act::act(ctx, forge.as_ref(), claimed, fan_out, &mut summary)?;
+    let ended = rounds::run(ctx, forge.as_ref(), claimed, fan_out, &mut summary)?;
     if forge.as_ref().is_some_and(|c| c.checks_refused.get()) {
         summary.lines.push(checks::STATUSES_NOTE.to_string());
     }
-
-    // Phase 3: record, on the latest state, only where our leases still hold.
-    let now = ctx.later();
-    let recorded = ctx.record_state("record", |store| {
-        record::record(ctx, store, &done, now, &summary)
-    })?;
-    summary.lines.extend(recorded.lines);
-    summary.stray = recorded.stray;
-    if summary.claimed > 0 {
-        summary.spend_today = Some((recorded.spent_today, ctx.config.budget.per_day_usd));
-    }
-    summary.tasks_done = recorded.tasks_done;
-    summary.merged = recorded.merged;
-    summary.spend_usd = recorded.spend_usd;
-    summary.failures = recorded.failures;
-    if let Some(signal) = crate::process::interrupt::requested() {
-        summary.lines.push(format!(
-            "interrupted by {}: nothing new started; {} run(s) stopped, cancelled and queued again; state saved",
-            signal.name(),
-            recorded.interrupted
-        ));
+    summary.requests = forge.as_ref().map_or(0, |c| c.requests.get());
+    match ended {
+        rounds::Ended::Done => {}
         // What is owed to GitHub waits for the next tick: the person asked to stop.
-        return Ok(summary);
+        rounds::Ended::Interrupted => return Ok(summary),
     }
     // A plan the planner just held for approval is shown on the requirement's issue.
     if let Some(client) = &forge {

@@ -117,6 +117,17 @@ pub fn post_verdict(
             "**opentiger judge: approved, not merged** (task `{}`): {reason}. A person decides: merge it by hand, or change the rule and retry the task.",
             task.id
         ),
+        JudgeConclusion::WindowOpen { until, summary } => format!(
+            "**opentiger judge: approved** (task `{}`): {summary}\n\nMerged after the review window, at {until} (`merge.review_window_minutes`), by the first tick after it. Until then a request for changes from a maintainer, a hold label ({}) or `/opentiger hold` stops it.",
+            task.id,
+            ctx.config
+                .merge
+                .hold_labels
+                .iter()
+                .map(|l| format!("`{l}`"))
+                .collect::<Vec<_>>()
+                .join(", ")
+        ),
         JudgeConclusion::Held { reason } => format!(
             "**opentiger judge: approved, not merged** (task `{}`): {reason}. It is merged once nothing holds it.",
             task.id

@@ -39,6 +39,8 @@ pub struct TickSummary {
     pub failures: Vec<RunFailure>,
     /// A person ticked a dashboard checkbox (github mode): the dashboard is rewritten unticked.
     pub dashboard_ticked: bool,
+    /// Rounds the tick recorded (issue 38): 0 for a quiet tick, 1 for a tick that did one step.
+    pub rounds: usize,
 }
 
 /// A run of this tick that failed, and where that left its task.
@@ -56,8 +58,13 @@ pub struct RunFailure {
 
 impl TickSummary {
     pub fn text(&self) -> String {
+        let rounds = if self.rounds > 1 {
+            format!(" in {} rounds", self.rounds)
+        } else {
+            String::new()
+        };
         let mut out = format!(
-            "tick {}: {} decision(s), {} run(s), {} review(s)\n",
+            "tick {}: {} decision(s), {} run(s), {} review(s){rounds}\n",
             self.tick_id, self.decisions, self.started, self.judged
         );
         for line in &self.lines {
@@ -85,6 +92,7 @@ impl TickSummary {
             decisions: self.decisions,
             runs: self.started,
             reviews: self.judged,
+            rounds: (self.rounds > 1).then_some(self.rounds),
             spent: self.spend_today.map(|_| format!("${:.2}", self.spend_usd)),
             lines: self.lines.clone(),
         }
@@ -100,7 +108,7 @@ impl TickSummary {
             "spent_today_usd": self.spend_today.map(|(today, _)| today),
             "tasks_done": self.tasks_done, "prs_opened": self.prs_opened,
             "prs_updated": self.prs_updated, "merged": self.merged,
-            "spend_usd": self.spend_usd, "failures": self.failures,
+            "spend_usd": self.spend_usd, "failures": self.failures, "rounds": self.rounds,
             "peak_memory_kib": peak_memory_kib(),
         })
     }

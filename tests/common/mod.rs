@@ -172,6 +172,8 @@ pub struct Setup {
     pub worker: &'static str,
     /// Lines under `agents.planner` (4 spaces).
     pub planner: &'static str,
+    /// Lines under `agents.judge` (4 spaces).
+    pub judge: &'static str,
     /// Top-level lines.
     pub extra: &'static str,
 }
@@ -183,6 +185,7 @@ impl Default for Setup {
             default_agent: "",
             worker: "",
             planner: "",
+            judge: "",
             extra: "",
         }
     }
@@ -201,7 +204,7 @@ impl GitRepo {
         g.judge("#!/bin/sh\necho '{\"verdict\": \"approve\", \"summary\": \"fine\"}' > \"$OPENTIGER_RESULT_FILE\"\n");
         g.planner("#!/bin/sh\necho '{\"tasks\": []}' > \"$OPENTIGER_RESULT_FILE\"\n");
         let config = format!(
-            "mode: {mode}\nagents:\n  default:\n    executor: command\n    command: [\"{agent}\"]\n    timeout_minutes: 1\n{default}  worker:\n{worker}  planner:\n    command: [\"{planner_cmd}\"]\n{planner}  judge:\n    command: [\"{judge}\"]\nretry:\n  cooldown_seconds: 60\n{extra}",
+            "mode: {mode}\nagents:\n  default:\n    executor: command\n    command: [\"{agent}\"]\n    timeout_minutes: 1\n{default}  worker:\n{worker}  planner:\n    command: [\"{planner_cmd}\"]\n{planner}  judge:\n    command: [\"{judge}\"]\n{judge_lines}retry:\n  cooldown_seconds: 60\n{extra}",
             mode = setup.mode,
             agent = g.tools.path().join("agent.sh").display(),
             judge = g.tools.path().join("judge.sh").display(),
@@ -209,6 +212,7 @@ impl GitRepo {
             worker = setup.worker,
             planner_cmd = g.tools.path().join("planner.sh").display(),
             planner = setup.planner,
+            judge_lines = setup.judge,
             extra = if setup.extra.contains("sandbox:") {
                 setup.extra.to_string()
             } else {

@@ -213,6 +213,18 @@ pub fn files_on_main(s: &Setup) -> String {
     git(&s.origin, &["ls-tree", "--name-only", "main"])
 }
 
+/// Configuration for tests whose subject is what each step of the loop shows (a check run's
+/// states, what reaches the next attempt's prompt): every tick does one step, as before ticks
+/// had rounds, and an approval merges at once (`limits.tick_minutes: 0`,
+/// `merge.review_window_minutes: 0`; issue 38's rounds and window are tested in
+/// `tests/rounds.rs`). Appends `limits:` and `merge:`, then `merge_keys` (lines under `merge:`).
+pub fn one_step_per_tick(s: &Setup, merge_keys: &str) {
+    set_config(
+        s,
+        &format!("limits:\n  tick_minutes: 0\nmerge:\n  review_window_minutes: 0\n{merge_keys}"),
+    );
+}
+
 pub fn set_config(s: &Setup, extra: &str) {
     let path = s.clone.join(".opentiger.yml");
     let config = std::fs::read_to_string(&path).unwrap();

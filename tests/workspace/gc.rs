@@ -7,7 +7,12 @@ use super::{ancestor, finish, slow_agent, slow_task, spawn_tick, wait_for};
 
 #[test]
 fn a_person_s_gc_during_a_run_and_during_its_review_breaks_neither() {
-    let g = GitRepo::with(Setup::default());
+    // One step per tick (issue 38: the review does not fit after the run in a tick of 1
+    // minute), so the test can act between the run and its review.
+    let g = GitRepo::with(Setup {
+        extra: "limits:\n  tick_minutes: 1\n",
+        ..Setup::default()
+    });
     slow_agent(&g);
     let tools = g.tools_path().display().to_string();
     g.judge(&format!(

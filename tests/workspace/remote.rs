@@ -107,7 +107,12 @@ fn a_tick_killed_between_commit_and_push_still_lands_on_the_remote() {
 /// pushed): the judge publishes it and reviews it, never fails on "branch … is gone".
 #[test]
 fn the_judge_publishes_a_run_s_branch_missing_on_the_remote() {
-    let g = GitRepo::with(Setup::default());
+    // One step per tick (issue 38: the review does not fit after the run in a tick of 1
+    // minute), so the test can act between the run and its review.
+    let g = GitRepo::with(Setup {
+        extra: "limits:\n  tick_minutes: 1\n",
+        ..Setup::default()
+    });
     let origin = with_origin(&g);
     g.agent("#!/bin/sh\necho task > task.txt\n");
     let id = g.repo.add(&["--title", "T", "--goal", "task.txt"]);

@@ -355,6 +355,9 @@ fn follow_child(w: &mut Working<'_>, id: &TaskId) {
         );
         return;
     }
+    // The newest child; of children made at the same instant (two rounds of one tick on a
+    // fixed clock), the one that superseded the other (issue 38): a cancelled child never
+    // stands for one made with it.
     let child = w
         .tasks
         .values()
@@ -362,6 +365,7 @@ fn follow_child(w: &mut Working<'_>, id: &TaskId) {
         .max_by(|a, b| {
             a.created_at
                 .cmp(&b.created_at)
+                .then((a.status != TaskStatus::Cancelled).cmp(&(b.status != TaskStatus::Cancelled)))
                 .then(a.rework_depth.cmp(&b.rework_depth))
         })
         .cloned();

@@ -428,6 +428,12 @@ pub(crate) fn judge_work(w: &mut Working<'_>) {
 
 /// Claims the review of the task's newest successful, unjudged run, or waits out the backoff of
 /// a failed review. `false` when there is nothing to review (or it is being reviewed).
+///
+/// Issue 38: a head is reviewed at most once per tick; an approved run waits out its review
+/// window (`merge.review_window_minutes` after the push) and is then claimed to merge, without
+/// asking the judge agent again; a review claimed inside the window records the approval and
+/// leaves the merge for later; and a review is claimed only when it can end before the tick's
+/// deadline.
 pub(super) fn review_if_due(w: &mut Working<'_>, id: &TaskId) -> bool {
     review_if_due_as(w, id, false)
 }
@@ -435,6 +441,7 @@ pub(super) fn review_if_due(w: &mut Working<'_>, id: &TaskId) -> bool {
 /// [`review_if_due`]; `before_ci`: the review comes before any CI ran on the head (issue 36,
 /// `scan.ci: after-review`), so an approval is recorded, not merged.
 fn review_if_due_as(w: &mut Working<'_>, id: &TaskId, before_ci: bool) -> bool {
+    use super::super::rounds::{self, REVIEWED_RULE, TIME_RULE, WINDOW_RULE};
     let leased = w.leases.contains_key(id) && !w.released_judge_leases.contains(id);
     if leased {
         return false;
@@ -448,14 +455,37 @@ fn review_if_due_as(w: &mut Working<'_>, id: &TaskId, before_ci: bool) -> bool {
             _ => None,
         })
         .collect();
-    let run = w
-        .task_runs(id)
-        .iter()
-        .find(|r| {
-            r.status == RunStatus::Success && (r.judged_at.is_none() || reset.contains(&r.id))
-        })
-        .map(|r| r.id.clone());
-    let Some(run_id) = run else { return false };
+    let run = w.task_runs(id).iter().copied().find(|r| {
+        r.status == RunStatus::Success && (r.judged_at.is_none() || reset.contains(&r.id))
+    });
+    let Some(run) = run else { return false };
+    let run_id = run.id.clone();
+    let obs = &w.snapshot.observations;
+    let head = run.head_sha.clone().unwrap_or_default();
+    if obs.tick.reviewed.contains(&(run_id.clone(), head.clone())) {
+        w.wait(
+            id,
+            None,
+            REVIEWED_RULE,
+            format!(
+                "run {run_id} was reviewed in an earlier round of this tick at {}: looked at \
+                 again next tick",
+                short_sha(&head)
+            ),
+        );
+        return true;
+    }
+    let approved = obs.judge_approved.contains(&head);
+    // CI gates the merge when checks are required and the repository has CI to wait for.
+    let ci_gates = w.config.merge.require_checks
+        && obs.expected_checks.source != super::super::gate::ExpectedSource::Nothing;
+    let minutes = rounds::review_window(w.config, ci_gates);
+    let window = rounds::window_open_until(run, minutes, w.now);
+    if let (true, Some(until)) = (approved, window) {
+        let reason = rounds::window_reason(w.config, id, minutes, until, w.now);
+        w.wait(id, Some(until), WINDOW_RULE, reason);
+        return true;
+    }
     if let Some(at) = w.tasks[id].next_attempt_at.filter(|at| *at > w.now) {
         w.wait(
             id,
@@ -474,31 +504,50 @@ fn review_if_due_as(w: &mut Working<'_>, id: &TaskId, before_ci: bool) -> bool {
             "judge.direct_mode",
             format!("direct mode has no review: run {run_id} accepted"),
         );
-    } else {
-        let expires_at = w
-            .now
-            .plus(i64::from(w.config.limits.lease_minutes) * crate::time::MINUTE);
-        let (rule, why) = if before_ci {
-            (
-                "judge.review_before_ci",
-                format!("run {run_id} succeeded: the judge reviews it before CI runs on it (scan.ci: after-review)"),
-            )
-        } else {
-            (
-                "judge.review",
-                format!("run {run_id} succeeded and is not judged yet"),
-            )
-        };
-        w.decide(
-            Some(id),
-            rule,
-            Action::Judge {
-                run_id: run_id.clone(),
-                expires_at,
-                before_ci,
-            },
-            why,
-        );
+        return true;
     }
+    let bound = rounds::review_bound(&w.tasks[id], w.config, !approved);
+    if let Err(too_long) = w.take_time(bound) {
+        let what = if approved { "its merge" } else { "its review" };
+        let reason = format!("{}; {}", too_long.text(what), rounds::TooLong::FIX);
+        w.wait(id, None, TIME_RULE, reason);
+        return true;
+    }
+    let expires_at = w
+        .now
+        .plus(i64::from(w.config.limits.lease_minutes) * crate::time::MINUTE);
+    let (rule, reason) = match (before_ci, approved, window) {
+        (true, _, _) => (
+            "judge.review_before_ci",
+            format!("run {run_id} succeeded: the judge reviews it before CI runs on it (scan.ci: after-review)"),
+        ),
+        (false, true, _) => (
+            "judge.review",
+            format!("run {run_id} was approved on this head: merge it, with no second review"),
+        ),
+        (false, false, Some(until)) => (
+            "judge.review",
+            format!(
+                "run {run_id} succeeded and is not judged yet; if approved, it merges after the \
+                 review window, at {until}"
+            ),
+        ),
+        (false, false, None) => (
+            "judge.review",
+            format!("run {run_id} succeeded and is not judged yet"),
+        ),
+    };
+    w.decide(
+        Some(id),
+        rule,
+        Action::Judge {
+            run_id,
+            expires_at,
+            before_ci,
+            // An approval before CI is not merged whatever the window says.
+            merge_after: window.filter(|_| !before_ci),
+        },
+        reason,
+    );
     true
 }
