@@ -252,3 +252,41 @@ fn the_checker_sees_imports_it_must_see() {
         "executor/adapter → executor/report"
     );
 }
+
+/// Issue 41: no import cycle among the modules of any folder, of any length (`a → b → c → a`
+/// as much as `a ↔ b`): each folder's modules form layers a reader can take one at a time.
+#[test]
+fn no_folder_has_an_import_cycle() {
+    let edges = edges(&sources());
+    let mut cycles = Vec::new();
+    let mut reported: BTreeSet<ModPath> = BTreeSet::new();
+    for start in edges.keys() {
+        if reported.contains(start) {
+            continue;
+        }
+        // A path back to `start` through its siblings, found depth first.
+        let mut stack: Vec<(ModPath, Vec<ModPath>)> = vec![(start.clone(), vec![start.clone()])];
+        let mut seen: BTreeSet<ModPath> = BTreeSet::new();
+        while let Some((at, path)) = stack.pop() {
+            for next in edges.get(&at).into_iter().flatten() {
+                if next == start {
+                    let ring: Vec<String> = path.iter().map(|m| m.join("/")).collect();
+                    cycles.push(format!("{} → {}", ring.join(" → "), start.join("/")));
+                    reported.extend(path.iter().cloned());
+                    stack.clear();
+                    break;
+                }
+                if seen.insert(next.clone()) {
+                    let mut longer = path.clone();
+                    longer.push(next.clone());
+                    stack.push((next.clone(), longer));
+                }
+            }
+        }
+    }
+    assert!(
+        cycles.is_empty(),
+        "import cycles (move the shared piece down a layer, or merge the concern):\n{}",
+        cycles.join("\n")
+    );
+}
