@@ -32,10 +32,10 @@ fn sources() -> Vec<Source> {
             if module.first().is_some_and(|m| m == "main" || m == "lib") {
                 return None;
             }
-            // Test-only files (`dispatch_tests.rs`, `tests.rs`) are not part of what ships.
-            if module
-                .last()
-                .is_some_and(|m| m == "tests" || m.ends_with("_tests"))
+            // Test-only files (`dispatch_tests.rs`, `tests.rs`, a `tests/` folder) are not part
+            // of what ships.
+            if module.iter().any(|m| m == "tests")
+                || module.last().is_some_and(|m| m.ends_with("_tests"))
             {
                 return None;
             }
