@@ -251,6 +251,17 @@ fn the_checker_sees_imports_it_must_see() {
         has(&["executor", "adapter"], &["executor", "report"]),
         "executor/adapter → executor/report"
     );
+    assert!(
+        has(&["tick", "observe"], &["tick", "people"]),
+        "tick/observe → tick/people"
+    );
+    assert!(
+        has(
+            &["tick", "people", "commands"],
+            &["tick", "people", "effects"]
+        ),
+        "tick/people/commands → tick/people/effects"
+    );
 }
 
 /// Issue 41: no import cycle among the modules of any folder, of any length (`a → b → c → a`

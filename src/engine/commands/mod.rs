@@ -5,7 +5,7 @@
 //! starts with `/opentiger`; quoted lines and code are not commands), and [`decide`] turns one
 //! command, who asked and the tasks it may name into state changes ([`Effect`]) and the one
 //! reply that says what happened. Reading comments, checking permission, applying the effects
-//! and posting the reply are the tick's (`tick/commands.rs`). Not for: GitHub's wire shapes.
+//! and posting the reply are the tick's (`tick::people`). Not for: GitHub's wire shapes.
 
 use std::collections::BTreeMap;
 
