@@ -384,8 +384,8 @@ impl CheckDomain {
         let own = [cwd.to_path_buf(), scratch.path().to_path_buf(), home];
         let confine = super::confinement(config, &own, door.landlock_port())?;
         let writable = super::with_configured(config, &own);
-        let group_record =
-            super::records_dir(repo).map(|dir| crate::sandbox::groups::record_path(&dir, &name));
+        let group_record = crate::sandbox::groups::records_of(repo)
+            .map(|dir| crate::sandbox::groups::record_path(&dir, &name));
         Ok(CheckDomain {
             door,
             group_record,

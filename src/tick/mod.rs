@@ -86,7 +86,7 @@ pub fn tick_with(ctx: &Context, fan_out: bool) -> Result<TickSummary, Failure> {
     let span = tracing::info_span!("tick", id = %ctx.tick_id);
     let _enter = span.enter();
     // Agents a killed tick left running on this host die before their work is claimed again.
-    let orphans = crate::runner::kill_orphaned_agents(&ctx.repo);
+    let orphans = crate::sandbox::groups::kill_orphaned_agents(&ctx.repo);
     if !orphans.is_empty() {
         tracing::info!(
             "killed {} agent group(s) left by killed ticks",

@@ -42,7 +42,7 @@ pub fn work_output(ctx: &Context, run_id: &RunId, dir: &Path) -> Result<Written,
             "`work --output` needs a task branch to bundle: it works in `mode: github` or `mode: local-git`, not `mode: direct`",
         ));
     }
-    crate::runner::kill_orphaned_agents(&ctx.repo);
+    crate::sandbox::groups::kill_orphaned_agents(&ctx.repo);
     let store = ctx.read_fetched_store()?;
     let task_id = match waiting(run_id, store.fan_out_claim(run_id, ctx.now)?) {
         Ok(Waiting::Ready(task)) => task,

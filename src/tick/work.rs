@@ -40,7 +40,7 @@ pub enum WorkDone {
 /// Takes over one fan-out run's lease, works on it like a tick would, and records it.
 pub fn work_run(ctx: &Context, run_id: &RunId) -> Result<WorkDone, Failure> {
     let run_id = run_id.clone();
-    crate::runner::kill_orphaned_agents(&ctx.repo);
+    crate::sandbox::groups::kill_orphaned_agents(&ctx.repo);
     let forge = match ctx.config.mode {
         Mode::Github => Some(
             GithubClient::from_env(None, crate::credentials::lookup)
