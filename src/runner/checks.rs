@@ -1,6 +1,7 @@
 //! The checks the runner applies to a change, shared by the worker and the judge: the path
 //! policy and the verification commands (what the change holds is `content.rs`). Same matcher,
-//! same commands, both places (spec §8.14).
+//! same commands, both places (spec §8.14). Not for: what a failed check means for the task
+//! (`engine::outcome`, `engine::verdict`).
 
 use std::path::Path;
 use std::time::Duration;

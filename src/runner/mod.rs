@@ -1,6 +1,9 @@
 //! The act phase of a tick (DESIGN §3 step 5): running claimed work and reviews. Everything here
 //! touches the world (worktrees, agents, commands, git); every decision about what the results
 //! mean is made by the engine (`engine::outcome`, `engine::verdict`).
+//!
+//! Not for: deciding (the engine), GitHub (`tick::publish`, `tick::people`), or ending what a
+//! killed tick left running (`sandbox::groups`, called by the tick before it claims).
 
 mod agent;
 mod checks;

@@ -5,9 +5,9 @@
 //! writes the result to DIR ([`crate::safe_output`]) for `opentiger apply DIR` in a job that
 //! holds the token.
 //!
-//! Nothing here writes the state, talks to the forge or the remote, or asks `credentials` for
-//! a token: the redactor reads the environment alone, and the run keeps its commit on the local
-//! task branch ([`Delivery::Keep`]).
+//! Not for: writing the state, talking to the forge or the remote, or asking `credentials` for
+//! a token — nothing here does: the redactor reads the environment alone, and the run keeps its
+//! commit on the local task branch ([`Delivery::Keep`]).
 
 use std::path::Path;
 
