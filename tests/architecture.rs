@@ -1,7 +1,8 @@
 //! The shape of the code, checked (ARCHITECTURE.md, issue 13): the engine reads only the model,
 //! the configuration and the time; nothing imports the command line; no two modules import each
-//! other. Reads `src/` as text: what counts is every `crate::`/`super::` path in code that ships
-//! (comments and `#[cfg(test)]` modules left out).
+//! other, and no folder's modules import each other round (issue 41). Reads `src/` as text: what
+//! counts is every `crate::`/`super::` path in code that ships (comments, `#[cfg(test)]` modules
+//! and test files left out). Not for: what a module may do at run time (the other tests).
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
