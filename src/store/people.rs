@@ -286,7 +286,7 @@ impl Store {
             .conn
             .query_row(
                 "SELECT pr_number FROM runs WHERE task_id = ?1 AND pr_number IS NOT NULL \
-                 ORDER BY started_at DESC LIMIT 1",
+                 ORDER BY started_at DESC, rowid DESC LIMIT 1",
                 [task.as_str()],
                 |r| r.get::<_, i64>(0),
             )

@@ -58,7 +58,7 @@ impl Store {
         // The newest runs of each active task, through the (task_id, started_at) index.
         let run_sql = format!(
             "SELECT {RUN_COLUMNS} FROM ( \
-               SELECT r.*, ROW_NUMBER() OVER (PARTITION BY r.task_id ORDER BY r.started_at DESC, r.id DESC) AS n \
+               SELECT r.*, ROW_NUMBER() OVER (PARTITION BY r.task_id ORDER BY r.started_at DESC, r.rowid DESC) AS n \
                FROM runs r WHERE r.task_id IN (SELECT id FROM tasks WHERE status IN ({ACTIVE_LIST})) \
              ) WHERE n <= ?1"
         );

@@ -229,7 +229,7 @@ impl Store {
     /// The newest runs of a task, newest first.
     pub fn runs_of(&self, id: &TaskId, limit: usize) -> Result<Vec<Run>, StoreError> {
         let sql = format!(
-            "SELECT {RUN_COLUMNS} FROM runs WHERE task_id = ?1 ORDER BY started_at DESC, id DESC LIMIT ?2"
+            "SELECT {RUN_COLUMNS} FROM runs WHERE task_id = ?1 ORDER BY started_at DESC, rowid DESC LIMIT ?2"
         );
         let runs = self
             .conn
@@ -242,7 +242,7 @@ impl Store {
     /// The newest runs of all tasks, newest first.
     pub fn recent_runs(&self, limit: usize) -> Result<Vec<Run>, StoreError> {
         let sql =
-            format!("SELECT {RUN_COLUMNS} FROM runs ORDER BY started_at DESC, id DESC LIMIT ?1");
+            format!("SELECT {RUN_COLUMNS} FROM runs ORDER BY started_at DESC, rowid DESC LIMIT ?1");
         let runs = self
             .conn
             .prepare(&sql)?
