@@ -1,7 +1,8 @@
 //! The shape of the code, checked (ARCHITECTURE.md, issue 13): the engine reads only the model,
 //! the configuration and the time; nothing imports the command line; no two modules import each
-//! other. Reads `src/` as text: what counts is every `crate::`/`super::` path in code that ships
-//! (comments and `#[cfg(test)]` modules left out).
+//! other, and no folder's modules import each other round (issue 41). Reads `src/` as text: what
+//! counts is every `crate::`/`super::` path in code that ships (comments, `#[cfg(test)]` modules
+//! and test files left out). Not for: what a module may do at run time (the other tests).
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
@@ -32,10 +33,10 @@ fn sources() -> Vec<Source> {
             if module.first().is_some_and(|m| m == "main" || m == "lib") {
                 return None;
             }
-            // Test-only files (`dispatch_tests.rs`, `tests.rs`) are not part of what ships.
-            if module
-                .last()
-                .is_some_and(|m| m == "tests" || m.ends_with("_tests"))
+            // Test-only files (`dispatch_tests.rs`, `tests.rs`, a `tests/` folder) are not part
+            // of what ships.
+            if module.iter().any(|m| m == "tests")
+                || module.last().is_some_and(|m| m.ends_with("_tests"))
             {
                 return None;
             }
@@ -250,5 +251,54 @@ fn the_checker_sees_imports_it_must_see() {
     assert!(
         has(&["executor", "adapter"], &["executor", "report"]),
         "executor/adapter → executor/report"
+    );
+    assert!(
+        has(&["tick", "observe"], &["tick", "people"]),
+        "tick/observe → tick/people"
+    );
+    assert!(
+        has(
+            &["tick", "people", "commands"],
+            &["tick", "people", "effects"]
+        ),
+        "tick/people/commands → tick/people/effects"
+    );
+}
+
+/// Issue 41: no import cycle among the modules of any folder, of any length (`a → b → c → a`
+/// as much as `a ↔ b`): each folder's modules form layers a reader can take one at a time.
+#[test]
+fn no_folder_has_an_import_cycle() {
+    let edges = edges(&sources());
+    let mut cycles = Vec::new();
+    let mut reported: BTreeSet<ModPath> = BTreeSet::new();
+    for start in edges.keys() {
+        if reported.contains(start) {
+            continue;
+        }
+        // A path back to `start` through its siblings, found depth first.
+        let mut stack: Vec<(ModPath, Vec<ModPath>)> = vec![(start.clone(), vec![start.clone()])];
+        let mut seen: BTreeSet<ModPath> = BTreeSet::new();
+        while let Some((at, path)) = stack.pop() {
+            for next in edges.get(&at).into_iter().flatten() {
+                if next == start {
+                    let ring: Vec<String> = path.iter().map(|m| m.join("/")).collect();
+                    cycles.push(format!("{} → {}", ring.join(" → "), start.join("/")));
+                    reported.extend(path.iter().cloned());
+                    stack.clear();
+                    break;
+                }
+                if seen.insert(next.clone()) {
+                    let mut longer = path.clone();
+                    longer.push(next.clone());
+                    stack.push((next.clone(), longer));
+                }
+            }
+        }
+    }
+    assert!(
+        cycles.is_empty(),
+        "import cycles (move the shared piece down a layer, or merge the concern):\n{}",
+        cycles.join("\n")
     );
 }

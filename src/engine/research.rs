@@ -4,7 +4,7 @@
 //! boxes of the report comment a person ticked, and the task an approved proposal becomes.
 //!
 //! Pure: reading the files, asking git which paths exist and posting the comment are the
-//! shell's (`runner::research`, `tick::research`). Not for: rendering the comment
+//! shell's (`runner::research`, `tick::people`). Not for: rendering the comment
 //! (`report::research`).
 
 use std::collections::BTreeSet;
@@ -334,7 +334,7 @@ pub fn ticked(body: &str) -> Vec<u32> {
 }
 
 /// A report comment of ours as the comment feed brought it back: its ticked boxes approve
-/// proposals (`tick::research::apply_boxes`).
+/// proposals (`tick::people`'s ticked boxes).
 #[derive(Clone, Debug)]
 pub struct ReportComment {
     pub task: TaskId,

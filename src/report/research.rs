@@ -1,6 +1,6 @@
 //! A research task's report comment on its issue (issue 28): a heading, the report, the
 //! acceptance criteria answered one by one, then the proposals as checkboxes and how to approve
-//! one. Pure: `tick::research` posts it (one comment, edited in place); the boxes a person
+//! one. Pure: `tick::people` posts it (one comment, edited in place); the boxes a person
 //! ticks are read back by `engine::research::ticked`.
 
 use crate::engine::research::{cap, neutral, COMMENT_CAP, PROPOSALS_MARKER};

@@ -1,6 +1,7 @@
 //! The checks the runner applies to a change, shared by the worker and the judge: the path
 //! policy and the verification commands (what the change holds is `content.rs`). Same matcher,
-//! same commands, both places (spec §8.14).
+//! same commands, both places (spec §8.14). Not for: what a failed check means for the task
+//! (`engine::outcome`, `engine::verdict`).
 
 use std::path::Path;
 use std::time::Duration;
@@ -384,8 +385,8 @@ impl CheckDomain {
         let own = [cwd.to_path_buf(), scratch.path().to_path_buf(), home];
         let confine = super::confinement(config, &own, door.landlock_port())?;
         let writable = super::with_configured(config, &own);
-        let group_record =
-            super::records_dir(repo).map(|dir| crate::sandbox::groups::record_path(&dir, &name));
+        let group_record = crate::sandbox::groups::records_of(repo)
+            .map(|dir| crate::sandbox::groups::record_path(&dir, &name));
         Ok(CheckDomain {
             door,
             group_record,

@@ -1,6 +1,9 @@
 //! The act phase of a tick (DESIGN §3 step 5): running claimed work and reviews. Everything here
 //! touches the world (worktrees, agents, commands, git); every decision about what the results
 //! mean is made by the engine (`engine::outcome`, `engine::verdict`).
+//!
+//! Not for: deciding (the engine), GitHub (`tick::publish`, `tick::people`), or ending what a
+//! killed tick left running (`sandbox::groups`, called by the tick before it claims).
 
 mod agent;
 mod checks;
@@ -138,22 +141,8 @@ impl Act<'_> {
 /// Where the process group of a run's agent is recorded while it runs (`sandbox::groups`):
 /// under the repository's `.git/opentiger/agents/`. `None` when the repository has none.
 fn group_record(act: &Act<'_>, run_id: &str) -> Option<std::path::PathBuf> {
-    let dir = records_dir(act.repo)?;
+    let dir = crate::sandbox::groups::records_of(act.repo)?;
     Some(crate::sandbox::groups::record_path(&dir, run_id))
-}
-
-/// The folder of process-group records of the runner's repository `repo` (agents' and
-/// checks'), read from the runner's own files: never from a workspace, whose `.git` (and so
-/// its `commondir` or `gitdir:`) is the agent's.
-fn records_dir(repo: &Path) -> Option<std::path::PathBuf> {
-    let common = crate::git::Git::new(repo).common_dir().ok()?;
-    Some(crate::sandbox::groups::records_dir(&common))
-}
-
-/// Kills the agents and checks killed ticks left running in this repository (same host),
-/// before anything is claimed again; returns their process group ids.
-pub fn kill_orphaned_agents(repo: &Path) -> Vec<u32> {
-    records_dir(repo).map_or_else(Vec::new, |dir| crate::sandbox::groups::kill_orphans(&dir))
 }
 
 /// Sets up the domain an agent working in a workspace runs in, with `scratch` as its scratch

@@ -5,7 +5,7 @@
 //! and result file are read with bounds, checked (`engine::research::check_report`),
 //! redacted, capped, and its `path:line` evidence linked to the base commit in github mode.
 //!
-//! Not for: posting the report or approving proposals (`tick::research`), or deciding what
+//! Not for: posting the report or approving proposals (`tick::people`), or deciding what
 //! the outcome does to the task (`engine::outcome`).
 
 use std::collections::BTreeSet;

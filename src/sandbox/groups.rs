@@ -6,13 +6,34 @@
 //! holding `<process group id> <start time of its leader>`; the start time (from
 //! `/proc/<pid>/stat`) tells a reused process id from ours. The record is removed when the
 //! group was killed at the end of the run. [`kill_orphans`] kills the groups of records whose
-//! runner is gone and removes the records. Linux only (elsewhere nothing is recorded).
+//! runner is gone and removes the records; [`kill_orphaned_agents`] does it for a repository
+//! before a tick claims anything (the runner records, the tick ends what was left). Linux only
+//! (elsewhere nothing is recorded).
+//!
+//! Not for: processes of a run still going (the runner kills its group when the run ends) or
+//! what a run left in its own session while the runner lives (`crate::reaper`).
 
 use std::path::{Path, PathBuf};
 
 /// Where the records of a repository live.
 pub fn records_dir(common_git_dir: &Path) -> PathBuf {
     common_git_dir.join("opentiger").join("agents")
+}
+
+/// The folder of process-group records of the runner's repository `repo` (agents' and
+/// checks'), read from the runner's own files: never from a workspace, whose `.git` (and so
+/// its `commondir` or `gitdir:`) is the agent's. `None` when `repo` is no repository.
+pub fn records_of(repo: &Path) -> Option<PathBuf> {
+    let common = crate::git::Git::new(repo).common_dir().ok()?;
+    Some(records_dir(&common))
+}
+
+/// Ends what killed ticks left running in the repository `repo` on this host — the agents' and
+/// checks' process groups and the processes of their runs that left them — before anything is
+/// claimed again; returns the group ids killed. Called first by a tick and by each half of a
+/// fan-out's work (`work --run`, `work --output`).
+pub fn kill_orphaned_agents(repo: &Path) -> Vec<u32> {
+    records_of(repo).map_or_else(Vec::new, |dir| kill_orphans(&dir))
 }
 
 /// The record of one run by this process.
@@ -35,7 +56,7 @@ pub const CHECK_TAG_VAR: &str = "OPENTIGER_CHECK";
 
 /// Kills the groups whose runner is gone, and the processes of those runs that left their group
 /// (found by the run's variable in their environment); returns the group ids killed.
-pub fn kill_orphans(dir: &Path) -> Vec<u32> {
+fn kill_orphans(dir: &Path) -> Vec<u32> {
     let mut gone_runs = Vec::new();
     let killed = kill_orphans_with(
         dir,
@@ -192,6 +213,47 @@ mod tests {
                 String::from_utf8_lossy(environ)
             );
         }
+    }
+
+    /// The records of a repository are found in its common git folder, from a linked worktree
+    /// as from the repository itself; a gone runner's record is removed, a live one's kept.
+    #[test]
+    fn a_repository_s_orphans_are_found_in_its_common_git_folder() {
+        let root = tempfile::tempdir().unwrap();
+        let repo = root.path().join("repo");
+        let git = repo.join(".git");
+        std::fs::create_dir_all(git.join("worktrees").join("wt")).unwrap();
+        std::fs::write(git.join("HEAD"), "ref: refs/heads/main\n").unwrap();
+        let linked_git = git.join("worktrees").join("wt");
+        std::fs::write(linked_git.join("HEAD"), "ref: refs/heads/wt\n").unwrap();
+        std::fs::write(linked_git.join("commondir"), "../..\n").unwrap();
+        let linked = root.path().join("wt");
+        std::fs::create_dir_all(&linked).unwrap();
+        std::fs::write(
+            linked.join(".git"),
+            format!("gitdir: {}\n", linked_git.display()),
+        )
+        .unwrap();
+
+        let dir = records_of(&repo).expect("a repository");
+        assert_eq!(dir, records_dir(&git));
+        assert_eq!(
+            records_of(&linked).map(|d| d.canonicalize().ok()),
+            Some(dir.canonicalize().ok())
+        );
+
+        // Group 1 is never killed, and the run ids match no process: nothing is signalled.
+        std::fs::create_dir_all(&dir).unwrap();
+        std::fs::write(dir.join("999999999-run-gone-41a"), "1 0\n").unwrap();
+        let mine = format!("{}-run-live-41a", std::process::id());
+        std::fs::write(dir.join(&mine), "1 0\n").unwrap();
+        assert!(kill_orphaned_agents(&linked).is_empty());
+        let left: Vec<_> = std::fs::read_dir(&dir)
+            .unwrap()
+            .flatten()
+            .map(|e| e.file_name().to_string_lossy().into_owned())
+            .collect();
+        assert_eq!(left, [mine]);
     }
 
     #[test]

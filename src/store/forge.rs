@@ -1,5 +1,6 @@
-//! What the forge sync stores: conditional-request cursors (ETag, cached body) and the state of
-//! the pull requests tasks wait on.
+//! What the forge sync stores: conditional-request cursors (ETag, cached body), the open pull
+//! requests' labels read from the cached list, and the state of the pull requests tasks wait
+//! on. Not for: asking GitHub (`forge`) or deciding from what it said (`engine`).
 
 use std::collections::BTreeMap;
 
@@ -64,6 +65,16 @@ impl Store {
             ],
         )?;
         Ok(())
+    }
+
+    /// The labels of each open PR, from the open-PR list the observe step keeps.
+    pub fn open_pull_labels(&self) -> Result<BTreeMap<u64, Vec<String>>, StoreError> {
+        let pulls: Vec<crate::model::PullRequest> = self
+            .cursor(OPEN_PULLS)?
+            .body
+            .and_then(|b| serde_json::from_str(&b).ok())
+            .unwrap_or_default();
+        Ok(pulls.into_iter().map(|p| (p.number, p.labels)).collect())
     }
 
     pub fn cursor(&self, key: &str) -> Result<Cursor, StoreError> {
@@ -345,6 +356,9 @@ fn heal_key(pr: u64) -> String {
 
 /// The cursor key of the check names learned from the base branch and PR heads.
 pub const LEARNED_CHECKS: &str = "ci:learned";
+
+/// The cursor key of the repository's open pull requests (the body is the list as last read).
+pub const OPEN_PULLS: &str = "pulls:open";
 
 /// The cursor key of the base branch's rules (the body is the names of its required checks).
 pub fn rules_key(branch: &str) -> String {

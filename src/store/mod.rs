@@ -4,6 +4,9 @@
 //! the state lock, or read-only in place for commands that only read (a dry run must leave the
 //! file byte-identical); from bytes only in tests and benchmarks. Every status move goes through [`crate::model::check_transition`] and
 //! writes an event in the same SQL transaction.
+//!
+//! Not for: deciding anything (the engine's rules; the store takes the engine's `Plan` only to
+//! apply it in one transaction), or where the file lives (`statebranch`, the file lock).
 
 mod apply;
 mod approvals;
@@ -28,7 +31,7 @@ use rusqlite::{Connection, OpenFlags};
 
 pub use apply::{ApplyReport, HealCi};
 pub use family::FamilyRuns;
-pub use forge::{rules_key, Cursor, LEARNED_CHECKS};
+pub use forge::{rules_key, Cursor, LEARNED_CHECKS, OPEN_PULLS};
 pub use people::{CommandRecord, Escalation, RepoPause};
 pub use plans::ReviewFeedback;
 pub use record::{Handover, JudgementRow, Recorded, RunRecord, FAN_OUT_PREFIX};

@@ -1,14 +1,19 @@
 //! What people said from GitHub and what it changed (issue 17): comment commands acted on
 //! (keyed by comment id, so each acts once) with the reply owed, per-task budgets set by a
-//! command, the repository's pause, and escalation comments (one per task and question).
+//! command, the repository's pause, the `/opentiger hold`s in force (issue 26), and escalation
+//! comments (one per task and question). Not for: reading GitHub or posting (`tick::people`,
+//! `tick::escalate`).
 
 use std::collections::BTreeMap;
 
 use rusqlite::{params, OptionalExtension};
 
-use super::{Store, StoreError};
+use super::{Cursor, Store, StoreError};
 use crate::model::TaskId;
 use crate::time::Timestamp;
+
+/// The cursor whose body keeps the holds in force: issue or PR number → who holds it.
+const HOLDS: &str = "holds";
 
 /// A command acted on, as recorded.
 #[derive(Clone, Debug, PartialEq)]
@@ -302,5 +307,38 @@ impl Store {
             params![task.as_str(), question, id_i64(comment_id), body],
         )?;
         Ok(())
+    }
+
+    /// The `/opentiger hold`s in force (issue 26), by issue or PR number: who holds each.
+    pub fn holds(&self) -> Result<BTreeMap<u64, String>, StoreError> {
+        Ok(self
+            .cursor(HOLDS)?
+            .body
+            .and_then(|b| serde_json::from_str(&b).ok())
+            .unwrap_or_default())
+    }
+
+    /// Records `by`'s hold of `thread`, or (`None`) its release.
+    pub fn set_hold(
+        &mut self,
+        thread: u64,
+        by: Option<&str>,
+        now: Timestamp,
+    ) -> Result<(), StoreError> {
+        let mut all = self.holds()?;
+        match by {
+            Some(by) => all.insert(thread, by.to_string()),
+            None => all.remove(&thread),
+        };
+        let body =
+            serde_json::to_string(&all).map_err(|e| StoreError::Invalid(format!("holds: {e}")))?;
+        self.set_cursor(
+            HOLDS,
+            &Cursor {
+                etag: None,
+                body: Some(body),
+            },
+            now,
+        )
     }
 }

@@ -1,4 +1,6 @@
-//! Plan records: what the planner was asked to plan, when, and how it ended.
+//! Plan records: what the planner was asked to plan, when, and how it ended; and a person's
+//! `/opentiger replan`, which makes the requirement count as changed. Not for: when the planner
+//! may run (`engine::planner_gate`) or the plan's tasks (`tasks.rs`).
 
 use rusqlite::{params, OptionalExtension};
 
@@ -15,6 +17,10 @@ pub struct ReviewFeedback {
     pub summary: String,
     pub findings: Vec<String>,
 }
+
+/// The key whose value salts the plan signature: a `replan` makes the requirement count as
+/// changed (the comment id, so each replan is new).
+const REPLAN: &str = "planner:replan";
 
 const COLUMNS: &str =
     "id, signature, requirement_hash, base_head, status, source, task_count, errors, created_at";
@@ -157,5 +163,23 @@ impl Store {
             })?
             .collect::<Result<_, _>>()?;
         Ok(rows)
+    }
+
+    /// The salt of the latest `/opentiger replan`, if one was given.
+    pub fn replan_salt(&self) -> Result<Option<String>, StoreError> {
+        Ok(self.cursor(REPLAN)?.body)
+    }
+
+    /// A person's `replan` (`nonce`: unique per command, its comment id): the plan's inputs
+    /// count as changed.
+    pub fn request_replan(&mut self, nonce: u64, now: Timestamp) -> Result<(), StoreError> {
+        self.set_cursor(
+            REPLAN,
+            &super::Cursor {
+                etag: None,
+                body: Some(nonce.to_string()),
+            },
+            now,
+        )
     }
 }

@@ -118,7 +118,7 @@ pub(super) enum Work {
         issue: Option<Box<crate::model::IssueSpec>>,
         approved_by: Vec<String>,
         /// github mode: what is read again just before the merge (issue 26).
-        last_word: Option<super::last_word::LastWordCheck>,
+        last_word: Option<super::people::LastWordCheck>,
         /// Issue 36 (`scan.ci: after-review`): reviewed before any CI ran on the head.
         before_ci: bool,
         /// Issue 36: the judge approved this head before CI ran (what it said): CI passed since,
@@ -264,7 +264,7 @@ pub(super) fn claim_plan(
             None => None,
         };
         let last_word = match run.pr_number {
-            Some(pr) => Some(super::last_word::LastWordCheck::read(store, &task, pr)?),
+            Some(pr) => Some(super::people::LastWordCheck::read(store, &task, pr)?),
             None => None,
         };
         let head = run.head_sha.clone().unwrap_or_default();

@@ -1,6 +1,9 @@
 //! What a tick (and every command that reads or writes the state) runs in: the repository, the
 //! configuration, the time read once, who we are, and the way to the state — read-only copies,
 //! and writes under the file lock or by compare-and-swap on a state branch.
+//!
+//! Not for: a phase's own work (`claim`, `act`, `record`) or any rule: it gathers the
+//! observations the engine plans from, and decides nothing.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
@@ -350,12 +353,12 @@ impl Context {
                 BTreeMap::new()
             },
             pull_labels: if github {
-                super::last_word::pull_labels(store)?
+                store.open_pull_labels()?
             } else {
                 BTreeMap::new()
             },
             holds: if github {
-                super::last_word::holds(store)?
+                store.holds()?
             } else {
                 BTreeMap::new()
             },
@@ -405,7 +408,7 @@ impl Context {
         } else {
             crate::model::short_hash(&["fallback", &requirement_hash])
         };
-        if let Some(replan) = store.cursor(super::commands::REPLAN)?.body {
+        if let Some(replan) = store.replan_salt()? {
             signature = crate::model::short_hash(&["replan", &signature, &replan]);
         }
         Ok(PlanInputs {

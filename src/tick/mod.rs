@@ -1,9 +1,10 @@
 //! One tick of the loop (DESIGN §3), the application layer between the command line and the
 //! edges: the [`Context`] a tick runs in (configuration, the time read once, who we are, the
-//! state and its compare-and-swap write loop), the observe step of github mode
-//! ([`observe`], with [`threads`]: comments and reviews of issue tasks), the three phases —
-//! [`claim`], [`act`], [`record`] — what a tick reports ([`report`]; [`progress`]: each issue
-//! task's progress comment), and the work half of a fan-out ([`work`]).
+//! state and its compare-and-swap write loop), the observe step of github mode ([`observe`]),
+//! what people say on GitHub, read and acted on ([`people`]: read in observe, applied in the
+//! claim, answered after it), the three phases — [`claim`], [`act`], [`record`] — what a tick
+//! reports ([`report`]; [`progress`]: each issue task's progress comment; [`dashboard`]), and
+//! the work half of a fan-out ([`work`]).
 //!
 //! Every decision is the engine's; every effect goes through an edge (`store`, `statebranch`,
 //! `forge`, `runner`). Not for: argument parsing or printing (that is `cli`), or any rule.
@@ -13,26 +14,23 @@
 
 mod act;
 pub mod apply;
-mod checkboxes;
 mod checks;
 mod ci_gate;
 mod claim;
-mod commands;
 mod context;
+mod dashboard;
 mod escalate;
-mod last_word;
 mod lock;
 pub mod observe;
 pub mod output;
+mod people;
 mod plan_thread;
 mod progress;
 mod publish;
 mod record;
 mod report;
-mod research;
 mod rounds;
 pub mod status;
-mod threads;
 pub mod work;
 
 use crate::forge::github::GithubClient;
@@ -88,7 +86,7 @@ pub fn tick_with(ctx: &Context, fan_out: bool) -> Result<TickSummary, Failure> {
     let span = tracing::info_span!("tick", id = %ctx.tick_id);
     let _enter = span.enter();
     // Agents a killed tick left running on this host die before their work is claimed again.
-    let orphans = crate::runner::kill_orphaned_agents(&ctx.repo);
+    let orphans = crate::sandbox::groups::kill_orphaned_agents(&ctx.repo);
     if !orphans.is_empty() {
         tracing::info!(
             "killed {} agent group(s) left by killed ticks",
@@ -166,10 +164,11 @@ pub fn tick_with(ctx: &Context, fan_out: bool) -> Result<TickSummary, Failure> {
     })?;
     // Replies to the commands just recorded (and any a failed post left owed).
     if let (Some(client), Some(o)) = (&forge, &observed) {
-        let replied = commands::post_replies(ctx, client, &o.commands, &owed_replies.borrow());
+        let replied =
+            people::post_replies(ctx, client, o.commands.complete, &owed_replies.borrow());
         let asked = escalate::publish(ctx, client, o.commands.complete, &owed_questions.borrow());
         if let Some(login) = replied.or(asked) {
-            commands::remember_self(ctx, &login)?;
+            people::remember_self(ctx, &login)?;
         }
         // A plan held for approval is shown on the requirement's issue (no request when the
         // comment already says it).
@@ -245,7 +244,7 @@ fn report_progress(
         Err(e) => tracing::warn!("could not report progress: {}", e.message),
     }
     // Issue 28: research reports kept and not yet posted as they are (none: no call).
-    match research::post_reports(ctx, client, &store) {
+    match people::post_reports(ctx, client, &store) {
         Ok(lines) => summary.lines.extend(lines),
         Err(e) => tracing::warn!("could not post research reports: {}", e.message),
     }

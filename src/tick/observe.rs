@@ -4,10 +4,14 @@
 //!
 //! Fetching happens before the state is locked or loaded for writing; [`Observed::apply`] then
 //! writes what was seen (imports, cursors, PR states) as part of the claim phase.
+//!
+//! Not for: what people said (comments, commands, reviews, ticked boxes: read and acted on
+//! through [`super::people`], which this step calls) or any rule (`engine::import` decides
+//! the imports).
 
 use serde::{Deserialize, Serialize};
 
-use super::{ci_gate, publish, Context, Failure};
+use super::{ci_gate, dashboard, people, Context, Failure};
 use crate::engine::import::{
     cap_body, cap_title, import_issues, kind_of, lane_of, spec_change, ImportDecision, ImportInput,
     SpecChange, BODY_CAP,
@@ -15,11 +19,10 @@ use crate::engine::import::{
 use crate::engine::PullState;
 use crate::forge::github::{Conditional, ForgeError, GithubClient};
 use crate::model::{Issue, PullRequest};
-use crate::store::{Cursor, Store, Writer};
+use crate::store::{Cursor, Store, Writer, OPEN_PULLS};
 use crate::time::Timestamp;
 
 const RATE_LIMIT: &str = "rate_limit";
-pub(super) const PULLS: &str = "pulls:open";
 
 /// What one sync saw.
 #[derive(Default)]
@@ -44,7 +47,7 @@ pub struct Observed {
     pub wait_until: Option<Timestamp>,
     pub requests: u32,
     /// New `/opentiger` commands, and replies seen posted.
-    pub commands: super::commands::CommandFeed,
+    pub commands: people::CommandFeed,
     /// opentiger's own dashboard issue, when the backlog listing brought it back changed: its
     /// ticked checkboxes are acted on.
     pub dashboard: Option<Issue>,
@@ -117,19 +120,19 @@ fn fetch(
                     .and_then(|b| serde_json::from_str(b).ok())
                     .unwrap_or_default();
                 seen.issues
-                    .extend(cached.into_iter().filter(|i| !publish::is_dashboard(i)));
+                    .extend(cached.into_iter().filter(|i| !dashboard::is_dashboard(i)));
             }
             Conditional::Fresh { value, etag } => {
                 unchanged = false;
                 // The dashboard is listed too (it carries the backlog label so that a ticked
                 // checkbox changes this listing): its boxes are read, it is never a task.
                 let (dashboards, value): (Vec<Issue>, Vec<Issue>) =
-                    value.into_iter().partition(publish::is_dashboard);
-                let me = super::commands::self_login(store)
-                    .map_err(|e| ForgeError::Config(e.to_string()))?;
+                    value.into_iter().partition(dashboard::is_dashboard);
+                let me =
+                    people::self_login(store).map_err(|e| ForgeError::Config(e.to_string()))?;
                 if let Some(own) = dashboards
                     .into_iter()
-                    .filter(|d| publish::is_own_dashboard(d, me.as_deref()))
+                    .filter(|d| dashboard::is_own_dashboard(d, me.as_deref()))
                     .min_by_key(|d| d.number)
                 {
                     seen.dashboard = Some(own);
@@ -150,7 +153,7 @@ fn fetch(
         add_label_actors(ctx, client, &mut seen.issues)?;
     }
     let cursor = store
-        .cursor(PULLS)
+        .cursor(OPEN_PULLS)
         .map_err(|e| ForgeError::Config(e.to_string()))?;
     match client.open_pulls(cursor.etag.as_deref(), now)? {
         Conditional::NotModified => {
@@ -163,7 +166,7 @@ fn fetch(
         Conditional::Fresh { value, etag } => {
             unchanged = false;
             seen.cursors.push((
-                PULLS.to_string(),
+                OPEN_PULLS.to_string(),
                 Cursor {
                     etag,
                     body: serde_json::to_string(&value).ok(),
@@ -172,7 +175,7 @@ fn fetch(
             seen.pulls = value;
         }
     }
-    seen.commands = super::commands::fetch(ctx, client, store, &seen.pulls)?;
+    seen.commands = people::read_feed(ctx, client, store, &seen.pulls)?;
     // CI on the heads of open task PRs: asked until it is final for that head.
     let known = store
         .pull_states()
@@ -209,11 +212,11 @@ fn fetch(
     }
     // A comment moves its issue's or PR's `updated_at`, so the lists changed when one was added.
     if !unchanged {
-        let (followed, prs) = super::threads::followed(store, &seen.pulls)?;
-        let threads = super::threads::fetch(ctx, client, store, &followed)?;
+        let (followed, prs) = people::followed(store, &seen.pulls)?;
+        let threads = people::read_threads(ctx, client, store, &followed)?;
         seen.threads = threads.changed;
         seen.cursors.extend(threads.cursors);
-        let reviews = super::threads::fetch_reviews(ctx, client, store, &prs)?;
+        let reviews = people::read_reviews(ctx, client, store, &prs)?;
         seen.reviews = reviews.changed;
         seen.cursors.extend(reviews.cursors);
     }
@@ -317,26 +320,14 @@ impl Observed {
                 store.set_pull_base(pr.number, &pr.base_ref, now)?;
             }
         }
-        lines.extend(self.commands.apply(ctx, store, &self.issues, writer)?);
-        if ctx.config.commands.enabled {
-            let reports = &self.commands.reports;
-            lines.extend(super::research::apply_boxes(
-                ctx,
-                store,
-                reports,
-                &self.issues,
-                writer,
-            )?);
-        }
-        if let Some(dashboard) = &self.dashboard {
-            lines.extend(super::checkboxes::apply(
-                ctx,
-                store,
-                dashboard,
-                &self.issues,
-                writer,
-            )?);
-        }
+        lines.extend(people::apply(
+            ctx,
+            store,
+            &self.commands,
+            self.dashboard.as_ref(),
+            &self.issues,
+            writer,
+        )?);
         for (number, state, sha, base) in &self.finished {
             store.set_pull_state(*number, *state, sha.as_deref(), now)?;
             store.set_pull_base(*number, base, now)?;

@@ -5,9 +5,9 @@
 //! writes the result to DIR ([`crate::safe_output`]) for `opentiger apply DIR` in a job that
 //! holds the token.
 //!
-//! Nothing here writes the state, talks to the forge or the remote, or asks `credentials` for
-//! a token: the redactor reads the environment alone, and the run keeps its commit on the local
-//! task branch ([`Delivery::Keep`]).
+//! Not for: writing the state, talking to the forge or the remote, or asking `credentials` for
+//! a token — nothing here does: the redactor reads the environment alone, and the run keeps its
+//! commit on the local task branch ([`Delivery::Keep`]).
 
 use std::path::Path;
 
@@ -42,7 +42,7 @@ pub fn work_output(ctx: &Context, run_id: &RunId, dir: &Path) -> Result<Written,
             "`work --output` needs a task branch to bundle: it works in `mode: github` or `mode: local-git`, not `mode: direct`",
         ));
     }
-    crate::runner::kill_orphaned_agents(&ctx.repo);
+    crate::sandbox::groups::kill_orphaned_agents(&ctx.repo);
     let store = ctx.read_fetched_store()?;
     let task_id = match waiting(run_id, store.fan_out_claim(run_id, ctx.now)?) {
         Ok(Waiting::Ready(task)) => task,

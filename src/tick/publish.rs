@@ -1,9 +1,11 @@
-//! github mode, the effects a tick has on GitHub beyond observing it: a finished run's one PR
-//! (opened or updated) and its one progress comment, the judge's verdict comment, issues for
-//! planned tasks, superseded PRs closed, the dashboard issue, and merges through the API. Each
-//! is keyed (by branch, or by a marker naming the task) so a killed tick converges.
+//! github mode, the effects a tick's work has on GitHub: a finished run's one PR (opened or
+//! updated) and its status label, the judge's verdict comment, issues for planned tasks,
+//! superseded PRs closed, and merges through the API after people's last word
+//! ([`super::people::LastWordCheck`]). Each is keyed (by branch, or by a marker naming the
+//! task) so a killed tick converges.
 //!
-//! Not for: deciding any of it (the engine did) or reading GitHub (see [`super::observe`]).
+//! Not for: deciding any of it (the engine did), reading GitHub (see [`super::observe`]), the
+//! dashboard issue ([`super::dashboard`]) or comments answering people ([`super::people`]).
 
 use super::Context;
 use crate::forge::calls::marker;
@@ -168,87 +170,6 @@ pub fn close_superseded_pull(
     Ok(())
 }
 
-/// The label of the dashboard issue, by which it is found again.
-pub const DASHBOARD_LABEL: &str = "opentiger:dashboard";
-
-/// What writing the dashboard did.
-pub enum DashboardWrite {
-    Unchanged,
-    Updated(u64),
-    /// Opened, by this login (the token's: opentiger's own issue).
-    Opened(u64, String),
-}
-
-/// Writes the dashboard into its one issue (found by label and marker; opened the first time),
-/// unless it already says exactly that. A tick killed after opening it finds it next time.
-///
-/// The dashboard also carries the first backlog label, so the backlog listing the tick reads
-/// conditionally anyway brings back its body when a person ticks a checkbox (issue 17): the
-/// boxes cost a quiet tick no request.
-pub fn update_dashboard(
-    client: &GithubClient,
-    ctx: &Context,
-    markdown: &str,
-) -> Result<DashboardWrite, ForgeError> {
-    use crate::report::board::DASHBOARD_MARKER;
-    let now = ctx.later();
-    let existing = match client.backlog_issues(DASHBOARD_LABEL, None, now)? {
-        Conditional::Fresh { value, .. } => value
-            .into_iter()
-            .filter(|i| i.body.contains(DASHBOARD_MARKER))
-            .min_by_key(|i| i.number),
-        Conditional::NotModified => None,
-    };
-    let listed = ctx.config.backlog.labels.first();
-    if let (Some(issue), Some(label)) = (&existing, listed) {
-        if !issue.labels.iter().any(|l| l.eq_ignore_ascii_case(label)) {
-            // A dashboard opened before checkboxes: listed from now on.
-            client.add_labels(issue.number, std::slice::from_ref(label), now)?;
-        }
-    }
-    match existing {
-        Some(issue) if issue.body.trim_end() == markdown.trim_end() => {
-            Ok(DashboardWrite::Unchanged)
-        }
-        Some(issue) => {
-            client.set_issue_body(issue.number, markdown, now)?;
-            Ok(DashboardWrite::Updated(issue.number))
-        }
-        None => {
-            let labels: Vec<String> = std::iter::once(DASHBOARD_LABEL.to_string())
-                .chain(listed.cloned())
-                .collect();
-            let (number, login) = client.create_issue_as(
-                &ctx.config.report.dashboard_title,
-                markdown,
-                &labels,
-                now,
-            )?;
-            Ok(DashboardWrite::Opened(number, login))
-        }
-    }
-}
-
-/// The dashboard issue among the backlog issues, if one of them is opentiger's own (its
-/// label, its marker, and opened by `me`). Only people with write access (and opentiger) can
-/// edit an issue opentiger opened, so its ticked boxes are theirs.
-pub fn is_own_dashboard(issue: &crate::model::Issue, me: Option<&str>) -> bool {
-    issue
-        .labels
-        .iter()
-        .any(|l| l.eq_ignore_ascii_case(DASHBOARD_LABEL))
-        && issue.body.contains(crate::report::board::DASHBOARD_MARKER)
-        && me.is_some_and(|me| me == issue.author)
-}
-
-/// Whether an issue is a dashboard (ours or not): never a backlog issue.
-pub fn is_dashboard(issue: &crate::model::Issue) -> bool {
-    issue
-        .labels
-        .iter()
-        .any(|l| l.eq_ignore_ascii_case(DASHBOARD_LABEL))
-}
-
 /// Approved PRs are merged by GitHub with the configured method, bound to the reviewed head,
 /// after a last look at what people say about it (issue 26).
 pub struct ApiMerger<'a> {
@@ -256,7 +177,7 @@ pub struct ApiMerger<'a> {
     pub ctx: &'a Context,
     pub method: crate::config::MergeMethod,
     pub now: crate::time::Timestamp,
-    pub last_word: Option<&'a super::last_word::LastWordCheck>,
+    pub last_word: Option<&'a super::people::LastWordCheck>,
     /// The task and run under review: the judge's check run is theirs.
     pub task: &'a crate::model::Task,
     pub run: &'a str,

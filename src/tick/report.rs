@@ -1,7 +1,10 @@
 //! What a tick reports: its summary (text for people, `--json` for the GitHub Action), and
 //! after the tick the job summary and the dashboard issue.
+//!
+//! Not for: the text of the board (`report::board`, `super::status`) or finding and writing the
+//! dashboard issue (`super::dashboard`).
 
-use super::publish;
+use super::dashboard;
 use super::Context;
 use crate::forge::github::GithubClient;
 use crate::model::Mode;
@@ -157,20 +160,20 @@ pub fn report_tick(ctx: &Context, summary: &TickSummary) {
         let updated = GithubClient::from_env(None, crate::credentials::lookup)
             .map_err(|e| e.to_string())
             .and_then(|client| {
-                publish::update_dashboard(&client, ctx, &board).map_err(|e| e.to_string())
+                dashboard::update_dashboard(&client, ctx, &board).map_err(|e| e.to_string())
             });
         match updated {
-            Ok(publish::DashboardWrite::Updated(n)) => {
+            Ok(dashboard::DashboardWrite::Updated(n)) => {
                 tracing::info!("dashboard issue #{n} updated")
             }
-            Ok(publish::DashboardWrite::Opened(n, login)) => {
+            Ok(dashboard::DashboardWrite::Opened(n, login)) => {
                 tracing::info!("dashboard issue #{n} opened");
                 // Its checkboxes are believed only in an issue opentiger opened itself.
-                if let Err(e) = super::commands::remember_self(ctx, &login) {
+                if let Err(e) = super::people::remember_self(ctx, &login) {
                     tracing::warn!("could not remember who opentiger posts as: {}", e.message);
                 }
             }
-            Ok(publish::DashboardWrite::Unchanged) => {}
+            Ok(dashboard::DashboardWrite::Unchanged) => {}
             Err(e) => tracing::warn!("could not update the dashboard issue: {e}"),
         }
     }

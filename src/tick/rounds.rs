@@ -351,12 +351,12 @@ fn read_people(
     ctx: &Context,
     client: &GithubClient,
     prs: &[u64],
-) -> Result<Option<super::threads::Fetched<crate::model::PullReview>>, Failure> {
+) -> Result<Option<super::people::Fetched<crate::model::PullReview>>, Failure> {
     if prs.is_empty() {
         return Ok(None);
     }
     let store = ctx.read_store()?;
-    match super::threads::fetch_reviews(ctx, client, &store, prs) {
+    match super::people::read_reviews(ctx, client, &store, prs) {
         Ok(fetched) => Ok(Some(fetched)),
         Err(e) => {
             tracing::warn!("could not read people's reviews for the next round: {e}");

@@ -5,6 +5,9 @@
 //!
 //! A job retried after its run was recorded does nothing; a run whose lease expired or was
 //! taken by someone else is refused: only one process ever works on a run.
+//!
+//! Not for: the split job without a token and the one with it (`super::output`,
+//! `super::apply`), which use this file's lease take-over and record.
 
 use super::{act::publish_run, Context, Failure};
 use crate::engine::outcome::{decide_outcome, RunExecutors};
@@ -37,7 +40,7 @@ pub enum WorkDone {
 /// Takes over one fan-out run's lease, works on it like a tick would, and records it.
 pub fn work_run(ctx: &Context, run_id: &RunId) -> Result<WorkDone, Failure> {
     let run_id = run_id.clone();
-    crate::runner::kill_orphaned_agents(&ctx.repo);
+    crate::sandbox::groups::kill_orphaned_agents(&ctx.repo);
     let forge = match ctx.config.mode {
         Mode::Github => Some(
             GithubClient::from_env(None, crate::credentials::lookup)
@@ -76,7 +79,7 @@ pub fn work_run(ctx: &Context, run_id: &RunId) -> Result<WorkDone, Failure> {
         publish_run(ctx, client, &task, &run_id, &mut result);
     }
     let done = record_work(ctx, &task_id, &run_id, &result)?;
-    super::research::post_after_work(ctx, forge.as_ref(), &task);
+    super::people::post_after_work(ctx, forge.as_ref(), &task);
     Ok(done)
 }
 

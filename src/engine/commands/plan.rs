@@ -2,7 +2,8 @@
 //! latest plan waits for approval as one comment, and `approve`, `cancel`, `replan` and
 //! `status` without a task act on the whole plan. Approving a planned task sends it to
 //! `blocked(issue_linking)`: its issue is opened first, then it runs (DESIGN §9, spec §2.1
-//! step 10). A named task (`/opentiger retry <id>`) is decided as on its own thread.
+//! step 10). A named task (`/opentiger retry <id>`) is decided as on its own thread. Not for:
+//! showing the plan (`report::plan`, `tick::plan_thread`).
 
 use super::{done, plain_move, refuse, replan, waits_approval, Decision, Effect, Request, Verb};
 use crate::model::{BlockReason, Task, TaskId, TaskState};

@@ -1,6 +1,6 @@
 //! `/opentiger hold` and `release` (issue 26): a person holds the merge of a task's PR,
 //! whatever its review says, until they (or another maintainer) release it. The hold itself is
-//! kept by the tick and read by `engine::objection`. Not for: parsing (`commands_parse.rs`).
+//! kept by the tick and read by `engine::objection`. Not for: parsing (`parse.rs`).
 
 use super::{done, refuse, Decision, Effect, Place, Request, Verb};
 

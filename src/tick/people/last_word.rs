@@ -1,66 +1,21 @@
 //! github mode, issue 26: people have the last word on a merge. The shell side of
-//! `engine::objection`: the `/opentiger hold`s in force (kept in the state by the command that
-//! set them), the labels of open PRs (from the cached open-PR list), and the last look at a
-//! PR's reviews and labels just before the judge merges it — the reviews conditionally, on the
-//! ETag the observe step stored, so an unchanged list costs a 304.
+//! `engine::objection`: what the state says people said about a PR — the `/opentiger hold`s in
+//! force (`Store::holds`, set by the command), its labels (from the cached open-PR list), the
+//! trusted reviews — read in the claim phase, and the last look at its reviews and labels just
+//! before the judge merges it: the reviews conditionally, on the ETag the observe step stored,
+//! so an unchanged list costs a 304.
 //!
 //! Not for: deciding (the engine does), or storing what the last look read (the next observe
 //! step reads the same changed list and stores it, inside the claim phase).
 
 use std::collections::BTreeMap;
 
-use super::{Context, Failure};
 use crate::engine::objection::{last_word, LastWord, PeopleSay};
 use crate::forge::github::{Conditional, ForgeError, GithubClient};
-use crate::model::{PullRequest, PullReview, Task, TaskKind};
-use crate::store::{Cursor, Store, StoreError};
+use crate::model::{PullReview, Task, TaskKind};
+use crate::store::Store;
+use crate::tick::{Context, Failure};
 use crate::time::Timestamp;
-
-/// The cursor whose body keeps the holds in force: issue or PR number → who holds it.
-const HOLDS: &str = "holds";
-
-/// The `/opentiger hold`s in force, by issue or PR number.
-pub fn holds(store: &Store) -> Result<BTreeMap<u64, String>, StoreError> {
-    Ok(store
-        .cursor(HOLDS)?
-        .body
-        .and_then(|b| serde_json::from_str(&b).ok())
-        .unwrap_or_default())
-}
-
-/// Records `by`'s hold of `thread`, or (`None`) its release.
-pub fn set_hold(
-    store: &mut Store,
-    thread: u64,
-    by: Option<&str>,
-    now: Timestamp,
-) -> Result<(), StoreError> {
-    let mut all = holds(store)?;
-    match by {
-        Some(by) => all.insert(thread, by.to_string()),
-        None => all.remove(&thread),
-    };
-    let body =
-        serde_json::to_string(&all).map_err(|e| StoreError::Invalid(format!("holds: {e}")))?;
-    store.set_cursor(
-        HOLDS,
-        &Cursor {
-            etag: None,
-            body: Some(body),
-        },
-        now,
-    )
-}
-
-/// The labels of each open PR, from the open-PR list the observe step keeps.
-pub fn pull_labels(store: &Store) -> Result<BTreeMap<u64, Vec<String>>, StoreError> {
-    let pulls: Vec<PullRequest> = store
-        .cursor(super::observe::PULLS)?
-        .body
-        .and_then(|b| serde_json::from_str(&b).ok())
-        .unwrap_or_default();
-    Ok(pulls.into_iter().map(|p| (p.number, p.labels)).collect())
-}
 
 /// What the judge looks at again just before merging a task's PR, read from the state in the
 /// claim phase.
@@ -78,7 +33,7 @@ pub struct LastWordCheck {
 
 impl LastWordCheck {
     pub fn read(store: &Store, task: &Task, pr: u64) -> Result<LastWordCheck, Failure> {
-        let holds = holds(store)?;
+        let holds = store.holds()?;
         let held_by = holds
             .get(&pr)
             .or_else(|| task.issue_number.and_then(|n| holds.get(&n)))
@@ -98,7 +53,7 @@ impl LastWordCheck {
             pr,
             etag: store.cursor(&format!("reviews:{pr}"))?.etag,
             reviews: store.pull_reviews(&[pr])?,
-            labels: pull_labels(store)?.remove(&pr).unwrap_or_default(),
+            labels: store.open_pull_labels()?.remove(&pr).unwrap_or_default(),
             held_by,
             fixed_at,
         })

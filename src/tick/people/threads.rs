@@ -4,15 +4,18 @@
 //!
 //! Only the trusted comments reach the state (redacted); the ETag is the cursor, no copy of the
 //! thread is cached, so nobody else's text is ever stored.
+//!
+//! Not for: the comment commands (the repository-wide feed, `feed.rs`) or what a prompt shows
+//! of the kept comments (`runner::Brief`).
 
 use std::collections::BTreeMap;
 
-use super::Context;
 use crate::engine::import::{cap_body, comment_trusted, kept_comments, COMMENT_CAP};
 use crate::forge::github::{Conditional, ForgeError, GithubClient};
 use crate::forge::PullRequest;
 use crate::model::{PullReview, ReviewLine, TaskKind, ThreadComment};
 use crate::store::{Cursor, Store};
+use crate::tick::Context;
 use crate::time::Timestamp;
 
 /// What a read of the threads found: (thread, what is kept of it) for each thread that changed,

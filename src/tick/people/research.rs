@@ -7,22 +7,14 @@
 //! Kept in the state first (`record_run`), so a failed post or a killed tick loses nothing:
 //! the next tick posts what is owed.
 //!
-//! And the boxes of that comment: only people with write access (and opentiger) can edit
-//! opentiger's comment, and the repository comment feed the commands read brings it back when
-//! edited, so a ticked box costs no request. Each newly ticked box is decided as `/opentiger
-//! approve <n>` on the issue (`engine::commands`), in the claim phase's state write.
-//!
-//! Not for: the rules (`engine::research`) or the text (`report::research`).
+//! Not for: the rules (`engine::research`), the text (`report::research`) or the ticked boxes
+//! of the comment (`boxes.rs`).
 
-use super::checkboxes::act_on_box;
-use super::commands::Source;
-use super::{Context, Failure};
-use crate::engine::commands::{Command, Parsed, Place, Verb};
-use crate::engine::research::{proposal_task_id, task_marker, ticked, ReportComment};
+use crate::engine::research::task_marker;
 use crate::forge::github::{ForgeError, GithubClient};
-use crate::model::Issue;
 use crate::report::research::research_comment;
-use crate::store::{Cursor, Store, Writer};
+use crate::store::{Cursor, Store};
+use crate::tick::{Context, Failure};
 
 /// The hidden marker of the research report comment on `issue` (what `upsert_comment` finds).
 pub fn marker(issue: u64) -> String {
@@ -36,11 +28,7 @@ fn key(issue: u64) -> String {
 /// After `work --run` or `apply` recorded a research task's run: its report is posted by the
 /// job that holds the token, not left for the next tick (visibility only: a failure is a
 /// warning, and the report stays owed).
-pub(super) fn post_after_work(
-    ctx: &Context,
-    forge: Option<&GithubClient>,
-    task: &crate::model::Task,
-) {
+pub fn post_after_work(ctx: &Context, forge: Option<&GithubClient>, task: &crate::model::Task) {
     let (Some(client), crate::model::TaskKind::Research) = (forge, task.kind) else {
         return;
     };
@@ -113,42 +101,4 @@ pub fn post_reports(
             }
         })
         .collect())
-}
-
-/// Acts on the newly ticked boxes of our report comments; returns report lines.
-pub fn apply_boxes(
-    ctx: &Context,
-    store: &mut Store,
-    comments: &[ReportComment],
-    issues: &[Issue],
-    writer: Writer<'_>,
-) -> Result<Vec<String>, Failure> {
-    let mut lines = Vec::new();
-    for comment in comments {
-        for number in ticked(&comment.body) {
-            // Approved already (by a box or a comment): its box reads ticked from now on.
-            if store.task(&proposal_task_id(&comment.task, number)).is_ok() {
-                continue;
-            }
-            let parsed = Parsed::Command(Command {
-                verb: Verb::ApproveProposal(number),
-                task: Some(comment.task.to_string()),
-            });
-            let place = Place::Thread {
-                number: comment.thread,
-                tasks: store.tasks_of_thread(comment.thread)?,
-            };
-            let source = Source {
-                actor: "github:report-checkbox".to_string(),
-                author: "",
-                url: &comment.url,
-                nonce: comment.thread,
-            };
-            let what = format!("box {number} of research task {}", comment.task);
-            lines.push(act_on_box(
-                ctx, store, &parsed, place, &source, &what, issues, writer,
-            )?);
-        }
-    }
-    Ok(lines)
 }

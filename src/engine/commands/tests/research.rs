@@ -1,5 +1,5 @@
 //! `approve <n>` on a research task's issue (issue 28): decided once, refused twice, never by
-//! an outsider, never for another kind of task.
+//! an outsider, never for another kind of task. Not for: the report itself (`engine::research`).
 
 use super::*;
 use crate::engine::research::proposal_task_id;

@@ -1,7 +1,8 @@
 //! What a person's `retry` and `cancel` do (`/opentiger retry|cancel` and `opentiger task
 //! retry|cancel` alike): which move a retry makes, what may not be cancelled, and — issue 40 —
 //! the family a person means: the task they know stands for the AutoFix or rework child that
-//! waits in its stead, and cancelling it cancels the children working on it.
+//! waits in its stead, and cancelling it cancels the children working on it. Not for:
+//! applying the move (the tick's, or `cli::task_moves`).
 
 use std::collections::BTreeMap;
 

@@ -1,7 +1,9 @@
 //! `approve <n>` on a research task's issue (issue 28): proposal `n` of its latest report
 //! becomes a worker task, which gets its own issue and then runs. The new task's id comes
 //! from the research task and `n`, so approving twice (a comment and a box, two comments)
-//! finds it and creates nothing: the reply says it is already approved.
+//! finds it and creates nothing: the reply says it is already approved. Not for: the
+//! report's proposals themselves (`engine::research`) or the ticked boxes that ask this
+//! (`tick::people`).
 
 use super::{done, pick_task, refuse, Command, Decision, Effect, Place, Request};
 use crate::engine::research::{proposal_task, proposal_task_id};

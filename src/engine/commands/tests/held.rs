@@ -1,5 +1,6 @@
 //! `approve` of a change the threat scan held (issue 36): exactly that change, optionally named
-//! by its commit; another commit approves nothing.
+//! by its commit; another commit approves nothing. Not for: what the scan holds
+//! (`engine::scan`'s tests).
 
 use super::*;
 

@@ -5,26 +5,24 @@
 //! starts with `/opentiger`; quoted lines and code are not commands), and [`decide`] turns one
 //! command, who asked and the tasks it may name into state changes ([`Effect`]) and the one
 //! reply that says what happened. Reading comments, checking permission, applying the effects
-//! and posting the reply are the tick's (`tick/commands.rs`). Not for: GitHub's wire shapes.
+//! and posting the reply are the tick's (`tick::people`). Not for: GitHub's wire shapes.
 
 use std::collections::BTreeMap;
 
 use crate::model::{BlockReason, ResearchReport, RunId, Task, TaskId, TaskState, TaskStatus};
 use crate::time::Timestamp;
 
-#[path = "commands_hold.rs"]
+mod approve;
 mod hold;
-#[path = "commands_parse.rs"]
 mod parse;
-#[path = "commands_plan.rs"]
-mod plan_thread;
-#[path = "commands_replan.rs"]
+mod pick;
+mod plan;
 mod replan;
-#[path = "commands_research.rs"]
 mod research;
-#[path = "commands_retry.rs"]
 mod retry;
+pub use approve::approved_state;
 pub use parse::{parse, MAX_BUDGET_USD};
+use pick::{find_task, pick_task};
 pub use replan::Origin;
 pub use retry::{
     cancel_family, cancel_refusal, retry_allowed, retry_move, retry_target, LastRun, RetryMove,
@@ -279,26 +277,7 @@ pub fn decide(parsed: &Parsed, req: &Request<'_>) -> Decision {
         (Verb::ApproveAll, Some(_)) => {
             return refuse("`approve all` takes no task".to_string())
         }
-        (Verb::ApproveAll, None) => {
-            let waiting: Vec<&Task> = req.tasks.values().filter(|t| waits_approval(t)).collect();
-            if waiting.is_empty() {
-                return refuse("No task waits for approval".to_string());
-            }
-            let effects = waiting
-                .iter()
-                .map(|t| approve_effect(t, req, &by))
-                .collect();
-            let ids: Vec<String> = waiting.iter().map(|t| format!("`{}`", t.id)).collect();
-            return done(
-                effects,
-                format!(
-                    "Approved by @{}: {} queued ({}).",
-                    req.author,
-                    waiting.len(),
-                    ids.join(", ")
-                ),
-            );
-        }
+        (Verb::ApproveAll, None) => return approve::decide_all(req, &by),
         (Verb::Hold | Verb::Release, _) => return hold::decide(&command.verb, req),
         (Verb::ApproveProposal(n), _) => return research::decide(*n, command, req, &by),
         (Verb::Pause, None) if on_dashboard => {
@@ -328,7 +307,7 @@ pub fn decide(parsed: &Parsed, req: &Request<'_>) -> Decision {
         _ => {}
     }
     if let (Place::Plan { number, tasks }, None) = (&req.place, &command.task) {
-        return plan_thread::decide(&command.verb, req, *number, tasks, &by);
+        return plan::decide(&command.verb, req, *number, tasks, &by);
     }
     // Issue 36: `approve <commit>` on a thread names the held change, not a task.
     let named_change = match (&command.verb, &command.task) {
@@ -360,36 +339,7 @@ pub fn decide(parsed: &Parsed, req: &Request<'_>) -> Decision {
     match &command.verb {
         Verb::Retry => retry::decide(task, req, &by),
         Verb::Cancel => retry::decide_cancel(task, req, &by),
-        Verb::Approve => {
-            use super::scan::{held_change, short, wrong_change};
-            let last_held = req.last_runs.get(id).and_then(|l| l.held.as_ref());
-            if let Some(held) = held_change(task, last_held) {
-                if let Some(why) = named_change.and_then(|w| wrong_change(w, held)) {
-                    return refuse(why);
-                }
-                let head = short(&held.head);
-                return done(
-                    vec![Effect::ApproveChange {
-                        task: id.clone(),
-                        held: held.clone(),
-                        reason: format!("its change {head} approved {by} after the threat scan"),
-                    }],
-                    format!("Approved {by}: task `{id}`'s change {head} (held by the threat scan) is let out by the next tick, exactly that change; the approval covers it only, once."),
-                );
-            }
-            if let Some(word) = named_change {
-                return refuse(format!("Task `{id}` holds no change for approval (it is {state}), so `{word}` approves nothing"));
-            }
-            if !waits_approval(task) {
-                return refuse(format!("Task `{id}` does not wait for approval (it is {state})"));
-            }
-            let effect = approve_effect(task, req, &by);
-            let next = match &effect {
-                Effect::Move { to, .. } if *to == TaskState::QUEUED => "is queued",
-                _ => "gets its issue next, then runs",
-            };
-            done(vec![effect], format!("Approved {by}: task `{id}` {next}."))
-        }
+        Verb::Approve => approve::decide(task, named_change, req, &by),
         Verb::Pause => match task.status {
             TaskStatus::Queued | TaskStatus::Failed => done(
                 vec![pause_effect(id, &by)],
@@ -507,81 +457,6 @@ fn plain_move(id: &TaskId, to: TaskState, reason: String) -> Effect {
     }
 }
 
-fn approve_effect(task: &Task, req: &Request<'_>, by: &str) -> Effect {
-    let planned = matches!(req.origins.get(&task.id), Some(Origin::Plan(_)));
-    Effect::Move {
-        task: task.id.clone(),
-        // Comments are read in github mode only.
-        to: approved_state(task, planned, true),
-        reset_attempts: false,
-        approved: true,
-        reason: format!("approved {by}"),
-    }
-}
-
-/// Where an approved task goes (a comment, a dashboard box, `opentiger task approve` alike): a
-/// planned task in github mode that has no issue yet gets its issue first
-/// (`blocked(issue_linking)`, spec §2.1 step 10), as an unheld planned task does; any other
-/// task is queued.
-pub fn approved_state(task: &Task, planned: bool, github: bool) -> TaskState {
-    match (planned && github, task.issue_number) {
-        (true, None) => TaskState::blocked(BlockReason::IssueLinking),
-        _ => TaskState::QUEUED,
-    }
-}
-
-/// The task a command acts on: the one it names (which must belong to this thread, unless on
-/// the dashboard), else the thread's own task (the newest still active, else the newest).
-fn pick_task<'a>(command: &Command, req: &Request<'a>) -> Result<&'a Task, String> {
-    match (&command.task, &req.place) {
-        (Some(word), place) => {
-            let task = find_task(req.tasks, word)?;
-            match place {
-                Place::Dashboard => Ok(task),
-                Place::Thread { tasks, .. } | Place::Plan { tasks, .. }
-                    if tasks.contains(&task.id) =>
-                {
-                    Ok(task)
-                }
-                Place::Thread { number, .. } | Place::Plan { number, .. } => Err(format!(
-                    "Task `{}` does not belong to #{number}: command it on its own issue, or on the dashboard issue",
-                    task.id
-                )),
-            }
-        }
-        (None, Place::Plan { number, .. }) => Err(format!(
-            "On #{number}, name the task: `/opentiger <command> <task-id>`"
-        )),
-        (None, Place::Dashboard) => Err(
-            "On the dashboard issue, name the task: `/opentiger <command> <task-id>`".to_string(),
-        ),
-        (None, Place::Thread { number, tasks }) => {
-            let mut own: Vec<&Task> = tasks.iter().filter_map(|t| req.tasks.get(t)).collect();
-            own.sort_by_key(|t| (!t.status.is_terminal(), t.updated_at, t.id.clone()));
-            own.last()
-                .copied()
-                .ok_or_else(|| format!("#{number} has no opentiger task"))
-        }
-    }
-}
-
-fn find_task<'a>(tasks: &'a BTreeMap<TaskId, Task>, word: &str) -> Result<&'a Task, String> {
-    if let Some(task) = tasks.get(&TaskId(word.to_string())) {
-        return Ok(task);
-    }
-    let matching: Vec<&Task> = tasks
-        .values()
-        .filter(|t| t.id.as_str().starts_with(word))
-        .collect();
-    match matching.as_slice() {
-        [one] if word.len() >= 4 => Ok(one),
-        [] | [_] => Err(format!("No task `{word}`")),
-        _ => Err(format!(
-            "`{word}` names more than one task: give more of its id"
-        )),
-    }
-}
-
 /// The comment command a person would most likely post for a task that waits on them (for
 /// the dashboard, where commands name their task), or `None` when it waits on nobody.
 pub fn recommended(task: &Task) -> Option<String> {
@@ -605,5 +480,4 @@ pub fn waits_approval(task: &Task) -> bool {
 }
 
 #[cfg(test)]
-#[path = "commands_tests.rs"]
 mod tests;
