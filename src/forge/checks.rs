@@ -1,6 +1,9 @@
 //! Writing opentiger's own checks on a head (issue 28): check runs (`checks: write`), and
 //! commit statuses where the token may not write check runs (`statuses: write`). Each write
 //! looks first: the newest check run of that name on the head, the statuses of the head.
+//!
+//! Not for: what the checks say (`report::check_run`) or when they are written (`tick/checks`);
+//! reading the repository's CI (`ci`).
 
 use http::Method;
 use serde::Deserialize;

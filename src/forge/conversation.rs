@@ -1,6 +1,10 @@
 //! The calls that read the conversation around a task (issue 14): the comments on an issue or
 //! PR, and a PR's reviews with their comments on lines. Conditional on the list's ETag, so a
 //! quiet thread costs a 304.
+//!
+//! Not for: which of these words are trusted and kept (`engine::import::thread`, stored by
+//! `store::forge`); `/opentiger` commands, read from the repository-wide feed
+//! (`forge::comments`).
 
 use serde::Deserialize;
 

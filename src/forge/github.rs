@@ -4,6 +4,9 @@
 //!
 //! Synchronous on purpose: a tick makes a handful of calls in sequence, so the client owns a
 //! single-threaded runtime and blocks on each call.
+//!
+//! Not for: which calls opentiger makes and what their answers mean (`calls`, `ci`, `checks`,
+//! `comments`, `conversation`).
 
 use std::collections::BTreeMap;
 

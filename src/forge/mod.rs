@@ -3,6 +3,8 @@
 //!
 //! Only the fields opentiger uses are kept, so a forge that adds fields (or a test server that
 //! sends fewer) never breaks parsing (DESIGN §14: slim serde types).
+//!
+//! Not for: deciding anything on what GitHub says (`engine`), or when to call it (`tick`).
 
 pub mod calls;
 pub mod checks;

@@ -4,27 +4,32 @@
 //! review there when configured, and on approval merge: into the base branch (local-git) or the
 //! pull request through the forge, bound to the reviewed head (github; CI gates it earlier).
 //! Nothing the judge agent does in its workspace is read back.
+//!
+//! Not here: asking the agent (`judge_review.rs`), the merge's last steps (`judge_merge.rs`),
+//! the refs a review keeps (`judge_refs.rs`), and what a conclusion does to the task
+//! (`engine::verdict`, applied by `tick/record`).
 
 use super::checks;
 pub use super::verdict_answer::{parse_criteria, parse_verdict};
 use super::Act;
 use crate::config::AgentRole;
-use crate::engine::import::acceptance_criteria;
 use crate::engine::verdict::JudgeConclusion;
-use crate::executor::{self, AgentExit, AgentRequest};
 use crate::git::{Git, GitError};
 use crate::model::checks::CommandReport;
 use crate::model::{CriterionCheck, Run, Task, TaskKind, Verdict};
 use crate::store::JudgementRow;
-use crate::workspace::{changed_files, diff_text, links_between, Branches, Merge, Workspace};
+use crate::workspace::{changed_files, links_between, Branches, Merge, Workspace};
 
 #[path = "judge_merge.rs"]
 mod merge;
 #[path = "judge_refs.rs"]
 mod refs;
+#[path = "judge_review.rs"]
+mod review;
 pub use merge::PullMerger;
 use merge::{conflict, merge_commit, merge_pull};
 use refs::{merged_before, unpublished, KeptMerge};
+use review::review;
 
 // The trial merge with the base is a commit of its own, never on the task branch: the verdict
 // stays bound to the head the worker produced.
@@ -477,179 +482,4 @@ fn missing_base(repo: &Git, base: &str) -> GitError {
             "the base branch `{base}` does not exist: set `base_branch` in .opentiger.yml"
         ),
     }
-}
-
-/// Asks the judge agent; `Err` when it could not give a verdict (never read as approval). What
-/// it spent goes into `trace`.
-#[allow(clippy::too_many_arguments)]
-fn review(
-    act: &Act<'_>,
-    task: &Task,
-    run: &Run,
-    ws: &Workspace,
-    (base_head, merged): (&str, &str),
-    verified: &[String],
-    asked: ReviewBrief<'_>,
-    trace: &mut Trace,
-) -> Result<Review, String> {
-    let chosen = super::executors::choose(act, AgentRole::Judge)?;
-    let (agent, exec) = (chosen.agent, chosen.exec);
-    let diff = diff_text(ws.repo(), base_head, merged, 60_000).map_err(|e| e.to_string())?;
-    let scratch = ws.scratch();
-    let prompt = super::prompts::judge(
-        act,
-        task,
-        asked.issue,
-        verified,
-        &diff,
-        (
-            &scratch.join("result.json"),
-            executor::abilities(agent.executor),
-        ),
-    )
-    .map_err(|f| f.message)?;
-    let mut env = executor::agent_env(
-        &agent.env_passthrough,
-        |k| std::env::var(k).ok(),
-        &[
-            ("OPENTIGER_ROLE", "judge".to_string()),
-            ("OPENTIGER_TASK_ID", task.id.to_string()),
-            ("OPENTIGER_RUN_ID", run.id.to_string()),
-            ("OPENTIGER_WORKSPACE", ws.path.display().to_string()),
-            ("TMPDIR", scratch.display().to_string()),
-        ],
-    );
-    let net = super::network::AgentNet::open(
-        act.config,
-        &agent,
-        AgentRole::Judge,
-        None,
-        &ws.path,
-        &mut env,
-    )?;
-    let confine = super::agent_domain(
-        act,
-        ws.run_folder(),
-        &scratch,
-        &agent,
-        &mut env,
-        net.landlock_port(),
-    )?;
-    let (live, sentinel) = super::pulse::agent(
-        AgentRole::Judge,
-        &chosen.label,
-        &ws.path,
-        net.sentinel(),
-        act.redactor,
-    );
-    let request = AgentRequest {
-        role: AgentRole::Judge,
-        task,
-        run_id: &run.id,
-        workspace: &ws.path,
-        prompt,
-        env,
-        timeout: agent.timeout(),
-        attempt: asked.reviews_so_far,
-        scratch: &scratch,
-        group_record: super::group_record(act, &run.id.to_string()),
-        confine,
-        network: net.netns(),
-        sentinel,
-    };
-    crate::sandbox::before_agent(act.repo).map_err(|e| e.to_string())?;
-    // What the reviewer does in its workspace is never read back: the folder goes with it.
-    let ran = exec.run(&request);
-    live.ended(&super::pulse::agent_end(&ran, act.redactor));
-    let seen = net.close();
-    let spend = trace.spend(task, run);
-    spend.executor = Some(chosen.label.clone());
-    super::network::account_agent(spend, &seen.traffic, &ran);
-    let result = ran.map_err(|e| e.to_string())?;
-    if let Some((_, why)) = seen.stop {
-        return Err(format!(
-            "the judge agent was stopped: {}",
-            act.redactor.excerpt(&why, 400)
-        ));
-    }
-    if let Some(refused) = &result.result_refused {
-        return Err(format!("policy_violation: {refused}"));
-    }
-    if let Some(failure) = &result.failure {
-        let text = act.redactor.excerpt(&failure.message, 300);
-        return Err(match &failure.kind {
-            crate::executor::AgentFailureKind::Quota { retry_hint } => format!(
-                "the judge agent hit a quota or rate limit{}: {text}",
-                retry_hint
-                    .as_ref()
-                    .map_or(String::new(), |h| format!(" ({h})"))
-            ),
-            _ => format!("the judge agent reported a failure: {text}"),
-        });
-    }
-    match result.exit {
-        AgentExit::Finished => {}
-        AgentExit::TimedOut => {
-            return Err(format!(
-                "the judge agent timed out after {:?}",
-                agent.timeout()
-            ))
-        }
-        AgentExit::Failed(code) => {
-            return Err(format!(
-                "the judge agent failed ({}): {}",
-                code.map_or("signal".to_string(), |c| format!("exit code {c}")),
-                act.redactor.excerpt(&result.output_tail, 300)
-            ))
-        }
-    }
-    let value = result.result.ok_or_else(|| {
-        result
-            .result_error
-            .unwrap_or_else(|| super::verdict_answer::missing(result.summary.as_deref()))
-    })?;
-    // The judge's words are stored, posted and printed: no secret it echoed goes with them.
-    let value = act.redactor.redact_json(value);
-    let (verdict, summary, findings) = parse_verdict(&value)?;
-    // Issue 36: the judge's words are posted and become the next agent's brief: words aimed at
-    // agents, or hidden text, make the review fail (never an approval).
-    if act.config.scan.rules {
-        let mut scanner = crate::scan::Scanner::new(act.redactor.values());
-        scanner.text("the judge's summary", &summary);
-        for finding in &findings {
-            scanner.text("the judge's findings", finding);
-        }
-        let flagged = scanner.findings();
-        if !flagged.is_empty() {
-            return Err(format!(
-                "the judge's review was held by the threat scan: {}",
-                crate::scan::summary(&flagged)
-            ));
-        }
-    }
-    let items = asked
-        .issue
-        .map(|spec| acceptance_criteria(&spec.body))
-        .unwrap_or_default();
-    let answers = parse_criteria(&value);
-    let criteria = items
-        .into_iter()
-        .enumerate()
-        .map(|(i, item)| {
-            let answer = answers.iter().find(|(n, _, _)| *n == i + 1);
-            CriterionCheck {
-                item,
-                met: answer.map(|(_, met, _)| *met),
-                reason: answer
-                    .map(|(_, _, why)| act.redactor.excerpt(why, 300))
-                    .unwrap_or_default(),
-            }
-        })
-        .collect();
-    Ok(Review {
-        verdict,
-        summary,
-        findings,
-        criteria,
-    })
 }

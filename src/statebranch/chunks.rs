@@ -1,6 +1,6 @@
 //! The state file as chunks in a git tree: the layout, the manifest, and the git processes that
-//! move chunks (`cat-file --batch` to assemble a file, a few at once for a large one;
-//! `fast-import` to write a commit).
+//! move chunks (`cat-file --batch` to assemble a file, a few at once for a large one, each
+//! spoken to through [`super::cat_file`]; `fast-import` to write a commit).
 //!
 //! A state commit holds `manifest` (length, chunk size, chunk count, checksum: see
 //! [`super::manifest`]), `STATE.md`, and
@@ -9,13 +9,15 @@
 //! a few rows changes a few chunks; the others keep their blob ids and are neither written nor
 //! pushed again. The fan-out keeps each tree small, so a save also rewrites only small trees.
 //!
-//! Not here: which commit to load, compare-and-swap, pushing, history (see the parent module).
+//! Not here: which commit to load, compare-and-swap, pushing, history (see the parent module);
+//! the `cat-file --batch` protocol itself ([`super::cat_file`]).
 
-use std::io::{BufRead, BufReader, Read, Write};
+use std::io::{Read, Write};
 use std::path::Path;
 
 use sha2::{Digest, Sha256};
 
+use super::cat_file::{Batch, Object, BATCH};
 use super::manifest::Manifest;
 use crate::git::{Git, GitError};
 
@@ -27,6 +29,8 @@ pub const MANIFEST_FILE: &str = "manifest";
 pub const CHUNKS_DIR: &str = "chunks";
 /// The whole file as one blob: how states were stored before chunks (loaded, then migrated).
 pub const LEGACY_FILE: &str = "state.sqlite";
+/// The reader's buffer on a `cat-file` process: a whole chunk and its header line.
+const READ_BUFFER: usize = CHUNK_SIZE + 4096;
 
 /// Where chunk `index` lives in the state tree.
 pub fn chunk_path(index: usize) -> String {
@@ -64,120 +68,6 @@ fn file_error(path: &Path) -> impl Fn(std::io::Error) -> ChunkError + '_ {
     }
 }
 
-/// `cat-file --batch` with small pack windows and delta cache: reading every chunk would
-/// otherwise keep the whole pack mapped and resident, a state's worth of memory.
-const BATCH: &[&str] = &[
-    "-c",
-    "core.packedGitWindowSize=1m",
-    "-c",
-    "core.packedGitLimit=8m",
-    "-c",
-    "core.deltaBaseCacheLimit=4m",
-    "cat-file",
-    "--batch",
-];
-
-/// One `git cat-file --batch` process.
-struct Batch<'a> {
-    git: &'a Git,
-    child: std::process::Child,
-    input: Option<std::process::ChildStdin>,
-    output: BufReader<std::process::ChildStdout>,
-}
-
-/// An object as `cat-file --batch` announces it.
-enum Object {
-    Missing,
-    Found { id: String, kind: String, size: u64 },
-}
-
-impl<'a> Batch<'a> {
-    fn start(git: &'a Git) -> Result<Batch<'a>, GitError> {
-        let mut child = git.spawn(BATCH)?;
-        let (Some(input), Some(output)) = (child.stdin.take(), child.stdout.take()) else {
-            let _ = child.kill();
-            let _ = child.wait();
-            return Err(git.failure(BATCH, "no pipes to the process"));
-        };
-        Ok(Batch {
-            git,
-            child,
-            input: Some(input),
-            output: BufReader::with_capacity(CHUNK_SIZE + 4096, output),
-        })
-    }
-
-    fn broken(&self, e: std::io::Error) -> GitError {
-        self.git.failure(BATCH, format!("talking to git: {e}"))
-    }
-
-    /// Asks for one object and reads its header (its content follows, see [`Batch::content`]).
-    fn ask(&mut self, name: &str) -> Result<Object, GitError> {
-        let input = self
-            .input
-            .as_mut()
-            .ok_or_else(|| self.git.failure(BATCH, "input already closed"))?;
-        let sent = writeln!(input, "{name}").and_then(|()| input.flush());
-        sent.map_err(|e| self.broken(e))?;
-        self.header()
-    }
-
-    fn header(&mut self) -> Result<Object, GitError> {
-        let mut line = String::new();
-        self.output
-            .read_line(&mut line)
-            .map_err(|e| self.broken(e))?;
-        let words: Vec<&str> = line.split_whitespace().collect();
-        match words.as_slice() {
-            [_, "missing"] | [_, "ambiguous"] => Ok(Object::Missing),
-            [id, kind, size] => Ok(Object::Found {
-                id: id.to_string(),
-                kind: kind.to_string(),
-                size: size
-                    .parse()
-                    .map_err(|_| self.git.failure(BATCH, format!("bad header `{line}`")))?,
-            }),
-            _ => Err(self
-                .git
-                .failure(BATCH, format!("unexpected answer `{}`", line.trim_end()))),
-        }
-    }
-
-    /// Reads an announced object's `size` bytes into `out`, and the newline after them.
-    fn content(&mut self, size: u64, out: &mut Vec<u8>) -> Result<(), GitError> {
-        out.clear();
-        let read = (&mut self.output).take(size).read_to_end(out);
-        read.map_err(|e| self.broken(e))?;
-        let mut tail = [0u8; 1];
-        let read = self.output.read_exact(&mut tail);
-        read.map_err(|e| self.broken(e))?;
-        if out.len() as u64 != size {
-            return Err(self.git.failure(BATCH, "object ended early"));
-        }
-        Ok(())
-    }
-
-    /// Closes the input and waits for a clean exit.
-    fn finish(mut self) -> Result<(), GitError> {
-        drop(self.input.take());
-        let status = self.child.wait().map_err(|e| self.broken(e))?;
-        if status.success() {
-            Ok(())
-        } else {
-            Err(self.git.failure(BATCH, format!("exited with {status}")))
-        }
-    }
-}
-
-impl Drop for Batch<'_> {
-    fn drop(&mut self) {
-        // Reached after `finish` too, when the process has already ended: both calls are no-ops.
-        drop(self.input.take());
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
 /// Assembles the state file of `commit` into `file`, checking every chunk against the manifest,
 /// with `git cat-file --batch`: one process for the manifest and the tree, then one per run of
 /// chunks ([`readers`]). A single-blob state (before chunks) is copied as is
@@ -193,7 +83,7 @@ fn assemble_with(
     file: &Path,
     readers: fn(usize) -> usize,
 ) -> Result<Base, ChunkError> {
-    let mut batch = Batch::start(git)?;
+    let mut batch = Batch::start(git, READ_BUFFER)?;
     let mut buffer = Vec::with_capacity(CHUNK_SIZE);
     let manifest = match batch.ask(&format!("{commit}:{MANIFEST_FILE}"))? {
         Object::Found { kind, size, .. } if kind == "blob" && size <= 4096 => {
@@ -296,7 +186,7 @@ fn read_chunks(
 ) -> Result<Vec<[u8; 32]>, ChunkError> {
     use std::os::unix::fs::FileExt;
     let count = manifest.chunk_count();
-    let mut batch = Batch::start(git)?;
+    let mut batch = Batch::start(git, READ_BUFFER)?;
     // Every chunk of the range is asked for at once, from a thread, while this one reads the
     // answers: no round trip per chunk, and no deadlock when the questions outgrow the pipe. If
     // reading stops early, dropping `batch` kills the process and the thread's next write fails.

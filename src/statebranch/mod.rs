@@ -13,6 +13,7 @@
 //! States saved before chunks (one `state.sqlite` blob) load as they are and are written as
 //! chunks by their first save.
 
+mod cat_file;
 pub mod chunks;
 pub mod manifest;
 

@@ -3,7 +3,7 @@
 
 use rusqlite::params;
 
-use super::tasks::{
+use super::journal::{
     create_derived_task, note, record_event, write_transition, TaskChanges, Writer,
 };
 use super::{Store, StoreError};
@@ -268,7 +268,7 @@ impl Store {
                     let id = task_id
                         .ok_or_else(|| StoreError::Invalid("a retarget without a task".into()))?;
                     super::forge::write_retarget(&tx, *pr, from, writer.now)?;
-                    super::tasks::note(
+                    super::journal::note(
                         &tx,
                         writer,
                         decision.rule,
@@ -347,7 +347,7 @@ fn record_ci_start(
         after_scan,
     };
     super::forge::write_ci_heal(tx, work.pr, &heal, writer.now)?;
-    super::tasks::note(
+    super::journal::note(
         tx,
         writer,
         decision.rule,

@@ -10,7 +10,7 @@ use std::collections::BTreeSet;
 
 use rusqlite::{params, OptionalExtension, Transaction};
 
-use super::tasks::{write_transition, TaskChanges, Writer};
+use super::journal::{write_transition, TaskChanges, Writer};
 use super::{Store, StoreError};
 use crate::engine::scan::HeldChange;
 use crate::model::{RunId, TaskId, TaskState, Verdict};

@@ -249,7 +249,7 @@ impl Store {
                 kind.as_str()
             ],
         )?;
-        super::tasks::note(&tx, writer, "task.retargeted", Some(id), None, reason)?;
+        super::journal::note(&tx, writer, "task.retargeted", Some(id), None, reason)?;
         tx.commit()?;
         Ok(())
     }

@@ -13,6 +13,7 @@ mod approvals;
 mod executors;
 mod family;
 mod forge;
+mod journal;
 mod people;
 mod plans;
 mod progress;
@@ -32,6 +33,7 @@ use rusqlite::{Connection, OpenFlags};
 pub use apply::{ApplyReport, HealCi};
 pub use family::FamilyRuns;
 pub use forge::{rules_key, Cursor, LEARNED_CHECKS, OPEN_PULLS};
+pub use journal::{TaskChanges, Writer};
 pub use people::{CommandRecord, Escalation, RepoPause};
 pub use plans::ReviewFeedback;
 pub use record::{Handover, JudgementRow, Recorded, RunRecord, FAN_OUT_PREFIX};
@@ -39,7 +41,7 @@ pub use retention::{Pruned, Table};
 pub use schema::LATEST as SCHEMA_VERSION;
 pub use snapshot::SnapshotLimits;
 pub use spend::{AgentSpend, AgentSpendRow};
-pub use tasks::{NewTask, TaskChanges, TaskFilter, TickRecord, Writer};
+pub use tasks::{NewTask, TaskFilter, TickRecord};
 
 /// What can go wrong with the state file.
 #[derive(Debug, thiserror::Error)]

@@ -4,7 +4,7 @@
 
 use rusqlite::{params, OptionalExtension};
 
-use super::tasks::{record_event, Writer};
+use super::journal::{record_event, Writer};
 use super::{Store, StoreError};
 use crate::model::{PlanHistory, PlanRecord, PlanStatus, Task};
 use crate::time::Timestamp;
@@ -103,7 +103,7 @@ impl Store {
             return Ok(false);
         }
         let tx = self.conn.transaction()?;
-        super::tasks::insert_tasks_in(&tx, tasks, writer)?;
+        super::journal::insert_tasks_in(&tx, tasks, writer)?;
         for task in tasks {
             tx.execute(
                 "INSERT OR REPLACE INTO plan_tasks (task_id, plan_id) VALUES (?1, ?2)",

@@ -3,7 +3,7 @@
 
 use rusqlite::{params, OptionalExtension, Transaction};
 
-use super::tasks::{create_derived_task, record_event, write_transition, TaskChanges, Writer};
+use super::journal::{create_derived_task, record_event, write_transition, TaskChanges, Writer};
 use super::{Store, StoreError};
 use crate::engine::outcome::OutcomeDecision;
 use crate::engine::verdict::VerdictDecision;

@@ -7,7 +7,7 @@ use std::collections::BTreeMap;
 
 use rusqlite::{params, Transaction};
 
-use super::tasks::Writer;
+use super::journal::Writer;
 use super::{Store, StoreError};
 use crate::model::network::{Metering, Refusal};
 use crate::model::{RunId, TaskId};

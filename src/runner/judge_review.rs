@@ -1,0 +1,190 @@
+//! The judge agent's review of a change (DESIGN §8): its prompt with the diff against the base
+//! and the checks that passed, the agent run in the review's workspace behind its own proxy,
+//! and its answer read as a verdict, findings and a word per acceptance criterion — redacted,
+//! and held by the threat scan when it speaks to agents.
+//!
+//! Not here: merging and checking the change before the review, and what the verdict leads to
+//! (`judge.rs`, `judge_merge.rs`); reading the answer's JSON (`verdict_answer.rs`).
+
+use super::{parse_criteria, parse_verdict, Review, ReviewBrief, Trace};
+use crate::config::AgentRole;
+use crate::engine::import::acceptance_criteria;
+use crate::executor::{self, AgentExit, AgentRequest};
+use crate::model::{CriterionCheck, Run, Task};
+use crate::runner::Act;
+use crate::workspace::{diff_text, Workspace};
+
+/// Asks the judge agent; `Err` when it could not give a verdict (never read as approval). What
+/// it spent goes into `trace`.
+#[allow(clippy::too_many_arguments)]
+pub(super) fn review(
+    act: &Act<'_>,
+    task: &Task,
+    run: &Run,
+    ws: &Workspace,
+    (base_head, merged): (&str, &str),
+    verified: &[String],
+    asked: ReviewBrief<'_>,
+    trace: &mut Trace,
+) -> Result<Review, String> {
+    let chosen = crate::runner::executors::choose(act, AgentRole::Judge)?;
+    let (agent, exec) = (chosen.agent, chosen.exec);
+    let diff = diff_text(ws.repo(), base_head, merged, 60_000).map_err(|e| e.to_string())?;
+    let scratch = ws.scratch();
+    let prompt = crate::runner::prompts::judge(
+        act,
+        task,
+        asked.issue,
+        verified,
+        &diff,
+        (
+            &scratch.join("result.json"),
+            executor::abilities(agent.executor),
+        ),
+    )
+    .map_err(|f| f.message)?;
+    let mut env = executor::agent_env(
+        &agent.env_passthrough,
+        |k| std::env::var(k).ok(),
+        &[
+            ("OPENTIGER_ROLE", "judge".to_string()),
+            ("OPENTIGER_TASK_ID", task.id.to_string()),
+            ("OPENTIGER_RUN_ID", run.id.to_string()),
+            ("OPENTIGER_WORKSPACE", ws.path.display().to_string()),
+            ("TMPDIR", scratch.display().to_string()),
+        ],
+    );
+    let net = crate::runner::network::AgentNet::open(
+        act.config,
+        &agent,
+        AgentRole::Judge,
+        None,
+        &ws.path,
+        &mut env,
+    )?;
+    let confine = crate::runner::agent_domain(
+        act,
+        ws.run_folder(),
+        &scratch,
+        &agent,
+        &mut env,
+        net.landlock_port(),
+    )?;
+    let (live, sentinel) = crate::runner::pulse::agent(
+        AgentRole::Judge,
+        &chosen.label,
+        &ws.path,
+        net.sentinel(),
+        act.redactor,
+    );
+    let request = AgentRequest {
+        role: AgentRole::Judge,
+        task,
+        run_id: &run.id,
+        workspace: &ws.path,
+        prompt,
+        env,
+        timeout: agent.timeout(),
+        attempt: asked.reviews_so_far,
+        scratch: &scratch,
+        group_record: crate::runner::group_record(act, &run.id.to_string()),
+        confine,
+        network: net.netns(),
+        sentinel,
+    };
+    crate::sandbox::before_agent(act.repo).map_err(|e| e.to_string())?;
+    // What the reviewer does in its workspace is never read back: the folder goes with it.
+    let ran = exec.run(&request);
+    live.ended(&crate::runner::pulse::agent_end(&ran, act.redactor));
+    let seen = net.close();
+    let spend = trace.spend(task, run);
+    spend.executor = Some(chosen.label.clone());
+    crate::runner::network::account_agent(spend, &seen.traffic, &ran);
+    let result = ran.map_err(|e| e.to_string())?;
+    if let Some((_, why)) = seen.stop {
+        return Err(format!(
+            "the judge agent was stopped: {}",
+            act.redactor.excerpt(&why, 400)
+        ));
+    }
+    if let Some(refused) = &result.result_refused {
+        return Err(format!("policy_violation: {refused}"));
+    }
+    if let Some(failure) = &result.failure {
+        let text = act.redactor.excerpt(&failure.message, 300);
+        return Err(match &failure.kind {
+            crate::executor::AgentFailureKind::Quota { retry_hint } => format!(
+                "the judge agent hit a quota or rate limit{}: {text}",
+                retry_hint
+                    .as_ref()
+                    .map_or(String::new(), |h| format!(" ({h})"))
+            ),
+            _ => format!("the judge agent reported a failure: {text}"),
+        });
+    }
+    match result.exit {
+        AgentExit::Finished => {}
+        AgentExit::TimedOut => {
+            return Err(format!(
+                "the judge agent timed out after {:?}",
+                agent.timeout()
+            ))
+        }
+        AgentExit::Failed(code) => {
+            return Err(format!(
+                "the judge agent failed ({}): {}",
+                code.map_or("signal".to_string(), |c| format!("exit code {c}")),
+                act.redactor.excerpt(&result.output_tail, 300)
+            ))
+        }
+    }
+    let value = result.result.ok_or_else(|| {
+        result
+            .result_error
+            .unwrap_or_else(|| crate::runner::verdict_answer::missing(result.summary.as_deref()))
+    })?;
+    // The judge's words are stored, posted and printed: no secret it echoed goes with them.
+    let value = act.redactor.redact_json(value);
+    let (verdict, summary, findings) = parse_verdict(&value)?;
+    // Issue 36: the judge's words are posted and become the next agent's brief: words aimed at
+    // agents, or hidden text, make the review fail (never an approval).
+    if act.config.scan.rules {
+        let mut scanner = crate::scan::Scanner::new(act.redactor.values());
+        scanner.text("the judge's summary", &summary);
+        for finding in &findings {
+            scanner.text("the judge's findings", finding);
+        }
+        let flagged = scanner.findings();
+        if !flagged.is_empty() {
+            return Err(format!(
+                "the judge's review was held by the threat scan: {}",
+                crate::scan::summary(&flagged)
+            ));
+        }
+    }
+    let items = asked
+        .issue
+        .map(|spec| acceptance_criteria(&spec.body))
+        .unwrap_or_default();
+    let answers = parse_criteria(&value);
+    let criteria = items
+        .into_iter()
+        .enumerate()
+        .map(|(i, item)| {
+            let answer = answers.iter().find(|(n, _, _)| *n == i + 1);
+            CriterionCheck {
+                item,
+                met: answer.map(|(_, met, _)| *met),
+                reason: answer
+                    .map(|(_, _, why)| act.redactor.excerpt(why, 300))
+                    .unwrap_or_default(),
+            }
+        })
+        .collect();
+    Ok(Review {
+        verdict,
+        summary,
+        findings,
+        criteria,
+    })
+}
