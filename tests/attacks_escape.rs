@@ -13,6 +13,10 @@
 #[path = "attacks_escape/checks.rs"]
 mod checks;
 mod common;
+#[path = "attacks_escape/git_dir.rs"]
+mod git_dir;
+#[path = "attacks_escape/leftovers.rs"]
+mod leftovers;
 #[path = "attacks_escape/roles.rs"]
 mod roles;
 
@@ -411,186 +415,6 @@ fn links_from_the_agent_s_home_to_the_runner_s_folders_find_no_token() {
     assert!(a.landed("attacked.txt") && a.landed("plain.txt"));
 }
 
-/// A program the agent leaves behind, in the tools folder so that its command line names the
-/// case (`alive_with`).
-fn leftover(a: &Attack, name: &str, body: &str) -> String {
-    let path = a.jail.g.tools_path().join(name);
-    std::fs::write(
-        &path,
-        format!("#!/bin/sh\nLOOT={}\n{STEAL}{body}\n", a.jail.loot.display()),
-    )
-    .unwrap();
-    use std::os::unix::fs::PermissionsExt;
-    std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
-    path.display().to_string()
-}
-
-/// With a remote, so that the runner fetches and pushes (with the token) after the agent.
-fn with_origin(a: &Attack) {
-    let origin = common::bare_origin(a.jail.g.tools_path());
-    git(
-        a.jail.g.path(),
-        &["remote", "add", "origin", origin.to_str().unwrap()],
-    );
-    git(a.jail.g.path(), &["push", "-q", "origin", "main"]);
-}
-
-/// A program the agent leaves behind with `launch` (`{}`: the program), running `body`, which
-/// says `steal <name>`: it ran inside the sandbox (the twin), it is gone after the tick, it found
-/// nothing, and the work landed on the remote the runner pushed to meanwhile.
-fn left_behind(name: &str, body: &str, launch: &str) {
-    let a = Attack::plain();
-    with_origin(&a);
-    let script = leftover(&a, &format!("{name}.sh"), body);
-    a.agent(&format!("{}\nsleep 0.3", launch.replace("{}", &script)));
-    a.tasks(&[]);
-    a.ticks(&[]);
-    assert!(a.loot().contains(&format!("ran: {name}")), "{}", a.loot());
-    assert!(a.landed("attacked.txt") && a.landed("plain.txt"));
-}
-
-#[test]
-fn a_process_left_in_a_new_session_is_gone_before_the_runner_pushes() {
-    left_behind(
-        "searcher",
-        "i=0\nwhile [ $i -lt 400 ]; do steal searcher; i=$((i+1)); sleep 0.05; done",
-        "setsid {} </dev/null >/dev/null 2>&1 &",
-    );
-}
-
-#[test]
-fn a_double_forked_process_ignoring_sigterm_is_gone_after_its_run() {
-    left_behind(
-        "stubborn",
-        "trap '' TERM HUP INT\nwhile :; do steal stubborn; sleep 0.1; done",
-        "( ( setsid {} </dev/null >/dev/null 2>&1 & ) & )",
-    );
-}
-
-/// A process the agent leaves behind rewriting git configuration while the runner works: it
-/// is reaped with the run, and what it wrote went to the agent's own repository (the runner's
-/// is out of its reach), which the runner never reads.
-#[test]
-fn a_late_writer_of_git_config_cannot_race_the_runner() {
-    let a = Attack::plain();
-    with_origin(&a);
-    let runner = a.jail.g.path().join(".git");
-    let before = std::fs::read_to_string(runner.join("config")).unwrap();
-    let script = leftover(
-        &a,
-        "rewriter.sh",
-        "i=0\nwhile [ $i -lt 150 ]; do\n  for COMMON in \"$1\" \"$2\"; do\n    git config --file \"$COMMON/config\" filter.evil.clean \"sh -c 'echo ran: filter >> $LOOT'\" 2>/dev/null\n    mkdir -p \"$COMMON/info\" 2>/dev/null; echo '* filter=evil' > \"$COMMON/info/attributes\"\n  done 2>/dev/null\n  i=$((i+1)); sleep 0.1\ndone",
-    );
-    a.agent(&format!(
-        "setsid {script} \"$(git rev-parse --git-common-dir)\" {runner} </dev/null >/dev/null 2>&1 &\nsleep 0.5",
-        runner = runner.display()
-    ));
-    let (attack, _) = a.tasks(&[]);
-    a.ticks(&[]);
-    let run = &a.runs(&attack)[0];
-    assert_eq!(run["status"], "success", "{run}");
-    let after = std::fs::read_to_string(runner.join("config")).unwrap();
-    assert!(!after.contains("evil"), "{after}");
-    assert!(after.starts_with(&before), "{after}");
-    assert!(!runner.join("info/attributes").exists());
-    assert!(!a.loot().contains("ran: filter"), "{}", a.loot());
-    assert!(a.landed("plain.txt"));
-    assert!(a.landed("attacked.txt"));
-}
-
-#[test]
-fn with_the_runner_s_home_shared_a_planted_git_is_still_never_run_by_the_runner() {
-    // `sandbox.agent_home: runner` lets the agent write the runner's home: the planted programs
-    // stay there, but the runner resolved its git at start, away from $HOME.
-    let a = Attack::new(Setup {
-        extra: "sandbox:\n  filesystem: none\n  agent_home: runner\n",
-        ..Setup::default()
-    });
-    a.agent(&plant(".local/bin", a.runner_home()));
-    a.tasks(&[]);
-    for i in 0..6 {
-        let out = a.jail.run(&minute(i * 10), &["tick"], &[]);
-        assert_eq!(out.code, 0, "{}\n{}", out.stdout, out.stderr);
-    }
-    assert!(
-        a.runner_home().join(".local/bin/git").exists(),
-        "the twin: it was planted"
-    );
-    assert!(!a.loot().contains("ran: planted"), "{}", a.loot());
-    assert!(a.landed("attacked.txt") && a.landed("plain.txt"));
-}
-
-#[test]
-fn a_git_found_only_under_home_is_refused_with_the_fix() {
-    let a = Attack::plain();
-    let bin = a.runner_home().join("bin");
-    std::fs::create_dir_all(&bin).unwrap();
-    std::os::unix::fs::symlink(which("git").unwrap(), bin.join("git")).unwrap();
-    let path = format!("{}:/nonexistent", bin.display());
-    let out = a
-        .jail
-        .run(common::NOW, &["status"], &[("PATH", path.as_str())]);
-    assert_eq!(out.code, 2, "{}\n{}", out.stdout, out.stderr);
-    assert!(
-        out.stderr
-            .contains("git was found only where an agent could write it")
-            && out.stderr.contains("OPENTIGER_GIT"),
-        "{}",
-        out.stderr
-    );
-    // doctor reports it among its checks instead of stopping.
-    let out = a
-        .jail
-        .run(common::NOW, &["doctor"], &[("PATH", path.as_str())]);
-    assert!(out.stdout.contains("runner's git"), "{}", out.stdout);
-}
-
-#[test]
-fn in_github_mode_a_leftover_searching_during_the_push_is_gone_and_finds_nothing() {
-    let a = Attack::new(Setup {
-        mode: "github",
-        extra: "report:\n  dashboard_issue: false\n",
-        ..Setup::default()
-    });
-    with_origin(&a);
-    let origin = a.jail.g.tools_path().join("origin.git");
-    let server =
-        common::github::GithubServer::with_token("acme", "widgets", CANARY).with_git(&origin);
-    server.add_issue(
-        "ATTACK the pushes",
-        "Write attacked.txt.",
-        &["opentiger"],
-        "alice",
-        "OWNER",
-    );
-    let searcher = leftover(
-        &a,
-        "searcher.sh",
-        "i=0\nwhile [ $i -lt 400 ]; do steal searcher; i=$((i+1)); sleep 0.05; done",
-    );
-    let stubborn = leftover(
-        &a,
-        "stubborn.sh",
-        "trap '' TERM HUP INT\nwhile :; do steal stubborn; sleep 0.1; done",
-    );
-    a.agent(&format!(
-        "setsid {searcher} </dev/null >/dev/null 2>&1 &\n( ( setsid {stubborn} </dev/null >/dev/null 2>&1 & ) & )\nsleep 0.3"
-    ));
-    let url = server.base_url();
-    let env = [
-        ("GITHUB_API_URL", url.as_str()),
-        ("GITHUB_REPOSITORY", "acme/widgets"),
-    ];
-    for i in 0..3 {
-        a.tick(i * 10, &env);
-    }
-    // The twin: both ran before their run ended, and the runner pushed and opened the PR with
-    // the token meanwhile.
-    assert!(a.loot().contains("ran: searcher"), "{}", a.loot());
-    assert!(a.loot().contains("ran: stubborn"), "{}", a.loot());
-    assert!(!server.pulls().is_empty(), "no PR was opened");
-}
-
 #[test]
 fn a_check_refused_a_write_by_the_sandbox_names_the_path_and_the_setting() {
     let a = Attack::plain();
@@ -704,113 +528,16 @@ fn after_a_killed_tick_the_next_one_ends_what_its_agent_left_in_another_session(
     assert!(a.loot().contains("ran: lingerer"), "{}", a.loot());
 }
 
-/// Shell lines that build a git folder of the agent's own at `$EVIL` (inside the runner's
-/// `.git` when the sandbox lets it, else in its run folder): the refs and `HEAD` of its
-/// workspace repository, objects borrowed through `alternates`, and a `filter.x.clean` /
-/// `smudge` / `textconv` program (`$FILTER`) that every file gets by `info/attributes`.
-const EVIL_GIT_DIR: &str = r#"OWN="$(git rev-parse --absolute-git-dir)"
-EVIL="$RUNNER_GIT/evil"
-mkdir -p "$EVIL" 2>/dev/null || EVIL="$(dirname "$PWD")/evil"
-mkdir -p "$EVIL/objects/info" "$EVIL/refs/heads" "$EVIL/info"
-cp "$OWN/HEAD" "$EVIL/HEAD"
-cp -r "$OWN/refs/." "$EVIL/refs/"
-git for-each-ref --format='%(objectname) %(refname)' > "$EVIL/packed-refs"
-echo "$OWN/objects" > "$EVIL/objects/info/alternates"
-cat "$OWN/objects/info/alternates" >> "$EVIL/objects/info/alternates"
-printf '[core]\n\trepositoryformatversion = 0\n\tbare = false\n[filter "x"]\n\tclean = %s\n\tsmudge = %s\n[diff "x"]\n\ttextconv = %s\n' "$FILTER" "$FILTER" "$FILTER" > "$EVIL/config"
-echo '* filter=x diff=x' > "$EVIL/info/attributes"
-echo '* filter=x diff=x' > .gitattributes"#;
-
-/// The filter an agent plants: it says who ran it (`$WHO`, set by the agent when it runs git
-/// itself), looks for the token everywhere, and passes the bytes through.
-fn evil_filter(a: &Attack) -> String {
-    leftover(
-        a,
-        "filter.sh",
-        "steal \"filter by ${WHO:-someone else}\"\ncat",
+/// A program the agent leaves behind, in the tools folder so that its command line names the
+/// case (`alive_with`).
+fn leftover(a: &Attack, name: &str, body: &str) -> String {
+    let path = a.jail.g.tools_path().join(name);
+    std::fs::write(
+        &path,
+        format!("#!/bin/sh\nLOOT={}\n{STEAL}{body}\n", a.jail.loot.display()),
     )
-}
-
-/// The agent's own git, after the redirect: the filter works (the twin of the checks below).
-const AGENT_RUNS_IT: &str = "WHO=agent git add -A >/dev/null 2>&1";
-
-/// The attack's checks for a redirect: the filter ran when the agent's own git ran it (so the
-/// redirect works), never for anyone else (the runner), the token nowhere, and a plain task
-/// beside it landed.
-fn redirect_failed(a: &Attack) {
-    let loot = a.loot();
-    assert!(
-        loot.contains("ran: filter by agent"),
-        "the twin: the filter works:\n{loot}"
-    );
-    assert!(
-        !loot.contains("ran: filter by someone else"),
-        "the runner ran the agent's filter:\n{loot}"
-    );
-    assert!(!loot.contains(CANARY), "{loot}");
-    assert!(
-        a.landed("plain.txt"),
-        "a plain task beside the attack lands"
-    );
-    assert!(
-        !a.jail.g.path().join(".git/evil").exists(),
-        "the runner's .git is out of reach"
-    );
-}
-
-/// Issue 35, redirect 1: the workspace's `.git` becomes a `gitdir:` file naming a git folder the
-/// agent built, with a filter every file gets. The runner never runs git with it.
-#[test]
-fn a_workspace_git_file_redirected_to_the_agent_s_git_folder_runs_nothing_of_its() {
-    let a = Attack::plain();
-    let filter = evil_filter(&a);
-    a.agent(&format!(
-        "RUNNER_GIT={runner}\nFILTER={filter}\n{EVIL_GIT_DIR}\nrm -rf \"$OWN\" 2>/dev/null\necho \"gitdir: $EVIL\" > .git\n{AGENT_RUNS_IT}",
-        runner = a.jail.g.path().join(".git").display()
-    ));
-    let (attack, _) = a.tasks(&[]);
-    a.ticks(&[]);
-    redirect_failed(&a);
-    let run = &a.runs(&attack)[0];
-    assert_eq!(run["status"], "success", "an ordinary change: {run}");
-}
-
-/// Redirect 2: the workspace repository's `commondir` names the agent's git folder.
-#[test]
-fn a_commondir_pointing_at_the_agent_s_git_folder_runs_nothing_of_its() {
-    let a = Attack::plain();
-    let filter = evil_filter(&a);
-    a.agent(&format!(
-        "RUNNER_GIT={runner}\nFILTER={filter}\n{EVIL_GIT_DIR}\necho \"$EVIL\" > \"$OWN/commondir\"\n{AGENT_RUNS_IT}",
-        runner = a.jail.g.path().join(".git").display()
-    ));
-    let (attack, _) = a.tasks(&[]);
-    a.ticks(&[]);
-    redirect_failed(&a);
-    let run = &a.runs(&attack)[0];
-    assert_eq!(run["status"], "success", "{run}");
-}
-
-/// Redirect 3: the judge does it in its review workspace (and leaves a changed file there); the
-/// runner reads nothing back from it, runs nothing of it, and the reviewed change merges as it
-/// was pushed.
-#[test]
-fn a_judge_redirecting_its_workspace_git_runs_nothing_and_changes_nothing() {
-    let a = Attack::plain();
-    let filter = evil_filter(&a);
-    a.agent("true");
-    a.jail.g.judge(&format!(
-        "#!/bin/sh\nLOOT={loot}\n{STEAL}cd \"$OPENTIGER_WORKSPACE\"\nRUNNER_GIT={runner}\nFILTER={filter}\n{EVIL_GIT_DIR}\nrm -rf \"$OWN\" 2>/dev/null\necho \"gitdir: $EVIL\" > .git\necho judged > judged.txt\n{AGENT_RUNS_IT}\necho '{{\"verdict\": \"approve\", \"summary\": \"fine\"}}' > \"$OPENTIGER_RESULT_FILE\"\n",
-        loot = a.jail.loot.display(),
-        runner = a.jail.g.path().join(".git").display()
-    ));
-    a.tasks(&[]);
-    a.ticks(&[]);
-    redirect_failed(&a);
-    assert!(a.landed("attacked.txt"));
-    assert!(
-        !a.landed("judged.txt"),
-        "nothing the judge wrote is read back"
-    );
-    assert!(!a.landed(".gitattributes"));
+    .unwrap();
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
+    path.display().to_string()
 }
