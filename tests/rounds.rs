@@ -10,7 +10,6 @@
 mod common;
 
 use std::process::{Command, Stdio};
-use std::time::Duration;
 
 use common::scripted::{self, owners_issue, prompts, set_config};
 use common::{git, minute, running, GitRepo, Setup};
@@ -354,13 +353,10 @@ fn tick_until_b_hangs(g: &GitRepo) -> std::process::Child {
         .spawn()
         .unwrap();
     let pidfile = g.tools_path().join("agent.pid");
-    for _ in 0..600 {
-        if pidfile.exists() {
-            break;
-        }
-        std::thread::sleep(Duration::from_millis(50));
-    }
-    assert!(pidfile.exists(), "b's run never started");
+    assert!(
+        common::wait_for_pid(&pidfile, 600).is_some(),
+        "b's run never started"
+    );
     child
 }
 

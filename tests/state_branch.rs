@@ -204,13 +204,10 @@ fn every_clone_sees_one_state_and_a_killed_claim_is_recovered_once() {
         .spawn()
         .unwrap();
     let pidfile = o.dir.path().join("agent.pid");
-    for _ in 0..200 {
-        if pidfile.exists() {
-            break;
-        }
-        std::thread::sleep(std::time::Duration::from_millis(50));
-    }
-    assert!(pidfile.exists(), "the agent never started");
+    assert!(
+        common::wait_for_pid(&pidfile, 200).is_some(),
+        "the agent never started"
+    );
     tick.kill().unwrap();
     tick.wait().unwrap();
     let agent: i32 = std::fs::read_to_string(&pidfile)

@@ -356,6 +356,22 @@ pub fn enable_dashboard(clone: &Path) {
     .unwrap();
 }
 
+/// The pid a scripted agent wrote to `path` (`echo $$ > path`), waiting up to `tries` × 50 ms
+/// for it: the shell creates the file before it writes, so a file that exists may still be empty.
+#[allow(dead_code)]
+pub fn wait_for_pid(path: &Path, tries: u32) -> Option<i32> {
+    for _ in 0..tries {
+        let pid = std::fs::read_to_string(path)
+            .ok()
+            .and_then(|text| text.trim().parse().ok());
+        if pid.is_some() {
+            return pid;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    None
+}
+
 /// Whether process `pid` exists and is not a zombie (its state, field 3 of `/proc/<pid>/stat`).
 #[allow(dead_code)]
 pub fn running(pid: i32) -> bool {
