@@ -1,8 +1,9 @@
 //! A failure as the person who hit it sees it: an exit code (DESIGN §11: 1 tick error, 2 usage
 //! or configuration error, 3 state conflict) and one message naming what went wrong and the fix.
-//!
 //! The error type of the application layer (`tick`, `demo`, `cli`). Edges keep their own
 //! `thiserror` enums and convert into it where a command gives up.
+//! Not for: a run that failed (its failure code and category, `model::vocab`, classified by
+//! `engine::classify`), or printing and exiting (`cli`, `main.rs`).
 
 /// A failure with its exit code and a message for the person who hit it.
 #[derive(Debug, Clone)]

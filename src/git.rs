@@ -1,8 +1,9 @@
-//! The `git` command line behind one wrapper. Every failure says which directory and which
-//! arguments failed, with git's own output attached.
-//!
-//! Why the CLI and not libgit2: it honours the credentials CI checkouts configure, sends thin
-//! packs, has `--force-with-lease`, and keeps the build free of a C library (DESIGN §14).
+//! The `git` command line behind one wrapper: a minimal environment, the `-c` overrides of
+//! [`HARDENING`], and failures that name the directory, the arguments and git's own output. The
+//! CLI, not libgit2: it honours the credentials CI checkouts configure, sends thin packs, has
+//! `--force-with-lease`, and keeps the build free of a C library (DESIGN §14).
+//! Not for: which `git` runs (`programs`), the token a remote command gets (`credentials`), or
+//! what opentiger does with workspaces, branches and merges (`workspace`).
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};

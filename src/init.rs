@@ -1,9 +1,9 @@
-//! What `opentiger init [--force] [--mode github|local-git|direct]` does: writes a commented
-//! `.opentiger.yml` and, in github mode, the workflow `.github/workflows/opentiger.yml`, and
-//! says what to do next. Never overwrites a file unless told to (`force`).
-//!
-//! The workflow is `examples/workflows/opentiger.yml`, embedded: the file users read in the
-//! repository and the one `init` writes cannot drift apart.
+//! What `opentiger init [--force] [--agent-command PROGRAM]` does (mode from `--mode`, github by
+//! default): writes a commented `.opentiger.yml` and, in github mode, the workflow
+//! `.github/workflows/opentiger.yml`, which is `examples/workflows/opentiger.yml` embedded, so the
+//! two cannot drift apart; in local modes, keeps the state file out of git. Overwrites nothing
+//! without `force`. Not for: checking the set-up works (`doctor`), the configuration's keys and
+//! defaults (`config`), or printing the report (`cli::init`).
 
 use std::path::{Path, PathBuf};
 

@@ -1,8 +1,9 @@
 //! opentiger: an autonomous coding loop for one repository, advanced one CI tick at a time.
-//!
 //! See ARCHITECTURE.md for the map. The shape is a functional core ([`engine`]: plain data in,
-//! a [`engine::Plan`] out) inside an imperative shell: [`tick`] runs one step of the loop through the edges ([`store`],
-//! [`forge`], [`runner`]); [`cli`] parses arguments and prints.
+//! a [`engine::Plan`] out) inside an imperative shell: [`tick`] runs one step of the loop through
+//! the edges ([`store`], [`forge`], [`runner`]); [`cli`] parses arguments and prints.
+//! Not for: anything but the module list; the process's start (askpass, tokens out of the
+//! environment, the subreaper) is `main.rs`.
 
 pub mod bounded;
 pub mod cli;

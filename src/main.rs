@@ -1,3 +1,9 @@
+//! The `opentiger` binary, kept thin: answer git's askpass call and stop; else, before any thread
+//! or child exists, take the tokens out of the environment, hide the runner's `/proc` files and
+//! become a child subreaper, then run the command and sweep what it left running.
+//! Not for: arguments, commands and exit codes (`cli`), the tokens and the askpass answer
+//! (`credentials`), or how orphans are ended (`reaper`).
+
 fn main() {
     // git runs this binary as its GIT_ASKPASS for an https push or fetch: answer and stop.
     let args: Vec<String> = std::env::args().collect();

@@ -3,7 +3,7 @@
 //! Killing a run's process group misses what the program moved out of it: a process in a new
 //! session (`setsid`), a double fork, one that ignores `SIGTERM` and `SIGHUP`. Such a process
 //! keeps the agent's Landlock domain (it cannot write outside the agent's paths) but can read
-//! files and keep writing the repository's `.git` while the runner runs git.
+//! files and keep writing the agent's workspace while the runner runs git there.
 //!
 //! So the runner makes itself a *child subreaper* (`PR_SET_CHILD_SUBREAPER`, Linux 3.4): a
 //! process orphaned anywhere below it is re-parented to the runner instead of to init. When a run
@@ -13,10 +13,9 @@
 //! sequential); the long-lived git processes it keeps on purpose (`cat-file --batch`,
 //! `fast-import`) are registered with [`keep`] and spared.
 //!
-//! Not covered: a runner killed with `SIGKILL` can sweep nothing. Its orphans are re-parented to
-//! the next subreaper above it (on GitHub Actions the job's processes end with the job); the next
-//! tick kills the process groups it recorded (`sandbox::groups`), not processes in a session of
-//! their own.
+//! Not for: a run's own process group (`process`), or what a runner killed with `SIGKILL` left
+//! (it can sweep nothing; the next tick ends the recorded groups and every process tagged with a
+//! dead run, `sandbox::groups`).
 
 use std::collections::HashSet;
 use std::sync::atomic::{AtomicBool, Ordering};

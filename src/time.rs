@@ -1,8 +1,9 @@
-//! Time as a plain value.
-//!
-//! The engine never reads the clock: the shell reads it once per tick (or takes `--now` /
-//! `OPENTIGER_NOW`) and passes a [`Timestamp`] down. Timestamps are whole milliseconds since the
-//! Unix epoch, stored as integers in SQLite and shown as RFC 3339 in UTC.
+//! Time as a plain value: a [`Timestamp`] is whole milliseconds since the Unix epoch, stored as
+//! an integer in SQLite and shown as RFC 3339 in UTC, with spans and days. The engine never reads
+//! the clock: the shell reads it once per tick (or takes `--now` / `OPENTIGER_NOW`) and passes a
+//! `Timestamp` down.
+//! Not for: reading the clock (`tick::Context` does, once per tick) or a workflow's cron and how
+//! often it fires (`workflows`).
 
 use std::fmt;
 

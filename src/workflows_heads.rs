@@ -1,6 +1,8 @@
 //! Issue 36: whether a workflow runs on a head opentiger pushes (a `push` to an `opentiger/*`
 //! branch, by GitHub's branch filters) and which repository secrets its text hands its steps.
-//! Part of [`super`]; not for the other facts of a workflow.
+//! Part of `workflows` (`#[path]`), which reads the files and every other fact of a workflow.
+//! Not for: what doctor says of such a workflow (`doctor::ci`) or when opentiger starts CI on its
+//! heads (`engine::ci_start`).
 
 use serde::Deserialize;
 

@@ -302,3 +302,90 @@ fn no_folder_has_an_import_cycle() {
         cycles.join("\n")
     );
 }
+
+/// Every `.rs` file below `folder` of the crate (`src`, `tests`, `benches`), with its text.
+fn files_below(folder: &str) -> Vec<(PathBuf, String)> {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join(folder);
+    let mut files = Vec::new();
+    if root.is_dir() {
+        collect(&root, &mut files);
+    }
+    files.sort();
+    files
+        .into_iter()
+        .map(|path| {
+            let text = std::fs::read_to_string(&path).expect("source files are readable");
+            let rel = path
+                .strip_prefix(env!("CARGO_MANIFEST_DIR"))
+                .unwrap_or(&path)
+                .to_path_buf();
+            (rel, text)
+        })
+        .collect()
+}
+
+/// A file's module doc: its leading `//!` lines, joined (before any code or attribute).
+fn module_doc(text: &str) -> String {
+    text.lines()
+        .take_while(|line| line.starts_with("//!"))
+        .map(|line| line.trim_start_matches("//!").trim())
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+/// A newcomer learns what a module is for and where to go for its neighbour's job from the top of
+/// the file: every module that ships has a doc, and the doc says what the module is not for, in a
+/// sentence starting "Not for" (or "Not here"). Test files (`tests.rs`, `*_tests.rs`, a `tests/`
+/// folder) are left out: their doc says what they test.
+#[test]
+fn every_shipping_module_says_what_it_is_for_and_not_for() {
+    let mut missing = Vec::new();
+    for (path, text) in files_below("src") {
+        let test_only = path.components().any(|c| c.as_os_str() == "tests")
+            || path
+                .file_stem()
+                .is_some_and(|s| s == "tests" || s.to_string_lossy().ends_with("_tests"));
+        if test_only {
+            continue;
+        }
+        let doc = module_doc(&text);
+        if doc.is_empty() {
+            missing.push(format!(
+                "{}: no module doc (`//!` lines at the top)",
+                path.display()
+            ));
+        } else if !doc.contains("Not for") && !doc.contains("Not here") {
+            missing.push(format!(
+                "{}: the module doc says nothing of what the module is not for",
+                path.display()
+            ));
+        }
+    }
+    assert!(
+        missing.is_empty(),
+        "add a \"Not for: …\" sentence naming the neighbour that does it:\n{}",
+        missing.join("\n")
+    );
+}
+
+/// A file a reader takes in one sitting: no source, test or bench file over 600 lines unless its
+/// module doc gives the reason in a sentence starting "Over 600 lines:" (a single table that reads
+/// as one, say). Split along a seam that has a name, not into parts.
+#[test]
+fn a_file_over_600_lines_names_its_reason() {
+    let mut long = Vec::new();
+    for folder in ["src", "tests", "benches", "examples"] {
+        for (path, text) in files_below(folder) {
+            let lines = text.lines().count();
+            if lines > 600 && !module_doc(&text).contains("Over 600 lines:") {
+                long.push(format!("{}: {lines} lines", path.display()));
+            }
+        }
+    }
+    assert!(
+        long.is_empty(),
+        "split these along a named seam, or say why not in an \"Over 600 lines:\" sentence of \
+         the module doc:\n{}",
+        long.join("\n")
+    );
+}

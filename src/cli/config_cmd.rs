@@ -1,4 +1,8 @@
-//! `opentiger config show|schema|reference`.
+//! `opentiger config show|schema|reference`: the effective configuration as YAML or JSON (file
+//! values over defaults, each role's inherited agent and fallbacks resolved: what is printed is
+//! what runs), the JSON Schema of `.opentiger.yml` for editors, and the configuration reference.
+//! Not for: reading and checking the file, or making the schema (`config::load`), or the
+//! reference's text (`config::reference`).
 
 use clap::Subcommand;
 

@@ -1,6 +1,7 @@
 //! `opentiger doctor [--online]`: prints [`crate::doctor::checks`], each problem with its fix.
 //! Exit code: 0 when no check failed (warnings allowed), 1 otherwise; outside GitHub Actions
-//! in github mode, what Actions provides is listed apart and fails nothing.
+//! in github mode, what Actions provides is listed apart and fails nothing. Not for: the checks,
+//! their text and which of them fail where (`doctor`).
 
 use clap::Args;
 

@@ -1,5 +1,6 @@
 //! `opentiger init [--force] [--agent-command PROGRAM]`: prints what [`crate::init::init`]
-//! wrote and the next steps.
+//! wrote and the next steps. Not for: choosing and writing `.opentiger.yml` and the workflow
+//! (`init`), or checking the result (`doctor`).
 
 use clap::Args;
 

@@ -2,6 +2,8 @@
 //! printing. It decides nothing and nothing imports it; a tick itself is [`crate::tick`].
 //!
 //! Exit codes (DESIGN §11): 0 ok, 1 tick error, 2 usage/config error, 3 state conflict.
+//! Not for: finding the repository (`cli::locate`), the error type that carries the exit code
+//! (`failure`), or what `main.rs` does first (git's askpass, the token, the reaper).
 
 /// `println!` for a command's output: a closed stdout (the reader quit early, as `| head -1`
 /// does) ends the command quietly with exit 0 instead of a panic (exit 101).

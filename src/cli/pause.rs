@@ -2,6 +2,8 @@
 //! It is the state change the dashboard's `/opentiger pause` makes in github mode — recorded in
 //! the state store (on the state branch there, in the state file locally): while it stands, a
 //! tick claims no new run and starts no planner; runs under way finish and reviews go on.
+//! Not for: honouring the pause (the engine's plan: `engine::dispatch::hold_for_pause`), or the
+//! dashboard's command (`engine::commands`, read and applied by `tick::people`).
 
 use super::{CmdResult, Context};
 use crate::store::RepoPause;

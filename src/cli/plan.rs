@@ -1,6 +1,9 @@
 //! `opentiger plan [--force]`: turn the requirement into tasks now. Refused while any backlog
 //! exists (the spec's 409: planning comes after the backlog, startup-patterns.md "Planner
 //! Startup Guard"); the same requirement and base are not planned twice unless `--force`.
+//! Not for: gathering the inputs and running the planner agent (`tick::claim`'s `PlanWork`,
+//! `runner::planner`), validating its plan (`planner`), or when a tick plans on its own
+//! (`engine::planner_gate`).
 
 use clap::Args;
 

@@ -1,6 +1,7 @@
 //! `opentiger status [--json] [--all] [--markdown] [--graph]`: every task with why it is where
 //! it is and what happens next, recent runs, the last tick; the dashboard as markdown; the task
-//! graph as Mermaid text. Reads the state in memory; writes nothing.
+//! graph as Mermaid text. Reads the state in memory; writes nothing. Not for: building the view
+//! and the board (`tick::status`), or their text (`report`, `report::board`, `report::graph`).
 
 use clap::Args;
 

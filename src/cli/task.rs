@@ -1,4 +1,7 @@
-//! `opentiger task add|list|show|retry|cancel`: the local backlog.
+//! `opentiger task add|list|show|retry|cancel|approve`: the local backlog. Adds tasks from flags
+//! or a plan file (held for approval as `engine::approval` says), lists them, shows one.
+//! Not for: retry, cancel and approve (`cli::task_moves`), the checks of a task's commands and
+//! paths (`runner::checks`), or the text of `task show` (`report::task_show`).
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;

@@ -1,7 +1,8 @@
 //! `opentiger task retry|cancel|approve`: a person's moves on tasks of the local backlog, by
 //! the same rules as the comment commands (`engine::commands`): a retry of the task a person
 //! knows acts on the AutoFix or rework child waiting in its stead, a cancel takes the children
-//! working on it along (issue 40).
+//! working on it along (issue 40). Not for: the rules themselves (`engine::commands::retry`,
+//! `engine::commands::approve`), or adding, listing and showing tasks (`cli::task`).
 
 use super::{CmdResult, Context, Failure};
 use crate::engine::commands::{

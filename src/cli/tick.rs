@@ -1,9 +1,8 @@
 //! `opentiger tick`: the arguments, and printing what the tick did (text, or `--json` for the
-//! GitHub Action). The tick itself is [`crate::tick`].
-//!
-//! With `--dry-run`: load, plan and print every decision with its reason — the tick's first
-//! round, saying when more may follow (issue 38); nothing is written (the state file stays
-//! byte-identical).
+//! GitHub Action). With `--dry-run`: load, plan and print every decision with its reason — the
+//! tick's first round, saying when more may follow (issue 38); nothing is written (the state
+//! file stays byte-identical). Not for: the tick itself ([`crate::tick`]), its summary's text
+//! and JSON (`tick::report`), or the text of a dry run's plan (`report`).
 
 use std::collections::BTreeMap;
 

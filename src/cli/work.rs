@@ -1,7 +1,9 @@
 //! `opentiger work --run ID [--output DIR]` and `opentiger apply DIR`: the work half of a
 //! fan-out, in one job ([`crate::tick::work::work_run`]) or split between a job without a token
 //! ([`crate::tick::output::work_output`]) and one with it ([`crate::tick::apply::apply_output`]);
-//! prints what they did.
+//! prints what they did. Not for: the work and its record themselves (`tick::work`,
+//! `tick::output`, `tick::apply`), or claiming the runs a `tick --fan-out` lists as its job
+//! matrix (`tick::act`, printed by `cli::tick`).
 
 use std::path::PathBuf;
 

@@ -1,8 +1,9 @@
-//! Checks of the `agents` entries and the sandbox's paths as the user wrote them (issue 40:
-//! an error names `agents.default` when that is where the value is, not each role that
-//! inherits it): what a fallback may not say, paths inside `$HOME` and absolute folders, and
-//! values no type can rule out (a time limit of 0, a negative price). Each returns the first
-//! problem as `(key, message, fix)`; `load.rs` adds the file and the line.
+//! Checks of the `agents` entries and the sandbox's paths as the user wrote them, an error naming
+//! `agents.default` when that is where the value is, not each role inheriting it (issue 40):
+//! what a fallback may not say, paths inside `$HOME` and absolute folders, values no type rules
+//! out (a time limit of 0, a negative price). Each returns the first problem as `(key, message,
+//! fix)`; `config::load` adds the file and the line. Not for: paths too long for the file system
+//! (`agent_values::paths`), or whether an agent's program and key are here (`executor::chain`).
 
 use crate::config::{AgentConfig, AgentRole, Config};
 

@@ -1,8 +1,9 @@
 //! Fallback executors (`agents.<role>.fallbacks`): the ordered chain of agents a role may run on.
+//! The chain is the role's effective agent, then each fallback entry laid over it; each executor
+//! has a key (`claude-code`, `codex:o4-mini`), so a quota parks it for every role that uses it.
 //!
-//! The chain is the role's effective agent, then each fallback entry laid over it. Which entry
-//! runs is decided elsewhere (`engine::fallback`, from what the runner can build and what waits
-//! on quota); this file only says what the entries are and what identifies each executor.
+//! Not for: which entry runs (`engine::fallback`, from what the runner can build and what waits
+//! on quota), or what a fallback entry may not say (`config::agent_values`).
 
 use super::{AgentConfig, AgentRole, AgentsConfig, EffectiveAgent, ExecutorKind};
 

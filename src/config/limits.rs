@@ -1,7 +1,8 @@
 //! `limits:` — how much one tick and one task may do: runs and minutes per tick (the tick's
 //! rounds), leases, and the bounds of every follow-up (rework, AutoFix, conflict fixes,
-//! recreation) and lane. Types and defaults only; the rules that read them are the
-//! engine's (`dispatch`, `rounds`, `verdict`).
+//! recreation) and lane. Types and defaults only. Not for: the rules that read them — claims,
+//! leases and lanes (`engine::dispatch`), rounds (`engine::rounds`), rework depth
+//! (`engine::recovery`), AutoFix, merge and conflict attempts (`engine::verdict`).
 
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};

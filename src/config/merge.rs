@@ -1,7 +1,8 @@
 //! `merge:` — how an approved change lands: the method, the CI gate before the judge, what
 //! people's reviews and labels do, and the review window that keeps a PR open for people
-//! before it is merged. Types and defaults only; the rules are the engine's
-//! (`gate`, `objection`, `rounds`).
+//! before it is merged. Types and defaults only. Not for: the rules that read them — the CI gate
+//! (`engine::gate`), people's last word (`engine::objection`), the window (`engine::rounds`) —
+//! or the merge itself (`runner::judge_merge`).
 
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};

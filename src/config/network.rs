@@ -1,5 +1,6 @@
 //! `sandbox.network:` — what agents and verification commands may reach (issue 37). Types,
-//! defaults and the host rules' parsing and matching; the proxy that applies them is `egress`.
+//! defaults and the host rules' parsing and matching. Not for: applying them — the proxy
+//! (`egress`), the namespace (`sandbox::netns`), a run's door on the proxy (`runner::network`).
 
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};

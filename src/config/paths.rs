@@ -2,6 +2,8 @@
 //! path may be (`PATH_MAX`, 4096 bytes on Linux, with its terminating byte), or with a part
 //! longer than a file name may be (`NAME_MAX`, 255 bytes). Refused at load, naming the key,
 //! instead of failing later with a bare "File name too long". Pure; `load.rs` adds the line.
+//! Not for: where a path must point (inside `$HOME`, absolute: `config::agent_values`), path
+//! patterns (`config::entry`), or whether a file is there (`doctor::files`).
 
 use crate::config::{AgentRole, Config};
 

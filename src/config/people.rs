@@ -1,5 +1,7 @@
 //! How people steer from GitHub (issue 17): who may give comment commands, how much of the
-//! comment feed a tick reads, and what happens when nobody answers an escalation.
+//! comment feed a tick reads, and what happens when nobody answers an escalation. Types and
+//! defaults only. Not for: reading the comments and posting (`tick::people`, `tick::escalate`),
+//! or what a command or an unanswered escalation does (`engine::commands`, `engine::escalation`).
 
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};

@@ -1,5 +1,6 @@
-//! `sandbox:` — how agents are confined (DESIGN §10). Types and defaults only; the confinement
-//! itself is `sandbox::landlock`.
+//! `sandbox:` — how agents are confined (DESIGN §10). Types and defaults only. Not for: the
+//! confinement itself (`sandbox::landlock`, the private home `sandbox::home`), or the types of
+//! `sandbox.network` (`config::network`).
 
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};

@@ -1,6 +1,6 @@
-//! `scan:` — the threat scan of what would leave the job (issue 36). Types and defaults only;
-//! the rules are `scan`, what a finding does is `engine::outcome`, what an approval covers
-//! `engine::scan`, when CI starts `engine::ci_start`.
+//! `scan:` — the threat scan of what would leave the job (issue 36). Types and defaults only.
+//! Not for: the rules (`scan`), what a finding does (`engine::outcome`), what an approval covers
+//! (`engine::scan`), or when CI starts (`engine::ci_start`).
 
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};

@@ -1,9 +1,9 @@
 //! `opentiger demo`: the whole loop on a built-in sample repository with the built-in scripted
-//! agent — no network, no API key, nothing installed beyond the Rust toolchain that built us.
-//!
-//! The sample is a tiny Rust crate and three tasks (one depends on another). The script makes the
-//! first task fail verification once and then fix it, and has the judge request changes once on the
-//! second, so the demo shows retries with the failure fed back, an AutoFix child, and merges.
+//! agent; no network, no API key, nothing installed beyond the Rust toolchain that built us. A tiny
+//! Rust crate and three tasks, each later one depending on those before it: the script fails the
+//! first task's verification once, then fixes it, and has the judge request changes on the second
+//! once, so the demo shows retries with the failure fed back, an AutoFix child, and merges.
+//! Not for: the scripted agent (`executor::scripted`) or any rule of the loop: each step is a tick.
 
 use std::path::{Path, PathBuf};
 use std::time::Instant;

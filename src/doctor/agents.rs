@@ -1,6 +1,9 @@
-//! The agent checks: for each set of roles that share an agent, can the tick start it? The
-//! executor as the tick builds it, its program (on PATH, or a path in the repository) and, for
-//! the known CLIs, a key variable that is set and passed through to the agent.
+//! The agent checks: for each set of roles that share an agent, and each fallback, can the tick
+//! start it? The executor as the tick builds it, its program (on PATH, or a path in the
+//! repository), opencode's model and, for the known CLIs, a key set for the runner (the agent gets
+//! a placeholder) or a login of the CLI's own.
+//! Not for: whether a program in the repository is committed on the base branch
+//! (`doctor::files`), or which entry of a role's chain a tick runs (`engine::fallback`).
 
 use std::path::{Path, PathBuf};
 

@@ -1,6 +1,9 @@
-//! The github-mode checks: the remote, the repository name, the token (never printed), CI
-//! (`super::ci`: the `GITHUB_TOKEN` trap, and the workflows that would run an agent's head with
+//! The github-mode checks: the remote, the repository name, the token (named by its prefix, never
+//! printed), whether opentiger's checks can be check runs or go out as commit statuses, CI
+//! (`doctor::ci`: the `GITHUB_TOKEN` trap, workflows that would run an agent's head with
 //! repository secrets before review), and with `--online` what GitHub says the token may do.
+//! Not for: the workflow that runs opentiger and its pin (`doctor::workflow`), or a tick's GitHub
+//! calls (`forge`; this borrows its client for the one `--online` request).
 
 use std::path::Path;
 

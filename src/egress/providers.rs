@@ -1,10 +1,9 @@
-//! The model APIs the proxy routes (issue 37): each one's host, the variables that hold its
-//! keys, and the path an agent reaches it under on the proxy (`http://127.0.0.1:<port>/<route>`,
-//! handed to the agent as its base URL under the variable SDKs and CLIs read).
-//!
-//! A variable named here never reaches an agent with its value: the runner keeps the key, the
-//! agent gets a placeholder, and the proxy puts the key back only on requests it forwards to
-//! that provider's host.
+//! The model APIs the proxy routes (issue 37): each one's host, the variables holding its keys,
+//! and its route on the proxy (`http://127.0.0.1:<port>/<route>`, handed to the agent as its base
+//! URL under the variable SDKs and CLIs read). A key variable named here never reaches an agent
+//! with its value. Data and look-ups only.
+//! Not for: the placeholders and the agent's environment (`egress`, its `Door`), or putting the
+//! key back, only on requests to that provider's host (`egress::proxy`).
 
 /// One model API.
 #[derive(Debug, PartialEq, Eq)]

@@ -10,7 +10,8 @@
 //! ignored. A tick killed before its state write acted on nothing, and the box still matches.
 //!
 //! Pure: which boxes a task gets, and what the ticked boxes of a dashboard body ask for.
-//! Reading and rewriting the dashboard are the tick's (`tick/observe.rs`, `tick/report.rs`).
+//! Not for: reading ticked boxes and applying them (`tick::people::boxes`), drawing the
+//! dashboard (`report::board`) or writing it (`tick::dashboard`).
 
 use crate::model::{short_hash, Task, TaskId};
 

@@ -4,6 +4,9 @@
 //! Bound to the SHA: a new head gets new runs; a completed run keeps its conclusion (a new run
 //! follows it, and GitHub counts the newest). A pass is only ever written on the head just
 //! pushed or just approved; a head the review left behind is closed as superseded.
+//!
+//! Not for: writing them (`tick::checks`, `forge::checks`), their text (`report::check_run`),
+//! or what CI's checks on the head mean (`engine::gate`).
 
 use crate::engine::verdict::{short_sha, JudgeConclusion};
 use crate::model::checks::{CheckConclusion, CheckReport, CheckStatus, PublishedCheck};

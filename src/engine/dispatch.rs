@@ -1,14 +1,18 @@
 //! The dispatcher (spec §2.2 steps 2-5): which queued tasks this tick claims.
 //!
-//! Filters: checks that cannot run (a person's fix first), cooldown (`next_attempt_at`), dependencies (**Better:** only `done` resolves one; a
-//! failed dependency makes its dependents wait), target-area exclusion, role slots, the tick's run
-//! cap and the quota throttle. Order (issue 27, changing spec §2.2 step 3's plain score order):
-//! families take turns (`fairness`: the family that waited longest since its last run first, one
-//! run per family per tick while other families wait), then the score (priority × risk + age
-//! since the task's last run + short timebox). Lanes: feature first up to its minimum, caps on
-//! conflict recovery and docs, and one forced pick when lane caps alone would leave every slot
-//! idle. Every queued task not claimed gets a `Hold` (`hold.rs`) saying what held it and what
-//! setting lifts it.
+//! Filters: checks that cannot run (a person's fix first), cooldown (`next_attempt_at`),
+//! dependencies (**Better:** only `done` resolves one; a failed dependency makes its dependents
+//! wait), budgets (the family's, the day's, the tick's), the tick's run cap and deadline, the
+//! quota throttle, role slots and target-area exclusion. Order (issue 27, changing spec §2.2
+//! step 3's plain score order): families take turns (`fairness`: the family that waited longest
+//! since its last run first, one run per family per tick while other families wait), then the
+//! score (priority × risk + age since the task's last run + short timebox). Lanes: feature first
+//! up to its minimum, caps on conflict recovery and docs, and one forced pick when lane caps
+//! alone would leave every slot idle. Every queued task not claimed gets a `Hold` (`hold.rs`)
+//! saying what held it and what setting lifts it; a paused repository claims nothing.
+//!
+//! Not for: which executor a claimed run uses (`engine::fallback`), or writing the claim and its
+//! lease (`Store::apply_plan`, from `tick::claim`).
 
 use std::collections::{BTreeMap, BTreeSet};
 

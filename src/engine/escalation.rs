@@ -7,8 +7,8 @@
 //! Pure: [`escalate`] reads tasks, the escalations already open and the time, and says which
 //! questions to ask (or restate), which to close, and which defaults fall due. Each question
 //! has its own timeout and default (`escalation.reasons.<question>`, see [`settings`]), the
-//! global ones where it sets none. Posting and editing the comment is the tick's
-//! (`tick/escalate.rs`).
+//! global ones where it sets none. Not for: posting, editing and recording the comment
+//! (`tick::escalate`), or acting on a person's answer (`engine::commands`).
 
 use crate::config::{EscalationConfig, EscalationDefault};
 use crate::model::{BlockReason, Task, TaskId, TaskState};

@@ -5,8 +5,12 @@
 //! (jitter is a hash). The shell applies the plan; `tick --dry-run` prints it.
 //!
 //! Order of a plan (DESIGN §3 step 3): recovery (leases, failed and blocked tasks), preflight
-//! (R/I/P/L gates), judge work, dispatch. Every non-terminal task gets at least one decision, so
-//! the plan doubles as the "next action" of each task in `status`.
+//! (R/I/P/L gates, read from the tasks as loaded), judge work, the replan gate, dispatch (or,
+//! when paused, a hold on every queued task). Every non-terminal task gets at least one
+//! decision, so the plan doubles as the "next action" of each task in `status`.
+//!
+//! Not for: applying the plan (`Store::apply_plan`, from `tick::claim`), running the work it
+//! claims (`runner`), or reading GitHub (`tick::observe`, `tick::people`).
 
 pub mod advice;
 pub mod approval;

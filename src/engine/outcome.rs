@@ -1,7 +1,10 @@
 //! What a finished run does to its task (the record step, DESIGN §3 step 6), as a pure rule.
 //!
 //! - success → `blocked(awaiting_judge)`, or `done` in direct mode (no review there); a
-//!   research task's success is `done` in every mode (issue 28: a report, no change to judge);
+//!   research task's success is `done` in every mode (issue 28: a report, no change to judge),
+//!   and so is a success that changed nothing (a tester or docs task its checks confirmed);
+//! - a change the threat scan held (`threat_flagged`, issue 36) → `blocked(awaiting_human)` at
+//!   once: a person approves exactly that change or has it redone;
 //! - a quota signal → the executor that hit it is parked (`fallback`); when another executor
 //!   of the role's chain is free, the task is queued again at once for it (no quota wait
 //!   spent); else `blocked(quota_wait)` with the backoff of spec §3.4 (retry hints win), or
@@ -13,6 +16,9 @@
 //! - the run's budget spent mid-run (`budget_exceeded`, issue 37) → `queued` as it is, no
 //!   attempt counted: dispatch holds it for its family's budget;
 //! - any other failure → `failed`, which recovery classifies and retries within its budget.
+//!
+//! Not for: retrying a `failed` task (`engine::recovery`), what a review's verdict does
+//! (`engine::verdict`), or writing the decision (`tick::record`, `tick::work`).
 
 use super::backoff::{quota_cooldown_ms, QuotaBackoff};
 use super::classify::{is_agent_config_message, is_quota_message};

@@ -7,7 +7,9 @@
 //!
 //! **Better:** tasks parked on a person (`awaiting_human`, `paused`) do not count towards `L`:
 //! the spec's weak spot §8.13 (one stuck task stalls planning forever) does not happen here. They
-//! are reported separately and block nothing but themselves.
+//! are reported separately and block nothing but themselves. Not for: whether the planner runs
+//! in this plan (`engine::planner_gate`, asked only when the gates allow it) or gathering the
+//! observations behind `R`, `I` and `P` (`tick::context`).
 
 use serde::Serialize;
 

@@ -1,5 +1,8 @@
-//! Plain-value builders for engine tests: a task in a given state, a run that failed with a
-//! message, a lease, all at fixed times.
+//! Plain-value builders for the engine's tests (and the runner's unit tests): a task in a given
+//! state, a run that failed with a message, a lease, a snapshot and its plan, CI's checks on a
+//! head, all at fixed times; and a plan's decisions as short lines to assert on. Test-only.
+//! Not for: the cases themselves (the `*_tests.rs` tables) or the integration tests' fixtures
+//! (`tests/common`).
 
 use super::{Action, Decision, Observations, Plan, Snapshot};
 use crate::config::Config;

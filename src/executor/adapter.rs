@@ -1,6 +1,8 @@
-//! A CLI adapter's run: the pure parts that differ per CLI (the [`Adapter`] trait: arguments,
-//! stdin, environment, parsing of its output) around the shared process edge (`cli.rs`), the
-//! CLI's report combined with the exit and the result file (`report.rs`).
+//! A CLI adapter's run: the [`Adapter`] trait (the pure parts that differ per CLI: arguments,
+//! stdin, environment, parsing of its output, a [`Watcher`] that stops it early) and
+//! [`run_adapter`], which puts them around the shared process edge. Not for: starting the
+//! program (`executor::cli`), combining the CLI's report with the exit and the result file
+//! (`executor::report`), or one CLI's flags and output (`executor::codex` and its siblings).
 
 use std::path::Path;
 use std::sync::{Arc, Mutex, PoisonError};

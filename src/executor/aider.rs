@@ -1,4 +1,6 @@
-//! The `aider` adapter: aider (`aider`, PyPI `aider-chat`).
+//! The `aider` adapter: aider (`aider`, PyPI `aider-chat`). Not for: its chat history file and
+//! the files it is handed (`executor::aider_files`), or how its report, the exit and the result
+//! file make one result (`executor::report`).
 //!
 //! Runs `aider --message-file <scratch>/prompt.md --yes-always --no-auto-commits
 //! --no-dirty-commits --no-gitignore --no-pretty --no-stream --no-fancy-input --no-check-update
@@ -16,12 +18,12 @@
 //!
 //! aider has no machine-readable output, and exits 0 even when the provider refused every request,
 //! so its text is read (the reply itself from the chat history file, which is not wrapped at
-//! the console's 80 columns, issue 39): `Tokens: 2.1k sent, 180 received. Cost: $0.0090 message, …` lines (summed;
-//! `Cost:` may wrap to the next line; "sent" already counts cache writes; no line at all means no
-//! reply), the reply before the last of them (the final message), a
-//! `litellm.RateLimitError` not followed by a reply (a quota failure), other `litellm.…Error`s not
-//! followed by a reply (an error), and "Only 3 reflections allowed, stopping." (unfinished: turn
-//! cap).
+//! the console's 80 columns, issue 39): `Tokens: 2.1k sent, 180 received. Cost: $0.0090
+//! message, …` lines (summed; `Cost:` may wrap to the next line; "sent" already counts cache
+//! writes; no line at all means no reply), the reply before the last of them (the final
+//! message), a `litellm.RateLimitError` not followed by a reply (a quota failure), other
+//! `litellm.…Error`s not followed by a reply (an error), and "Only 3 reflections allowed,
+//! stopping." (unfinished: turn cap).
 
 use std::path::Path;
 

@@ -11,7 +11,7 @@
 //! go in with `--file`.
 //!
 //! Not for: the console's usage and error lines (`aider.rs`), the JSON inside the reply
-//! (`report::extract_json_object`).
+//! (`executor::json_answer`).
 
 use std::path::Path;
 

@@ -1,6 +1,8 @@
 //! Whether an agent entry can run here, as the tick's pre-claim check and the runner both ask it
 //! for every executor of a role's chain (`agents.<role>.fallbacks`, issue 9): its program is
-//! found, and a CLI is given a key or has a login (issue 18).
+//! found, and a CLI is given a key or has a login (issue 18). Not for: which usable executor a
+//! run takes (`engine::fallback`, via `runner::executors`), or what counts as a key or a login
+//! (`executor::keys`).
 
 use std::path::Path;
 

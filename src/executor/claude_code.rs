@@ -1,5 +1,6 @@
 //! The `claude-code` adapter: Anthropic's Claude Code CLI (`claude`, npm
-//! `@anthropic-ai/claude-code`).
+//! `@anthropic-ai/claude-code`). Not for: whether it has a key or a login (`executor::keys`), or
+//! how its report, the exit and the result file make one result (`executor::report`).
 //!
 //! Runs `claude -p --output-format stream-json --verbose --max-turns N [--model M]` with the
 //! prompt on stdin, and

@@ -1,4 +1,6 @@
-//! Running an agent program: what the `command` executor and the CLI adapters share.
+//! Running an agent program: what the `command` executor and the CLI adapters share. Not for:
+//! a CLI's own arguments and output (`executor::adapter` and each adapter), or the process
+//! itself, its group and its timeout (`process`).
 //!
 //! The prompt goes to `prompt.md` in the run's scratch folder (and on stdin, or by file, as the
 //! program wants it), a stale `result.json` is removed first, and the program runs through

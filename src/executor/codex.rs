@@ -1,4 +1,6 @@
-//! The `codex` adapter: OpenAI's Codex CLI (`codex`, npm `@openai/codex`).
+//! The `codex` adapter: OpenAI's Codex CLI (`codex`, npm `@openai/codex`). Not for: whether it
+//! has a key (`executor::keys`), how its report, the exit and the result file make one priced
+//! result (`executor::report`), or confining it (`sandbox`, set up by `runner::agent`).
 //!
 //! Runs `codex [-c openai_base_url="<OPENAI_BASE_URL>"] exec --json --color never
 //! --skip-git-repo-check --sandbox danger-full-access [--model M]
@@ -11,10 +13,11 @@
 //! read-only by their prompt, and what they leave in their workspace is never read back.
 //! `codex exec` never asks for approval. codex refuses to make its helper programs
 //! (`apply_patch`) under its `TMPDIR` (issue 39), which holds the private home: it is given
-//! `<scratch>/tmp` as `TMPDIR` instead, beside the home, not above it. `codex exec` reads its key from `CODEX_API_KEY` only and ignores `OPENAI_BASE_URL`
-//! (issue 18), so a passed `OPENAI_API_KEY` is given as `CODEX_API_KEY` when that is not set, and
-//! a passed `OPENAI_BASE_URL` becomes the `-c` override above. Codex has no turn cap: `agents.<role>.max_turns` does not apply, the timeout bounds
-//! the run.
+//! `<scratch>/tmp` as `TMPDIR` instead, beside the home, not above it. `codex exec` reads its
+//! key from `CODEX_API_KEY` only and ignores `OPENAI_BASE_URL` (issue 18), so a passed
+//! `OPENAI_API_KEY` is given as `CODEX_API_KEY` when that is not set, and a passed
+//! `OPENAI_BASE_URL` becomes the `-c` override above. Codex has no turn cap:
+//! `agents.<role>.max_turns` does not apply, the timeout bounds the run.
 //!
 //! Reads the JSON-lines events: `thread.started` (session id), `item.completed` of type
 //! `agent_message` (the final message; `--output-last-message` is the fallback when the stream's

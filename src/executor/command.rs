@@ -2,8 +2,8 @@
 //!
 //! cwd = the task workspace; the prompt on stdin and in `OPENTIGER_PROMPT_FILE`; the result file
 //! path in `OPENTIGER_RESULT_FILE`; the environment is exactly what the runner passes (see
-//! [`super::agent_env`]); a timeout kills the whole process group. The process handling is
-//! shared with the CLI adapters (`cli.rs`).
+//! [`super::agent_env`]); a timeout kills the whole process group. Not for: the process handling
+//! it shares with the CLI adapters (`executor::cli`), or its confinement (`runner::agent`).
 
 use std::path::{Path, PathBuf};
 

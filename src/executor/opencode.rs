@@ -1,11 +1,14 @@
-//! The `opencode` adapter: the OpenCode CLI (`opencode`, npm `opencode-ai`).
+//! The `opencode` adapter: the OpenCode CLI (`opencode`, npm `opencode-ai`). Not for: whether it
+//! has a key and a model (`executor::keys`), or how its report, the exit and the result file make
+//! one result (`executor::report`).
 //!
 //! Runs `opencode run --format json --print-logs --log-level WARN [--model provider/model]
-//! [--agent plan]` with the prompt on stdin (`opencode run` reads a piped stdin as the message). Workers use the default `build`
-//! agent; the judge and the planner the built-in `plan` agent, which may not edit. Settings go in
-//! `OPENCODE_CONFIG_CONTENT` (merged over the user's and the project's config): the turn cap as
-//! the agents' `steps`, and permission to write the scratch folder (for the result file) — any
-//! other permission prompt is rejected by `opencode run`. `OPENCODE_DISABLE_AUTOUPDATE=1` too.
+//! [--agent plan]` with the prompt on stdin (`opencode run` reads a piped stdin as the
+//! message). Workers use the default `build` agent; the judge and the planner the built-in
+//! `plan` agent, which may not edit. Settings go in `OPENCODE_CONFIG_CONTENT` (merged over the
+//! user's and the project's config): the turn cap as the agents' `steps`, and permission to
+//! write the scratch folder (for the result file) — any other permission prompt is rejected by
+//! `opencode run`. `OPENCODE_DISABLE_AUTOUPDATE=1` too.
 //!
 //! Reads the JSON-lines events: `text` parts (the last one is the final message), `step_finish`
 //! parts (`cost` in USD and `tokens`, summed over steps; `reason`), `sessionID`, and `error`

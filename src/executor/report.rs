@@ -1,6 +1,8 @@
 //! What a CLI adapter read from its CLI's output ([`Report`]), and how that, the process exit
 //! and the result file become one [`AgentResult`] ([`assemble`]). Pure, apart from reading the
-//! result file.
+//! result file. Not for: reading one CLI's output (each adapter's `parse`, e.g.
+//! `executor::codex`), finding the JSON in a reply (`executor::json_answer`), or what a failure
+//! means for the task (`engine::outcome`).
 //!
 //! Rules (DESIGN §6, and the peers' false-green bugs):
 //! - the CLI's own report wins over its exit code: exit 0 with an error report is a failure

@@ -1,5 +1,7 @@
 //! The `scripted` executor: a deterministic agent that follows a JSON script. `opentiger demo`
 //! runs the whole loop with it, and tests use it where a shell script would be clumsier.
+//! Not for: the demo's sample repository and its script (`demo`), or running a shell script as
+//! the agent (`executor::command`).
 //!
 //! ```json
 //! {"tasks":   [{"match": "Add subtraction", "attempts": [{"write": {"src/ops.py": "..."}}, ...]}],

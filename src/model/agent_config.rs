@@ -5,7 +5,8 @@
 //!
 //! Read by the failure classifier (`engine::classify`) and the agent adapters (`executor`).
 //! Phrases are the ones the real CLIs print (claude 2.1.197, codex 0.169.0, opencode 1.18.33,
-//! aider 0.86.2 and the providers' APIs behind them), matched as whole words.
+//! aider 0.86.2 and the providers' APIs behind them), matched as whole words. Not for: quota
+//! and rate limits (`quota.rs`), or what the failure does (`engine::outcome`, `engine::fallback`).
 
 use super::text::*;
 

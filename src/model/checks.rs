@@ -1,6 +1,8 @@
 //! opentiger's own checks on a PR head (issue 28): what its verification ran, and the check
 //! runs (or commit statuses) that show it and the judge's verdict where people and branch
-//! protection look. Plain data; `engine::checks` decides, `report::check_run` renders.
+//! protection look. Plain data. Not for: deciding each write (`engine::checks`), the text
+//! (`report::check_run`), writing them (`forge::checks`, `tick::checks`) or CI's own checks
+//! (`Checks` in `forge.rs`).
 
 use serde::{Deserialize, Serialize};
 

@@ -5,8 +5,8 @@
 //! cause (issue 15).
 //!
 //! Long text is cut in the middle (`…`), so a long path keeps both ends and a reason after it
-//! survives. The message is expected redacted already (the runner redacts before it stores).
-//! Pure text functions.
+//! survives. Pure text functions. Not for: redacting and capping the message before it is
+//! stored (the runner, `redact::Redactor::excerpt`): it arrives here redacted already.
 
 /// Widest a shown line gets, in characters.
 pub const LINE_WIDTH: usize = 200;

@@ -1,6 +1,7 @@
 //! What the forge tells about the repository, as plain data the engine reads: issues, pull
-//! requests, who labelled what, and CI's checks on a commit. The forge converts GitHub's wire
-//! objects into these (`forge::calls`); nothing here knows about HTTP.
+//! requests, who labelled what, and CI's checks on a commit. Nothing here knows about HTTP.
+//! Not for: GitHub's wire objects and their conversion into these (`forge::calls`, CI's in
+//! `forge::ci`), or opentiger's own checks on a head (`model::checks`).
 
 use std::collections::BTreeMap;
 

@@ -1,4 +1,6 @@
-//! Dependency graph checks shared by `task add`, the planner and the store.
+//! Dependency graph checks shared by `task add`, the planner, the backlog import and the store:
+//! a cycle found and said in words, and what a task reaches through its dependencies. Not for:
+//! drawing the graph (`report::graph`) or when a dependency counts as met (`engine::dispatch`).
 
 use std::collections::{BTreeMap, BTreeSet};
 

@@ -1,8 +1,10 @@
-//! Identifiers.
+//! Identifiers of tasks, runs, ticks and lease holders (`AgentId`, named from the environment).
 //!
 //! Task and run ids are 12 lower-case hex digits (48 bits: no collision in practice for the state
 //! sizes this tool handles). Ids the engine creates are hashes of what they stand for, so a
-//! decision made twice yields the same id and replaying a tick creates nothing twice.
+//! decision made twice yields the same id and replaying a tick creates nothing twice; a task a
+//! person adds and a tick get fresh ones. Not for: whether a lease's holder is still alive
+//! (`tick::context` asks this host's processes).
 
 use std::fmt;
 use std::hash::{BuildHasher, Hasher};

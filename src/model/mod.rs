@@ -1,8 +1,10 @@
 //! The typed state model: ids, tasks, runs, leases, events and the legal status moves.
 //!
 //! These are plain data. The store reads and writes them; the engine decides on them; the forge
-//! converts GitHub's objects into them (`forge.rs`). Nothing here does I/O, and nothing here
-//! depends on another module of ours but `time`.
+//! converts GitHub's objects into them (`forge::calls`, into the types of `forge.rs`). Nothing
+//! here does I/O but naming this process (`AgentId::detect` reads the host name), and nothing
+//! here depends on another module of ours but `time`. Not for: storing them (`store`), deciding
+//! on them (`engine`) or showing them (`report`).
 
 mod agent_config;
 pub mod checks;

@@ -1,6 +1,7 @@
 //! What the egress proxy saw of one agent run or check (issue 37), as plain data for the run's
 //! record and the reports: the model tokens it metered, and the hosts it refused with the
-//! configuration line that would allow each.
+//! configuration line that would allow each. Not for: metering and refusing (`egress`), what
+//! tokens cost (`egress::pricing`), or which hosts are allowed (`config::network`).
 
 use std::collections::BTreeMap;
 

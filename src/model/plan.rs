@@ -1,4 +1,6 @@
-//! Planner attempts as the engine and the store see them.
+//! Planner attempts as the engine and the store see them: how each ended, and the history the
+//! replan gate reads. Not for: making or checking a plan (`planner`) or whether the planner
+//! runs (`engine::planner_gate`).
 
 use serde::Serialize;
 

@@ -1,4 +1,7 @@
-//! Quota and rate-limit detection in agent output (spec §2.3 "Quota detection (worker)").
+//! Quota and rate-limit detection in agent output (spec §2.3 "Quota detection (worker)"), read
+//! by the failure classifier and the agent adapters. Not for: how long to wait
+//! (`engine::backoff`) or what the wait does to the task and its executor (`engine::outcome`,
+//! `engine::fallback`).
 
 use super::text::*;
 

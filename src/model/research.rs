@@ -1,6 +1,7 @@
 //! What a research task produces (issue 28): a report answering its issue, the issue's
 //! acceptance criteria answered one by one, and follow-up proposals a person may approve.
-//! Plain data; the rules over it are `engine::research`.
+//! Plain data. Not for: the rules over it (`engine::research`), running the research
+//! (`runner::research`) or its comment (`report::research`, posted by `tick::people::research`).
 
 use serde::{Deserialize, Serialize};
 

@@ -1,5 +1,9 @@
-//! The issue a task comes from, as the state keeps it: the task's spec. Plain data; the rules
-//! that read and cap it live in `engine::import::spec`.
+//! The issue a task comes from and what people said on its threads, as the state keeps them:
+//! the task's spec (the issue's title and body), the judge's answer per acceptance criterion,
+//! trusted people's comments and PR reviews. Plain data; its text is untrusted, shown to agents
+//! only fenced. Not for: capping and choosing the text (`engine::import::spec`,
+//! `engine::import::thread`), reading it from GitHub (`tick::observe`, `tick::people::threads`)
+//! or putting it in a prompt (`runner::prompts`).
 
 use serde::{Deserialize, Serialize};
 

@@ -1,6 +1,8 @@
 //! Small text matchers shared by the rules that read free text (failure classification, quota
 //! detection): whole words and phrases with ASCII word boundaries (as JavaScript's `\b`), never
-//! the inside of a word (issue 18), word forms built from parts, and whitespace squashing. Pure functions over `&str`; no rule lives here.
+//! the inside of a word (issue 18), word forms built from parts, and whitespace squashing. Pure
+//! functions over `&str`. Not for: any rule (`engine::classify`, `quota.rs`, `agent_config.rs`
+//! hold the phrases and what they mean).
 
 pub fn is_word_byte(b: u8) -> bool {
     b.is_ascii_alphanumeric() || b == b'_'

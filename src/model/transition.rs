@@ -1,5 +1,6 @@
 //! Legal status moves. Every writer goes through [`check_transition`]; the spec's weak spot §8.4
-//! ("any writer can move any state to any state") is closed here.
+//! ("any writer can move any state to any state") is closed here. Not for: choosing the move
+//! (`engine`) or writing it with its event (`store::journal`).
 
 use std::fmt;
 

@@ -2,7 +2,8 @@
 //!
 //! Names are the spec's (`spec §1.11`) plus the DESIGN §4 additions. Each enum converts to and from
 //! the exact lower-case word stored in SQLite and shown in the CLI, so one word means one thing
-//! everywhere.
+//! everywhere. Not for: which status moves are legal (`transition.rs`) or which phase a task
+//! shows (`phase.rs`).
 
 use std::fmt;
 use std::str::FromStr;

@@ -1,11 +1,9 @@
 //! The planner (spec §2.1): from a requirement document to a validated graph of tasks.
-//!
 //! `requirement` reads the markdown document, `plan` parses and validates the planner agent's
 //! task list (or makes the deterministic fallback plan) and builds the tasks, `area` derives
 //! target areas and the hot-file dependencies between tasks that would edit the same files.
-//!
-//! Everything here is pure: plain values in, plain values out. Running the agent and storing the
-//! tasks belong to the shell.
+//! Pure. Not for: running the planner agent (`runner::planner`), deciding when to plan again
+//! (`engine::planner_gate`) or storing the plan and its tasks (`store::plans`).
 
 pub mod area;
 pub mod plan;

@@ -1,6 +1,8 @@
-//! What a change holds, beyond its paths: symbolic links must stay inside the worktree and the
-//! allowed paths, and no added line may hold a secret. Pure: the shell reads the links' targets
-//! and the diff, and says what a secret looks like (`redact::Redactor::secret_in`).
+//! What a change holds, beyond its paths: a symbolic link must stay inside the worktree and the
+//! allowed paths and neither be nor point to a denied one, and no added line of the diff may hold
+//! a secret. Pure.
+//! Not for: reading the links and the diff from git (`runner::content`), what a secret looks like
+//! (`redact::Redactor::secret_in`), or secrets written encoded and the threat scan (`scan`).
 
 use std::fmt;
 

@@ -1,11 +1,9 @@
-//! Watching a program's stdout and stderr while it runs, to stop it early (issue 18): an agent CLI that
-//! ignores its turn cap, or that retries a dead network or a long rate limit by itself until the
-//! timeout, says so in its output long before the timeout.
-//!
-//! The caller gives an [`OutputWatch`]: each complete line of stdout or stderr goes to it (from
-//! the reader threads), and it is polled while the program runs; the first `Some(reason)` stops the program
-//! (its whole group is killed) and is reported as [`super::ProcessOutput::stopped`]. Time comes
-//! in as the time since the start, so a watch is a pure state machine that tests drive by hand.
+//! What may stop a running program early (issue 18): an [`OutputWatch`] fed each complete line of
+//! stdout and stderr (from the reader threads) and polled, and a [`Sentinel`] asked each poll with
+//! what was [`Seen`] (issue 37). The first `Some(reason)` kills its group and is reported as
+//! [`super::ProcessOutput::stopped`]. Time comes in as the time since the start, so a watch is a
+//! pure state machine that tests drive by hand. Not for: what means stop (each CLI's watcher in
+//! `executor::adapter`, `runner::network`'s watchdog) or the wait loop itself (`process`).
 
 use std::fmt;
 use std::sync::{Arc, Mutex, PoisonError};

@@ -1,10 +1,9 @@
-//! The job summary and the dashboard issue (DESIGN §9): what a tick did, what waits on a person
-//! and what each active task waits for, PRs and their CI, spend against the budgets, the last
-//! tick. Built from the same [`StatusView`] as `status`, rendered by the `summary.md.hbs` and
-//! `dashboard.md.hbs` templates (overridable like the prompts).
-//!
-//! Titles and reasons can carry text from issues: they are flattened to one line, and mentions,
-//! HTML and links are defused, so a dashboard never pings anyone or embeds anything.
+//! The job summary and the dashboard issue's text (DESIGN §9): what a tick did, what waits on a
+//! person and what each active task waits for, PRs and their CI, spend, the last tick; from the
+//! same [`StatusView`] as `status`, through the `summary.md.hbs` and `dashboard.md.hbs` templates.
+//! Text from issues goes through [`plain`]: one line, no mentions, HTML or links.
+//! Not for: gathering the view (`tick::status`), or finding and editing the dashboard issue and
+//! writing the job summary (`tick::dashboard`, `tick::report`).
 
 use serde::Serialize;
 

@@ -1,8 +1,9 @@
 //! The text of opentiger's check runs (issue 28): `opentiger / verify` lists each verification
 //! command with its exit, duration and output tail; `opentiger / judge` gives the verdict, the
 //! acceptance checklist and the findings. A `file:line` in a failing command's output or in a
-//! finding becomes an annotation. Within GitHub's limits: 65,535 characters of summary and of
-//! text each. Rendering only.
+//! finding becomes an annotation; summary and text keep within GitHub's 65,535 characters each.
+//! Rendering only. Not for: when a check is created or updated (`engine::checks`), or writing it
+//! to GitHub (`tick::checks`, `forge::checks`).
 
 use std::fmt::Write as _;
 

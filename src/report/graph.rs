@@ -1,12 +1,9 @@
-//! The task graph as a Mermaid `flowchart` (issue 40): each task a node with a short title and
-//! its state as a colour, an arrow from each dependency to the task that waits for it, and a
-//! dotted arrow from a task to the AutoFix, rework or conflict fix that works on it. Drawn by
-//! `status --graph`, the dashboard and the plan comment; GitHub renders the fenced block.
-//!
-//! Titles come from issues, so a label is made of letters, digits, spaces and a few harmless
-//! marks; every other character becomes a Mermaid entity code (`#35;`), so no title can end the
-//! label, the diagram or the markdown fence around it, nor add markup. Pure text; the caller
-//! picks the tasks.
+//! The task graph as a Mermaid `flowchart` (issue 40): a node per task with a short title and its
+//! state as a colour, an arrow from each dependency to the task that waits for it, a dotted one to
+//! the AutoFix, rework or conflict fix working on it; drawn by `status --graph`, the dashboard and
+//! the plan comment. A title keeps letters, digits, spaces and harmless marks, the rest as entity
+//! codes (`#35;`), so it cannot end the label, the diagram or the fence. Pure text.
+//! Not for: picking the tasks (`tick::status`) or the graph's cycle checks (`model::graph`).
 
 use std::collections::BTreeMap;
 use std::fmt::Write as _;

@@ -1,4 +1,8 @@
-//! What people read: the dry-run plan, `status`, `task show`. Rendering only; no decisions.
+//! What people read: the dry-run plan, `status` and `task show` here; the dashboard, the check
+//! runs, the task graph, spend and the comments opentiger posts in a module each. Rendering only:
+//! the words come from the engine's plan and the facts the shell gathers.
+//! Not for: deciding (`engine`), gathering the facts (`tick::status`, `cli::task`), or posting
+//! and editing anything on GitHub (`tick`).
 
 pub mod board;
 pub mod check_run;

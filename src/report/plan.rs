@@ -1,7 +1,9 @@
 //! The plan comment (issue 17, planner approval in the thread): the latest plan of the
 //! requirement as ONE comment on the requirement's issue — each task with where it may change
-//! things and how it is checked, and the commands that approve, cancel or replan it. Rendering
-//! only; the comment is posted and edited in place by `tick/plan_thread.rs`.
+//! things and how it is checked, the task graph, and the commands that approve, cancel or replan
+//! it. Rendering only.
+//! Not for: posting it and editing it in place (`tick::plan_thread`), or acting on those commands
+//! (`engine::commands::plan`).
 
 use super::board::plain;
 use crate::engine::commands::waits_approval;

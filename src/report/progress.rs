@@ -1,9 +1,9 @@
 //! The progress comment of a task (issue 14 item 6, the seed's reporting envelope) and the
 //! acceptance checklist shown in it and in the PR body (item 2). Pure rendering from plain
-//! values; the shell (`cli::progress`) gathers them and edits the one comment in place.
-//!
-//! Text from others (the issue's criteria, the judge's reasons, run summaries) goes through
-//! [`plain`]: one line, no HTML, no links or images, no `@` notifications.
+//! values. Text from others (the issue's criteria, the judge's reasons, run summaries) goes
+//! through [`plain`]: one line, no HTML, no links or images, no `@` notifications.
+//! Not for: gathering the values and editing the one comment and the PR body in place
+//! (`tick::progress`).
 
 use std::fmt::Write as _;
 

@@ -1,7 +1,8 @@
 //! A research task's report comment on its issue (issue 28): a heading, the report, the
 //! acceptance criteria answered one by one, then the proposals as checkboxes and how to approve
-//! one. Pure: `tick::people` posts it (one comment, edited in place); the boxes a person
-//! ticks are read back by `engine::research::ticked`.
+//! one; and the report's lines in `task show`. Pure.
+//! Not for: posting it, one comment edited in place (`tick::people::research`), checking the
+//! report or reading back the boxes a person ticks (`engine::research`).
 
 use crate::engine::research::{cap, neutral, COMMENT_CAP, PROPOSALS_MARKER};
 use crate::model::{ApprovedProposal, ResearchReport};

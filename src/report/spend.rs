@@ -1,6 +1,8 @@
 //! What a run or the repository spent and was refused, as `status` and `task show` show it:
 //! spend against the budgets (DESIGN §9; by role, issue 37) and refused hosts with the line
 //! that allows each (issue 37). Rendering only.
+//! Not for: metering and pricing tokens (`egress::meter`, `egress::pricing`), the spend ledger
+//! (`store::spend`, `store::record`), or holding work back on a spent budget (`engine::dispatch`).
 
 use std::collections::BTreeMap;
 

@@ -1,5 +1,8 @@
-//! `task show`'s text: the task, why it is where it is, what happens next, its family's paid
-//! runs, its runs and events. Rendering only.
+//! `task show`'s text: the task, why it is where it is, what happens next, every check that runs
+//! on its change and where it comes from, its runs and events, the judge's reviews with what each
+//! spent and was refused, and its family's paid runs. Rendering only.
+//! Not for: reading those from the state and the plan (`cli::task`), or the command list the
+//! runner runs (`verify::plan_commands`, whose order `checks_of` follows).
 
 use std::fmt::Write as _;
 

@@ -1,9 +1,9 @@
-//! Running one agent for a task run, the part a worker run and a research run share: the
-//! executor chosen from the role's chain, its scratch folder (in the run's folder, beside the
-//! workspace), environment and sandbox domain, its network (issue 37: its door on opentiger's
-//! proxy, `network.rs`), and its failures (quota, spent budget, idleness, timeout, turn cap,
-//! configuration) as the run's failure codes. What the run does before and after is the caller's (`work.rs`,
-//! `research.rs`).
+//! Running one agent for a task run, the part worker, conflict-fix, direct and research runs
+//! share: the executor chosen from the role's chain, its scratch folder (beside the workspace),
+//! environment, sandbox domain and network door (issue 37, `network.rs`), and its failures (quota,
+//! spent budget, idleness, timeout, turn cap, configuration) as failure codes. Not for: what the
+//! run does before and after (`runner::work`, `runner::research`), driving the agent's CLI
+//! (`executor`), or what a failure code does to the task (`engine::outcome`).
 
 use std::path::Path;
 

@@ -1,7 +1,9 @@
 //! What a change holds, read from the runner's repository as a stream: links (resolved inside
 //! the tree), secrets plain or encoded on any added line, and the threat scan's findings
 //! (issue 36). The diff is read line by line, each line cut at [`LINE_MAX`], so no change an
-//! agent makes can make the runner hold it whole.
+//! agent makes can make the runner hold it whole. Not for: the patterns that find (`redact`,
+//! `scan`, `policy`), the changed paths' policy and the verification commands (`runner::checks`),
+//! or keeping a held change back (`runner::work_held`).
 
 use std::io::{BufRead, BufReader};
 

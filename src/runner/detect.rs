@@ -1,9 +1,9 @@
-//! The threat scan's detection agent (issue 36, `scan.agent: true`): asked about a change
-//! before it leaves the job, with its own prompt (`templates/detector.md.hbs`), the change and
-//! the agent's texts fenced as data, in an empty folder of its own (no repository, nothing to
-//! run), confined to its scratch folder and home, behind its own network door. A `flagged`
-//! answer's findings hold the change like a rule's; an answer that cannot be read holds it too
-//! (never a pass). Its spend is the run's.
+//! The threat scan's detection agent (issue 36, `scan.agent: true`): asked about a change before
+//! it leaves the job, with its own prompt (`templates/detector.md.hbs`) fencing the change and the
+//! agent's texts as data, in an empty folder (no repository, nothing to run), confined, behind its
+//! own network door. A `flagged` answer holds the change like a rule's finding; so does one that
+//! cannot be read (never a pass). Its spend is the run's. Not for: the rules' scan (`scan`, fed by
+//! `runner::content`) or what a hold does to the task (`engine::scan`, `runner::work_held`).
 
 use super::checks::CheckFailure;
 use super::Act;

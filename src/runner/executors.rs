@@ -1,7 +1,9 @@
 //! Which executor of its role's chain an agent run uses (issue 9 fallbacks): every entry is
 //! built (a missing program, an unreadable script or a missing key makes it unavailable), then
 //! `engine::fallback::choose_executor` picks the first that can run and is not parked (on a
-//! quota, or for a configuration that failed and has not changed: issue 18).
+//! quota, or for a configuration that failed and has not changed: issue 18). Not for: the rule
+//! that picks and parks (`engine::fallback`), building an entry (`executor::chain`), or keeping
+//! the parks (`store::executors`).
 
 use super::Act;
 use crate::config::{AgentRole, EffectiveAgent};

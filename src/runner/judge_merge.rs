@@ -1,8 +1,9 @@
-//! github mode, the end of a review: the approved head merged by GitHub, bound to the reviewed
-//! SHA — after a last look at what people say about it (issue 26: a standing request for
-//! changes, a hold label or `/opentiger hold` seen now stops the merge); and the commit that
-//! puts an approved change on the base when the judge merges it itself (local-git); a merge
-//! that conflicts; an approval kept through the review window (issue 38).
+//! The end of a review: a review no judge agent needs (people's approval, or this head's own);
+//! in github mode the approved head merged by GitHub, bound to the reviewed SHA, after a last look
+//! at what people say (issue 26: a request for changes or a hold seen now stops it); in local-git
+//! the commit that puts it on the base; a conflict; an approval kept through the review window
+//! (issue 38). Not for: the review (`runner::judge_review`), the GitHub calls (`tick::publish`
+//! implements `PullMerger`), or what a conclusion does to the task (`engine::verdict`).
 
 use super::{JudgeResult, Review};
 use crate::engine::objection::LastWord;

@@ -1,7 +1,9 @@
 //! A planner run (spec §2.1): the requirement, a repo map, the active tasks and recent review
 //! feedback go to the planner agent; its task list is validated whole (one retry with the errors
 //! fed back), or, without a usable agent, the deterministic fallback plans one task per
-//! acceptance criterion. Produces a plan record and its tasks; the caller records them.
+//! acceptance criterion; tasks that need approval are held. Produces a plan record and its tasks.
+//! Not for: parsing and validating the plan (`planner`), whether the planner runs
+//! (`engine::planner_gate`), or recording what it produced (`tick::record`, `store::plans`).
 
 use super::Act;
 use crate::config::AgentRole;

@@ -1,6 +1,8 @@
-//! Filling the prompt templates from a task and its brief (earlier attempts, the issue it comes
-//! from). Text from outside (agent output, diffs) is redacted here before it reaches a prompt;
-//! the issue's text was redacted when it was read. The templates fence all of it as untrusted.
+//! Filling the worker, research and judge prompt templates from a task and its brief (earlier
+//! attempts, the issue it comes from). Text from outside (agent output, diffs) is redacted here
+//! before it reaches a prompt; the issue's text was redacted when it was read. The templates fence
+//! all of it as untrusted. Not for: the templates, their data and rendering (`prompt`), or the
+//! planner's and detector's prompts (`runner::planner`, `runner::detect` fill their own).
 
 use std::path::Path;
 

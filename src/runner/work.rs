@@ -1,6 +1,8 @@
-//! A worker/tester/docser run (spec §2.3): workspace, prompt, agent, then the runner's own
-//! checks on the change it imported — a change exists, the path policy holds, the verification
-//! commands pass — and the commit. Produces an outcome; the caller records it.
+//! A task run (spec §2.3): research, direct mode and conflict fixes go to their own modules; a
+//! worker/tester/docser run in a worktree is workspace, prompt, agent, then the runner's own checks
+//! on the change it imported (what it holds, the path policy, the verification commands), the
+//! commit and the push of the task branch. Produces an outcome; the caller records it. Not for:
+//! what the outcome does to the task (`engine::outcome`) or the pull request (`tick::publish`).
 
 use std::path::Path;
 

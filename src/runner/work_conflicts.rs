@@ -1,7 +1,8 @@
 //! A conflict fix (`autofix_conflict`, spec §2.3): the base merged into the change's branch by
 //! the runner (`workspace::merge_with`, no work tree), the agent resolving what conflicts in a
 //! workspace holding the marked files, the runner checking no marker is left and committing
-//! the merge. Part of a run ([`super`]): the same agent, policy and verification.
+//! the merge. Part of a run ([`super`]): the same agent, policy and verification. Not for: when a
+//! conflict fix is made and how many (`engine::verdict::conflict`).
 
 use std::io::BufRead;
 use std::path::Path;

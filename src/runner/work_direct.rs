@@ -1,9 +1,9 @@
 //! A run in direct mode (`mode: direct`): the change lands in the repository's working files,
-//! uncommitted. The agent still works in a workspace of its own, filled with the working state
-//! (the commit plus uncommitted changes, read with a private index); only a change that passed
-//! the checks is written back, file by file, and only where the repository's file is still as
-//! the agent was shown it — a person's edit meanwhile is never overwritten. Part of a run
-//! ([`super`]): the same agent, policy and verification as in a worktree.
+//! uncommitted. The agent works in a workspace of its own holding the working state (read with a
+//! private index); a change that passed the checks is written back file by file, only where the
+//! file is still as the agent was shown it: a person's edit meanwhile is never overwritten. Part
+//! of a run ([`super`]): the same agent, policy and verification as in a worktree. Not for:
+//! commits, pushes and holds (`runner::work`, `runner::work_held`): nothing leaves the machine.
 
 use std::io::Write;
 use std::os::unix::ffi::OsStrExt;

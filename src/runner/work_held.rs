@@ -9,6 +9,9 @@
 //! change goes out, unheld, only if it is the approved one — the same start, the same tree
 //! (`engine::scan::approval_for`); anything else is scanned as ever. Part of a run
 //! ([`super`]).
+//!
+//! Not for: finding what to hold (`runner::content`, `runner::detect`), or what a hold and an
+//! approval do to the task (`engine::scan`, `engine::outcome`, `engine::commands::approve`).
 
 use super::{deliver, success, WorkResult};
 use crate::engine::scan::{short, HeldChange};

@@ -1,8 +1,9 @@
 //! A secret written so that a plain search misses it: reversed, hex, base64 (standard and
 //! URL-safe, at each of the three alignments a secret inside a longer encoded text can have),
-//! and base64 of the reversed secret or reversed base64. Each variant is matched whole in a
-//! line, and across lines in a file's added text with the usual joints (quotes, `+`, `\`,
-//! whitespace) taken out, so a secret split over string literals is found too.
+//! and base64 of the reversed secret or reversed base64; and a line with the joints of a split
+//! string (quotes, `+`, `\`, commas, whitespace) taken out, so a secret split over literals shows.
+//! Not for: searching a change with them (`scan::Scanner`) or a secret written plainly
+//! (`redact::Redactor::secret_in`).
 
 /// The encodings of `secret` worth looking for, with a word naming each. Only long, stable
 /// pieces: an aligned base64 variant drops the characters its neighbours could change.

@@ -1,4 +1,8 @@
-//! The rules of the threat scan, one line (or one text) at a time. Pure.
+//! The rules of the threat scan, one added line (or one of the agent's texts) at a time: binary
+//! content, hidden or reordering characters, words and HTML comments aimed at reviewers or agents,
+//! a build, install or CI script ([`is_script`]) gaining a download, obfuscated code. Pure.
+//! Not for: secrets the runner holds, encoded or split (`scan::encoded`, matched by
+//! `scan::Scanner`), or what a finding does to the task (`engine::outcome`).
 
 use super::Rule;
 

@@ -1,11 +1,9 @@
-//! Private temporary folders for one run's files (prompt, result, askpass token).
-//!
-//! Each folder is created with mode 0700 under the temp folder and named
-//! `opentiger-<pid>-<purpose>-<random>`, and every file the runner writes in it with
-//! [`write_private`] has mode 0600. A tick killed before it could remove its folders leaves them
-//! behind; the next tick's [`remove_leftovers`] removes those whose process is gone (same host,
-//! same user). A run's workspace lives in its run's folder (`workspace`), so it goes with it;
-//! folders are removed with [`remove_tree`], which no tree an agent made can defeat.
+//! Private temporary folders for one run's files (prompt, result, askpass token, its workspace):
+//! mode 0700 under the temp folder, named `opentiger-<pid>-<purpose>-<random>`, each file written
+//! with [`write_private`] mode 0600. [`remove_leftovers`] removes those of ticks killed before
+//! they could (process gone; same host, same user); [`remove_tree`] removes any tree an agent made.
+//! Not for: filling or reading the workspace (`workspace`) or ending the agents a killed tick left
+//! running (`sandbox::groups`).
 
 mod remove;
 

@@ -1,6 +1,7 @@
 //! The manifest of a chunked state: the file's length, the chunk size and count, and a checksum
 //! over the chunks, as a few lines of text. Pure: reading and writing the text, and the
-//! arithmetic of chunk counts and lengths.
+//! arithmetic of chunk counts and lengths. Not for: computing the checksum or checking the chunks
+//! against it (`statebranch::chunks`).
 
 #[cfg(test)]
 use super::chunks::CHUNK_SIZE;

@@ -12,6 +12,9 @@
 //!
 //! States saved before chunks (one `state.sqlite` blob) load as they are and are written as
 //! chunks by their first save.
+//!
+//! Not for: what the file holds (`store`), when a tick loads and saves it (`tick::context`), or
+//! the text of `STATE.md` (`report::state_summary`).
 
 mod cat_file;
 pub mod chunks;

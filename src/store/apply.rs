@@ -1,5 +1,7 @@
-//! Applying a plan: every decision that writes, in one SQL transaction, each with its event.
-//! Either the whole plan lands or none of it does.
+//! Applying the engine's plan: every decision that writes, in one SQL transaction, each with its
+//! event. Either the whole plan lands or none of it does; the slow work it calls for (claimed runs,
+//! reviews, issues and PRs) comes back as an [`ApplyReport`]. Not for: deciding (`engine`), doing
+//! that work (`tick::act`), or recording a run's outcome (`store::record`).
 
 use rusqlite::params;
 

@@ -1,6 +1,7 @@
 //! Executors parked on a quota (`executor_waits`, issue 9 fallbacks) or for their configuration
 //! (issue 18): read for the engine and the runner, changed with a run's outcome (`record_run`,
-//! same transaction); a person's retry ends the configuration parks.
+//! same transaction); a person's retry ends the configuration parks. Not for: when to park or
+//! which executor runs (`engine::fallback`, `runner::executors`).
 
 use rusqlite::{params, Transaction};
 

@@ -1,5 +1,6 @@
 //! A task's family (issue 27: the task with its AutoFix, rework, conflict-fix and recreate
 //! descendants, `engine::fairness`) and the runs it paid for, for `status` and `task show`.
+//! Not for: the family's spend (`store::spend`) or its fair share of runs (`engine::fairness`).
 
 use rusqlite::params;
 

@@ -1,6 +1,7 @@
 //! The conversation around a task (issue 14): what its progress comment reads beyond the task
 //! itself (its spend, the judge's last answer per acceptance criterion), and the trusted
-//! comments on its issue and PR that its next attempt reads.
+//! comments on its issue and PR that its next attempt reads. Not for: reading GitHub
+//! (`tick::observe`), or writing and posting the comment (`report::progress`, `tick::progress`).
 
 use rusqlite::{params, OptionalExtension};
 

@@ -1,5 +1,7 @@
-//! Recording outcomes (DESIGN §3 step 6): only where this tick's agent still holds the lease;
-//! otherwise the outcome is logged as stray and the task is left to recovery.
+//! Recording outcomes (DESIGN §3 step 6), a run's and a review's: only where this tick's agent
+//! still holds the lease; otherwise the outcome is logged as stray and the task is left to
+//! recovery. Also a fanned-out run's lease handover. Not for: deciding what the outcome does
+//! (`engine::outcome`, `engine::verdict`) or the claim that started the run (`store::apply`).
 
 use rusqlite::{params, OptionalExtension, Transaction};
 

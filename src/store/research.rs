@@ -2,6 +2,8 @@
 //! outcome (`record_run`), read by the tick that posts it and by the commands that approve
 //! its proposals. An approved proposal is not a row here: it is the task with the id
 //! `engine::research::proposal_task_id` gives, so approving twice finds it and creates nothing.
+//! Not for: checking the report (`engine::research`), posting it (`tick::people::research`), or
+//! deciding an approval (`engine::commands::research`).
 
 use rusqlite::{params, Transaction};
 

@@ -9,6 +9,9 @@
 //! tasks (so the same inputs are never planned twice), budgets, leases and anything of active
 //! tasks. Freed pages are reused by later writes; a prune that frees a quarter of a large file
 //! compacts it once.
+//!
+//! Not for: the state branch's own history (`statebranch` squashes it past `keep_commits`) or when
+//! a prune runs (`tick::record`, after a tick's writes).
 
 use rusqlite::params;
 

@@ -1,5 +1,7 @@
-//! Row ↔ model conversion. Stored words are parsed back into the vocabulary; a word we do not
-//! know means a corrupt or foreign file and is reported as such, never guessed.
+//! Rows read back into the model (tasks, runs, leases, with the columns their queries select).
+//! Stored words are parsed back into the vocabulary; a word we do not know means a corrupt or
+//! foreign file and is reported as such, never guessed. Not for: the tables (`store::schema`), the
+//! words (`model::vocab`), or writing rows (`store::journal` and each table's module).
 
 use rusqlite::types::Type;
 use rusqlite::Row;

@@ -1,6 +1,8 @@
 //! The SQLite schema (DESIGN §4) and its forward migrations, keyed by `PRAGMA user_version`.
 //!
 //! A migration is appended, never edited: version N's SQL turns a version N-1 file into version N.
+//! Not for: running them or refusing a newer file (`store`, `Store::migrate`), or reading rows
+//! (`store::rows`).
 
 /// Each entry migrates from version `index` to version `index + 1`.
 pub const MIGRATIONS: &[&str] = &[V1, V2, V3, V4, V5, V6, V7, V8, V9, V10, V11, V12, V13, V14];

@@ -1,6 +1,8 @@
 //! Loading what the engine needs, and no more: a quiet tick on a large state must stay fast and
 //! small (DESIGN "bar": 10k tasks, 100k runs), so only active tasks, the terminal tasks they refer
-//! to, and the latest few runs per active task are read.
+//! to, the latest few runs per active task and every running run are read, with the leases and
+//! the plan history. Not for: the observations it is handed (`tick::context` gathers them, from
+//! what `tick::observe` stored) or deciding from it all (`engine`).
 
 use rusqlite::params;
 

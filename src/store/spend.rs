@@ -1,7 +1,8 @@
 //! Spend beyond one run's row (issue 37): a task family's total (a budget covers the task with
 //! its reworks and AutoFixes), and the agent runs that are not task runs — a judge's review, a
 //! planner's plan — with what they cost, what the proxy metered and refused, in `agent_spend`
-//! and in the ledger (`budgets`: the day, the judged task, the role).
+//! and in the ledger (`budgets`: the day, the judged task, the role). Not for: metering (`egress`),
+//! a task run's own row (`store::record`), or what a spent budget holds back (`engine::dispatch`).
 
 use std::collections::BTreeMap;
 

@@ -1,10 +1,9 @@
 //! github mode, opentiger's own checks on the heads it pushes (issue 28): `opentiger / verify`
 //! (the verification commands as they ran) and `opentiger / judge` (queued when the head is
-//! pushed, in progress while the judge reviews it, completed with the verdict). Where the token
-//! may not write check runs, commit statuses of the same names stand for them; the tick says so
-//! once. `engine::checks` decides each step; `report::check_run` writes the text.
-//!
-//! Visibility only: a check that cannot be written is a warning in the log, never a failed run.
+//! pushed, in progress while the judge reviews it, completed with the verdict); commit statuses
+//! of the same names stand for them where the token may not write check runs (the tick says so
+//! once). Visibility only: a check not written is a warning, never a failed run. Not for: each
+//! step (`engine::checks`), the text (`report::check_run`) or the GitHub calls (`forge::checks`).
 
 use super::Context;
 use crate::engine::checks::{judge_state, step, Step};

@@ -1,9 +1,9 @@
 //! github mode: one question comment per task and question when a task waits on a person
-//! (issue 17 item 3). [`decide`] runs in the claim phase: `engine::escalation` says what to
-//! ask, restate or close and which `escalation.default` fell due; the state records it (and a
-//! default's move) in the claim's write. [`publish`] runs after the claim: a question whose
-//! text differs from what GitHub shows is posted once (the comment's marker comes back through
-//! the comment feed, which records its id) or edited in place.
+//! (issue 17 item 3). [`decide`] runs in the claim phase and records what `engine::escalation`
+//! says to ask, restate or close (and a due `escalation.default`'s move); [`publish`] runs after
+//! it: a question GitHub does not show is posted once (its marker comes back through the comment
+//! feed, which records its id) or edited in place. Not for: what to ask (`engine::escalation`) or
+//! acting on the person's answer (`tick::people`, `engine::commands`).
 
 use std::collections::BTreeMap;
 

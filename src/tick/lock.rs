@@ -1,6 +1,7 @@
 //! A lock file that keeps two local ticks (or a tick and `task add`) from writing one state file
 //! at once. Created exclusively, holding the owner's pid; a lock whose owner is gone is stale and
-//! taken over.
+//! taken over. Not for: ticks on other machines (the state ref's compare-and-swap, `statebranch`)
+//! or a task's run lease (`store`, `engine::recovery::leases`).
 
 use std::fs::OpenOptions;
 use std::io::Write;

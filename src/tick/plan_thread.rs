@@ -6,7 +6,8 @@
 //! (`engine::commands`, `Place::Plan`). Only the tasks of the latest plan are shown.
 //!
 //! What was posted is kept in the state, so a tick with nothing new makes no request here.
-//! Visibility: a failure is a warning and is tried again by the next tick.
+//! Visibility: a failure is a warning and is tried again by the next tick. Not for: the comment's
+//! text (`report::plan`) or acting on the commands posted there (`engine::commands::plan`).
 
 use serde::{Deserialize, Serialize};
 

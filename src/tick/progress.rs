@@ -5,7 +5,8 @@
 //! The report is rendered from the state (`report::progress`); the text last posted is kept in
 //! a cursor per task, so an unchanged report costs no GitHub call and a tick killed after
 //! posting edits the same comment next time (found by the task's marker). Visibility only: a
-//! failure here is a warning, never lost state.
+//! failure here is a warning, never lost state. Not for: the comment's text (`report::progress`)
+//! or the phase word (`model::phase`; its facts are gathered here, [`phase_facts`]).
 
 use serde::{Deserialize, Serialize};
 

@@ -1,6 +1,7 @@
 //! The status view and the dashboard of this moment, built from the state and the plan the
 //! engine makes of it: what `status` prints, and what a tick's job summary and dashboard issue
-//! show. Rendering to text and markdown is the `report` module's.
+//! show. Not for: rendering to text and markdown (`report`, `report::board`) or writing the
+//! dashboard issue (`tick::dashboard`).
 
 use super::progress::phase_facts;
 use super::{Context, Failure};

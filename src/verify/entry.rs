@@ -1,6 +1,9 @@
 //! The configuration's verification commands, checked where they enter (config load) with the
 //! parser and denied list the runner uses when a run ends ([`super::plan_commands`]), so a
 //! command that cannot run is refused before any agent runs, not after it was paid for.
+//! [`explain`] words a command's problem with its fix.
+//! Not for: a task's own commands (`runner::task_problems`, with the same `explain`) or the
+//! configuration's other keys (`config::load`; path patterns, `config::entry`).
 
 use super::{check_commands, config_lists, PlanError};
 use crate::config::Config;

@@ -1,14 +1,9 @@
 //! Command text → argv, without a shell (spec seeds/worker.md §7, spec §2.3.2 "Per command").
-//!
-//! Word splitting is the shell's: single quotes are literal, double quotes keep `\"`, `\\`, `\$`
-//! and `` \` `` escapes, a backslash outside quotes escapes the next character and a
-//! backslash-newline joins lines. Leading `KEY=value` words become the environment. An unquoted
-//! `&&` separates commands, which then run one after the other, stopping at the first failure.
-//!
-//! Everything else a shell would do is refused with a message saying what to write instead, rather
-//! than passed on literally to a program that then fails in a confusing way: other operators,
-//! substitutions, `$NAME` expansions and shell builtins. Globs (`*.rs`), `~` and `#` are passed
-//! on as they are (many tools expand globs themselves; `#` starts no comment).
+//! Word splitting is the shell's (quotes, backslash escapes, backslash-newline); leading
+//! `KEY=value` words become the environment; an unquoted `&&` separates commands run in turn,
+//! stopping at the first failure. The rest of a shell (other operators, substitutions, `$NAME`,
+//! builtins) is refused, saying what to write instead; globs, `~` and `#` pass on as they are.
+//! Not for: which commands run and which are denied (`verify`), or running them (`runner::checks`).
 
 use std::fmt;
 

@@ -1,5 +1,8 @@
 //! Where code branches live and how they move: the local repository only, or also a remote.
-//! Task branches are pushed without force; the base advances by compare-and-swap.
+//! Task branches are pushed without force; the base advances by compare-and-swap (checked out
+//! here, its files follow, and `in_the_way` names a person's changes that would be overwritten).
+//! Not for: the state's ref (`statebranch`), the pull requests (`tick::publish`), or which token
+//! pushes (`credentials`).
 
 use crate::git::{Git, GitError};
 

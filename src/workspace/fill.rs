@@ -1,6 +1,7 @@
 //! Filling a workspace: the files of a tree written by the runner from its own objects (no
 //! attribute, filter or hook of anyone's runs: the bytes are the blobs), each file's `fstat`
-//! kept to tell later what the agent changed; then the agent's own `.git`.
+//! kept to tell later what the agent changed; then the agent's own `.git`. Not for: reading back
+//! what changed (`workspace::look`, `workspace::import`) or the run folder's removal (`scratch`).
 
 use std::collections::HashSet;
 use std::io::{BufRead, BufReader, Read, Write};

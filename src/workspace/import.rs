@@ -17,6 +17,9 @@
 //!    start-up overlaps the `lstat`s.
 //!
 //! Sizes are known from `lstat` before any content is read.
+//!
+//! Not for: judging what the change holds (`runner::checks`, `runner::content`) or committing its
+//! tree (`Workspace::commit`, in `workspace`).
 
 use std::collections::HashMap;
 use std::os::unix::ffi::OsStrExt;

@@ -1,7 +1,8 @@
 //! A tree with some files changed, written without an index: the trees on the changed paths
 //! are built from the listing the workspace was filled from (every file's and folder's id, so
 //! nothing is read) and written again (`mktree --batch`); every other subtree keeps its id.
-//! Costs what changed, not the size of the repository.
+//! Costs what changed, not the size of the repository. Not for: finding what changed
+//! (`workspace::import`) or committing the tree (`Workspace::commit`, in `workspace`).
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::io::{BufRead, BufReader, Read, Write};

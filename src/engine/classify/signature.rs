@@ -1,4 +1,7 @@
-//! Normalised failure signatures for repeated-failure escalation (spec §3.4).
+//! Normalised failure signatures for repeated-failure escalation (spec §3.4): the message
+//! lower-cased, with colour codes, UUIDs, paths and digit runs replaced, so the same failure
+//! gives the same signature. Not for: comparing them and deciding what a repeat leads to
+//! (`engine::recovery`, its `repeat` rule).
 
 use super::*;
 

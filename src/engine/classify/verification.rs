@@ -1,5 +1,8 @@
 //! The worker's mapping of a failed verification command to a failure code (spec §3.2, last
-//! paragraph).
+//! paragraph): a missing make target, script or test files, an unsupported command format, a
+//! missing tool or package (setup), a build output gone after a clean (sequence), else a plain
+//! verification failure. Not for: running the commands (`runner::checks`) or whether the code
+//! is retried (`classify` in [`super`]).
 
 use super::*;
 

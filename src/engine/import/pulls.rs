@@ -6,6 +6,9 @@
 //! run that stands for the head (no agent works on it: nothing is ever pushed to a person's
 //! branch). A new push makes a new task; the review of the old head, if still waiting, gives way.
 //! Like issues, the PR's text reaches no trusted field except its title.
+//!
+//! Not for: listing the open PRs and writing what is decided (`tick::observe`), or the review
+//! itself (`runner::judge`, then `engine::verdict`).
 
 use crate::config::BacklogConfig;
 use crate::model::PullRequest;

@@ -1,5 +1,8 @@
 //! Reading what an issue's text says: role lines, priority and risk labels, allowed paths,
 //! dependencies, and the closing keywords of pull requests. Pure string work for [`super`].
+//! Not for: what the import makes of it (`engine::import`), the spec's size cap and acceptance
+//! criteria (`engine::import::spec`), or whether a path pattern works (the path policy's check,
+//! passed in by the caller).
 
 use std::collections::BTreeSet;
 

@@ -1,6 +1,9 @@
 //! Leases a killed or stalled tick left behind (spec §2.5 "lease recovery"): reclaimed at once
 //! when the holder's process is gone on this host, else at expiry; the task goes back to the
-//! queue (or its review back to `awaiting_judge`), and runs nobody holds are cancelled.
+//! queue (at most `retry.max_lease_reclaims` times, then a person), or its review back to
+//! `awaiting_judge`, and runs nobody holds are cancelled. Not for: telling whether a holder is
+//! gone (the shell's `dead_agents`, `tick::context`) or killing what it left running
+//! (`sandbox::groups`).
 
 use super::super::{Action, Working};
 use crate::model::{

@@ -1,6 +1,9 @@
 //! The cycle manager's rules (spec §2.5, with the DESIGN §4 "Better" rules): reclaim what a killed
 //! tick left behind, retry failures within per-category budgets, recover blocked tasks by reason,
 //! and hand every exhausted bound to a person (`blocked(awaiting_human)`) instead of looping.
+//! Not for: what a finished run or a verdict does to its task (`engine::outcome`,
+//! `engine::verdict`: recovery takes the `failed` and blocked tasks they leave), or what kind of
+//! failure it was (`engine::classify`).
 
 mod leases;
 mod repeat;

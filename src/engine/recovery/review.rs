@@ -1,6 +1,10 @@
-//! Tasks on their way to a merge (spec §2.4, DESIGN §8): a review claimed when due, a PR
-//! followed on GitHub (merged, closed, its CI gate), a person's PR reviewed again on a new head,
-//! a PR superseded by a recreation closed.
+//! Tasks on their way to a merge (spec §2.4, DESIGN §8): a review claimed when due (after the
+//! review window, before the tick's deadline), a PR followed on GitHub (merged, closed, its CI
+//! gate), a person's PR queued again sent back to the judge, a PR superseded by a recreation
+//! closed, and a task waiting for the judge with nothing to review run again.
+//!
+//! Not for: what a verdict does to the task (`engine::verdict`), CI that never started or a PR
+//! off its base (`stalls.rs`), or running the review (`runner::judge`).
 
 use super::super::gate::{checks_gate_from, CheckGate};
 use super::super::objection::{last_word, LastWord, PeopleSay};

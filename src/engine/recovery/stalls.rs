@@ -1,7 +1,9 @@
 //! Recovery's decisions about a github-mode task's PR and its CI, from the rules of
 //! `engine::stall` and `engine::ci_start`: CI started on a head once it passed the scan and,
 //! if configured, the review (issue 36, `scan.ci`), CI that never started (diagnose, dispatch,
-//! escalate) and a PR off the base branch (retarget, escalate).
+//! escalate) and a PR off the base branch (retarget, escalate). Not for: the rules themselves
+//! (those two modules), sending the dispatch or the comment (`tick::ci_gate`), or CI's checks
+//! that did run (`engine::gate`, applied in `review.rs`).
 
 use super::super::ci_start::{ci_start_step, CiStartStep, Head};
 use super::super::stall::{base_step, next_step, BaseStep, Stall, StallStep};

@@ -1,6 +1,8 @@
 //! A change that conflicts with its base (DESIGN §8 "Conflicts"): a bounded number of
 //! conflict-fix children on the same branch, then a bounded number of recreations from the base
 //! on a new branch (the old PR closed), then a person — counted over the change's [`Lineage`].
+//! Not for: merging the base and resolving the markers (`runner::work_conflicts`), the fields a
+//! child inherits (`engine::followup`), or closing the old PR (`engine::recovery::review`).
 
 use super::{hand_over, Lineage, VerdictDecision};
 use crate::config::Config;

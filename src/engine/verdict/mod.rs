@@ -11,6 +11,9 @@
 //!   a conflict-fix child merges the base into the branch and resolves it, at most
 //!   `max_conflict_autofix_attempts` times; then the goal is recreated from the base (old PR
 //!   closed, a new task and branch), at most `max_recreate_attempts` times; then a person decides.
+//!
+//! Not for: reaching the conclusion (`runner::judge`: the checks, the review, the merge), or
+//! CI's word on the head before the review (`engine::gate`).
 
 mod conflict;
 mod refusal;

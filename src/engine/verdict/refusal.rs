@@ -1,5 +1,7 @@
 //! GitHub's refusal to merge an approved PR, told apart: the base moved, the head moved, a
-//! conflict, or a rule of the repository a bot cannot satisfy. Part of [`super`].
+//! conflict, or a rule of the repository a bot cannot satisfy. Part of [`super`]. Not for: the
+//! merge call that got it (`runner::judge_merge`) or what each conclusion does to the task
+//! (`super::decide_verdict`).
 
 use super::JudgeConclusion;
 
