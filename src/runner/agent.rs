@@ -292,6 +292,29 @@ pub(super) fn setup_text(message: String) -> CheckFailure {
     }
 }
 
+/// A judge's or planner's agent that did not finish, as the error its review or plan fails with:
+/// `who` (`"judge"`) timed out, or failed with its exit code (or a signal) and the end of its
+/// output.
+pub(super) fn unfinished(
+    who: &str,
+    result: &executor::AgentResult,
+    agent: &EffectiveAgent,
+    redactor: &crate::redact::Redactor,
+) -> Result<(), String> {
+    match result.exit {
+        AgentExit::Finished => Ok(()),
+        AgentExit::TimedOut => Err(format!(
+            "the {who} agent timed out after {:?}",
+            agent.timeout()
+        )),
+        AgentExit::Failed(code) => Err(format!(
+            "the {who} agent failed ({}): {}",
+            code.map_or("signal".to_string(), |c| format!("exit code {c}")),
+            redactor.excerpt(&result.output_tail, 300)
+        )),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -362,5 +385,38 @@ mod tests {
             .expect("a retry time")
             .minus(NOW);
         assert_eq!(wait, 3600 * SECOND, "the provider's hint wins");
+    }
+
+    /// A judge's or planner's agent that did not finish fails its review or plan in words that
+    /// name the role and the cause: its timeout, or its exit code (a signal) and the end of its
+    /// output, redacted.
+    #[test]
+    fn an_unfinished_judge_or_planner_names_itself_and_the_cause() {
+        let config = Config::default();
+        let agent = config.agents.effective(AgentRole::Judge);
+        let redactor = Redactor::new(["sk-secret".to_string()]);
+        let ran = |exit: AgentExit| executor::AgentResult {
+            exit,
+            output_tail: "crashed holding sk-secret".to_string(),
+            ..executor::AgentResult::finished(None)
+        };
+        #[rustfmt::skip]
+        let cases: &[(&str, AgentExit, Option<&str>)] = &[
+            ("judge", AgentExit::Finished, None),
+            ("judge", AgentExit::TimedOut, Some("the judge agent timed out after ")),
+            ("planner", AgentExit::Failed(Some(2)), Some("the planner agent failed (exit code 2): crashed holding")),
+            ("judge", AgentExit::Failed(None), Some("the judge agent failed (signal): crashed holding")),
+        ];
+        for (who, exit, says) in cases {
+            let got = unfinished(who, &ran(exit.clone()), &agent, &redactor);
+            match says {
+                None => assert_eq!(got, Ok(()), "{exit:?}"),
+                Some(says) => {
+                    let text = got.expect_err("an unfinished agent is an error");
+                    assert!(text.starts_with(says), "{text}");
+                    assert!(!text.contains("sk-secret"), "{text}");
+                }
+            }
+        }
     }
 }

@@ -9,7 +9,7 @@
 use super::{parse_criteria, parse_verdict, Review, ReviewBrief, Trace};
 use crate::config::AgentRole;
 use crate::engine::import::acceptance_criteria;
-use crate::executor::{self, AgentExit, AgentRequest};
+use crate::executor::{self, AgentRequest};
 use crate::model::{CriterionCheck, Run, Task};
 use crate::runner::Act;
 use crate::workspace::{diff_text, Workspace};
@@ -122,22 +122,7 @@ pub(super) fn review(
             _ => format!("the judge agent reported a failure: {text}"),
         });
     }
-    match result.exit {
-        AgentExit::Finished => {}
-        AgentExit::TimedOut => {
-            return Err(format!(
-                "the judge agent timed out after {:?}",
-                agent.timeout()
-            ))
-        }
-        AgentExit::Failed(code) => {
-            return Err(format!(
-                "the judge agent failed ({}): {}",
-                code.map_or("signal".to_string(), |c| format!("exit code {c}")),
-                act.redactor.excerpt(&result.output_tail, 300)
-            ))
-        }
-    }
+    crate::runner::agent::unfinished("judge", &result, &agent, act.redactor)?;
     let value = result.result.ok_or_else(|| {
         result
             .result_error

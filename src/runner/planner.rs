@@ -7,7 +7,7 @@
 
 use super::Act;
 use crate::config::AgentRole;
-use crate::executor::{self, AgentExit, AgentRequest};
+use crate::executor::{self, AgentRequest};
 use crate::git::Git;
 use crate::model::{short_hash, BlockReason, PlanRecord, PlanStatus, RunId, Task, TaskStatus};
 use crate::planner::{
@@ -287,22 +287,7 @@ fn ask_agent(
     if let Some(refused) = &result.result_refused {
         return Err(format!("policy_violation: {refused}"));
     }
-    match result.exit {
-        AgentExit::Finished => {}
-        AgentExit::TimedOut => {
-            return Err(format!(
-                "the planner agent timed out after {:?}",
-                agent.timeout()
-            ))
-        }
-        AgentExit::Failed(code) => {
-            return Err(format!(
-                "the planner agent failed ({}): {}",
-                code.map_or("signal".to_string(), |c| format!("exit code {c}")),
-                act.redactor.excerpt(&result.output_tail, 300)
-            ))
-        }
-    }
+    super::agent::unfinished("planner", &result, &agent, act.redactor)?;
     // Task titles and goals are stored and posted as issues: no secret goes with them.
     result
         .result
