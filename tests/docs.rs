@@ -1,7 +1,8 @@
 //! The documentation holds to the code: README stays a landing page linking the docs, every
-//! relative link of README.md and docs/ resolves (file and heading), the configuration reference
-//! is what the code generates, the task-state diagram draws only legal moves, and no page names
-//! a file users do not have.
+//! relative link of README.md, docs/ and ARCHITECTURE.md resolves (file and heading),
+//! ARCHITECTURE.md stays short and names only paths that exist, the configuration reference is
+//! what the code generates, the task-state diagram draws only legal moves, and no page names a
+//! file users do not have.
 
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
@@ -111,7 +112,7 @@ fn anchors(text: &str) -> BTreeSet<String> {
 #[test]
 fn every_relative_link_resolves_to_a_file_and_a_heading() {
     let mut broken = Vec::new();
-    for page in pages() {
+    for page in pages().into_iter().chain([root().join("ARCHITECTURE.md")]) {
         let text = read(&page);
         for target in links(&text) {
             if target.contains("://") || target.starts_with("mailto:") {
@@ -139,6 +140,39 @@ fn every_relative_link_resolves_to_a_file_and_a_heading() {
         }
     }
     assert!(broken.is_empty(), "broken links:\n{}", broken.join("\n"));
+}
+
+/// ARCHITECTURE.md is a map a newcomer reads in an hour, naming only what exists: at most 300
+/// lines (the detail is the module docs'), and every path of the repository it names in
+/// backticks (`src/…`, `tests/…`; a glob by its folder) is there.
+#[test]
+fn the_architecture_map_is_short_and_names_paths_that_exist() {
+    let text = read(&root().join("ARCHITECTURE.md"));
+    let lines = text.lines().count();
+    assert!(
+        lines <= 300,
+        "ARCHITECTURE.md has {lines} lines: leave the detail to the module docs"
+    );
+    let roots = [
+        "src/", "tests/", "benches/", "scripts/", "docs/", ".github/",
+    ];
+    let mut missing = Vec::new();
+    for (i, span) in prose(&text).split('`').enumerate() {
+        if i % 2 == 0 || !roots.iter().any(|r| span.starts_with(r)) {
+            continue;
+        }
+        let path = match span.split_once('*') {
+            Some((head, _)) => head.rsplit_once('/').map_or(head, |(dir, _)| dir),
+            None => span,
+        };
+        if !root().join(path).exists() {
+            missing.push(span.to_string());
+        }
+    }
+    assert!(
+        missing.is_empty(),
+        "ARCHITECTURE.md names paths that do not exist: {missing:?}"
+    );
 }
 
 #[test]
