@@ -1,8 +1,8 @@
 //! Agent CLIs as they really behave (issue 18), against the fake CLI printing recorded outputs:
 //! key and login errors of every CLI are configuration errors; codex gets its key and base URL
 //! the way `codex exec` reads them; an opencode that keeps calling tools is stopped at its turn
-//! cap and a codex without a network in its reconnect loop, both long before their timeout; an
-//! opencode with no model is not started.
+//! cap, a codex at the cap opentiger keeps for it, and a codex without a network in its reconnect
+//! loop, all long before their timeout; an opencode with no model is not started.
 
 mod common;
 
@@ -163,6 +163,38 @@ fn codex_is_stopped_in_its_reconnect_loop() {
     );
     let class = opentiger::engine::classify::classify(&f.message, None);
     assert_eq!(class.reason, "transient_or_flaky_failure");
+}
+
+/// codex has no turn cap of its own: the runner counts the tool calls it reports and stops it as
+/// it begins the one past `max_turns`, a turn-cap failure, not a timeout. The real codex's tool
+/// loop as recorded (eight commands), then it goes on thinking forever.
+#[test]
+fn codex_is_stopped_at_its_turn_cap() {
+    let first = head("codex/tool_loop.jsonl", 24);
+    let thinking =
+        "{\"type\":\"item.completed\",\"item\":{\"type\":\"reasoning\",\"text\":\"more\"}}\n";
+    let run = endless("codex", &first, thinking);
+    let mut c = config(&codex::CLI, WORKER, None);
+    c.max_turns = 5;
+    let r = run
+        .run_timeout(&codex::Codex::new(c), WORKER, Duration::from_secs(60))
+        .unwrap();
+    assert_ne!(r.exit, AgentExit::TimedOut);
+    let f = r.failure.expect("a failure");
+    assert_eq!(f.kind, AgentFailureKind::MaxTurns, "{}", f.message);
+    assert!(
+        f.message.starts_with("codex began tool call 6 (cap 5"),
+        "{}",
+        f.message
+    );
+    // The twin: within the cap the same output only ever thinks, and the timeout ends it.
+    let run = endless("codex", &first, thinking);
+    let mut c = config(&codex::CLI, WORKER, None);
+    c.max_turns = 8;
+    let r = run
+        .run_timeout(&codex::Codex::new(c), WORKER, Duration::from_secs(2))
+        .unwrap();
+    assert_eq!(r.exit, AgentExit::TimedOut);
 }
 
 /// Issue 18 item 4: with no model, opencode would quietly use its own hosted provider.

@@ -67,9 +67,7 @@ const CLAUDE: Cli = Cli {
     scenarios: ALL,
 };
 
-/// codex has no turn cap of its own (`max_turns` does not apply): its endless loop is ended by
-/// the agent's timeout (2 minutes here). opentiger sets none at its proxy either: a long real
-/// codex run makes more than a thousand model calls (issue 39).
+/// codex has no turn cap of its own: opentiger counts its tool calls against `max_turns`.
 const CODEX: Cli = Cli {
     executor: "codex",
     program: "codex",
@@ -408,20 +406,6 @@ fn check(cli: &Cli) {
                 );
             }
             Scenario::Reply(_) => panic!("a judge's or planner's scenario, not a worker's"),
-            Scenario::ToolLoop if cli.executor == "codex" => {
-                assert_eq!(
-                    code.as_deref(),
-                    Some("transient_or_flaky_failure"),
-                    "{}",
-                    s.describe()
-                );
-                assert!(
-                    error.contains("the agent timed out after"),
-                    "{}",
-                    s.describe()
-                );
-                assert!(s.server.seen().len() > 3, "{}", s.describe());
-            }
             Scenario::ToolLoop => {
                 assert!(
                     error.contains("the agent used all its turns (agents.worker.max_turns = 3)"),

@@ -105,8 +105,9 @@ pub struct AgentConfig {
     /// `executor: scripted` only: a JSON script of what the agent does (see `opentiger demo`).
     pub script: Option<String>,
     /// CLI adapters: the most turns one run may take (claude `--max-turns`, opencode agent
-    /// `steps`); a run that uses them all fails as unfinished instead of counting as done. codex
-    /// and aider have no such limit (the timeout bounds them). Default 100.
+    /// `steps`, codex's tool calls counted by opentiger); a run that uses them all fails as
+    /// unfinished instead of counting as done. aider makes no tool calls (the timeout bounds
+    /// it). Default 100.
     pub max_turns: Option<u32>,
     /// CLI adapters: token prices for a CLI that reports tokens but no cost (codex; others only
     /// when their own cost is missing or zero). Unset: such runs are recorded at $0. (What the

@@ -55,6 +55,22 @@ pub(super) trait Watcher: Send {
     }
 }
 
+/// Two watchers over the same lines (each sees every one): the first failure either finds.
+pub(super) struct Both<A, B>(pub A, pub B);
+
+impl<A: Watcher, B: Watcher> Watcher for Both<A, B> {
+    fn line(&mut self, line: &str, at: Duration) -> Option<AgentFailure> {
+        let first = self.0.line(line, at);
+        let second = self.1.line(line, at);
+        first.or(second)
+    }
+    fn poll(&mut self, at: Duration) -> Option<AgentFailure> {
+        let first = self.0.poll(at);
+        let second = self.1.poll(at);
+        first.or(second)
+    }
+}
+
 /// A [`Watcher`] as the process runner takes it; the failure it stopped for is kept.
 struct Keep {
     watcher: Box<dyn Watcher>,

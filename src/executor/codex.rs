@@ -16,8 +16,8 @@
 //! `<scratch>/tmp` as `TMPDIR` instead, beside the home, not above it. `codex exec` reads its
 //! key from `CODEX_API_KEY` only and ignores `OPENAI_BASE_URL` (issue 18), so a passed
 //! `OPENAI_API_KEY` is given as `CODEX_API_KEY` when that is not set, and a passed
-//! `OPENAI_BASE_URL` becomes the `-c` override above. Codex has no turn cap:
-//! `agents.<role>.max_turns` does not apply, the timeout bounds the run.
+//! `OPENAI_BASE_URL` becomes the `-c` override above. Codex has no turn cap of its own:
+//! opentiger keeps `agents.<role>.max_turns` for it, counting its tool calls (`codex_turns`).
 //!
 //! Reads the JSON-lines events: `thread.started` (session id), `item.completed` of type
 //! `agent_message` (the final message; `--output-last-message` is the fallback when the stream's
@@ -35,8 +35,9 @@
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use super::adapter::{Adapter, Watcher};
+use super::adapter::{Adapter, Both, Watcher};
 use super::cli::{AdapterConfig, Cli, RunFiles};
+use super::codex_turns::ToolCap;
 use super::report::{self, int, json_lines, text_at, Report};
 use crate::process::ProcessOutput;
 
@@ -281,7 +282,10 @@ impl Adapter for Codex {
     }
 
     fn watcher(&self) -> Option<Box<dyn Watcher>> {
-        Some(Box::new(ReconnectWatch::default()))
+        Some(Box::new(Both(
+            ReconnectWatch::default(),
+            ToolCap::new(self.config.max_turns),
+        )))
     }
 }
 

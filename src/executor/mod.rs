@@ -19,6 +19,7 @@ mod chain;
 pub mod claude_code;
 mod cli;
 pub mod codex;
+mod codex_turns;
 mod command;
 mod json_answer;
 mod keys;
