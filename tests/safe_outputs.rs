@@ -409,6 +409,54 @@ fn a_token_added_and_removed_again_in_the_history_is_refused() {
     });
 }
 
+/// A commit on top of `parent` in `job` adding a submodule (a gitlink) at `path`, pointing at
+/// `parent` itself.
+fn commit_gitlink(job: &Path, parent: &str, path: &str) -> String {
+    let index = job.join(format!("gitlink-index-{}", &parent[..12]));
+    let env = [("GIT_INDEX_FILE", index.to_str().unwrap())];
+    let run = |args: &[&str]| {
+        let out = std::process::Command::new("git")
+            .current_dir(job)
+            .envs(env)
+            .args(args)
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{args:?}: {out:?}");
+        String::from_utf8(out.stdout).unwrap().trim().to_string()
+    };
+    run(&["read-tree", parent]);
+    run(&[
+        "update-index",
+        "--add",
+        "--cacheinfo",
+        &format!("160000,{parent},{path}"),
+    ]);
+    let tree = run(&["write-tree"]);
+    run(&["commit-tree", &tree, "-p", parent, "-m", "a submodule"])
+}
+
+/// The workspace's import never makes a submodule; a bundle carrying one (in its last commit, or
+/// added and removed again in its history) was made by hand and is refused, naming the path.
+#[test]
+fn a_submodule_in_a_forged_bundle_is_refused() {
+    refused_when(
+        "a submodule (a gitlink): vendor/sub",
+        |job, out_dir, start, head| {
+            let sub = commit_gitlink(job, head, "vendor/sub");
+            forge_folder(job, out_dir, start, &sub, &sub);
+        },
+    );
+    refused_when(
+        "a submodule (a gitlink): vendor/sub",
+        |job, out_dir, start, head| {
+            let sub = commit_gitlink(job, head, "vendor/sub");
+            let tree = git(job, &["rev-parse", &format!("{head}^{{tree}}")]);
+            let gone = git(job, &["commit-tree", &tree, "-p", &sub, "-m", "gone again"]);
+            forge_folder(job, out_dir, start, &gone, &gone);
+        },
+    );
+}
+
 #[test]
 fn a_record_whose_head_is_not_the_bundles_is_refused() {
     refused_when("the bundle must carry", |job, out_dir, start, head| {

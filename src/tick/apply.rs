@@ -4,9 +4,10 @@
 //! nothing to do), the record names the run's task, the commit it started from is where the
 //! task branch (or else the base branch) is on the remote, the bundle carries exactly the task
 //! branch at the record's head on top of that start, every file it brings is within the size
-//! limits (from git's object headers, before any content is read), and the change passes the
-//! path policy, the symbolic-link rule, the secret scan and the threat scan's rules again (a
-//! change people approved after the scan held it passes as that change, once). Then it takes
+//! limits (from git's object headers, before any content is read), it adds or moves no
+//! submodule, and the change passes the path policy, the symbolic-link rule, the secret scan and
+//! the threat scan's rules again (a change people approved after the scan held it passes as that
+//! change, once). Then it takes
 //! the run's lease over, pushes the task branch, opens or updates the PR (the idempotent publish
 //! path of every run) and records the outcome. A change that fails a check is recorded as a
 //! `policy_violation` of the run (`threat_flagged` when held), and nothing is pushed.
@@ -327,6 +328,24 @@ fn verify(
             crate::policy::summary(&too_large).replace('\n', "; "),
         ));
     }
+    // A submodule added or pointed elsewhere, in the change or in any commit of it: the
+    // workspace's import never makes one, so a bundle carrying one was made by hand.
+    let commits = git
+        .run(&["rev-list", &format!("{start}..{head}")])
+        .map_err(setup)?;
+    let mut gitlinks = crate::workspace::gitlinks_between(&git, start, head).map_err(setup)?;
+    for commit in commits.lines() {
+        let parent = format!("{commit}^");
+        gitlinks.extend(crate::workspace::gitlinks_between(&git, &parent, commit).map_err(setup)?);
+    }
+    gitlinks.sort();
+    gitlinks.dedup();
+    if !gitlinks.is_empty() {
+        return Err(violation(format!(
+            "the change adds or moves a submodule (a gitlink): {}; a run never changes submodules",
+            gitlinks.join(", ")
+        )));
+    }
     // The change itself, checked again: paths, links, secrets.
     let changes = changed_files(&git, start, head).map_err(setup)?;
     check_policy(task, &ctx.config, &changes)?;
@@ -346,9 +365,6 @@ fn verify(
     .and_then(|findings| {
         // Each commit's own additions too: a secret added and removed again would still be
         // pushed in the history.
-        let commits = git
-            .run(&["rev-list", &format!("{start}..{head}")])
-            .map_err(setup)?;
         for commit in commits.lines() {
             let parent = format!("{commit}^");
             check_content(

@@ -401,24 +401,52 @@ pub(super) fn sizes_between(
         .collect())
 }
 
-/// See [`super::links_between`].
-pub(super) fn links_between(git: &Git, from: &str, to: &str) -> Result<Vec<LinkEntry>, GitError> {
+/// A path that a change between two trees adds or changes (`diff-tree -r`, deletions left
+/// out), with its new mode and object id.
+struct Entry {
+    path: String,
+    mode: String,
+    oid: String,
+}
+
+/// What `from` → `to` adds or changes, read from the trees (no work tree, no content).
+fn added_or_changed(git: &Git, from: &str, to: &str) -> Result<Vec<Entry>, GitError> {
     let raw = git.run_bytes(&["diff-tree", "-r", "-z", "--no-renames", from, to])?;
     let mut fields = raw.split(|b| *b == 0).filter(|f| !f.is_empty());
-    let mut wanted = Vec::new();
+    let mut entries = Vec::new();
     while let Some(meta) = fields.next() {
         let Some(path) = fields.next() else { break };
         let meta = String::from_utf8_lossy(meta);
         let words: Vec<&str> = meta.trim_start_matches(':').split(' ').collect();
-        if let [_, new_mode, _, new_oid, status] = words.as_slice() {
-            if *new_mode == LINK && !status.starts_with('D') {
-                wanted.push((
-                    String::from_utf8_lossy(path).into_owned(),
-                    new_oid.to_string(),
-                ));
+        if let [_, mode, _, oid, status] = words.as_slice() {
+            if !status.starts_with('D') {
+                entries.push(Entry {
+                    path: String::from_utf8_lossy(path).into_owned(),
+                    mode: mode.to_string(),
+                    oid: oid.to_string(),
+                });
             }
         }
     }
+    Ok(entries)
+}
+
+/// See [`super::gitlinks_between`].
+pub(super) fn gitlinks_between(git: &Git, from: &str, to: &str) -> Result<Vec<String>, GitError> {
+    Ok(added_or_changed(git, from, to)?
+        .into_iter()
+        .filter(|e| e.mode == fill::GITLINK)
+        .map(|e| e.path)
+        .collect())
+}
+
+/// See [`super::links_between`].
+pub(super) fn links_between(git: &Git, from: &str, to: &str) -> Result<Vec<LinkEntry>, GitError> {
+    let wanted: Vec<(String, String)> = added_or_changed(git, from, to)?
+        .into_iter()
+        .filter(|e| e.mode == LINK)
+        .map(|e| (e.path, e.oid))
+        .collect();
     if wanted.is_empty() {
         return Ok(Vec::new());
     }

@@ -297,6 +297,12 @@ pub fn sizes_between(git: &Git, from: &str, to: &str) -> Result<Vec<(String, u64
     import::sizes_between(git, from, to)
 }
 
+/// The submodules (gitlinks) a change between `from` and `to` adds or points elsewhere, read
+/// from the trees: a run never changes one (its workspace's import cannot make one).
+pub fn gitlinks_between(git: &Git, from: &str, to: &str) -> Result<Vec<String>, GitError> {
+    import::gitlinks_between(git, from, to)
+}
+
 /// The symbolic links a change between `from` and `to` adds or changes, each with its target
 /// and where it leads in `to` (`None`: out of the tree), read from the objects, never from a
 /// work tree.
