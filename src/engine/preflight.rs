@@ -7,7 +7,11 @@
 //!
 //! **Better:** tasks parked on a person (`awaiting_human`, `paused`) do not count towards `L`:
 //! the spec's weak spot §8.13 (one stuck task stalls planning forever) does not happen here. They
-//! are reported separately and block nothing but themselves. Not for: whether the planner runs
+//! are reported separately and block nothing but themselves. And the tick gives `I` and the open
+//! PRs of `P` as 0: an issue (and, with `backlog.import_open_prs`, a person's PR) becomes a task
+//! in observe, before any plan, and counts in `L` (or `P`'s judge tasks) from then on; one that
+//! does not become a task (an untrusted author, a closing PR already open) is skipped with its
+//! reason on the dashboard and never stalls planning (the spec's weak spot §8.11). Not for: whether the planner runs
 //! in this plan (`engine::planner_gate`, asked only when the gates allow it) or gathering the
 //! observations behind `R`, `I` and `P` (`tick::context`).
 

@@ -343,6 +343,8 @@ impl Context {
             plan_signature,
             executor_waits: store.executor_waits()?,
             requirement_present,
+            // Issues and imported PRs are tasks by now (observe ran first): they count in `L`
+            // and the judge backlog, see `engine::preflight`.
             issue_backlog: 0,
             open_prs: 0,
             dead_agents,
