@@ -344,3 +344,48 @@ fn a_research_run_worked_without_a_token_is_posted_by_apply() {
     assert!(s.server.pulls().is_empty());
     assert!(!origin_branches(&s).contains("opentiger/task-"));
 }
+
+/// aider only edits the repository's files and answers: it cannot write a research report.
+/// A research task given aider waits for a person with the fix before any agent starts (no
+/// run paid for, no retry); the twin: the same task with the command agent reports (above).
+#[test]
+fn research_on_aider_waits_for_a_person_with_the_fix_before_any_agent_starts() {
+    let s = scripted::setup();
+    let started = s.dir.path().join("aider-started");
+    let aider = s.dir.path().join("aider.sh");
+    std::fs::write(
+        &aider,
+        format!("#!/bin/sh\ntouch '{}'\n", started.display()),
+    )
+    .unwrap();
+    std::fs::set_permissions(&aider, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    let path = s.clone.join(".opentiger.yml");
+    let config = std::fs::read_to_string(&path).unwrap();
+    let at = config.find("  research:\n").expect("a research entry");
+    let end = config[at..].find("\nreport:").unwrap() + at;
+    let config = format!(
+        "{}  research:\n    executor: aider\n    command: [\"{}\"]\n    env_passthrough: [ANTHROPIC_API_KEY]{}",
+        &config[..at],
+        aider.display(),
+        &config[end..]
+    );
+    std::fs::write(&path, config).unwrap();
+    research_issue(&s, QUESTION);
+    let out = common::github::opentiger_against(&s.server, &s.clone, "2026-11-21T12:00:00Z")
+        .env("ANTHROPIC_API_KEY", "sk-ant-test-key")
+        .arg("tick")
+        .output()
+        .unwrap();
+    let out = common::github::tick_output(out, "2026-11-21T12:00:00Z");
+    let task = research_task(&s);
+    assert_eq!(task["status"], "blocked", "{out}");
+    assert_eq!(task["block_reason"], "awaiting_human", "{task}");
+    assert!(
+        task["reason"]
+            .as_str()
+            .unwrap()
+            .contains("fix: set `agents.research.executor` to claude-code, codex or opencode"),
+        "{task}"
+    );
+    assert!(!started.exists(), "aider was started: {out}");
+}

@@ -71,7 +71,10 @@ pub(super) fn research(
         let written = run_agent_with(
             &job,
             record,
-            |scratch, _| {
+            |scratch, can| {
+                if !can.writes_result_file {
+                    return Err(cannot_write_a_report());
+                }
                 let report = scratch.join("report.md");
                 let result = scratch.join("result.json");
                 let prompt = super::prompts::research(act, task, brief, &sha, (&report, &result))?;
@@ -91,6 +94,16 @@ pub(super) fn research(
     })();
     drop(ws);
     result
+}
+
+/// A research run's agent must write its report and result to files outside the workspace;
+/// aider only edits the files of its chat and answers. Refused before it starts (nothing spent),
+/// as a configuration a person fixes: retrying would fail the same way.
+fn cannot_write_a_report() -> CheckFailure {
+    CheckFailure {
+        code: FailureCode::AgentConfig,
+        message: "a research run needs an agent that writes its report to a file, and aider only edits the repository's files\n  fix: set `agents.research.executor` to claude-code, codex or opencode in .opentiger.yml".to_string(),
+    }
 }
 
 /// `report.md` as text: a regular file only, within [`REPORT_MAX`].
