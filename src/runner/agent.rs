@@ -292,15 +292,38 @@ pub(super) fn setup_text(message: String) -> CheckFailure {
     }
 }
 
-/// A judge's or planner's agent that did not finish, as the error its review or plan fails with:
-/// `who` (`"judge"`) timed out, or failed with its exit code (or a signal) and the end of its
-/// output.
-pub(super) fn unfinished(
+/// Why a judge's or planner's agent left no answer to read, as the error its review or plan
+/// fails with (`who`: `"judge"`): its door stopped it (`stopped`, why), its result file was
+/// refused unread, its CLI reported a failure (a quota hit named so), or it timed out or failed
+/// with its exit code (or a signal) and the end of its output. `Ok` when it finished.
+pub(super) fn gave_no_answer(
     who: &str,
     result: &executor::AgentResult,
+    stopped: Option<&str>,
     agent: &EffectiveAgent,
     redactor: &crate::redact::Redactor,
 ) -> Result<(), String> {
+    if let Some(why) = stopped {
+        return Err(format!(
+            "the {who} agent was stopped: {}",
+            redactor.excerpt(why, 400)
+        ));
+    }
+    if let Some(refused) = &result.result_refused {
+        return Err(format!("policy_violation: {refused}"));
+    }
+    if let Some(failure) = &result.failure {
+        let text = redactor.excerpt(&failure.message, 300);
+        return Err(match &failure.kind {
+            AgentFailureKind::Quota { retry_hint } => format!(
+                "the {who} agent hit a quota or rate limit{}: {text}",
+                retry_hint
+                    .as_ref()
+                    .map_or(String::new(), |h| format!(" ({h})"))
+            ),
+            _ => format!("the {who} agent reported a failure: {text}"),
+        });
+    }
     match result.exit {
         AgentExit::Finished => Ok(()),
         AgentExit::TimedOut => Err(format!(
@@ -387,11 +410,12 @@ mod tests {
         assert_eq!(wait, 3600 * SECOND, "the provider's hint wins");
     }
 
-    /// A judge's or planner's agent that did not finish fails its review or plan in words that
-    /// name the role and the cause: its timeout, or its exit code (a signal) and the end of its
-    /// output, redacted.
+    /// A judge's or planner's agent that left no answer fails its review or plan in words that
+    /// name the role and the cause: stopped by its door, a refused result, a reported failure (a
+    /// quota named so), its timeout, or its exit code (a signal) and the end of its output, all
+    /// redacted.
     #[test]
-    fn an_unfinished_judge_or_planner_names_itself_and_the_cause() {
+    fn a_judge_or_planner_without_an_answer_names_itself_and_the_cause() {
         let config = Config::default();
         let agent = config.agents.effective(AgentRole::Judge);
         let redactor = Redactor::new(["sk-secret".to_string()]);
@@ -408,7 +432,7 @@ mod tests {
             ("judge", AgentExit::Failed(None), Some("the judge agent failed (signal): crashed holding")),
         ];
         for (who, exit, says) in cases {
-            let got = unfinished(who, &ran(exit.clone()), &agent, &redactor);
+            let got = gave_no_answer(who, &ran(exit.clone()), None, &agent, &redactor);
             match says {
                 None => assert_eq!(got, Ok(()), "{exit:?}"),
                 Some(says) => {
@@ -417,6 +441,38 @@ mod tests {
                     assert!(!text.contains("sk-secret"), "{text}");
                 }
             }
+        }
+        // Before the exit: its door stopped it, its result was refused, its CLI reported.
+        let finished = ran(AgentExit::Finished);
+        let refused = executor::AgentResult {
+            result_refused: Some("result.json is a link".to_string()),
+            ..ran(AgentExit::Finished)
+        };
+        let quota = executor::AgentResult {
+            failure: Some(failure(
+                AgentFailureKind::Quota {
+                    retry_hint: Some("retry in 60s".into()),
+                },
+                "429 for sk-secret",
+            )),
+            ..ran(AgentExit::Failed(Some(1)))
+        };
+        let reported = executor::AgentResult {
+            failure: Some(failure(AgentFailureKind::Error, "it broke")),
+            ..ran(AgentExit::Finished)
+        };
+        #[rustfmt::skip]
+        let before: &[(&executor::AgentResult, Option<&str>, &str)] = &[
+            (&finished, Some("over its budget, sk-secret"), "the judge agent was stopped: over its budget, "),
+            (&refused, None, "policy_violation: result.json is a link"),
+            (&quota, None, "the judge agent hit a quota or rate limit (retry in 60s): 429 for "),
+            (&reported, None, "the judge agent reported a failure: it broke"),
+        ];
+        for (result, stopped, says) in before {
+            let text = gave_no_answer("judge", result, *stopped, &agent, &redactor)
+                .expect_err("no answer");
+            assert!(text.starts_with(says), "{text}");
+            assert!(!text.contains("sk-secret"), "{text}");
         }
     }
 }

@@ -101,28 +101,8 @@ pub(super) fn review(
     spend.executor = Some(chosen.label.clone());
     crate::runner::network::account_agent(spend, &seen.traffic, &ran);
     let result = ran.map_err(|e| e.to_string())?;
-    if let Some((_, why)) = seen.stop {
-        return Err(format!(
-            "the judge agent was stopped: {}",
-            act.redactor.excerpt(&why, 400)
-        ));
-    }
-    if let Some(refused) = &result.result_refused {
-        return Err(format!("policy_violation: {refused}"));
-    }
-    if let Some(failure) = &result.failure {
-        let text = act.redactor.excerpt(&failure.message, 300);
-        return Err(match &failure.kind {
-            crate::executor::AgentFailureKind::Quota { retry_hint } => format!(
-                "the judge agent hit a quota or rate limit{}: {text}",
-                retry_hint
-                    .as_ref()
-                    .map_or(String::new(), |h| format!(" ({h})"))
-            ),
-            _ => format!("the judge agent reported a failure: {text}"),
-        });
-    }
-    crate::runner::agent::unfinished("judge", &result, &agent, act.redactor)?;
+    let stopped = seen.stop.as_ref().map(|(_, why)| why.as_str());
+    crate::runner::agent::gave_no_answer("judge", &result, stopped, &agent, act.redactor)?;
     let value = result.result.ok_or_else(|| {
         result
             .result_error

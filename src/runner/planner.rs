@@ -278,16 +278,8 @@ fn ask_agent(
     });
     super::network::account_agent(spent, &seen.traffic, &ran);
     let result = ran.map_err(|e| e.to_string())?;
-    if let Some((_, why)) = seen.stop {
-        return Err(format!(
-            "the planner agent was stopped: {}",
-            act.redactor.excerpt(&why, 400)
-        ));
-    }
-    if let Some(refused) = &result.result_refused {
-        return Err(format!("policy_violation: {refused}"));
-    }
-    super::agent::unfinished("planner", &result, &agent, act.redactor)?;
+    let stopped = seen.stop.as_ref().map(|(_, why)| why.as_str());
+    super::agent::gave_no_answer("planner", &result, stopped, &agent, act.redactor)?;
     // Task titles and goals are stored and posted as issues: no secret goes with them.
     result
         .result
