@@ -25,7 +25,10 @@ const TOOL_ITEMS: &[&str] = &[
 /// Counts codex's tool calls and stops it at the one past the cap (see the module documentation).
 pub struct ToolCap {
     max_turns: u32,
-    /// The ids of the tool items counted: at most `max_turns` (the next one stops the run).
+    /// The tool calls counted so far.
+    calls: u32,
+    /// Their ids, so that an item's start and end count once: at most `max_turns` + 1 (that one
+    /// stops the run).
     seen: HashSet<String>,
 }
 
@@ -33,6 +36,7 @@ impl ToolCap {
     pub fn new(max_turns: u32) -> ToolCap {
         ToolCap {
             max_turns,
+            calls: 0,
             seen: HashSet::new(),
         }
     }
@@ -52,21 +56,21 @@ impl Watcher for ToolCap {
             return None;
         }
         // An item without an id is counted as a new one: a cap holds even then.
-        let id = text_at(&event, "/item/id").unwrap_or("").to_string();
-        if !id.is_empty() && self.seen.contains(&id) {
-            return None;
+        match text_at(&event, "/item/id") {
+            Some(id) if !id.is_empty() && !self.seen.insert(id.to_string()) => return None,
+            _ => {}
         }
-        if self.seen.len() >= self.max_turns as usize {
+        if self.calls >= self.max_turns {
             return Some(report::failure(
                 AgentFailureKind::MaxTurns,
                 format!(
                     "codex began tool call {} (cap {}: for codex `max_turns` counts its tool calls) and was stopped",
-                    self.seen.len() + 1,
+                    self.calls + 1,
                     self.max_turns
                 ),
             ));
         }
-        self.seen.insert(id);
+        self.calls += 1;
         None
     }
 }
@@ -153,5 +157,10 @@ mod tests {
                 .any(|line| cap.line(line, Duration::ZERO).is_some());
             assert_eq!(stopped, *stops, "{what}");
         }
+        // Items without ids go on counting past the first.
+        let bare = r#"{"type":"item.completed","item":{"type":"command_execution"}}"#;
+        let mut cap = ToolCap::new(2);
+        let stopped = (1..=5).find(|_| cap.line(bare, Duration::ZERO).is_some());
+        assert_eq!(stopped, Some(3));
     }
 }
