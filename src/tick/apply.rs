@@ -7,10 +7,10 @@
 //! limits (from git's object headers, before any content is read), it adds or moves no
 //! submodule, and the change passes the path policy, the symbolic-link rule, the secret scan and
 //! the threat scan's rules again (a change people approved after the scan held it passes as that
-//! change, once). Then it takes
-//! the run's lease over, pushes the task branch, opens or updates the PR (the idempotent publish
-//! path of every run) and records the outcome. A change that fails a check is recorded as a
-//! `policy_violation` of the run (`threat_flagged` when held), and nothing is pushed.
+//! change, once). Then it takes the run's lease over, pushes the task branch, opens or updates
+//! the PR (the idempotent publish path of every run) and records the outcome. A change that
+//! fails a check is recorded as a `policy_violation` of the run (`threat_flagged` when held),
+//! and nothing is pushed.
 //!
 //! Not for: running an agent — verification commands or the threat scan's detection agent:
 //! the work job did, and this job, which holds the token, runs nothing a model drives; its
@@ -328,12 +328,12 @@ fn verify(
             crate::policy::summary(&too_large).replace('\n', "; "),
         ));
     }
-    // A submodule added or pointed elsewhere, in the change or in any commit of it: the
-    // workspace's import never makes one, so a bundle carrying one was made by hand.
+    // A submodule added or pointed elsewhere by any commit of the change (so in the change as
+    // well): the workspace's import never makes one, so a bundle carrying one was made by hand.
     let commits = git
         .run(&["rev-list", &format!("{start}..{head}")])
         .map_err(setup)?;
-    let mut gitlinks = crate::workspace::gitlinks_between(&git, start, head).map_err(setup)?;
+    let mut gitlinks = Vec::new();
     for commit in commits.lines() {
         let parent = format!("{commit}^");
         gitlinks.extend(crate::workspace::gitlinks_between(&git, &parent, commit).map_err(setup)?);
