@@ -112,35 +112,21 @@ pub(super) fn fallback_entries(config: &Config) -> Result<(), (String, String, S
 
 /// `agents.*.home_files` name paths inside `$HOME`; `sandbox.writable` names absolute folders.
 pub(super) fn sandbox_paths(config: &Config) -> Result<(), (String, String, String)> {
-    let mut lists = vec![("agents.default".to_string(), &config.agents.default)];
-    for role in AgentRole::ALL {
-        lists.push((format!("agents.{}", role.name()), config.agents.entry(role)));
-    }
-    for (owner, agent) in lists {
-        let entries = std::iter::once((owner.clone(), agent)).chain(
-            agent
-                .fallbacks
-                .iter()
-                .flatten()
-                .enumerate()
-                .map(|(i, f)| (format!("{owner}.fallbacks[{i}]"), f)),
-        );
-        for (at, entry) in entries {
-            for (i, file) in entry.home_files.iter().flatten().enumerate() {
-                let path = std::path::Path::new(file.as_str());
-                let inside = !file.trim().is_empty()
-                    && path.is_relative()
-                    && path
-                        .components()
-                        .all(|c| matches!(c, std::path::Component::Normal(_)));
-                if !inside {
-                    return Err((
-                        format!("{at}.home_files[{i}]"),
-                        format!("`{file}` is not a path inside $HOME"),
-                        "give paths relative to $HOME without `..`, e.g. `.claude.json` or `.codex/`"
-                            .to_string(),
-                    ));
-                }
+    for (at, entry) in entries(config) {
+        for (i, file) in entry.home_files.iter().flatten().enumerate() {
+            let path = std::path::Path::new(file.as_str());
+            let inside = !file.trim().is_empty()
+                && path.is_relative()
+                && path
+                    .components()
+                    .all(|c| matches!(c, std::path::Component::Normal(_)));
+            if !inside {
+                return Err((
+                    format!("{at}.home_files[{i}]"),
+                    format!("`{file}` is not a path inside $HOME"),
+                    "give paths relative to $HOME without `..`, e.g. `.claude.json` or `.codex/`"
+                        .to_string(),
+                ));
             }
         }
     }

@@ -5,7 +5,7 @@
 //! Not for: where a path must point (inside `$HOME`, absolute: `config::agent_values`), path
 //! patterns (`config::entry`), or whether a file is there (`doctor::files`).
 
-use crate::config::{AgentRole, Config};
+use crate::config::Config;
 
 /// The longest path, in bytes (`PATH_MAX` without its terminating byte).
 pub const MAX_PATH: usize = 4095;
@@ -43,25 +43,11 @@ pub(in crate::config) fn check(config: &Config) -> Result<(), (String, String, S
 
 /// The programs agents run by path (`command[0]` with a `/`), by key.
 fn programs(config: &Config) -> Vec<(String, &str)> {
-    let mut lists = vec![("agents.default".to_string(), &config.agents.default)];
-    for role in AgentRole::ALL {
-        lists.push((format!("agents.{}", role.name()), config.agents.entry(role)));
-    }
     let mut out = Vec::new();
-    for (owner, agent) in lists {
-        let entries = std::iter::once((owner.clone(), agent)).chain(
-            agent
-                .fallbacks
-                .iter()
-                .flatten()
-                .enumerate()
-                .map(|(i, f)| (format!("{owner}.fallbacks[{i}]"), f)),
-        );
-        for (at, entry) in entries {
-            if let Some(first) = entry.command.as_ref().and_then(|c| c.first()) {
-                if first.contains('/') {
-                    out.push((format!("{at}.command[0]"), first.as_str()));
-                }
+    for (at, entry) in super::entries(config) {
+        if let Some(first) = entry.command.as_ref().and_then(|c| c.first()) {
+            if first.contains('/') {
+                out.push((format!("{at}.command[0]"), first.as_str()));
             }
         }
     }
