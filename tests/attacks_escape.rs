@@ -490,40 +490,7 @@ fn after_a_killed_tick_the_next_one_ends_what_its_agent_left_in_another_session(
     a.jail
         .add_task(&["--title", "ATTACK", "--goal", "anything"]);
     let shell = a.jail.spawn(&minute(0), &["tick"], &[]);
-    let marker = a
-        .jail
-        .g
-        .tools_path()
-        .join("lingerer.sh")
-        .display()
-        .to_string();
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
-    let mut shell = shell;
-    while a.jail.alive_with(&marker).is_empty() {
-        if std::time::Instant::now() > deadline || shell.try_wait().unwrap().is_some() {
-            let out = common::unprivileged::wait_bounded(shell);
-            panic!(
-                "the leftover never started:\n{}\n{}\n{}",
-                out.stdout,
-                out.stderr,
-                a.loot()
-            );
-        }
-        std::thread::sleep(std::time::Duration::from_millis(50));
-    }
-    // The runner is killed as a cancelled job's would be, with no chance to sweep.
-    let tick = opentiger::reaper::children_of(shell.id());
-    assert_eq!(tick.len(), 1, "{tick:?}");
-    // SAFETY: kill has no memory effects; the pid is our grandchild, still unreaped.
-    unsafe { libc::kill(tick[0] as i32, libc::SIGKILL) };
-    // Only the status: the leftovers still hold the tick's output pipes open.
-    let killed = shell.wait().unwrap();
-    assert!(!killed.success());
-    std::thread::sleep(std::time::Duration::from_millis(300));
-    assert!(
-        !a.jail.alive_with(&marker).is_empty(),
-        "the twin: it outlived the killed tick"
-    );
+    kill_the_tick_once_left(&a, shell, &script);
     a.tick(10, &[]);
     assert!(a.loot().contains("ran: lingerer"), "{}", a.loot());
 }
@@ -540,4 +507,33 @@ fn leftover(a: &Attack, name: &str, body: &str) -> String {
     use std::os::unix::fs::PermissionsExt;
     std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
     path.display().to_string()
+}
+
+/// Kills the tick `shell` runs, as a cancelled job's would be (with no chance to sweep), once
+/// the leftover `script` (from [`leftover`]) is alive; then the twin: the leftover outlived it.
+fn kill_the_tick_once_left(a: &Attack, mut shell: std::process::Child, script: &str) {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    while a.jail.alive_with(script).is_empty() {
+        if std::time::Instant::now() > deadline || shell.try_wait().unwrap().is_some() {
+            let out = common::unprivileged::wait_bounded(shell);
+            panic!(
+                "the leftover never started:\n{}\n{}\n{}",
+                out.stdout,
+                out.stderr,
+                a.loot()
+            );
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    let tick = opentiger::reaper::children_of(shell.id());
+    assert_eq!(tick.len(), 1, "{tick:?}");
+    // SAFETY: kill has no memory effects; the pid is our grandchild, still unreaped.
+    unsafe { libc::kill(tick[0] as i32, libc::SIGKILL) };
+    // Only the status: the leftovers still hold the tick's output pipes open.
+    assert!(!shell.wait().unwrap().success());
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    assert!(
+        !a.jail.alive_with(script).is_empty(),
+        "the twin: it outlived the killed tick"
+    );
 }

@@ -3,8 +3,8 @@
 //! its `commondir`, not a `gitdir:` file. A check a killed tick leaves running (in a session
 //! of its own) is ended by the next tick.
 
-use super::common::{self, minute};
-use super::{commit_on_main, leftover, Attack};
+use super::common::minute;
+use super::{commit_on_main, kill_the_tick_once_left, leftover, Attack};
 
 /// A redirect of the workspace's git folder (`redirect`: shell lines, `$OWN` the agent's own
 /// git folder, `$ELSEWHERE` a folder the runner's user may write and the agent may not) on a
@@ -78,30 +78,8 @@ fn after_a_tick_killed_during_a_check_the_next_one_ends_what_the_check_left() {
         "--command",
         "sh check.sh",
     ]);
-    let mut shell = a.jail.spawn(&minute(0), &["tick"], &[]);
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
-    while a.jail.alive_with(&script).is_empty() {
-        if std::time::Instant::now() > deadline || shell.try_wait().unwrap().is_some() {
-            let out = common::unprivileged::wait_bounded(shell);
-            panic!(
-                "the check's leftover never started:\n{}\n{}\n{}",
-                out.stdout,
-                out.stderr,
-                a.loot()
-            );
-        }
-        std::thread::sleep(std::time::Duration::from_millis(50));
-    }
-    let tick = opentiger::reaper::children_of(shell.id());
-    assert_eq!(tick.len(), 1, "{tick:?}");
-    // SAFETY: kill has no memory effects; the pid is our grandchild, still unreaped.
-    unsafe { libc::kill(tick[0] as i32, libc::SIGKILL) };
-    assert!(!shell.wait().unwrap().success());
-    std::thread::sleep(std::time::Duration::from_millis(300));
-    assert!(
-        !a.jail.alive_with(&script).is_empty(),
-        "the twin: it outlived the killed tick"
-    );
+    let shell = a.jail.spawn(&minute(0), &["tick"], &[]);
+    kill_the_tick_once_left(&a, shell, &script);
     // `tick` checks that nothing of the case is alive after it.
     for i in 1..6 {
         a.tick(i * 10, &[]);
