@@ -254,17 +254,12 @@ fn a_retry_after_the_judge_gave_up_asks_the_judge_and_runs_no_worker() {
     );
 }
 
-/// An agent leaves a tree 3,000 levels deep and folders it closed: nothing of its run is left
-/// in the temp folder after the tick, and the next task lands.
-#[test]
-fn a_workspace_an_agent_made_hard_to_remove_is_removed() {
-    let g = GitRepo::with(Setup::default());
-    g.agent("#!/bin/sh\nif grep -q DEEP \"$OPENTIGER_PROMPT_FILE\"; then\n  python3 -c \"import os\nfor i in range(3000):\n    os.mkdir('d'); os.chdir('d')\nopen('leaf', 'w').write('x')\"\n  mkdir -p closed/inner && echo x > closed/inner/f && chmod 000 closed/inner closed\n  echo deep > deep.txt\nelse\n  echo plain > plain.txt\nfi\n");
+/// `ticks` ticks, ten minutes apart, each with a temp folder of its own (`TMPDIR`) that must
+/// be empty after it: nothing of a run is left behind.
+fn ticks_leaving_no_temp(g: &GitRepo, ticks: u32) {
     let tmp = tempfile::tempdir().unwrap();
     let env = [("TMPDIR", tmp.path().to_str().unwrap())];
-    g.repo.add(&["--title", "DEEP", "--goal", "deep"]);
-    let plain = g.repo.add(&["--title", "Plain", "--goal", "plain.txt"]);
-    for i in 0..6 {
+    for i in 0..ticks {
         let out = g.tick_env(&minute(i * 10), &env);
         assert_eq!(out.code, 0, "{}\n{}", out.stdout, out.stderr);
         let left: Vec<PathBuf> = std::fs::read_dir(tmp.path())
@@ -274,6 +269,17 @@ fn a_workspace_an_agent_made_hard_to_remove_is_removed() {
             .collect();
         assert!(left.is_empty(), "left behind after tick {i}: {left:?}");
     }
+}
+
+/// An agent leaves a tree 3,000 levels deep and folders it closed: nothing of its run is left
+/// in the temp folder after the tick, and the next task lands.
+#[test]
+fn a_workspace_an_agent_made_hard_to_remove_is_removed() {
+    let g = GitRepo::with(Setup::default());
+    g.agent("#!/bin/sh\nif grep -q DEEP \"$OPENTIGER_PROMPT_FILE\"; then\n  python3 -c \"import os\nfor i in range(3000):\n    os.mkdir('d'); os.chdir('d')\nopen('leaf', 'w').write('x')\"\n  mkdir -p closed/inner && echo x > closed/inner/f && chmod 000 closed/inner closed\n  echo deep > deep.txt\nelse\n  echo plain > plain.txt\nfi\n");
+    g.repo.add(&["--title", "DEEP", "--goal", "deep"]);
+    let plain = g.repo.add(&["--title", "Plain", "--goal", "plain.txt"]);
+    ticks_leaving_no_temp(&g, 6);
     assert_eq!(g.task_json(&plain)["status"], "done");
     assert_eq!(g.file_on_main("plain.txt").as_deref(), Some("plain\n"));
 }

@@ -5,6 +5,7 @@
 use std::path::PathBuf;
 
 use super::common::{git, minute, GitRepo, Setup};
+use super::ticks_leaving_no_temp;
 
 /// A git (named by `OPENTIGER_GIT`) that leaves a long-lived process behind when the runner
 /// commits (`commit-tree`), as a background `gc` or a daemon of someone's configuration would:
@@ -78,19 +79,8 @@ fn a_workspace_of_200k_entries_is_removed() {
     git(g.path(), &["commit", "-q", "-am", "leave many/ out"]);
     // Links to one empty file: an entry each, made fast (no inode to allocate).
     g.agent("#!/bin/sh\npython3 -c \"import os\nos.makedirs('many')\nopen('many/empty', 'w').close()\nfor d in range(20):\n    os.makedirs(f'many/{d}')\n    for i in range(10000):\n        os.link('many/empty', f'many/{d}/{i}')\"\necho many > many.txt\n");
-    let tmp = tempfile::tempdir().unwrap();
-    let env = [("TMPDIR", tmp.path().to_str().unwrap())];
     let id = g.repo.add(&["--title", "Many", "--goal", "many.txt"]);
-    for i in 0..3 {
-        let out = g.tick_env(&minute(i * 10), &env);
-        assert_eq!(out.code, 0, "{}\n{}", out.stdout, out.stderr);
-        let left: Vec<PathBuf> = std::fs::read_dir(tmp.path())
-            .unwrap()
-            .flatten()
-            .map(|e| e.path())
-            .collect();
-        assert!(left.is_empty(), "left behind after tick {i}: {left:?}");
-    }
+    ticks_leaving_no_temp(&g, 3);
     let task = g.task_json(&id);
     assert_eq!(task["status"], "done", "{task}");
     assert_eq!(g.file_on_main("many.txt").as_deref(), Some("many\n"));
