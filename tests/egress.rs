@@ -183,7 +183,12 @@ fn a_429_on_a_websocket_upgrade_is_a_quota_wait_before_the_timeout() {
     );
     let id = case.add(&[]);
     case.tick(0, &[("CALLING_CLI_WS", "1"), ("CALLING_CLI_SILENT", "1")]);
-    assert_eq!(case.recorded("calls").trim(), "429");
+    // One upgrade reached the provider. The proxy ends the run the moment the 429 passes, so
+    // the CLI may be stopped before it writes down what it got: its record is "429" or nothing.
+    let seen = case.server.seen();
+    assert!(seen.len() == 1 && seen[0].websocket, "{seen:?}");
+    let noted = case.recorded("calls");
+    assert!(matches!(noted.trim(), "429" | ""), "{noted}");
     let shown = case.show(&id);
     let run = &shown["runs"][0];
     assert_eq!(run["failure_code"], "quota_failure", "{shown}");
@@ -265,9 +270,13 @@ fn a_run_past_its_budget_has_its_next_model_call_refused() {
     let id = case.add(&[]);
     // $0.42 a call against $0.50: the second call crosses the budget, the third is refused.
     case.tick(0, &[("CALLS", "3")]);
-    assert_eq!(
-        case.recorded("calls").lines().collect::<Vec<_>>(),
-        ["200", "200", "403"]
+    // The proxy answers the third call 403 and ends the run at once, so the CLI may be stopped
+    // before it writes the 403 down.
+    let noted = case.recorded("calls");
+    let noted: Vec<_> = noted.lines().collect();
+    assert!(
+        noted == ["200", "200", "403"] || noted == ["200", "200"],
+        "{noted:?}"
     );
     assert_eq!(case.server.seen().len(), 2, "the refused call never left");
     let shown = case.show(&id);
