@@ -235,6 +235,17 @@ fn ask_mode_holds_the_plan_for_approval() {
     let idle = g.tick(&minute(10));
     assert!(!idle.stdout.contains("claim"), "{}", idle.stdout);
     let first = all[0]["id"].as_str().unwrap().to_string();
+    // No change is held: naming a commit approves nothing, and says so.
+    let by_commit = g
+        .repo
+        .run(&["task", "approve", &first, "--commit", "0a1b2c3"]);
+    assert_eq!(by_commit.code, 2, "{}", by_commit.stdout);
+    assert!(
+        by_commit.stderr.contains("holds no change"),
+        "{}",
+        by_commit.stderr
+    );
+    assert_eq!(g.task_json(&first)["status"], "blocked");
     g.repo.run(&["task", "approve", &first]).ok();
     assert_eq!(g.task_json(&first)["status"], "queued");
     let out = g.repo.run(&["task", "approve", "--all"]).ok();

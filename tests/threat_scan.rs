@@ -397,7 +397,25 @@ fn a_script_gaining_a_download_is_held_until_a_person_approves_that_change() {
         "{shown}"
     );
 
-    let approved = jail.run(&minute(2), &["task", "approve", &id], &[]).ok();
+    // A person names the commit they looked at: another commit, or a word that is no commit,
+    // approves nothing and says which change is held.
+    for (word, says) in [("0a1b2c3", &held[..10]), ("HEAD", "not a commit")] {
+        let refused = jail.run(&minute(2), &["task", "approve", &id, "--commit", word], &[]);
+        assert_ne!(refused.code, 0, "{}", refused.stdout);
+        assert!(refused.stderr.contains(says), "{word}: {}", refused.stderr);
+    }
+    let still = jail.run(&minute(2), &["status"], &[]).ok().stdout;
+    assert!(
+        still.contains(&format!("opentiger task approve {id}")),
+        "{still}"
+    );
+    let approved = jail
+        .run(
+            &minute(2),
+            &["task", "approve", &id, "--commit", &held[..7]],
+            &[],
+        )
+        .ok();
     assert!(approved.stdout.contains(&held), "{}", approved.stdout);
     for i in 0..3 {
         let out = jail.run(&minute(10 + i * 10), &["tick"], &[]);

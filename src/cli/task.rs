@@ -58,6 +58,10 @@ pub enum TaskCommand {
         /// Every task waiting for approval.
         #[arg(long, conflicts_with = "id")]
         all: bool,
+        /// The commit a person looked at, when the threat scan holds the task's change: the
+        /// approval is refused unless the held change is that commit (7 to 40 hex digits).
+        #[arg(long, value_name = "SHA", requires = "id")]
+        commit: Option<String>,
     },
     /// Cancel a task that is not done.
     Cancel {
@@ -119,7 +123,9 @@ pub fn run(ctx: &Context, cmd: &TaskCommand) -> CmdResult {
         TaskCommand::Show { id, json } => show(ctx, id, *json),
         TaskCommand::Retry { id, reason } => super::task_moves::retry(ctx, id, reason),
         TaskCommand::Cancel { id, reason } => super::task_moves::cancel(ctx, id, reason),
-        TaskCommand::Approve { id, all } => super::task_moves::approve(ctx, id.as_deref(), *all),
+        TaskCommand::Approve { id, all, commit } => {
+            super::task_moves::approve(ctx, id.as_deref(), *all, commit.as_deref())
+        }
     }
 }
 

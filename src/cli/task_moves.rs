@@ -143,7 +143,17 @@ pub(super) fn cancel(ctx: &Context, id: &str, reason: &str) -> CmdResult {
     Ok(())
 }
 
-pub(super) fn approve(ctx: &Context, id: Option<&str>, all: bool) -> CmdResult {
+pub(super) fn approve(
+    ctx: &Context,
+    id: Option<&str>,
+    all: bool,
+    commit: Option<&str>,
+) -> CmdResult {
+    if let Some(word) = commit.filter(|w| !crate::engine::scan::looks_like_commit(w)) {
+        return Err(Failure::usage(format!(
+            "--commit {word}: not a commit (7 to 40 hex digits)\n  fix: name the held commit `opentiger task show ID` reports"
+        )));
+    }
     let lines = ctx.write_state("task approve", |store| {
         let waiting: Vec<Task> = store
             .list_tasks(&TaskFilter { status: Some(TaskStatus::Blocked), include_terminal: false })?
@@ -157,7 +167,20 @@ pub(super) fn approve(ctx: &Context, id: Option<&str>, all: bool) -> CmdResult {
                 let task = store.task(&id)?;
                 let last = store.last_run(&id)?;
                 let last_held = last.as_ref().and_then(|l| l.held.as_ref());
-                if let Some(held) = crate::engine::scan::held_change(&task, last_held) {
+                let held = crate::engine::scan::held_change(&task, last_held);
+                if let Some(word) = commit {
+                    // A person names what they looked at: anything else is approved by nobody.
+                    let Some(held) = held else {
+                        return Err(Failure::usage(format!(
+                            "task {id} holds no change to approve by commit (it is {})\n  fix: drop --commit to approve the task itself",
+                            task.state()
+                        )));
+                    };
+                    if let Some(why) = crate::engine::scan::wrong_change(word, held) {
+                        return Err(Failure::usage(format!("task {id}: {why}")));
+                    }
+                }
+                if let Some(held) = held {
                     let head = held.head.clone();
                     let reason = format!("its change {head} approved by a person after the threat scan");
                     store.approve_change(&id, held, "a person (opentiger task approve)", &reason, writer(ctx))?;
