@@ -3,17 +3,23 @@
 
 use super::*;
 
-/// Issue 37: `doctor` says what confines the agents' network with each setting, and when
-/// nothing does, the fix it gives is about the network (not the filesystem's).
-#[test]
-fn doctor_says_what_each_network_setting_leaves_open_with_a_network_fix() {
-    let dir = tempfile::tempdir().unwrap();
-    let repo = dir.path().join("r");
+/// A new repository in `dir`, `init` run in local-git mode, its agent the scripted one.
+fn initialised_with_scripted_agent(dir: &std::path::Path) -> std::path::PathBuf {
+    let repo = dir.join("r");
     std::fs::create_dir(&repo).unwrap();
     git(&repo, &["init", "-q", "-b", "main"]);
     git(&repo, &["commit", "-q", "--allow-empty", "-m", "initial"]);
     opentiger(&repo, &["--mode", "local-git", "init"], &[]).ok();
     use_scripted_agent(&repo);
+    repo
+}
+
+/// Issue 37: `doctor` says what confines the agents' network with each setting, and when
+/// nothing does, the fix it gives is about the network (not the filesystem's).
+#[test]
+fn doctor_says_what_each_network_setting_leaves_open_with_a_network_fix() {
+    let dir = tempfile::tempdir().unwrap();
+    let repo = initialised_with_scripted_agent(dir.path());
     let config = repo.join(".opentiger.yml");
     let base = std::fs::read_to_string(&config).unwrap();
 
@@ -58,12 +64,7 @@ fn doctor_says_what_each_network_setting_leaves_open_with_a_network_fix() {
 #[test]
 fn doctor_lists_writable_folders_and_task_show_every_check() {
     let dir = tempfile::tempdir().unwrap();
-    let repo = dir.path().join("r");
-    std::fs::create_dir(&repo).unwrap();
-    git(&repo, &["init", "-q", "-b", "main"]);
-    git(&repo, &["commit", "-q", "--allow-empty", "-m", "initial"]);
-    opentiger(&repo, &["--mode", "local-git", "init"], &[]).ok();
-    use_scripted_agent(&repo);
+    let repo = initialised_with_scripted_agent(dir.path());
     let path = repo.join(".opentiger.yml");
     let shared = dir.path().join("shared-cache");
     let config = format!(
