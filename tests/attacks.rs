@@ -332,6 +332,10 @@ fn an_extraheader_left_by_the_checkout_is_not_there_for_the_agent() {
     assert_eq!(out.code, 0, "{}", out.stderr);
     let loot = std::fs::read_to_string(&case.loot).unwrap_or_default();
     assert!(!loot.contains("extraheader"), "{loot}");
+    // Put back for the job's later steps once the tick ended; nowhere else.
+    let key = "http.https://github.com/.extraheader";
+    assert_eq!(git(case.g.path(), &["config", key]), header);
+    git(case.g.path(), &["config", "--unset", key]);
     case.assert_no_leak(&out);
 }
 

@@ -195,11 +195,22 @@ fn include_targets_are_every_include_whatever_its_condition() {
     assert_eq!(targets[2].1, Scope::Global);
 }
 
+/// scope, file, key, value, in GitHub Actions; what is found, whose the first is.
+type Case = (
+    &'static str,
+    &'static str,
+    &'static str,
+    &'static str,
+    bool,
+    Vec<What>,
+    Owner,
+);
+
 #[test]
 fn each_kind_of_credential_is_found_with_whose_it_is() {
     let git = ".git/config";
     let global = "/home/runner/.gitconfig";
-    let cases: Vec<(&str, &str, &str, &str, bool, Vec<What>, Owner)> = vec![
+    let cases: Vec<Case> = vec![
         (
             "local",
             git,
