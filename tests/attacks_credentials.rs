@@ -215,14 +215,14 @@ fn ticks_until_landed(c: &Checkout, start: u32) -> Vec<common::Out> {
     outs
 }
 
-#[test]
-fn checkout_v6_s_token_never_reaches_a_branch_and_is_put_back_after_the_tick() {
-    let c = Checkout::new(true);
+/// The hunting agent on a task, ticked until its change landed: the repository's entries before,
+/// then nothing derived from the token anywhere, and the included settings file found.
+fn hunted(c: &Checkout) -> Vec<String> {
     let before = c.entries();
     c.hunting_agent("");
     c.jail
         .add_task(&["--title", "ATTACK", "--goal", "anything"]);
-    let outs = ticks_until_landed(&c, 0);
+    let outs = ticks_until_landed(c, 0);
     assert!(c.landed(), "the change lands, without the token");
     c.assert_nothing_derived(&outs);
     let loot = c.jail.loot_text();
@@ -231,6 +231,13 @@ fn checkout_v6_s_token_never_reaches_a_branch_and_is_put_back_after_the_tick() {
         "the agent followed the includes:\n{loot}"
     );
     assert!(loot.contains("== home"), "{loot}");
+    before
+}
+
+#[test]
+fn checkout_v6_s_token_never_reaches_a_branch_and_is_put_back_after_the_tick() {
+    let c = Checkout::new(true);
+    let before = hunted(&c);
     // Put back as it was: the file byte for byte, each include line.
     assert_eq!(std::fs::read_to_string(&c.creds).unwrap(), c.body);
     assert_eq!(c.entries(), before);
@@ -241,15 +248,9 @@ fn checkout_v6_s_token_never_reaches_a_branch_and_is_put_back_after_the_tick() {
 #[test]
 fn without_the_checkout_s_credentials_the_task_lands_as_before() {
     let c = Checkout::new(false);
-    let before = c.config();
-    c.hunting_agent("");
-    c.jail
-        .add_task(&["--title", "ATTACK", "--goal", "anything"]);
-    let outs = ticks_until_landed(&c, 0);
-    assert!(c.landed());
-    assert!(c.jail.loot_text().contains(MARKER));
-    c.assert_nothing_derived(&outs);
-    assert_eq!(c.config(), before, "nothing in .git/config was touched");
+    let text = c.config();
+    hunted(&c);
+    assert_eq!(c.config(), text, "nothing in .git/config was touched");
 }
 
 /// A tick stopped while its agent runs: with SIGTERM (how a cancelled job's step ends) the
