@@ -118,7 +118,11 @@ pub fn take(found: &[Finding], places: &Places) -> Result<Vec<String>, GitError>
                     key: key.clone(),
                     value,
                 });
-                taken.push(format!("{key} ({})", places.shown(&finding.file)));
+                taken.push(format!(
+                    "{} ({})",
+                    credentials::without_password(key),
+                    places.shown(&finding.file)
+                ));
             }
         }
     }
@@ -204,13 +208,7 @@ fn restore(item: &Held) -> Result<(), String> {
             if git.has(key, value) {
                 return Ok(());
             }
-            git.add(key, value).map_err(|e| {
-                format!(
-                    "could not put back {key} in {}: {}",
-                    file.display(),
-                    e.detail
-                )
-            })
+            git.add(key, value).map_err(|e| not_put_back(key, file, &e))
         }
         Held::Replaced {
             file,
@@ -219,14 +217,19 @@ fn restore(item: &Held) -> Result<(), String> {
             shown,
         } => ConfigFile::new(file)
             .replace(key, shown, value)
-            .map_err(|e| {
-                format!(
-                    "could not put back {key} in {}: {}",
-                    file.display(),
-                    e.detail
-                )
-            }),
+            .map_err(|e| not_put_back(key, file, &e)),
     }
+}
+
+/// What could not be put back, naming the key (its password hidden) and the file; git's words
+/// were already cleared of the value (`ConfigFile::run`).
+fn not_put_back(key: &str, file: &Path, e: &GitError) -> String {
+    format!(
+        "could not put back {} in {}: {}",
+        credentials::without_password(key),
+        file.display(),
+        e.detail
+    )
 }
 
 /// One configuration file, edited with the runner's git run from the file's folder (a
@@ -250,6 +253,18 @@ impl ConfigFile {
         args
     }
 
+    /// Runs `args`; a failure names the key, never a value (a value may be a token).
+    fn run(&self, args: &[&str], values: &[&str]) -> Result<(), GitError> {
+        self.git.run(args).map(drop).map_err(|mut e| {
+            for value in values.iter().filter(|v| !v.is_empty()) {
+                e.args = e.args.replace(value, "<value>");
+                e.detail = e.detail.replace(value, "<value>");
+            }
+            e.args = credentials::without_password(&e.args);
+            e
+        })
+    }
+
     /// Removes every `key` line whose value is `value`, exactly.
     fn unset(&self, key: &str, value: &str) -> Result<(), GitError> {
         let args = self.args(&["--fixed-value", "--unset-all", key, value]);
@@ -257,7 +272,7 @@ impl ConfigFile {
             Some(_) => Ok(()),
             // Exit 5: no such line (already taken), which is what was wanted.
             None if !self.has(key, value) => Ok(()),
-            None => self.git.run(&args).map(drop),
+            None => self.run(&args, &[value]),
         }
     }
 
@@ -266,13 +281,12 @@ impl ConfigFile {
         if !self.has(key, from) {
             return Ok(());
         }
-        self.git
-            .run(&self.args(&["--fixed-value", "--replace-all", key, to, from]))
-            .map(drop)
+        let args = self.args(&["--fixed-value", "--replace-all", key, to, from]);
+        self.run(&args, &[from, to])
     }
 
     fn add(&self, key: &str, value: &str) -> Result<(), GitError> {
-        self.git.run(&self.args(&["--add", key, value])).map(drop)
+        self.run(&self.args(&["--add", key, value]), &[value])
     }
 
     /// The values of the include line `key` that name `target`: one line may be written more

@@ -241,7 +241,11 @@ impl Finding {
             ),
         };
         let mut text = match &self.key {
-            Some(key) => format!("{}: {key} is {what}", places.shown(&self.file)),
+            Some(key) => format!(
+                "{}: {} is {what}",
+                places.shown(&self.file),
+                without_password(key)
+            ),
             None => what,
         };
         for (file, key) in &self.via {
@@ -482,6 +486,18 @@ pub fn url_password(text: &str) -> Option<std::ops::Range<usize>> {
     let at = rest[..authority_end].rfind('@')?;
     let (_, password) = rest[..at].split_once(':')?;
     (!password.is_empty()).then_some(start..start + at + 1)
+}
+
+/// `text` with a URL's password (`url.https://me:pw@host/.insteadOf`) shown as `***`.
+pub fn without_password(text: &str) -> String {
+    match url_password(text) {
+        Some(range) => {
+            let userinfo = &text[range.clone()];
+            let user = userinfo.split(':').next().unwrap_or("");
+            format!("{}{user}:***@{}", &text[..range.start], &text[range.end..])
+        }
+        None => text.to_string(),
+    }
 }
 
 /// The header actions/checkout writes: `AUTHORIZATION: basic ` and base64 of

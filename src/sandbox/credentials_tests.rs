@@ -447,4 +447,9 @@ fn a_url_s_password_is_found_only_in_its_authority() {
     for (text, want) in cases {
         assert_eq!(url_password(text).map(|r| &text[r]), want, "{text}");
     }
+    assert_eq!(
+        without_password("url.https://me:s3cr3t@github.com/.insteadof"),
+        "url.https://me:***@github.com/.insteadof"
+    );
+    assert_eq!(without_password("remote.origin.url"), "remote.origin.url");
 }

@@ -15,7 +15,7 @@
 //! - [`in_force`]: which of these hold on this machine, for `doctor` and the job summary.
 //!
 //! Not here: the `-c` overrides and minimal environment of every runner git command
-//! (`git::HARDENING`), the token held out of the environment (`credentials`), the agent's
+//! (`git::HARDENING`), the token held out of the environment (`crate::credentials`), the agent's
 //! process group and environment (`process`, `executor`).
 
 pub mod checkout;
@@ -347,16 +347,6 @@ pub fn before_agent(repo: &Path) -> Result<(), GitError> {
         });
     }
     Ok(())
-}
-
-/// Takes away the credentials this job left in `git`'s repository (`checkout`): actions/
-/// checkout's token in `.git/config` (v4) or in the `$RUNNER_TEMP` file it includes (v6), and
-/// in GitHub Actions any token in the repository's own configuration. Returns what was taken.
-pub fn strip_checkout_credentials(
-    git: &Git,
-    places: &credentials::Places,
-) -> Result<Vec<String>, GitError> {
-    checkout::take(&credentials::find(git, places)?, places)
 }
 
 /// Every credential an agent could read in `git`'s repository's configuration, what it
