@@ -327,12 +327,18 @@ pub fn classify(entries: &[Entry], places: &Places) -> Vec<Finding> {
             })
             .map(|e| (e.file.clone(), e.key.clone()))
             .collect();
-        let own = matches!(entry.scope, Scope::Local | Scope::Worktree) && via.is_empty();
+        // In the repository's configuration, or a file it includes (which takes its scope).
+        let repository = matches!(entry.scope, Scope::Local | Scope::Worktree);
+        let own = repository && via.is_empty();
         let value = entry.value.as_deref().unwrap_or("");
         for what in credentials_in(entry, places) {
             let owner = match &what {
                 What::Header if own && (places.in_actions || checkout_header(value)) => Owner::Job,
-                What::Header if !via.is_empty() && checkout_file(&entry.file, entries, places) => {
+                What::Header
+                    if repository
+                        && !via.is_empty()
+                        && checkout_file(&entry.file, entries, places) =>
+                {
                     Owner::Job
                 }
                 What::UrlPassword if own && places.in_actions => Owner::Job,

@@ -142,16 +142,30 @@ fn an_include_file_that_is_not_the_checkout_s_is_the_person_s() {
         ("/home/runner/work/_temp/tokens.config", vec![]),
         // More than a header in it.
         (CREDS, vec![line("local", CREDS, "user.name", "me")]),
+        // Included from the person's own configuration, not the repository's.
+        (
+            CREDS,
+            vec![line(
+                "global",
+                "/home/runner/.gitconfig",
+                "include.path",
+                CREDS,
+            )],
+        ),
     ];
     for (file, extra) in cases {
-        let mut listing = line("local", ".git/config", "include.path", file);
+        let global = extra.iter().any(|l| l.starts_with("global"));
+        let scope = if global { "global" } else { "local" };
+        let mut listing = extra.concat();
+        if !global {
+            listing = line("local", ".git/config", "include.path", file) + &listing;
+        }
         listing.push_str(&line(
-            "local",
+            scope,
             file,
             "http.https://github.com/.extraheader",
             HEADER,
         ));
-        listing.push_str(&extra.concat());
         let found = classify(&parse_listing(&listing, &p, None), &p);
         let header = found
             .iter()
