@@ -387,6 +387,42 @@ mod tests {
         }
     }
 
+    /// Issue 47: every checkout of the workflow `init` writes, and of every example workflow,
+    /// leaves no token behind for an agent to read (`persist-credentials: false`).
+    #[test]
+    fn every_checkout_of_the_workflows_persists_no_credentials() {
+        let examples = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/workflows");
+        let mut workflows = vec![(WORKFLOW_PATH.to_string(), WORKFLOW.to_string())];
+        for entry in std::fs::read_dir(&examples).expect("examples/workflows") {
+            let path = entry.expect("an entry").path();
+            let text = std::fs::read_to_string(&path).expect("a workflow");
+            workflows.push((path.display().to_string(), text));
+        }
+        assert!(workflows.len() >= 3, "{workflows:?}");
+        for (name, text) in workflows {
+            let parsed: serde_json::Value =
+                serde_saphyr::from_str(&text).unwrap_or_else(|e| panic!("{name}: {e}"));
+            let jobs = parsed["jobs"].as_object().expect("jobs");
+            let checkouts: Vec<&serde_json::Value> = jobs
+                .values()
+                .flat_map(|job| job["steps"].as_array().into_iter().flatten())
+                .filter(|step| {
+                    step["uses"]
+                        .as_str()
+                        .is_some_and(|u| u.starts_with("actions/checkout@"))
+                })
+                .collect();
+            assert!(!checkouts.is_empty(), "{name} checks out");
+            for step in checkouts {
+                assert_eq!(
+                    step["with"]["persist-credentials"],
+                    serde_json::Value::Bool(false),
+                    "{name}: {step}"
+                );
+            }
+        }
+    }
+
     /// Issue 17: a comment starts a job (which holds the repository's secrets) only when it is
     /// a command from the owner, a member or a collaborator.
     #[test]

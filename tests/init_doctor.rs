@@ -2,6 +2,8 @@
 //! GitHub checks against the local stand-in (tests/common/github), never the network.
 
 mod common;
+#[path = "init_doctor/credentials.rs"]
+mod credentials;
 #[path = "init_doctor/sandbox.rs"]
 mod sandbox;
 

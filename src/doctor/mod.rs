@@ -13,6 +13,7 @@
 
 mod agents;
 mod ci;
+mod credentials;
 mod files;
 mod github;
 mod workflow;
@@ -217,13 +218,13 @@ pub fn checks(options: &ContextOptions, online: bool, vars: Vars<'_>) -> Vec<Che
     if config.mode == Mode::Github {
         out.extend(workflow::checks(repo));
     }
-    out.extend(protections(&config, repo, git_ok));
+    out.extend(protections(&config, repo, git_ok, vars));
     out
 }
 
 /// What keeps agents from the runner's credentials here, and credentials a checkout left where
 /// an agent could read them.
-fn protections(config: &Config, repo: &Path, git_ok: bool) -> Vec<Check> {
+fn protections(config: &Config, repo: &Path, git_ok: bool, vars: Vars<'_>) -> Vec<Check> {
     let mut out: Vec<Check> = crate::sandbox::in_force(&config.sandbox)
         .into_iter()
         .map(|p| {
@@ -240,12 +241,8 @@ fn protections(config: &Config, repo: &Path, git_ok: bool) -> Vec<Check> {
         })
         .collect();
     out.push(writable_check(config));
-    if git_ok && crate::sandbox::checkout_left_credentials(&Git::new(repo)) {
-        out.push(Check::warn(
-            "checkout credentials",
-            "the repository's .git/config holds an http.<url>.extraheader (a token actions/checkout left there), readable by any agent until a tick removes it",
-            "check out with `persist-credentials: false` (the example workflows do); the tick pushes with its own token",
-        ));
+    if git_ok {
+        out.extend(credentials::checks(repo, vars));
     }
     out
 }
