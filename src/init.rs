@@ -42,8 +42,15 @@ pub fn init(
         options.config_path(),
         config_text(mode, &base, agent_command),
     )];
+    let mut woken_by = Vec::new();
     if mode == Mode::Github {
-        files.push((repo.join(WORKFLOW_PATH), WORKFLOW.to_string()));
+        let workflows = crate::workflows::read(repo);
+        woken_by = crate::workflows::ci_workflows(&workflows)
+            .into_iter()
+            .map(|w| (w.name.clone(), w.file.clone()))
+            .collect();
+        let names: Vec<String> = woken_by.iter().map(|(name, _)| name.clone()).collect();
+        files.push((repo.join(WORKFLOW_PATH), workflow_text(&names)));
     }
 
     let existing: Vec<String> = files
@@ -69,6 +76,18 @@ pub fn init(
         std::fs::write(path, text).map_err(|e| write_error(path, &e))?;
         report.push_str(&format!("wrote {}\n", shown(repo, path).display()));
     }
+    if !woken_by.is_empty() {
+        let named: Vec<String> = woken_by
+            .iter()
+            .map(|(name, file)| format!("{name} ({file})"))
+            .collect();
+        report.push_str(&format!(
+            "the tick wakes when your CI workflow{} finish{}: {} (a `workflow_run` trigger; GitHub sends no check_suite event for Actions' own CI)\n",
+            if named.len() == 1 { "" } else { "s" },
+            if named.len() == 1 { "es" } else { "" },
+            named.join(", ")
+        ));
+    }
     if mode != Mode::Github {
         if let Some(line) = ignore_state_file(repo)? {
             report.push_str(&format!("added `{line}` to .gitignore\n"));
@@ -76,6 +95,26 @@ pub fn init(
     }
     report.push_str(&next_steps(mode, &base, repo, agent_command));
     Ok(report)
+}
+
+/// The workflow `init` writes: [`WORKFLOW`], with a `workflow_run` trigger naming the
+/// repository's CI workflows (by their `name:`) when there are any, so their completion starts
+/// a tick (GitHub sends no `check_suite` event for suites of GitHub Actions itself).
+pub fn workflow_text(ci_names: &[String]) -> String {
+    const BEFORE: &str = "\n  workflow_dispatch:\n";
+    if ci_names.is_empty() {
+        return WORKFLOW.to_string();
+    }
+    // JSON strings are YAML flow scalars: any name is written quoted and whole.
+    let names: Vec<String> = ci_names
+        .iter()
+        .map(|n| serde_json::to_string(n).unwrap_or_default())
+        .collect();
+    let trigger = format!(
+        "\n  workflow_run:\n    workflows: [{}]\n    types: [completed]",
+        names.join(", ")
+    );
+    WORKFLOW.replacen(BEFORE, &format!("{trigger}{BEFORE}"), 1)
 }
 
 /// A written file as the user knows it: relative to the repository when that is `.`.
@@ -154,7 +193,9 @@ fn next_steps(mode: Mode, base: &str, repo: &Path, agent: Option<&str>) -> Strin
              \x20    or with a Claude subscription CLAUDE_CODE_OAUTH_TOKEN (from `claude setup-token`; then\n\
              \x20    swap the two lines under `env:` in {WORKFLOW_PATH})\n\
              \x20 2. create the label `opentiger` (Issues → Labels → New label, or `gh label create opentiger`)\n\
-             \x20 3. recommended: a GitHub App token, so CI runs on opentiger's PRs (the comments in {WORKFLOW_PATH} say how)\n\
+             \x20 3. recommended: a GitHub App token, so CI runs on opentiger's PRs: store the App's id as the\n\
+             \x20    variable OPENTIGER_APP_ID and its key as the secret OPENTIGER_APP_PRIVATE_KEY; the workflow\n\
+             \x20    then uses it (nothing to uncomment; docs/github.md: CI on opentiger's PRs needs an App token)\n\
              \x20 4. check the set-up: {doctor}   (--online also asks GitHub about the token)\n\
              \x20 5. commit both files and push them to {base}; then label an issue `opentiger`, or run the\n\
              \x20    workflow by hand (Actions → opentiger → Run workflow)\n"

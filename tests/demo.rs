@@ -51,3 +51,111 @@ fn readme_first_command_is_the_demo_and_it_converges() {
     assert_eq!(tasks.len(), 4, "three tasks and one AutoFix");
     assert!(tasks.iter().all(|t| t["status"] == "done"), "{json}");
 }
+
+/// Issue 51: the demo prints each tick as it happens. Its header for tick 2 is read while
+/// `main` still has only the sample's commit — tick 3 merges the first change — so tick 1's
+/// lines arrived before any later tick ran (a buffered report would come after every merge).
+#[test]
+fn the_demo_streams_tick_by_tick() {
+    use std::io::BufRead;
+    let keep = tempfile::tempdir().unwrap();
+    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_opentiger"))
+        .args(["demo", "--keep"])
+        .arg(keep.path())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let commits_on_main = || {
+        let out = std::process::Command::new("git")
+            .arg("-C")
+            .arg(keep.path().join("calc"))
+            .args(["rev-list", "--count", "main"])
+            .output()
+            .unwrap();
+        String::from_utf8_lossy(&out.stdout).trim().to_string()
+    };
+    let mut seen = Vec::new();
+    let mut at_tick_two = None;
+    for line in std::io::BufReader::new(child.stdout.take().unwrap()).lines() {
+        let line = line.unwrap();
+        if line.starts_with("── tick 2 ") {
+            at_tick_two = Some(commits_on_main());
+        }
+        seen.push(line);
+    }
+    assert!(child.wait().unwrap().success(), "{seen:#?}");
+    let tick_one = seen
+        .iter()
+        .position(|l| l.starts_with("── tick 1 "))
+        .unwrap();
+    let tick_two = seen
+        .iter()
+        .position(|l| l.starts_with("── tick 2 "))
+        .unwrap();
+    assert!(
+        seen[tick_one..tick_two]
+            .iter()
+            .any(|l| l.contains("Add subtraction")),
+        "tick 1 said what it ran: {seen:#?}"
+    );
+    assert_eq!(
+        at_tick_two.as_deref(),
+        Some("1"),
+        "tick 1's lines came before any merge: {seen:#?}"
+    );
+    assert_eq!(commits_on_main(), "4", "the demo merged its three changes");
+}
+
+/// Issue 51: the README's command that puts the binary on PATH after the demo copies the build
+/// the demo ran — cargo compiles nothing — and `opentiger` is then found on PATH.
+#[test]
+fn the_readme_puts_the_demo_build_on_path() {
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+    let readme = std::fs::read_to_string(root.join("README.md")).unwrap();
+    let command = readme
+        .lines()
+        .find(|l| {
+            l.trim_start()
+                .starts_with("cargo install --locked --offline --debug")
+        })
+        .expect("README says how to put the demo's build on PATH")
+        .split('#')
+        .next()
+        .unwrap()
+        .trim();
+    assert_eq!(command, opentiger::demo::INSTALL_THIS_BUILD);
+    let bin = std::path::Path::new(env!("CARGO_BIN_EXE_opentiger"));
+    let debug = bin.parent().unwrap();
+    if !debug.ends_with("debug") {
+        eprintln!("skipped: the tests were built with another profile than dev ({debug:?})");
+        return;
+    }
+    // The tests' own target folder stands for the README's `target` (they may be elsewhere).
+    let args: Vec<std::ffi::OsString> = command
+        .split_whitespace()
+        .skip(1)
+        .map(|a| match a {
+            "target" => debug.parent().unwrap().as_os_str().to_owned(),
+            _ => a.into(),
+        })
+        .collect();
+    let install_root = tempfile::tempdir().unwrap();
+    let out = std::process::Command::new("cargo")
+        .args(&args)
+        .current_dir(root)
+        .env("CARGO_INSTALL_ROOT", install_root.path())
+        .output()
+        .unwrap();
+    let said = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{said}");
+    assert!(!said.contains("Compiling"), "a second build: {said}");
+    let found = std::process::Command::new("/bin/sh")
+        .args(["-c", "command -v opentiger && opentiger --version"])
+        .env("PATH", install_root.path().join("bin"))
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&found.stdout);
+    assert!(found.status.success(), "{text}");
+    assert!(text.contains("opentiger 0.1.0"), "{text}");
+}

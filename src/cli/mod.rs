@@ -270,7 +270,7 @@ fn run(cli: Cli, stop_token: Option<String>) -> CmdResult {
     // Issue 40: commands that run agents and checks say so while they run (stderr), unless -q.
     let runs_agents = match &cli.command {
         Command::Tick(args) => !args.dry_run,
-        Command::Work(_) | Command::Plan(_) => true,
+        Command::Work(_) | Command::Plan(_) | Command::Demo(_) => true,
         _ => false,
     };
     if runs_agents && !cli.quiet {
@@ -309,11 +309,12 @@ fn run(cli: Cli, stop_token: Option<String>) -> CmdResult {
             task::run(&context(access)?, cmd)
         }
         Command::Demo(args) => {
+            // Each piece as it happens: a tick's lines show before the next tick starts.
             let report = crate::demo::run(
                 &Context::load(&cli.context_options())?,
                 args.keep.as_deref(),
+                &mut |text| write_stdout(format_args!("{text}")),
             )?;
-            out!("{}", report.text);
             if report.converged {
                 Ok(())
             } else {

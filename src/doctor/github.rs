@@ -25,6 +25,7 @@ pub fn checks(config: &Config, repo: &Path, vars: Vars<'_>, online: bool) -> Vec
     out.push(super::ci::ci_trigger(vars));
     let workflows = crate::workflows::read(repo);
     out.push(super::ci::ci_secrets(config.scan.ci, vars, &workflows));
+    out.extend(super::ci::ci_wake(&workflows));
     if have_token {
         out.push(check_writes(vars, &workflows));
     }
