@@ -5,3 +5,7 @@
 mod common;
 #[path = "first_run/setup.rs"]
 mod setup;
+#[path = "first_run/stop.rs"]
+mod stop;
+#[path = "first_run/stop_comment.rs"]
+mod stop_comment;

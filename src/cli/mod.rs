@@ -97,7 +97,7 @@ pub enum Command {
     Pause(PauseArgs),
     /// Resume a paused repository: the next tick claims work again.
     Resume,
-    /// The local backlog: add, list, show, retry, cancel, approve tasks.
+    /// The local backlog: add, list, show, retry, stop, cancel, approve tasks.
     #[command(subcommand)]
     Task(task::TaskCommand),
     /// The effective configuration and its JSON Schema.
@@ -304,6 +304,7 @@ fn run(cli: Cli, stop_token: Option<String>) -> CmdResult {
                 | TaskCommand::Show { .. }
                 | TaskCommand::Retry { .. }
                 | TaskCommand::Approve { .. }
+                | TaskCommand::Stop { .. }
                 | TaskCommand::Cancel { .. } => Access::Read,
             };
             task::run(&context(access)?, cmd)

@@ -37,6 +37,7 @@ pub mod research;
 pub mod rounds;
 pub mod scan;
 pub mod stall;
+pub mod stop;
 pub mod verdict;
 
 use std::collections::{BTreeMap, BTreeSet};

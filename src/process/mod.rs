@@ -465,12 +465,18 @@ fn watch(
                 lines: captures.iter().map(|c| c.lock().lines).sum(),
             })
         });
+        let gently = sentinel.is_some() && spec.sentinel.as_ref().is_some_and(|s| s.gently());
         let reason = stop
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
             .take()
             .or(polled)
             .or(sentinel);
+        if let (Some(reason), true) = (&reason, gently) {
+            tracing::info!(pid, %reason, "stopped on request; ending its process group");
+            interrupt::end_group(pid, has_exited);
+            return End::Stopped(reason.clone());
+        }
         if let Some(reason) = reason {
             tracing::info!(pid, %reason, "stopped by its output watch; killing its process group");
             kill_group(pid);

@@ -130,7 +130,7 @@ pub(super) fn run_agent_with<T>(
         role,
         &record_label(record),
         cwd,
-        net.sentinel(),
+        super::stop::with_stop(net.sentinel(), act.stop.clone()),
         act.redactor,
     );
     let request = AgentRequest {

@@ -16,6 +16,7 @@ pub mod planner;
 mod prompts;
 mod pulse;
 pub mod research;
+mod stop;
 mod verdict_answer;
 pub mod work;
 
@@ -112,6 +113,9 @@ pub struct Act<'a> {
     pub now: crate::time::Timestamp,
     /// Where a run's commit goes.
     pub delivery: Delivery,
+    /// Asked while a task run's agent runs whether a person asked that run to stop (issue 51;
+    /// set per run by the tick); its stop ends the agent gently.
+    pub stop: Option<std::sync::Arc<dyn crate::process::Sentinel>>,
 }
 
 /// Where a worker run's commit goes once the runner's checks passed.

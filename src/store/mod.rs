@@ -24,6 +24,7 @@ mod rows;
 mod schema;
 mod snapshot;
 mod spend;
+mod stops;
 mod tasks;
 
 use std::path::{Path, PathBuf};
@@ -41,6 +42,7 @@ pub use retention::{Pruned, Table};
 pub use schema::LATEST as SCHEMA_VERSION;
 pub use snapshot::SnapshotLimits;
 pub use spend::{AgentSpend, AgentSpendRow};
+pub use stops::StopRequest;
 pub use tasks::{NewTask, TaskFilter, TickRecord};
 
 /// What can go wrong with the state file.

@@ -5,7 +5,9 @@
 //! (`store::rows`).
 
 /// Each entry migrates from version `index` to version `index + 1`.
-pub const MIGRATIONS: &[&str] = &[V1, V2, V3, V4, V5, V6, V7, V8, V9, V10, V11, V12, V13, V14];
+pub const MIGRATIONS: &[&str] = &[
+    V1, V2, V3, V4, V5, V6, V7, V8, V9, V10, V11, V12, V13, V14, V15,
+];
 
 pub const LATEST: i64 = MIGRATIONS.len() as i64;
 
@@ -381,4 +383,15 @@ CREATE TABLE held_changes (
 ALTER TABLE scan_approvals ADD COLUMN tree_sha TEXT;
 ALTER TABLE scan_approvals ADD COLUMN start_sha TEXT;
 ALTER TABLE scan_approvals ADD COLUMN used_at INTEGER;
+"#;
+
+/// Issue 51: a person asked a running run to stop (`opentiger task stop`, `/opentiger stop`).
+/// The tick running it reads this while its agent runs; the record of the run removes it.
+const V15: &str = r#"
+CREATE TABLE stop_requests (
+    run_id   TEXT PRIMARY KEY,
+    task_id  TEXT NOT NULL REFERENCES tasks(id),
+    asked_by TEXT NOT NULL,
+    asked_at INTEGER NOT NULL
+) STRICT, WITHOUT ROWID;
 "#;

@@ -33,6 +33,9 @@ pub(super) enum Done {
     /// A run an interrupt (SIGINT, SIGTERM) stopped: cancelled, not failed, and the task back
     /// to the queue; what it spent is still recorded.
     Interrupted(TaskId, RunId, WorkResult, String),
+    /// A run a person asked to stop (issue 51): cancelled, not failed, and the task waits on a
+    /// person; what it spent is still recorded.
+    Stopped(TaskId, RunId, WorkResult, crate::store::StopRequest),
 }
 
 /// Runs the claimed work; with `fan_out` the claimed runs are listed in the summary's matrix
@@ -90,7 +93,7 @@ pub(super) fn act(
     }
     .map_err(|e| Failure::usage(e.to_string()))?;
     let redactor = ctx.redactor();
-    let act = ctx.act(&templates, &redactor, &executor_waits);
+    let mut act = ctx.act(&templates, &redactor, &executor_waits);
     let mut done = Vec::new();
     // What the runs of this tick spent so far (its earlier rounds too), for budget.per_tick_usd.
     let mut tick_spend = ctx.so_far.spent_usd;
@@ -132,7 +135,19 @@ pub(super) fn act(
                     crate::report::truncate(&task.title, 60)
                 )));
                 summary.started += 1;
+                // Issue 51: a person may stop this run while its agent runs.
+                let watch = super::stop_watch::watch(ctx, &run_id);
+                act.stop = watch
+                    .clone()
+                    .map(|w| w as std::sync::Arc<dyn crate::process::Sentinel>);
                 let mut result = run_task(&act, &task, &run_id, &brief);
+                act.stop = None;
+                if let (Some(request), false) =
+                    (watch.and_then(|w| w.fired()), result.outcome.success)
+                {
+                    done.push(Done::Stopped(task.id.clone(), run_id, result, request));
+                    continue;
+                }
                 // A run that failed once an interrupt came was stopped by it (its agent, a
                 // check or git): cancelled, not a failure the task pays for.
                 if let (Some(signal), false) = (

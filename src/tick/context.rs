@@ -385,6 +385,7 @@ impl Context {
             executor_waits,
             now: self.now,
             delivery: crate::runner::Delivery::Push,
+            stop: None,
         }
     }
 

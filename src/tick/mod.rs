@@ -31,6 +31,7 @@ mod record;
 mod report;
 mod rounds;
 pub mod status;
+mod stop_watch;
 pub mod work;
 
 use crate::forge::github::GithubClient;

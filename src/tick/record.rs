@@ -164,6 +164,23 @@ pub(super) fn record(
                     false,
                 )
             }
+            Done::Stopped(task_id, run_id, WorkResult { record, .. }, request) => {
+                let task = store.task(task_id)?;
+                let decision = crate::engine::stop::stopped(&task, &request.by, request.at);
+                out.lines.push(format!(
+                    "{task_id} {:?}: stopped by {}; it waits for you: `opentiger task retry {task_id}` queues it again",
+                    truncate(&task.title),
+                    request.by
+                ));
+                out.spend_usd += record.cost_usd;
+                let record = crate::store::RunRecord {
+                    error: Some(format!("stopped on request by {}", request.by)),
+                    ..record.clone()
+                };
+                let recorded = store.record_run(task_id, run_id, &record, &decision, writer)?;
+                store.forget_stop(run_id)?;
+                (recorded, false)
+            }
             Done::PullClosed(task_id, pr, closed) => {
                 match closed {
                     Ok(()) => {

@@ -266,7 +266,9 @@ fn what_it_claims(claimed: &Claimed) -> Claims {
 fn runs_spend(done: &[Done]) -> f64 {
     done.iter()
         .map(|d| match d {
-            Done::Work(_, _, r) | Done::Interrupted(_, _, r, _) => r.record.cost_usd,
+            Done::Work(_, _, r) | Done::Interrupted(_, _, r, _) | Done::Stopped(_, _, r, _) => {
+                r.record.cost_usd
+            }
             Done::Issue(..)
             | Done::Review(..)
             | Done::Plan(_)
@@ -303,7 +305,8 @@ fn pushed_heads(done: &[Done], review_prs: &BTreeMap<RunId, u64>) -> Vec<(u64, S
             | Done::CiHealed(..)
             | Done::Retargeted(..)
             | Done::Unstarted(..)
-            | Done::Interrupted(..) => {}
+            | Done::Interrupted(..)
+            | Done::Stopped(..) => {}
         }
     }
     heads
@@ -337,7 +340,8 @@ fn spoken(done: &[Done], review_prs: &BTreeMap<RunId, u64>) -> Vec<u64> {
             | Done::CiHealed(..)
             | Done::Retargeted(..)
             | Done::Unstarted(..)
-            | Done::Interrupted(..) => None,
+            | Done::Interrupted(..)
+            | Done::Stopped(..) => None,
         })
         .collect();
     prs.sort_unstable();
@@ -419,7 +423,12 @@ fn header(
     deadline: Option<Timestamp>,
 ) -> String {
     let count = |f: fn(&Done) -> bool| done.iter().filter(|d| f(d)).count();
-    let ran = count(|d| matches!(d, Done::Work(..) | Done::Interrupted(..)));
+    let ran = count(|d| {
+        matches!(
+            d,
+            Done::Work(..) | Done::Interrupted(..) | Done::Stopped(..)
+        )
+    });
     let reviewed = count(|d| matches!(d, Done::Review(..)));
     let planned = count(|d| matches!(d, Done::Plan(_)));
     let mut what = Vec::new();
