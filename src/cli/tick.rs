@@ -34,8 +34,8 @@ pub struct TickArgs {
     pub fan_out: Option<u32>,
 }
 
-/// `verbose` (`-v`) adds the engine's own figures to a dry run: the preflight gates and each
-/// claim's score.
+/// `verbose` (`-v`) adds the engine's own figures to a dry run (the preflight gates and each
+/// claim's score) and to a tick's summary (its rules, claims and leases, rounds, metering).
 pub fn run(ctx: &Context, args: &TickArgs, verbose: bool) -> CmdResult {
     let mut config = ctx.config.clone();
     if let Some(n) = args.max_runs.or(args.fan_out) {
@@ -68,7 +68,7 @@ pub fn run(ctx: &Context, args: &TickArgs, verbose: bool) -> CmdResult {
                 .map_err(|e| Failure::tick(e.to_string()))?
         );
     } else {
-        out!("{}", summary.text());
+        out!("{}", summary.text(verbose));
     }
     match crate::process::interrupt::requested() {
         Some(signal) => Err(Failure {

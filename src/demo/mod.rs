@@ -164,15 +164,17 @@ pub fn run(base: &Context, keep: Option<&Path>, emit: Emit<'_>) -> Result<DemoRe
         ctx.tick_id = crate::model::TickId::fresh(ctx.now.0 + i64::from(ticks));
         say(format!("\n── tick {ticks} at {} ──\n", ctx.now.clock()))?;
         let summary = tick_once(&ctx)?;
+        // What a person reads of a tick: its plain lines (`tick -v` shows the rest).
+        let lines = summary.plain_lines();
         let mut text = String::new();
-        if summary.lines.is_empty() {
+        if lines.is_empty() {
             text.push_str("  (nothing to do: waiting for a cooldown)\n");
         }
-        for line in &summary.lines {
+        for line in lines {
             text.push_str(&format!("  {line}\n"));
         }
         say(text)?;
-        idle = if summary.lines.is_empty() {
+        idle = if summary.plain_lines().is_empty() {
             idle + 1
         } else {
             0

@@ -462,10 +462,11 @@ pub fn status_text(view: &StatusView, verbose: bool) -> String {
                 _ => String::new(),
             };
             let _ = writeln!(out, "{:<12} next: {}{detail}", "", t.next_action);
-            if let Some(f) = t.family.as_ref().filter(|f| f.paid_runs > 0) {
+            // Issue 51: the family's run count is the bound's arithmetic, not money: `-v`.
+            if let Some(f) = t.family.as_ref().filter(|f| f.paid_runs > 0 && verbose) {
                 let _ = writeln!(
                     out,
-                    "{:<12} runs: {} paid by its family ({}, {} task(s))",
+                    "{:<12} runs: {} counted against its family's bound ({}, {} task(s))",
                     "",
                     f.paid_runs,
                     short(&f.family),

@@ -62,7 +62,7 @@ pub(super) fn act(
     };
     if !stale.is_empty() {
         summary.lines.push(format!(
-            "removed {} folder(s) of killed ticks' runs",
+            "[scratch] removed {} folder(s) of killed ticks' runs",
             stale.len()
         ));
     }

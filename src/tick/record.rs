@@ -53,10 +53,27 @@ pub(super) fn record(
                     waits: &waits,
                 };
                 let decision = decide_outcome(&task, outcome, &executors, &ctx.config, now);
+                // Issue 51: the task, what ran, what it cost, what is next; the move and the
+                // metering are details.
+                let cost = if record.cost_usd > 0.0 {
+                    format!(" (${:.2})", record.cost_usd)
+                } else {
+                    String::new()
+                };
+                let next = match decision.to {
+                    TaskState::FAILED => String::new(),
+                    to => format!("; {}", super::report::next_words(to)),
+                };
                 out.lines.push(format!(
-                    "{} {:?}: {} → {}",
+                    "{} {:?}: {} {}{cost}{next}",
                     task.id,
                     truncate(&task.title),
+                    task.role,
+                    if outcome.success { "ran" } else { "failed" },
+                ));
+                out.lines.push(format!(
+                    "[outcome] {}: {} → {}",
+                    task.id,
                     task.state(),
                     decision.to
                 ));
@@ -66,7 +83,7 @@ pub(super) fn record(
                 if let Some(line) =
                     report::spend_line(record.cost_usd, record.reported_cost_usd, metered)
                 {
-                    out.lines.push(format!("    spend: {line}"));
+                    out.lines.push(format!("    [spend] {line}"));
                 }
                 for refusal in &record.refused {
                     out.lines.push(format!("    refused: {}", refusal.line()));

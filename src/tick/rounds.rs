@@ -123,7 +123,7 @@ pub(super) fn run(
         if done.iter().all(|d| matches!(d, Done::Unstarted(..))) {
             summary
                 .lines
-                .push("no further round: the last one made no progress".to_string());
+                .push("[rounds] no further round: the last one made no progress".to_string());
             break;
         }
         simulated += if ctx.fixed_clock { bound } else { 0 };
@@ -218,9 +218,13 @@ pub(super) fn run(
                 round_ctx = next_ctx;
             }
             Err((by_time, why)) => {
-                // A tick of one round says why it stopped only when time stopped it.
-                if headers.len() > 1 || by_time {
+                // A tick of one round says why it stopped only when time stopped it; that
+                // is for everyone (issue 51: a review pushed out of the tick is never silent),
+                // the outside's usual waits are a detail.
+                if by_time {
                     summary.lines.push(why);
+                } else if headers.len() > 1 {
+                    summary.lines.push(format!("[rounds] {why}"));
                 }
                 break;
             }
@@ -413,7 +417,8 @@ fn add_recorded(summary: &mut TickSummary, recorded: record::RecordedLines, per_
     summary.rounds += 1;
 }
 
-/// `round 2 (its work may take 11 min of the 39 min left): ran 1, reviewed 1, merged 1`.
+/// `[round 2] its work may take 11 min of the 39 min left: ran 1, reviewed 1, merged 1` (a
+/// detail line, shown with `-v`).
 fn header(
     round: u32,
     done: &[Done],
@@ -449,14 +454,14 @@ fn header(
     }
     let time = match deadline {
         Some(_) => format!(
-            " (its work may take {} of the {} left)",
+            " its work may take {} of the {} left:",
             rounds::minutes(bound),
             // Whole minutes, rounded down: never more time than there is.
             rounds::minutes(left.max(0) / MINUTE * MINUTE)
         ),
         None => String::new(),
     };
-    format!("round {round}{time}: {}", what.join(", "))
+    format!("[round {round}]{time} {}", what.join(", "))
 }
 
 /// Each round's header before its lines, once the tick had more than one round.

@@ -302,14 +302,15 @@ impl GitRepo {
             .then(|| String::from_utf8_lossy(&out.stdout).into_owned())
     }
 
-    /// A `tick` at `now`.
+    /// A `tick -v` at `now`: its summary with the rules, moves and rounds tests look at
+    /// (issue 51: the default summary is the plain one).
     pub fn tick(&self, now: &str) -> Out {
-        self.repo.run_at(now, &["tick"])
+        self.repo.run_at(now, &["-v", "tick"])
     }
 
-    /// A `tick` at `now` with these variables set (an agent's key).
+    /// A `tick -v` at `now` with these variables set (an agent's key).
     pub fn tick_env(&self, now: &str, env: &[(&str, &str)]) -> Out {
-        self.repo.run_env(now, &["tick"], env)
+        self.repo.run_env(now, &["-v", "tick"], env)
     }
 
     /// The task's status as `status --json` shows it.
