@@ -2,8 +2,9 @@
 //! default): writes a commented `.opentiger.yml` and, in github mode, the workflow
 //! `.github/workflows/opentiger.yml`, which is `examples/workflows/opentiger.yml` embedded, so the
 //! two cannot drift apart; in local modes, keeps the state file out of git. Overwrites nothing
-//! without `force`. Not for: checking the set-up works (`doctor`), the configuration's keys and
-//! defaults (`config`), or printing the report (`cli::init`).
+//! without `force`. With `--preview` (issue 51) it writes nothing and says what opentiger would
+//! do here (`preview`). Not for: checking the set-up works (`doctor`), the configuration's keys
+//! and defaults (`config`), or printing the report (`cli::init`).
 
 use std::path::{Path, PathBuf};
 
@@ -16,6 +17,81 @@ use crate::tick::ContextOptions;
 pub const WORKFLOW: &str = include_str!("../examples/workflows/opentiger.yml");
 /// Where it goes, relative to the repository.
 pub const WORKFLOW_PATH: &str = ".github/workflows/opentiger.yml";
+
+/// What opentiger would do here (issue 51), writing nothing: from the existing configuration,
+/// else the one [`init`] would write; in github mode with the open issues it would take, read
+/// from GitHub when a token and the repository are known.
+pub fn preview(options: &ContextOptions, agent_command: Option<&str>) -> Result<String, Failure> {
+    let path = options.config_path();
+    let (config, from) = if path.exists() {
+        let (config, _) = crate::config::load(&path, true)?;
+        (
+            config,
+            format!("{} as it is", shown(&options.repo, &path).display()),
+        )
+    } else {
+        let mode = match &options.mode {
+            Some(text) => text
+                .parse::<Mode>()
+                .map_err(|e| Failure::usage(format!("--mode: {e}")))?,
+            None => Mode::Github,
+        };
+        let base = current_branch(&options.repo).unwrap_or_else(|| "main".to_string());
+        let text = config_text(mode, &base, agent_command);
+        let config = crate::config::load_str(&text, ".opentiger.yml")?;
+        (
+            config,
+            "the .opentiger.yml `opentiger init` would write".to_string(),
+        )
+    };
+    let issues = match config.mode {
+        Mode::Github => backlog_issues(&options.repo, &config),
+        Mode::LocalGit | Mode::Direct => {
+            Err("no issues: this mode's backlog is `opentiger task add`".to_string())
+        }
+    };
+    let text = match &issues {
+        Ok(list) => crate::preview::text(&config, crate::preview::Issues::Read(list)),
+        Err(why) => crate::preview::text(&config, crate::preview::Issues::Unread(why.clone())),
+    };
+    Ok(format!("{text}\n(from {from}; nothing was written)\n"))
+}
+
+/// The open issues with a backlog label, or why they could not be listed.
+fn backlog_issues(
+    repo: &Path,
+    config: &crate::config::Config,
+) -> Result<Vec<crate::model::Issue>, String> {
+    use crate::forge::github::{owner_and_name, GithubClient};
+    // The repository a tick would name (GITHUB_REPOSITORY), else the remote's.
+    let origin = crate::credentials::lookup("GITHUB_REPOSITORY").or_else(|| {
+        Git::new(repo)
+            .try_run(&["remote", "get-url", &config.remote])
+            .ok()
+            .flatten()
+            .and_then(|url| owner_and_name(&url))
+    });
+    if crate::credentials::forge_token().is_none() {
+        return Err("not listed: no GitHub token here (`export GITHUB_TOKEN=$(gh auth token)`, then `opentiger init --preview` lists them)".to_string());
+    }
+    let client = GithubClient::from_env(origin.as_deref(), crate::credentials::lookup)
+        .map_err(|e| format!("not listed: {e}"))?;
+    let mut issues: Vec<crate::model::Issue> = Vec::new();
+    for label in &config.backlog.labels {
+        let read = client
+            .backlog_issues(label, None, crate::time::Timestamp::now())
+            .map_err(|e| format!("could not list them: {e}"))?;
+        if let crate::forge::github::Conditional::Fresh { value, .. } = read {
+            for issue in value {
+                if !issues.iter().any(|i| i.number == issue.number) {
+                    issues.push(issue);
+                }
+            }
+        }
+    }
+    issues.sort_by_key(|i| i.number);
+    Ok(issues)
+}
 
 /// Writes the files; returns what was written and the next steps, for a person. With
 /// `agent_command`, that program is the agent (`executor: command`).

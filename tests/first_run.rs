@@ -5,6 +5,8 @@
 mod common;
 #[path = "first_run/plain.rs"]
 mod plain;
+#[path = "first_run/preview.rs"]
+mod preview;
 #[path = "first_run/setup.rs"]
 mod setup;
 #[path = "first_run/stop.rs"]

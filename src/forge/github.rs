@@ -94,6 +94,15 @@ pub struct GithubClient {
     pub checks_refused: std::cell::Cell<bool>,
 }
 
+/// `owner/name` from a remote URL (https, ssh or scp-like); never the credentials in it.
+pub fn owner_and_name(url: &str) -> Option<String> {
+    let path = url.trim().trim_end_matches('/').trim_end_matches(".git");
+    let mut parts = path.rsplit(['/', ':']);
+    let name = parts.next().filter(|s| !s.is_empty())?;
+    let owner = parts.next().filter(|s| !s.is_empty() && !s.contains('@'))?;
+    Some(format!("{owner}/{name}"))
+}
+
 impl GithubClient {
     /// From the environment: `GITHUB_TOKEN` or `OPENTIGER_GITHUB_TOKEN`, `GITHUB_API_URL`
     /// (default `https://api.github.com`), and the repository (`GITHUB_REPOSITORY` unless given).

@@ -49,6 +49,9 @@ pub struct TickSummary {
     pub dashboard_ticked: bool,
     /// Rounds the tick recorded (issue 38): 0 for a quiet tick, 1 for a tick that did one step.
     pub rounds: usize,
+    /// The first tick on a repository in github mode (issue 51): what opentiger will do here
+    /// (`preview`), said before any agent starts.
+    pub preview: Option<String>,
 }
 
 /// A run of this tick that failed, and where that left its task.
@@ -107,6 +110,15 @@ impl TickSummary {
         } else {
             format!("tick {}: {}\n", self.tick_id, self.headline())
         };
+        if let Some(preview) = &self.preview {
+            let mut lines = preview.lines();
+            if let Some(first) = lines.next() {
+                out.push_str(&format!("  First tick on this repository. {first}\n"));
+            }
+            for line in lines {
+                out.push_str(&format!("  {line}\n"));
+            }
+        }
         let shown: Vec<&String> = if verbose {
             self.lines.iter().collect()
         } else {
@@ -218,6 +230,9 @@ pub fn report_tick(ctx: &Context, summary: &TickSummary) {
     };
     if let (Some(path), Some(mut text)) = (step_summary, job_summary) {
         use std::io::Write as _;
+        if let Some(preview) = &summary.preview {
+            text.push_str(&format!("\n### First tick on this repository\n\n{preview}"));
+        }
         text.push_str(&crate::sandbox::summary_markdown(&ctx.config.sandbox));
         let written = std::fs::OpenOptions::new()
             .create(true)
