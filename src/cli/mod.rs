@@ -334,12 +334,25 @@ fn init_logging(verbose: u8, quiet: bool) {
         (false, 1) => "info",
         (false, _) => "debug",
     };
-    let filter = tracing_subscriber::EnvFilter::try_from_env("OPENTIGER_LOG")
-        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(level));
-    let _ = tracing_subscriber::fmt()
-        .with_env_filter(filter)
-        .with_writer(std::io::stderr)
-        .with_target(false)
+    use tracing_subscriber::layer::SubscriberExt as _;
+    use tracing_subscriber::util::SubscriberInitExt as _;
+    // `OPENTIGER_LOG=debug` or `OPENTIGER_LOG=warn,opentiger::forge=debug`: a level, and levels
+    // per module (a `Targets` filter: no regular expressions, so no regex crates to build).
+    let filter = std::env::var("OPENTIGER_LOG")
+        .ok()
+        .and_then(|text| text.parse::<tracing_subscriber::filter::Targets>().ok())
+        .unwrap_or_else(|| {
+            level
+                .parse()
+                .expect("error, warn, info and debug are levels")
+        });
+    let _ = tracing_subscriber::registry()
+        .with(
+            tracing_subscriber::fmt::layer()
+                .with_writer(std::io::stderr)
+                .with_target(false),
+        )
+        .with(filter)
         .try_init();
 }
 
