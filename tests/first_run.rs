@@ -3,6 +3,8 @@
 //! request, and the first-run preview. Each test drives the real binary as a person would.
 
 mod common;
+#[path = "first_run/docs.rs"]
+mod docs;
 #[path = "first_run/plain.rs"]
 mod plain;
 #[path = "first_run/preview.rs"]
