@@ -415,3 +415,38 @@ pub fn clone(origin: &Path, to: &Path) {
         ],
     );
 }
+
+/// Variables of a real GitHub Actions job or a developer's shell that would change the answers
+/// of `init`, `doctor` and a tick.
+pub const AMBIENT: &[&str] = &[
+    "GITHUB_ACTIONS",
+    "GITHUB_TOKEN",
+    "OPENTIGER_GITHUB_TOKEN",
+    "GH_TOKEN",
+    "GITHUB_REPOSITORY",
+    "GITHUB_API_URL",
+    "ANTHROPIC_API_KEY",
+    "OPENTIGER_CONFIG",
+    "OPENTIGER_REPO",
+    "OPENTIGER_NOW",
+];
+
+/// `opentiger --repo DIR ARGS` with exactly `env` on top of an environment without [`AMBIENT`].
+pub fn opentiger_clean(dir: &Path, args: &[&str], env: &[(&str, &str)]) -> Out {
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_opentiger"));
+    cmd.arg("--repo").arg(dir).args(args);
+    for name in AMBIENT {
+        cmd.env_remove(name);
+    }
+    cmd.envs(env.iter().copied());
+    Out::from(cmd.output().expect("run opentiger"))
+}
+
+/// The lines of a `doctor` report at `level` (`ok`, `warn`, `fail`, `here`).
+pub fn lines_at(report: &str, level: &str) -> Vec<String> {
+    report
+        .lines()
+        .filter(|l| l.starts_with(&format!("{level} ")))
+        .map(String::from)
+        .collect()
+}

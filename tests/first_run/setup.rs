@@ -6,21 +6,7 @@
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use crate::common::{bare_origin, clone, git, Out};
-
-/// Variables of a real GitHub Actions job or a developer's shell that would change the answers.
-const AMBIENT: &[&str] = &[
-    "GITHUB_ACTIONS",
-    "GITHUB_TOKEN",
-    "OPENTIGER_GITHUB_TOKEN",
-    "GH_TOKEN",
-    "GITHUB_REPOSITORY",
-    "GITHUB_API_URL",
-    "ANTHROPIC_API_KEY",
-    "OPENTIGER_CONFIG",
-    "OPENTIGER_REPO",
-    "OPENTIGER_NOW",
-];
+use crate::common::{bare_origin, clone, git, lines_at, Out};
 
 const GITHUB: &[(&str, &str)] = &[
     ("GITHUB_TOKEN", "ghs_firstRunNeverShown0000000000000"),
@@ -28,13 +14,7 @@ const GITHUB: &[(&str, &str)] = &[
 ];
 
 fn opentiger(dir: &Path, args: &[&str], env: &[(&str, &str)]) -> Out {
-    let mut cmd = Command::new(env!("CARGO_BIN_EXE_opentiger"));
-    cmd.current_dir(dir).args(args);
-    for name in AMBIENT {
-        cmd.env_remove(name);
-    }
-    cmd.envs(env.iter().copied());
-    Out::from(cmd.output().expect("run opentiger"))
+    crate::common::opentiger_clean(dir, args, env)
 }
 
 /// A clone of a bare `origin` with one commit on main and, when given, a CI workflow.
@@ -67,14 +47,6 @@ fn init_github(repo: &Path) -> Out {
 }
 
 const CI: &str = "name: CI\non:\n  pull_request:\n  push:\n    branches: [main]\njobs:\n  test:\n    runs-on: ubuntu-latest\n    steps:\n      - run: make test\n";
-
-fn lines_at(report: &str, level: &str) -> Vec<String> {
-    report
-        .lines()
-        .filter(|l| l.starts_with(&format!("{level} ")))
-        .map(String::from)
-        .collect()
-}
 
 /// The fix printed under the first `level` line about `name`.
 fn fix_of(report: &str, level: &str, name: &str) -> String {
