@@ -480,9 +480,9 @@ fn review_if_due_as(w: &mut Working<'_>, id: &TaskId, before_ci: bool) -> bool {
         return true;
     }
     let approved = obs.judge_approved.contains(&head);
-    // CI gates the merge when checks are required and the repository has CI to wait for.
-    let ci_gates = w.config.merge.require_checks
-        && obs.expected_checks.source != super::super::gate::ExpectedSource::Nothing;
+    // CI gates the merge when checks are required and the repository has CI to wait for (or
+    // it is not known yet whether it has: the gate waits for that first).
+    let ci_gates = w.config.merge.require_checks && obs.expected_checks.may_gate();
     let minutes = rounds::review_window(w.config, ci_gates);
     let window = rounds::window_open_until(run, minutes, w.now);
     if let (true, Some(until)) = (approved, window) {
