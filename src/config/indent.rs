@@ -167,14 +167,21 @@ fn key_line(lines: &Lines<'_>, leaf: &str, line: Option<u64>) -> Option<usize> {
 }
 
 /// The keys a block at `path` may hold, from the schema: its properties (through `$ref`,
-/// `anyOf` and maps).
-fn keys_of(schema: &Value, path: &[String]) -> Option<Vec<String>> {
+/// `anyOf` and maps); a segment `name[n]` is an item of the list `name`.
+pub(in crate::config) fn keys_of(schema: &Value, path: &[String]) -> Option<Vec<String>> {
     let mut node = resolve(schema, schema);
     for segment in path {
-        node = match node.get("properties").and_then(|p| p.get(segment.as_str())) {
+        let (name, item) = match segment.split_once('[') {
+            Some((name, _)) => (name, true),
+            None => (segment.as_str(), false),
+        };
+        node = match node.get("properties").and_then(|p| p.get(name)) {
             Some(next) => resolve(schema, next),
             None => resolve(schema, node.get("additionalProperties")?),
         };
+        if item {
+            node = resolve(schema, node.get("items")?);
+        }
     }
     let props = node.get("properties")?.as_object()?;
     Some(props.keys().cloned().collect())

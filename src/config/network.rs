@@ -256,4 +256,48 @@ mod tests {
             );
         }
     }
+
+    /// Issue 49: the advice for a refused host, pasted into `.opentiger.yml` as written (block
+    /// or flow style, into an empty file or after other keys), loads and allows that host for
+    /// the one it refused.
+    #[test]
+    fn the_advice_for_a_refused_host_can_be_pasted_as_written() {
+        use crate::model::network::{allow_flow, allow_yaml, Refusal};
+        let users = AgentRole::ALL
+            .iter()
+            .map(|r| NetworkUser::Agent(*r))
+            .chain([NetworkUser::Checks]);
+        for user in users {
+            for (host, port) in [("registry.npmjs.org", 443), ("evil.example", 8443)] {
+                let refusal = Refusal {
+                    host: host.to_string(),
+                    port,
+                    by: user.key().to_string(),
+                    times: 1,
+                };
+                let entry = refusal.allow_entry();
+                let shown = refusal.line();
+                let pasted = shown.rsplit('`').nth(1).expect("the advice in backticks");
+                for advice in [
+                    allow_yaml(user.key(), &entry),
+                    allow_flow(user.key(), &entry),
+                    pasted.to_string(),
+                ] {
+                    for file in [
+                        format!("{advice}\n"),
+                        format!("mode: local-git\nlimits:\n  max_runs_per_tick: 2\n{advice}\n"),
+                    ] {
+                        let config = crate::config::load_str(&file, ".opentiger.yml")
+                            .unwrap_or_else(|e| panic!("{file}\nrefused: {e}"));
+                        let rules = config.sandbox.network.allow.rules(user);
+                        assert!(
+                            rules.iter().any(|r| r.matches(host, port)),
+                            "{file}: does not allow {host}:{port} for the {}",
+                            user.key()
+                        );
+                    }
+                }
+            }
+        }
+    }
 }

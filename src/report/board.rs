@@ -351,7 +351,7 @@ mod tests {
                 "started 1 of limits.max_runs_per_tick = 4: 2 queued task(s) held back".into(),
             ),
             refused: vec![
-                "task b: evil.example:443 refused for the worker; to allow it: `sandbox.network.allow.worker: [\"evil.example\"]` in .opentiger.yml".into(),
+                "task b: evil.example:443 refused for the worker; to allow it, add to .opentiger.yml (into its `sandbox:` when it has one): `sandbox: {network: {allow: {worker: [\"evil.example\"]}}}`".into(),
             ],
         };
         let mut board = BoardView::of(&view, "github");
@@ -414,7 +414,7 @@ mod tests {
         for text in [&dashboard, &summary] {
             assert!(text.contains("## Hosts refused"), "{text}");
             assert!(
-                text.contains("sandbox.network.allow.worker: [\"evil.example\"]"),
+                text.contains("sandbox: {network: {allow: {worker: [\"evil.example\"]}}}"),
                 "{text}"
             );
         }
