@@ -422,7 +422,7 @@ fn status_shows_reason_and_next_action_for_every_active_task() {
     let all = repo.run(&["status", "--json", "--all"]).ok().json();
     assert_eq!(all["tasks"].as_array().unwrap().len(), 9);
     let text = repo.run(&["status"]).ok().stdout;
-    assert!(text.contains("next: quota_wait: retry after"), "{text}");
+    assert!(text.contains("now:  quota_wait: retry after"), "{text}");
 }
 
 #[test]

@@ -174,7 +174,7 @@ fn execution_mode_holds_tasks_added_by_hand() {
     let status = repo.run(&["status"]).ok().stdout;
     assert!(
         status.contains(&format!(
-            "next: waits on a person: `opentiger task approve {held_id}`"
+            "now:  waits on a person: `opentiger task approve {held_id}`"
         )),
         "{status}"
     );

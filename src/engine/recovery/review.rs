@@ -479,6 +479,13 @@ fn review_if_due_as(w: &mut Working<'_>, id: &TaskId, before_ci: bool) -> bool {
         );
         return true;
     }
+    // Issue 49: a person's uncommitted work in the merge's way (local-git): nothing is claimed,
+    // no review spent, until they commit or stash it.
+    if let Some(files) = obs.checkout_holds.get(id) {
+        let reason = super::super::waits::held_by_checkout(&w.config.base_branch, files);
+        w.wait(id, None, super::super::waits::HELD_BY_CHECKOUT, reason);
+        return true;
+    }
     let approved = obs.judge_approved.contains(&head);
     // CI gates the merge when checks are required and the repository has CI to wait for (or
     // it is not known yet whether it has: the gate waits for that first).
