@@ -409,7 +409,7 @@ mod tests {
             "## Recently finished",
             "#9: opened by @\u{200B}eve",
             "**Agents parked on a quota:** claude-code waits on quota until 12:40",
-            "**Concurrency:** started 1 of limits.max\\_runs\\_per\\_tick = 4: 2 queued task(s) held back",
+            "**Concurrency (the next tick's forecast):** started 1 of limits.max\\_runs\\_per\\_tick = 4: 2 queued task(s) held back",
             DASHBOARD_MARKER,
         ] {
             assert!(

@@ -275,7 +275,15 @@ pub fn task_view(task: &Task, plan: &Plan, phase: Phase) -> TaskStatusView {
                 .or(through),
         },
         next_action: next.clone().or_else(|| now.clone()).unwrap_or_default(),
-        now: person.as_ref().map(PersonView::line).or(now),
+        // A wait through another task says whose and what they do, unless the plan's own
+        // words say it already (a family's rework that waits on a person).
+        now: match (&person, now) {
+            (Some(p), Some(n)) if p.via.is_some() && !n.contains("waits on a person") => {
+                Some(p.line())
+            }
+            (Some(p), None) => Some(p.line()),
+            (_, n) => n,
+        },
         next_tick: next,
         next_detail: plan
             .for_task(&task.id)
@@ -345,7 +353,7 @@ pub fn status_text(view: &StatusView, verbose: bool) -> String {
         let _ = writeln!(out, "Parked: {line}");
     }
     if let Some(line) = &view.held_back {
-        let _ = writeln!(out, "Concurrency: {line}");
+        let _ = writeln!(out, "Concurrency (the next tick's forecast): {line}");
     }
     for line in &view.refused {
         let _ = writeln!(out, "Refused: {line}");
