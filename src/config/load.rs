@@ -178,38 +178,28 @@ fn parse_error(err: &serde_saphyr::Error, path: &str, file: &str, text: &str) ->
         key_line: line_of_key(text, &key),
         unknown: message.starts_with("unknown field `"),
     };
-    if let Some((line, key, message, fix)) =
-        super::words::indent::mistake(text, &reported, &schema_json())
-    {
-        return ConfigError {
-            file: file.to_string(),
-            line: Some(line),
-            key,
-            message,
-            fix,
-        };
+    let said = |(line, key, message, fix): (u64, String, String, String)| ConfigError {
+        file: file.to_string(),
+        line: Some(line),
+        key,
+        message,
+        fix,
+    };
+    if let Some(found) = super::words::indent::mistake(text, &reported, &schema_json()) {
+        return said(found);
     }
-    if let Some((line, key, message, fix)) = super::words::syntax::never_closed_at(text, line) {
-        return ConfigError {
-            file: file.to_string(),
-            line: Some(line),
-            key,
-            message,
-            fix,
-        };
+    if let Some(found) = super::words::syntax::never_closed_at(text, line) {
+        return said(found);
     }
     // Issue 49: a syntax error's key path is where the parser gave up (`agents.judge.?`), not a
     // key the user wrote, and its fix is never a type's.
     if is_syntax(err) {
-        let (line, key, message, fix) =
-            super::words::syntax::said(&message, text, line, &schema_json());
-        return ConfigError {
-            file: file.to_string(),
-            line: Some(line),
-            key,
-            message,
-            fix,
-        };
+        return said(super::words::syntax::said(
+            &message,
+            text,
+            line,
+            &schema_json(),
+        ));
     }
     if let Some((unknown, expected)) = parse_unknown_field(&message) {
         let parent = key.rsplit_once('.').map_or("", |(p, _)| p);

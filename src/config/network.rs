@@ -217,15 +217,19 @@ mod tests {
         }
     }
 
+    /// Every agent role, and the checks.
+    fn users() -> impl Iterator<Item = NetworkUser> {
+        AgentRole::ALL
+            .iter()
+            .map(|r| NetworkUser::Agent(*r))
+            .chain([NetworkUser::Checks])
+    }
+
     /// A refused host's advice names `sandbox.network.allow.<key>` for the agent it refused:
     /// every agent role and the checks have a list under that key, and it is theirs.
     #[test]
     fn every_network_user_has_the_list_its_advice_names() {
-        let users = AgentRole::ALL
-            .iter()
-            .map(|r| NetworkUser::Agent(*r))
-            .chain([NetworkUser::Checks]);
-        for user in users {
+        for user in users() {
             let mut allow = NetworkAllow::default();
             let list = allow
                 .lists()
@@ -263,11 +267,7 @@ mod tests {
     #[test]
     fn the_advice_for_a_refused_host_can_be_pasted_as_written() {
         use crate::model::network::{allow_flow, allow_yaml, Refusal};
-        let users = AgentRole::ALL
-            .iter()
-            .map(|r| NetworkUser::Agent(*r))
-            .chain([NetworkUser::Checks]);
-        for user in users {
+        for user in users() {
             for (host, port) in [("registry.npmjs.org", 443), ("evil.example", 8443)] {
                 let refusal = Refusal {
                     host: host.to_string(),

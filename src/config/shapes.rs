@@ -8,6 +8,8 @@
 
 use serde_json::Value;
 
+use super::indent::resolve;
+
 /// What is wrong and its fix, when the shape can be said: `(line, message, fix)`.
 pub(super) type Shaped = (u64, String, String);
 
@@ -72,48 +74,8 @@ fn pair(line: &str) -> Option<(&str, &str)> {
 
 /// The schema node of a dotted key (`name[n]` an item of the list `name`).
 fn node<'s>(schema: &'s Value, key: &str) -> Option<&'s Value> {
-    let mut node = resolve(schema, schema);
-    for segment in key.split('.') {
-        let (name, item) = match segment.split_once('[') {
-            Some((name, _)) => (name, true),
-            None => (segment, false),
-        };
-        node = match node.get("properties").and_then(|p| p.get(name)) {
-            Some(next) => resolve(schema, next),
-            None => resolve(schema, node.get("additionalProperties")?),
-        };
-        if item {
-            node = resolve(schema, node.get("items")?);
-        }
-    }
-    Some(node)
-}
-
-fn resolve<'s>(root: &'s Value, node: &'s Value) -> &'s Value {
-    let mut node = node;
-    for _ in 0..8 {
-        if let Some(def) = node
-            .get("$ref")
-            .and_then(Value::as_str)
-            .and_then(|r| r.strip_prefix("#/$defs/"))
-            .and_then(|name| root.get("$defs")?.get(name))
-        {
-            node = def;
-            continue;
-        }
-        match node
-            .get("anyOf")
-            .or_else(|| node.get("oneOf"))
-            .and_then(Value::as_array)
-            .and_then(|v| {
-                v.iter()
-                    .find(|v| v.get("type") != Some(&Value::from("null")))
-            }) {
-            Some(v) => node = v,
-            None => return node,
-        }
-    }
-    node
+    let path: Vec<String> = key.split('.').map(str::to_string).collect();
+    super::indent::node_at(schema, &path)
 }
 
 /// What the items of the list at `key` are: keys (with their names) or one value each.
