@@ -59,6 +59,7 @@ fn a_pr_whose_ci_never_starts_is_never_merged_when_the_base_has_ci() {
     let task = task(&s);
     assert_eq!(task["block_reason"], "awaiting_human", "{task}");
     assert!(task["reason"].as_str().unwrap().contains("test"), "{task}");
+    assert!(task["waiting_on_person"]["step"].is_string(), "{task}");
     assert_eq!(task["waiting_on_person"]["via"], serde_json::Value::Null);
     assert!(!s.server.pull(pr).unwrap().merged);
 }
