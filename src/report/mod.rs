@@ -92,7 +92,19 @@ pub fn why_idle(plan: &Plan, tasks: &[Task]) -> Vec<String> {
             },
             None => "-".to_string(),
         };
-        lines.push(format!("  {who}: {}", d.reason));
+        // Issue 49: a task waiting through another says whose step it waits on.
+        let through = d
+            .task_id
+            .as_ref()
+            .and_then(|id| plan.waiting_on_person.get(id))
+            .and_then(|p| {
+                let via = p.via.as_ref()?;
+                Some(format!("waits on a person through {via}: {}", p.step))
+            });
+        lines.push(format!(
+            "  {who}: {}",
+            through.unwrap_or_else(|| d.reason.clone())
+        ));
     }
     if waits.len() > IDLE_LINES {
         lines.push(format!(
