@@ -10,6 +10,7 @@
 mod agents;
 mod entry;
 mod fallback;
+mod keys;
 mod limits;
 mod load;
 mod merge;

@@ -217,15 +217,19 @@ mod tests {
         }
     }
 
+    /// Every agent role, and the checks.
+    fn users() -> impl Iterator<Item = NetworkUser> {
+        AgentRole::ALL
+            .iter()
+            .map(|r| NetworkUser::Agent(*r))
+            .chain([NetworkUser::Checks])
+    }
+
     /// A refused host's advice names `sandbox.network.allow.<key>` for the agent it refused:
     /// every agent role and the checks have a list under that key, and it is theirs.
     #[test]
     fn every_network_user_has_the_list_its_advice_names() {
-        let users = AgentRole::ALL
-            .iter()
-            .map(|r| NetworkUser::Agent(*r))
-            .chain([NetworkUser::Checks]);
-        for user in users {
+        for user in users() {
             let mut allow = NetworkAllow::default();
             let list = allow
                 .lists()
@@ -254,6 +258,46 @@ mod tests {
                 "{}: its own list is not its rules",
                 user.key()
             );
+        }
+    }
+
+    /// Issue 49: the advice for a refused host, pasted into `.opentiger.yml` as written (block
+    /// or flow style, into an empty file or after other keys), loads and allows that host for
+    /// the one it refused.
+    #[test]
+    fn the_advice_for_a_refused_host_can_be_pasted_as_written() {
+        use crate::model::network::{allow_flow, allow_yaml, Refusal};
+        for user in users() {
+            for (host, port) in [("registry.npmjs.org", 443), ("evil.example", 8443)] {
+                let refusal = Refusal {
+                    host: host.to_string(),
+                    port,
+                    by: user.key().to_string(),
+                    times: 1,
+                };
+                let entry = refusal.allow_entry();
+                let shown = refusal.line();
+                let pasted = shown.rsplit('`').nth(1).expect("the advice in backticks");
+                for advice in [
+                    allow_yaml(user.key(), &entry),
+                    allow_flow(user.key(), &entry),
+                    pasted.to_string(),
+                ] {
+                    for file in [
+                        format!("{advice}\n"),
+                        format!("mode: local-git\nlimits:\n  max_runs_per_tick: 2\n{advice}\n"),
+                    ] {
+                        let config = crate::config::load_str(&file, ".opentiger.yml")
+                            .unwrap_or_else(|e| panic!("{file}\nrefused: {e}"));
+                        let rules = config.sandbox.network.allow.rules(user);
+                        assert!(
+                            rules.iter().any(|r| r.matches(host, port)),
+                            "{file}: does not allow {host}:{port} for the {}",
+                            user.key()
+                        );
+                    }
+                }
+            }
         }
     }
 }

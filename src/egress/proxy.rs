@@ -127,7 +127,8 @@ fn refused(session: &Session, host: &str, port: u16) -> Response<ProxyBody> {
     text(
         StatusCode::FORBIDDEN,
         format!(
-            "opentiger's proxy refused {host}:{port}: it is not on the {by}'s allow list. To allow it, add `sandbox.network.allow.{by}: [\"{entry}\"]` to .opentiger.yml\n"
+            "opentiger's proxy refused {host}:{port}: it is not on the {by}'s allow list. To allow it, add to .opentiger.yml (into its `sandbox:` when it has one):\n{}\n",
+            crate::model::network::allow_yaml(by, &entry)
         ),
     )
 }

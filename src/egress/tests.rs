@@ -209,7 +209,7 @@ fn hosts_off_the_list_are_refused_with_the_line_that_allows_them() {
     );
     assert!(refused.starts_with("HTTP/1.1 403"), "{refused}");
     assert!(
-        refused.contains("sandbox.network.allow.worker: [\"evil.test\"]"),
+        refused.contains("sandbox:\n  network:\n    allow:\n      worker: [\"evil.test\"]"),
         "{refused}"
     );
     let plain = send(
@@ -243,8 +243,8 @@ fn hosts_off_the_list_are_refused_with_the_line_that_allows_them() {
     assert_eq!(
         lines,
         [
-            "sandbox.network.allow.worker: [\"evil.test\"]",
-            "sandbox.network.allow.worker: [\"evil.test:8080\"]"
+            "sandbox: {network: {allow: {worker: [\"evil.test\"]}}}",
+            "sandbox: {network: {allow: {worker: [\"evil.test:8080\"]}}}"
         ]
     );
 }

@@ -103,16 +103,13 @@ impl Refusal {
         }
     }
 
-    /// The configuration line that would allow it.
+    /// The configuration that would allow it, on one line, as it can be pasted into
+    /// `.opentiger.yml` (issue 49: nested, not a dotted key the file does not take).
     pub fn allow_line(&self) -> String {
-        format!(
-            "sandbox.network.allow.{}: [\"{}\"]",
-            self.by,
-            self.allow_entry()
-        )
+        allow_flow(&self.by, &self.allow_entry())
     }
 
-    /// `evil.example:443 refused for the worker (2×); allow it with …`, for people.
+    /// `evil.example:443 refused for the worker (2×); to allow it, add …`, for people.
     pub fn line(&self) -> String {
         let times = if self.times > 1 {
             format!(" ({}×)", self.times)
@@ -120,13 +117,36 @@ impl Refusal {
             String::new()
         };
         format!(
-            "{}:{} refused for the {}{times}; to allow it: `{}` in .opentiger.yml",
+            "{}:{} refused for the {}{times}; to allow it, add to .opentiger.yml (into its \
+             `sandbox:` when it has one): `{}`",
             self.host,
             self.port,
             self.by,
             self.allow_line()
         )
     }
+}
+
+/// `sandbox.network.allow.<by>` holding `entry`, as nested YAML on one line (flow style): what
+/// pasted into `.opentiger.yml` allows the host.
+pub fn allow_flow(by: &str, entry: &str) -> String {
+    format!(
+        "sandbox: {{network: {{allow: {{{by}: [{}]}}}}}}",
+        yaml_string(entry)
+    )
+}
+
+/// The same as block YAML, one key a line, each indented under its parent.
+pub fn allow_yaml(by: &str, entry: &str) -> String {
+    format!(
+        "sandbox:\n  network:\n    allow:\n      {by}: [{}]",
+        yaml_string(entry)
+    )
+}
+
+/// `text` as a double-quoted YAML string.
+fn yaml_string(text: &str) -> String {
+    format!("\"{}\"", text.replace('\\', "\\\\").replace('"', "\\\""))
 }
 
 /// Adds `new` to `list`, counting repeats of a host, port and list once.
@@ -178,7 +198,11 @@ mod tests {
         };
         assert_eq!(
             r.allow_line(),
-            "sandbox.network.allow.worker: [\"evil.example\"]"
+            "sandbox: {network: {allow: {worker: [\"evil.example\"]}}}"
+        );
+        assert_eq!(
+            allow_yaml("worker", "evil.example"),
+            "sandbox:\n  network:\n    allow:\n      worker: [\"evil.example\"]"
         );
         assert!(r.line().contains("(2×)"), "{}", r.line());
         let odd = Refusal {
@@ -188,7 +212,7 @@ mod tests {
         };
         assert_eq!(
             odd.allow_line(),
-            "sandbox.network.allow.checks: [\"evil.example:8443\"]"
+            "sandbox: {network: {allow: {checks: [\"evil.example:8443\"]}}}"
         );
         let mut list = vec![r.clone()];
         merge_refusals(&mut list, &[r.clone(), odd.clone()]);

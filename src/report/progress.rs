@@ -222,7 +222,7 @@ mod tests {
             "- **Blocker:** none",
             "- **Next:** judge run r1",
             "- **Spend:** $0.40 of the task family's $5.00 budget",
-            "- **Refused:** evil.example:443 refused for the checks; to allow it: `sandbox.network.allow.checks: [\"evil.example\"]` in .opentiger.yml",
+            "- **Refused:** evil.example:443 refused for the checks; to allow it, add to .opentiger.yml (into its `sandbox:` when it has one): `sandbox: {network: {allow: {checks: [\"evil.example\"]}}}`",
             "- **Evidence:** PR #7 · CI pending",
             "- [x] hello.txt exists — **met**",
             "````text\ntest ok ``` x\n````",

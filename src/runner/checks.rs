@@ -405,7 +405,7 @@ impl CheckDomain {
         }
         match crate::sandbox::denied_write(output, &self.writable) {
             Some(path) => format!(
-                "\n  the sandbox refused a write to {path} (checks write only their workspace, a scratch folder and a private home); if the check needs it, allow its folder with `sandbox.writable: [\"{}\"]`",
+                "\n  the sandbox refused a write to {path} (checks write only their workspace, a scratch folder and a private home); if the check needs it, allow its folder: add to .opentiger.yml (into its `sandbox:` when it has one) `sandbox: {{writable: [\"{}\"]}}`",
                 std::path::Path::new(&path)
                     .parent()
                     .map_or(path.clone(), |p| p.display().to_string())
