@@ -4,6 +4,8 @@
 //! everything. Each test drives the real binary.
 
 mod common;
+#[path = "eval/example.rs"]
+mod example;
 
 use std::collections::BTreeMap;
 use std::io::{BufRead, BufReader};
@@ -11,61 +13,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
 use common::{git, Out};
-
-/// The example made in a temp folder: the folder, and the repository in it.
-struct Example {
-    dir: tempfile::TempDir,
-    repo: PathBuf,
-}
-
-impl Example {
-    fn new() -> Example {
-        let dir = tempfile::tempdir().unwrap();
-        let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("scripts/eval-example.sh");
-        let out = Command::new("sh")
-            .arg(script)
-            .arg(dir.path())
-            .output()
-            .unwrap();
-        assert!(
-            out.status.success(),
-            "{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        let repo = dir.path().join("mathlib");
-        Example { dir, repo }
-    }
-
-    fn config(&self, name: &str) -> String {
-        self.dir.path().join(name).display().to_string()
-    }
-
-    fn command(&self, args: &[&str]) -> Command {
-        let mut command = Command::new(env!("CARGO_BIN_EXE_opentiger"));
-        command
-            .arg("--repo")
-            .arg(&self.repo)
-            .arg("eval")
-            .args(args)
-            .env_remove("OPENTIGER_CONFIG")
-            .env_remove("OPENTIGER_NOW")
-            .env_remove("GITHUB_STEP_SUMMARY");
-        command
-    }
-
-    fn eval(&self, args: &[&str]) -> Out {
-        self.command(args).output().unwrap().into()
-    }
-
-    /// The agent's calls so far: `worker NAME` and `judge TASK` lines.
-    fn calls(&self) -> Vec<String> {
-        std::fs::read_to_string(self.dir.path().join("shared/calls.log"))
-            .unwrap_or_default()
-            .lines()
-            .map(String::from)
-            .collect()
-    }
-}
+use example::Example;
 
 fn tasks(config: &serde_json::Value) -> Vec<serde_json::Value> {
     config["tasks"].as_array().unwrap().clone()

@@ -50,6 +50,22 @@ pub fn settled(state: TaskState) -> Option<&'static str> {
     }
 }
 
+/// [`settled`] for a task and its AutoFix and rework tasks (`family`: the states of those not
+/// done or cancelled): a task that follows its child is settled when nothing in its family
+/// would move by itself and some of it waits on a person or a budget.
+pub fn family_settled(root: TaskState, family: &[TaskState]) -> Option<&'static str> {
+    if let Some(why) = settled(root) {
+        return Some(why);
+    }
+    let follows = |s: &TaskState| {
+        s.status == TaskStatus::Blocked && s.reason == Some(BlockReason::NeedsRework)
+    };
+    if !follows(&root) || !family.iter().all(|s| follows(s) || settled(*s).is_some()) {
+        return None;
+    }
+    family.iter().find_map(|s| settled(*s))
+}
+
 /// The time the next tick is told: a minute on, or — when every active task waits for a later
 /// time (a cooldown, a quota's reset) — that time, so an eval never sleeps through a backoff.
 /// `waits` holds, per active task, the time it waits for (`None`: it can move now).
@@ -217,6 +233,24 @@ mod tests {
                 expected,
                 "{status} {reason:?}"
             );
+        }
+    }
+
+    #[test]
+    fn a_task_following_its_child_is_settled_when_the_whole_family_is() {
+        let follows = TaskState::new(TaskStatus::Blocked, Some(BlockReason::NeedsRework));
+        let waits = TaskState::new(TaskStatus::Blocked, Some(BlockReason::AwaitingHuman));
+        let queued = TaskState::new(TaskStatus::Queued, None);
+        let judged = TaskState::new(TaskStatus::Blocked, Some(BlockReason::AwaitingJudge));
+        for (root, family, expected) in [
+            (follows, vec![follows, waits], Some("waits on a person")),
+            (follows, vec![follows, queued], None),
+            (follows, vec![follows, judged], None),
+            (follows, vec![follows], None),
+            (queued, vec![queued, waits], None),
+            (waits, vec![waits], Some("waits on a person")),
+        ] {
+            assert_eq!(family_settled(root, &family), expected, "{root} {family:?}");
         }
     }
 

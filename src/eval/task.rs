@@ -176,10 +176,11 @@ fn replay(job: &Job<'_>, place: &Place) -> Result<Ended, Failure> {
         };
         let store = Store::open_read_only(&place.state)?;
         let root = store.task(&id)?;
-        if rules::settled(root.state()).is_some() {
+        let active = store.list_tasks(&TaskFilter::default())?;
+        let family: Vec<_> = active.iter().map(Task::state).collect();
+        if rules::family_settled(root.state(), &family).is_some() {
             break root;
         }
-        let active = store.list_tasks(&TaskFilter::default())?;
         let waits = waits_of(&active);
         let next = rules::next_now(now, &waits);
         let did_something = serde_json::from_str::<serde_json::Value>(&out)
