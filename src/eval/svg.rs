@@ -40,6 +40,17 @@ fn nice_top(max: f64) -> f64 {
         .unwrap_or(10.0 * power)
 }
 
+/// Where the `i`th point's label goes: above its point, each next label a line higher (so the
+/// labels of points that coincide do not overlap), or below it when that leaves the plot.
+fn label_y(py: f64, i: usize) -> f64 {
+    let above = py - 12.0 - 14.0 * i as f64;
+    if above >= TOP + 12.0 {
+        above
+    } else {
+        py + 22.0 + 14.0 * i as f64
+    }
+}
+
 pub fn render(points: &[Point<'_>]) -> String {
     let plot_w = WIDTH - LEFT - RIGHT;
     let plot_h = HEIGHT - TOP - BOTTOM;
@@ -80,7 +91,7 @@ pub fn render(points: &[Point<'_>]) -> String {
     ));
     for (i, p) in points.iter().enumerate() {
         let (px, py) = (x(p.resolve_rate), y(p.cost_per_task));
-        // Labels go left of points near the right edge, and step down when points coincide.
+        // Labels go left of points near the right edge.
         let anchor = if px > LEFT + plot_w * 0.7 {
             "end"
         } else {
@@ -92,7 +103,7 @@ pub fn render(points: &[Point<'_>]) -> String {
              <text x=\"{lx:.1}\" y=\"{ly:.1}\" text-anchor=\"{anchor}\" fill=\"{colour}\">{label} ({pct:.0}%, ${cost:.2})</text>\n",
             colour = COLOURS[i % COLOURS.len()],
             lx = px + dx,
-            ly = py - 10.0 + 14.0 * i as f64,
+            ly = label_y(py, i),
             label = escape(p.label),
             pct = p.resolve_rate * 100.0,
             cost = p.cost_per_task,

@@ -334,7 +334,13 @@ fn facts_of(state: &Path) -> Result<Facts, Failure> {
     })?;
     let runs = store.recent_runs(100_000)?;
     let (mut reviews, mut refusals) = (0, 0);
+    // The judge's and other reviews' tokens, as the proxy metered them (runs keep their own).
+    let mut review_tokens = 0;
     for task in &tasks {
+        for row in store.agent_spend_of(&task.id, 100_000)? {
+            let t = row.metered.map(|m| m.total()).unwrap_or_default();
+            review_tokens += i64::try_from(t.input + t.output).unwrap_or(i64::MAX);
+        }
         for event in store.events_of(&task.id, 100_000)? {
             if event.kind != "judge.concluded" {
                 continue;
@@ -353,7 +359,11 @@ fn facts_of(state: &Path) -> Result<Facts, Failure> {
         runs: u32::try_from(runs.len()).unwrap_or(u32::MAX),
         reviews,
         refusals,
-        tokens: runs.iter().map(|r| r.input_tokens + r.output_tokens).sum(),
+        tokens: runs
+            .iter()
+            .map(|r| r.input_tokens + r.output_tokens)
+            .sum::<i64>()
+            + review_tokens,
         cost_usd: store.spend_by_role()?.values().sum(),
         heads: by_time.iter().filter_map(|r| r.head_sha.clone()).collect(),
     })
