@@ -307,7 +307,7 @@ fn the_users_repository_branches_and_state_are_unchanged() {
 
 /// Usage mistakes are named with their fix before anything runs.
 #[test]
-fn a_configuration_with_no_test_command_is_refused_with_its_fix() {
+fn usage_mistakes_are_refused_with_their_fix_before_anything_runs() {
     let ex = Example::new();
     let bare = ex.dir.path().join("bare.yml");
     std::fs::write(&bare, "mode: local-git\n").unwrap();
@@ -318,6 +318,14 @@ fn a_configuration_with_no_test_command_is_refused_with_its_fix() {
     assert_eq!(out.code, 2, "{}", out.stderr);
     assert!(
         out.stderr.contains("give two revisions as A..B"),
+        "{}",
+        out.stderr
+    );
+    let reproduce = ex.config("reproduce.yml");
+    let out = ex.eval(&["--config", &reproduce, "--config", &reproduce]);
+    assert_eq!(out.code, 2, "{}", out.stderr);
+    assert!(
+        out.stderr.contains("are the same configuration"),
         "{}",
         out.stderr
     );

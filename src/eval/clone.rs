@@ -121,6 +121,10 @@ pub fn apply_hidden(
             }
             continue;
         };
+        // A submodule has no content here to put anywhere.
+        if mode == "160000" {
+            continue;
+        }
         let bytes = source
             .run_bytes(&["cat-file", "blob", &format!("{commit}:{path}")])
             .map_err(|e| failed(&format!("read {path} at {commit}"), e))?;
@@ -130,6 +134,12 @@ pub fn apply_hidden(
         // What the loop left at that path (a file, or a link) gives way to the test.
         if std::fs::symlink_metadata(&target).is_ok() {
             std::fs::remove_file(&target).map_err(|e| failed(&format!("replace {path}"), e))?;
+        }
+        if mode == "120000" {
+            let link = String::from_utf8_lossy(&bytes).into_owned();
+            std::os::unix::fs::symlink(link, &target)
+                .map_err(|e| failed(&format!("link {path}"), e))?;
+            continue;
         }
         std::fs::write(&target, bytes).map_err(|e| failed(&format!("write {path}"), e))?;
         let executable = mode == "100755";

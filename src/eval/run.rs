@@ -135,6 +135,15 @@ pub fn run(opts: &Options) -> Result<Evaluated, Failure> {
     for (c, label) in candidates.iter_mut().zip(labels(&opts.configs)) {
         c.label = label;
     }
+    for (i, c) in candidates.iter().enumerate() {
+        if let Some(same) = candidates[..i].iter().find(|o| o.key == c.key) {
+            return Err(Failure::usage(format!(
+                "--config {} and --config {} are the same configuration: their columns would be the same tasks run twice\n  fix: give each configuration once",
+                same.given.display(),
+                c.given.display()
+            )));
+        }
+    }
     let first = &candidates[0].config;
     let globs = change::test_globs(&opts.tests)?;
     let linked = (first.mode == crate::model::Mode::Github)
@@ -367,23 +376,24 @@ impl Env<'_> {
                 candidate.label
             );
             note(self.opts, &format!("{name}: started"));
-            let plan = self
+            let ended = self
                 .opts
                 .test_command
-                .plan(&candidate.config, &change.paths)?;
-            let job = Job {
-                source: &self.opts.repo,
-                change,
-                config: &candidate.config,
-                key: &candidate.key,
-                eval: self.eval,
-                plan: &plan,
-                redactor: &candidate.redactor,
-                max_ticks: self.opts.max_ticks,
-                per_task_usd: per_task,
-                exe: self.exe,
-            };
-            let ended = task::run(&job);
+                .plan(&candidate.config, &change.paths)
+                .and_then(|plan| {
+                    task::run(&Job {
+                        source: &self.opts.repo,
+                        change,
+                        config: &candidate.config,
+                        key: &candidate.key,
+                        eval: self.eval,
+                        plan: &plan,
+                        redactor: &candidate.redactor,
+                        max_ticks: self.opts.max_ticks,
+                        per_task_usd: per_task,
+                        exe: self.exe,
+                    })
+                });
             let mut p = self.lock();
             p.running -= 1;
             let ended = match ended {
