@@ -30,24 +30,22 @@ pub fn for_clone(
     if let Some(left) = per_task_usd {
         c.budget.per_task_usd = c.budget.per_task_usd.min(left.max(0.0));
     }
-    let anchor = |agent: &mut AgentConfig| {
+    // `./scripts/agent.sh` is a path in the repository; a bare `aider` is looked up on PATH.
+    let program = |agent: &mut AgentConfig| {
         if let Some(program) = agent.command.as_mut().and_then(|argv| argv.first_mut()) {
             if program.contains('/') && Path::new(program.as_str()).is_relative() {
                 *program = source.join(program.as_str()).display().to_string();
             }
         }
+    };
+    let anchor = |agent: &mut AgentConfig| {
+        program(agent);
         if let Some(script) = agent.script.as_mut() {
             if Path::new(script.as_str()).is_relative() {
                 *script = source.join(script.as_str()).display().to_string();
             }
         }
-        for fallback in agent.fallbacks.iter_mut().flatten() {
-            if let Some(program) = fallback.command.as_mut().and_then(|argv| argv.first_mut()) {
-                if program.contains('/') && Path::new(program.as_str()).is_relative() {
-                    *program = source.join(program.as_str()).display().to_string();
-                }
-            }
-        }
+        agent.fallbacks.iter_mut().flatten().for_each(program);
     };
     let a = &mut c.agents;
     for agent in [
