@@ -71,3 +71,41 @@ fn a_good_change_the_judge_refuses_is_counted_as_refused_yet_passing() {
     assert_eq!(summary["refused_passing"], 1, "{summary}");
     assert_eq!(summary["resolved"], 0, "{summary}");
 }
+
+/// The agent's workspace borrows the clone's objects: the clone holds the history up to the
+/// parent only, so neither the change's test nor its commit can be read there — while the
+/// parent's files can (the twin showing the spy looks in the right place).
+#[test]
+fn the_agent_cannot_read_the_change_from_the_objects_it_borrows() {
+    let ex = Example::new();
+    let shared = ex.shared();
+    let hidden = common::git(&ex.repo, &["rev-parse", "HEAD:tests/test_factorial.py"]);
+    let change = common::git(&ex.repo, &["rev-parse", "HEAD"]);
+    let seen = common::git(
+        &ex.repo,
+        &["rev-parse", "HEAD~1:tests/test_is_palindrome.py"],
+    );
+    let spy = shared.join("spy.sh");
+    std::fs::write(
+        &spy,
+        format!(
+            "#!/bin/sh\nif [ \"$OPENTIGER_ROLE\" = judge ]; then echo '{{\"verdict\": \"approve\", \"summary\": \"ok\"}}' > \"$OPENTIGER_RESULT_FILE\"; exit 0; fi\n\
+             for o in {hidden} {change} {seen}; do\n  if git cat-file -e \"$o\" 2>/dev/null; then echo \"sees $o\"; else echo \"not $o\"; fi\ndone >> {log}\n",
+            log = shared.join("spy.log").display()
+        ),
+    )
+    .unwrap();
+    std::fs::set_permissions(&spy, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let config = ex.config_from("spy.yml", |t| {
+        t.replace(
+            &format!("[\"{}\", \"reproduce\"]", shared.join("agent.sh").display()),
+            &format!("[\"{}\"]", spy.display()),
+        )
+    });
+    ex.eval(&["--last", "1", "--config", &config, "--max-ticks", "1"])
+        .ok();
+    let log = std::fs::read_to_string(shared.join("spy.log")).unwrap();
+    assert!(log.contains(&format!("sees {seen}")), "{log}");
+    assert!(log.contains(&format!("not {hidden}")), "{log}");
+    assert!(log.contains(&format!("not {change}")), "{log}");
+}

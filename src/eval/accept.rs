@@ -69,11 +69,32 @@ pub struct Acceptance<'a> {
     pub logs: &'a Path,
 }
 
+/// Which tree the hidden tests run on.
+pub enum Tree<'a> {
+    /// A revision of the clone (the parent, the merged base, the loop's last change).
+    Clone(&'a str),
+    /// The change itself, which the clone does not hold: written from the user's repository.
+    Change,
+}
+
 impl Acceptance<'_> {
-    /// Checks out `rev` of the clone under `dir`, puts the hidden tests on it and runs the test
-    /// command there: whether it passed. The output goes to `<logs>/<name>.txt`.
-    pub fn run_on(&self, rev: &str, dir: &Path, name: &str) -> Result<bool, Failure> {
-        let tree = clone::tree_at(self.clone, rev, dir)?;
+    /// Writes `tree` under `dir`, puts the hidden tests on it and runs the test command there:
+    /// whether it passed. The output goes to `<logs>/<name>.txt`.
+    pub fn run_on(&self, tree: Tree<'_>, dir: &Path, name: &str) -> Result<bool, Failure> {
+        let rev = match tree {
+            Tree::Clone(rev) => {
+                clone::tree_at(self.clone, rev, dir)?;
+                rev
+            }
+            Tree::Change => {
+                std::fs::create_dir_all(dir).map_err(|e| {
+                    Failure::tick(format!("eval: could not make {}: {e}", dir.display()))
+                })?;
+                clone::tree_of_source(self.source, self.commit, dir, &dir.with_extension("index"))?;
+                self.commit
+            }
+        };
+        let tree = dir.to_path_buf();
         clone::apply_hidden(self.source, self.commit, self.hidden, &tree)?;
         let done = crate::runner::run_commands_in(
             self.config,

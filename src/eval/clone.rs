@@ -1,8 +1,9 @@
 //! The throw-away side of an eval: the configuration a clone's ticks get, the clone itself
 //! (its base branch at the change's parent, no remote), and the trees the hidden tests run on.
-//! The user's repository is only read: `git clone` of a local path copies or hard-links its
-//! objects and writes nothing there, and the clone's `origin` is removed before any tick runs,
-//! so nothing in the clone can push back.
+//! The clone holds the history up to the parent and nothing later — an agent's workspace
+//! borrows the clone's objects, and the change's own files (its tests, its code) must not be
+//! among them. The user's repository is only read: a fetch from it into a new repository, and
+//! for the change's own tree `read-tree` into a private index file.
 //! Not for: the ticks (`eval::task`), or which files are hidden tests (`eval::change`).
 
 use std::path::{Path, PathBuf};
@@ -73,19 +74,33 @@ fn failed(what: &str, e: impl std::fmt::Display) -> Failure {
     Failure::tick(format!("eval: could not {what}: {e}"))
 }
 
-/// Clones `source` into `dir`, with `base` checked out at `parent` and no remote left.
+/// A new repository in `dir` holding `source`'s history up to `parent`, with `base` checked
+/// out there; it has no remote.
 pub fn make(source: &Path, dir: &Path, base: &str, parent: &str) -> Result<Git, Failure> {
     let from = source.display().to_string();
     let to = dir.display().to_string();
     Git::new(dir.parent().unwrap_or(dir))
-        .run(&["clone", "-q", "--no-checkout", &from, &to])
-        .map_err(|e| failed(&format!("clone {from}"), e))?;
+        .run(&["init", "-q", &to])
+        .map_err(|e| failed(&format!("make a repository in {to}"), e))?;
     let git = Git::new(dir);
-    git.run(&["remote", "remove", "origin"])
-        .map_err(|e| failed("remove the clone's remote", e))?;
+    git.run(&["fetch", "-q", "--no-tags", &from, parent])
+        .map_err(|e| failed(&format!("fetch {parent} from {from}"), e))?;
     git.run(&["checkout", "-q", "-B", base, parent])
         .map_err(|e| failed(&format!("check out {parent} as {base}"), e))?;
     Ok(git)
+}
+
+/// The files of `rev` of `source` written into `dir`, through an index file of our own (`index`,
+/// outside `dir`): nothing of `source` is written.
+pub fn tree_of_source(source: &Git, rev: &str, dir: &Path, index: &Path) -> Result<(), Failure> {
+    let git = source.with_env("GIT_INDEX_FILE", &index.display().to_string());
+    git.run(&["read-tree", rev])
+        .map_err(|e| failed(&format!("read {rev}"), e))?;
+    let prefix = format!("{}/", dir.display());
+    git.run(&["checkout-index", "-a", "-f", &format!("--prefix={prefix}")])
+        .map_err(|e| failed(&format!("write the files of {rev}"), e))?;
+    let _ = std::fs::remove_file(index);
+    Ok(())
 }
 
 /// A work tree of the clone at `rev`, in `dir`.

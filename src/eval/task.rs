@@ -20,7 +20,7 @@ use crate::process::{self, ProcessSpec};
 use crate::store::{Store, TaskFilter};
 use crate::time::Timestamp;
 
-use super::accept::Acceptance;
+use super::accept::{Acceptance, Tree};
 use super::change::Change;
 use super::results::{EvalDir, TaskResult};
 use super::rules::{self, HiddenTests};
@@ -120,7 +120,7 @@ fn replay(job: &Job<'_>, place: &Place) -> Result<Ended, Failure> {
     let mut weak = false;
     if !change.hidden.is_empty() {
         if !accept.run_on(
-            &change.commit,
+            Tree::Change,
             &place.work.join("at-change"),
             "tests-at-change",
         )? {
@@ -130,7 +130,7 @@ fn replay(job: &Job<'_>, place: &Place) -> Result<Ended, Failure> {
             ));
         }
         weak = accept.run_on(
-            &change.parent,
+            Tree::Clone(&change.parent),
             &place.work.join("at-parent"),
             "tests-at-parent",
         )?;
@@ -218,34 +218,25 @@ fn replay(job: &Job<'_>, place: &Place) -> Result<Ended, Failure> {
     }
     let facts = facts_of(&place.state)?;
     let merged = root.status == TaskStatus::Done;
+    let outcome = |passed: bool| {
+        if passed {
+            HiddenTests::Pass
+        } else {
+            HiddenTests::Fail
+        }
+    };
+    let merged_tree = Tree::Clone(&config.base_branch);
     let (hidden, tested) = if change.hidden.is_empty() {
         (HiddenTests::None, "nothing")
     } else if merged {
-        let passed = accept.run_on(
-            &config.base_branch,
-            &place.work.join("merged"),
-            "tests-merged",
-        )?;
-        (
-            if passed {
-                HiddenTests::Pass
-            } else {
-                HiddenTests::Fail
-            },
-            "merged",
-        )
+        let passed = accept.run_on(merged_tree, &place.work.join("merged"), "tests-merged")?;
+        (outcome(passed), "merged")
     } else {
         match last_change(&clone, &facts.heads) {
             Some(head) => {
-                let passed = accept.run_on(&head, &place.work.join("last"), "tests-last-change")?;
-                (
-                    if passed {
-                        HiddenTests::Pass
-                    } else {
-                        HiddenTests::Fail
-                    },
-                    "last_change",
-                )
+                let last = Tree::Clone(&head);
+                let passed = accept.run_on(last, &place.work.join("last"), "tests-last-change")?;
+                (outcome(passed), "last_change")
             }
             None => (HiddenTests::None, "nothing"),
         }
@@ -254,7 +245,7 @@ fn replay(job: &Job<'_>, place: &Place) -> Result<Ended, Failure> {
     let plain = change.hidden.is_empty()
         && merged
         && accept.run_on(
-            &config.base_branch,
+            Tree::Clone(&config.base_branch),
             &place.work.join("merged"),
             "tests-merged",
         )?;
