@@ -1,7 +1,8 @@
 //! Token usage read from a model API's answers as they stream through the proxy (issue 37):
 //! Anthropic Messages (JSON, and SSE `message_start` / `message_delta`), OpenAI chat completions
 //! (JSON, and SSE chunks carrying `usage`), OpenAI Responses (JSON, SSE and websocket events
-//! with `response.usage`: `response.completed` and the like) and Gemini (`usageMetadata`).
+//! with `response.usage`: `response.completed` and the like) and Gemini (`usageMetadata`, in
+//! SSE or a streamed JSON array).
 //!
 //! An [`AnswerMeter`] is fed the answer's bytes in the order they pass and keeps only what it
 //! must: the current SSE event or websocket message (each capped), never the whole answer. A
@@ -103,11 +104,12 @@ impl AnswerMeter {
     /// The answer ended: what it used.
     pub fn finish(mut self) -> Usage {
         match self.framing {
-            Framing::Json if !self.over_cap => {
-                if let Ok(value) = serde_json::from_slice::<Value>(&self.buf) {
-                    self.event(&value);
-                }
-            }
+            Framing::Json if !self.over_cap => match serde_json::from_slice::<Value>(&self.buf) {
+                // Gemini's `streamGenerateContent` without `alt=sse`: an array of chunks.
+                Ok(Value::Array(chunks)) => chunks.iter().for_each(|c| self.event(c)),
+                Ok(value) => self.event(&value),
+                Err(_) => {}
+            },
             Framing::Sse => {
                 // An event not closed by a blank line still counts.
                 let line = std::mem::take(&mut self.buf);

@@ -126,17 +126,15 @@ fn openai_streams_count_the_chunk_or_event_that_carries_usage() {
 
 #[test]
 fn gemini_streams_keep_the_last_counts() {
-    let body = sse(
-        &[
-            json!({"modelVersion": "gemini-2.5-pro", "usageMetadata": {"promptTokenCount": 100, "candidatesTokenCount": 3}}),
-            json!({"modelVersion": "gemini-2.5-pro", "usageMetadata": {"promptTokenCount": 100, "candidatesTokenCount": 30, "thoughtsTokenCount": 5}}),
-        ],
-        false,
-    );
-    assert_eq!(
-        meter(Framing::Sse, &body, 11),
-        one("gemini-2.5-pro", tokens(100, 0, 35, 1))
-    );
+    let chunks = [
+        json!({"modelVersion": "gemini-2.5-pro", "usageMetadata": {"promptTokenCount": 100, "candidatesTokenCount": 3}}),
+        json!({"modelVersion": "gemini-2.5-pro", "usageMetadata": {"promptTokenCount": 100, "candidatesTokenCount": 30, "thoughtsTokenCount": 5}}),
+    ];
+    let expected = one("gemini-2.5-pro", tokens(100, 0, 35, 1));
+    assert_eq!(meter(Framing::Sse, &sse(&chunks, false), 11), expected);
+    // `streamGenerateContent` without `alt=sse`: one JSON array of the chunks.
+    let array = serde_json::to_vec(&chunks).unwrap();
+    assert_eq!(meter(Framing::Json, &array, 11), expected);
 }
 
 /// A server's websocket frame (unmasked unless `mask`).
