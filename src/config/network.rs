@@ -22,7 +22,7 @@ pub struct NetworkConfig {
     /// Hosts reachable through the proxy besides each executor's model API, which is always
     /// allowed for that agent. Empty by default: nothing else is reachable.
     pub allow: NetworkAllow,
-    /// Tools a model API runs itself that opentiger's proxy lets an agent ask for (issue 46).
+    /// Tools a model API runs itself that opentiger's proxy lets an agent ask for.
     /// Each reaches beyond the allow list or the meter: `mcp` (the provider connects to MCP
     /// servers the request names), `web_search`, `web_fetch` (the provider fetches pages and
     /// files by URL: Anthropic's web fetch, Gemini's URL context, images and documents given by

@@ -29,13 +29,9 @@ use super::meter::{AnswerMeter, Framing};
 use super::providers::{Call, Provider, Verb};
 use super::reply::{api_error, full, BoxError, ProxyBody};
 use super::scrub::{Scrubber, Secrets};
-use super::session::{Admission, Flight, Held, QuotaHit, Route, Session};
+use super::session::{Admission, Flight, Held, QuotaHit, Route, Session, BODY_MAX};
 use super::upstream::{self, is_websocket, strip_hop_by_hop};
 
-/// The largest request body a model call may have: Anthropic's own limit for a Messages
-/// request (32 MB), beyond a long context with images (claude's largest requests are a few
-/// MiB).
-pub const BODY_MAX: usize = 32 << 20;
 /// The longest a model call's body may take to arrive.
 pub const BODY_TIMEOUT: Duration = Duration::from_secs(60);
 
@@ -202,7 +198,14 @@ async fn read_body(
     let mut bytes = Vec::new();
     let read = tokio::time::timeout(BODY_TIMEOUT, async {
         while let Some(frame) = body.frame().await {
-            let Ok(data) = frame.map_err(|_| ()).and_then(|f| f.into_data().map_err(|_| ())) else {
+            let frame = frame.map_err(|e| {
+                (
+                    StatusCode::BAD_REQUEST,
+                    format!("opentiger's proxy could not read the model call's body: {e}"),
+                )
+            })?;
+            // Trailers carry no body.
+            let Ok(data) = frame.into_data() else {
                 continue;
             };
             if bytes.len() + data.len() > BODY_MAX {

@@ -24,6 +24,10 @@ use super::scrub::Secrets;
 /// connection is answered 503 and closed at once, so an agent cannot make the runner hold
 /// thousands of sockets and their buffers (issue 46).
 pub const MAX_CONNECTIONS: usize = 128;
+/// The largest request body a model call may have (and a websocket message): Anthropic's own
+/// limit for a Messages request (32 MB), beyond a long context with images (claude's largest
+/// requests are a few MiB).
+pub const BODY_MAX: usize = 32 << 20;
 /// The most request-body bytes the proxy holds for one run at once (it reads a model call's
 /// body whole before forwarding it, to read its tools): two of the largest calls.
 pub const BUFFERED_MAX: usize = 64 << 20;

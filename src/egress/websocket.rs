@@ -1,7 +1,7 @@
 //! A model API's websocket through the proxy (OpenAI Responses over a websocket, as codex uses
 //! it; issues 37 and 46). Both directions are read frame by frame:
 //!
-//! - the client's messages ([`FromClient`]) are each held whole (at most `model::BODY_MAX`)
+//! - the client's messages ([`FromClient`]) are each held whole (at most `session::BODY_MAX`)
 //!   and read like a request body: one asking for a tool the provider runs itself (`tools`) is
 //!   never passed on — the client gets a close frame (1008) naming the field instead;
 //! - the server's frames ([`FromServer`]) are metered and pass the secret filter: headers
@@ -19,9 +19,8 @@ use hyper_util::rt::TokioIo;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
 use super::meter::{AnswerMeter, Framing};
-use super::model::BODY_MAX;
 use super::scrub::Scrubber;
-use super::session::Session;
+use super::session::{Session, BODY_MAX};
 use crate::config::ProviderTool;
 
 /// One frame's header.

@@ -252,7 +252,7 @@ fn a_body_past_the_cap_is_refused_before_it_is_read() {
     write!(
         s,
         "POST /anthropic/v1/messages HTTP/1.1\r\nhost: x\r\ncontent-length: {}\r\nconnection: close\r\n\r\n",
-        super::super::model::BODY_MAX + 1
+        super::super::session::BODY_MAX + 1
     )
     .unwrap();
     let mut reader = BufReader::new(s);
