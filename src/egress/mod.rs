@@ -28,7 +28,7 @@
 //! Not here: starting programs (`process`), deciding what a run's result means (`runner`,
 //! `engine`).
 
-pub mod credential;
+mod credential;
 pub mod meter;
 mod model;
 pub mod pricing;
@@ -37,9 +37,9 @@ mod proxy;
 mod reply;
 pub mod scrub;
 mod session;
-pub mod tools;
+mod tools;
 pub mod upstream;
-pub mod websocket;
+mod websocket;
 
 use std::os::fd::OwnedFd;
 use std::sync::{Arc, Mutex, OnceLock, PoisonError};
@@ -47,7 +47,6 @@ use std::sync::{Arc, Mutex, OnceLock, PoisonError};
 use crate::sandbox::{netns, NetIsolation};
 
 pub use providers::{is_model_key, provider_of_key, Provider, PROVIDERS};
-pub use proxy::{HEAD_MAX, HEAD_TIMEOUT};
 pub use scrub::Secrets;
 pub use session::{Budget, QuotaHit, Route, Session, SessionSpec, Traffic, MAX_CONNECTIONS};
 
