@@ -29,6 +29,7 @@
 //! `engine`).
 
 mod credential;
+mod frames;
 pub mod meter;
 mod model;
 pub mod pricing;

@@ -81,12 +81,7 @@ pub async fn call(
             ),
         );
     };
-    if let Some(encoding) = req
-        .headers()
-        .get(header::CONTENT_ENCODING)
-        .filter(|e| !e.as_bytes().eq_ignore_ascii_case(b"identity"))
-    {
-        let encoding = String::from_utf8_lossy(encoding.as_bytes()).into_owned();
+    if let Some(encoding) = encoded(req.headers()) {
         return error(
             StatusCode::UNSUPPORTED_MEDIA_TYPE,
             "opentiger_encoding_refused",
@@ -272,12 +267,7 @@ fn answer(
         return Response::from_parts(parts, full(Bytes::new()));
     }
     strip_hop_by_hop(res.headers_mut(), false);
-    if let Some(encoding) = res
-        .headers()
-        .get(header::CONTENT_ENCODING)
-        .filter(|e| !e.as_bytes().eq_ignore_ascii_case(b"identity"))
-    {
-        let encoding = String::from_utf8_lossy(encoding.as_bytes()).into_owned();
+    if let Some(encoding) = encoded(res.headers()) {
         return api_error(
             &session,
             provider,
@@ -303,6 +293,14 @@ fn answer(
         }
         .boxed()
     })
+}
+
+/// The `content-encoding` of a message, unless none or `identity`: a body the proxy cannot read.
+fn encoded(headers: &HeaderMap) -> Option<String> {
+    headers
+        .get(header::CONTENT_ENCODING)
+        .filter(|e| !e.as_bytes().eq_ignore_ascii_case(b"identity"))
+        .map(|e| String::from_utf8_lossy(e.as_bytes()).into_owned())
 }
 
 /// Header values that hold a secret, replaced whole.

@@ -1,34 +1,10 @@
 //! Websocket frames through the proxy's two filters, chunked every way.
 
 use super::*;
+use crate::egress::frames::frame;
 use crate::egress::scrub::Secrets;
 
 const KEY: &str = "sk-proj-SECRETsecret0123456789abcd";
-
-/// A frame: `fin`, `opcode`, `payload`, masked with `mask` when given.
-fn frame(fin: bool, opcode: u8, payload: &[u8], mask: Option<[u8; 4]>) -> Vec<u8> {
-    let mut out = vec![(if fin { 0x80 } else { 0 }) | opcode];
-    let m = if mask.is_some() { 0x80 } else { 0 };
-    match payload.len() {
-        n if n < 126 => out.push(m | n as u8),
-        n if n < 65536 => {
-            out.push(m | 126);
-            out.extend((n as u16).to_be_bytes());
-        }
-        n => {
-            out.push(m | 127);
-            out.extend((n as u64).to_be_bytes());
-        }
-    }
-    match mask {
-        Some(mask) => {
-            out.extend(mask);
-            out.extend(payload.iter().enumerate().map(|(i, b)| b ^ mask[i % 4]));
-        }
-        None => out.extend_from_slice(payload),
-    }
-    out
-}
 
 const MASK: Option<[u8; 4]> = Some([1, 2, 3, 4]);
 
