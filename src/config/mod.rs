@@ -10,6 +10,7 @@
 mod agents;
 mod entry;
 mod fallback;
+mod keys;
 mod limits;
 mod load;
 mod merge;
@@ -34,7 +35,9 @@ pub use agents::{
 pub use limits::LimitsConfig;
 pub use load::{load, load_checked, load_str, schema_json, ConfigError, ConfigSource, ExtraCheck};
 pub use merge::{HumanApproval, MergeConfig, MergeMethod};
-pub use network::{HostRule, NetworkAllow, NetworkConfig, NetworkIsolation, NetworkUser};
+pub use network::{
+    HostRule, NetworkAllow, NetworkConfig, NetworkIsolation, NetworkUser, ProviderTool,
+};
 pub use people::{
     CommandsConfig, EscalationConfig, EscalationDefault, EscalationReasons, EscalationRule,
 };

@@ -7,7 +7,8 @@
 //! remote whether the state ref exists (`git ls-remote`). A token is never printed. In github
 //! mode it also reads the workflows: one must run opentiger, pinned to a release (`workflow`).
 //!
-//! Exit code: 0 when no check failed (warnings allowed), 1 otherwise.
+//! Exit code: 0 when no check failed (warnings allowed), 2 when the configuration does not load
+//! (as every command exits on a configuration error, issue 49), 1 for any other failure.
 //!
 //! Not for: fixing anything. Every check only reads.
 
@@ -129,6 +130,14 @@ pub fn failures(checks: &[Check], at: Where) -> usize {
         .iter()
         .filter(|c| c.level == Level::Fail && !at.only_for_here(c))
         .count()
+}
+
+/// Whether the failure is the configuration's (it does not load, or `--mode` names no mode):
+/// `doctor` then exits 2, as every command does on a configuration error.
+pub fn configuration_failed(checks: &[Check]) -> bool {
+    checks
+        .iter()
+        .any(|c| c.level == Level::Fail && matches!(c.name, "config" | "mode"))
 }
 
 /// The environment as the checks see it: a variable lookup, so tests pass plain values.

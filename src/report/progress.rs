@@ -97,7 +97,8 @@ pub fn progress_comment(v: &ProgressView) -> String {
         v.spent_usd, v.budget_usd
     );
     for r in &v.refused {
-        // A host the proxy parsed (`Refusal::host` keeps `.-:[]`, letters and digits only).
+        // The host as data (`model::network::host_name`: `.-:[]`, letters and digits only, in a
+        // code span); ten names and a count per list at most.
         let _ = writeln!(out, "- **Refused:** {}", r.line());
     }
     if !v.evidence.is_empty() {
@@ -222,7 +223,7 @@ mod tests {
             "- **Blocker:** none",
             "- **Next:** judge run r1",
             "- **Spend:** $0.40 of the task family's $5.00 budget",
-            "- **Refused:** evil.example:443 refused for the checks; to allow it: `sandbox.network.allow.checks: [\"evil.example\"]` in .opentiger.yml",
+            "- **Refused:** `evil.example:443` refused for the checks; to allow it, add to .opentiger.yml (into its `sandbox:` when it has one): `sandbox: {network: {allow: {checks: [\"evil.example\"]}}}`",
             "- **Evidence:** PR #7 · CI pending",
             "- [x] hello.txt exists — **met**",
             "````text\ntest ok ``` x\n````",

@@ -156,6 +156,9 @@ fn ci_line(ctx: &Context, store: &Store) -> Result<Option<String>, Failure> {
         .or_workflows(&pr_workflows);
     Ok(Some(match expected.source {
         ExpectedSource::Nothing => NO_CI_NOTE.to_string(),
+        ExpectedSource::Unknown => "not known yet: the base branch's checks are read when a PR \
+            first waits on CI, and no PR merges before"
+            .to_string(),
         ExpectedSource::Learned | ExpectedSource::Workflows => format!(
             "the repository has CI ({}: {}): a PR merges once its checks report and pass",
             expected.origin(),
