@@ -9,7 +9,7 @@
 use super::{Check, Vars};
 use crate::workflows::Workflow;
 
-pub(super) const APP_TOKEN_FIX: &str = "create a GitHub App (contents, issues, pull requests and checks: read and write; commit statuses: read), mint its token in the workflow with actions/create-github-app-token, and give it to actions/checkout (`token:`) and to opentiger (the action's `token:` input, or OPENTIGER_GITHUB_TOKEN); the comments in .github/workflows/opentiger.yml show the steps";
+pub(super) const APP_TOKEN_FIX: &str = "create a GitHub App (contents, issues, pull requests and checks: read and write; commit statuses: read), install it, and store its id as the repository variable OPENTIGER_APP_ID and its private key as the secret OPENTIGER_APP_PRIVATE_KEY: the workflow `opentiger init` writes then mints its token with actions/create-github-app-token and gives it to actions/checkout and to opentiger (nothing to uncomment; in a workflow of your own, the action's `token:` input or OPENTIGER_GITHUB_TOKEN)";
 
 /// The variable the tick takes its token from, as `GithubClient::from_env` picks it: the first
 /// one set, even if it is empty.
