@@ -210,7 +210,11 @@ mod tests {
         };
         let woken = tick("  workflow_run:\n    workflows: [CI]\n    types: [completed]\n");
         assert_eq!(ci_wake(&[tick("")]), None, "no CI, nothing to say");
-        assert_eq!(ci_wake(&[ci.clone()]), None, "no ticking workflow");
+        assert_eq!(
+            ci_wake(std::slice::from_ref(&ci)),
+            None,
+            "no ticking workflow"
+        );
         assert_eq!(ci_wake(&[release, tick("")]), None, "tags only: not CI");
         let ok = ci_wake(&[ci.clone(), woken.clone()]).unwrap();
         assert_eq!(ok.level, Level::Ok, "{}", ok.detail);

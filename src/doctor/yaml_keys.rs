@@ -121,9 +121,12 @@ fn opens_block_scalar(value: &str) -> bool {
 mod tests {
     use super::*;
 
+    /// A workflow's text and the duplicates found in it: (key, first line, second line).
+    type Case<'a> = (&'a str, &'a [(&'a str, usize, usize)]);
+
     #[test]
     fn keys_given_twice_in_one_mapping_are_found() {
-        let cases: &[(&str, &[(&str, usize, usize)])] = &[
+        let cases: &[Case] = &[
             ("a: 1\nb: 2\n", &[]),
             ("a: 1\na: 2\n", &[("a", 1, 2)]),
             // The same key in two list items' mappings, or at two depths, is no duplicate.

@@ -60,8 +60,9 @@ mod tests {
         let now = Timestamp(0);
         let mut task = Task::new(TaskId::from("t1"), "T", "g", now);
         let run = RunId::from("r1");
+        type Case<'a> = (TaskStatus, Option<BlockReason>, Option<&'a RunId>, Result<RunId, &'a str>);
         #[rustfmt::skip]
-        let cases: Vec<(TaskStatus, Option<BlockReason>, Option<&RunId>, Result<RunId, &str>)> = vec![
+        let cases: Vec<Case> = vec![
             (TaskStatus::Running, None, Some(&run), Ok(run.clone())),
             (TaskStatus::Running, None, None, Err("task t1 is running but holds no lease")),
             (TaskStatus::Queued, None, None, Err("task t1 is not running (it is queued): nothing to stop; `opentiger task cancel t1` drops it")),
