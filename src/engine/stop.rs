@@ -60,7 +60,12 @@ mod tests {
         let now = Timestamp(0);
         let mut task = Task::new(TaskId::from("t1"), "T", "g", now);
         let run = RunId::from("r1");
-        type Case<'a> = (TaskStatus, Option<BlockReason>, Option<&'a RunId>, Result<RunId, &'a str>);
+        type Case<'a> = (
+            TaskStatus,
+            Option<BlockReason>,
+            Option<&'a RunId>,
+            Result<RunId, &'a str>,
+        );
         #[rustfmt::skip]
         let cases: Vec<Case> = vec![
             (TaskStatus::Running, None, Some(&run), Ok(run.clone())),
