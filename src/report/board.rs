@@ -277,6 +277,7 @@ mod tests {
             parent: None,
             reason: Some(format!("why {id}")),
             advice: None,
+            findings: vec![],
             next_action: format!("next for {id}"),
             next_detail: None,
             next_attempt_at: None,

@@ -52,6 +52,9 @@ pub struct TaskStatusView {
     /// What its reason advises a person to do, when it does (`engine::advice`, issue 40).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub advice: Option<String>,
+    /// What held its latest change for a person, each finding whole (issue 48).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub findings: Vec<String>,
     /// What happens next, e.g. `quota_wait: retry after 12:40:00Z`.
     pub next_action: String,
     /// The engine's figures behind the next action (a claim's score and lane), for `-v`.
@@ -297,6 +300,7 @@ pub fn task_view(task: &Task, plan: &Plan, phase: Phase) -> TaskStatusView {
                 .as_deref()
                 .map(|r| crate::engine::advice::split(r).0.to_string()),
         },
+        findings: Vec::new(),
         next_action: next_action(plan, task),
         next_detail: plan
             .for_task(&task.id)
@@ -456,6 +460,9 @@ pub fn status_text(view: &StatusView, verbose: bool) -> String {
             );
             if let Some(reason) = t.reason.as_deref().filter(|r| !r.is_empty()) {
                 let _ = writeln!(out, "{:<12} why:  {}", "", reason);
+            }
+            for finding in &t.findings {
+                let _ = writeln!(out, "{:<12}   - {finding}", "");
             }
             let detail = match (&t.next_detail, verbose) {
                 (Some(detail), true) => format!(" ({detail})"),

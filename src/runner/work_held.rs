@@ -42,10 +42,10 @@ pub fn hold(
     let _ = git.try_run(&["update-ref", &branch, start, head]);
     let kept = match git.try_run(&["update-ref", &held_ref(task), head]) {
         Ok(Some(_)) => format!(
-            "pushed nowhere; on the machine that ran it: `git show {}`",
+            "kept on the machine that ran it: `git show {}`",
             held_ref(task)
         ),
-        _ => "pushed nowhere".to_string(),
+        _ => "kept nowhere else".to_string(),
     };
     let tree = git
         .run(&["rev-parse", &format!("{head}^{{tree}}")])
@@ -56,12 +56,21 @@ pub fn hold(
         tree,
         start: start.to_string(),
     });
+    // Issue 48: a short first line (what `status` and the task's reason show), then every
+    // finding whole on a line of its own.
+    let listed: Vec<String> = findings
+        .iter()
+        .map(|f| format!("- {f} [{}]", f.rule.word()))
+        .collect();
     CheckFailure {
         code: FailureCode::ThreatFlagged,
         message: format!(
-            "held by the threat scan before anything left the job: commit {} ({kept}); findings: {}",
+            "held for a person before anything left the job: commit {}, pushed nowhere ({} finding{})\n{}\n{}\n{kept}",
             short(head),
-            crate::scan::summary(findings)
+            findings.len(),
+            if findings.len() == 1 { "" } else { "s" },
+            crate::model::excerpt::FINDINGS,
+            listed.join("\n"),
         ),
     }
 }

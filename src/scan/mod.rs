@@ -74,6 +74,33 @@ impl Rule {
         }
     }
 
+    /// What the rule finds, in the runner's words only: what a review prompt's trusted part
+    /// says of a finding, with none of the change's own text in it (issue 48).
+    pub fn describe(self) -> &'static str {
+        match self {
+            Rule::EncodedSecret => "a secret the runner holds, written encoded or split",
+            Rule::ScriptNetwork => {
+                "a build, install or CI script gains a download, a network call or a pipe into a shell"
+            }
+            Rule::SecretToNetwork => {
+                "code run by the checks, the tests or the build reads a credential and calls the network"
+            }
+            Rule::DependencySource => {
+                "a dependency taken from a URL, a git repository or a path instead of a registry"
+            }
+            Rule::SensitivePath => {
+                "a path that decides who reviews, what runs in CI or on a developer's machine, or where dependencies come from"
+            }
+            Rule::Obfuscated => "obfuscated or minified code, or a long encoded blob",
+            Rule::Binary => "binary content",
+            Rule::HiddenText => "characters that show nothing or reorder text",
+            Rule::AddressedToAgents => {
+                "text aimed at a reviewer or an agent (a comment a page hides, a reviewer addressed, a verdict asked)"
+            }
+            Rule::Flagged => "what the detection agent flagged",
+        }
+    }
+
     /// Whether the finding refuses the change outright (a policy violation) rather than
     /// holding it for a person.
     pub fn refuses(self) -> bool {
@@ -248,6 +275,19 @@ impl Scanner {
             rule,
             detail,
         });
+    }
+}
+
+impl Finding {
+    /// The finding as a review prompt's trusted part names it: where (escaped, no backtick of
+    /// the name's), the rule and what the rule finds — none of the change's words.
+    pub fn for_review(&self) -> String {
+        let place = self.place.replace('`', "'");
+        let at = match self.line {
+            Some(line) => format!("`{place}` line {line}"),
+            None => format!("`{place}`"),
+        };
+        format!("{at}: {} [{}]", self.rule.describe(), self.rule.word())
     }
 }
 

@@ -320,6 +320,7 @@ fn view(
         budget_usd: ctx.config.budget.per_task_usd,
         evidence,
         verification,
+        findings: crate::tick::status::held_findings(store, task)?,
         criteria: store.latest_criteria(&task.id)?,
     })
 }
