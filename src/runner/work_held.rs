@@ -75,6 +75,19 @@ pub fn hold(
     }
 }
 
+/// Issue 48: what the threat scan found in a change a person approved, as the PR body names
+/// it (empty when nothing is listed).
+pub(super) fn approved_findings(listed: &[String]) -> String {
+    if listed.is_empty() {
+        return String::new();
+    }
+    let lines: Vec<String> = listed.iter().map(|f| format!("- {f}")).collect();
+    format!(
+        "\n\n**Held for a person, then approved by one.** What the threat scan found:\n\n{}",
+        lines.join("\n")
+    )
+}
+
 /// The approved commit the next run delivers as it is: one this machine still has, continuing
 /// the branch as published (`tip`). `None`: none here (the agent runs, and its change goes out
 /// unheld only if it is exactly an approved one: [`approved_rebuilt`]).
@@ -115,7 +128,7 @@ pub(super) fn approved_rebuilt<'a>(
 pub(super) fn deliver_approved(
     act: &Act<'_>,
     branches: &Branches,
-    task: &Task,
+    (task, brief): (&Task, &Brief),
     branch: &str,
     start: &str,
     record: &mut RunRecord,
@@ -124,9 +137,17 @@ pub(super) fn deliver_approved(
     let _ = Git::new(act.repo).try_run(&["update-ref", "-d", &held_ref(task)]);
     record.head_sha = Some(start.to_string());
     record.used_approval = Some(start.to_string());
+    let listed: Vec<String> = brief
+        .runs
+        .iter()
+        .filter(|r| r.head_sha.as_deref() == Some(start))
+        .find_map(|r| r.error.as_deref())
+        .map(|e| crate::model::excerpt::findings(e).into_iter().map(String::from).collect())
+        .unwrap_or_default();
     let summary = format!(
-        "delivered the change a person approved after the threat scan held it ({})",
-        short(start)
+        "delivered the change a person approved after the threat scan held it ({}){}",
+        short(start),
+        approved_findings(&listed)
     );
     record.summary = Some(summary.clone());
     Ok(success(Some(summary), record))
