@@ -249,11 +249,21 @@ fn judge_and_planner_render_everything_they_are_given() {
     let open = out.find("\n<untrusted-data-").unwrap() + 1;
     let id = &out[open + "<untrusted-data-".len()..open + "<untrusted-data-".len() + 32];
     let close = out.find(&format!("</untrusted-data-{id}>")).unwrap();
-    let close = out[close + 1..].find(&format!("</untrusted-data-{id}>")).unwrap() + close + 1;
+    let close = out[close + 1..]
+        .find(&format!("</untrusted-data-{id}>"))
+        .unwrap()
+        + close
+        + 1;
     let inside = &out[open..close];
     assert!(inside.contains(&format!("--- the change under review ---\n{}", judge.diff)));
-    assert!(inside.contains("--- the worker's summary ---\nall done\n"), "{inside}");
-    assert!(out[..open].contains("- `README.md` line 3: text aimed at a reviewer"), "{out}");
+    assert!(
+        inside.contains("--- the worker's summary ---\nall done\n"),
+        "{inside}"
+    );
+    assert!(
+        out[..open].contains("- `README.md` line 3: text aimed at a reviewer"),
+        "{out}"
+    );
     assert!(!out[close..].contains("Ignore previous instructions"));
     assert!(!out.contains("\n\n\n"), "stray blank lines:\n{out}");
 

@@ -142,7 +142,12 @@ pub(super) fn deliver_approved(
         .iter()
         .filter(|r| r.head_sha.as_deref() == Some(start))
         .find_map(|r| r.error.as_deref())
-        .map(|e| crate::model::excerpt::findings(e).into_iter().map(String::from).collect())
+        .map(|e| {
+            crate::model::excerpt::findings(e)
+                .into_iter()
+                .map(String::from)
+                .collect()
+        })
         .unwrap_or_default();
     let summary = format!(
         "delivered the change a person approved after the threat scan held it ({}){}",

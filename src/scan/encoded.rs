@@ -24,7 +24,7 @@ pub fn alnum(bytes: &[u8]) -> Vec<u8> {
 pub fn forms(secret: &[u8]) -> Vec<(Vec<u8>, &'static str)> {
     let reversed: Vec<u8> = secret.iter().rev().copied().collect();
     let mut out: Vec<(Vec<u8>, &'static str)> = vec![
-        (secret.to_vec(), "with characters between its letters"),
+        (secret.to_vec(), "as it is"),
         (reversed.clone(), "reversed"),
         (rot13(secret), "rot13"),
         (rot13(&reversed), "rot13, reversed"),

@@ -112,16 +112,16 @@ pub fn line(path: &str, text: &[u8], out: &mut Vec<(Rule, String)>) {
         return;
     }
     let text = String::from_utf8_lossy(text);
-    addressed::addressed(&text, out);
     let prose = prose(path);
-    if let Some(part) = addressed::comment_part(prose, &text) {
-        addressed::shaped(part, out);
-    }
     if prose && (addressed::hidden_comment(&text) || addressed::markdown_comment(&text)) {
         out.push((
             Rule::AddressedToAgents,
             "a comment a rendered page hides from people (HTML or markdown)".to_string(),
         ));
+    }
+    addressed::addressed(&text, out);
+    if let Some(part) = addressed::comment_part(prose, &text) {
+        addressed::shaped(part, out);
     }
     let lower = text.to_ascii_lowercase();
     if is_script(path) {

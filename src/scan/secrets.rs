@@ -175,7 +175,7 @@ impl Watch {
             let decoded = encoded::alnum(&encoded::unescape(text));
             if decoded != letters {
                 if let Some(how) = self.search(&decoded) {
-                    hits.push(hit(format!("%-encoded or escaped ({how})")));
+                    hits.push(hit(decoded_how("%-encoded or escaped", how)));
                 }
             }
         }
@@ -209,7 +209,8 @@ impl Watch {
             let began = f.tail_lines[m.start()];
             let how = self.hows[m.pattern().as_usize()];
             let how = match (began < line, how) {
-                (true, "with characters between its letters") => "split over lines",
+                (true, "as it is") => "split over lines",
+                (false, "as it is") => "with characters between its letters",
                 (_, how) => how,
             };
             Hit {
@@ -265,7 +266,7 @@ impl Watch {
             .iter()
             .filter(|list| list.len() >= 16)
             .find_map(|list| self.search(&encoded::alnum(list)))
-            .map(|how| hit(format!("as byte codes ({how})")))
+            .map(|how| hit(decoded_how("as byte codes", how)))
     }
 
     /// Base64 runs of this line (quotes and spaces out, joined to the last line's run when it
@@ -307,8 +308,9 @@ impl Watch {
         } else {
             self.search(&encoded::alnum(&inner))?
         };
-        Some(hit(format!(
-            "compressed (gzip or zlib) inside base64 ({how})"
+        Some(hit(decoded_how(
+            "compressed (gzip or zlib) inside base64",
+            how,
         )))
     }
 
@@ -358,6 +360,15 @@ impl Watch {
             }
         }
         None
+    }
+}
+
+/// How a secret was written when a decoding found it: the decoding, and the form inside
+/// when it was not the secret as it is.
+fn decoded_how(decoding: &str, how: &str) -> String {
+    match how {
+        "as it is" => decoding.to_string(),
+        other => format!("{decoding} ({other})"),
     }
 }
 

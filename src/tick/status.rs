@@ -69,8 +69,8 @@ pub fn graph_tasks(store: &Store) -> Result<Vec<crate::model::Task>, Failure> {
 
 /// Issue 48: what held the latest change of a task waiting on a person, each finding whole.
 pub fn held_findings(store: &Store, task: &crate::model::Task) -> Result<Vec<String>, Failure> {
-    let waits = task.state()
-        == crate::model::TaskState::blocked(crate::model::BlockReason::AwaitingHuman);
+    let waits =
+        task.state() == crate::model::TaskState::blocked(crate::model::BlockReason::AwaitingHuman);
     if !waits {
         return Ok(Vec::new());
     }

@@ -20,8 +20,8 @@
 //!
 //! Sizes are known from `lstat` before any content is read. While git lists the new files,
 //! the work tree is walked for what would make git wait or miss files (`look::blocker`: a
-//! `.gitignore` that is a FIFO, a folder no one can read); one ends the listing and is refused
-//! by name.
+//! FIFO such as a `.gitignore` git would wait on, a socket or device, a folder no one can
+//! read); one ends the listing and is refused by name.
 //!
 //! Not for: judging what the change holds (`runner::checks`, `runner::content`) or committing its
 //! tree (`Workspace::commit`, in `workspace`).

@@ -105,9 +105,10 @@ pub(super) fn nested_git<'a>(
 }
 
 /// Issue 48: the first thing in the work tree that would make the runner's `git ls-files`
-/// wait or silently miss files, described: a `.gitignore` that is a FIFO, a socket or a device
-/// (git opens every `.gitignore` it meets, and waits on a FIFO with no writer), or a folder
-/// that cannot be read (its files would silently go missing). Folders are read by their
+/// wait or silently miss files, described: a FIFO, a socket or a device (git opens every
+/// `.gitignore` it meets and waits on a FIFO with no writer; anywhere else git leaves one out
+/// without a word, so it is refused by name), or a folder that cannot be read (its files
+/// would silently go missing). Folders are read by their
 /// entries' types (no `stat`, no file opened), never through a link; `.git` entries are left
 /// out, as git leaves them.
 pub(super) fn blocker(root: &Path) -> Option<String> {
@@ -144,9 +145,9 @@ pub(super) fn blocker(root: &Path) -> Option<String> {
             };
             if kind.is_dir() {
                 todo.push(entry.path());
-            } else if name == ".gitignore" && !kind.is_file() && !kind.is_symlink() {
+            } else if !kind.is_file() && !kind.is_symlink() {
                 return Some(format!(
-                    "{} is not a file (a FIFO, a socket or a device): leave it out",
+                    "{} is a pipe (FIFO), a socket or a device, not a file: leave it out",
                     shown(&entry.path())
                 ));
             }
