@@ -250,7 +250,7 @@ printf '{{\"summary\": \"done %s\"}}' \"$(e \"$T\" | rev)\" > \"$OPENTIGER_RESUL
         "dotted.txt:1",
         "lines.txt:",
         "part2.txt:1",
-        "gz.txt:1",
+        "gz.txt:",
         "the PR body",
     ] {
         assert!(

@@ -287,7 +287,11 @@ impl Watch {
                     self.file.run.push(b);
                 }
             } else if !self.file.run.is_empty() {
-                hits.extend(self.run_ended());
+                let from = self.file.run_from;
+                hits.extend(self.run_ended().map(|mut h| {
+                    h.from = (from < line).then_some(from);
+                    h
+                }));
             }
         }
         hits
