@@ -214,6 +214,19 @@ impl Scanner {
         }
     }
 
+    /// A text only looked at for the secrets the runner holds (a plan's tasks: instructions to
+    /// agents by design, so the other rules do not apply).
+    pub fn secrets_in_text(&mut self, place: &str, text: &str) {
+        self.end_file();
+        for (i, line) in text.lines().enumerate() {
+            let n = u32::try_from(i + 1).unwrap_or(u32::MAX);
+            for hit in self.watch.line(place, n, line.as_bytes()) {
+                self.secret(place, None, hit);
+            }
+        }
+        self.end_file();
+    }
+
     /// A finding made outside the scan's rules (a held path, the detection agent's).
     pub fn add(&mut self, finding: Finding) {
         self.found(&finding.place, finding.line, finding.rule, finding.detail);

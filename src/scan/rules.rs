@@ -120,7 +120,7 @@ pub fn line(path: &str, text: &[u8], out: &mut Vec<(Rule, String)>) {
         ));
     }
     addressed::addressed(&text, out);
-    if let Some(part) = addressed::comment_part(prose, &text) {
+    if let Some(part) = addressed::comment_part(path, prose, &text) {
         addressed::shaped(part, out);
     }
     let lower = text.to_ascii_lowercase();

@@ -99,23 +99,20 @@ pub(super) fn network_in(lower: &str) -> Option<&'static str> {
         .copied()
 }
 
-/// Whether `path` is code that runs when the checks, the tests or the build run — with the
-/// job's secrets in CI: build and install scripts (`rules::is_script`), test fixtures and
-/// configurations that are code (`conftest.py`, `jest.config.js`), and tests.
+/// Whether `path` is code that runs whenever the checks, the tests or the build run — with
+/// the job's secrets in CI — whatever is tested: build and install scripts
+/// (`rules::is_script`), test fixtures and set-ups (`conftest.py`, `jest.setup.js`) and
+/// configurations that are code (`jest.config.js`, `noxfile.py`). Test files themselves are
+/// left out: they read credentials and call (local) servers as a matter of course.
 pub(super) fn runs_in_checks(path: &str) -> bool {
     if super::rules::is_script(path) {
         return true;
     }
     let lower = path.to_ascii_lowercase();
     let name = lower.rsplit('/').next().unwrap_or(&lower);
-    let code = [
-        ".py", ".js", ".mjs", ".cjs", ".ts", ".rb", ".pl", ".go", ".rs", ".java", ".kt",
-    ]
-    .iter()
-    .any(|s| name.ends_with(s));
-    let in_tests = ["test", "tests", "spec", "__tests__", "testing", "e2e"]
+    let code = [".py", ".js", ".mjs", ".cjs", ".ts", ".mts", ".cts", ".rb"]
         .iter()
-        .any(|f| lower.starts_with(&format!("{f}/")) || lower.contains(&format!("/{f}/")));
+        .any(|s| name.ends_with(s));
     matches!(
         name,
         "conftest.py"
@@ -128,13 +125,13 @@ pub(super) fn runs_in_checks(path: &str) -> bool {
             | "gruntfile.js"
             | "build.gradle"
             | "pom.xml"
+            | "spec_helper.rb"
+            | "rails_helper.rb"
     ) || (code
         && (name.contains(".config.")
-            || name.starts_with("test_")
-            || name.contains("_test.")
-            || name.contains(".test.")
-            || name.contains(".spec.")
-            || in_tests))
+            || name.contains(".setup.")
+            || name.starts_with("global-setup")
+            || name.starts_with("global-teardown")))
 }
 
 /// Words naming a credential in a variable's name.
@@ -459,13 +456,19 @@ mod tests {
             "tests/conftest.py",
             "Makefile",
             "jest.config.js",
-            "tests/api_test.py",
-            "src/app.test.ts",
+            "web/vitest.setup.ts",
             "build.rs",
         ] {
             assert!(runs_in_checks(yes), "{yes}");
         }
-        for no in ["src/main.rs", "README.md", "docs/testing.md", "src/lib.py"] {
+        for no in [
+            "src/main.rs",
+            "README.md",
+            "docs/testing.md",
+            "src/lib.py",
+            "tests/api_test.py",
+            "tests/egress.rs",
+        ] {
             assert!(!runs_in_checks(no), "{no}");
         }
     }
