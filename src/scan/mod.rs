@@ -199,14 +199,7 @@ impl Scanner {
 
     /// One of the agent's texts that would be posted (`place`: "the PR body", …).
     pub fn text(&mut self, place: &str, text: &str) {
-        self.end_file();
-        for (i, line) in text.lines().enumerate() {
-            let n = u32::try_from(i + 1).unwrap_or(u32::MAX);
-            for hit in self.watch.line(place, n, line.as_bytes()) {
-                self.secret(place, None, hit);
-            }
-        }
-        self.end_file();
+        self.secrets_in_text(place, text);
         let mut hits = Vec::new();
         rules::text(text, &mut hits);
         for (rule, detail) in hits {

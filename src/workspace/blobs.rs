@@ -2,9 +2,9 @@
 //! one `git fast-import` takes each blob by its length (`blob`, `mark`, `data <n>`), so no
 //! name an agent chose passes through a line-separated protocol to a program of the runner's
 //! (before, `hash-object --stdin-paths` read a name holding a newline as two paths, the second
-//! the agent's choice). The ids come back in a marks file in the runner's own folder. Fewer
-//! than `fastimport.unpackLimit` (100) blobs are written loose, as `hash-object -w` did; more
-//! go into one pack, cheaper than as many loose files.
+//! the agent's choice). The ids come back in a marks file in the runner's own folder. The
+//! blobs go into one pack per import (`fastimport.unpackLimit=0`: no `unpack-objects` run to
+//! loosen a small one); `git gc --auto` joins packs as it does fetched ones.
 //!
 //! Not here: reading the files (`read.rs`) or the trees (`trees.rs`).
 
@@ -35,7 +35,11 @@ pub(super) struct BlobWriter<'a> {
 impl<'a> BlobWriter<'a> {
     /// Starts git; the marks file goes to `marks` (a path of the runner's own folder).
     pub(super) fn start(repo: &'a Git, marks: &Path) -> Result<BlobWriter<'a>, GitError> {
+        // Always one pack: below the unpack limit fast-import would start `unpack-objects`
+        // to make loose objects of it, a process more per import.
         let args = vec![
+            "-c".to_string(),
+            "fastimport.unpackLimit=0".to_string(),
             "fast-import".to_string(),
             "--quiet".to_string(),
             "--done".to_string(),

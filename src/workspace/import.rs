@@ -126,10 +126,13 @@ pub(super) fn import(
             }
             Ok(out)
         });
-        let looked = look::changed(root, tracked);
         // Issue 48: git opens every `.gitignore` it meets and waits on one that is a FIFO; the
         // walk finds such a one (or a folder no one can read) and ends git's listing.
-        let blocker = look::blocker(root);
+        let walking = scope.spawn(|| look::blocker(root));
+        let looked = look::changed(root, tracked);
+        let blocker = walking
+            .join()
+            .unwrap_or_else(|_| Some("the walk of the work tree failed".to_string()));
         if blocker.is_some() {
             let _ = child.kill();
         }
