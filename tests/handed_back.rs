@@ -254,7 +254,7 @@ printf '{{\"summary\": \"done %s\"}}' \"$(e \"$T\" | rev)\" > \"$OPENTIGER_RESUL
         "the PR body",
     ] {
         assert!(
-            error.contains(&format!("{file}")) && error.contains("a secret the runner holds"),
+            error.contains(file) && error.contains("a secret the runner holds"),
             "{file}: {error}"
         );
     }

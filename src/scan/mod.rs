@@ -19,6 +19,7 @@
 
 mod addressed;
 pub mod encoded;
+mod paths;
 mod rules;
 mod secrets;
 mod supply;
@@ -28,7 +29,7 @@ use std::fmt;
 
 use serde::{Deserialize, Serialize};
 
-pub use rules::is_script;
+pub use paths::is_script;
 
 /// What a finding is about.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]

@@ -101,11 +101,11 @@ pub(super) fn network_in(lower: &str) -> Option<&'static str> {
 
 /// Whether `path` is code that runs whenever the checks, the tests or the build run — with
 /// the job's secrets in CI — whatever is tested: build and install scripts
-/// (`rules::is_script`), test fixtures and set-ups (`conftest.py`, `jest.setup.js`) and
+/// (`paths::is_script`), test fixtures and set-ups (`conftest.py`, `jest.setup.js`) and
 /// configurations that are code (`jest.config.js`, `noxfile.py`). Test files themselves are
 /// left out: they read credentials and call (local) servers as a matter of course.
 pub(super) fn runs_in_checks(path: &str) -> bool {
-    if super::rules::is_script(path) {
+    if super::paths::is_script(path) {
         return true;
     }
     let lower = path.to_ascii_lowercase();
@@ -197,7 +197,7 @@ pub(super) fn dependency_source(path: &str, text: &str) -> Option<String> {
         _ => None,
     };
     found.or_else(|| {
-        super::rules::is_script(path)
+        super::paths::is_script(path)
             .then(|| install_command(&shell_words(&lower)))
             .flatten()
     })
