@@ -63,20 +63,20 @@ pub fn line(path: &str, text: &[u8], out: &mut Vec<(Rule, String)>) {
 /// reason to hold one (opentiger's own markers are added around it, never taken from it), so
 /// any outside code is a finding, and so is a markdown `[//]: #` comment.
 pub fn text(text: &str, out: &mut Vec<(Rule, String)>) {
+    if let Some(n) = addressed::comment_outside_code(text) {
+        out.push((
+            Rule::AddressedToAgents,
+            format!(
+                "an HTML comment or markdown comment (line {n}): text the rendered page hides from people"
+            ),
+        ));
+    }
     addressed::addressed(text, out);
     if let Some(line) = text
         .lines()
         .find(|l| addressed::speaks_to_reviewer(&l.to_lowercase()).is_some())
     {
         addressed::shaped(line, out);
-    }
-    if let Some(n) = addressed::comment_outside_code(text) {
-        out.push((
-            Rule::AddressedToAgents,
-            format!(
-                "an HTML or markdown comment (line {n}): text the rendered page hides from people"
-            ),
-        ));
     }
 }
 

@@ -67,27 +67,6 @@ pub fn graph_tasks(store: &Store) -> Result<Vec<crate::model::Task>, Failure> {
     Ok(tasks)
 }
 
-/// Issue 48: what held the latest change of a task waiting on a person, each finding whole.
-pub fn held_findings(store: &Store, task: &crate::model::Task) -> Result<Vec<String>, Failure> {
-    let waits =
-        task.state() == crate::model::TaskState::blocked(crate::model::BlockReason::AwaitingHuman);
-    if !waits {
-        return Ok(Vec::new());
-    }
-    let runs = store.runs_of(&task.id, 1)?;
-    Ok(runs
-        .first()
-        .filter(|r| r.failure_code == Some(crate::model::FailureCode::ThreatFlagged))
-        .and_then(|r| r.error.as_deref())
-        .map(|e| {
-            crate::model::excerpt::findings(e)
-                .into_iter()
-                .map(String::from)
-                .collect()
-        })
-        .unwrap_or_default())
-}
-
 /// What `status` shows.
 pub fn view(ctx: &Context, store: &Store, all: bool) -> Result<StatusView, Failure> {
     let (_, plan) = ctx.plan(store)?;
@@ -115,7 +94,7 @@ pub fn view(ctx: &Context, store: &Store, all: bool) -> Result<StatusView, Failu
                     .and_then(|pr| store.pull_checks(pr).ok().flatten())
                     .map(|(_, c)| c.state);
                 view.family = Some(store.family_runs(&t.id)?);
-                view.findings = held_findings(store, t)?;
+                view.findings = crate::tick::progress::held_findings(store, t)?;
                 Ok(view)
             })
             .collect::<Result<_, Failure>>()?,
