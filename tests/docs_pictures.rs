@@ -97,7 +97,8 @@ fn pictures() -> Vec<(&'static str, String)> {
 }
 
 /// The picture with what changes from one drawing to the next taken out: ids and commits (runs
-/// of hex digits), then every digit (times, durations, the coordinates they move).
+/// of hex digits), then every number, whatever its length (times, durations, the holder's pid,
+/// the coordinates they move).
 fn normalised(svg: &str) -> String {
     let mut out = String::with_capacity(svg.len());
     let mut run = String::new();
@@ -121,7 +122,14 @@ fn normalised(svg: &str) -> String {
         }
     }
     flush(&mut out, &mut run);
-    out
+    // `local:runner:5265` and `local:runner:10706` alike: one zero for a run of them.
+    let mut numbers = String::with_capacity(out.len());
+    for c in out.chars() {
+        if !(c == '0' && numbers.ends_with('0')) {
+            numbers.push(c);
+        }
+    }
+    numbers
 }
 
 #[test]

@@ -301,7 +301,8 @@ fn a_missing_execute_bit_is_named_and_its_fix_pastes() {
 }
 
 /// `tick --dry-run --offline` reads no network: with a remote that cannot be reached it plans
-/// from the state as the clone last fetched it, and says so.
+/// from the state as the clone last fetched it, and says so; the GitHub API it is pointed at
+/// (a listener here) is never connected to.
 #[test]
 fn an_offline_dry_run_touches_no_network() {
     let dir = tempfile::tempdir().unwrap();
@@ -311,8 +312,23 @@ fn an_offline_dry_run_touches_no_network() {
         &repo,
         &["remote", "set-url", "origin", "/nonexistent/origin.git"],
     );
-    let offline = opentiger(&repo, &["tick", "--dry-run", "--offline"], GITHUB);
+    // A connection completes in the kernel's backlog whether or not anyone accepts it, so a
+    // non-blocking accept afterwards tells whether the tick connected at all.
+    let api = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    api.set_nonblocking(true).unwrap();
+    let api_url = format!("http://{}", api.local_addr().unwrap());
+    let env: Vec<(&str, &str)> = GITHUB
+        .iter()
+        .copied()
+        .chain([("GITHUB_API_URL", api_url.as_str())])
+        .collect();
+    let offline = opentiger(&repo, &["tick", "--dry-run", "--offline"], &env);
     assert_eq!(offline.code, 0, "{}\n{}", offline.stdout, offline.stderr);
+    assert_eq!(
+        api.accept().map(|_| ()).map_err(|e| e.kind()),
+        Err(std::io::ErrorKind::WouldBlock),
+        "the offline tick connected to the GitHub API"
+    );
     assert!(
         offline.stdout.contains(
             "Offline: the state as this clone last fetched it (refs/remotes/origin/opentiger/state)"
@@ -323,6 +339,37 @@ fn an_offline_dry_run_touches_no_network() {
     // Not offline, the same remote is asked (and fails): the flag is what kept it away.
     let online = opentiger(&repo, &["tick", "--dry-run"], GITHUB);
     assert_ne!(online.code, 0, "{}", online.stdout);
+    // Twin: online with the origin back, the same dry run asks the API (the listener sees a
+    // connection; nothing answers it, so the tick is ended then).
+    let origin = dir.path().join("origin.git");
+    git(
+        &repo,
+        &["remote", "set-url", "origin", origin.to_str().unwrap()],
+    );
+    let mut tick = Command::new(env!("CARGO_BIN_EXE_opentiger"));
+    tick.arg("--repo").arg(&repo).args(["tick", "--dry-run"]);
+    for name in crate::common::AMBIENT {
+        tick.env_remove(name);
+    }
+    let mut tick = tick
+        .envs(env.iter().copied())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let until = std::time::Instant::now() + std::time::Duration::from_secs(120);
+    let connected = loop {
+        if api.accept().is_ok() {
+            break true;
+        }
+        if std::time::Instant::now() > until || tick.try_wait().unwrap().is_some() {
+            break false;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    };
+    let _ = tick.kill();
+    let _ = tick.wait();
+    assert!(connected, "the online dry run never asked the GitHub API");
 }
 
 /// Splits a shell line the way `sh` would for the simple quoting docs use.
