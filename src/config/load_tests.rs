@@ -278,6 +278,10 @@ fn home_files_and_writable_folders_are_checked_where_they_enter() {
             ("agents:\n  judge:\n    fallbacks:\n      - executor: codex\n        home_files: [\".codex/\", \"\"]\n", Some("agents.judge.fallbacks[0].home_files[1]")),
             ("sandbox:\n  writable: [\"cache\"]\n", Some("sandbox.writable[0]")),
             ("sandbox:\n  writable: [\"/\"]\n", Some("sandbox.writable[0]")),
+            ("sandbox:\n  readable: [\"opt/sdk\"]\n", Some("sandbox.readable[0]")),
+            ("sandbox:\n  readable: [\"/\"]\n", Some("sandbox.readable[0]")),
+            ("sandbox:\n  view: always\n", Some("sandbox.view")),
+            ("sandbox:\n  view: namespace\n  readable: [\"/opt/sdk\"]\nlimits:\n  run:\n    memory_mb: 2048\nagents:\n  worker:\n    limits:\n      processes: 64\n", None),
             ("sandbox:\n  agent_home: shared\n", Some("sandbox.agent_home")),
             ("agents:\n  worker:\n    home_files: [\".claude.json\", \".codex/\"]\nsandbox:\n  agent_home: runner\n  writable: [\"/var/cache/x\"]\n", None),
         ];

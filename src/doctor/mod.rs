@@ -224,7 +224,7 @@ pub fn checks(options: &ContextOptions, online: bool, vars: Vars<'_>) -> Vec<Che
 /// What keeps agents from the runner's credentials here, and credentials a checkout left where
 /// an agent could read them.
 fn protections(config: &Config, repo: &Path, git_ok: bool) -> Vec<Check> {
-    let mut out: Vec<Check> = crate::sandbox::in_force(&config.sandbox)
+    let mut out: Vec<Check> = crate::sandbox::protections(config)
         .into_iter()
         .map(|p| {
             if p.in_force {

@@ -11,16 +11,27 @@
 //! - `netns`: each agent and check in a network namespace of its own, loopback only, whose one
 //!   listener is opentiger's proxy (`egress`); [`network_isolation`] says what this machine
 //!   allows (the namespace, else Landlock's TCP rules, else nothing).
+//! - `view`: each agent and check in a mount and PID namespace holding only what its run needs
+//!   (issue 47); where the kernel refuses one, `seccomp` refuses unix sockets instead
+//!   ([`file_walls`] says which); `limits` and `cgroup`: what one run may use of the machine;
+//!   `confine`: all of it for one run, as the child applies it.
 //! - [`in_force`]: which of these hold on this machine, for `doctor` and the job summary.
 //!
 //! Not here: the `-c` overrides and minimal environment of every runner git command
 //! (`git::HARDENING`), the token held out of the environment (`credentials`), the agent's
 //! process group and environment (`process`, `executor`).
 
+pub mod cgroup;
+pub mod confine;
 pub mod groups;
 pub mod home;
 pub mod landlock;
+pub mod limits;
 pub mod netns;
+pub mod seccomp;
+pub mod view;
+
+pub use confine::{file_walls, Confinement, FileWalls};
 
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -55,7 +66,7 @@ pub struct Protection {
 }
 
 /// How to give agents a network namespace where the kernel restricts unprivileged ones.
-const USERNS_FIX: &str = "allow unprivileged user namespaces (Ubuntu 24.04: `sudo sysctl -w kernel.apparmor_restrict_unprivileged_userns=0`, which the GitHub Action does before it drops sudo), or run on Linux 6.7 or newer for Landlock's TCP rules (docs/security.md: The agent's only door)";
+pub(crate) const USERNS_FIX: &str = "allow unprivileged user namespaces (Ubuntu 24.04: `sudo sysctl -w kernel.apparmor_restrict_unprivileged_userns=0`, which the GitHub Action does before it drops sudo), or run on Linux 6.7 or newer for Landlock's TCP rules (docs/security.md: The agent's only door)";
 
 /// How agents' and checks' network is confined here (issue 37).
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -162,8 +173,9 @@ pub fn in_force(sandbox: &SandboxConfig) -> Vec<Protection> {
             fix: network_fix,
         },
     };
-    vec![
-        network,
+    let mut all = vec![network];
+    all.extend(confine::protections(sandbox));
+    all.extend([
         Protection {
             name: "landlock",
             in_force: confined,
@@ -230,7 +242,16 @@ pub fn in_force(sandbox: &SandboxConfig) -> Vec<Protection> {
                 .to_string(),
             fix: "",
         },
-    ]
+    ]);
+    all
+}
+
+/// [`in_force`] and the limits of one run (`limits.run`): everything `doctor` and the job
+/// summary list.
+pub fn protections(config: &crate::config::Config) -> Vec<Protection> {
+    let mut all = in_force(&config.sandbox);
+    all.push(limits::protection(&config.limits.run));
+    all
 }
 
 /// Where the runner's own git comes from (`programs`).
@@ -274,9 +295,9 @@ fn runner_git() -> Protection {
 }
 
 /// The protections as a short Markdown list, for the job summary.
-pub fn summary_markdown(sandbox: &SandboxConfig) -> String {
+pub fn summary_markdown(config: &crate::config::Config) -> String {
     let mut out = String::from("\n### Agent isolation on this runner\n\n");
-    for p in in_force(sandbox) {
+    for p in protections(config) {
         let mark = if p.in_force {
             "in force"
         } else {
@@ -389,9 +410,9 @@ mod tests {
 
     #[test]
     fn the_summary_lists_every_protection() {
-        let sandbox = SandboxConfig::default();
-        let text = summary_markdown(&sandbox);
-        for p in in_force(&sandbox) {
+        let config = crate::config::Config::default();
+        let text = summary_markdown(&config);
+        for p in protections(&config) {
             assert!(text.contains(p.name), "{text}");
         }
     }

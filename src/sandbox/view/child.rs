@@ -1,0 +1,624 @@
+//! The view made in the child, between fork and exec ([`enter`]): every step a system call on
+//! memory prepared before the fork ([`Prepared`]: C strings, flags, a shared page for what
+//! went wrong and for the program's exit status), no allocation, no lock.
+//!
+//! The child (the *outer* process, in the runner's PID namespace, the one the runner waits
+//! for) enters new mount and PID namespaces, puts a tmpfs on `/tmp` and pivots into it, so the
+//! host's tree is at `/oldroot`; it builds the view under `/newroot` (a second tmpfs, made
+//! read-only at the end) from the plan's steps, then forks. Its child is PID 1 of the new
+//! namespace: it mounts a `/proc` of the namespace (while the host's `/proc` is still
+//! attached, as the kernel requires in a user namespace), detaches the host's tree and pivots
+//! into the view, then forks the program, which returns to `std` to be executed. PID 1 reaps
+//! whatever is re-parented to it and exits with the program's status; when it exits the
+//! kernel kills everything left in the namespace. The outer process closes every descriptor
+//! (std's exec-error pipe among them, or `spawn` would wait until the run ends), blocks all
+//! signals but `SIGKILL` (an interrupt's `SIGTERM` to the group reaches the program, not the
+//! walls around it), waits for PID 1 and ends as the program ended (the same code, or the same
+//! signal). Each link dies with its parent (`PR_SET_PDEATHSIG`).
+//!
+//! Not for: what the view holds (`mod.rs`), the network namespace made first (`netns`).
+
+use std::ffi::CString;
+use std::io;
+use std::os::unix::ffi::OsStrExt;
+use std::path::Path;
+use std::sync::atomic::{AtomicI32, AtomicU32, Ordering};
+
+use super::{Access, Op};
+use crate::sandbox::netns::ChildPart;
+
+/// Where the first tmpfs goes: any folder every system has; the host's stays visible at
+/// `/oldroot/tmp` once the pivot moved the tmpfs away from it.
+const BASE: &std::ffi::CStr = c"/tmp";
+
+/// What went wrong in the child, and how the program ended, shared across the forks.
+#[repr(C)]
+struct Report {
+    stage: AtomicU32,
+    step: AtomicU32,
+    errno: AtomicI32,
+    status_set: AtomicU32,
+    status: AtomicI32,
+}
+
+/// A page shared by the runner and every process of one spawn.
+struct Shared(*mut Report);
+
+// SAFETY: the page holds atomics only, and lives until the `Prepared` owning it is dropped.
+unsafe impl Send for Shared {}
+// SAFETY: as above; every access goes through the atomics.
+unsafe impl Sync for Shared {}
+
+impl Shared {
+    fn new() -> io::Result<Shared> {
+        // SAFETY: an anonymous shared mapping; the kernel chooses the address.
+        let page = unsafe {
+            libc::mmap(
+                std::ptr::null_mut(),
+                std::mem::size_of::<Report>(),
+                libc::PROT_READ | libc::PROT_WRITE,
+                libc::MAP_SHARED | libc::MAP_ANONYMOUS,
+                -1,
+                0,
+            )
+        };
+        if page == libc::MAP_FAILED {
+            return Err(io::Error::last_os_error());
+        }
+        // Zeroed by the kernel: every counter starts at 0.
+        Ok(Shared(page.cast()))
+    }
+
+    fn get(&self) -> &Report {
+        // SAFETY: the mapping is live and sized for a Report for as long as `self` is.
+        unsafe { &*self.0 }
+    }
+}
+
+impl Drop for Shared {
+    fn drop(&mut self) {
+        // SAFETY: unmaps the page this value mapped.
+        unsafe { libc::munmap(self.0.cast(), std::mem::size_of::<Report>()) };
+    }
+}
+
+/// The stages of making a view, as the report names them.
+#[derive(Clone, Copy)]
+#[repr(u32)]
+enum Stage {
+    Unshare = 1,
+    Propagation,
+    Base,
+    Pivot,
+    Root,
+    Step,
+    ReadOnly,
+    ForkInit,
+    Proc,
+    Detach,
+    PivotRoot,
+    ForkProgram,
+    Chdir,
+}
+
+const STAGES: [&str; 13] = [
+    "entering new user, mount and PID namespaces",
+    "keeping its mounts from the host's",
+    "mounting its first tmpfs on /tmp",
+    "pivoting into its first tmpfs",
+    "mounting the view's root tmpfs",
+    "",
+    "making the view's root read-only",
+    "starting the namespace's first process",
+    "mounting its /proc",
+    "detaching the host's tree",
+    "pivoting into the view",
+    "starting the program",
+    "entering the working folder",
+];
+
+/// One step of the plan, as the child runs it.
+enum Step {
+    Dir(CString),
+    File(CString),
+    Link {
+        target: CString,
+        at: CString,
+    },
+    Bind {
+        from: CString,
+        at: CString,
+        read_only: bool,
+        /// The flags a read-only remount must keep (the source's locked ones), for kernels
+        /// without `mount_setattr` (before 5.12).
+        keep: libc::c_ulong,
+    },
+    Tmpfs {
+        at: CString,
+        options: CString,
+    },
+}
+
+/// A view ready to be made by one spawn's child.
+pub struct Prepared {
+    steps: Vec<Step>,
+    /// What each step does, for a failure's message.
+    said: Vec<String>,
+    /// Tmpfs mounts made read-only once the steps are done.
+    read_only: Vec<CString>,
+    cwd: CString,
+    report: Shared,
+}
+
+impl std::fmt::Debug for Prepared {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "view::Prepared({} steps)", self.steps.len())
+    }
+}
+
+fn c(prefix: &str, path: &Path) -> io::Result<CString> {
+    let mut bytes = prefix.as_bytes().to_vec();
+    bytes.extend_from_slice(path.as_os_str().as_bytes());
+    CString::new(bytes).map_err(|_| {
+        io::Error::new(
+            io::ErrorKind::InvalidInput,
+            format!("{} holds a NUL byte", path.display()),
+        )
+    })
+}
+
+impl Prepared {
+    /// The plan's `ops` as the child runs them; the program starts in `cwd`.
+    pub fn new(ops: &[Op], cwd: &Path) -> io::Result<Prepared> {
+        let mut steps = Vec::with_capacity(ops.len());
+        let mut said = Vec::with_capacity(ops.len());
+        let mut read_only = Vec::new();
+        for op in ops {
+            let (step, text) = match op {
+                Op::Dir(p) => (
+                    Step::Dir(c("/newroot", p)?),
+                    format!("making {}", p.display()),
+                ),
+                Op::File(p) => (
+                    Step::File(c("/newroot", p)?),
+                    format!("making {}", p.display()),
+                ),
+                Op::Link { at, target } => (
+                    Step::Link {
+                        target: c("", target)?,
+                        at: c("/newroot", at)?,
+                    },
+                    format!("linking {} to {}", at.display(), target.display()),
+                ),
+                Op::Bind { from, at, access } => (
+                    Step::Bind {
+                        from: c("/oldroot", from)?,
+                        at: c("/newroot", at)?,
+                        read_only: *access == Access::Read,
+                        keep: locked_flags(from),
+                    },
+                    format!("showing {}", at.display()),
+                ),
+                Op::Tmpfs { at, bytes, mode } => {
+                    let size = bytes.map_or(String::new(), |b| format!(",size={b}"));
+                    if at == Path::new("/dev") {
+                        read_only.push(c("/newroot", at)?);
+                    }
+                    (
+                        Step::Tmpfs {
+                            at: c("/newroot", at)?,
+                            options: CString::new(format!("mode={mode:o}{size}"))
+                                .map_err(io::Error::other)?,
+                        },
+                        format!("mounting a tmpfs on {}", at.display()),
+                    )
+                }
+            };
+            steps.push(step);
+            said.push(text);
+        }
+        read_only.push(c"/newroot".to_owned());
+        Ok(Prepared {
+            steps,
+            said,
+            read_only,
+            cwd: c("", cwd)?,
+            report: Shared::new()?,
+        })
+    }
+
+    /// What the child said went wrong, if it did: the stage (and step) and the error.
+    pub fn failure(&self) -> Option<String> {
+        let report = self.report.get();
+        let stage = report.stage.load(Ordering::SeqCst);
+        if stage == 0 {
+            return None;
+        }
+        let errno = report.errno.load(Ordering::SeqCst);
+        let what = match stage {
+            s if s == Stage::Step as u32 => {
+                let i = report.step.load(Ordering::SeqCst) as usize;
+                self.said.get(i).cloned().unwrap_or_default()
+            }
+            s => STAGES
+                .get(s as usize - 1)
+                .copied()
+                .unwrap_or_default()
+                .to_string(),
+        };
+        let hint = if stage == Stage::Proc as u32 && errno == libc::EPERM {
+            " (this machine's /proc has parts hidden, as in a container: a /proc of the run's own cannot be mounted)"
+        } else {
+            ""
+        };
+        Some(format!(
+            "{what}: {}{hint}",
+            io::Error::from_raw_os_error(errno)
+        ))
+    }
+}
+
+/// The mount flags of `path`'s mount that a read-only remount in a user namespace must keep.
+fn locked_flags(path: &Path) -> libc::c_ulong {
+    let Ok(p) = CString::new(path.as_os_str().as_bytes()) else {
+        return 0;
+    };
+    // SAFETY: statvfs writes into `st`, a plain C struct that lives for the call.
+    let mut st: libc::statvfs = unsafe { std::mem::zeroed() };
+    if unsafe { libc::statvfs(p.as_ptr(), &mut st) } != 0 {
+        return 0;
+    }
+    let pairs = [
+        (libc::ST_NOSUID, libc::MS_NOSUID),
+        (libc::ST_NODEV, libc::MS_NODEV),
+        (libc::ST_NOEXEC, libc::MS_NOEXEC),
+        (libc::ST_NOATIME, libc::MS_NOATIME),
+        (libc::ST_NODIRATIME, libc::MS_NODIRATIME),
+        (libc::ST_RELATIME, libc::MS_RELATIME),
+    ];
+    pairs
+        .iter()
+        .filter(|(st_flag, _)| st.f_flag & *st_flag != 0)
+        .fold(0, |flags, (_, ms)| flags | ms)
+}
+
+/// `Err` of the last system call, noted in the report as `stage` (and `step`).
+unsafe fn failed(report: &Report, stage: Stage, step: usize) -> io::Error {
+    let e = io::Error::last_os_error();
+    report
+        .errno
+        .store(e.raw_os_error().unwrap_or(0), Ordering::SeqCst);
+    report.step.store(step as u32, Ordering::SeqCst);
+    report.stage.store(stage as u32, Ordering::SeqCst);
+    e
+}
+
+/// A system call's return code as a result: negative is a failure of `stage`.
+unsafe fn ok(report: &Report, stage: Stage, rc: libc::c_long) -> io::Result<()> {
+    if rc < 0 {
+        Err(failed(report, stage, 0))
+    } else {
+        Ok(())
+    }
+}
+
+/// Makes the view and returns in the program's process only (the outer process and PID 1
+/// never return): what is left is the program's own set-up and `exec`.
+///
+/// # Safety
+/// Only in a child between fork and exec; `prep` was made before the fork. `user`: the map
+/// lines of a user namespace to make first (`None`: the child is in a new one already).
+pub unsafe fn enter(prep: &Prepared, user: Option<&ChildPart>) -> io::Result<()> {
+    let r = prep.report.get();
+    let namespaces = libc::CLONE_NEWNS | libc::CLONE_NEWPID;
+    let entered = match user {
+        Some(part) => crate::sandbox::netns::enter_user(part, namespaces),
+        None => ok(r, Stage::Unshare, libc::unshare(namespaces) as libc::c_long),
+    };
+    if let Err(e) = entered {
+        if r.stage.load(Ordering::SeqCst) == 0 {
+            r.errno
+                .store(e.raw_os_error().unwrap_or(0), Ordering::SeqCst);
+            r.stage.store(Stage::Unshare as u32, Ordering::SeqCst);
+        }
+        return Err(e);
+    }
+    build(prep, r)?;
+    let init = fork();
+    if init < 0 {
+        return Err(failed(r, Stage::ForkInit, 0));
+    }
+    if init > 0 {
+        outer(r, init);
+    }
+    libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL, 0, 0, 0);
+    finish(r)?;
+    let program = fork();
+    if program < 0 {
+        return Err(failed(r, Stage::ForkProgram, 0));
+    }
+    if program > 0 {
+        first_process(r, program);
+    }
+    libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL, 0, 0, 0);
+    ok(
+        r,
+        Stage::Chdir,
+        libc::chdir(prep.cwd.as_ptr()) as libc::c_long,
+    )
+}
+
+/// The outer process's part: the first tmpfs, the pivot into it, the view under `/newroot`.
+unsafe fn build(prep: &Prepared, r: &Report) -> io::Result<()> {
+    let null = std::ptr::null::<libc::c_char>();
+    let rc = libc::mount(
+        null,
+        c"/".as_ptr(),
+        null,
+        libc::MS_REC | libc::MS_SLAVE,
+        null.cast(),
+    );
+    ok(r, Stage::Propagation, rc as libc::c_long)?;
+    let tmpfs = c"tmpfs".as_ptr();
+    let flags = libc::MS_NOSUID | libc::MS_NODEV;
+    let rc = libc::mount(
+        tmpfs,
+        BASE.as_ptr(),
+        tmpfs,
+        flags,
+        c"mode=0755,size=65536".as_ptr().cast(),
+    );
+    ok(r, Stage::Base, rc as libc::c_long)?;
+    let pivoted = libc::chdir(BASE.as_ptr()) == 0
+        && made_dir(c"newroot")
+        && made_dir(c"oldroot")
+        && libc::syscall(libc::SYS_pivot_root, c".".as_ptr(), c"oldroot".as_ptr()) == 0
+        && libc::chdir(c"/".as_ptr()) == 0;
+    if !pivoted {
+        return Err(failed(r, Stage::Pivot, 0));
+    }
+    let rc = libc::mount(
+        tmpfs,
+        c"/newroot".as_ptr(),
+        tmpfs,
+        flags,
+        c"mode=0755,size=1048576".as_ptr().cast(),
+    );
+    ok(r, Stage::Root, rc as libc::c_long)?;
+    for (i, step) in prep.steps.iter().enumerate() {
+        if !run(step) {
+            return Err(failed(r, Stage::Step, i));
+        }
+    }
+    for at in &prep.read_only {
+        let flags = libc::MS_REMOUNT | libc::MS_RDONLY | libc::MS_NOSUID | libc::MS_NODEV;
+        if libc::mount(null, at.as_ptr(), null, flags, null.cast()) != 0 {
+            return Err(failed(r, Stage::ReadOnly, 0));
+        }
+    }
+    Ok(())
+}
+
+/// `mkdir`, an existing folder being as good.
+unsafe fn made_dir(path: &std::ffi::CStr) -> bool {
+    libc::mkdir(path.as_ptr(), 0o755) == 0 || *libc::__errno_location() == libc::EEXIST
+}
+
+/// One step; `false` with `errno` set when it failed.
+unsafe fn run(step: &Step) -> bool {
+    let null = std::ptr::null::<libc::c_char>();
+    match step {
+        Step::Dir(path) => made_dir(path),
+        Step::File(path) => {
+            let fd = libc::open(
+                path.as_ptr(),
+                libc::O_CREAT | libc::O_WRONLY | libc::O_CLOEXEC | libc::O_NOFOLLOW,
+                0o644,
+            );
+            fd >= 0 && libc::close(fd) == 0
+        }
+        Step::Link { target, at } => {
+            libc::symlink(target.as_ptr(), at.as_ptr()) == 0
+                || *libc::__errno_location() == libc::EEXIST
+        }
+        Step::Tmpfs { at, options } => {
+            let tmpfs = c"tmpfs".as_ptr();
+            let flags = libc::MS_NOSUID | libc::MS_NODEV;
+            libc::mount(tmpfs, at.as_ptr(), tmpfs, flags, options.as_ptr().cast()) == 0
+        }
+        Step::Bind {
+            from,
+            at,
+            read_only,
+            keep,
+        } => {
+            let flags = libc::MS_BIND | libc::MS_REC;
+            if libc::mount(from.as_ptr(), at.as_ptr(), null, flags, null.cast()) != 0 {
+                return false;
+            }
+            !*read_only || made_read_only(at, *keep)
+        }
+    }
+}
+
+/// `struct mount_attr` of `mount_setattr` (Linux 5.12).
+#[repr(C)]
+struct MountAttr {
+    attr_set: u64,
+    attr_clr: u64,
+    propagation: u64,
+    userns_fd: u64,
+}
+
+/// Makes the bind at `at`, and every mount below it, read-only.
+unsafe fn made_read_only(at: &CString, keep: libc::c_ulong) -> bool {
+    const MOUNT_ATTR_RDONLY: u64 = 0x1;
+    const MOUNT_ATTR_NOSUID: u64 = 0x2;
+    const AT_RECURSIVE: libc::c_uint = 0x8000;
+    let attr = MountAttr {
+        attr_set: MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID,
+        attr_clr: 0,
+        propagation: 0,
+        userns_fd: 0,
+    };
+    let rc = libc::syscall(
+        libc::SYS_mount_setattr,
+        libc::AT_FDCWD,
+        at.as_ptr(),
+        AT_RECURSIVE,
+        &attr as *const MountAttr,
+        std::mem::size_of::<MountAttr>(),
+    );
+    if rc == 0 {
+        return true;
+    }
+    if *libc::__errno_location() != libc::ENOSYS {
+        return false;
+    }
+    let null = std::ptr::null::<libc::c_char>();
+    let flags = libc::MS_REMOUNT | libc::MS_BIND | libc::MS_RDONLY | libc::MS_NOSUID | keep;
+    libc::mount(null, at.as_ptr(), null, flags, null.cast()) == 0
+}
+
+/// PID 1's part before it starts the program: `/proc`, then into the view for good.
+unsafe fn finish(r: &Report) -> io::Result<()> {
+    let proc_ = c"proc".as_ptr();
+    let flags = libc::MS_NOSUID | libc::MS_NODEV | libc::MS_NOEXEC;
+    let rc = libc::mount(
+        proc_,
+        c"/newroot/proc".as_ptr(),
+        proc_,
+        flags,
+        std::ptr::null(),
+    );
+    ok(r, Stage::Proc, rc as libc::c_long)?;
+    let rc = libc::umount2(c"/oldroot".as_ptr(), libc::MNT_DETACH);
+    ok(r, Stage::Detach, rc as libc::c_long)?;
+    let pivoted = libc::chdir(c"/newroot".as_ptr()) == 0
+        && libc::syscall(libc::SYS_pivot_root, c".".as_ptr(), c".".as_ptr()) == 0
+        && libc::umount2(c".".as_ptr(), libc::MNT_DETACH) == 0
+        && libc::chdir(c"/".as_ptr()) == 0;
+    if !pivoted {
+        return Err(failed(r, Stage::PivotRoot, 0));
+    }
+    Ok(())
+}
+
+/// `fork` without the C library's handlers (a child of a multi-threaded program runs none).
+unsafe fn fork() -> libc::pid_t {
+    libc::syscall(libc::SYS_clone, libc::SIGCHLD as libc::c_long, 0, 0, 0, 0) as libc::pid_t
+}
+
+/// Closes every descriptor of the calling process.
+unsafe fn close_all() {
+    if libc::syscall(libc::SYS_close_range, 0u32, u32::MAX, 0u32) != 0 {
+        for fd in 0..1024 {
+            libc::close(fd);
+        }
+    }
+}
+
+/// The outer process: waits for PID 1 and ends as the program did.
+unsafe fn outer(r: &Report, init: libc::pid_t) -> ! {
+    close_all();
+    let mut all: libc::sigset_t = std::mem::zeroed();
+    libc::sigfillset(&mut all);
+    libc::sigprocmask(libc::SIG_BLOCK, &all, std::ptr::null_mut());
+    let mut status = 0;
+    loop {
+        let rc = libc::waitpid(init, &mut status, 0);
+        if rc == init {
+            break;
+        }
+        if rc < 0 && *libc::__errno_location() != libc::EINTR {
+            libc::_exit(1);
+        }
+    }
+    if r.status_set.load(Ordering::SeqCst) == 1 {
+        status = r.status.load(Ordering::SeqCst);
+    }
+    if libc::WIFSIGNALED(status) {
+        let signal = libc::WTERMSIG(status);
+        libc::signal(signal, libc::SIG_DFL);
+        let mut one: libc::sigset_t = std::mem::zeroed();
+        libc::sigemptyset(&mut one);
+        libc::sigaddset(&mut one, signal);
+        libc::sigprocmask(libc::SIG_UNBLOCK, &one, std::ptr::null_mut());
+        libc::kill(libc::getpid(), signal);
+        libc::_exit(128 + signal);
+    }
+    libc::_exit(if libc::WIFEXITED(status) {
+        libc::WEXITSTATUS(status)
+    } else {
+        1
+    })
+}
+
+/// PID 1 of the namespace: reaps everything until the program ends, then ends with it (and
+/// the kernel ends the rest).
+unsafe fn first_process(r: &Report, program: libc::pid_t) -> ! {
+    close_all();
+    let mut status = 0;
+    loop {
+        let rc = libc::waitpid(-1, &mut status, 0);
+        if rc == program {
+            r.status.store(status, Ordering::SeqCst);
+            r.status_set.store(1, Ordering::SeqCst);
+            libc::_exit(if libc::WIFEXITED(status) {
+                libc::WEXITSTATUS(status)
+            } else {
+                128 + libc::WTERMSIG(status)
+            });
+        }
+        if rc < 0 && *libc::__errno_location() != libc::EINTR {
+            libc::_exit(1);
+        }
+    }
+}
+
+/// A view of the system folders made in a child that then checks it sees a `/proc` of its own
+/// and exits: `Err` with the step the kernel refused.
+pub(super) fn probe() -> Result<(), String> {
+    let ops = super::plan(&super::ViewSpec::default(), &super::RealHost);
+    let prep = Prepared::new(&ops, Path::new("/")).map_err(|e| e.to_string())?;
+    let part = ChildPart::current_user();
+    // SAFETY: fork in a program that may have threads: the child only makes system calls on
+    // memory made before the fork (`prep`, `part`), then `_exit`s.
+    let pid = unsafe { libc::fork() };
+    if pid < 0 {
+        return Err(io::Error::last_os_error().to_string());
+    }
+    if pid == 0 {
+        // SAFETY: in the child, before any exec; see `enter`.
+        let code = match unsafe { enter(&prep, Some(&part)) } {
+            // PID 1 of its own namespace is its parent, and /proc shows that namespace.
+            Ok(()) if unsafe { libc::getppid() } == 1 => {
+                match unsafe { libc::access(c"/proc/1/stat".as_ptr(), libc::R_OK) } {
+                    0 => 0,
+                    _ => 3,
+                }
+            }
+            Ok(()) => 2,
+            Err(_) => 1,
+        };
+        // SAFETY: ends this process (the outer one, PID 1 or the program's) at once.
+        unsafe { libc::_exit(code) };
+    }
+    let mut status = 0;
+    // SAFETY: waits for the child just forked; `status` lives for the call.
+    while unsafe { libc::waitpid(pid, &mut status, 0) } < 0 {
+        if io::Error::last_os_error().kind() != io::ErrorKind::Interrupted {
+            return Err(io::Error::last_os_error().to_string());
+        }
+    }
+    match (libc::WIFEXITED(status), libc::WEXITSTATUS(status)) {
+        (true, 0) => Ok(()),
+        (true, 2) => Err("the view's first process is not its program's parent".to_string()),
+        (true, 3) => Err("the view's /proc does not show its own processes".to_string()),
+        _ => Err(format!(
+            "the kernel refused a view of its own ({})",
+            prep.failure()
+                .unwrap_or_else(|| format!("its process ended with status {status}"))
+        )),
+    }
+}
