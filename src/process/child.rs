@@ -49,7 +49,7 @@ pub(super) fn prepare(
         Some(wanted) => {
             let mut wanted = wanted.clone();
             for path in view::program_paths(executable, path_var) {
-                wanted.paths.push((path, view::Access::Read));
+                wanted.paths.push((path, view::Access::Show));
             }
             let ops = view::plan(&wanted, &view::RealHost);
             Some(Arc::new(view::Prepared::new(&ops, &spec.cwd)?))

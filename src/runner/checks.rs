@@ -376,7 +376,7 @@ impl CheckDomain {
         if self.confine.landlock.is_none() && self.confine.view.is_none() {
             return String::new();
         }
-        match crate::sandbox::denied_write(output, &self.writable) {
+        match crate::sandbox::denied_write(output, &self.writable, self.confine.view.is_some()) {
             Some(path) => format!(
                 "\n  the sandbox refused a write to {path} (checks write only their workspace, a scratch folder and a private home); if the check needs it, allow its folder with `sandbox.writable: [\"{}\"]`",
                 std::path::Path::new(&path)

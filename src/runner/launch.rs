@@ -297,7 +297,7 @@ fn view_of(
     }
     if let Ok(common) = crate::git::Git::new(repo).common_dir() {
         let objects = common.canonicalize().unwrap_or(common).join("objects");
-        paths.push((objects, Access::Read));
+        paths.push((objects, Access::Show));
     }
     let path_var = env
         .iter()
@@ -313,7 +313,7 @@ fn view_of(
         toolchains
             .into_iter()
             .chain(readable)
-            .map(|p| (p, Access::Read)),
+            .map(|p| (p, Access::Show)),
     );
     ViewSpec { paths, tmp_bytes }
 }

@@ -309,18 +309,22 @@ pub fn summary_markdown(config: &crate::config::Config) -> String {
 }
 
 /// The first path a failed program's output says it could not write (`Permission denied`,
-/// `Read-only file system`, `Operation not permitted`) that lies outside `writable`: a write
-/// the sandbox refused, most likely. Pure, for the check's failure message.
-pub fn denied_write(output: &str, writable: &[std::path::PathBuf]) -> Option<String> {
+/// `Read-only file system`, `Operation not permitted`; in a `view` of its own, also a missing
+/// folder) that lies outside `writable`: a write the sandbox refused, most likely. Pure, for
+/// the check's failure message.
+pub fn denied_write(output: &str, writable: &[std::path::PathBuf], view: bool) -> Option<String> {
     const REFUSALS: [&str; 4] = [
         "permission denied",
         "read-only file system",
         "operation not permitted",
         "eacces",
     ];
+    // In a view of its own, a path outside it is simply not there.
+    const MISSING: [&str; 2] = ["no such file or directory", "nonexistent"];
     for line in output.lines() {
         let lower = line.to_ascii_lowercase();
-        if !REFUSALS.iter().any(|r| lower.contains(r)) {
+        let missing = view && MISSING.iter().any(|r| lower.contains(r));
+        if !REFUSALS.iter().any(|r| lower.contains(r)) && !missing {
             continue;
         }
         let paths = line
@@ -399,9 +403,16 @@ mod tests {
             ("assertion failed: /home/runner/x is wrong", None),
             ("", None),
         ];
+        // In a view, a folder outside it is missing: that is a refused write too.
+        let missing = "sh: 1: cannot create /home/runner/x/out.txt: Directory nonexistent";
+        assert_eq!(denied_write(missing, &writable, false), None);
+        assert_eq!(
+            denied_write(missing, &writable, true).as_deref(),
+            Some("/home/runner/x/out.txt")
+        );
         for (output, expected) in cases {
             assert_eq!(
-                denied_write(output, &writable).as_deref(),
+                denied_write(output, &writable, false).as_deref(),
                 expected,
                 "{output}"
             );

@@ -137,6 +137,7 @@ enum Step {
         at: CString,
         options: CString,
     },
+    Seal(CString),
 }
 
 /// A view ready to be made by one spawn's child.
@@ -194,10 +195,14 @@ impl Prepared {
                     Step::Bind {
                         from: c("/oldroot", from)?,
                         at: c("/newroot", at)?,
-                        read_only: *access == Access::Read,
+                        read_only: *access != Access::Write,
                         keep: locked_flags(from),
                     },
                     format!("showing {}", at.display()),
+                ),
+                Op::Seal(at) => (
+                    Step::Seal(c("/newroot", at)?),
+                    format!("making {} read-only", at.display()),
                 ),
                 Op::Tmpfs { at, bytes, mode } => {
                     let size = bytes.map_or(String::new(), |b| format!(",size={b}"));
@@ -436,7 +441,14 @@ unsafe fn run(step: &Step) -> bool {
             if libc::mount(from.as_ptr(), at.as_ptr(), null, flags, null.cast()) != 0 {
                 return false;
             }
-            !*read_only || made_read_only(at, *keep)
+            !*read_only || made_read_only(at, *keep, true)
+        }
+        Step::Seal(at) => {
+            // Bound onto itself with what is mounted beneath it, then read-only alone: the
+            // mounts beneath keep their own access.
+            let flags = libc::MS_BIND | libc::MS_REC;
+            libc::mount(at.as_ptr(), at.as_ptr(), null, flags, null.cast()) == 0
+                && made_read_only(at, libc::MS_NOSUID | libc::MS_NODEV, false)
         }
     }
 }
@@ -450,8 +462,8 @@ struct MountAttr {
     userns_fd: u64,
 }
 
-/// Makes the bind at `at`, and every mount below it, read-only.
-unsafe fn made_read_only(at: &CString, keep: libc::c_ulong) -> bool {
+/// Makes the bind at `at` read-only, and every mount below it when `recursive`.
+unsafe fn made_read_only(at: &CString, keep: libc::c_ulong, recursive: bool) -> bool {
     const MOUNT_ATTR_RDONLY: u64 = 0x1;
     const MOUNT_ATTR_NOSUID: u64 = 0x2;
     const AT_RECURSIVE: libc::c_uint = 0x8000;
@@ -465,7 +477,7 @@ unsafe fn made_read_only(at: &CString, keep: libc::c_ulong) -> bool {
         libc::SYS_mount_setattr,
         libc::AT_FDCWD,
         at.as_ptr(),
-        AT_RECURSIVE,
+        if recursive { AT_RECURSIVE } else { 0 },
         &attr as *const MountAttr,
         std::mem::size_of::<MountAttr>(),
     );

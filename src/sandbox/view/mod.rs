@@ -31,11 +31,15 @@ use std::sync::OnceLock;
 pub use child::{enter, Prepared};
 pub use program::{program_paths, toolchain_paths};
 
-/// Whether a path of the view may be written.
+/// How a path of the view is shown.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Access {
+    /// Read-only, even beneath a folder it may write (a read-only role's workspace).
     Read,
     Write,
+    /// Visible, read-only unless a folder it may write holds it already (a toolchain, its
+    /// program, `sandbox.readable`).
+    Show,
 }
 
 /// What a run's view holds besides the system folders, its temp folder, `/dev` and `/proc`.
@@ -93,6 +97,9 @@ pub enum Op {
         bytes: Option<u64>,
         mode: u32,
     },
+    /// A folder made in the run's `/tmp` on the way to a mount, made read-only once what it
+    /// holds is mounted: the run writes its `/tmp`, never a host path's stand-in there.
+    Seal(PathBuf),
 }
 
 /// What a path is on the host, without following a final link.
@@ -191,6 +198,17 @@ pub fn plan(spec: &ViewSpec, host: &dyn Host) -> Vec<Op> {
             p.links_to(given);
         }
     }
+    if !tmp_is_host {
+        let made_in_tmp: Vec<PathBuf> = p
+            .made
+            .iter()
+            .filter(|m| m.parent() == Some(Path::new("/tmp")))
+            .filter(|m| p.ops.contains(&Op::Dir(m.to_path_buf())))
+            .filter(|m| !p.binds.iter().any(|(at, _)| at == *m))
+            .cloned()
+            .collect();
+        p.ops.extend(made_in_tmp.into_iter().map(Op::Seal));
+    }
     p.ops
 }
 
@@ -258,12 +276,20 @@ impl Planner<'_> {
 
     /// `real` (a path without links) shown as on the host, unless a bind shows it so already.
     fn bind(&mut self, real: &Path, access: Access) {
+        let shown = match (access, self.bound(real)) {
+            (Access::Show, Some(_)) => true,
+            (_, bound) => bound == Some(access),
+        };
+        let access = match access {
+            Access::Show => Access::Read,
+            other => other,
+        };
         let op = Op::Bind {
             from: real.to_path_buf(),
             at: real.to_path_buf(),
             access,
         };
-        if self.bound(real) == Some(access) || self.ops.contains(&op) {
+        if shown || self.ops.contains(&op) {
             return;
         }
         let is_dir = match self.host.kind(real) {

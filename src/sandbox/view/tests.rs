@@ -137,10 +137,20 @@ fn a_view_holds_the_system_the_run_s_folders_and_nothing_else() {
         mode: 0o1777
     }));
     assert!(ops.contains(&Op::Dir("/proc".into())));
-    assert!(ops.contains(&Op::Link {
-        at: "/dev/shm".into(),
-        target: "/tmp".into()
-    }));
+    // The stand-ins of host folders in its /tmp are read-only: it writes /tmp, not them; a
+    // folder bound there is the host's, never sealed over.
+    let sealed: Vec<&Op> = ops.iter().filter(|op| matches!(op, Op::Seal(_))).collect();
+    assert_eq!(sealed, Vec::<&Op>::new());
+    let inner = ViewSpec {
+        paths: vec![write("/tmp/ot-run/tmp")],
+        tmp_bytes: None,
+    };
+    let inner = plan(&inner, &host());
+    let sealed: Vec<&Op> = inner
+        .iter()
+        .filter(|op| matches!(op, Op::Seal(_)))
+        .collect();
+    assert_eq!(sealed, [&Op::Seal("/tmp/ot-run".into())]);
 }
 
 #[test]
@@ -170,6 +180,7 @@ fn every_mount_point_is_made_before_its_mount_and_none_twice() {
                 assert!(!made.contains(p), "{} made twice", p.display());
                 made.push(p.clone());
             }
+            Op::Seal(at) => assert!(made.contains(at), "{} sealed, not made", at.display()),
             Op::Bind { at, .. } | Op::Tmpfs { at, .. } => {
                 assert!(
                     made.contains(at)
@@ -204,26 +215,30 @@ fn a_program_in_its_view_sees_only_its_own() {
         return;
     }
     use std::os::unix::process::CommandExt;
-    let run = tempfile::tempdir().unwrap();
+    let base = tempfile::tempdir().unwrap();
+    let run = base.path().join("run");
+    std::fs::create_dir(&run).unwrap();
     let secret = tempfile::tempdir().unwrap();
     std::fs::write(secret.path().join("hosts.yml"), "token").unwrap();
     let spec = ViewSpec {
-        paths: vec![(run.path().to_path_buf(), Access::Write)],
+        paths: vec![(run.clone(), Access::Write)],
         tmp_bytes: Some(1 << 20),
     };
     let ops = plan(&spec, &RealHost);
-    let prep = std::sync::Arc::new(Prepared::new(&ops, run.path()).unwrap());
+    let prep = std::sync::Arc::new(Prepared::new(&ops, &run).unwrap());
     let script = format!(
         "test -e {secret}/hosts.yml && exit 10; test -d /run && exit 11; \
          echo hi > out.txt || exit 12; touch /usr/x 2>/dev/null && exit 13; \
+         mkdir {parent}/x 2>/dev/null && exit 18; echo x > /tmp/mine || exit 19; \
          test -e /proc/{me} && exit 14; n=$(ls /proc | grep -c '^[0-9]'); [ \"$n\" -le 8 ] || exit 17; \
          [ -r /proc/1/stat ] || exit 15; head -c 2000000 /dev/zero > /tmp/big 2>/dev/null && exit 16; \
          exit 0",
         secret = secret.path().display(),
-        me = std::process::id()
+        me = std::process::id(),
+        parent = base.path().display()
     );
     let mut cmd = std::process::Command::new("/bin/sh");
-    cmd.args(["-c", &script]).current_dir(run.path());
+    cmd.args(["-c", &script]).current_dir(&run);
     let child_prep = prep.clone();
     let part = crate::sandbox::netns::ChildPart::current_user();
     // SAFETY: `enter` makes only system calls on memory made before the fork.
@@ -233,7 +248,7 @@ fn a_program_in_its_view_sees_only_its_own() {
     let status = cmd.status().unwrap();
     assert_eq!(status.code(), Some(0), "{:?} {:?}", status, prep.failure());
     assert_eq!(
-        std::fs::read_to_string(run.path().join("out.txt")).unwrap(),
+        std::fs::read_to_string(run.join("out.txt")).unwrap(),
         "hi\n"
     );
 }
