@@ -122,7 +122,11 @@ pub(super) fn run_agent_with<T>(
         vars,
         budget,
     };
-    let ran = super::launch::run_agent(launch, exec.as_ref(), (task, run_id), prompt, attempt)?;
+    let ran = super::launch::run_agent(launch, exec.as_ref(), (task, run_id), prompt, attempt)
+        .map_err(|e| CheckFailure {
+            code: e.code,
+            message: e.message,
+        })?;
     let seen = ran.net;
     let (usd, tokens) = super::network::reported(&ran.result);
     super::network::account(record, &seen.traffic, usd, tokens);

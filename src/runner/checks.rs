@@ -387,20 +387,3 @@ impl CheckDomain {
         }
     }
 }
-
-/// What verification commands see: the runner's `PATH`, `HOME` and locale, nothing secret
-/// (`HOME` and `TMPDIR` are replaced by the check's own, `CheckDomain`).
-pub fn base_env() -> Vec<(String, String)> {
-    [
-        "PATH",
-        "HOME",
-        "LANG",
-        "LC_ALL",
-        "TMPDIR",
-        "CARGO_HOME",
-        "RUSTUP_HOME",
-    ]
-    .iter()
-    .filter_map(|k| std::env::var(k).ok().map(|v| (k.to_string(), v)))
-    .collect()
-}

@@ -14,7 +14,6 @@
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use super::checks::CheckFailure;
 use super::network::{AgentNet, NetOutcome};
 use super::Act;
 use crate::config::{AgentHome, AgentRole, Config, EffectiveAgent, FilesystemSandbox};
@@ -51,6 +50,13 @@ pub(super) struct AgentLaunch<'a> {
     pub budget: Option<crate::egress::Budget>,
 }
 
+/// Why an agent could not be started: the failure code its run gets, and why.
+#[derive(Debug)]
+pub(super) struct NotStarted {
+    pub code: FailureCode,
+    pub message: String,
+}
+
 /// What one agent run came to.
 pub(super) struct Ran {
     pub result: Result<AgentResult, ExecutorError>,
@@ -68,7 +74,7 @@ pub(super) fn run_agent(
     (task, run_id): (&Task, &RunId),
     prompt: String,
     attempt: u32,
-) -> Result<Ran, CheckFailure> {
+) -> Result<Ran, NotStarted> {
     let AgentLaunch {
         act,
         role,
@@ -78,7 +84,7 @@ pub(super) fn run_agent(
         mut vars,
         budget,
     } = launch;
-    let setup = |message: String| CheckFailure {
+    let setup = |message: String| NotStarted {
         code: FailureCode::SetupOrBootstrapIssue,
         message,
     };
@@ -101,7 +107,7 @@ pub(super) fn run_agent(
         net.landlock_port(),
         limits,
     )
-    .map_err(|message| CheckFailure {
+    .map_err(|message| NotStarted {
         code: FailureCode::ExecutionFailed,
         message,
     })?;
@@ -159,7 +165,7 @@ pub(super) fn checks(config: &Config, cwd: &Path, repo: &Path) -> Result<ChecksL
         .file_name()
         .map_or_else(|| "check".to_string(), |n| n.to_string_lossy().into_owned());
     let home = run_home(config, scratch.path(), &[])?;
-    let mut env = super::checks::base_env();
+    let mut env = base_env();
     if config.sandbox.agent_home == AgentHome::Private {
         let runner_home = std::env::var_os("HOME").map(PathBuf::from);
         for (k, v) in
@@ -359,4 +365,21 @@ pub(crate) fn with_configured(config: &Config, paths: &[PathBuf]) -> Vec<PathBuf
 pub(crate) fn set_var(env: &mut Vec<(String, String)>, key: &str, value: &str) {
     env.retain(|(k, _)| k != key);
     env.push((key.to_string(), value.to_string()));
+}
+
+/// What verification commands see: the runner's `PATH`, `HOME` and locale, nothing secret
+/// (`HOME` and `TMPDIR` are replaced by the check's own, [`checks`]).
+pub fn base_env() -> Vec<(String, String)> {
+    [
+        "PATH",
+        "HOME",
+        "LANG",
+        "LC_ALL",
+        "TMPDIR",
+        "CARGO_HOME",
+        "RUSTUP_HOME",
+    ]
+    .iter()
+    .filter_map(|k| std::env::var(k).ok().map(|v| (k.to_string(), v)))
+    .collect()
 }

@@ -30,9 +30,10 @@ use crate::prompt::Templates;
 use crate::redact::Redactor;
 
 pub use checks::{
-    allowed_paths, base_env, check_policy, task_problems, CheckFailure, TaskField, TaskProblem,
+    allowed_paths, check_policy, task_problems, CheckFailure, TaskField, TaskProblem,
 };
 pub use content::check_content;
+pub use launch::base_env;
 use launch::set_var;
 
 use crate::engine::import::context_comments;

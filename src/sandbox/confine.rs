@@ -159,3 +159,40 @@ pub(super) fn protections(sandbox: &SandboxConfig) -> Vec<super::Protection> {
         },
     ]
 }
+
+/// The limits of each run and what holds them here, for `doctor` and the job summary.
+pub(super) fn limits_protection(run: &crate::config::RunLimits) -> super::Protection {
+    let limits = Limits::of(run, None);
+    let set: Vec<String> = [&limits.memory, &limits.processes, &limits.file, &limits.tmp]
+        .into_iter()
+        .flatten()
+        .map(super::limits::Limit::setting)
+        .collect();
+    let fix = "set limits.run (docs/configuration.md), and run the tick in a delegated cgroup (`systemd-run --user --scope -p Delegate=yes opentiger tick`) to hold memory and processes for a run as a whole";
+    if set.is_empty() {
+        return super::Protection {
+            name: "resource limits",
+            in_force: false,
+            detail: "limits.run sets no limit: one agent may take the machine's memory, processes and disk".to_string(),
+            fix,
+        };
+    }
+    let held = match super::cgroup::offered() {
+        Ok(_) => "memory and processes held by a cgroup of each run's own (the run as a whole)"
+            .to_string(),
+        Err(why) => format!("memory and processes held by rlimits, for each process ({why})"),
+    };
+    let walls = match super::view::available() {
+        Ok(()) => "the temp folder a tmpfs of its size",
+        Err(_) => "the temp folder on disk, bounded per file only (no view here)",
+    };
+    super::Protection {
+        name: "resource limits",
+        in_force: true,
+        detail: format!(
+            "each agent run and check: {}; {held}; any one file by RLIMIT_FSIZE; {walls}; a run that reaches one fails naming it",
+            set.join(", ")
+        ),
+        fix,
+    }
+}

@@ -250,7 +250,7 @@ pub fn in_force(sandbox: &SandboxConfig) -> Vec<Protection> {
 /// summary list.
 pub fn protections(config: &crate::config::Config) -> Vec<Protection> {
     let mut all = in_force(&config.sandbox);
-    all.push(limits::protection(&config.limits.run));
+    all.push(confine::limits_protection(&config.limits.run));
     all
 }
 

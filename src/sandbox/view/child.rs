@@ -1,22 +1,15 @@
-//! The view made in the child, between fork and exec ([`enter`]): every step a system call on
-//! memory prepared before the fork ([`Prepared`]: C strings, flags, a shared page for what
-//! went wrong and for the program's exit status), no allocation, no lock.
+//! The view's mounts, made in the child between fork and exec: every step a system call on
+//! memory prepared before the fork ([`Prepared`]: C strings, flags, a shared page for what went
+//! wrong and for the program's exit status), no allocation, no lock.
 //!
-//! The child (the *outer* process, in the runner's PID namespace, the one the runner waits
-//! for) enters new mount and PID namespaces, puts a tmpfs on `/tmp` and pivots into it, so the
-//! host's tree is at `/oldroot`; it builds the view under `/newroot` (a second tmpfs, made
-//! read-only at the end) from the plan's steps, then forks. Its child is PID 1 of the new
-//! namespace: it mounts a `/proc` of the namespace (while the host's `/proc` is still
-//! attached, as the kernel requires in a user namespace), detaches the host's tree and pivots
-//! into the view, then forks the program, which returns to `std` to be executed. PID 1 reaps
-//! whatever is re-parented to it and exits with the program's status; when it exits the
-//! kernel kills everything left in the namespace. The outer process closes every descriptor
-//! (std's exec-error pipe among them, or `spawn` would wait until the run ends), blocks all
-//! signals but `SIGKILL` (an interrupt's `SIGTERM` to the group reaches the program, not the
-//! walls around it), waits for PID 1 and ends as the program ended (the same code, or the same
-//! signal). Each link dies with its parent (`PR_SET_PDEATHSIG`).
+//! [`build`] (in the outer process, once in its new mount namespace): a tmpfs on `/tmp` and a
+//! pivot into it, so the host's tree is at `/oldroot`; the view under `/newroot` (a second
+//! tmpfs, read-only at the end) from the plan's steps. [`finish`] (in PID 1 of the new PID
+//! namespace): a `/proc` of the namespace, mounted while the host's `/proc` is still attached
+//! (as the kernel requires in a user namespace), then the host's tree detached and a pivot
+//! into the view.
 //!
-//! Not for: what the view holds (`mod.rs`), the network namespace made first (`netns`).
+//! Not for: the processes that run these steps (`init.rs`), what the view holds (`mod.rs`).
 
 use std::ffi::CString;
 use std::io;
@@ -25,7 +18,6 @@ use std::path::Path;
 use std::sync::atomic::{AtomicI32, AtomicU32, Ordering};
 
 use super::{Access, Op};
-use crate::sandbox::netns::ChildPart;
 
 /// Where the first tmpfs goes: any folder every system has; the host's stays visible at
 /// `/oldroot/tmp` once the pivot moved the tmpfs away from it.
@@ -33,12 +25,12 @@ const BASE: &std::ffi::CStr = c"/tmp";
 
 /// What went wrong in the child, and how the program ended, shared across the forks.
 #[repr(C)]
-struct Report {
-    stage: AtomicU32,
+pub(super) struct Report {
+    pub(super) stage: AtomicU32,
     step: AtomicU32,
-    errno: AtomicI32,
-    status_set: AtomicU32,
-    status: AtomicI32,
+    pub(super) errno: AtomicI32,
+    pub(super) status_set: AtomicU32,
+    pub(super) status: AtomicI32,
 }
 
 /// A page shared by the runner and every process of one spawn.
@@ -85,7 +77,7 @@ impl Drop for Shared {
 /// The stages of making a view, as the report names them.
 #[derive(Clone, Copy)]
 #[repr(u32)]
-enum Stage {
+pub(super) enum Stage {
     Unshare = 1,
     Propagation,
     Base,
@@ -147,7 +139,7 @@ pub struct Prepared {
     said: Vec<String>,
     /// Tmpfs mounts made read-only once the steps are done.
     read_only: Vec<CString>,
-    cwd: CString,
+    pub(super) cwd: CString,
     report: Shared,
 }
 
@@ -232,6 +224,11 @@ impl Prepared {
         })
     }
 
+    /// The page the spawn's processes share.
+    pub(super) fn report(&self) -> &Report {
+        self.report.get()
+    }
+
     /// What the child said went wrong, if it did: the stage (and step) and the error.
     pub fn failure(&self) -> Option<String> {
         let report = self.report.get();
@@ -288,7 +285,7 @@ fn locked_flags(path: &Path) -> libc::c_ulong {
 }
 
 /// `Err` of the last system call, noted in the report as `stage` (and `step`).
-unsafe fn failed(report: &Report, stage: Stage, step: usize) -> io::Error {
+pub(super) unsafe fn failed(report: &Report, stage: Stage, step: usize) -> io::Error {
     let e = io::Error::last_os_error();
     report
         .errno
@@ -299,7 +296,7 @@ unsafe fn failed(report: &Report, stage: Stage, step: usize) -> io::Error {
 }
 
 /// A system call's return code as a result: negative is a failure of `stage`.
-unsafe fn ok(report: &Report, stage: Stage, rc: libc::c_long) -> io::Result<()> {
+pub(super) unsafe fn ok(report: &Report, stage: Stage, rc: libc::c_long) -> io::Result<()> {
     if rc < 0 {
         Err(failed(report, stage, 0))
     } else {
@@ -307,54 +304,8 @@ unsafe fn ok(report: &Report, stage: Stage, rc: libc::c_long) -> io::Result<()> 
     }
 }
 
-/// Makes the view and returns in the program's process only (the outer process and PID 1
-/// never return): what is left is the program's own set-up and `exec`.
-///
-/// # Safety
-/// Only in a child between fork and exec; `prep` was made before the fork. `user`: the map
-/// lines of a user namespace to make first (`None`: the child is in a new one already).
-pub unsafe fn enter(prep: &Prepared, user: Option<&ChildPart>) -> io::Result<()> {
-    let r = prep.report.get();
-    let namespaces = libc::CLONE_NEWNS | libc::CLONE_NEWPID;
-    let entered = match user {
-        Some(part) => crate::sandbox::netns::enter_user(part, namespaces),
-        None => ok(r, Stage::Unshare, libc::unshare(namespaces) as libc::c_long),
-    };
-    if let Err(e) = entered {
-        if r.stage.load(Ordering::SeqCst) == 0 {
-            r.errno
-                .store(e.raw_os_error().unwrap_or(0), Ordering::SeqCst);
-            r.stage.store(Stage::Unshare as u32, Ordering::SeqCst);
-        }
-        return Err(e);
-    }
-    build(prep, r)?;
-    let init = fork();
-    if init < 0 {
-        return Err(failed(r, Stage::ForkInit, 0));
-    }
-    if init > 0 {
-        outer(r, init);
-    }
-    libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL, 0, 0, 0);
-    finish(r)?;
-    let program = fork();
-    if program < 0 {
-        return Err(failed(r, Stage::ForkProgram, 0));
-    }
-    if program > 0 {
-        first_process(r, program);
-    }
-    libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL, 0, 0, 0);
-    ok(
-        r,
-        Stage::Chdir,
-        libc::chdir(prep.cwd.as_ptr()) as libc::c_long,
-    )
-}
-
 /// The outer process's part: the first tmpfs, the pivot into it, the view under `/newroot`.
-unsafe fn build(prep: &Prepared, r: &Report) -> io::Result<()> {
+pub(super) unsafe fn build(prep: &Prepared, r: &Report) -> io::Result<()> {
     let null = std::ptr::null::<libc::c_char>();
     let rc = libc::mount(
         null,
@@ -493,7 +444,7 @@ unsafe fn made_read_only(at: &CString, keep: libc::c_ulong, recursive: bool) -> 
 }
 
 /// PID 1's part before it starts the program: `/proc`, then into the view for good.
-unsafe fn finish(r: &Report) -> io::Result<()> {
+pub(super) unsafe fn finish(r: &Report) -> io::Result<()> {
     let proc_ = c"proc".as_ptr();
     let flags = libc::MS_NOSUID | libc::MS_NODEV | libc::MS_NOEXEC;
     let rc = libc::mount(
@@ -514,123 +465,4 @@ unsafe fn finish(r: &Report) -> io::Result<()> {
         return Err(failed(r, Stage::PivotRoot, 0));
     }
     Ok(())
-}
-
-/// `fork` without the C library's handlers (a child of a multi-threaded program runs none).
-unsafe fn fork() -> libc::pid_t {
-    libc::syscall(libc::SYS_clone, libc::SIGCHLD as libc::c_long, 0, 0, 0, 0) as libc::pid_t
-}
-
-/// Closes every descriptor of the calling process.
-unsafe fn close_all() {
-    if libc::syscall(libc::SYS_close_range, 0u32, u32::MAX, 0u32) != 0 {
-        for fd in 0..1024 {
-            libc::close(fd);
-        }
-    }
-}
-
-/// The outer process: waits for PID 1 and ends as the program did.
-unsafe fn outer(r: &Report, init: libc::pid_t) -> ! {
-    close_all();
-    let mut all: libc::sigset_t = std::mem::zeroed();
-    libc::sigfillset(&mut all);
-    libc::sigprocmask(libc::SIG_BLOCK, &all, std::ptr::null_mut());
-    let mut status = 0;
-    loop {
-        let rc = libc::waitpid(init, &mut status, 0);
-        if rc == init {
-            break;
-        }
-        if rc < 0 && *libc::__errno_location() != libc::EINTR {
-            libc::_exit(1);
-        }
-    }
-    if r.status_set.load(Ordering::SeqCst) == 1 {
-        status = r.status.load(Ordering::SeqCst);
-    }
-    if libc::WIFSIGNALED(status) {
-        let signal = libc::WTERMSIG(status);
-        libc::signal(signal, libc::SIG_DFL);
-        let mut one: libc::sigset_t = std::mem::zeroed();
-        libc::sigemptyset(&mut one);
-        libc::sigaddset(&mut one, signal);
-        libc::sigprocmask(libc::SIG_UNBLOCK, &one, std::ptr::null_mut());
-        libc::kill(libc::getpid(), signal);
-        libc::_exit(128 + signal);
-    }
-    libc::_exit(if libc::WIFEXITED(status) {
-        libc::WEXITSTATUS(status)
-    } else {
-        1
-    })
-}
-
-/// PID 1 of the namespace: reaps everything until the program ends, then ends with it (and
-/// the kernel ends the rest).
-unsafe fn first_process(r: &Report, program: libc::pid_t) -> ! {
-    close_all();
-    let mut status = 0;
-    loop {
-        let rc = libc::waitpid(-1, &mut status, 0);
-        if rc == program {
-            r.status.store(status, Ordering::SeqCst);
-            r.status_set.store(1, Ordering::SeqCst);
-            libc::_exit(if libc::WIFEXITED(status) {
-                libc::WEXITSTATUS(status)
-            } else {
-                128 + libc::WTERMSIG(status)
-            });
-        }
-        if rc < 0 && *libc::__errno_location() != libc::EINTR {
-            libc::_exit(1);
-        }
-    }
-}
-
-/// A view of the system folders made in a child that then checks it sees a `/proc` of its own
-/// and exits: `Err` with the step the kernel refused.
-pub(super) fn probe() -> Result<(), String> {
-    let ops = super::plan(&super::ViewSpec::default(), &super::RealHost);
-    let prep = Prepared::new(&ops, Path::new("/")).map_err(|e| e.to_string())?;
-    let part = ChildPart::current_user();
-    // SAFETY: fork in a program that may have threads: the child only makes system calls on
-    // memory made before the fork (`prep`, `part`), then `_exit`s.
-    let pid = unsafe { libc::fork() };
-    if pid < 0 {
-        return Err(io::Error::last_os_error().to_string());
-    }
-    if pid == 0 {
-        // SAFETY: in the child, before any exec; see `enter`.
-        let code = match unsafe { enter(&prep, Some(&part)) } {
-            // PID 1 of its own namespace is its parent, and /proc shows that namespace.
-            Ok(()) if unsafe { libc::getppid() } == 1 => {
-                match unsafe { libc::access(c"/proc/1/stat".as_ptr(), libc::R_OK) } {
-                    0 => 0,
-                    _ => 3,
-                }
-            }
-            Ok(()) => 2,
-            Err(_) => 1,
-        };
-        // SAFETY: ends this process (the outer one, PID 1 or the program's) at once.
-        unsafe { libc::_exit(code) };
-    }
-    let mut status = 0;
-    // SAFETY: waits for the child just forked; `status` lives for the call.
-    while unsafe { libc::waitpid(pid, &mut status, 0) } < 0 {
-        if io::Error::last_os_error().kind() != io::ErrorKind::Interrupted {
-            return Err(io::Error::last_os_error().to_string());
-        }
-    }
-    match (libc::WIFEXITED(status), libc::WEXITSTATUS(status)) {
-        (true, 0) => Ok(()),
-        (true, 2) => Err("the view's first process is not its program's parent".to_string()),
-        (true, 3) => Err("the view's /proc does not show its own processes".to_string()),
-        _ => Err(format!(
-            "the kernel refused a view of its own ({})",
-            prep.failure()
-                .unwrap_or_else(|| format!("its process ended with status {status}"))
-        )),
-    }
 }

@@ -22,13 +22,15 @@
 //! limits (`limits`, `cgroup`).
 
 mod child;
+mod init;
 mod program;
 
 use std::collections::BTreeSet;
 use std::path::{Component, Path, PathBuf};
 use std::sync::OnceLock;
 
-pub use child::{enter, Prepared};
+pub use child::Prepared;
+pub use init::enter;
 pub use program::{program_paths, toolchain_paths};
 
 /// How a path of the view is shown.
@@ -363,7 +365,7 @@ fn normalize(path: &Path) -> PathBuf {
 /// (probed once, in a child that makes a view of the system folders and exits).
 pub fn available() -> Result<(), String> {
     static PROBE: OnceLock<Result<(), String>> = OnceLock::new();
-    PROBE.get_or_init(child::probe).clone()
+    PROBE.get_or_init(init::probe).clone()
 }
 
 #[cfg(test)]
