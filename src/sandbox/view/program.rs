@@ -29,22 +29,15 @@ pub fn program_paths(executable: &Path, path_var: Option<&str>) -> Vec<PathBuf> 
     paths
 }
 
-/// The npm package (`…/node_modules/[@scope/]name`) or Python virtual environment (the folder
-/// holding `pyvenv.cfg`, and the installation its `home` names) a file belongs to.
+/// The npm packages a file's package is installed with (the `node_modules` folder holding it:
+/// a CLI's platform binary is a package of its own beside it) or the Python virtual environment
+/// (the folder holding `pyvenv.cfg`, and the installation its `home` names) it belongs to.
 fn package_root(real: &Path) -> Vec<PathBuf> {
     let mut found = Vec::new();
     let ancestors: Vec<&Path> = real.ancestors().skip(1).take(8).collect();
-    for (i, dir) in ancestors.iter().enumerate() {
-        if dir.file_name().is_some_and(|n| n == "node_modules") && i > 0 {
-            let package = ancestors[i - 1];
-            let scoped = package
-                .file_name()
-                .is_some_and(|n| n.to_string_lossy().starts_with('@'));
-            match (scoped, i > 1) {
-                (true, true) => found.push(ancestors[i - 2].to_path_buf()),
-                (true, false) => {}
-                (false, _) => found.push(package.to_path_buf()),
-            }
+    for dir in &ancestors {
+        if dir.file_name().is_some_and(|n| n == "node_modules") {
+            found.push(dir.to_path_buf());
             break;
         }
         let cfg = dir.join("pyvenv.cfg");
@@ -146,7 +139,7 @@ mod tests {
     use std::os::unix::fs::symlink;
 
     #[test]
-    fn a_cli_brings_its_package_and_its_interpreter() {
+    fn a_cli_brings_its_packages_and_its_interpreter() {
         let dir = tempfile::tempdir().unwrap();
         let d = dir.path().canonicalize().unwrap();
         // An npm global install: bin/claude -> ../lib/node_modules/@anthropic-ai/claude-code/cli.js
@@ -168,7 +161,8 @@ mod tests {
         let paths = program_paths(&d.join("bin/claude"), Some(&path_var));
         for wanted in [
             d.join("bin/claude"),
-            package.clone(),
+            // The packages installed with it (its platform binary is one of them).
+            d.join("lib/node_modules"),
             d.join("bin/node"),
             d.join("bin"),
             d.join("lib"),
