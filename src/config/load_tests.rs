@@ -294,3 +294,28 @@ fn home_files_and_writable_folders_are_checked_where_they_enter() {
         }
     }
 }
+
+/// Issue 47: an agent's limits are its own, key by key, over `agents.default`'s, over
+/// `limits.run` (which the launch path applies to what no layer sets).
+#[test]
+fn an_agent_s_limits_inherit_key_by_key() {
+    let config = load_str(
+        "limits:\n  run:\n    memory_mb: 2048\nagents:\n  default:\n    limits:\n      memory_mb: 100\n      tmp_mb: 7\n  worker:\n    limits:\n      processes: 5\n      tmp_mb: 0\n",
+        ".opentiger.yml",
+    )
+    .unwrap();
+    assert_eq!(config.limits.run.memory_mb, 2048);
+    assert_eq!(config.limits.run.file_mb, 4096, "the default");
+    let worker = config
+        .agents
+        .effective(crate::config::AgentRole::Task(crate::model::Role::Worker));
+    assert_eq!(
+        worker.limits,
+        crate::config::AgentLimits {
+            memory_mb: Some(100),
+            processes: Some(5),
+            file_mb: None,
+            tmp_mb: Some(0),
+        }
+    );
+}

@@ -48,8 +48,16 @@ pub(super) fn prepare(
     let view = match confine.as_ref().and_then(|c| c.view.as_ref()) {
         Some(wanted) => {
             let mut wanted = wanted.clone();
-            for path in view::program_paths(executable, path_var) {
-                wanted.paths.push((path, view::Access::Show));
+            // The program, and any program its command line names by its path (a wrapper's).
+            let named = spec
+                .args
+                .iter()
+                .map(Path::new)
+                .filter(|a| a.is_absolute() && is_program(a));
+            for program in std::iter::once(executable).chain(named) {
+                for path in view::program_paths(program, path_var) {
+                    wanted.paths.push((path, view::Access::Show));
+                }
             }
             let ops = view::plan(&wanted, &view::RealHost);
             Some(Arc::new(view::Prepared::new(&ops, &spec.cwd)?))
@@ -125,6 +133,12 @@ pub(super) fn prepare(
         view,
         group,
     })
+}
+
+/// Whether `path` is an executable file.
+fn is_program(path: &Path) -> bool {
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::metadata(path).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
 }
 
 /// A cgroup of its own for the run, where the runner's is delegated (else its rlimits hold).

@@ -99,7 +99,7 @@ fn interpreter(script: &Path, path_var: Option<&str>) -> Option<PathBuf> {
 }
 
 /// The folders of `PATH` (absolute ones that exist, none beneath `hidden`: the runner's
-/// repository), and the Rust toolchain the runner has: `RUSTUP_HOME` whole, and of
+/// repository; for npm's `node_modules/.bin`, the packages it links to), and the Rust toolchain the runner has: `RUSTUP_HOME` whole, and of
 /// `CARGO_HOME` its programs, registry, git checkouts and configuration — never its
 /// `credentials.toml`. `lookup` reads the runner's variables; `home` is the runner's.
 pub fn toolchain_paths(
@@ -115,6 +115,15 @@ pub fn toolchain_paths(
         .filter(|d| d.is_absolute() && d.is_dir())
         .filter(|d| !hidden.iter().any(|h| d.starts_with(h)))
         .collect();
+    // `…/node_modules/.bin` holds links into the packages beside it.
+    let packages: Vec<PathBuf> = paths
+        .iter()
+        .filter(|d| d.file_name().is_some_and(|n| n == ".bin"))
+        .filter_map(|d| d.parent())
+        .filter(|p| p.file_name().is_some_and(|n| n == "node_modules"))
+        .map(Path::to_path_buf)
+        .collect();
+    paths.extend(packages);
     let named = |var: &str, default: &str| {
         lookup(var)
             .map(PathBuf::from)
@@ -201,14 +210,16 @@ mod tests {
             ".cargo/registry",
             ".rustup/toolchains",
             "repo/bin",
+            "clis/node_modules/.bin",
         ] {
             std::fs::create_dir_all(h.join(d)).unwrap();
         }
         std::fs::write(h.join(".cargo/credentials.toml"), "token = \"x\"").unwrap();
         let path_var = format!(
-            "{}:{}:relative:/nonexistent",
+            "{}:{}:relative:/nonexistent:{}",
             h.join(".cargo/bin").display(),
-            h.join("repo/bin").display()
+            h.join("repo/bin").display(),
+            h.join("clis/node_modules/.bin").display()
         );
         let repo = h.join("repo");
         let paths = toolchain_paths(Some(&path_var), &[&repo], Some(h), |_| None);
@@ -216,6 +227,8 @@ mod tests {
             paths,
             [
                 h.join(".cargo/bin"),
+                h.join("clis/node_modules/.bin"),
+                h.join("clis/node_modules"),
                 h.join(".rustup"),
                 h.join(".cargo/bin"),
                 h.join(".cargo/registry")
