@@ -39,12 +39,7 @@ pub(super) fn prepare(
         None => None,
     };
     let confine = spec.confine.clone();
-    let path_var = spec
-        .env
-        .iter()
-        .rev()
-        .find(|(k, _)| k == "PATH")
-        .map(|(_, v)| v.as_str());
+    let path_var = spec.path_var();
     let view = match confine.as_ref().and_then(|c| c.view.as_ref()) {
         Some(wanted) => {
             let mut wanted = wanted.clone();

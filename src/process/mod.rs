@@ -84,6 +84,14 @@ pub struct ProcessSpec {
     pub sentinel: Option<Arc<dyn Sentinel>>,
 }
 
+impl ProcessSpec {
+    /// The `PATH` the child is given, if any.
+    pub fn path_var(&self) -> Option<&str> {
+        let path = self.env.iter().rev().find(|(k, _)| k == "PATH");
+        path.map(|(_, v)| v.as_str())
+    }
+}
+
 /// How the program ended.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum ExitStatusKind {
@@ -302,13 +310,7 @@ fn resolve(spec: &ProcessSpec) -> Result<PathBuf, ProcessError> {
             Err(_) => Err(not_found(None)),
         };
     }
-    let path_var = spec
-        .env
-        .iter()
-        .rev()
-        .find(|(k, _)| k == "PATH")
-        .map(|(_, v)| v.as_str());
-    let (Some(path_var), false) = (path_var, spec.program.is_empty()) else {
+    let (Some(path_var), false) = (spec.path_var(), spec.program.is_empty()) else {
         return Err(not_found(None));
     };
     let mut found_file = None;

@@ -29,7 +29,7 @@ pub(super) fn detect(
     };
     let role = AgentRole::Detector;
     let chosen = super::executors::choose(act, role).map_err(|e| failed(e.message))?;
-    let (agent, exec) = (chosen.agent, chosen.exec);
+    let exec = &chosen.exec;
     let repo = crate::git::Git::new(act.repo);
     let diff =
         crate::workspace::diff_text(&repo, from, to, 60_000).map_err(|e| failed(e.to_string()))?;
@@ -55,25 +55,23 @@ pub(super) fn detect(
         .templates
         .render_detector(&data)
         .map_err(|e| failed(e.to_string()))?;
-    let launch = super::launch::AgentLaunch {
+    let launch = super::launch::AgentLaunch::of(
         act,
         role,
-        agent: &agent,
-        label: &chosen.label,
-        folders: super::launch::Folders {
+        &chosen,
+        super::launch::Folders {
             workspace: &empty,
             writes: false,
             run_folder: folder.path(),
             scratch: &scratch,
         },
-        vars: vec![
+        vec![
             ("OPENTIGER_ROLE", "detector".to_string()),
             ("OPENTIGER_TASK_ID", task.id.to_string()),
             ("OPENTIGER_RUN_ID", run_id.to_string()),
             ("OPENTIGER_WORKSPACE", empty.display().to_string()),
         ],
-        budget: None,
-    };
+    );
     let ran = super::launch::run_agent(launch, exec.as_ref(), (task, run_id), prompt, 0)
         .map_err(|f| failed(f.message))?;
     let seen = ran.net;

@@ -29,7 +29,7 @@ pub(super) fn review(
     trace: &mut Trace,
 ) -> Result<Review, String> {
     let chosen = crate::runner::executors::choose(act, AgentRole::Judge)?;
-    let (agent, exec) = (chosen.agent, chosen.exec);
+    let (agent, exec) = (&chosen.agent, &chosen.exec);
     let diff = diff_text(ws.repo(), base_head, merged, 60_000).map_err(|e| e.to_string())?;
     let scratch = ws.scratch();
     let prompt = crate::runner::prompts::judge(
@@ -44,26 +44,24 @@ pub(super) fn review(
         ),
     )
     .map_err(|f| f.message)?;
-    let launch = crate::runner::launch::AgentLaunch {
+    // The reviewer reads its workspace; what it does there is never read back.
+    let launch = crate::runner::launch::AgentLaunch::of(
         act,
-        role: AgentRole::Judge,
-        agent: &agent,
-        label: &chosen.label,
-        // The reviewer reads its workspace; what it does there is never read back.
-        folders: crate::runner::launch::Folders {
+        AgentRole::Judge,
+        &chosen,
+        crate::runner::launch::Folders {
             workspace: &ws.path,
             writes: false,
             run_folder: ws.run_folder(),
             scratch: &scratch,
         },
-        vars: vec![
+        vec![
             ("OPENTIGER_ROLE", "judge".to_string()),
             ("OPENTIGER_TASK_ID", task.id.to_string()),
             ("OPENTIGER_RUN_ID", run.id.to_string()),
             ("OPENTIGER_WORKSPACE", ws.path.display().to_string()),
         ],
-        budget: None,
-    };
+    );
     let ran = crate::runner::launch::run_agent(
         launch,
         exec.as_ref(),
@@ -81,7 +79,7 @@ pub(super) fn review(
         return Err(hit.failure("the judge agent"));
     }
     let stopped = seen.stop.as_ref().map(|(_, why)| why.as_str());
-    crate::runner::agent::gave_no_answer("judge", &result, stopped, &agent, act.redactor)?;
+    crate::runner::agent::gave_no_answer("judge", &result, stopped, agent, act.redactor)?;
     let value = result.result.ok_or_else(|| {
         result
             .result_error

@@ -50,6 +50,27 @@ pub(super) struct AgentLaunch<'a> {
     pub budget: Option<crate::egress::Budget>,
 }
 
+impl<'a> AgentLaunch<'a> {
+    /// The launch of `chosen` as `role` in `folders`, with the role's `vars` and no budget.
+    pub fn of(
+        act: &'a Act<'a>,
+        role: AgentRole,
+        chosen: &'a super::executors::Chosen,
+        folders: Folders<'a>,
+        vars: Vec<(&'static str, String)>,
+    ) -> AgentLaunch<'a> {
+        AgentLaunch {
+            act,
+            role,
+            agent: &chosen.agent,
+            label: &chosen.label,
+            folders,
+            vars,
+            budget: None,
+        }
+    }
+}
+
 /// Why an agent could not be started: the failure code its run gets, and why.
 #[derive(Debug)]
 pub(super) struct NotStarted {

@@ -167,7 +167,7 @@ fn ask_agent(
 ) -> Result<serde_json::Value, String> {
     let role = AgentRole::Planner;
     let chosen = super::executors::choose(act, role)?;
-    let (agent, exec) = (chosen.agent, chosen.exec);
+    let (agent, exec) = (&chosen.agent, &chosen.exec);
     let git = Git::new(act.repo);
     let ws = Workspace::open_detached(&git, "planner", req.base_head).map_err(|e| e.to_string())?;
     let scratch = ws.scratch();
@@ -229,25 +229,23 @@ fn ask_agent(
         &requirement.goal,
         req.now,
     );
-    let launch = super::launch::AgentLaunch {
+    // The planner reads the base; what it does there is never read back.
+    let launch = super::launch::AgentLaunch::of(
         act,
         role,
-        agent: &agent,
-        label: &chosen.label,
-        // The planner reads the base; what it does there is never read back.
-        folders: super::launch::Folders {
+        &chosen,
+        super::launch::Folders {
             workspace: &ws.path,
             writes: false,
             run_folder: ws.run_folder(),
             scratch: &scratch,
         },
-        vars: vec![
+        vec![
             ("OPENTIGER_ROLE", "planner".to_string()),
             ("OPENTIGER_RUN_ID", run_id.to_string()),
             ("OPENTIGER_WORKSPACE", ws.path.display().to_string()),
         ],
-        budget: None,
-    };
+    );
     let ran = super::launch::run_agent(launch, exec.as_ref(), (&pseudo, &run_id), prompt, attempt)
         .map_err(|f| f.message)?;
     drop(ws);
@@ -264,7 +262,7 @@ fn ask_agent(
         return Err(hit.failure("the planner agent"));
     }
     let stopped = seen.stop.as_ref().map(|(_, why)| why.as_str());
-    super::agent::gave_no_answer("planner", &result, stopped, &agent, act.redactor)?;
+    super::agent::gave_no_answer("planner", &result, stopped, agent, act.redactor)?;
     // Task titles and goals are stored and posted as issues: no secret goes with them.
     result
         .result

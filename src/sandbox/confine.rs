@@ -102,11 +102,6 @@ impl Confinement {
         }
     }
 
-    /// Only limits: nothing else confines it (`sandbox.filesystem: none`).
-    pub fn limits_only(limits: Limits) -> Confinement {
-        Confinement::new(None, None, false, limits)
-    }
-
     /// Notes what the program that just ended reached (`process`).
     pub fn note_hit(&self, hit: Option<Hit>) {
         *self.hit.lock().unwrap_or_else(PoisonError::into_inner) = hit;
