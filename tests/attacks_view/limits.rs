@@ -9,10 +9,19 @@ use super::Case;
 const LIMITS: &str =
     "limits:\n  run:\n    memory_mb: 512\n    processes: 128\n    file_mb: 64\n    tmp_mb: 32\n";
 
+/// Without any namespace (`sandbox.network.isolation: landlock`, `sandbox.view: none`) the
+/// process limit counts from what the user runs already (`RLIMIT_NPROC` counts every process of
+/// the user there): the fork bomb stops all the same and the plain task lands.
+const NO_NAMESPACE: &str = "limits:\n  run:\n    processes: 128\nsandbox:\n  filesystem: none\n  view: none\n  network:\n    isolation: landlock\n";
+
 /// Runs `attack` as the agent of the ATTACK task: its run fails saying it was stopped at the
 /// limit `setting`, and the plain task lands.
 fn stopped_at(attack: &str, setting: &str) {
-    let case = Case::new(LIMITS);
+    stopped_in(LIMITS, attack, setting);
+}
+
+fn stopped_in(config: &'static str, attack: &str, setting: &str) {
+    let case = Case::new(config);
     case.agent(attack);
     let (id, _) = case.tasks();
     let said = case.until_plain_lands();
@@ -40,6 +49,15 @@ fn three_gib_of_memory_are_refused_at_the_memory_limit() {
 #[test]
 fn two_thousand_processes_stop_at_the_process_limit() {
     stopped_at(
+        "sh -c 'i=0; while [ $i -lt 2000 ]; do sleep 30 >/dev/null 2>&1 & i=$((i+1)); done' 2>&1 | tail -3; exit 3",
+        "its process limit (limits.run.processes = 128",
+    );
+}
+
+#[test]
+fn without_namespaces_the_process_limit_counts_from_what_the_user_runs() {
+    stopped_in(
+        NO_NAMESPACE,
         "sh -c 'i=0; while [ $i -lt 2000 ]; do sleep 30 >/dev/null 2>&1 & i=$((i+1)); done' 2>&1 | tail -3; exit 3",
         "its process limit (limits.run.processes = 128",
     );
