@@ -188,7 +188,10 @@ impl Prepared {
                         from: c("/oldroot", from)?,
                         at: c("/newroot", at)?,
                         read_only: *access != Access::Write,
-                        keep: locked_flags(from),
+                        keep: match access {
+                            Access::Write => 0,
+                            Access::Read | Access::Show => locked_flags(from),
+                        },
                     },
                     format!("showing {}", at.display()),
                 ),
