@@ -21,6 +21,9 @@ use std::sync::{Arc, Mutex};
 use common::unprivileged::{Jail, CANARY};
 use common::{git, minute, Setup};
 
+/// The model key in the step shell's environment, beside the token (`CANARY`).
+const MODEL_KEY: &str = "sk-ant-CANARYmodelKEY0123456789abcdefghij";
+
 /// One case: its jail, the agent's attack.
 struct Case {
     jail: Jail,
@@ -57,15 +60,19 @@ impl Case {
         (attack, plain)
     }
 
-    /// A tick at `at` minutes: it succeeds and the canary is found nowhere.
+    /// A tick at `at` minutes, a model key beside the token in the step shell: it succeeds
+    /// and neither canary is found anywhere.
     fn tick(&self, at: u32) -> common::Out {
-        let out = self.jail.run(&minute(at), &["tick"], &[]);
+        let key = [("ANTHROPIC_API_KEY", MODEL_KEY)];
+        let out = self.jail.run(&minute(at), &["tick"], &key);
         assert_eq!(out.code, 0, "{}\n{}", out.stdout, out.stderr);
         let loot = self.jail.loot_text();
-        assert!(!loot.contains(CANARY), "the token was found:\n{loot}");
-        assert!(!out.stdout.contains(CANARY) && !out.stderr.contains(CANARY));
         let all = git(self.jail.g.path(), &["log", "--all", "-p", "--format=%B"]);
-        assert!(!all.contains(CANARY), "{all}");
+        for canary in [CANARY, MODEL_KEY] {
+            assert!(!loot.contains(canary), "a canary was found:\n{loot}");
+            assert!(!out.stdout.contains(canary) && !out.stderr.contains(canary));
+            assert!(!all.contains(canary), "{all}");
+        }
         out
     }
 
