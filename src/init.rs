@@ -254,7 +254,9 @@ pub fn config_text(mode: Mode, base: &str, agent_command: Option<&str>) -> Strin
          \n\
          policy:\n\
          \x20 allowed_paths: [\"**\"]\n\
-         \x20 # The defaults also keep agents away from .github/workflows, this file and key files.\n\
+         \x20 # The defaults also keep agents away from .github/workflows, this file and key files,\n\
+         \x20 # and hold a change to CI, CODEOWNERS, git hooks or package-manager settings for a\n\
+         \x20 # person (`opentiger doctor` lists them; add with held_paths, remove with held_paths_except).\n\
          \x20 max_changed_files: 50\n\
          \x20 max_changed_lines: 2000\n\
          \x20 max_file_bytes: 5242880 # sizes are checked before anything reads the change\n\
@@ -384,6 +386,42 @@ mod tests {
                 text.contains("key: npm-claude-code-${{ env.CLAUDE_CODE_VERSION }}"),
                 "{name} caches npm's downloads by that version"
             );
+        }
+    }
+
+    /// Issue 47: every checkout of the workflow `init` writes, and of every example workflow,
+    /// leaves no token behind for an agent to read (`persist-credentials: false`).
+    #[test]
+    fn every_checkout_of_the_workflows_persists_no_credentials() {
+        let examples = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/workflows");
+        let mut workflows = vec![(WORKFLOW_PATH.to_string(), WORKFLOW.to_string())];
+        for entry in std::fs::read_dir(&examples).expect("examples/workflows") {
+            let path = entry.expect("an entry").path();
+            let text = std::fs::read_to_string(&path).expect("a workflow");
+            workflows.push((path.display().to_string(), text));
+        }
+        assert!(workflows.len() >= 3, "{workflows:?}");
+        for (name, text) in workflows {
+            let parsed: serde_json::Value =
+                serde_saphyr::from_str(&text).unwrap_or_else(|e| panic!("{name}: {e}"));
+            let jobs = parsed["jobs"].as_object().expect("jobs");
+            let checkouts: Vec<&serde_json::Value> = jobs
+                .values()
+                .flat_map(|job| job["steps"].as_array().into_iter().flatten())
+                .filter(|step| {
+                    step["uses"]
+                        .as_str()
+                        .is_some_and(|u| u.starts_with("actions/checkout@"))
+                })
+                .collect();
+            assert!(!checkouts.is_empty(), "{name} checks out");
+            for step in checkouts {
+                assert_eq!(
+                    step["with"]["persist-credentials"],
+                    serde_json::Value::Bool(false),
+                    "{name}: {step}"
+                );
+            }
         }
     }
 

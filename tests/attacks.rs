@@ -13,7 +13,7 @@ mod common;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-use common::unprivileged::{Jail, CANARY};
+use common::unprivileged::{base64_of, Jail, CANARY};
 use common::{bare_origin, git, minute, Out, Setup};
 
 /// A key passed through to the agent (`env_passthrough`).
@@ -139,28 +139,6 @@ fn files_under(dir: &Path) -> impl Iterator<Item = PathBuf> {
 
 fn contains(hay: &[u8], needle: &[u8]) -> bool {
     hay.windows(needle.len()).any(|w| w == needle)
-}
-
-fn base64_of(text: &str) -> String {
-    const ABC: &[u8] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-    let bytes = text.as_bytes();
-    let mut out = String::new();
-    for chunk in bytes.chunks(3) {
-        let b = [
-            chunk[0],
-            *chunk.get(1).unwrap_or(&0),
-            *chunk.get(2).unwrap_or(&0),
-        ];
-        let n = (u32::from(b[0]) << 16) | (u32::from(b[1]) << 8) | u32::from(b[2]);
-        for i in 0..4 {
-            if i <= chunk.len() {
-                out.push(ABC[((n >> (18 - 6 * i)) & 63) as usize] as char);
-            } else {
-                out.push('=');
-            }
-        }
-    }
-    out
 }
 
 /// A script that writes the environment it runs with, and its parent's, to the loot file.
@@ -354,6 +332,10 @@ fn an_extraheader_left_by_the_checkout_is_not_there_for_the_agent() {
     assert_eq!(out.code, 0, "{}", out.stderr);
     let loot = std::fs::read_to_string(&case.loot).unwrap_or_default();
     assert!(!loot.contains("extraheader"), "{loot}");
+    // Put back for the job's later steps once the tick ended; nowhere else.
+    let key = "http.https://github.com/.extraheader";
+    assert_eq!(git(case.g.path(), &["config", key]), header);
+    git(case.g.path(), &["config", "--unset", key]);
     case.assert_no_leak(&out);
 }
 

@@ -442,7 +442,7 @@ fn a_check_refused_a_write_by_the_sandbox_names_the_path_and_the_setting() {
         error.contains(&format!(
             "the sandbox refused a write to {}/out.txt",
             cache.display()
-        )) && error.contains(&format!("sandbox.writable: [\"{}\"]", cache.display())),
+        )) && error.contains(&format!("sandbox: {{writable: [\"{}\"]}}", cache.display())),
         "{error}"
     );
     // The twin: with the folder named in the setting, the same check passes.

@@ -232,20 +232,20 @@ fn an_agent_reaches_nothing_but_its_door() {
         .ok()
         .stdout;
     for line in [
-        "evil.test:443 refused for the worker; to allow it: `sandbox.network.allow.worker: [\"evil.test\"]`",
-        "evil-check.test:80 refused for the checks; to allow it: `sandbox.network.allow.checks: [\"evil-check.test\"]`",
+        "`evil.test:443` refused for the worker; to allow it, add to .opentiger.yml (into its `sandbox:` when it has one): `sandbox: {network: {allow: {worker: [\"evil.test\"]}}}`",
+        "`evil-check.test:80` refused for the checks; to allow it, add to .opentiger.yml (into its `sandbox:` when it has one): `sandbox: {network: {allow: {checks: [\"evil-check.test\"]}}}`",
     ] {
         assert!(text.contains(line), "{line}:\n{text}");
     }
     let status = a.jail.run(common::NOW, &["status"], &[]).ok().stdout;
     assert!(
-        status.contains("sandbox.network.allow.worker: [\"evil.test\"]"),
+        status.contains("sandbox: {network: {allow: {worker: [\"evil.test\"]}}}"),
         "{status}"
     );
     // The tick's own output (and so the job summary's lines) says it too.
     assert!(
         a.tick_stdout
-            .contains("refused: evil.test:443 refused for the worker"),
+            .contains("refused: `evil.test:443` refused for the worker"),
         "{}",
         a.tick_stdout
     );
@@ -279,7 +279,7 @@ fn the_landlock_fallback_lets_tcp_reach_only_the_proxy_and_says_what_stays_open(
         .ok()
         .stdout;
     assert!(
-        text.contains("sandbox.network.allow.worker: [\"evil.test\"]"),
+        text.contains("sandbox: {network: {allow: {worker: [\"evil.test\"]}}}"),
         "{text}"
     );
 }

@@ -1,6 +1,8 @@
 //! The CLI end to end: the real binary on temp directories.
 
 mod common;
+#[path = "cli/config_errors.rs"]
+mod config_errors;
 
 use common::TestRepo;
 use opentiger::model::{
@@ -9,67 +11,6 @@ use opentiger::model::{
 };
 use opentiger::store::{Store, TaskChanges, Writer};
 use opentiger::time::Timestamp;
-
-#[test]
-fn config_errors_name_file_line_key_and_fix() {
-    let cases: &[(&str, &[&str])] = &[
-        (
-            "limits:\n  max_run_per_tick: 3\n",
-            &[
-                ".opentiger.yml:2:",
-                "`limits.max_run_per_tick`",
-                "unknown key",
-                "did you mean `max_runs_per_tick`?",
-            ],
-        ),
-        (
-            "mode: local-git\nbase_branch: [\n",
-            &[".opentiger.yml:2:", "base_branch", "fix:"],
-        ),
-        (
-            "limits:\n  lease_minutes: soon\n",
-            &[
-                ".opentiger.yml:2:",
-                "`limits.lease_minutes`",
-                "`soon` is not a whole number",
-            ],
-        ),
-        (
-            "mode: locl-git\n",
-            &[".opentiger.yml:1:", "did you mean `local-git`?"],
-        ),
-    ];
-    for (yaml, needles) in cases {
-        let repo = TestRepo::bare();
-        repo.file(".opentiger.yml", yaml);
-        for args in [
-            &["status"][..],
-            &["tick", "--dry-run"],
-            &["task", "list"],
-            &["config", "show"],
-        ] {
-            let out = repo.run(args);
-            assert_eq!(out.code, 2, "{yaml:?} {args:?}: {}", out.stderr);
-            for needle in *needles {
-                assert!(
-                    out.stderr.contains(needle),
-                    "{yaml:?}: `{needle}` not in\n{}",
-                    out.stderr
-                );
-            }
-            assert_eq!(
-                out.stderr
-                    .lines()
-                    .filter(|l| l.starts_with("error:"))
-                    .count(),
-                1,
-                "one message"
-            );
-            assert!(!out.stderr.contains("panicked"));
-        }
-        assert!(!repo.state_path().exists(), "nothing written for {yaml:?}");
-    }
-}
 
 #[test]
 fn config_show_and_schema() {
@@ -481,7 +422,7 @@ fn status_shows_reason_and_next_action_for_every_active_task() {
     let all = repo.run(&["status", "--json", "--all"]).ok().json();
     assert_eq!(all["tasks"].as_array().unwrap().len(), 9);
     let text = repo.run(&["status"]).ok().stdout;
-    assert!(text.contains("next: quota_wait: retry after"), "{text}");
+    assert!(text.contains("now:  quota_wait: retry after"), "{text}");
 }
 
 #[test]

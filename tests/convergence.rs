@@ -102,8 +102,9 @@ fn eight_misbehaving_tasks_do_not_starve_a_plain_one() {
 
     let text = g.repo.run_at(&minute(0), &["status"]).ok().stdout;
     assert!(
-        text.contains("Concurrency: started 1 of limits.max_runs_per_tick = 10")
-            && text.contains("raise agents.worker.count"),
+        text.contains(
+            "Concurrency (the next tick's forecast): started 1 of limits.max_runs_per_tick = 10"
+        ) && text.contains("raise agents.worker.count"),
         "{text}"
     );
 

@@ -445,7 +445,7 @@ fn a_refused_host_is_named_in_the_progress_comment_with_the_line_that_allows_it(
     assert_eq!(progress.len(), 1, "{progress:?}");
     assert!(
         progress[0].contains("evil.test:443")
-            && progress[0].contains("sandbox.network.allow.worker: [\"evil.test\"]"),
+            && progress[0].contains("sandbox: {network: {allow: {worker: [\"evil.test\"]}}}"),
         "{}",
         progress[0]
     );

@@ -163,6 +163,14 @@ fn an_interrupt_is_a_clean_stop() {
         }
         let shown = g.repo.run(&["task", "show", &id, "--json"]).ok().json();
         assert_eq!(shown["task"]["status"], "queued", "{shown}");
+        // Issue 49: `status` shows the tick as interrupted, not as ok.
+        let name = if signal == libc::SIGINT {
+            "SIGINT"
+        } else {
+            "SIGTERM"
+        };
+        let said = g.repo.run(&["status"]).ok().stdout;
+        assert!(said.contains(&format!("(interrupted by {name})")), "{said}");
         let runs = shown["runs"].as_array().unwrap();
         assert_eq!(runs.len(), 1, "{runs:?}");
         assert_eq!(runs[0]["status"], "cancelled");

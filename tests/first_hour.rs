@@ -534,7 +534,7 @@ fn status_speaks_the_users_language() {
             .join("\n")
     };
     let first = next(NOW);
-    assert!(first.contains("next tick"), "{first}");
+    assert!(first.contains("next: claim and run"), "{first}");
     assert!(!first.contains("(run "), "no hypothetical run id: {first}");
     assert_eq!(
         first,

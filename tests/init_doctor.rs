@@ -2,6 +2,8 @@
 //! GitHub checks against the local stand-in (tests/common/github), never the network.
 
 mod common;
+#[path = "init_doctor/credentials.rs"]
+mod credentials;
 #[path = "init_doctor/sandbox.rs"]
 mod sandbox;
 
@@ -422,7 +424,8 @@ fn doctor_reports_a_missing_agent_cli_with_its_fix() {
     )
     .unwrap();
     let out = opentiger(repo, &["doctor"], &[]);
-    assert_eq!(out.code, 1);
+    // Issue 49: a configuration error exits 2, as it does for every command.
+    assert_eq!(out.code, 2, "{}", out.stdout);
     let fails = lines_at(&out.stdout, "fail");
     assert_eq!(fails.len(), 1, "{}", out.stdout);
     assert!(

@@ -174,7 +174,7 @@ fn execution_mode_holds_tasks_added_by_hand() {
     let status = repo.run(&["status"]).ok().stdout;
     assert!(
         status.contains(&format!(
-            "next: waits on a person: `opentiger task approve {held_id}`"
+            "now:  waits on a person: `opentiger task approve {held_id}`"
         )),
         "{status}"
     );
@@ -227,7 +227,11 @@ fn plain_words_for_a_stuck_family() {
     let lines: Vec<&str> = status.lines().map(str::trim).collect();
     for (i, line) in lines.iter().enumerate() {
         if let Some(why) = line.strip_prefix("why:") {
-            let next = lines[i + 1].strip_prefix("next:").unwrap_or_default();
+            let after = lines[i + 1];
+            let next = after
+                .strip_prefix("next:")
+                .or_else(|| after.strip_prefix("now:"))
+                .unwrap_or(after);
             assert!(
                 !next.contains(why.trim()) && !why.contains(next.trim()),
                 "the same words twice:\n{status}"

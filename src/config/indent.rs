@@ -167,21 +167,34 @@ fn key_line(lines: &Lines<'_>, leaf: &str, line: Option<u64>) -> Option<usize> {
 }
 
 /// The keys a block at `path` may hold, from the schema: its properties (through `$ref`,
-/// `anyOf` and maps).
-fn keys_of(schema: &Value, path: &[String]) -> Option<Vec<String>> {
-    let mut node = resolve(schema, schema);
-    for segment in path {
-        node = match node.get("properties").and_then(|p| p.get(segment.as_str())) {
-            Some(next) => resolve(schema, next),
-            None => resolve(schema, node.get("additionalProperties")?),
-        };
-    }
+/// `anyOf` and maps); a segment `name[n]` is an item of the list `name`.
+pub(in crate::config) fn keys_of(schema: &Value, path: &[String]) -> Option<Vec<String>> {
+    let node = node_at(schema, path)?;
     let props = node.get("properties")?.as_object()?;
     Some(props.keys().cloned().collect())
 }
 
+/// The schema of the key at `path` (segments as [`keys_of`] takes them), resolved.
+pub(in crate::config) fn node_at<'s>(schema: &'s Value, path: &[String]) -> Option<&'s Value> {
+    let mut node = resolve(schema, schema);
+    for segment in path {
+        let (name, item) = match segment.split_once('[') {
+            Some((name, _)) => (name, true),
+            None => (segment.as_str(), false),
+        };
+        node = match node.get("properties").and_then(|p| p.get(name)) {
+            Some(next) => resolve(schema, next),
+            None => resolve(schema, node.get("additionalProperties")?),
+        };
+        if item {
+            node = resolve(schema, node.get("items")?);
+        }
+    }
+    Some(node)
+}
+
 /// `node` with `$ref` followed and the object variant of an `anyOf`/`oneOf` taken.
-fn resolve<'a>(root: &'a Value, node: &'a Value) -> &'a Value {
+pub(in crate::config) fn resolve<'a>(root: &'a Value, node: &'a Value) -> &'a Value {
     let mut node = node;
     for _ in 0..8 {
         if let Some(name) = node

@@ -11,6 +11,7 @@
 use std::fmt;
 use std::path::{Path, PathBuf};
 
+use super::keys::{did_you_mean, line_of_key};
 use super::{Config, ExecutorKind};
 use crate::config::AgentRole;
 
@@ -76,12 +77,14 @@ pub fn load_checked(
         Ok(text) => {
             let file = path.display().to_string();
             let config = load_str(&text, &file)?;
-            extra(&config).map_err(|(key, message, fix)| ConfigError {
-                line: line_of_key(&text, &key),
-                file,
-                key,
-                message,
-                fix,
+            extra(&config).map_err(|(key, message, fix)| {
+                clipped(ConfigError {
+                    line: line_of_key(&text, &key),
+                    file,
+                    key,
+                    message,
+                    fix,
+                })
             })?;
             Ok((config, ConfigSource::File(path.to_path_buf())))
         }
@@ -116,9 +119,28 @@ pub fn load_str(text: &str, file: &str) -> Result<Config, ConfigError> {
                 e.into_inner()
             })
         });
-    let config = parsed.map_err(|e| parse_error(&e, &path, file, text))?;
-    validate(&config, text, file)?;
+    let config = parsed.map_err(|e| clipped(parse_error(&e, &path, file, text)))?;
+    validate(&config, text, file).map_err(clipped)?;
     Ok(config)
+}
+
+/// Issue 49: whatever a check echoed of the user's text, no word of a message or fix runs on
+/// for thousands of characters.
+fn clipped(mut e: ConfigError) -> ConfigError {
+    let limit = 2 * super::words::SHOWN_CHARS;
+    let clip = |text: &str| -> String {
+        if !text.split_whitespace().any(|w| w.chars().count() > limit) {
+            return text.to_string();
+        }
+        text.split(' ')
+            .map(|w| super::words::shorten(w, limit))
+            .collect::<Vec<_>>()
+            .join(" ")
+    };
+    e.message = clip(&e.message);
+    e.fix = clip(&e.fix);
+    e.key = super::words::shorten(&e.key, limit);
+    e
 }
 
 fn parse_error(err: &serde_saphyr::Error, path: &str, file: &str, text: &str) -> ConfigError {
@@ -156,16 +178,28 @@ fn parse_error(err: &serde_saphyr::Error, path: &str, file: &str, text: &str) ->
         key_line: line_of_key(text, &key),
         unknown: message.starts_with("unknown field `"),
     };
-    if let Some((line, key, message, fix)) =
-        super::words::indent::mistake(text, &reported, &schema_json())
-    {
-        return ConfigError {
-            file: file.to_string(),
-            line: Some(line),
-            key,
-            message,
-            fix,
-        };
+    let said = |(line, key, message, fix): (u64, String, String, String)| ConfigError {
+        file: file.to_string(),
+        line: Some(line),
+        key,
+        message,
+        fix,
+    };
+    if let Some(found) = super::words::indent::mistake(text, &reported, &schema_json()) {
+        return said(found);
+    }
+    if let Some(found) = super::words::syntax::never_closed_at(text, line) {
+        return said(found);
+    }
+    // Issue 49: a syntax error's key path is where the parser gave up (`agents.judge.?`), not a
+    // key the user wrote, and its fix is never a type's.
+    if is_syntax(err) {
+        return said(super::words::syntax::said(
+            &message,
+            text,
+            line,
+            &schema_json(),
+        ));
     }
     if let Some((unknown, expected)) = parse_unknown_field(&message) {
         let parent = key.rsplit_once('.').map_or("", |(p, _)| p);
@@ -178,10 +212,11 @@ fn parse_error(err: &serde_saphyr::Error, path: &str, file: &str, text: &str) ->
             Some(close) => format!("did you mean `{close}`? "),
             None => String::new(),
         };
+        let unknown = super::words::shorten(&unknown, super::words::SHOWN_CHARS);
         return ConfigError {
             file: file.to_string(),
             line,
-            key,
+            key: super::words::shorten(&key, super::words::SHOWN_CHARS),
             message: format!("unknown key `{unknown}`"),
             fix: format!(
                 "{hint}keys allowed {scope}: {} (full list: `opentiger config schema`)",
@@ -194,6 +229,7 @@ fn parse_error(err: &serde_saphyr::Error, path: &str, file: &str, text: &str) ->
             Some(close) => format!("did you mean `{close}`? "),
             None => String::new(),
         };
+        let value = super::words::shorten(&value, super::words::SHOWN_CHARS);
         return ConfigError {
             file: file.to_string(),
             line,
@@ -202,7 +238,9 @@ fn parse_error(err: &serde_saphyr::Error, path: &str, file: &str, text: &str) ->
             fix: format!("{hint}use one of: {}", expected.join(", ")),
         };
     }
-    if let Some((line, message, fix)) = super::words::in_plain_words(&message, &key, text, line) {
+    if let Some((line, message, fix)) =
+        super::words::in_plain_words(&message, &key, text, line, &schema_json())
+    {
         return ConfigError {
             file: file.to_string(),
             line,
@@ -225,6 +263,27 @@ fn parse_error(err: &serde_saphyr::Error, path: &str, file: &str, text: &str) ->
         key,
         message,
         fix,
+    }
+}
+
+/// Whether the parser refused the text itself (YAML syntax), not a value of it.
+fn is_syntax(err: &serde_saphyr::Error) -> bool {
+    use serde_saphyr::{Error, ExternalMessageSource};
+    let mut err = err;
+    loop {
+        match err {
+            Error::WithSnippet { error, .. } | Error::AliasError { error, .. } => err = error,
+            Error::ExternalMessage { source, .. } => {
+                return matches!(**source, ExternalMessageSource::Parser(_))
+            }
+            Error::Eof { .. }
+            | Error::UnknownAnchor { .. }
+            | Error::ContainerEndMismatch { .. }
+            | Error::FoldedBlockScalarMustIndentContent { .. }
+            | Error::UnexpectedContainerEndWhileReadingKeyNode { .. } => return true,
+            // Not a domain enum: anything else is about a value.
+            _ => return false,
+        }
     }
 }
 
@@ -251,30 +310,6 @@ fn expected_list(rest: &str) -> Vec<String> {
         .map(|s| s.trim().trim_matches('`').to_string())
         .filter(|s| !s.is_empty())
         .collect()
-}
-
-/// The closest candidate within a small edit distance.
-pub fn did_you_mean(word: &str, candidates: &[String]) -> Option<String> {
-    candidates
-        .iter()
-        .map(|c| (edit_distance(&word.to_lowercase(), &c.to_lowercase()), c))
-        .filter(|(d, c)| *d <= (c.len() / 3).max(2))
-        .min_by_key(|(d, _)| *d)
-        .map(|(_, c)| c.clone())
-}
-
-fn edit_distance(a: &str, b: &str) -> usize {
-    let b: Vec<char> = b.chars().collect();
-    let mut prev: Vec<usize> = (0..=b.len()).collect();
-    for (i, ca) in a.chars().enumerate() {
-        let mut cur = vec![i + 1; b.len() + 1];
-        for (j, cb) in b.iter().enumerate() {
-            let cost = usize::from(ca != *cb);
-            cur[j + 1] = (prev[j] + cost).min(prev[j + 1] + 1).min(cur[j] + 1);
-        }
-        prev = cur;
-    }
-    prev[b.len()]
 }
 
 /// Checks that types alone cannot express.
@@ -418,94 +453,6 @@ fn validate(config: &Config, text: &str, file: &str) -> Result<(), ConfigError> 
         }
     }
     Ok(())
-}
-
-/// The line of a dotted key in block-style YAML, found by indentation (best effort). When the
-/// key itself is absent (a required value is missing), the line of its deepest present parent.
-/// A segment may pick a list item, as serde names it: `agents.worker.fallbacks[1].command`.
-pub fn line_of_key(text: &str, dotted: &str) -> Option<u64> {
-    let segments: Vec<(&str, Option<usize>)> = dotted.split('.').map(list_index).collect();
-    let mut at = 0;
-    let mut min_indent = 0usize;
-    let mut parent_line = None;
-    let mut list: Option<ListSearch> = None;
-    for (i, line) in text.lines().enumerate() {
-        let mut trimmed = line.trim_start();
-        if trimmed.is_empty() || trimmed.starts_with('#') {
-            continue;
-        }
-        let mut indent = line.len() - trimmed.len();
-        if let Some(search) = &mut list {
-            let is_item = trimmed == "-" || trimmed.starts_with("- ");
-            let dash = *search.dash_indent.get_or_insert(indent);
-            if indent < search.key_indent || indent < dash || (indent == dash && !is_item) {
-                return parent_line; // the list ended before the item
-            }
-            if indent > dash || !is_item {
-                continue; // inside an earlier item
-            }
-            if search.skip > 0 {
-                search.skip -= 1;
-                continue;
-            }
-            list = None;
-            parent_line = Some(i as u64 + 1);
-            at += 1;
-            if at == segments.len() {
-                return parent_line;
-            }
-            min_indent = indent + 1;
-            // The item's first key sits on the dash's line.
-            let rest = trimmed[1..].trim_start();
-            indent += trimmed.len() - rest.len();
-            trimmed = rest;
-        } else if indent < min_indent {
-            return parent_line;
-        }
-        let Some((key, _)) = trimmed.split_once(':') else {
-            continue;
-        };
-        let (name, index) = segments[at];
-        if key.trim().trim_matches(|c| c == '"' || c == '\'') != name {
-            continue;
-        }
-        parent_line = Some(i as u64 + 1);
-        match index {
-            Some(skip) => {
-                list = Some(ListSearch {
-                    skip,
-                    key_indent: indent,
-                    dash_indent: None,
-                })
-            }
-            None => {
-                at += 1;
-                if at == segments.len() {
-                    return parent_line;
-                }
-                min_indent = indent + 1;
-            }
-        }
-    }
-    parent_line
-}
-
-/// Looking for the n-th item of a block list under a key.
-struct ListSearch {
-    /// Items still to pass.
-    skip: usize,
-    key_indent: usize,
-    /// The indentation of the list's dashes, once the first is seen.
-    dash_indent: Option<usize>,
-}
-
-/// `fallbacks[1]` → (`fallbacks`, 1).
-fn list_index(segment: &str) -> (&str, Option<usize>) {
-    segment
-        .strip_suffix(']')
-        .and_then(|s| s.split_once('['))
-        .and_then(|(name, n)| Some((name, Some(n.parse().ok()?))))
-        .unwrap_or((segment, None))
 }
 
 /// The JSON Schema of the configuration, generated from the same types that parse it.

@@ -319,3 +319,54 @@ fn an_agent_s_limits_inherit_key_by_key() {
         }
     );
 }
+
+/// Issue 49: every mistake one edit makes of the commented configuration `init` writes (a line
+/// indented by one, its `:` dropped, an unclosed `[`, `{` or quote, a value starting with `@`,
+/// a `: ` in a value, a tab, a list item among keys, the line cut in half) is named at a line of
+/// the file with a key the user wrote — never a key the parser made up (`agents.judge.?`) —
+/// and no syntax error gets a type's fix.
+#[test]
+fn one_edit_mistakes_of_the_initial_file_name_a_written_key_and_a_real_fix() {
+    let text = crate::init::config_text(crate::model::Mode::Github, "main", None);
+    let lines: Vec<&str> = text.lines().collect();
+    let edits: [fn(&str) -> Vec<String>; 10] = [
+        |l| vec![format!(" {l}")],
+        |l| vec![l.replacen(':', "", 1)],
+        |l| vec![format!("{l} [")],
+        |l| vec![l.replacen(": ", ": \"", 1)],
+        |l| vec![l.replacen(": ", ": @", 1)],
+        |l| vec![format!("{l}: x")],
+        |l| vec![format!("\t{}", l.trim_start())],
+        |l| {
+            let indent = l.len() - l.trim_start().len();
+            vec![l.to_string(), format!("{}- item", " ".repeat(indent))]
+        },
+        |l| vec![l.replacen(": ", ": {", 1)],
+        |l| vec![l.chars().take(l.chars().count() / 2).collect()],
+    ];
+    let mut errors = 0;
+    for (i, line) in lines.iter().enumerate() {
+        if line.trim().is_empty() || line.trim_start().starts_with('#') {
+            continue;
+        }
+        for edit in edits {
+            let mut changed: Vec<String> = lines.iter().map(|l| l.to_string()).collect();
+            changed.splice(i..=i, edit(line));
+            let file = changed.join("\n") + "\n";
+            let Err(err) = load_str(&file, ".opentiger.yml") else {
+                continue;
+            };
+            errors += 1;
+            let said = err.to_string();
+            assert!(!err.key.contains('?'), "{said}\nin:\n{file}");
+            assert!(!err.fix.contains("right type"), "{said}\nin:\n{file}");
+            assert!(
+                err.line
+                    .is_some_and(|l| l >= 1 && l as usize <= changed.len()),
+                "{said}"
+            );
+            assert!(said.len() < 1200, "{said}");
+        }
+    }
+    assert!(errors > 100, "only {errors} mistakes refused");
+}

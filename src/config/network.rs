@@ -22,6 +22,38 @@ pub struct NetworkConfig {
     /// Hosts reachable through the proxy besides each executor's model API, which is always
     /// allowed for that agent. Empty by default: nothing else is reachable.
     pub allow: NetworkAllow,
+    /// Tools a model API runs itself that opentiger's proxy lets an agent ask for.
+    /// Each reaches beyond the allow list or the meter: `mcp` (the provider connects to MCP
+    /// servers the request names), `web_search`, `web_fetch` (the provider fetches pages and
+    /// files by URL: Anthropic's web fetch, Gemini's URL context, images and documents given by
+    /// URL), `code_execution` (code run in the provider's container, paid apart from tokens),
+    /// `file_search` (the account's stored files). Empty by default: a model call asking for one
+    /// is refused, naming the field and this line.
+    pub provider_tools: Vec<ProviderTool>,
+}
+
+/// A tool a model API runs on its own side (`sandbox.network.provider_tools`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum ProviderTool {
+    Mcp,
+    WebSearch,
+    WebFetch,
+    CodeExecution,
+    FileSearch,
+}
+
+impl ProviderTool {
+    /// Its name under `sandbox.network.provider_tools`.
+    pub fn name(self) -> &'static str {
+        match self {
+            ProviderTool::Mcp => "mcp",
+            ProviderTool::WebSearch => "web_search",
+            ProviderTool::WebFetch => "web_fetch",
+            ProviderTool::CodeExecution => "code_execution",
+            ProviderTool::FileSearch => "file_search",
+        }
+    }
 }
 
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
@@ -217,15 +249,19 @@ mod tests {
         }
     }
 
+    /// Every agent role, and the checks.
+    fn users() -> impl Iterator<Item = NetworkUser> {
+        AgentRole::ALL
+            .iter()
+            .map(|r| NetworkUser::Agent(*r))
+            .chain([NetworkUser::Checks])
+    }
+
     /// A refused host's advice names `sandbox.network.allow.<key>` for the agent it refused:
     /// every agent role and the checks have a list under that key, and it is theirs.
     #[test]
     fn every_network_user_has_the_list_its_advice_names() {
-        let users = AgentRole::ALL
-            .iter()
-            .map(|r| NetworkUser::Agent(*r))
-            .chain([NetworkUser::Checks]);
-        for user in users {
+        for user in users() {
             let mut allow = NetworkAllow::default();
             let list = allow
                 .lists()
@@ -254,6 +290,46 @@ mod tests {
                 "{}: its own list is not its rules",
                 user.key()
             );
+        }
+    }
+
+    /// Issue 49: the advice for a refused host, pasted into `.opentiger.yml` as written (block
+    /// or flow style, into an empty file or after other keys), loads and allows that host for
+    /// the one it refused.
+    #[test]
+    fn the_advice_for_a_refused_host_can_be_pasted_as_written() {
+        use crate::model::network::{allow_flow, allow_yaml, Refusal};
+        for user in users() {
+            for (host, port) in [("registry.npmjs.org", 443), ("evil.example", 8443)] {
+                let refusal = Refusal {
+                    host: host.to_string(),
+                    port,
+                    by: user.key().to_string(),
+                    times: 1,
+                };
+                let entry = refusal.allow_entry();
+                let shown = refusal.line();
+                let pasted = shown.rsplit('`').nth(1).expect("the advice in backticks");
+                for advice in [
+                    allow_yaml(user.key(), &entry),
+                    allow_flow(user.key(), &entry),
+                    pasted.to_string(),
+                ] {
+                    for file in [
+                        format!("{advice}\n"),
+                        format!("mode: local-git\nlimits:\n  max_runs_per_tick: 2\n{advice}\n"),
+                    ] {
+                        let config = crate::config::load_str(&file, ".opentiger.yml")
+                            .unwrap_or_else(|e| panic!("{file}\nrefused: {e}"));
+                        let rules = config.sandbox.network.allow.rules(user);
+                        assert!(
+                            rules.iter().any(|r| r.matches(host, port)),
+                            "{file}: does not allow {host}:{port} for the {}",
+                            user.key()
+                        );
+                    }
+                }
+            }
         }
     }
 }

@@ -7,12 +7,14 @@
 //! remote whether the state ref exists (`git ls-remote`). A token is never printed. In github
 //! mode it also reads the workflows: one must run opentiger, pinned to a release (`workflow`).
 //!
-//! Exit code: 0 when no check failed (warnings allowed), 1 otherwise.
+//! Exit code: 0 when no check failed (warnings allowed), 2 when the configuration does not load
+//! (as every command exits on a configuration error, issue 49), 1 for any other failure.
 //!
 //! Not for: fixing anything. Every check only reads.
 
 mod agents;
 mod ci;
+mod credentials;
 mod files;
 mod github;
 mod workflow;
@@ -128,6 +130,14 @@ pub fn failures(checks: &[Check], at: Where) -> usize {
         .count()
 }
 
+/// Whether the failure is the configuration's (it does not load, or `--mode` names no mode):
+/// `doctor` then exits 2, as every command does on a configuration error.
+pub fn configuration_failed(checks: &[Check]) -> bool {
+    checks
+        .iter()
+        .any(|c| c.level == Level::Fail && matches!(c.name, "config" | "mode"))
+}
+
 /// The environment as the checks see it: a variable lookup, so tests pass plain values.
 pub type Vars<'a> = &'a dyn Fn(&str) -> Option<String>;
 
@@ -217,13 +227,50 @@ pub fn checks(options: &ContextOptions, online: bool, vars: Vars<'_>) -> Vec<Che
     if config.mode == Mode::Github {
         out.extend(workflow::checks(repo));
     }
-    out.extend(protections(&config, repo, git_ok));
+    out.extend(protections(&config, repo, git_ok, vars));
+    out.push(held_paths(&config));
     out
+}
+
+/// Issue 48: the paths a change to which waits for a person, as in force here.
+fn held_paths(config: &Config) -> Check {
+    match config.held_paths() {
+        Ok(held) => {
+            let patterns: Vec<&str> = held.patterns().map(|(p, _)| p).collect();
+            let except: Vec<&str> = held.exceptions().collect();
+            let except = match except.is_empty() {
+                true => String::new(),
+                false => format!(
+                    "; taken out (policy.held_paths_except): {}",
+                    except.join(", ")
+                ),
+            };
+            let names = match config.policy.portable_names {
+                true => "names a change adds must check out on Windows and macOS too",
+                false => {
+                    "names are not checked for Windows and macOS (policy.portable_names: false)"
+                }
+            };
+            Check::ok(
+                "held paths",
+                format!(
+                    "a change to one of these {} paths waits for a person's approval of its commit (why each: docs/security.md): {}{except}; {names}",
+                    patterns.len(),
+                    patterns.join(", ")
+                ),
+            )
+        }
+        Err(e) => Check::fail(
+            "held paths",
+            format!("a pattern of policy.held_paths or policy.held_paths_except is invalid: {e}"),
+            "fix the pattern in .opentiger.yml",
+        ),
+    }
 }
 
 /// What keeps agents from the runner's credentials here, and credentials a checkout left where
 /// an agent could read them.
-fn protections(config: &Config, repo: &Path, git_ok: bool) -> Vec<Check> {
+fn protections(config: &Config, repo: &Path, git_ok: bool, vars: Vars<'_>) -> Vec<Check> {
     let mut out: Vec<Check> = crate::sandbox::protections(config)
         .into_iter()
         .map(|p| {
@@ -240,12 +287,8 @@ fn protections(config: &Config, repo: &Path, git_ok: bool) -> Vec<Check> {
         })
         .collect();
     out.push(writable_check(config));
-    if git_ok && crate::sandbox::checkout_left_credentials(&Git::new(repo)) {
-        out.push(Check::warn(
-            "checkout credentials",
-            "the repository's .git/config holds an http.<url>.extraheader (a token actions/checkout left there), readable by any agent until a tick removes it",
-            "check out with `persist-credentials: false` (the example workflows do); the tick pushes with its own token",
-        ));
+    if git_ok {
+        out.extend(credentials::checks(repo, vars));
     }
     out
 }

@@ -3,7 +3,9 @@
 //! branch such as `@main` (every tick would run whatever is pushed there next, holding the write
 //! token and the agent's key), with `version:` set, and no `cargo install --git` of opentiger
 //! (whatever the default branch is at, in every job); and no schedule starting a tick more often
-//! than every 15 minutes (each job is billed as at least a minute, and events start the rest).
+//! than every 15 minutes (each job is billed as at least a minute, and events start the rest);
+//! and a job running opentiger checks out with `persist-credentials: false` (issue 47: else
+//! actions/checkout leaves the job's token where its agents can read it).
 //!
 //! Not for: linting workflows (actionlint does that) or checking the pinned tag exists.
 
@@ -69,6 +71,9 @@ pub fn inspect(text: &str) -> Inspection {
         release::action_reference(),
         release::release_tag()
     );
+    for (name, job) in &workflow.jobs {
+        out.problems.extend(persisted_checkouts(name, job));
+    }
     for (job, step) in workflow
         .jobs
         .iter()
@@ -120,6 +125,38 @@ pub fn inspect(text: &str) -> Inspection {
         }
     }
     out
+}
+
+/// The `actions/checkout` steps of a job that runs opentiger which leave the job's token behind
+/// (`persist-credentials` is true unless set to false).
+fn persisted_checkouts(name: &str, job: &Job) -> Vec<Problem> {
+    let runs_opentiger = job.steps.iter().any(|s| {
+        s.uses.as_deref().and_then(release::action_pin).is_some()
+            || s.run.as_deref().is_some_and(|r| r.contains("opentiger"))
+    });
+    if !runs_opentiger {
+        return Vec::new();
+    }
+    job.steps
+        .iter()
+        .filter_map(|s| s.uses.as_deref().filter(|u| u.starts_with("actions/checkout@")).map(|u| (s, u)))
+        .filter(|(s, _)| !checks_out_without_credentials(s))
+        .map(|(_, uses)| Problem {
+            detail: format!(
+                "job `{name}`: `uses: {uses}` keeps the job's token where its agents can read it (v4 in .git/config, v6 in $RUNNER_TEMP/git-credentials-*.config, included from .git/config)"
+            ),
+            fix: "add `persist-credentials: false` under the checkout's `with:`: opentiger pushes with its own token (each tick also takes a token left there away while agents run)".to_string(),
+        })
+        .collect()
+}
+
+/// Whether a checkout step sets `persist-credentials: false`.
+fn checks_out_without_credentials(step: &Step) -> bool {
+    match step.with.get("persist-credentials") {
+        Some(serde_json::Value::Bool(persist)) => !persist,
+        Some(serde_json::Value::String(persist)) => persist.trim() == "false",
+        _ => false,
+    }
 }
 
 /// A schedule starting a job more often than this costs more billed minutes than it saves:
@@ -260,6 +297,19 @@ mod tests {
             ),
             (
                 "on:\n  schedule:\n    - cron: \"*/15 * * * *\"\njobs:\n  t:\n    steps:\n      - run: opentiger tick\n",
+                &[],
+            ),
+            // Issue 47: the checkout of a job that runs opentiger leaves no token behind.
+            (
+                "jobs:\n  t:\n    steps:\n      - uses: actions/checkout@v6\n      - run: opentiger tick\n",
+                &["job `t`: `uses: actions/checkout@v6` keeps the job's token where its agents can read it"],
+            ),
+            (
+                "jobs:\n  t:\n    steps:\n      - uses: actions/checkout@v4\n        with:\n          persist-credentials: true\n      - run: opentiger tick\n",
+                &["job `t`: `uses: actions/checkout@v4` keeps"],
+            ),
+            (
+                "jobs:\n  t:\n    steps:\n      - uses: actions/checkout@v6\n        with:\n          persist-credentials: false\n      - run: opentiger tick\n  ci:\n    steps:\n      - uses: actions/checkout@v6\n      - run: cargo test\n",
                 &[],
             ),
         ];

@@ -12,6 +12,9 @@
 //!   happens then is `engine::stall`);
 //! - nothing is expected (no configured names, no branch rules, no CI ever seen on the base) and
 //!   nothing reported → the review goes on, saying the merge rests on opentiger's own checks;
+//! - whether the repository has CI is not known yet (the base branch's checks were never read,
+//!   issue 49) and nothing reported → wait: a head is never merged before the gate knows, in
+//!   any round and with any review window;
 //! - checks still running → wait and look again next tick, at most `merge.checks_timeout_minutes`
 //!   after the run finished; past that a person decides (a stuck CI never merges, never loops).
 //!
@@ -26,6 +29,10 @@ use crate::time::{Timestamp, MINUTE};
 
 /// What the dashboard and the verdict say when a repository has no CI to wait for.
 pub const NO_CI_NOTE: &str = "no CI configured: merged on opentiger's own verification";
+
+/// What a head waits for while the gate does not know whether the repository has CI.
+pub const UNKNOWN_CI: &str =
+    "whether the repository has CI (the base branch's checks are not read yet)";
 
 /// CI's view of one commit, as the shell observed it.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -56,6 +63,10 @@ pub enum ExpectedSource {
     /// None of these: the repository has no CI.
     #[default]
     Nothing,
+    /// Nothing named, no workflow on pull requests, and the base branch's checks and statuses
+    /// never read (issue 49): whether the repository has CI is not known yet, so a head that
+    /// reported nothing is not merged.
+    Unknown,
 }
 
 /// The checks a PR must pass, and where that came from.
@@ -101,16 +112,24 @@ impl ExpectedChecks {
     /// still say the repository has CI (their names stand for the checks they report).
     pub fn or_workflows(self, files: &[String]) -> Self {
         match self.source {
-            ExpectedSource::Nothing if !files.is_empty() => ExpectedChecks {
-                source: ExpectedSource::Workflows,
-                names: files.to_vec(),
-            },
+            ExpectedSource::Nothing | ExpectedSource::Unknown if !files.is_empty() => {
+                ExpectedChecks {
+                    source: ExpectedSource::Workflows,
+                    names: files.to_vec(),
+                }
+            }
             ExpectedSource::Config
             | ExpectedSource::BranchRules
             | ExpectedSource::Learned
             | ExpectedSource::Workflows
-            | ExpectedSource::Nothing => self,
+            | ExpectedSource::Nothing
+            | ExpectedSource::Unknown => self,
         }
+    }
+
+    /// Whether CI gates a merge here, or may (not known yet): anything but "no CI".
+    pub fn may_gate(&self) -> bool {
+        self.source != ExpectedSource::Nothing
     }
 
     /// Where the names came from, for people.
@@ -121,6 +140,7 @@ impl ExpectedChecks {
             ExpectedSource::Learned => "checks seen on the base branch",
             ExpectedSource::Workflows => "workflows that run on pull requests",
             ExpectedSource::Nothing => "nothing: no CI configured",
+            ExpectedSource::Unknown => "nothing read yet: the base branch's checks come first",
         }
     }
 }
@@ -235,6 +255,14 @@ pub fn checks_gate_from(
             }
             (checks.pending.clone(), Vec::new())
         }
+        // Issue 49: a head's silence proves nothing until the base says whether CI exists;
+        // what the head reported counts as it would for learned checks.
+        ExpectedSource::Unknown => {
+            if checks.passed.is_empty() && checks.pending.is_empty() {
+                return wait_or_time_out(vec![UNKNOWN_CI.to_string()], deadline, merge, now);
+            }
+            (checks.pending.clone(), Vec::new())
+        }
     };
     if !missing.is_empty() {
         if now < grace {
@@ -256,9 +284,10 @@ pub fn checks_gate_from(
     }
     let passed = match expected.source {
         ExpectedSource::Config | ExpectedSource::BranchRules => expected.names.join(", "),
-        ExpectedSource::Learned | ExpectedSource::Workflows | ExpectedSource::Nothing => {
-            checks.passed.join(", ")
-        }
+        ExpectedSource::Learned
+        | ExpectedSource::Workflows
+        | ExpectedSource::Nothing
+        | ExpectedSource::Unknown => checks.passed.join(", "),
     };
     CheckGate::Proceed {
         note: format!("CI green on {head} ({passed})"),
@@ -395,6 +424,11 @@ mod tests {
             expect(ExpectedSource::BranchRules, &["b"])
         );
         let nothing = ExpectedChecks::default();
+        let unknown = expect(ExpectedSource::Unknown, &[]);
+        assert_eq!(
+            unknown.clone().or_workflows(&["ci.yml".to_string()]).source,
+            ExpectedSource::Workflows
+        );
 
         #[rustfmt::skip]
         let cases: Vec<(&str, &ExpectedChecks, CiObservation, Timestamp, &str)> = vec![
@@ -417,6 +451,13 @@ mod tests {
             ("PR workflows, test green",       &workflows, checks_on("aaaa", &["test"], &[], &[]),     in_grace,    "proceed"),
             ("no CI anywhere",                 &nothing, ci("aaaa", "none", &[], &[]),                 in_grace,    "proceed"),
             ("no CI expected, some pending",   &nothing, checks_on("aaaa", &[], &[], &["lint"]),       in_grace,    "wait"),
+            // Issue 49: before the base was read, a silent head waits; one reporting is judged.
+            ("not known, nothing reported",    &unknown, ci("aaaa", "none", &[], &[]),                 in_grace,    "wait"),
+            ("not known, nothing, late",       &unknown, ci("aaaa", "none", &[], &[]),                 after_grace, "wait"),
+            ("not known, nothing, timed out",  &unknown, ci("aaaa", "none", &[], &[]),                 at(60),      "timed_out"),
+            ("not known, test queued",         &unknown, checks_on("aaaa", &[], &[], &["test"]),       in_grace,    "wait"),
+            ("not known, test green",          &unknown, checks_on("aaaa", &["test"], &[], &[]),       in_grace,    "proceed"),
+            ("not known, test red",            &unknown, checks_on("aaaa", &[], &["test"], &[]),       in_grace,    "failed"),
         ];
         for (name, expected, observed, now, want) in cases {
             let got = checks_gate(&pushed, Some(&observed), expected, &merge(true), now);

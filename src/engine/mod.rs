@@ -38,6 +38,7 @@ pub mod rounds;
 pub mod scan;
 pub mod stall;
 pub mod verdict;
+pub mod waits;
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -132,6 +133,9 @@ pub struct Observations {
     pub holds: BTreeMap<u64, String>,
     /// What this tick's earlier rounds did (issue 38); empty for its first round.
     pub tick: rounds::TickSoFar,
+    /// local-git, the base checked out in the repository: the tasks awaiting the judge whose
+    /// merge would overwrite a person's uncommitted files now, with those files (issue 49).
+    pub checkout_holds: BTreeMap<TaskId, Vec<String>>,
 }
 
 /// Where a task's pull request stands.
@@ -154,6 +158,9 @@ pub struct Plan {
     pub holds: BTreeMap<TaskId, Hold>,
     /// The longest the work this plan starts may take, one piece after another (issue 38).
     pub bound_ms: crate::time::Millis,
+    /// Every active task that cannot move until a person acts, as it is now, with the step
+    /// (issue 49).
+    pub waiting_on_person: BTreeMap<TaskId, waits::PersonStep>,
 }
 
 /// One decision: what happens to what, and why.
@@ -520,12 +527,14 @@ pub fn plan(snapshot: &Snapshot, config: &Config, now: Timestamp) -> Plan {
     }
     explain_remaining(&mut w, &gates);
     fallback::explain_waits(&mut w);
+    let waiting_on_person = waits::on_person(&snapshot.tasks, &w.decisions, config.mode);
     Plan {
         now,
         preflight: gates,
         decisions: w.decisions,
         holds: w.holds,
         bound_ms: w.round_ms,
+        waiting_on_person,
     }
 }
 

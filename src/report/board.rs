@@ -71,6 +71,10 @@ pub struct TaskLine {
     pub checks: Option<String>,
     /// The recommended comment command (github mode), e.g. `/opentiger retry <id>`.
     pub command: Option<String>,
+    /// What a person does for it, when it waits on one (issue 49).
+    pub person: Option<String>,
+    /// The task that waits on the person, when this one waits through it.
+    pub via: Option<String>,
     /// Its checkboxes (github mode), recommended first.
     pub boxes: Vec<crate::engine::checkboxes::Checkbox>,
 }
@@ -105,8 +109,14 @@ impl BoardView {
         let mut board = BoardView {
             now: view.now.to_string(),
             mode: mode.to_string(),
+            // Issue 49: a tick that was interrupted says so.
             last_tick: view.last_tick.as_ref().map_or("never".to_string(), |t| {
-                format!("{} by {}", t.started_at, plain(&t.agent_id))
+                let how = match t.outcome.as_deref() {
+                    Some("ok") => String::new(),
+                    Some(other) => format!(" ({})", plain(other)),
+                    None => " (unfinished)".to_string(),
+                };
+                format!("{} by {}{how}", t.started_at, plain(&t.agent_id))
             }),
             counts: if view.counts.is_empty() {
                 "none".to_string()
@@ -123,8 +133,9 @@ impl BoardView {
             ci: view.ci.as_deref().map(plain),
             heartbeat: view.heartbeat.as_deref().map(plain),
             concurrency: view.held_back.as_deref().map(plain),
-            // Made of a host the proxy parsed (`model::network::Refusal`, letters, digits and
-            // `.-:[]` only) and our words: shown as they are, so the line stays copyable.
+            // Made of a host as data (`model::network::host_name`: letters, digits and `.-:[]`
+            // only, in a code span) and our words: shown as they are, so the line stays
+            // copyable; ten names and a count per task's list at most.
             refused: view.refused.clone(),
             ignored: view
                 .ignored_issues
@@ -190,6 +201,12 @@ impl TaskLine {
             pr: task.pr,
             checks: task.checks.clone(),
             command: task.command.clone(),
+            person: task.waiting_on_person.as_ref().map(|p| plain(&p.step)),
+            via: task
+                .waiting_on_person
+                .as_ref()
+                .and_then(|p| p.via.as_deref())
+                .map(plain),
             boxes: task.boxes.clone(),
         }
     }
@@ -277,11 +294,20 @@ mod tests {
             parent: None,
             reason: Some(format!("why {id}")),
             advice: None,
+            findings: vec![],
             next_action: format!("next for {id}"),
+            now: Some(format!("next for {id}")),
+            next_tick: None,
             next_detail: None,
             next_attempt_at: None,
             updated_at: Timestamp(0),
             waits_on_person: matches!(block, Some("awaiting_human" | "paused")),
+            waiting_on_person: matches!(block, Some("awaiting_human" | "paused")).then(|| {
+                crate::report::PersonView {
+                    step: format!("`opentiger task retry {id}`"),
+                    via: None,
+                }
+            }),
             command: None,
             boxes: vec![],
             held_back: None,
@@ -351,7 +377,7 @@ mod tests {
                 "started 1 of limits.max_runs_per_tick = 4: 2 queued task(s) held back".into(),
             ),
             refused: vec![
-                "task b: evil.example:443 refused for the worker; to allow it: `sandbox.network.allow.worker: [\"evil.example\"]` in .opentiger.yml".into(),
+                "task b: `evil.example:443` refused for the worker; to allow it, add to .opentiger.yml (into its `sandbox:` when it has one): `sandbox: {network: {allow: {worker: [\"evil.example\"]}}}`".into(),
             ],
         };
         let mut board = BoardView::of(&view, "github");
@@ -385,7 +411,7 @@ mod tests {
             "## Recently finished",
             "#9: opened by @\u{200B}eve",
             "**Agents parked on a quota:** claude-code waits on quota until 12:40",
-            "**Concurrency:** started 1 of limits.max\\_runs\\_per\\_tick = 4: 2 queued task(s) held back",
+            "**Concurrency (the next tick's forecast):** started 1 of limits.max\\_runs\\_per\\_tick = 4: 2 queued task(s) held back",
             DASHBOARD_MARKER,
         ] {
             assert!(
@@ -414,7 +440,7 @@ mod tests {
         for text in [&dashboard, &summary] {
             assert!(text.contains("## Hosts refused"), "{text}");
             assert!(
-                text.contains("sandbox.network.allow.worker: [\"evil.example\"]"),
+                text.contains("sandbox: {network: {allow: {worker: [\"evil.example\"]}}}"),
                 "{text}"
             );
         }
@@ -456,5 +482,86 @@ mod who_acts_tests {
                 "{name}: {command}"
             );
         }
+    }
+
+    /// Issue 49: a task that depends on one waiting on a person waits on that person too:
+    /// flagged with the step and the task it waits through, in `status` and under "Waiting on
+    /// a person" on the dashboard (and so the job summary); an interrupted tick says so.
+    #[test]
+    fn a_dependent_of_a_task_waiting_on_a_person_shows_the_step_and_through_whom() {
+        use crate::engine::testkit::TaskExt;
+        use crate::model::BlockReason;
+        use crate::report::{status_text, task_view, SpendView, StatusView};
+        let stuck = task("c").blocked(BlockReason::AwaitingHuman).with(|t| {
+            t.status_reason = Some(
+                "lost 3 times. Decide: `opentiger task retry c` or `opentiger task cancel c`"
+                    .into(),
+            )
+        });
+        let snap = snapshot(vec![stuck, task("d").deps(&["c"])], vec![], vec![]);
+        let plan = plan_with(&snap, &crate::config::Config::default());
+        let tasks: Vec<_> = snap
+            .tasks
+            .iter()
+            .map(|t| task_view(t, &plan, t.phase(PhaseFacts::of(t))))
+            .collect();
+        let d = &tasks[1];
+        let person = d.waiting_on_person.clone().expect("d waits on a person");
+        assert_eq!(person.via.as_deref(), Some("c"), "{d:?}");
+        assert!(person.step.contains("`opentiger task retry c`"), "{d:?}");
+        assert_eq!(
+            d.reason.as_deref(),
+            Some("depends on c, which waits on a person")
+        );
+        assert!(d
+            .now
+            .as_deref()
+            .unwrap()
+            .starts_with("waits on a person through c: "));
+        let view = StatusView {
+            now: plan.now,
+            counts: Default::default(),
+            preflight: String::new(),
+            next: String::new(),
+            tasks,
+            runs: vec![],
+            last_tick: Some(crate::store::TickRecord {
+                id: "t1".into(),
+                agent_id: "local:box:1".into(),
+                started_at: plan.now,
+                finished_at: Some(plan.now),
+                outcome: Some("interrupted by SIGINT".into()),
+                summary: serde_json::json!({}),
+            }),
+            ignored_issues: vec![],
+            spend: SpendView {
+                today_usd: 0.0,
+                per_day_usd: 50.0,
+                per_task_usd: 5.0,
+                per_tick_usd: None,
+                by_role: Default::default(),
+            },
+            parked_executors: vec![],
+            paused: None,
+            ci: None,
+            heartbeat: None,
+            held_back: None,
+            refused: vec![],
+        };
+        let text = status_text(&view, false);
+        assert!(text.contains("(interrupted by SIGINT)"), "{text}");
+        assert!(
+            text.contains("now:  waits on a person through c: `opentiger task retry c`"),
+            "{text}"
+        );
+        let board = super::BoardView::of(&view, "local-git");
+        assert_eq!(board.humans.len(), 2, "{:?}", board.humans);
+        assert!(board.last_tick.ends_with("(interrupted by SIGINT)"));
+        let templates = crate::prompt::Templates::builtin().unwrap();
+        let (dashboard, _) = super::render(&templates, &board, None).unwrap();
+        assert!(
+            dashboard.contains("waits on a person through `c`: `opentiger task retry c`"),
+            "{dashboard}"
+        );
     }
 }

@@ -198,6 +198,32 @@ pub fn run_verification(
     done
 }
 
+/// Runs `plan` in `cwd` as verification runs a task's checks — the checks' sandbox, private
+/// home and network door, no shell, each command's timeout — for a tree no run made:
+/// `opentiger eval`'s hidden tests on what the loop would have merged. `repo` is the runner's
+/// repository (where the checks' process group is recorded).
+pub fn run_commands_in(
+    config: &Config,
+    repo: &Path,
+    cwd: &Path,
+    plan: &verify::VerifyPlan,
+    redactor: &Redactor,
+) -> Verification {
+    let timeout = Duration::from_secs(u64::from(config.verify.timeout_seconds.max(1)));
+    let domain = match CheckDomain::new(config, cwd, repo) {
+        Ok(domain) => domain,
+        Err(message) => {
+            return Verification::failed(CheckFailure {
+                code: FailureCode::SetupOrBootstrapIssue,
+                message,
+            })
+        }
+    };
+    let mut done = run_planned(plan, &domain, cwd, timeout, redactor);
+    done.refused = domain.door.close().refused;
+    done
+}
+
 /// Runs the planned commands in `domain`, stopping at the first failure.
 fn run_planned(
     plan: &verify::VerifyPlan,
@@ -378,7 +404,7 @@ impl CheckDomain {
         }
         match crate::sandbox::denied_write(output, &self.writable, self.confine.view.is_some()) {
             Some(path) => format!(
-                "\n  the sandbox refused a write to {path} (checks write only their workspace, a scratch folder and a private home); if the check needs it, allow its folder with `sandbox.writable: [\"{}\"]`",
+                "\n  the sandbox refused a write to {path} (checks write only their workspace, a scratch folder and a private home); if the check needs it, allow its folder: add to .opentiger.yml (into its `sandbox:` when it has one) `sandbox: {{writable: [\"{}\"]}}`",
                 std::path::Path::new(&path)
                     .parent()
                     .map_or(path.clone(), |p| p.display().to_string())

@@ -30,7 +30,8 @@ use crate::prompt::Templates;
 use crate::redact::Redactor;
 
 pub use checks::{
-    allowed_paths, check_policy, task_problems, CheckFailure, TaskField, TaskProblem,
+    allowed_paths, check_policy, run_commands_in, task_problems, CheckFailure, TaskField,
+    TaskProblem, Verification,
 };
 pub use content::check_content;
 pub use launch::base_env;

@@ -3,9 +3,10 @@
 //!
 //! - [`protect_runner`]: the runner makes itself non-dumpable before any agent starts, so
 //!   `/proc/<runner>/environ` and `/proc/<runner>/mem` are closed to processes of the same user.
-//! - [`before_agent`]: credentials a checkout left in the repository's configuration are taken
-//!   out of it before an agent starts (the runner pushes with its own token): an agent may read
-//!   the runner's repository, never write it (`workspace`: it works in a folder of its own).
+//! - [`before_agent`]: the credentials git would use from the runner's repository, includes
+//!   followed (`credentials`), are found before any agent or check starts: the ones this job
+//!   left there (actions/checkout's token) are taken away until the command ends (`checkout`;
+//!   the runner pushes with its own token), the person's are named, never touched.
 //! - `groups`: each agent's process group is recorded while it runs, so the next tick kills what
 //!   a killed tick left running before it claims that work again.
 //! - `netns`: each agent and check in a network namespace of its own, loopback only, whose one
@@ -18,11 +19,13 @@
 //! - [`in_force`]: which of these hold on this machine, for `doctor` and the job summary.
 //!
 //! Not here: the `-c` overrides and minimal environment of every runner git command
-//! (`git::HARDENING`), the token held out of the environment (`credentials`), the agent's
+//! (`git::HARDENING`), the token held out of the environment (`crate::credentials`), the agent's
 //! process group and environment (`process`, `executor`).
 
 pub mod cgroup;
+pub mod checkout;
 pub mod confine;
+pub mod credentials;
 pub mod groups;
 pub mod home;
 pub mod landlock;
@@ -340,49 +343,45 @@ pub fn denied_write(output: &str, writable: &[std::path::PathBuf], view: bool) -
     None
 }
 
-/// Before an agent starts: credentials a checkout left in the runner's repository
-/// configuration go (the runner pushes with a token of its own), since an agent may read that
-/// repository. Nothing is kept to be put back: an agent writes only its run's folder.
+/// Before any agent or check starts (idempotent, so before each): the credentials this job
+/// left in the runner's repository are taken away until the command ends, since an agent may
+/// read that repository and what its configuration includes; the person's own are left where
+/// they are, named once in the log (`doctor` names them with the fix).
 pub fn before_agent(repo: &Path) -> Result<(), GitError> {
-    if crate::credentials::forge_token().is_some() {
-        strip_checkout_credentials(&Git::new(repo))?;
+    let places = credentials::Places::of(repo, &|name| std::env::var(name).ok());
+    let found = credentials::find(&Git::new(repo), &places)?;
+    let taken = checkout::take(&found, &places)?;
+    if !taken.is_empty() {
+        tracing::info!(
+            "taken away while agents run, put back when this command ends: {}",
+            taken.join(", ")
+        );
+    }
+    static SAID: std::sync::Once = std::sync::Once::new();
+    let persons: Vec<String> = found
+        .iter()
+        .filter(|f| f.owner == credentials::Owner::Person)
+        .map(|f| f.describe(&places))
+        .collect();
+    if !persons.is_empty() {
+        SAID.call_once(|| {
+            tracing::warn!(
+                "credentials of yours an agent may read where the runner's home and repository are not hidden from it (opentiger leaves them where they are; `opentiger doctor` says what each means): {}",
+                persons.join("; ")
+            )
+        });
     }
     Ok(())
 }
 
-/// Removes `http.<url>.extraheader` entries (what `actions/checkout` leaves unless
-/// `persist-credentials: false`) from the repository's own configuration. Returns the keys
-/// removed.
-pub fn strip_checkout_credentials(git: &Git) -> Result<Vec<String>, GitError> {
-    let found = git
-        .try_run(&[
-            "config",
-            "--local",
-            "--name-only",
-            "--get-regexp",
-            r"^http\..*\.extraheader$",
-        ])?
-        .unwrap_or_default();
-    let mut keys: Vec<String> = found.lines().map(str::to_string).collect();
-    keys.dedup();
-    for key in &keys {
-        git.run(&["config", "--local", "--unset-all", key])?;
-    }
-    Ok(keys)
-}
-
-/// Whether the repository's own configuration holds credentials a checkout left there.
-pub fn checkout_left_credentials(git: &Git) -> bool {
-    git.try_run(&[
-        "config",
-        "--local",
-        "--name-only",
-        "--get-regexp",
-        r"^http\..*\.extraheader$",
-    ])
-    .ok()
-    .flatten()
-    .is_some_and(|s| !s.trim().is_empty())
+/// Every credential an agent could read in `git`'s repository's configuration, what it
+/// includes, and the runner's user's git configuration and credential files; after
+/// [`before_agent`], only the person's.
+pub fn checkout_left_credentials(
+    git: &Git,
+    places: &credentials::Places,
+) -> Result<Vec<credentials::Finding>, GitError> {
+    credentials::find(git, places)
 }
 
 #[cfg(test)]
@@ -426,23 +425,5 @@ mod tests {
         for p in protections(&config) {
             assert!(text.contains(p.name), "{text}");
         }
-    }
-
-    #[test]
-    fn checkout_credentials_are_found_and_removed() {
-        let dir = tempfile::tempdir().unwrap();
-        let git = Git::new(dir.path());
-        git.run(&["init", "-q"]).unwrap();
-        assert!(!checkout_left_credentials(&git));
-        git.run(&[
-            "config",
-            "http.https://github.com/.extraheader",
-            "AUTHORIZATION: basic eDp5",
-        ])
-        .unwrap();
-        assert!(checkout_left_credentials(&git));
-        let removed = strip_checkout_credentials(&git).unwrap();
-        assert_eq!(removed, ["http.https://github.com/.extraheader"]);
-        assert!(!checkout_left_credentials(&git));
     }
 }

@@ -7,7 +7,7 @@ use std::collections::BTreeMap;
 use rusqlite::{params, OptionalExtension};
 
 use super::{Store, StoreError};
-use crate::engine::gate::{CiObservation, ExpectedChecks};
+use crate::engine::gate::{CiObservation, ExpectedChecks, ExpectedSource};
 use crate::engine::stall::CiHeal;
 use crate::engine::PullState;
 use crate::model::IssueSpec;
@@ -357,6 +357,11 @@ fn heal_key(pr: u64) -> String {
 /// The cursor key of the check names learned from the base branch and PR heads.
 pub const LEARNED_CHECKS: &str = "ci:learned";
 
+/// The cursor keys of the check runs and the commit statuses last read on the base branch's
+/// tip; a base whose two reads were never stored is not known to have CI or not (issue 49).
+pub const BASE_CHECK_RUNS: &str = "ci:base-check-runs";
+pub const BASE_STATUSES: &str = "ci:base-statuses";
+
 /// The cursor key of the repository's open pull requests (the body is the list as last read).
 pub const OPEN_PULLS: &str = "pulls:open";
 
@@ -448,7 +453,8 @@ impl Store {
     }
 
     /// The checks a PR into `base` must pass: `merge.required_checks`, else the base branch's
-    /// required checks as last read, else what was learned.
+    /// required checks as last read, else what was learned; with none of them, "no CI" only
+    /// once the base branch's checks and statuses were read, "not known yet" before.
     pub fn expected_checks(
         &self,
         configured: Option<&[String]>,
@@ -456,7 +462,18 @@ impl Store {
     ) -> Result<ExpectedChecks, StoreError> {
         let rules = self.cursor_names(&rules_key(base))?;
         let learned = self.cursor_names(LEARNED_CHECKS)?;
-        Ok(ExpectedChecks::choose(configured, &rules, &learned))
+        let mut expected = ExpectedChecks::choose(configured, &rules, &learned);
+        let read = |key: &str| -> Result<bool, StoreError> {
+            let c = self.cursor(key)?;
+            Ok(c.etag.is_some() || c.body.is_some())
+        };
+        if expected.source == ExpectedSource::Nothing
+            && configured.is_none()
+            && !(read(BASE_CHECK_RUNS)? && read(BASE_STATUSES)?)
+        {
+            expected.source = ExpectedSource::Unknown;
+        }
+        Ok(expected)
     }
 }
 

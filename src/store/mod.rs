@@ -32,7 +32,7 @@ use rusqlite::{Connection, OpenFlags};
 
 pub use apply::{ApplyReport, HealCi};
 pub use family::FamilyRuns;
-pub use forge::{rules_key, Cursor, LEARNED_CHECKS, OPEN_PULLS};
+pub use forge::{rules_key, Cursor, BASE_CHECK_RUNS, BASE_STATUSES, LEARNED_CHECKS, OPEN_PULLS};
 pub use journal::{TaskChanges, Writer};
 pub use people::{CommandRecord, Escalation, RepoPause};
 pub use plans::ReviewFeedback;

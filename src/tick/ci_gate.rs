@@ -13,11 +13,10 @@ use crate::engine::gate::{ExpectedChecks, ExpectedSource};
 use crate::engine::stall::Dispatch;
 use crate::forge::github::{Conditional, ForgeError, GithubClient};
 use crate::forge::Checks;
-use crate::store::{rules_key, Cursor, HealCi, Store, StoreError, LEARNED_CHECKS};
+use crate::store::{
+    rules_key, Cursor, HealCi, Store, StoreError, BASE_CHECK_RUNS, BASE_STATUSES, LEARNED_CHECKS,
+};
 use crate::time::Timestamp;
-
-const BASE_RUNS: &str = "ci:base-check-runs";
-const BASE_STATUSES: &str = "ci:base-statuses";
 
 /// What a read of the expected checks found: names seen (to learn) and cursors to store.
 #[derive(Default)]
@@ -39,7 +38,10 @@ pub(super) fn is_final(checks: &Checks, expected: &ExpectedChecks) -> bool {
             ExpectedSource::Config | ExpectedSource::BranchRules => {
                 expected.names.iter().all(|n| checks.passed.contains(n))
             }
-            ExpectedSource::Learned | ExpectedSource::Workflows | ExpectedSource::Nothing => true,
+            ExpectedSource::Learned
+            | ExpectedSource::Workflows
+            | ExpectedSource::Nothing
+            | ExpectedSource::Unknown => true,
         },
         _ => false,
     }
@@ -85,18 +87,26 @@ pub(super) fn learn_expected_checks(
         }
     };
     let learned = store.cursor_names(LEARNED_CHECKS).map_err(stored)?;
-    if !rules.is_empty() || !learned.is_empty() || !seen.names.is_empty() {
+    // opentiger's own checks (a rule may require the judge's) are no sign of the repository's
+    // CI: with only those, the base is read as if nothing named any.
+    let ci = |names: &[String]| names.iter().any(|n| !crate::model::checks::is_own_check(n));
+    if ci(&rules) || ci(&learned) || ci(&seen.names) {
         return Ok(seen);
     }
+    // Issue 49: stored with a body, so that the base having been read is known even when an
+    // answer carries no ETag: until then the gate does not know whether the repository has CI.
     for (key, read) in [
-        (BASE_RUNS, GithubClient::branch_check_runs as BranchRead),
+        (
+            BASE_CHECK_RUNS,
+            GithubClient::branch_check_runs as BranchRead,
+        ),
         (BASE_STATUSES, GithubClient::branch_statuses as BranchRead),
     ] {
         let cursor = store.cursor(key).map_err(stored)?;
         if let Conditional::Fresh { value, etag } = read(client, base, cursor.etag.as_deref(), now)?
         {
-            seen.cursors
-                .push((key.to_string(), Cursor { etag, body: None }));
+            let body = serde_json::to_string(&value).ok();
+            seen.cursors.push((key.to_string(), Cursor { etag, body }));
             seen.names.extend(value);
         }
     }

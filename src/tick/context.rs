@@ -365,6 +365,7 @@ impl Context {
                 BTreeMap::new()
             },
             tick: self.so_far.clone(),
+            checkout_holds: BTreeMap::new(), // filled in from the snapshot's tasks by `plan`
         })
     }
 
@@ -447,6 +448,8 @@ impl Context {
             limits,
         )?;
         snapshot.observations.unrunnable = unrunnable(&snapshot.tasks, &self.config);
+        snapshot.observations.checkout_holds =
+            super::checkout::holds(&self.repo, &self.config, &snapshot);
         let plan = engine::plan(&snapshot, &self.config, self.now);
         Ok((snapshot, plan))
     }

@@ -14,6 +14,7 @@
 
 mod act;
 pub mod apply;
+mod checkout;
 mod checks;
 mod ci_gate;
 mod claim;

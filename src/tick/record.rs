@@ -237,7 +237,11 @@ pub(super) fn record(
             agent_id: ctx.agent_id.to_string(),
             started_at: ctx.now,
             finished_at: Some(now),
-            outcome: Some("ok".to_string()),
+            // Issue 49: `status` shows a tick a signal stopped as interrupted, not as ok.
+            outcome: Some(match crate::process::interrupt::requested() {
+                Some(signal) => format!("interrupted by {}", signal.name()),
+                None => "ok".to_string(),
+            }),
             summary: serde_json::json!({ "decisions": summary.decisions, "runs": summary.claimed, "reviews": summary.judged }),
         })?;
     }

@@ -153,11 +153,14 @@ pub(super) fn run(
             so_far,
             ..ctx.clone()
         };
-        let checks = match forge {
+        let (checks, learned) = match forge {
             Some(client) if ctx.config.merge.require_checks => {
-                read_pushed_checks(client, &pushed_heads(&done, &review_prs), next_ctx.now)
+                let heads = pushed_heads(&done, &review_prs);
+                let checks = read_pushed_checks(client, &heads, next_ctx.now);
+                let learned = learn_for_round(&next_ctx, client, &heads, &checks)?;
+                (checks, learned)
             }
-            Some(_) | None => Vec::new(),
+            Some(_) | None => (Vec::new(), None),
         };
         let reviews = match forge {
             Some(client) => read_people(&next_ctx, client, &spoken(&done, &review_prs))?,
@@ -169,6 +172,12 @@ pub(super) fn run(
                 store.set_pull_checks(*pr, head, seen)?;
                 let unknown = seen.mergeable.as_deref() == Some("unknown");
                 store.note_mergeable(*pr, head, unknown, next_ctx.now)?;
+            }
+            if let Some(learned) = &learned {
+                for (key, cursor) in &learned.cursors {
+                    store.set_cursor(key, cursor, next_ctx.now)?;
+                }
+                store.learn_checks(&learned.names, next_ctx.now)?;
             }
             if let Some(fetched) = &reviews {
                 for (key, cursor) in &fetched.cursors {
@@ -393,6 +402,30 @@ fn read_pushed_checks(
         }
     }
     out
+}
+
+/// Issue 49: whether the repository has CI, learned before the next round gates the heads
+/// this one pushed (the first PR of a repository is looked at right after its push): the base
+/// branch's rules and, while nothing names a check, its tip's checks and statuses, all
+/// conditional. `None` when nothing was pushed; a failed read leaves it unknown, so the gate
+/// waits for the next tick's observe instead of merging on a head's silence.
+fn learn_for_round(
+    ctx: &Context,
+    client: &GithubClient,
+    heads: &[(u64, String)],
+    checks: &[(u64, String, Checks)],
+) -> Result<Option<super::ci_gate::Learned>, Failure> {
+    if heads.is_empty() {
+        return Ok(None);
+    }
+    let store = ctx.read_store()?;
+    match super::ci_gate::learn_expected_checks(ctx, client, &store, checks) {
+        Ok(learned) => Ok(Some(learned)),
+        Err(e) => {
+            tracing::warn!("could not learn whether the repository has CI for the next round: {e}");
+            Ok(None)
+        }
+    }
 }
 
 /// The round's counts into the tick's summary.

@@ -94,6 +94,7 @@ pub fn view(ctx: &Context, store: &Store, all: bool) -> Result<StatusView, Failu
                     .and_then(|pr| store.pull_checks(pr).ok().flatten())
                     .map(|(_, c)| c.state);
                 view.family = Some(store.family_runs(&t.id)?);
+                view.findings = crate::tick::progress::held_findings(store, t)?;
                 Ok(view)
             })
             .collect::<Result<_, Failure>>()?,
@@ -156,6 +157,9 @@ fn ci_line(ctx: &Context, store: &Store) -> Result<Option<String>, Failure> {
         .or_workflows(&pr_workflows);
     Ok(Some(match expected.source {
         ExpectedSource::Nothing => NO_CI_NOTE.to_string(),
+        ExpectedSource::Unknown => "not known yet: the base branch's checks are read when a PR \
+            first waits on CI, and no PR merges before"
+            .to_string(),
         ExpectedSource::Learned | ExpectedSource::Workflows => format!(
             "the repository has CI ({}: {}): a PR merges once its checks report and pass",
             expected.origin(),

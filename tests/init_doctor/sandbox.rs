@@ -4,7 +4,7 @@
 use super::*;
 
 /// A new repository in `dir`, `init` run in local-git mode, its agent the scripted one.
-fn initialised_with_scripted_agent(dir: &std::path::Path) -> std::path::PathBuf {
+pub(super) fn initialised_with_scripted_agent(dir: &std::path::Path) -> std::path::PathBuf {
     let repo = dir.join("r");
     std::fs::create_dir(&repo).unwrap();
     git(&repo, &["init", "-q", "-b", "main"]);

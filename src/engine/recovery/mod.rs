@@ -361,17 +361,7 @@ fn follow_child(w: &mut Working<'_>, id: &TaskId) {
     // The newest child; of children made at the same instant (two rounds of one tick on a
     // fixed clock), the one that superseded the other (issue 38): a cancelled child never
     // stands for one made with it.
-    let child = w
-        .tasks
-        .values()
-        .filter(|t| t.parent_task_id.as_ref() == Some(id))
-        .max_by(|a, b| {
-            a.created_at
-                .cmp(&b.created_at)
-                .then((a.status != TaskStatus::Cancelled).cmp(&(b.status != TaskStatus::Cancelled)))
-                .then(a.rework_depth.cmp(&b.rework_depth))
-        })
-        .cloned();
+    let child = super::waits::followed_child(w.tasks.values(), id).cloned();
     let Some(child) = child else {
         let class = Classification {
             category: FailureCategory::Model,
@@ -404,6 +394,20 @@ fn follow_child(w: &mut Working<'_>, id: &TaskId) {
         state => {
             if child.kind == TaskKind::Recreate {
                 close_superseded_pull(w, id, &child.id);
+            }
+            // Issue 49: the child as it is now; what this plan does to it is the next tick's.
+            let now = w
+                .snapshot
+                .tasks
+                .iter()
+                .find(|t| t.id == child.id)
+                .map_or(state, Task::state);
+            if now != state {
+                let why = format!(
+                    "follows {} {} ({now} now; the next tick moves it to {state})",
+                    child.kind, child.id
+                );
+                return w.wait(id, None, "recovery.follow_child", why);
             }
             // Issue 40: a child waiting on a person is this task's business too; the person
             // acts on the task they know, which reaches the child.

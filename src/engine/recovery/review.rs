@@ -479,10 +479,17 @@ fn review_if_due_as(w: &mut Working<'_>, id: &TaskId, before_ci: bool) -> bool {
         );
         return true;
     }
+    // Issue 49: a person's uncommitted work in the merge's way (local-git): nothing is claimed,
+    // no review spent, until they commit or stash it.
+    if let Some(files) = obs.checkout_holds.get(id) {
+        let reason = super::super::waits::held_by_checkout(&w.config.base_branch, files);
+        w.wait(id, None, super::super::waits::HELD_BY_CHECKOUT, reason);
+        return true;
+    }
     let approved = obs.judge_approved.contains(&head);
-    // CI gates the merge when checks are required and the repository has CI to wait for.
-    let ci_gates = w.config.merge.require_checks
-        && obs.expected_checks.source != super::super::gate::ExpectedSource::Nothing;
+    // CI gates the merge when checks are required and the repository has CI to wait for (or
+    // it is not known yet whether it has: the gate waits for that first).
+    let ci_gates = w.config.merge.require_checks && obs.expected_checks.may_gate();
     let minutes = rounds::review_window(w.config, ci_gates);
     let window = rounds::window_open_until(run, minutes, w.now);
     if let (true, Some(until)) = (approved, window) {
