@@ -111,6 +111,10 @@ fn over(primary: &EffectiveAgent, entry: &AgentConfig, config_key: String) -> Ef
             (None, true) => primary.command_at.clone(),
             (Some(_), _) | (None, false) => config_key.clone(),
         },
+        limits: entry
+            .limits
+            .as_ref()
+            .map_or_else(|| primary.limits.clone(), |own| own.over(&primary.limits)),
         config_key,
     }
 }

@@ -233,7 +233,7 @@ pub fn report_tick(ctx: &Context, summary: &TickSummary) {
         if let Some(preview) = &summary.preview {
             text.push_str(&format!("\n### First tick on this repository\n\n{preview}"));
         }
-        text.push_str(&crate::sandbox::summary_markdown(&ctx.config.sandbox));
+        text.push_str(&crate::sandbox::summary_markdown(&ctx.config));
         let written = std::fs::OpenOptions::new()
             .create(true)
             .append(true)
