@@ -478,14 +478,12 @@ fn watch(
             .take()
             .or(polled)
             .or(sentinel);
-        if let (Some(reason), true) = (&reason, gently) {
-            tracing::info!(pid, %reason, "stopped on request; ending its process group");
-            interrupt::end_group(pid, has_exited);
-            return End::Stopped(reason.clone());
-        }
         if let Some(reason) = reason {
-            tracing::info!(pid, %reason, "stopped by its output watch; killing its process group");
-            kill_group(pid);
+            tracing::info!(pid, %reason, gently, "stopped; ending its process group");
+            match gently {
+                true => interrupt::end_group(pid, has_exited),
+                false => kill_group(pid),
+            }
             return End::Stopped(reason);
         }
         for capture in captures {
