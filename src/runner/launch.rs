@@ -234,6 +234,68 @@ pub(super) fn checks(config: &Config, cwd: &Path, repo: &Path) -> Result<ChecksL
     })
 }
 
+/// Where the host probe runs (issue 52): in a worker's sandbox — its environment (`PATH`,
+/// `HOME`, its `env_passthrough`), a private home, its view, Landlock rules and limits, reading
+/// an empty folder of its own — behind a door that lets nothing through. What it finds is what
+/// a worker's agent and checks find.
+pub(super) struct ProbeLaunched {
+    pub door: crate::egress::Door,
+    /// Holds `workspace` (its current folder) and the home; removed when dropped.
+    pub _scratch: crate::scratch::PrivateDir,
+    pub workspace: PathBuf,
+    pub env: Vec<(String, String)>,
+    pub confine: Arc<Confinement>,
+    pub group_record: Option<PathBuf>,
+}
+
+/// The launch of the host probe for the runner's repository `repo`.
+pub(super) fn probe(config: &Config, repo: &Path) -> Result<ProbeLaunched, String> {
+    let scratch = crate::scratch::private_dir("probe").map_err(|e| e.to_string())?;
+    let workspace = scratch.path().join("work");
+    std::fs::create_dir(&workspace).map_err(|e| e.to_string())?;
+    let name = scratch
+        .path()
+        .file_name()
+        .map_or_else(|| "probe".to_string(), |n| n.to_string_lossy().into_owned());
+    let agent = config
+        .agents
+        .effective(AgentRole::Task(crate::model::Role::Worker));
+    let vars = vec![("TMPDIR", scratch.path().display().to_string())];
+    let mut env = executor::agent_env(&agent.env_passthrough, |k| std::env::var(k).ok(), &vars);
+    let door = super::network::closed_door(config)?;
+    for (k, v) in door.env() {
+        set_var(&mut env, k, v);
+    }
+    let home = run_home(config, scratch.path(), &[])?;
+    set_var(&mut env, "HOME", &home.display().to_string());
+    let folders = Folders {
+        workspace: &workspace,
+        writes: false,
+        run_folder: scratch.path(),
+        scratch: scratch.path(),
+    };
+    let limits = Limits::of(&config.limits.run, Some((&agent.limits, &agent.config_key)));
+    let confine = confinement(
+        config,
+        repo,
+        &folders,
+        &home,
+        &mut env,
+        door.landlock_port(),
+        limits,
+    )?;
+    crate::sandbox::before_agent(repo).map_err(|e| e.to_string())?;
+    let group_record = group_record(repo, &name);
+    Ok(ProbeLaunched {
+        door,
+        _scratch: scratch,
+        workspace,
+        env,
+        confine,
+        group_record,
+    })
+}
+
 /// What confines a run's programs: its view (or, where none can be made, the socket filter),
 /// its Landlock rules (it writes `folders` as they say, its `home` and `sandbox.writable`), its
 /// `limits`; `net_port`: the port Landlock lets it connect to (the network's fallback). Sets

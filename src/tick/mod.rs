@@ -21,6 +21,7 @@ mod claim;
 mod context;
 mod dashboard;
 mod escalate;
+pub mod learned;
 mod lock;
 pub mod observe;
 pub mod output;
