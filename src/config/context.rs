@@ -21,7 +21,8 @@ pub struct ContextConfig {
     pub lesson_ttl_hours: u32,
     /// The most lessons kept; past it, the one seen longest ago goes.
     pub max_lessons: u32,
-    /// The most characters of a prompt's host section (0: none). Entries are cut whole.
+    /// The most characters of a prompt's host section. Entries are cut whole. 0: none, and no
+    /// probe (the planner's commands are then checked against the lessons alone).
     pub host_chars: u32,
     /// The most characters of a prompt's failure hints (0: none). Entries are cut whole.
     pub hints_chars: u32,

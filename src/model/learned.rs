@@ -15,12 +15,18 @@ use serde::{Deserialize, Serialize};
 use crate::time::Timestamp;
 
 /// The toolchains every snapshot looks for besides the programs the checks name, in the order
-/// a prompt lists them: also the only tool names a lesson takes from a failing check's output
-/// (a name of this table, never the output's own text).
+/// a prompt lists them. (Not `npx`, which comes with npm, nor pip, whose `--version` alone
+/// costs more than the rest: the checks' own programs are always looked for.)
 pub const COMMON_TOOLS: &[&str] = &[
-    "node", "npm", "npx", "pnpm", "yarn", "bun", "deno", "python3", "python", "pip3", "pip", "uv",
-    "pytest", "cargo", "rustc", "go", "make", "cmake", "gcc", "git", "bash", "java", "ruby",
-    "docker",
+    "node", "npm", "pnpm", "yarn", "bun", "deno", "python3", "python", "uv", "cargo", "rustc",
+    "go", "make", "cmake", "gcc", "git", "bash", "java", "ruby", "docker",
+];
+
+/// Tools a lesson may name besides [`COMMON_TOOLS`] and the checks' programs: the only names a
+/// lesson takes from a failing check's output (a name of these tables, never the output's own
+/// text).
+pub const NAMED_TOOLS: &[&str] = &[
+    "npx", "pip3", "pip", "pytest", "tox", "poetry", "podman", "tsc", "jest", "vitest",
 ];
 
 /// Tools that stand in for one another, each group in the order one is suggested for another.

@@ -187,14 +187,7 @@ pub(super) fn checks(config: &Config, cwd: &Path, repo: &Path) -> Result<ChecksL
         .map_or_else(|| "check".to_string(), |n| n.to_string_lossy().into_owned());
     let home = run_home(config, scratch.path(), &[])?;
     let mut env = base_env();
-    if config.sandbox.agent_home == AgentHome::Private {
-        let runner_home = std::env::var_os("HOME").map(PathBuf::from);
-        for (k, v) in
-            crate::sandbox::home::toolchain_vars(runner_home.as_deref(), |k| std::env::var(k).ok())
-        {
-            set_var(&mut env, &k, &v);
-        }
-    }
+    toolchain_env(config, &mut env);
     set_var(&mut env, "HOME", &home.display().to_string());
     set_var(&mut env, "TMPDIR", &scratch.path().display().to_string());
     set_var(&mut env, crate::sandbox::groups::CHECK_TAG_VAR, &name);
@@ -235,9 +228,10 @@ pub(super) fn checks(config: &Config, cwd: &Path, repo: &Path) -> Result<ChecksL
 }
 
 /// Where the host probe runs (issue 52): in a worker's sandbox — its environment (`PATH`,
-/// `HOME`, its `env_passthrough`), a private home, its view, Landlock rules and limits, reading
-/// an empty folder of its own — behind a door that lets nothing through. What it finds is what
-/// a worker's agent and checks find.
+/// `HOME`, its `env_passthrough`, and the Rust toolchain's variables a private home gives the
+/// checks), a private home, its view, Landlock rules and limits, reading an empty folder of its
+/// own — behind a door that lets nothing through. What it finds is what a worker's agent and
+/// checks find.
 pub(super) struct ProbeLaunched {
     pub door: crate::egress::Door,
     /// Holds `workspace` (its current folder) and the home; removed when dropped.
@@ -246,6 +240,19 @@ pub(super) struct ProbeLaunched {
     pub env: Vec<(String, String)>,
     pub confine: Arc<Confinement>,
     pub group_record: Option<PathBuf>,
+}
+
+/// Under a private home, the variables that still find the runner's Rust toolchain
+/// (`sandbox::home::toolchain_vars`), into `env`.
+fn toolchain_env(config: &Config, env: &mut Vec<(String, String)>) {
+    if config.sandbox.agent_home == AgentHome::Private {
+        let runner_home = std::env::var_os("HOME").map(PathBuf::from);
+        for (k, v) in
+            crate::sandbox::home::toolchain_vars(runner_home.as_deref(), |k| std::env::var(k).ok())
+        {
+            set_var(env, &k, &v);
+        }
+    }
 }
 
 /// The launch of the host probe for the runner's repository `repo`.
@@ -268,6 +275,7 @@ pub(super) fn probe(config: &Config, repo: &Path) -> Result<ProbeLaunched, Strin
     }
     let home = run_home(config, scratch.path(), &[])?;
     set_var(&mut env, "HOME", &home.display().to_string());
+    toolchain_env(config, &mut env);
     let folders = Folders {
         workspace: &workspace,
         writes: false,

@@ -3,7 +3,8 @@
 //! rules and limits, a door that lets nothing through), then, without a shell, `uname -s -r
 //! -m`, `cat /etc/os-release` and each tool's own version flag (`node --version`, `go
 //! version`), each bounded in time and in what is read of its output. A tool is present when
-//! it started there (and did not exit 126 or 127, a script whose interpreter is missing).
+//! it started there and succeeded or said its version (not a script whose interpreter is
+//! missing, exit 126 or 127, nor a rustup proxy with no toolchain).
 //! Every value kept is read by the engine's rules into digits, letters and a few marks.
 //!
 //! Not for: when a probe is due or what a prompt says of it (`engine::learned`), keeping the
@@ -65,6 +66,11 @@ pub fn take(config: &Config, repo: &Path, now: Timestamp) -> Result<HostSnapshot
         let missing = matches!(out.status, process::ExitStatusKind::Code(126 | 127));
         (!missing && !out.timed_out).then_some(out)
     };
+    // A tool is there when it started and either succeeded or said its version (a rustup
+    // proxy with no toolchain starts, fails and says nothing: it does not work there).
+    let version_of = |out: &process::ProcessOutput| {
+        host::version_in(&out.stdout_tail).or_else(|| host::version_in(&out.stderr_tail))
+    };
     let (sysname, release, machine) = uname();
     let inside = run("uname", &["-s", "-r", "-m"])
         .filter(|o| o.success())
@@ -82,11 +88,10 @@ pub fn take(config: &Config, repo: &Path, now: Timestamp) -> Result<HostSnapshot
     let mut tools = Vec::new();
     for name in host::probe_list(&inputs.programs) {
         let out = run(&name, host::version_args(&name));
+        let version = out.as_ref().and_then(version_of);
         tools.push(ToolFact {
-            version: out.as_ref().and_then(|o| {
-                host::version_in(&o.stdout_tail).or_else(|| host::version_in(&o.stderr_tail))
-            }),
-            present: out.is_some(),
+            present: out.is_some_and(|o| o.success() || version.is_some()),
+            version,
             name,
         });
     }

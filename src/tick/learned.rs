@@ -2,7 +2,8 @@
 //! snapshot is taken again when it is due (missing, past `context.host_ttl_hours`, or its
 //! fingerprint changed: `engine::learned::host::freshness`); when a run is recorded, what it
 //! teaches updates the lessons (`engine::learned::book`) and its prompt size is kept. Once per
-//! time to live, not per run: a tick whose snapshot holds probes nothing.
+//! time to live, not per run: a tick whose snapshot holds probes nothing, and with
+//! `context.host_chars: 0` nothing is probed.
 //!
 //! Not for: probing (`runner::probe`), the rules (`engine::learned`), storing
 //! (`store::learned`).
@@ -17,6 +18,9 @@ use crate::time::Timestamp;
 /// A new snapshot when the one in `learned` is due, else `None` (a probe that could not run
 /// is logged, and the runs go on with what is known).
 pub(crate) fn refresh(ctx: &Context, learned: &Learned) -> Option<HostSnapshot> {
+    if !host::wanted(&ctx.config.context) {
+        return None;
+    }
     let fingerprint = crate::runner::probe::fingerprint(&ctx.config);
     let due = host::freshness(
         learned.host.as_ref(),

@@ -13,7 +13,7 @@ use super::verification::{
 };
 use super::*;
 use crate::model::checks::{CommandReport, Unstarted};
-use crate::model::learned::{Mismatch, Signature, COMMON_TOOLS};
+use crate::model::learned::{Mismatch, Signature, COMMON_TOOLS, NAMED_TOOLS};
 use crate::model::network::{host_name, Refusal};
 
 /// The longest command a lesson names (a longer one is not a configuration's).
@@ -24,7 +24,7 @@ const REFUSALS_PER_RUN: usize = 2;
 
 /// The lesson of one command that failed, if its failure says something about the host.
 /// `tools`: the programs whose names a lesson may take from the output besides
-/// [`COMMON_TOOLS`] (the programs the checks name).
+/// [`COMMON_TOOLS`] and [`NAMED_TOOLS`] (the programs the checks name).
 pub fn lesson_of(report: &CommandReport, tools: &[String]) -> Option<Signature> {
     if report.passed() || report.timed_out {
         return None;
@@ -143,12 +143,13 @@ fn other_lesson(out: &str, command: String) -> Option<Signature> {
     })
 }
 
-/// A tool of [`COMMON_TOOLS`] or `tools` the output says was not found (`sh: 1: pnpm: not
+/// A tool of [`COMMON_TOOLS`], [`NAMED_TOOLS`] or `tools` the output says was not found (`sh: 1: pnpm: not
 /// found`, `bash: go: command not found`, `spawn yarn ENOENT`, `env: 'node': No such file`),
 /// the one named first; its name as the table spells it.
 fn tool_not_found(out: &str, tools: &[String]) -> Option<String> {
     let names = COMMON_TOOLS
         .iter()
+        .chain(NAMED_TOOLS)
         .copied()
         .chain(tools.iter().map(String::as_str));
     let mut first: Option<(usize, &str)> = None;

@@ -39,7 +39,8 @@ pub fn planned_texts(task: &Task, config: &Config) -> Vec<String> {
 }
 
 /// What a run whose checks reported `reports` (in order, the failed one last) and whose agent
-/// and checks were refused `refused` teaches. `planned`: the commands it may name
+/// and checks were refused `refused` teaches: its failed check's signature, else the hosts
+/// refused it. `planned`: the commands it may name
 /// ([`planned_texts`]); `tools`: the programs the checks name. A run that succeeded teaches
 /// only what passed.
 pub fn observe(
@@ -60,13 +61,20 @@ pub fn observe(
             passed,
         };
     }
-    let failed = reports
+    let mut failed: Vec<Signature> = reports
         .iter()
         .filter(|r| !r.passed())
         .filter_map(|r| lesson_of(r, tools))
-        .chain(refusal_lessons(refused))
         .filter_map(|s| admit(s, planned))
         .collect();
+    // A refused host is the lesson when nothing else explains the failure: a check that failed
+    // for a missing program may have been refused on its way (npm's update check) for nothing.
+    if failed.is_empty() {
+        failed = refusal_lessons(refused)
+            .into_iter()
+            .filter_map(|s| admit(s, planned))
+            .collect();
+    }
     Observation { failed, passed }
 }
 

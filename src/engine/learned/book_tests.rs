@@ -55,17 +55,22 @@ fn a_run_teaches_its_failed_check_and_what_passed() {
         times: 2,
     }];
     let failed = observe(false, &reports, &refused, &planned, &[]);
-    assert_eq!(
-        failed.failed,
-        vec![
-            pnpm_missing(),
-            Signature::NetworkRefused {
-                host: "registry.npmjs.org".into(),
-                by: "checks".into()
-            }
-        ]
-    );
+    // The missing program explains the failure; the refusal on its way is not a lesson.
+    assert_eq!(failed.failed, vec![pnpm_missing()]);
     assert_eq!(failed.passed, ["npm run lint"]);
+    // A failure nothing else explains: the refused host is the lesson.
+    let plain = [report(
+        "npm test",
+        Some(1),
+        "request to https://registry.npmjs.org/x failed",
+    )];
+    assert_eq!(
+        observe(false, &plain, &refused, &planned, &[]).failed,
+        vec![Signature::NetworkRefused {
+            host: "registry.npmjs.org".into(),
+            by: "checks".into()
+        }]
+    );
     // A check the plan did not name (a result file's word) teaches nothing.
     let odd = observe(
         false,

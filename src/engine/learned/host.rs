@@ -73,6 +73,11 @@ impl Freshness {
     }
 }
 
+/// Whether a snapshot is wanted at all: a prompt has room for it (`context.host_chars`).
+pub fn wanted(context: &crate::config::ContextConfig) -> bool {
+    context.host_chars > 0
+}
+
 /// spec §1.13: the snapshot lives `ttl_hours` and as long as its fingerprint holds.
 pub fn freshness(
     stored: Option<&HostSnapshot>,

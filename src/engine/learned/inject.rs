@@ -56,8 +56,20 @@ pub fn sections(
         (context.hints_chars as usize).min(total),
     );
     let left = total.saturating_sub(hints.chars().count());
+    // The programs the task runs, then those its lessons are about, lead the host's lists.
+    let mut named = scope.programs();
+    for lesson in ranked(lessons, scope) {
+        if let Signature::MissingCommand {
+            program: Some(p), ..
+        } = &lesson.signature
+        {
+            if !named.contains(p) {
+                named.push(p.clone());
+            }
+        }
+    }
     let host = host.map_or_else(String::new, |h| {
-        host_section(h, scope, (context.host_chars as usize).min(left))
+        host_section(h, &named, (context.host_chars as usize).min(left))
     });
     Sections { host, hints }
 }
@@ -65,12 +77,13 @@ pub fn sections(
 /// The host section alone (the judge, the planner): `context.host_chars`, within the total.
 pub fn host_only(host: Option<&HostSnapshot>, scope: &Scope, context: &ContextConfig) -> String {
     let budget = context.host_chars.min(context.total_chars) as usize;
-    host.map_or_else(String::new, |h| host_section(h, scope, budget))
+    host.map_or_else(String::new, |h| host_section(h, &scope.programs(), budget))
 }
 
-/// The host section within `budget` characters: the system line, then tools, whole entries
-/// only; empty when not even the system line fits.
-pub fn host_section(host: &HostSnapshot, scope: &Scope, budget: usize) -> String {
+/// The host section within `budget` characters: the system line, then the tools — `named`
+/// first, then those found, then those not — whole entries only; empty when not even the
+/// system line fits.
+pub fn host_section(host: &HostSnapshot, named: &[String], budget: usize) -> String {
     let mut system = format!("System: {}, {}, {}", host.os, host.kernel, host.arch);
     if let Some(shell) = &host.shell {
         system.push_str(&format!("; /bin/sh is {shell}"));
@@ -80,7 +93,6 @@ pub fn host_section(host: &HostSnapshot, scope: &Scope, budget: usize) -> String
         return String::new();
     }
     // Most useful first: what the task's commands run, then what is found, then what is not.
-    let named = scope.programs();
     let mut order: Vec<&str> = named.iter().map(String::as_str).collect();
     let rest = host.tools.iter().map(|t| t.name.as_str());
     let (found, missing): (Vec<&str>, Vec<&str>) = rest.partition(|t| host.has(t));
@@ -118,7 +130,7 @@ fn render_host(system: &str, found: &[String], missing: &[String]) -> String {
     }
     if !missing.is_empty() {
         out.push_str(&format!(
-            "\nNot installed (do not use): {}.",
+            "\nNot installed or not working (do not use): {}.",
             missing.join(", ")
         ));
     }
