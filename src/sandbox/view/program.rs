@@ -99,7 +99,8 @@ fn interpreter(script: &Path, path_var: Option<&str>) -> Option<PathBuf> {
 }
 
 /// The folders of `PATH` (absolute ones that exist, none beneath `hidden`: the runner's
-/// repository; for npm's `node_modules/.bin`, the packages it links to), and the Rust toolchain the runner has: `RUSTUP_HOME` whole, and of
+/// repository; for npm's `node_modules/.bin`, the packages it links to; for a version manager's
+/// `shims`, the manager's folder), and the Rust toolchain the runner has: `RUSTUP_HOME` whole, and of
 /// `CARGO_HOME` its programs, registry, git checkouts and configuration — never its
 /// `credentials.toml`. `lookup` reads the runner's variables; `home` is the runner's.
 pub fn toolchain_paths(
@@ -124,6 +125,18 @@ pub fn toolchain_paths(
         .map(Path::to_path_buf)
         .collect();
     paths.extend(packages);
+    // A version manager's `shims` (pyenv, rbenv, asdf, mise) are scripts that run the manager
+    // from the folder above them, where its versions are: that folder comes with them (never
+    // the home itself, nor the runner's repository).
+    let managers: Vec<PathBuf> = paths
+        .iter()
+        .filter(|d| d.file_name().is_some_and(|n| n == "shims"))
+        .filter_map(|d| d.parent())
+        .filter(|root| root.components().count() > 2 && Some(*root) != home)
+        .filter(|root| !hidden.iter().any(|h| h.starts_with(root)))
+        .map(Path::to_path_buf)
+        .collect();
+    paths.extend(managers);
     let named = |var: &str, default: &str| {
         lookup(var)
             .map(PathBuf::from)
@@ -146,6 +159,36 @@ pub fn toolchain_paths(
 mod tests {
     use super::*;
     use std::os::unix::fs::symlink;
+
+    /// pyenv's `python3` in `~/.pyenv/shims` is a script running `~/.pyenv/libexec/pyenv`,
+    /// which runs a version in `~/.pyenv/versions`: the manager's folder comes with its shims;
+    /// a `shims` folder right under the home or above the repository brings nothing more.
+    #[test]
+    fn a_version_manager_s_shims_bring_its_folder() {
+        let dir = tempfile::tempdir().unwrap();
+        let d = dir.path().canonicalize().unwrap();
+        let home = d.join("home");
+        let repo = d.join("work/repo");
+        for folder in [".pyenv/shims", ".pyenv/libexec", "shims", "work/repo"] {
+            let at = if folder == "work/repo" {
+                d.join(folder)
+            } else {
+                home.join(folder)
+            };
+            std::fs::create_dir_all(at).unwrap();
+        }
+        std::fs::create_dir_all(d.join("work/shims")).unwrap();
+        let path_var = format!(
+            "{}:{}:{}",
+            home.join(".pyenv/shims").display(),
+            home.join("shims").display(),
+            d.join("work/shims").display()
+        );
+        let paths = toolchain_paths(Some(&path_var), &[&repo], Some(&home), |_| None);
+        assert!(paths.contains(&home.join(".pyenv")), "{paths:?}");
+        assert!(!paths.contains(&home), "{paths:?}");
+        assert!(!paths.contains(&d.join("work")), "{paths:?}");
+    }
 
     #[test]
     fn a_cli_brings_its_packages_and_its_interpreter() {
