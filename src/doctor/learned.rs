@@ -27,7 +27,7 @@ pub fn checks(options: &ContextOptions) -> Vec<Check> {
                 out.push(Check::warn(
                     "host",
                     format!("`{program}`, which the checks (`verify:`) run, was not found in the agents' sandbox"),
-                    format!("install it where the runner runs (on the agents' PATH), or change the checks in .opentiger.yml to a tool the sandbox has"),
+                    "install it where the runner runs (on the agents' PATH), or change the checks in .opentiger.yml to a tool the sandbox has",
                 ));
             }
         }

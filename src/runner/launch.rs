@@ -202,16 +202,14 @@ pub(super) fn checks(config: &Config, cwd: &Path, repo: &Path) -> Result<ChecksL
         scratch: scratch.path(),
     };
     let limits = Limits::of(&config.limits.run, None);
-    let confine = confinement(
+    let confine = confined(
         config,
         repo,
-        &folders,
-        &home,
+        (&folders, &home),
         &mut env,
         door.landlock_port(),
         limits,
     )?;
-    crate::sandbox::before_agent(repo).map_err(|e| e.to_string())?;
     let writable = with_configured(
         config,
         &[cwd.to_path_buf(), scratch.path().to_path_buf(), home],
@@ -283,16 +281,14 @@ pub(super) fn probe(config: &Config, repo: &Path) -> Result<ProbeLaunched, Strin
         scratch: scratch.path(),
     };
     let limits = Limits::of(&config.limits.run, Some((&agent.limits, &agent.config_key)));
-    let confine = confinement(
+    let confine = confined(
         config,
         repo,
-        &folders,
-        &home,
+        (&folders, &home),
         &mut env,
         door.landlock_port(),
         limits,
     )?;
-    crate::sandbox::before_agent(repo).map_err(|e| e.to_string())?;
     let group_record = group_record(repo, &name);
     Ok(ProbeLaunched {
         door,
@@ -302,6 +298,21 @@ pub(super) fn probe(config: &Config, repo: &Path) -> Result<ProbeLaunched, Strin
         confine,
         group_record,
     })
+}
+
+/// [`confinement`], with the checkout's credentials taken out of `repo` before anything starts
+/// (`sandbox::before_agent`): for the checks and the host probe.
+fn confined(
+    config: &Config,
+    repo: &Path,
+    (folders, home): (&Folders<'_>, &Path),
+    env: &mut Vec<(String, String)>,
+    net_port: Option<u16>,
+    limits: Limits,
+) -> Result<Arc<Confinement>, String> {
+    let confine = confinement(config, repo, folders, home, env, net_port, limits)?;
+    crate::sandbox::before_agent(repo).map_err(|e| e.to_string())?;
+    Ok(confine)
 }
 
 /// What confines a run's programs: its view (or, where none can be made, the socket filter),

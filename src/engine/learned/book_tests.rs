@@ -1,6 +1,7 @@
 //! The book of lessons as tables: what a run teaches, counting, contradiction, expiry, bound.
 
 use super::*;
+use crate::engine::learned::lesson;
 use crate::model::checks::Unstarted;
 use crate::model::learned::ToolFact;
 
@@ -21,16 +22,6 @@ fn pnpm_missing() -> Signature {
     Signature::MissingCommand {
         program: Some("pnpm".into()),
         command: "pnpm test".into(),
-    }
-}
-
-fn lesson(signature: Signature, count: u32, last_seen: i64) -> Lesson {
-    Lesson {
-        id: signature.id(),
-        signature,
-        count,
-        first_seen: Timestamp(0),
-        last_seen: Timestamp(last_seen),
     }
 }
 
@@ -95,14 +86,57 @@ fn the_book_counts_contradicts_expires_and_stays_bounded() {
     let old = lesson(script.clone(), 4, 10 * DAY - DAY);
     let known = lesson(pnpm_missing(), 2, 10 * DAY - HOUR);
     #[rustfmt::skip]
-    let cases: Vec<(&str, Vec<Lesson>, Observation, Vec<(Signature, u32)>, Vec<&Lesson>)> = vec![
-        ("a new signature", vec![], seen(vec![pnpm_missing()], &[]), vec![(pnpm_missing(), 1)], vec![]),
-        ("seen again: counted", vec![known.clone()], seen(vec![pnpm_missing()], &[]), vec![(pnpm_missing(), 3)], vec![]),
-        ("twice in one run: counted once", vec![], seen(vec![pnpm_missing(), pnpm_missing()], &[]), vec![(pnpm_missing(), 1)], vec![]),
-        ("its command passed since", vec![known.clone()], seen(vec![], &["pnpm test"]), vec![], vec![&known]),
-        ("a command of its program passed", vec![known.clone()], seen(vec![], &["pnpm lint"]), vec![], vec![&known]),
-        ("another command passed", vec![known.clone()], seen(vec![], &["npm test"]), vec![], vec![]),
-        ("older than its time to live", vec![old.clone()], seen(vec![], &[]), vec![], vec![&old]),
+    type Case<'a> = (&'a str, Vec<Lesson>, Observation, Vec<(Signature, u32)>, Vec<&'a Lesson>);
+    let cases: Vec<Case> = vec![
+        (
+            "a new signature",
+            vec![],
+            seen(vec![pnpm_missing()], &[]),
+            vec![(pnpm_missing(), 1)],
+            vec![],
+        ),
+        (
+            "seen again: counted",
+            vec![known.clone()],
+            seen(vec![pnpm_missing()], &[]),
+            vec![(pnpm_missing(), 3)],
+            vec![],
+        ),
+        (
+            "twice in one run: counted once",
+            vec![],
+            seen(vec![pnpm_missing(), pnpm_missing()], &[]),
+            vec![(pnpm_missing(), 1)],
+            vec![],
+        ),
+        (
+            "its command passed since",
+            vec![known.clone()],
+            seen(vec![], &["pnpm test"]),
+            vec![],
+            vec![&known],
+        ),
+        (
+            "a command of its program passed",
+            vec![known.clone()],
+            seen(vec![], &["pnpm lint"]),
+            vec![],
+            vec![&known],
+        ),
+        (
+            "another command passed",
+            vec![known.clone()],
+            seen(vec![], &["npm test"]),
+            vec![],
+            vec![],
+        ),
+        (
+            "older than its time to live",
+            vec![old.clone()],
+            seen(vec![], &[]),
+            vec![],
+            vec![&old],
+        ),
     ];
     for (name, book, observation, upsert, removed) in cases {
         let change = learn(&book, &observation, None, now, &context);
@@ -127,20 +161,25 @@ fn the_book_counts_contradicts_expires_and_stays_bounded() {
         ..Default::default()
     };
     let change = learn(
-        &[known.clone()],
+        std::slice::from_ref(&known),
         &seen(vec![], &[]),
         Some(&host),
         now,
         &context,
     );
-    assert_eq!(change.remove, [known.id.clone()]);
-    assert!(in_force(&[known.clone()], Some(&host), now, &context).is_empty());
+    assert_eq!(change.remove, std::slice::from_ref(&known.id));
+    assert!(in_force(std::slice::from_ref(&known), Some(&host), now, &context).is_empty());
     let older_host = HostSnapshot {
         taken_at: Timestamp(0),
         ..host
     };
     assert_eq!(
-        in_force(&[known.clone()], Some(&older_host), now, &context),
+        in_force(
+            std::slice::from_ref(&known),
+            Some(&older_host),
+            now,
+            &context
+        ),
         [known]
     );
 }

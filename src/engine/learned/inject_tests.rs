@@ -2,6 +2,7 @@
 //! lessons never make them grow.
 
 use super::*;
+use crate::engine::learned::lesson;
 use crate::model::learned::ToolFact;
 use crate::time::Timestamp;
 
@@ -30,16 +31,6 @@ fn debian() -> HostSnapshot {
             tool("go", None),
         ],
         probe_ms: 80,
-    }
-}
-
-fn lesson(signature: Signature, count: u32, last_seen: i64) -> Lesson {
-    Lesson {
-        id: signature.id(),
-        signature,
-        count,
-        first_seen: Timestamp(0),
-        last_seen: Timestamp(last_seen),
     }
 }
 

@@ -12,3 +12,19 @@ pub mod book;
 pub mod host;
 pub mod inject;
 pub mod vet;
+
+/// A lesson of `signature` seen `count` times, first at 0, last at `last_seen` (tests).
+#[cfg(test)]
+pub(crate) fn lesson(
+    signature: crate::model::learned::Signature,
+    count: u32,
+    last_seen: i64,
+) -> crate::model::learned::Lesson {
+    crate::model::learned::Lesson {
+        id: signature.id(),
+        signature,
+        count,
+        first_seen: crate::time::Timestamp(0),
+        last_seen: crate::time::Timestamp(last_seen),
+    }
+}
