@@ -23,8 +23,11 @@ pub enum LessonsCommand {
     /// Remove a lesson once its cause is fixed, by its id (or a unique prefix of 4 or more
     /// characters), or every one with --all.
     Clear {
+        /// The lesson's id (`opentiger lessons` lists them), or a unique prefix of 4 or more
+        /// characters.
         #[arg(required_unless_present = "all")]
         id: Option<String>,
+        /// Every lesson.
         #[arg(long, conflicts_with = "id")]
         all: bool,
     },
