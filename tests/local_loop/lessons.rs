@@ -198,3 +198,64 @@ fn a_missing_command_learned_once_leads_the_next_task_to_the_tool_that_exists() 
         "cleared 0 lesson(s)"
     );
 }
+
+/// The planner is told which tools the agents' sandbox lacks, and a command it proposes anyway
+/// is run by a tool of its kind the sandbox has, or left out, the task's notes saying which.
+#[test]
+fn the_planner_proposes_no_command_the_host_lacks() {
+    let g = GitRepo::with(Setup {
+        extra: "context:\n  host_ttl_hours: 24\n",
+        ..Setup::default()
+    });
+    let tools = g.tools_path().display().to_string();
+    g.repo.file(
+        "docs/requirement.md",
+        "# Tool\n\n## Goal\nA tool.\n\n## Acceptance Criteria\n- [ ] it works\n\n## Allowed Paths\n- `src/**`\n",
+    );
+    g.planner(&format!(
+        "#!/bin/sh\ncat > {tools}/planner-prompt.md\ncat > \"$OPENTIGER_RESULT_FILE\" <<'PLAN'\n{{\"tasks\": [{{\"key\": \"a\", \"title\": \"Tool\", \"goal\": \"it works\", \"allowed_paths\": [\"src/**\"], \"commands\": [\"pnpm test\", \"npm run lint\", \"go vet ./...\"]}}]}}\nPLAN\n"
+    ));
+    let bin = agents_path(g.tools_path());
+    let git_program = find("git").display().to_string();
+    let env = [
+        ("PATH", bin.to_str().unwrap()),
+        ("OPENTIGER_GIT", git_program.as_str()),
+    ];
+    let out = g.repo.run_env(NOW, &["plan"], &env).ok();
+    assert!(out.stdout.contains("1 task(s) created"), "{}", out.stdout);
+    let prompt = std::fs::read_to_string(g.tools_path().join("planner-prompt.md")).unwrap();
+    assert!(prompt.contains("## Host context"), "{prompt}");
+    assert!(
+        prompt.contains("no task's `commands` may need one of them (`pnpm`, `yarn`"),
+        "{prompt}"
+    );
+    let tasks = g
+        .repo
+        .run_env(NOW, &["task", "list", "--json"], &env)
+        .ok()
+        .json();
+    let task = &tasks[0];
+    assert_eq!(
+        task["commands"],
+        serde_json::json!(["npm test", "npm run lint"]),
+        "{task}"
+    );
+    let notes = task["notes"].as_str().unwrap();
+    assert!(
+        notes.contains(
+            "`pnpm test`; its program is not installed in the sandbox, so `npm test` runs instead"
+        ),
+        "{notes}"
+    );
+    assert!(
+        notes.contains("`go vet ./...`; go is not installed in the sandbox"),
+        "{notes}"
+    );
+    // The snapshot the plan took is kept: the next tick does not probe again.
+    let learned = g
+        .repo
+        .run_env(NOW, &["lessons", "--json"], &env)
+        .ok()
+        .json();
+    assert_eq!(learned["host_state"], "fresh", "{learned}");
+}
