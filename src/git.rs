@@ -1,12 +1,16 @@
 //! The `git` command line behind one wrapper: a minimal environment, the `-c` overrides of
-//! [`HARDENING`], and failures that name the directory, the arguments and git's own output. The
+//! [`HARDENING`], a session of its own for every git the runner starts (issue 49: a terminal's
+//! Ctrl-C, which goes to the tick's process group, never cuts a state save; the interrupt
+//! decides, `process::interrupt`), and failures that name the directory, the arguments and
+//! git's own output — or the signal that ended it. The
 //! CLI, not libgit2: it honours the credentials CI checkouts configure, sends thin packs, has
 //! `--force-with-lease`, and keeps the build free of a C library (DESIGN §14).
 //! Not for: which `git` runs (`programs`), the token a remote command gets (`credentials`), or
 //! what opentiger does with workspaces, branches and merges (`workspace`).
 
+use std::os::unix::process::{CommandExt, ExitStatusExt};
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
+use std::process::{Command, ExitStatus, Stdio};
 
 use crate::credentials;
 
@@ -117,8 +121,27 @@ impl Git {
     /// `programs` resolved at start, away from anything an agent could write, and its `PATH`
     /// is filtered the same way. A command that talks to a remote gets the forge token in its
     /// own environment (for the askpass, `credentials`), and only over https.
+    ///
+    /// Each git leads a session of its own, with no terminal: a signal to the tick's process
+    /// group (a terminal's Ctrl-C, a `kill` of the group) does not reach it, so the runner's own
+    /// writes finish or are ended by the runner (`reaper::end_all`), never half-way by a key
+    /// press; with no terminal no ssh or credential prompt can stop it waiting for one. It dies
+    /// with the runner (`PR_SET_PDEATHSIG`), so even a runner killed outright leaves no git
+    /// pushing behind it. Its output is captured unless a caller says otherwise.
     fn command(&self, args: &[&str]) -> Command {
         let mut cmd = Command::new(crate::programs::git());
+        // SAFETY: between fork and exec only async-signal-safe calls: setsid and prctl take
+        // plain integers and touch no memory of ours.
+        unsafe {
+            cmd.pre_exec(|| {
+                if libc::setsid() < 0 {
+                    return Err(std::io::Error::last_os_error());
+                }
+                #[cfg(target_os = "linux")]
+                libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL, 0, 0, 0);
+                Ok(())
+            });
+        }
         cmd.current_dir(&self.dir).env_clear().args([
             "-c",
             &format!("user.name={AUTHOR_NAME}"),
@@ -139,7 +162,9 @@ impl Git {
         cmd.env("GIT_TERMINAL_PROMPT", "0")
             .env("GIT_CONFIG_NOSYSTEM", "1")
             .env("LC_ALL", "C")
-            .stdin(Stdio::null());
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped());
         if talks_to_remote(args) {
             // No automatic maintenance behind a fetch or a push: git would start it in the
             // background, the sweep after the command ends it, and a ref lock it held then
@@ -165,8 +190,9 @@ impl Git {
         cmd
     }
 
-    /// Runs `cmd` (git with `args`) to its end. A command that talks to a remote (the one kind
-    /// that holds a token, for its askpass) starts only once whatever the runner's earlier git
+    /// Runs `cmd` (git with `args`) to its end, kept by the reaper while it runs (so an exit at
+    /// once ends it, `reaper::end_all`). A command that talks to a remote (the one kind that
+    /// holds a token, for its askpass) starts only once whatever the runner's earlier git
     /// commands left running has been ended (`reaper::sweep`: a background process of a git,
     /// which no process group holds), and what it left itself is ended after it.
     fn output_of(&self, args: &[&str], cmd: &mut Command) -> std::io::Result<std::process::Output> {
@@ -174,7 +200,10 @@ impl Git {
         if remote {
             crate::reaper::sweep();
         }
-        let out = cmd.output();
+        let child = crate::reaper::start(cmd)?;
+        let pid = child.id();
+        let out = child.wait_with_output();
+        crate::reaper::release(pid);
         if remote {
             crate::reaper::sweep();
         }
@@ -190,6 +219,34 @@ impl Git {
         }
     }
 
+    /// The error of a git that ended with `status`, having printed `stderr` (and `stdout`):
+    /// always git's own words, or, when it printed nothing, the signal that ended it or that it
+    /// said nothing.
+    fn failed(&self, args: &[&str], status: ExitStatus, stderr: &[u8], stdout: &[u8]) -> GitError {
+        let mut said = String::from_utf8_lossy(stderr).trim().to_string();
+        let printed = String::from_utf8_lossy(stdout).trim().to_string();
+        if !printed.is_empty() {
+            said = if said.is_empty() {
+                printed
+            } else {
+                format!("{said}\n{printed}")
+            };
+        }
+        let said = tail(&said, 2000);
+        let detail = match (status.signal(), said.is_empty()) {
+            (Some(signal), true) => format!(
+                "ended by {} before it printed anything",
+                signal_name(signal)
+            ),
+            (Some(signal), false) => {
+                format!("ended by {}; it printed: {said}", signal_name(signal))
+            }
+            (None, true) => "git printed nothing".to_string(),
+            (None, false) => said,
+        };
+        self.error(args, status.code(), detail)
+    }
+
     /// Runs git and returns trimmed stdout; a non-zero exit is an error with stderr attached.
     pub fn run(&self, args: &[&str]) -> Result<String, GitError> {
         let out = self
@@ -198,12 +255,7 @@ impl Git {
         if out.status.success() {
             Ok(String::from_utf8_lossy(&out.stdout).trim_end().to_string())
         } else {
-            let mut detail = String::from_utf8_lossy(&out.stderr).trim().to_string();
-            let stdout = String::from_utf8_lossy(&out.stdout).trim().to_string();
-            if !stdout.is_empty() {
-                detail = format!("{detail}\n{stdout}");
-            }
-            Err(self.error(args, out.status.code(), tail(&detail, 2000)))
+            Err(self.failed(args, out.status, &out.stderr, &out.stdout))
         }
     }
 
@@ -217,18 +269,14 @@ impl Git {
             )
         })?;
         let mut cmd = self.command(args);
-        cmd.stdout(out).stderr(Stdio::piped());
+        cmd.stdout(out);
         let result = self
             .output_of(args, &mut cmd)
             .map_err(|e| self.error(args, None, format!("could not start git: {e}")))?;
         if result.status.success() {
             Ok(())
         } else {
-            Err(self.error(
-                args,
-                result.status.code(),
-                tail(&String::from_utf8_lossy(&result.stderr), 2000),
-            ))
+            Err(self.failed(args, result.status, &result.stderr, &[]))
         }
     }
 
@@ -240,19 +288,19 @@ impl Git {
         if out.status.success() {
             Ok(out.stdout)
         } else {
-            Err(self.error(
-                args,
-                out.status.code(),
-                tail(&String::from_utf8_lossy(&out.stderr), 2000),
-            ))
+            Err(self.failed(args, out.status, &out.stderr, &[]))
         }
     }
 
     /// Runs git; `Ok(None)` when it exits non-zero (for questions like "is this an ancestor?").
+    /// A git a signal ended gave no answer: an error.
     pub fn try_run(&self, args: &[&str]) -> Result<Option<String>, GitError> {
         let out = self
             .output_of(args, &mut self.command(args))
             .map_err(|e| self.error(args, None, format!("could not start git: {e}")))?;
+        if out.status.signal().is_some() {
+            return Err(self.failed(args, out.status, &out.stderr, &[]));
+        }
         Ok(out
             .status
             .success()
@@ -264,12 +312,9 @@ impl Git {
     pub fn run_with_input(&self, args: &[&str], input: &[u8]) -> Result<String, GitError> {
         use std::io::Write;
         let mut cmd = self.command(args);
-        let mut child = cmd
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
+        let mut child = crate::reaper::start(cmd.stdin(Stdio::piped()))
             .map_err(|e| self.error(args, None, format!("could not start git: {e}")))?;
+        let pid = child.id();
         let stdin = child.stdin.take();
         let written = std::thread::scope(|scope| {
             let writer = scope.spawn(move || match stdin {
@@ -279,6 +324,7 @@ impl Git {
             let out = child.wait_with_output();
             (writer.join(), out)
         });
+        crate::reaper::release(pid);
         match written {
             (Ok(Ok(())), Ok(out)) => self.output_to_result(args, out),
             (_, Ok(out)) if !out.status.success() => self.output_to_result(args, out),
@@ -296,20 +342,20 @@ impl Git {
         if out.status.success() {
             Ok(String::from_utf8_lossy(&out.stdout).trim_end().to_string())
         } else {
-            Err(self.error(
-                args,
-                out.status.code(),
-                tail(&String::from_utf8_lossy(&out.stderr), 2000),
-            ))
+            Err(self.failed(args, out.status, &out.stderr, &[]))
         }
     }
 
     /// Runs git and returns what it printed and its exit code, whatever the code (for
-    /// commands whose exit code is an answer, such as `merge-tree`).
+    /// commands whose exit code is an answer, such as `merge-tree`). A git a signal ended gave
+    /// no answer: an error.
     pub fn try_run_output(&self, args: &[&str]) -> Result<GitOutput, GitError> {
         let out = self
             .output_of(args, &mut self.command(args))
             .map_err(|e| self.error(args, None, format!("could not start git: {e}")))?;
+        if out.status.signal().is_some() {
+            return Err(self.failed(args, out.status, &out.stderr, &[]));
+        }
         Ok(GitOutput {
             code: out.status.code(),
             stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
@@ -330,15 +376,9 @@ impl Git {
             ));
         }
         let mut cmd = self.command(args);
-        let child = cmd
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .map_err(|e| self.error(args, None, format!("could not start git: {e}")))?;
         // A child of ours on purpose: the sweep after a run must spare it.
-        crate::reaper::keep(child.id());
-        Ok(child)
+        crate::reaper::start(cmd.stdin(Stdio::piped()))
+            .map_err(|e| self.error(args, None, format!("could not start git: {e}")))
     }
 
     /// Waits for a process from [`Git::spawn`] (its stdin already closed) and returns what is
@@ -351,11 +391,7 @@ impl Git {
         if out.status.success() {
             Ok(String::from_utf8_lossy(&out.stdout).trim_end().to_string())
         } else {
-            Err(self.error(
-                args,
-                out.status.code(),
-                tail(&String::from_utf8_lossy(&out.stderr), 2000),
-            ))
+            Err(self.failed(args, out.status, &out.stderr, &[]))
         }
     }
 
@@ -444,6 +480,20 @@ fn common_dir_at(top: &Path) -> Option<PathBuf> {
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => Some(git_dir),
         Err(_) => None,
     }
+}
+
+/// How people name a signal: `SIGINT (2)`.
+fn signal_name(signal: i32) -> String {
+    let name = match signal {
+        libc::SIGHUP => "SIGHUP",
+        libc::SIGINT => "SIGINT",
+        libc::SIGQUIT => "SIGQUIT",
+        libc::SIGKILL => "SIGKILL",
+        libc::SIGPIPE => "SIGPIPE",
+        libc::SIGTERM => "SIGTERM",
+        _ => "signal",
+    };
+    format!("{name} ({signal})")
 }
 
 /// The last `max` characters of `text`.
@@ -544,6 +594,42 @@ mod tests {
         std::fs::create_dir(common.join("commondir")).unwrap();
         let err = git.common_dir().unwrap_err();
         assert!(err.detail.contains("commondir"), "{err}");
+    }
+
+    /// Issue 49: whatever ended git, the error carries its words, or the signal that ended it,
+    /// or that it said nothing: never an empty detail after "failed:".
+    #[test]
+    fn a_failure_always_says_what_git_said_or_what_ended_it() {
+        let git = Git::new("/repo");
+        let cases: [(i32, &[u8], &[u8], Option<i32>, &str); 5] = [
+            (
+                2,
+                b"",
+                b"",
+                None,
+                "ended by SIGINT (2) before it printed anything",
+            ),
+            (
+                15,
+                b"fatal: remote hung up\n",
+                b"",
+                None,
+                "ended by SIGTERM (15); it printed: fatal: remote hung up",
+            ),
+            (1 << 8, b"", b"", Some(1), "git printed nothing"),
+            (128 << 8, b"fatal: bad\n", b"", Some(128), "fatal: bad"),
+            (1 << 8, b"", b"! [rejected] x\n", Some(1), "! [rejected] x"),
+        ];
+        for (raw, stderr, stdout, code, detail) in cases {
+            let status = ExitStatus::from_raw(raw);
+            let err = git.failed(&["push", "origin"], status, stderr, stdout);
+            assert_eq!((err.code, err.detail.as_str()), (code, detail), "{raw}");
+            assert!(
+                err.to_string()
+                    .starts_with("git push origin (in /repo) failed"),
+                "{err}"
+            );
+        }
     }
 
     #[test]

@@ -192,6 +192,8 @@ pub fn run(spec: &ProcessSpec) -> Result<ProcessOutput, ProcessError> {
         _ => spawn_failed(spec, source),
     })?;
     let pid = child.id();
+    // Issue 49: a second interrupt ends its group with the runner (`reaper::end_all`).
+    let _kept = crate::reaper::Kept::new(pid);
     tracing::debug!(pid, "started");
     if let Err(e) = child::deliver(namespace, spec) {
         kill_group(pid);
