@@ -601,7 +601,9 @@ mod tests {
     #[test]
     fn a_failure_always_says_what_git_said_or_what_ended_it() {
         let git = Git::new("/repo");
-        let cases: [(i32, &[u8], &[u8], Option<i32>, &str); 5] = [
+        /// The raw wait status, stderr, stdout, the exit code and the detail expected.
+        type Case = (i32, &'static [u8], &'static [u8], Option<i32>, &'static str);
+        let cases: [Case; 5] = [
             (
                 2,
                 b"",

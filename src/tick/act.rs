@@ -6,6 +6,7 @@
 //! Not for: changing the state (everything learned here is recorded in phase 3, lease-checked).
 
 use super::claim::{Claimed, Work};
+use super::unsaved::Unsaved;
 use super::{checks, ci_gate, publish};
 use super::{Context, Failure, TickSummary};
 use crate::engine::tick_budget_spent;
@@ -37,7 +38,8 @@ pub(super) enum Done {
 
 /// Runs the claimed work; with `fan_out` the claimed runs are listed in the summary's matrix
 /// instead of run here. `first`: the tick's first round, which clears what killed ticks left
-/// and says once what confines the agents.
+/// and says once what confines the agents. Each run's start and whatever finishes is kept in
+/// `unsaved` as it happens, so a tick that dies before its record is saved loses none of it.
 pub(super) fn act(
     ctx: &Context,
     forge: Option<&GithubClient>,
@@ -45,6 +47,7 @@ pub(super) fn act(
     fan_out: bool,
     first: bool,
     summary: &mut TickSummary,
+    unsaved: &mut Unsaved,
 ) -> Result<Vec<Done>, Failure> {
     let Claimed {
         work,
@@ -94,7 +97,12 @@ pub(super) fn act(
     let mut done = Vec::new();
     // What the runs of this tick spent so far (its earlier rounds too), for budget.per_tick_usd.
     let mut tick_spend = ctx.so_far.spent_usd;
+    let mut kept = 0;
     for item in work {
+        for finished in &done[kept..] {
+            unsaved.finished(finished);
+        }
+        kept = done.len();
         // An interrupt: nothing new starts. A claimed run goes back to the queue; the rest
         // (reviews, planning, issues) is claimed again by the next tick as a killed tick's is.
         if let Some(signal) = crate::process::interrupt::requested() {
@@ -132,6 +140,7 @@ pub(super) fn act(
                     crate::report::truncate(&task.title, 60)
                 )));
                 summary.started += 1;
+                unsaved.started(&run_id);
                 let mut result = run_task(&act, &task, &run_id, &brief);
                 // A run that failed once an interrupt came was stopped by it (its agent, a
                 // check or git): cancelled, not a failure the task pays for.
@@ -273,6 +282,9 @@ pub(super) fn act(
                 }
             }
         }
+    }
+    for finished in &done[kept..] {
+        unsaved.finished(finished);
     }
     Ok(done)
 }

@@ -32,6 +32,7 @@ mod record;
 mod report;
 mod rounds;
 pub mod status;
+mod unsaved;
 pub mod work;
 
 use crate::forge::github::GithubClient;
@@ -135,8 +136,14 @@ pub fn tick_with(ctx: &Context, fan_out: bool) -> Result<TickSummary, Failure> {
     // saved first; it only changes state.
     let owed_replies = std::cell::RefCell::new(Vec::new());
     let owed_questions = std::cell::RefCell::new(Vec::new());
+    let replayed = std::cell::RefCell::new(None);
     let mut claimed = ctx.write_state("claim", |store| {
-        let mut lines = match &observed {
+        // Issue 49: what ticks that died here finished but never saved, recorded first, so
+        // it is neither run again nor counted as lost.
+        let unsaved = unsaved::replay(ctx, store)?;
+        let mut lines = unsaved.lines.clone();
+        replayed.replace(Some(unsaved));
+        lines.extend(match &observed {
             Some(o) => o.apply(
                 ctx,
                 store,
@@ -147,7 +154,7 @@ pub fn tick_with(ctx: &Context, fan_out: bool) -> Result<TickSummary, Failure> {
                 },
             )?,
             None => Vec::new(),
-        };
+        });
         if observed.is_some() {
             owed_replies.replace(store.unreplied_commands()?);
             let writer = Writer {
@@ -163,6 +170,9 @@ pub fn tick_with(ctx: &Context, fan_out: bool) -> Result<TickSummary, Failure> {
         claimed.lines = lines;
         Ok(claimed)
     })?;
+    if let Some(saved) = replayed.into_inner() {
+        saved.forget();
+    }
     // Replies to the commands just recorded (and any a failed post left owed).
     if let (Some(client), Some(o)) = (&forge, &observed) {
         let replied =

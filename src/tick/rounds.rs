@@ -70,6 +70,8 @@ pub(super) fn run(
 ) -> Result<Ended, Failure> {
     let mut round_ctx = ctx.clone();
     let mut claimed = claimed;
+    // Issue 49: what each round finished is kept on disk until its record is saved.
+    let mut unsaved = super::unsaved::Unsaved::open(ctx);
     let mut simulated: Millis = 0;
     // Where each round's lines start, and its header once a second round exists.
     let mut headers: Vec<(usize, String)> = Vec::new();
@@ -90,11 +92,26 @@ pub(super) fn run(
         } = what_it_claims(&claimed);
         // A round of GitHub effects alone is not followed by another.
         let effects_only = runs == 0 && reviewed.is_empty() && !planned;
-        let done = act::act(&round_ctx, forge, claimed, fan_out, round == 1, summary)?;
+        // A fan-out's runs are its work jobs' to run: not this process's to account for.
+        unsaved.begin(if fan_out {
+            Vec::new()
+        } else {
+            runs_of(&claimed)
+        });
+        let done = act::act(
+            &round_ctx,
+            forge,
+            claimed,
+            fan_out,
+            round == 1,
+            summary,
+            &mut unsaved,
+        )?;
         let now = round_ctx.later();
         let recorded = round_ctx.record_state(&format!("record (round {round})"), |store| {
             record::record(&round_ctx, store, &done, now, summary)
         })?;
+        unsaved.saved();
         let merged = recorded.merged;
         let interrupted = recorded.interrupted;
         add_recorded(summary, recorded, ctx.config.budget.per_day_usd);
@@ -269,6 +286,18 @@ fn what_it_claims(claimed: &Claimed) -> Claims {
         }
     }
     claims
+}
+
+/// The runs a round claimed: (task, run).
+fn runs_of(claimed: &Claimed) -> Vec<(crate::model::TaskId, RunId)> {
+    claimed
+        .work
+        .iter()
+        .filter_map(|work| match work {
+            Work::Run { task, run_id, .. } => Some((task.id.clone(), run_id.clone())),
+            _ => None,
+        })
+        .collect()
 }
 
 /// What the round's runs spent (`budget.per_tick_usd` counts runs, as the act phase does).
