@@ -1,8 +1,8 @@
 //! The `git` command line behind one wrapper: a minimal environment, the `-c` overrides of
-//! [`HARDENING`], a session of its own for every git the runner starts (issue 49: a terminal's
-//! Ctrl-C, which goes to the tick's process group, never cuts a state save; the interrupt
-//! decides, `process::interrupt`), and failures that name the directory, the arguments and
-//! git's own output — or the signal that ended it. The
+//! [`HARDENING`], a process group of its own for every git the runner starts (issue 49: a
+//! terminal's Ctrl-C, which goes to the tick's process group, never cuts a state save; the
+//! interrupt decides, `process::interrupt`), and failures that name the directory, the
+//! arguments and git's own output — or the signal that ended it. The
 //! CLI, not libgit2: it honours the credentials CI checkouts configure, sends thin packs, has
 //! `--force-with-lease`, and keeps the build free of a C library (DESIGN §14).
 //! Not for: which `git` runs (`programs`), the token a remote command gets (`credentials`), or
@@ -122,25 +122,32 @@ impl Git {
     /// is filtered the same way. A command that talks to a remote gets the forge token in its
     /// own environment (for the askpass, `credentials`), and only over https.
     ///
-    /// Each git leads a session of its own, with no terminal: a signal to the tick's process
-    /// group (a terminal's Ctrl-C, a `kill` of the group) does not reach it, so the runner's own
-    /// writes finish or are ended by the runner (`reaper::end_all`), never half-way by a key
-    /// press; with no terminal no ssh or credential prompt can stop it waiting for one. It dies
-    /// with the runner (`PR_SET_PDEATHSIG`), so even a runner killed outright leaves no git
-    /// pushing behind it. Its output is captured unless a caller says otherwise.
+    /// No signal to the tick's process group (a terminal's Ctrl-C, a `kill` of the group)
+    /// reaches a git of the runner's, so its own writes finish or are ended by the runner
+    /// (`reaper::end_all`), never half-way by a key press. A local git leads a process group of
+    /// its own (started by `posix_spawn`, as cheap as before: a forked runner costs a copy of its
+    /// page tables per git, milliseconds each). One that talks to a remote leads a session of
+    /// its own, with no terminal, so an ssh prompt fails instead of stopping it in the
+    /// background, and dies with the runner (`PR_SET_PDEATHSIG`): a runner killed outright leaves
+    /// no push going on behind it (a local git ends by itself once its pipes close). Its output
+    /// is captured unless a caller says otherwise.
     fn command(&self, args: &[&str]) -> Command {
         let mut cmd = Command::new(crate::programs::git());
-        // SAFETY: between fork and exec only async-signal-safe calls: setsid and prctl take
-        // plain integers and touch no memory of ours.
-        unsafe {
-            cmd.pre_exec(|| {
-                if libc::setsid() < 0 {
-                    return Err(std::io::Error::last_os_error());
-                }
-                #[cfg(target_os = "linux")]
-                libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL, 0, 0, 0);
-                Ok(())
-            });
+        if talks_to_remote(args) {
+            // SAFETY: between fork and exec only async-signal-safe calls: setsid and prctl
+            // take plain integers and touch no memory of ours.
+            unsafe {
+                cmd.pre_exec(|| {
+                    if libc::setsid() < 0 {
+                        return Err(std::io::Error::last_os_error());
+                    }
+                    #[cfg(target_os = "linux")]
+                    libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL, 0, 0, 0);
+                    Ok(())
+                });
+            }
+        } else {
+            cmd.process_group(0);
         }
         cmd.current_dir(&self.dir).env_clear().args([
             "-c",
