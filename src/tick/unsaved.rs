@@ -190,25 +190,25 @@ pub(super) fn replay(ctx: &Context, store: &mut Store) -> Result<Replayed, Failu
     let Ok(entries) = std::fs::read_dir(&dir) else {
         return Ok(replayed);
     };
+    // Each dead process's file, named by its `.json` (a note alone: an interrupt that came
+    // before the process had anything to keep).
     let mut files: Vec<PathBuf> = entries
         .flatten()
         .map(|e| e.path())
-        .filter(|p| p.extension().is_some_and(|x| x == "json"))
+        .filter(|p| p.extension().is_some_and(|x| x == "json" || x == "stopped"))
+        .map(|p| p.with_extension("json"))
         .filter(|p| !owner_alive(p))
         .collect();
     files.sort();
+    files.dedup();
     for file in files {
         match read(&file) {
-            Ok(round) => {
+            Ok(Some(round)) => {
                 let note = std::fs::read_to_string(note_of(&file)).ok();
-                replay_round(
-                    ctx,
-                    store,
-                    round,
-                    note.as_deref().map(str::trim),
-                    &mut replayed,
-                )?;
+                let stopped_by = note.as_deref().map(str::trim);
+                replay_round(ctx, store, round, stopped_by, &mut replayed)?;
             }
+            Ok(None) => {}
             Err(e) => tracing::warn!(
                 "set aside {}, a dead tick's unsaved results that cannot be read: {e}",
                 file.display()
@@ -340,11 +340,12 @@ fn start_time(pid: u32) -> Option<u64> {
     crate::reaper::stat_field(pid, 22)
 }
 
-fn read(file: &Path) -> Result<Round, String> {
-    let bytes = crate::bounded::read_regular(file, MAX_FILE, "64 MiB")
-        .map_err(|e| e.to_string())?
-        .ok_or_else(|| "gone".to_string())?;
-    serde_json::from_slice(&bytes).map_err(|e| e.to_string())
+/// The round a file holds; `None` when there is no file.
+fn read(file: &Path) -> Result<Option<Round>, String> {
+    match crate::bounded::read_regular(file, MAX_FILE, "64 MiB").map_err(|e| e.to_string())? {
+        Some(bytes) => serde_json::from_slice(&bytes).map_err(|e| e.to_string()),
+        None => Ok(None),
+    }
 }
 
 /// Writes `bytes` to `path` whole or not at all: a tick killed while writing leaves the last
@@ -356,4 +357,105 @@ fn write_atomically(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
     let next = path.with_extension("json.next");
     crate::scratch::write_private(&next, bytes)?;
     std::fs::rename(&next, path)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::engine::verdict::JudgeConclusion;
+    use crate::model::{PlanRecord, PlanStatus, Task, Verdict};
+    use crate::store::{AgentSpend, JudgementRow, RunRecord};
+    use crate::time::Timestamp;
+
+    /// Every kind of result a round keeps comes back from its file as it went in.
+    #[test]
+    fn a_round_comes_back_from_its_file_whole() {
+        let work = WorkResult {
+            outcome: RunOutcome {
+                success: true,
+                failure_code: None,
+                message: "wrote it".into(),
+                no_changes: false,
+            },
+            record: RunRecord {
+                executor: Some("command:agent.sh".into()),
+                cost_usd: 0.25,
+                head_sha: Some("a".repeat(40)),
+                pr_number: Some(7),
+                ..Default::default()
+            },
+        };
+        let review = JudgeResult {
+            conclusion: JudgeConclusion::Merged {
+                commit: "b".repeat(40),
+            },
+            judgement: Some(JudgementRow {
+                head_sha: "a".repeat(40),
+                verdict: Verdict::Approve,
+                summary: "fine".into(),
+                findings: vec!["none".into()],
+                criteria: Vec::new(),
+            }),
+            verification: Vec::new(),
+            spend: Some(Box::new(AgentSpend {
+                role: "judge".into(),
+                cost_usd: 0.1,
+                ..Default::default()
+            })),
+        };
+        let plan = PlanResult {
+            record: PlanRecord {
+                id: "p".into(),
+                signature: "s".into(),
+                requirement_hash: "h".into(),
+                base_head: "c".repeat(40),
+                status: PlanStatus::Created,
+                source: "fallback".into(),
+                task_count: 1,
+                errors: Vec::new(),
+                created_at: Timestamp(5),
+            },
+            tasks: vec![Task::new(TaskId::from("t"), "title", "goal", Timestamp(1))],
+            spend: None,
+        };
+        let round = Round {
+            agent_id: "local:box:1".into(),
+            tick_id: "tick".into(),
+            claimed: vec![(TaskId::from("t"), RunId::from("r"))],
+            started: vec![RunId::from("r")],
+            finished: vec![
+                Entry::Work(TaskId::from("t"), RunId::from("r"), work.clone()),
+                Entry::Interrupted(TaskId::from("t"), RunId::from("r"), work, "why".into()),
+                Entry::Review(TaskId::from("t"), RunId::from("r"), review),
+                Entry::Plan(plan),
+            ],
+        };
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("unsaved").join("1-2.json");
+        write_atomically(&file, &serde_json::to_vec(&round).unwrap()).unwrap();
+        let back = read(&file).unwrap().expect("the file");
+        assert_eq!(
+            serde_json::to_value(&back).unwrap(),
+            serde_json::to_value(&round).unwrap()
+        );
+        assert!(read(&dir.path().join("none.json")).unwrap().is_none());
+    }
+
+    /// Only the files of processes that ended are replayed: a pid alone is not enough, its
+    /// start time must match too (a pid is reused).
+    #[test]
+    fn only_the_files_of_ended_processes_are_replayed() {
+        let me = std::process::id();
+        let start = start_time(me).expect("our own start time");
+        let dir = Path::new("/x");
+        assert!(owner_alive(&dir.join(format!("{me}-{start}.json"))));
+        for dead in [
+            format!("{me}-{}.json", start + 1),
+            "4194304-1.json".to_string(),
+            "garbage.json".to_string(),
+            format!("{me}.json"),
+        ] {
+            assert!(!owner_alive(&dir.join(&dead)), "{dead}");
+        }
+    }
 }
