@@ -75,9 +75,12 @@ pub fn keep(pid: u32) {
 pub struct Kept(u32);
 
 impl Kept {
-    pub fn new(pid: u32) -> Kept {
-        keep(pid);
-        Kept(pid)
+    /// Starts `cmd` as [`start`] does, kept until the guard is dropped (after the child is
+    /// waited for).
+    pub fn start(cmd: &mut std::process::Command) -> std::io::Result<(std::process::Child, Kept)> {
+        let child = start(cmd)?;
+        let pid = child.id();
+        Ok((child, Kept(pid)))
     }
 }
 

@@ -140,22 +140,15 @@ fn lost_runs(g: &GitRepo, task: &str) -> u64 {
     shown["task"]["attempts"]["lease"].as_u64().unwrap_or(0)
 }
 
-/// SIGINT and SIGTERM to the tick's process group while it pushes the record of a finished
-/// run, six times each: the save finishes, the tick exits 130 or 143 saying the state is
-/// saved, nothing it started runs on, no lost run is counted, and no finished run runs again.
-#[test]
-fn a_signal_during_a_state_save_never_breaks_the_record() {
-    let g = repo("state:\n  store: branch\n", "");
-    let tools = g.tools_path().to_path_buf();
+/// Gives `g` an `origin` (in the tools folder) whose state pushes are held while the file
+/// `armed` exists: the first such push removes it, touches `saving` and waits (at most 30 s)
+/// until the test writes `release`.
+fn holding_origin(g: &GitRepo) {
+    let tools = g.tools_path();
     let t = tools.display();
-    g.agent(&format!(
-        "#!/bin/sh\necho \"start $OPENTIGER_TASK_ID\" >> {t}/runs\necho done > \"out-$OPENTIGER_TASK_ID.txt\"\necho \"end $OPENTIGER_TASK_ID\" >> {t}/runs\ntouch {t}/armed\n"
-    ));
-    // The state's remote holds the first push of the state after a run finished until the
-    // test lets it go: the signal lands while the tick's own git pushes its record.
     let origin = tools.join("origin.git");
     git(
-        &tools,
+        tools,
         &[
             "init",
             "-q",
@@ -180,7 +173,22 @@ fn a_signal_during_a_state_save_never_breaks_the_record() {
         &["remote", "add", "origin", origin.to_str().unwrap()],
     );
     git(g.path(), &["push", "-q", "origin", "main"]);
+}
 
+/// SIGINT and SIGTERM to the tick's process group while it pushes the record of a finished
+/// run, six times each: the save finishes, the tick exits 130 or 143 saying the state is
+/// saved, nothing it started runs on, no lost run is counted, and no finished run runs again.
+#[test]
+fn a_signal_during_a_state_save_never_breaks_the_record() {
+    let g = repo("state:\n  store: branch\n", "");
+    let tools = g.tools_path().to_path_buf();
+    let t = tools.display();
+    g.agent(&format!(
+        "#!/bin/sh\necho \"start $OPENTIGER_TASK_ID\" >> {t}/runs\necho done > \"out-$OPENTIGER_TASK_ID.txt\"\necho \"end $OPENTIGER_TASK_ID\" >> {t}/runs\ntouch {t}/armed\n"
+    ));
+    // The state's remote holds the first push of the state after a run finished until the
+    // test lets it go: the signal lands while the tick's own git pushes its record.
+    holding_origin(&g);
     let mut tasks = Vec::new();
     let trials = [
         (libc::SIGINT, 130, "SIGINT"),
@@ -274,6 +282,55 @@ fn a_signal_during_a_state_save_never_breaks_the_record() {
         assert_eq!(agent_runs(&tools, id), (1, 1), "{id}: its run ran again");
         assert_eq!(lost_runs(&g, id), 0, "{id}");
     }
+}
+
+/// A tick killed outright (SIGKILL to its group, as a cancelled job's end) while it pushes its
+/// claim, a push that lands after it died: the next tick finds the claimed run, which never
+/// started, in what the dead tick kept and queues it again with no lost run counted; the agent
+/// runs once.
+#[test]
+fn a_claim_whose_tick_died_while_saving_it_costs_nothing() {
+    let g = repo("state:\n  store: branch\n", "");
+    let tools = g.tools_path().to_path_buf();
+    let t = tools.display();
+    g.agent(&format!(
+        "#!/bin/sh\necho \"start $OPENTIGER_TASK_ID\" >> {t}/runs\necho done > \"out-$OPENTIGER_TASK_ID.txt\"\necho \"end $OPENTIGER_TASK_ID\" >> {t}/runs\n"
+    ));
+    holding_origin(&g);
+    let now = minute(0);
+    let id = g
+        .repo
+        .run_at(
+            &now,
+            &["task", "add", "--title", "Claimed", "--goal", "a file"],
+        )
+        .ok()
+        .stdout
+        .trim()
+        .to_string();
+    // The tick's first state push is its claim.
+    std::fs::write(tools.join("armed"), "").unwrap();
+    let mut tick = start_tick(&g, &now);
+    wait_for(&tools.join("saving"), &mut tick);
+    signal_group(&tick, libc::SIGKILL);
+    let _ = tick_output(&mut tick);
+    // The push goes on without the tick (its receiving end is the remote's) and lands.
+    std::fs::write(tools.join("release"), "").unwrap();
+    nothing_left(&[g.path(), &tools]);
+    assert_eq!(g.task_json(&id)["status"], "running", "the claim landed");
+    let next = g.tick(&minute(5));
+    assert_eq!(next.code, 0, "{}", next.stderr);
+    assert!(
+        next.stdout.contains("left unsaved when it ended")
+            && next.stdout.contains("not started: its tick ended first")
+            && !next.stdout.contains("requeue_lost"),
+        "{}",
+        next.stdout
+    );
+    g.run_until_quiet(10, 5, 30);
+    assert_eq!(g.task_json(&id)["status"], "done");
+    assert_eq!(agent_runs(&tools, &id), (1, 1));
+    assert_eq!(lost_runs(&g, &id), 0);
 }
 
 /// The agent of `repo`: logs each start and end in the tools folder and hangs on the run whose

@@ -97,12 +97,7 @@ pub(super) fn act(
     let mut done = Vec::new();
     // What the runs of this tick spent so far (its earlier rounds too), for budget.per_tick_usd.
     let mut tick_spend = ctx.so_far.spent_usd;
-    let mut kept = 0;
     for item in work {
-        for finished in &done[kept..] {
-            unsaved.finished(finished);
-        }
-        kept = done.len();
         // An interrupt: nothing new starts. A claimed run goes back to the queue; the rest
         // (reviews, planning, issues) is claimed again by the next tick as a killed tick's is.
         if let Some(signal) = crate::process::interrupt::requested() {
@@ -152,7 +147,11 @@ pub(super) fn act(
                         "cancelled: interrupted by {} (stopped, queued again)",
                         signal.name()
                     );
-                    done.push(Done::Interrupted(task.id.clone(), run_id, result, why));
+                    keep(
+                        &mut done,
+                        unsaved,
+                        Done::Interrupted(task.id.clone(), run_id, result, why),
+                    );
                     continue;
                 }
                 if let (Some(client), true) = (
@@ -167,7 +166,11 @@ pub(super) fn act(
                     }
                 }
                 tick_spend += result.record.cost_usd;
-                done.push(Done::Work(task.id.clone(), run_id, result));
+                keep(
+                    &mut done,
+                    unsaved,
+                    Done::Work(task.id.clone(), run_id, result),
+                );
             }
             Work::Review {
                 task,
@@ -222,6 +225,12 @@ pub(super) fn act(
                 {
                     continue;
                 }
+                // Kept before the comments about it: a merge is never lost to a cut record.
+                unsaved.finished(&Done::Review(
+                    task.id.clone(),
+                    run.id.clone(),
+                    result.clone(),
+                ));
                 if let Some(client) = forge {
                     checks::review_done(
                         client,
@@ -252,7 +261,7 @@ pub(super) fn act(
             Work::Plan(plan) => {
                 let _span = tracing::info_span!("plan").entered();
                 let _fold = crate::live::fold("planner: the requirement into tasks");
-                done.push(Done::Plan(plan.run(&act, ctx.now)));
+                keep(&mut done, unsaved, Done::Plan(plan.run(&act, ctx.now)));
             }
             Work::OpenIssue(task) => {
                 if let Some(client) = forge {
@@ -283,10 +292,13 @@ pub(super) fn act(
             }
         }
     }
-    for finished in &done[kept..] {
-        unsaved.finished(finished);
-    }
     Ok(done)
+}
+
+/// Adds `finished` to `done`, kept in `unsaved` first (until the round's record is saved).
+fn keep(done: &mut Vec<Done>, unsaved: &mut Unsaved, finished: Done) {
+    unsaved.finished(&finished);
+    done.push(finished);
 }
 
 /// Opens or updates the task's PR (github mode); a failure fails the run, whose retry adopts

@@ -137,12 +137,14 @@ pub fn tick_with(ctx: &Context, fan_out: bool) -> Result<TickSummary, Failure> {
     let owed_replies = std::cell::RefCell::new(Vec::new());
     let owed_questions = std::cell::RefCell::new(Vec::new());
     let replayed = std::cell::RefCell::new(None);
+    // Issue 49: what the tick claims, starts and finishes is kept on disk until it is saved.
+    let mut unsaved = unsaved::Unsaved::open(ctx);
     let mut claimed = ctx.write_state("claim", |store| {
         // Issue 49: what ticks that died here finished but never saved, recorded first, so
         // it is neither run again nor counted as lost.
-        let unsaved = unsaved::replay(ctx, store)?;
-        let mut lines = unsaved.lines.clone();
-        replayed.replace(Some(unsaved));
+        let left = unsaved::replay(ctx, store)?;
+        let mut lines = left.lines.clone();
+        replayed.replace(Some(left));
         lines.extend(match &observed {
             Some(o) => o.apply(
                 ctx,
@@ -166,6 +168,7 @@ pub fn tick_with(ctx: &Context, fan_out: bool) -> Result<TickSummary, Failure> {
             owed_questions.replace(escalate::unpublished(ctx, store)?);
         }
         let mut claimed = claim::claim(ctx, store)?;
+        unsaved.begin(&claimed, fan_out);
         lines.append(&mut claimed.lines);
         claimed.lines = lines;
         Ok(claimed)
@@ -216,7 +219,14 @@ pub fn tick_with(ctx: &Context, fan_out: bool) -> Result<TickSummary, Failure> {
         return Ok(summary);
     }
 
-    let ended = rounds::run(ctx, forge.as_ref(), claimed, fan_out, &mut summary)?;
+    let ended = rounds::run(
+        ctx,
+        forge.as_ref(),
+        claimed,
+        fan_out,
+        &mut summary,
+        &mut unsaved,
+    )?;
     if forge.as_ref().is_some_and(|c| c.checks_refused.get()) {
         summary.lines.push(checks::STATUSES_NOTE.to_string());
     }

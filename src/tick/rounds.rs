@@ -16,6 +16,7 @@ use std::collections::BTreeMap;
 
 use super::act::{self, Done};
 use super::claim::{self, Claimed, Work};
+use super::unsaved::Unsaved;
 use super::{record, Context, Failure, TickSummary};
 use crate::engine::rounds::{self, TickSoFar};
 use crate::engine::verdict::JudgeConclusion;
@@ -61,17 +62,18 @@ fn deadline(ctx: &Context, simulated: Millis) -> Timestamp {
 
 /// Acts on `claimed` and records it, then plans and claims the next round while there is one;
 /// `ctx` is the first round's ([`first`]). Adds each round's lines and counts to `summary`.
+/// What each round claims, starts and finishes is kept in `unsaved` until its record is saved
+/// (issue 49; the first round's claim was kept by the tick's).
 pub(super) fn run(
     ctx: &Context,
     forge: Option<&GithubClient>,
     claimed: Claimed,
     fan_out: bool,
     summary: &mut TickSummary,
+    unsaved: &mut Unsaved,
 ) -> Result<Ended, Failure> {
     let mut round_ctx = ctx.clone();
     let mut claimed = claimed;
-    // Issue 49: what each round finished is kept on disk until its record is saved.
-    let mut unsaved = super::unsaved::Unsaved::open(ctx);
     let mut simulated: Millis = 0;
     // Where each round's lines start, and its header once a second round exists.
     let mut headers: Vec<(usize, String)> = Vec::new();
@@ -92,12 +94,6 @@ pub(super) fn run(
         } = what_it_claims(&claimed);
         // A round of GitHub effects alone is not followed by another.
         let effects_only = runs == 0 && reviewed.is_empty() && !planned;
-        // A fan-out's runs are its work jobs' to run: not this process's to account for.
-        unsaved.begin(if fan_out {
-            Vec::new()
-        } else {
-            runs_of(&claimed)
-        });
         let done = act::act(
             &round_ctx,
             forge,
@@ -105,7 +101,7 @@ pub(super) fn run(
             fan_out,
             round == 1,
             summary,
-            &mut unsaved,
+            unsaved,
         )?;
         let now = round_ctx.later();
         let recorded = round_ctx.record_state(&format!("record (round {round})"), |store| {
@@ -212,7 +208,9 @@ pub(super) fn run(
                     rounds::why_no_round(&plan),
                 )));
             }
-            claim::claim_plan(&next_ctx, store, &snapshot, &plan).map(Ok)
+            let claimed = claim::claim_plan(&next_ctx, store, &snapshot, &plan)?;
+            unsaved.begin(&claimed, fan_out);
+            Ok(Ok(claimed))
         });
         // A configuration problem a later round runs into (an agent program missing for work
         // an earlier round planned) ends the rounds with what was done recorded; the next
@@ -286,18 +284,6 @@ fn what_it_claims(claimed: &Claimed) -> Claims {
         }
     }
     claims
-}
-
-/// The runs a round claimed: (task, run).
-fn runs_of(claimed: &Claimed) -> Vec<(crate::model::TaskId, RunId)> {
-    claimed
-        .work
-        .iter()
-        .filter_map(|work| match work {
-            Work::Run { task, run_id, .. } => Some((task.id.clone(), run_id.clone())),
-            _ => None,
-        })
-        .collect()
 }
 
 /// What the round's runs spent (`budget.per_tick_usd` counts runs, as the act phase does).

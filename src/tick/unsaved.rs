@@ -1,7 +1,8 @@
-//! What a tick did but has not saved yet (issue 49): the round's claimed runs, the one whose
-//! agent is running, and each finished run's, review's and planner run's result, kept in a file
-//! of the runner's repository (`.git/opentiger/unsaved/<pid>-<start>.json`) from the moment it
-//! is known until the round's record is saved.
+//! What a tick did but has not saved yet (issue 49): the round's claimed runs (kept before the
+//! claim's own save), the one whose agent is running, and each finished run's, review's and
+//! planner run's result, kept in a file of the runner's repository
+//! (`.git/opentiger/unsaved/<pid>-<start>.json`) from the moment it is known until the round's
+//! record is saved.
 //!
 //! A tick that dies before that save (killed, a second Ctrl-C, a save cut short) leaves the
 //! file. The next tick on this repository, once the file's process is gone, records what it
@@ -25,6 +26,7 @@ use std::path::{Path, PathBuf};
 use serde::{Deserialize, Serialize};
 
 use super::act::Done;
+use super::claim::{Claimed, Work};
 use super::record::{record_one, RecordedLines};
 use super::{Context, Failure};
 use crate::engine::outcome::RunOutcome;
@@ -114,12 +116,30 @@ impl Unsaved {
         }
     }
 
-    /// A round starts: these are the runs it claimed and runs itself.
-    pub(super) fn begin(&mut self, claimed: Vec<(TaskId, RunId)>) {
-        self.round.claimed = claimed;
+    /// A round's claim is about to be saved: these are the runs it claims and will run itself
+    /// (none for a fan-out: its work jobs run them). Kept before the save, so a tick that dies
+    /// while saving it leaves nothing claimed it cannot account for; a claim the save never
+    /// made is nothing to the next tick (its runs are not running under this holder).
+    pub(super) fn begin(&mut self, claimed: &Claimed, fan_out: bool) {
+        self.round.claimed = if fan_out {
+            Vec::new()
+        } else {
+            claimed
+                .work
+                .iter()
+                .filter_map(|work| match work {
+                    Work::Run { task, run_id, .. } => Some((task.id.clone(), run_id.clone())),
+                    _ => None,
+                })
+                .collect()
+        };
         self.round.started.clear();
         self.round.finished.clear();
-        self.write();
+        if self.round.claimed.is_empty() {
+            self.remove();
+        } else {
+            self.write();
+        }
     }
 
     /// The agent of `run` is about to start.
@@ -141,6 +161,10 @@ impl Unsaved {
         self.round.claimed.clear();
         self.round.started.clear();
         self.round.finished.clear();
+        self.remove();
+    }
+
+    fn remove(&self) {
         if let Some(path) = &self.path {
             let _ = std::fs::remove_file(path);
         }
@@ -249,7 +273,7 @@ fn replay_round(
                 running(store, run)? && leased.contains(&(task.clone(), run.clone()))
             }
             Entry::Review(task, run, _) => leased.contains(&(task.clone(), run.clone())),
-            Entry::Plan(_) => true,
+            Entry::Plan(plan) => !store.has_plan(&plan.record.id)?,
         };
         if keep {
             todo.push(entry.into_done());
