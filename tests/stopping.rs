@@ -3,6 +3,8 @@
 //! `kill` of the group) while they save the state, and killed (SIGKILL) while they hold three
 //! runs. The agents write what they did into the tools folder, a `sandbox.writable` folder.
 
+#[path = "stopping/at_once.rs"]
+mod at_once;
 mod common;
 
 use std::os::unix::process::CommandExt;
@@ -10,7 +12,7 @@ use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use common::{git, minute, GitRepo, Out, Setup};
+use common::{git, minute, running, GitRepo, Out, Setup};
 
 /// A test repository whose agents may write the tools folder, with `extra` top-level lines.
 fn repo(extra: &str, worker: &'static str) -> GitRepo {

@@ -6,35 +6,17 @@
 //! Not for: changing the state (everything learned here is recorded in phase 3, lease-checked).
 
 use super::claim::{Claimed, Work};
+use super::done::Done;
 use super::unsaved::Unsaved;
 use super::{checks, ci_gate, publish};
 use super::{Context, Failure, TickSummary};
 use crate::engine::tick_budget_spent;
 use crate::engine::verdict::JudgeConclusion;
 use crate::forge::github::GithubClient;
-use crate::model::{RunId, Task, TaskId};
+use crate::model::{RunId, Task};
 use crate::prompt::Templates;
-use crate::runner::judge::{judge_run, JudgeResult};
-use crate::runner::planner::PlanResult;
+use crate::runner::judge::judge_run;
 use crate::runner::work::{run_task, WorkResult};
-
-pub(super) enum Done {
-    Issue(TaskId, Result<u64, String>),
-    Work(TaskId, RunId, WorkResult),
-    Review(TaskId, RunId, JudgeResult),
-    Plan(PlanResult),
-    PullClosed(TaskId, u64, Result<(), String>),
-    /// A stalled PR's diagnosis: commented, and how its dispatch went (if one was due).
-    CiHealed(crate::store::HealCi, ci_gate::Healed),
-    /// A PR pointed at the base branch, or why not: (task, PR, base, result).
-    Retargeted(TaskId, u64, String, Result<(), String>),
-    /// A claimed run not started (the tick's budget was spent, or an interrupt came first):
-    /// back to the queue.
-    Unstarted(TaskId, RunId, String),
-    /// A run an interrupt (SIGINT, SIGTERM) stopped: cancelled, not failed, and the task back
-    /// to the queue; what it spent is still recorded.
-    Interrupted(TaskId, RunId, WorkResult, String),
-}
 
 /// Runs the claimed work; with `fan_out` the claimed runs are listed in the summary's matrix
 /// instead of run here. `first`: the tick's first round, which clears what killed ticks left

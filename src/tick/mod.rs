@@ -20,6 +20,7 @@ mod ci_gate;
 mod claim;
 mod context;
 mod dashboard;
+mod done;
 mod escalate;
 mod lock;
 pub mod observe;

@@ -5,7 +5,7 @@
 //!
 //! Not for: deciding anything itself; every rule is the engine's.
 
-use super::act::Done;
+use super::done::Done;
 use super::{Context, Failure, RunFailure, TickSummary};
 use crate::engine::outcome::{decide_outcome, RunExecutors};
 use crate::engine::verdict::{decide_verdict, JudgeConclusion};

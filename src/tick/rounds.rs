@@ -14,8 +14,9 @@
 
 use std::collections::BTreeMap;
 
-use super::act::{self, Done};
+use super::act;
 use super::claim::{self, Claimed, Work};
+use super::done::Done;
 use super::unsaved::Unsaved;
 use super::{record, Context, Failure, TickSummary};
 use crate::engine::rounds::{self, TickSoFar};

@@ -25,8 +25,8 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
-use super::act::Done;
 use super::claim::{Claimed, Work};
+use super::done::Done;
 use super::record::{record_one, RecordedLines};
 use super::{Context, Failure};
 use crate::engine::outcome::RunOutcome;
