@@ -126,7 +126,9 @@ impl Git {
     /// reaches a git of the runner's, so its own writes finish or are ended by the runner
     /// (`reaper::end_all`), never half-way by a key press. A local git leads a process group of
     /// its own (started by `posix_spawn`, as cheap as before: a forked runner costs a copy of its
-    /// page tables per git, milliseconds each). One that talks to a remote leads a session of
+    /// page tables per git, milliseconds each); should a signal to the runner's group reach it
+    /// in the moment before it leaves that group, it dies before it runs, and is run again
+    /// ([`cut_before_it_ran`]). One that talks to a remote leads a session of
     /// its own, with no terminal, so an ssh prompt fails instead of stopping it in the
     /// background, and dies with the runner (`PR_SET_PDEATHSIG`): a runner killed outright leaves
     /// no push going on behind it (a local git ends by itself once its pipes close). Its output
@@ -202,19 +204,30 @@ impl Git {
     /// holds a token, for its askpass) starts only once whatever the runner's earlier git
     /// commands left running has been ended (`reaper::sweep`: a background process of a git,
     /// which no process group holds), and what it left itself is ended after it.
+    ///
+    /// A git the runner's own interrupt ended before it ran is run again, once
+    /// ([`cut_before_it_ran`]).
     fn output_of(&self, args: &[&str], cmd: &mut Command) -> std::io::Result<std::process::Output> {
         let remote = talks_to_remote(args);
-        if remote {
-            crate::reaper::sweep();
+        let mut again = true;
+        loop {
+            if remote {
+                crate::reaper::sweep();
+            }
+            let child = crate::reaper::start(cmd)?;
+            let pid = child.id();
+            let out = child.wait_with_output();
+            crate::reaper::release(pid);
+            if remote {
+                crate::reaper::sweep();
+            }
+            match out {
+                Ok(out) if again && cut_before_it_ran(&out.status, &out.stdout, &out.stderr) => {
+                    again = false;
+                }
+                out => return out,
+            }
         }
-        let child = crate::reaper::start(cmd)?;
-        let pid = child.id();
-        let out = child.wait_with_output();
-        crate::reaper::release(pid);
-        if remote {
-            crate::reaper::sweep();
-        }
-        out
     }
 
     fn error(&self, args: &[&str], code: Option<i32>, detail: String) -> GitError {
@@ -316,10 +329,26 @@ impl Git {
 
     /// Runs git with `input` on stdin, written from a thread so that a git answering while it
     /// reads (`hash-object --stdin-paths`) never fills its output pipe while we still write.
+    /// Like [`Git::run`], a git the runner's interrupt ended before it ran is run again, once.
     pub fn run_with_input(&self, args: &[&str], input: &[u8]) -> Result<String, GitError> {
-        use std::io::Write;
         let mut cmd = self.command(args);
-        let mut child = crate::reaper::start(cmd.stdin(Stdio::piped()))
+        cmd.stdin(Stdio::piped());
+        let mut out = self.fed(args, &mut cmd, input)?;
+        if cut_before_it_ran(&out.status, &out.stdout, &out.stderr) {
+            out = self.fed(args, &mut cmd, input)?;
+        }
+        self.output_to_result(args, out)
+    }
+
+    /// Runs `cmd` with `input` written to its stdin; what it printed, whatever its exit.
+    fn fed(
+        &self,
+        args: &[&str],
+        cmd: &mut Command,
+        input: &[u8],
+    ) -> Result<std::process::Output, GitError> {
+        use std::io::Write;
+        let mut child = crate::reaper::start(cmd)
             .map_err(|e| self.error(args, None, format!("could not start git: {e}")))?;
         let pid = child.id();
         let stdin = child.stdin.take();
@@ -333,8 +362,8 @@ impl Git {
         });
         crate::reaper::release(pid);
         match written {
-            (Ok(Ok(())), Ok(out)) => self.output_to_result(args, out),
-            (_, Ok(out)) if !out.status.success() => self.output_to_result(args, out),
+            (Ok(Ok(())), Ok(out)) => Ok(out),
+            (_, Ok(out)) if !out.status.success() => Ok(out),
             (Ok(Err(e)), _) => Err(self.error(args, None, format!("could not write to git: {e}"))),
             (_, Err(e)) => Err(self.error(args, None, format!("git did not finish: {e}"))),
             (Err(_), _) => Err(self.error(args, None, "the writing thread failed".to_string())),
@@ -383,6 +412,14 @@ impl Git {
             ));
         }
         let mut cmd = self.command(args);
+        // Forked, not spawned: a long-lived git cannot be run again should a signal to the
+        // runner's group end it before its exec, so it is forked, and a forked child takes that
+        // signal in the runner's handler, which does nothing outside the runner
+        // (`process::interrupt`). A few per tick: the fork's cost does not add up.
+        // SAFETY: the closure does nothing.
+        unsafe {
+            cmd.pre_exec(|| Ok(()));
+        }
         // A child of ours on purpose: the sweep after a run must spare it.
         crate::reaper::start(cmd.stdin(Stdio::piped()))
             .map_err(|e| self.error(args, None, format!("could not start git: {e}")))
@@ -489,6 +526,18 @@ fn common_dir_at(top: &Path) -> Option<PathBuf> {
     }
 }
 
+/// Whether a git ended by SIGINT or SIGTERM having printed nothing: a git of the runner's
+/// leads a group of its own, which no signal to the runner's group reaches, and the runner
+/// ends its own with SIGKILL; so such a git was reached in the moment it still shared the
+/// runner's group, before it ran anything (`process::interrupt`), or by a signal sent to every
+/// process, the runner's included. Either way, running it again, once, is what the runner's
+/// save needs.
+fn cut_before_it_ran(status: &ExitStatus, stdout: &[u8], stderr: &[u8]) -> bool {
+    matches!(status.signal(), Some(libc::SIGINT | libc::SIGTERM))
+        && stdout.is_empty()
+        && stderr.is_empty()
+}
+
 /// How people name a signal: `SIGINT (2)`.
 fn signal_name(signal: i32) -> String {
     let name = match signal {
@@ -513,42 +562,6 @@ fn tail(text: &str, max: usize) -> String {
     format!("…{cut}")
 }
 
-/// One changed file of a diff with its line counts (binary files count as one line).
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct NumstatEntry {
-    pub path: String,
-    pub added: u32,
-    pub removed: u32,
-}
-
-/// Parses `git diff --numstat -z` output.
-pub fn parse_numstat_z(out: &str) -> Vec<NumstatEntry> {
-    let mut entries = Vec::new();
-    let mut fields = out.split('\0').peekable();
-    while let Some(record) = fields.next() {
-        let record = record.trim_start_matches('\n');
-        if record.is_empty() {
-            continue;
-        }
-        let mut parts = record.splitn(3, '\t');
-        let added = parts.next().unwrap_or("0");
-        let removed = parts.next().unwrap_or("0");
-        let mut path = parts.next().unwrap_or("").to_string();
-        if path.is_empty() {
-            // A rename: the old and new paths follow as separate fields.
-            let _old = fields.next();
-            path = fields.next().unwrap_or("").to_string();
-        }
-        let count = |s: &str| s.parse::<u32>().unwrap_or(1);
-        entries.push(NumstatEntry {
-            path,
-            added: count(added),
-            removed: count(removed),
-        });
-    }
-    entries
-}
-
 /// A new, empty repository in a temporary folder, for tests.
 #[cfg(test)]
 pub(crate) fn temp_repo() -> (tempfile::TempDir, Git) {
@@ -561,3 +574,7 @@ pub(crate) fn temp_repo() -> (tempfile::TempDir, Git) {
 #[cfg(test)]
 #[path = "git_tests.rs"]
 mod tests;
+
+#[path = "git_numstat.rs"]
+mod numstat;
+pub use numstat::{parse_numstat_z, NumstatEntry};

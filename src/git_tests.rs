@@ -1,33 +1,6 @@
-//! Tests of the git wrapper: errors, numstat parsing, finding the common git folder.
+//! Tests of the git wrapper: errors, finding the common git folder.
 
 use super::*;
-
-#[test]
-fn numstat_parses_plain_binary_and_renames() {
-    let out = "3\t1\tsrc/a.rs\0-\t-\timg.png\0\
-               0\t0\t\0old.txt\0new.txt\0";
-    let entries = parse_numstat_z(out);
-    assert_eq!(
-        entries,
-        vec![
-            NumstatEntry {
-                path: "src/a.rs".into(),
-                added: 3,
-                removed: 1
-            },
-            NumstatEntry {
-                path: "img.png".into(),
-                added: 1,
-                removed: 1
-            },
-            NumstatEntry {
-                path: "new.txt".into(),
-                added: 0,
-                removed: 0
-            },
-        ]
-    );
-}
 
 #[test]
 fn the_common_dir_comes_from_the_files_never_from_a_git_run_there() {
@@ -88,4 +61,23 @@ fn errors_name_directory_and_arguments() {
     let text = err.to_string();
     assert!(text.starts_with("git log -1 (in "), "{text}");
     assert!(text.contains("not a git repository"), "{text}");
+}
+
+/// Issue 49: only a git a group's interrupt ended before it said anything runs again.
+#[test]
+fn only_a_git_an_interrupt_cut_before_it_ran_runs_again() {
+    /// A case's name, the raw wait status, what it printed, and whether it runs again.
+    type Case<'a> = (&'a str, i32, &'a [u8], bool);
+    let cases: [Case; 5] = [
+        ("SIGINT, nothing said", libc::SIGINT, b"", true),
+        ("SIGTERM, nothing said", libc::SIGTERM, b"", true),
+        ("SIGKILL: the runner's own end", libc::SIGKILL, b"", false),
+        ("it ran: it printed", libc::SIGINT, b"fatal: x\n", false),
+        ("an exit, not a signal", 1 << 8, b"", false),
+    ];
+    for (name, raw, said, again) in cases {
+        let status = ExitStatus::from_raw(raw);
+        assert_eq!(cut_before_it_ran(&status, b"", said), again, "{name}");
+        assert_eq!(cut_before_it_ran(&status, said, b""), again, "{name}");
+    }
 }

@@ -4,9 +4,15 @@
 //! (`tick`, `work`): the first signal only sets a flag, which [`requested`] reads. The process
 //! runner's wait loop polls it and stops its child as it stops one at a timeout, gently first
 //! ([`super::run`]: SIGTERM to the group, SIGKILL after [`GRACE`]); the tick starts nothing new,
-//! records what it stopped and saves the state. The runner's own git runs in a session of its
-//! own (`git`), so the signal — a terminal's Ctrl-C goes to the whole foreground process group —
-//! never cuts a state save half-way: the save finishes and the tick exits 130 or 143 (issue 49).
+//! records what it stopped and saves the state. The runner's own git runs in a process group of
+//! its own (`git`), so the signal — a terminal's Ctrl-C goes to the whole foreground process
+//! group — never cuts a state save half-way: the save finishes and the tick exits 130 or 143
+//! (issue 49).
+//!
+//! A child is in the runner's group from its fork until it leaves it, just before its exec: a
+//! signal to the group in that moment reaches it too. Forked, it still runs this handler,
+//! which does nothing outside the process that installed it; started by `posix_spawn`, it dies
+//! before it ran anything, and `git` runs such a git again.
 //!
 //! The stop is bounded: a second signal, or [`STOP_GRACE`] after the first without the process
 //! having ended, ends it at once (exit 128 + signal): a watcher thread writes the signal's name
@@ -32,6 +38,10 @@ pub const STOP_GRACE: Duration = Duration::from_secs(20);
 
 /// The first interrupting signal received, 0 while none was.
 static RECEIVED: AtomicI32 = AtomicI32::new(0);
+/// The process that installed the handler: a child between its fork and its exec runs the
+/// handler too (it is still in the runner's process group, so the signal reaches it), and
+/// must leave the runner's stop to the runner.
+static OWNER: AtomicI32 = AtomicI32::new(0);
 /// How many interrupting signals arrived.
 static COUNT: AtomicU32 = AtomicU32::new(0);
 /// The write end of the watcher's pipe, -1 while there is no watcher.
@@ -50,6 +60,12 @@ const FIRST: &[u8] =
     b"\nopentiger: interrupted: stopping the agents and saving the state (again to exit now)\n";
 
 extern "C" fn on_signal(signal: libc::c_int) {
+    // SAFETY: getpid(2) is async-signal-safe.
+    if unsafe { libc::getpid() } != OWNER.load(Ordering::SeqCst) {
+        // A child of ours not yet exec'd: the signal was the runner's; the child leaves the
+        // group before it runs anything (`git`, `process`).
+        return;
+    }
     let count = COUNT.fetch_add(1, Ordering::SeqCst) + 1;
     let _ = RECEIVED.compare_exchange(0, signal, Ordering::SeqCst, Ordering::SeqCst);
     let wake = WAKE.load(Ordering::SeqCst);
@@ -75,6 +91,8 @@ extern "C" fn on_signal(signal: libc::c_int) {
 /// Makes SIGINT and SIGTERM requests to stop (see the module documentation) and starts the
 /// watcher that bounds the stop. Calling it again changes nothing.
 pub fn install() {
+    // SAFETY: getpid(2) cannot fail.
+    OWNER.store(unsafe { libc::getpid() }, Ordering::SeqCst);
     WATCHER.call_once(start_watcher);
     for signal in [libc::SIGINT, libc::SIGTERM] {
         // SAFETY: `action` is a plain C struct, zeroed is a valid value; the handler only
@@ -212,12 +230,17 @@ impl Signal {
         }
     }
 
-    /// The exit code of a process it ended: 128 + its number (130, 143).
-    pub fn exit_code(self) -> i32 {
-        128 + match self {
+    /// Its number (2, 15).
+    pub fn number(self) -> i32 {
+        match self {
             Signal::Int => libc::SIGINT,
             Signal::Term => libc::SIGTERM,
         }
+    }
+
+    /// The exit code of a process it ended: 128 + its number (130, 143).
+    pub fn exit_code(self) -> i32 {
+        128 + self.number()
     }
 }
 
@@ -236,4 +259,34 @@ pub(super) fn end_group(pid: u32, exited: impl Fn(u32) -> bool) {
     }
     // SAFETY: as above.
     unsafe { libc::kill(-pgid, libc::SIGKILL) };
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::os::unix::process::CommandExt;
+
+    /// A child forked but not yet exec'd runs the runner's handler when a signal to the
+    /// runner's group reaches it: the handler does nothing there (no message, no wake-up of the
+    /// runner's watcher), and the child goes on to run its program.
+    #[test]
+    fn a_signal_to_a_child_before_its_exec_is_left_to_the_runner() {
+        install();
+        let mut cmd = std::process::Command::new("true");
+        // SAFETY: raise(2) is async-signal-safe; the child signals only itself.
+        unsafe {
+            cmd.pre_exec(|| {
+                libc::raise(libc::SIGINT);
+                Ok(())
+            });
+        }
+        let out = cmd.output().expect("run true");
+        assert!(out.status.success(), "{:?}", out.status);
+        assert!(
+            out.stderr.is_empty(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        assert_eq!(requested(), None);
+    }
 }
