@@ -1,16 +1,25 @@
-//! `cargo bench --bench proxy`: what opentiger's egress proxy costs (issue 37).
+//! `cargo bench --bench proxy`: what opentiger's egress proxy costs (issues 37 and 46).
 //!
 //! - Added latency per request: the same small JSON answer fetched from a stand-in model API
-//!   directly, then through a door on the proxy (its model route: key put back, answer
-//!   metered), over one keep-alive connection each; medians and 99th percentiles.
+//!   directly, then through a door on the proxy (its model route: key in its slot, body read for
+//!   tools, answer metered and filtered for secrets), over one keep-alive connection each;
+//!   medians and 99th percentiles.
+//! - The secret filter alone: a long SSE answer through `scrub::Scrubber` in 64 KiB chunks,
+//!   with no secret and with four.
 //! - A spawn in a network namespace of its own (`process::run` of `true`), against one
 //!   without, for scale.
 //! - Memory with streaming answers: a long SSE answer (Anthropic events, `PROXY_BENCH_MB`
 //!   megabytes, default 256) streamed through the proxy and read by the client as it comes;
 //!   the process's resident memory is sampled while it streams, and the metered tokens are
 //!   checked against what the stand-in sent.
+//! - Floods (`proxy/floods.rs`): 1,500 connections each holding an unfinished 60 KB request
+//!   head (`PROXY_BENCH_SLOW`), then 20,000 refused hosts (`PROXY_BENCH_REFUSED`): resident
+//!   memory, files held, the refusals' size, and `status --json` on a state holding them.
 //!
 //! Figures, not assertions.
+
+#[path = "proxy/floods.rs"]
+mod floods;
 
 use std::collections::BTreeMap;
 use std::io::{BufRead, BufReader, Read, Write};
@@ -31,8 +40,14 @@ fn main() {
     let door = door(upstream);
     let proxy = proxy_addr(&door);
 
-    let direct = timings(upstream, "/v1/messages", requests);
-    let proxied = timings(proxy, "/anthropic/v1/messages", requests);
+    let key = door
+        .env()
+        .iter()
+        .find(|(k, _)| k == "ANTHROPIC_API_KEY")
+        .map(|(_, v)| v.clone())
+        .unwrap_or_default();
+    let direct = timings(upstream, "/v1/messages", &key, requests);
+    let proxied = timings(proxy, "/anthropic/v1/messages", &key, requests);
     println!(
         "small JSON answer, direct:          median {:>7.1} µs, p99 {:>7.1} µs ({requests} requests)",
         us(pct(&direct, 50)),
@@ -54,19 +69,32 @@ fn main() {
         metered.total().input
     );
 
+    filter_alone(megabytes);
     namespace_spawns();
     streaming(upstream, megabytes);
+    floods::connections(env_or("PROXY_BENCH_SLOW", 1500));
+    floods::refusals(env_or("PROXY_BENCH_REFUSED", 20_000));
 }
 
-fn env_or(name: &str, default: usize) -> usize {
+pub fn env_or(name: &str, default: usize) -> usize {
     std::env::var(name)
         .ok()
         .and_then(|v| v.parse().ok())
         .unwrap_or(default)
 }
 
+/// What a runner typically holds besides the route's key: another provider's key, two forge
+/// tokens.
+fn held() -> Vec<String> {
+    vec![
+        "sk-proj-bench-openai-0123456789abcdef".to_string(),
+        "ghs_benchINSTALLATIONtoken0123456789ab".to_string(),
+        "ghp_benchPUSHtoken0123456789abcdefghij".to_string(),
+    ]
+}
+
 /// A door for a worker whose Anthropic route reaches `upstream`.
-fn door(upstream: SocketAddr) -> Door {
+pub fn door(upstream: SocketAddr) -> Door {
     let routes = egress::routes(&["ANTHROPIC_API_KEY"], |_| {
         Some("sk-ant-bench-key-0123456789".to_string())
     });
@@ -79,6 +107,8 @@ fn door(upstream: SocketAddr) -> Door {
         resolve: [("api.anthropic.com".to_string(), upstream)]
             .into_iter()
             .collect(),
+        provider_tools: Vec::new(),
+        secrets: egress::Secrets::new(held()),
     };
     let isolation = NetIsolation::Open {
         why: "the bench".to_string(),
@@ -86,7 +116,7 @@ fn door(upstream: SocketAddr) -> Door {
     Door::open(spec, isolation).expect("the proxy")
 }
 
-fn proxy_addr(door: &Door) -> SocketAddr {
+pub fn proxy_addr(door: &Door) -> SocketAddr {
     let proxy = door
         .env()
         .iter()
@@ -98,9 +128,9 @@ fn proxy_addr(door: &Door) -> SocketAddr {
     proxy.parse().expect("an address")
 }
 
-/// The stand-in model API: `/v1/messages` answers `SMALL`; `/v1/stream/<mb>` streams `<mb>`
-/// megabytes of Anthropic SSE events.
-fn stand_in() -> SocketAddr {
+/// The stand-in model API: `/v1/messages` answers `SMALL`, or, when the body names
+/// `"stream_mb": <mb>`, streams `<mb>` megabytes of Anthropic SSE events.
+pub fn stand_in() -> SocketAddr {
     let listener = TcpListener::bind("127.0.0.1:0").expect("bind");
     let addr = listener.local_addr().expect("addr");
     std::thread::spawn(move || {
@@ -123,11 +153,12 @@ fn serve(stream: TcpStream) {
         if reader.read_exact(&mut body).is_err() {
             return;
         }
-        if let Some(mb) = path.strip_prefix("/v1/stream/") {
-            let mb: usize = mb.parse().unwrap_or(1);
-            stream_events(&mut writer, mb);
+        let asked: serde_json::Value = serde_json::from_slice(&body).unwrap_or_default();
+        if let Some(mb) = asked.get("stream_mb").and_then(|m| m.as_u64()) {
+            stream_events(&mut writer, mb as usize);
             return;
         }
+        let _ = path;
         let head = format!(
             "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: {}\r\n\r\n",
             SMALL.len()
@@ -196,13 +227,13 @@ fn read_head(reader: &mut impl BufRead) -> Option<(String, usize)> {
 }
 
 /// `n` requests over one keep-alive connection to `addr`; each one's time.
-fn timings(addr: SocketAddr, path: &str, n: usize) -> Vec<Duration> {
+fn timings(addr: SocketAddr, path: &str, key: &str, n: usize) -> Vec<Duration> {
     let stream = TcpStream::connect(addr).expect("connect");
     stream.set_nodelay(true).expect("nodelay");
     let mut writer = stream.try_clone().expect("clone");
     let mut reader = BufReader::new(stream);
     let request = format!(
-        "POST {path} HTTP/1.1\r\nhost: 127.0.0.1\r\nx-api-key: placeholder\r\ncontent-type: application/json\r\ncontent-length: 2\r\n\r\n{{}}"
+        "POST {path} HTTP/1.1\r\nhost: 127.0.0.1\r\nx-api-key: {key}\r\ncontent-type: application/json\r\ncontent-length: 2\r\n\r\n{{}}"
     );
     let mut times = Vec::with_capacity(n);
     for _ in 0..n {
@@ -282,6 +313,8 @@ fn door_in_namespace() -> Option<Door> {
         prices: egress::pricing::Prices::default(),
         budget: None,
         resolve: BTreeMap::new(),
+        provider_tools: Vec::new(),
+        secrets: egress::Secrets::default(),
     };
     Door::open(spec, NetIsolation::Namespace).ok()
 }
@@ -293,8 +326,10 @@ fn streaming(upstream: SocketAddr, megabytes: usize) {
     let stream = TcpStream::connect(proxy).expect("connect");
     let mut writer = stream.try_clone().expect("clone");
     let mut reader = BufReader::new(stream);
+    let body = format!("{{\"stream_mb\": {megabytes}}}");
     let request = format!(
-        "POST /anthropic/v1/stream/{megabytes} HTTP/1.1\r\nhost: 127.0.0.1\r\ncontent-length: 0\r\nconnection: close\r\n\r\n"
+        "POST /anthropic/v1/messages HTTP/1.1\r\nhost: 127.0.0.1\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{body}",
+        body.len()
     );
     writer.write_all(request.as_bytes()).expect("send");
     let start = Instant::now();
@@ -330,7 +365,40 @@ fn streaming(upstream: SocketAddr, megabytes: usize) {
     );
 }
 
-fn rss_kib() -> u64 {
+/// The secret filter alone over `megabytes` of SSE in 64 KiB chunks: with no secret, and with
+/// four (a key and the held tokens).
+fn filter_alone(megabytes: usize) {
+    use egress::scrub::Scrubber;
+    let event = delta();
+    let chunk: Vec<u8> = event.repeat(64 * 1024 / event.len()).into_bytes();
+    let chunks = megabytes * 1024 * 1024 / chunk.len();
+    for (label, secrets) in [
+        ("no secret", egress::Secrets::default()),
+        (
+            "four secrets",
+            egress::Secrets::new(held()).with(["sk-ant-bench-key-0123456789".to_string()]),
+        ),
+    ] {
+        let mut scrubber = Scrubber::new(std::sync::Arc::new(secrets));
+        let (mut out, mut held_most) = (0usize, 0usize);
+        let start = Instant::now();
+        for _ in 0..chunks {
+            scrubber.content(&chunk);
+            out += scrubber.take().len();
+            held_most = held_most.max(scrubber.held());
+        }
+        out += scrubber.finish().len();
+        let took = start.elapsed();
+        println!(
+            "secret filter, {label:<12}        {:>7.0} MB/s over {:.0} MB ({:.1} µs per 64 KiB chunk), at most {held_most} bytes held",
+            out as f64 / 1048576.0 / took.as_secs_f64(),
+            out as f64 / 1048576.0,
+            us(took) / chunks as f64,
+        );
+    }
+}
+
+pub fn rss_kib() -> u64 {
     std::fs::read_to_string("/proc/self/status")
         .ok()
         .and_then(|s| {
@@ -342,16 +410,16 @@ fn rss_kib() -> u64 {
         .unwrap_or(0)
 }
 
-fn pct(times: &[Duration], p: usize) -> Duration {
+pub fn pct(times: &[Duration], p: usize) -> Duration {
     let mut v = times.to_vec();
     v.sort();
     v[(v.len() * p / 100).min(v.len() - 1)]
 }
 
-fn us(d: Duration) -> f64 {
+pub fn us(d: Duration) -> f64 {
     d.as_secs_f64() * 1e6
 }
 
-fn ms(d: Duration) -> f64 {
+pub fn ms(d: Duration) -> f64 {
     d.as_secs_f64() * 1000.0
 }

@@ -13,6 +13,7 @@ pub mod demo;
 pub mod doctor;
 pub mod egress;
 pub mod engine;
+pub mod eval;
 pub mod executor;
 pub mod failure;
 pub mod forge;

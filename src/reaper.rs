@@ -50,6 +50,18 @@ pub fn become_subreaper() -> bool {
     ACTIVE.load(Ordering::Relaxed)
 }
 
+/// Stops being a subreaper, for a command that runs several opentiger processes side by side
+/// (`eval --jobs`): each of them is its own subreaper and sweeps after its own runs, and a
+/// sweep here, after any one program ended, would kill the others still running.
+pub fn stand_down() {
+    #[cfg(target_os = "linux")]
+    {
+        // SAFETY: as in `become_subreaper`.
+        unsafe { libc::prctl(libc::PR_SET_CHILD_SUBREAPER, 0, 0, 0, 0) };
+    }
+    ACTIVE.store(false, Ordering::Relaxed);
+}
+
 /// Whether this process is a subreaper (and so sweeps after each run).
 pub fn in_force() -> bool {
     ACTIVE.load(Ordering::Relaxed)

@@ -71,7 +71,7 @@ fn every_clis_key_errors_are_configuration_errors() {
 
 /// Issue 18: `codex exec` reads `CODEX_API_KEY` and `-c openai_base_url`, not `OPENAI_API_KEY`
 /// and `OPENAI_BASE_URL`. Issue 37: what it reads there is the placeholder of the key the
-/// runner holds, and its route on opentiger's proxy.
+/// runner holds, and its route on opentiger's proxy; issue 46: without its web search.
 #[test]
 fn codex_gets_its_key_and_base_url_the_way_it_reads_them() {
     let run = FakeRun::new("codex", "codex/success.jsonl", 0);
@@ -86,11 +86,15 @@ fn codex_gets_its_key_and_base_url_the_way_it_reads_them() {
         "{placeholder}"
     );
     assert_eq!(env.get("CODEX_API_KEY"), Some(&placeholder));
+    // Issue 46: codex's own web search, a tool the provider runs, is turned off behind a door
+    // that does not allow it (`sandbox.network.provider_tools`).
     assert_eq!(
-        run.argv()[..3],
+        run.argv()[..5],
         [
             "-c",
             "openai_base_url=\"http://127.0.0.1:3128/openai/v1\"",
+            "-c",
+            "web_search=\"disabled\"",
             "exec"
         ]
     );

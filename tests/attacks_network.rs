@@ -232,8 +232,8 @@ fn an_agent_reaches_nothing_but_its_door() {
         .ok()
         .stdout;
     for line in [
-        "evil.test:443 refused for the worker; to allow it, add to .opentiger.yml (into its `sandbox:` when it has one): `sandbox: {network: {allow: {worker: [\"evil.test\"]}}}`",
-        "evil-check.test:80 refused for the checks; to allow it, add to .opentiger.yml (into its `sandbox:` when it has one): `sandbox: {network: {allow: {checks: [\"evil-check.test\"]}}}`",
+        "`evil.test:443` refused for the worker; to allow it, add to .opentiger.yml (into its `sandbox:` when it has one): `sandbox: {network: {allow: {worker: [\"evil.test\"]}}}`",
+        "`evil-check.test:80` refused for the checks; to allow it, add to .opentiger.yml (into its `sandbox:` when it has one): `sandbox: {network: {allow: {checks: [\"evil-check.test\"]}}}`",
     ] {
         assert!(text.contains(line), "{line}:\n{text}");
     }
@@ -245,7 +245,7 @@ fn an_agent_reaches_nothing_but_its_door() {
     // The tick's own output (and so the job summary's lines) says it too.
     assert!(
         a.tick_stdout
-            .contains("refused: evil.test:443 refused for the worker"),
+            .contains("refused: `evil.test:443` refused for the worker"),
         "{}",
         a.tick_stdout
     );

@@ -22,6 +22,7 @@ macro_rules! out {
 
 mod config_cmd;
 mod doctor;
+mod eval;
 mod init;
 mod locate;
 mod pause;
@@ -114,6 +115,9 @@ pub enum Command {
     Init(init::InitArgs),
     /// Check that a tick can run here: config, git, agents, token, state; each problem with its fix.
     Doctor(doctor::DoctorArgs),
+    /// Replay past changes of this repository through the whole loop in throw-away clones,
+    /// with their tests hidden from the agent, and report what it would have delivered.
+    Eval(eval::EvalArgs),
 }
 
 #[derive(clap::Args, Debug)]
@@ -281,6 +285,7 @@ fn run(cli: Cli, stop_token: Option<String>) -> CmdResult {
         Command::Config(cmd) => config_cmd::run(&cli, cmd),
         Command::Init(args) => init::run(&cli, args),
         Command::Doctor(args) => doctor::run(&cli, args),
+        Command::Eval(args) => eval::run(&cli, args),
         Command::Tick(args) => {
             let access = if args.dry_run {
                 Access::Read

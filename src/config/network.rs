@@ -22,6 +22,38 @@ pub struct NetworkConfig {
     /// Hosts reachable through the proxy besides each executor's model API, which is always
     /// allowed for that agent. Empty by default: nothing else is reachable.
     pub allow: NetworkAllow,
+    /// Tools a model API runs itself that opentiger's proxy lets an agent ask for.
+    /// Each reaches beyond the allow list or the meter: `mcp` (the provider connects to MCP
+    /// servers the request names), `web_search`, `web_fetch` (the provider fetches pages and
+    /// files by URL: Anthropic's web fetch, Gemini's URL context, images and documents given by
+    /// URL), `code_execution` (code run in the provider's container, paid apart from tokens),
+    /// `file_search` (the account's stored files). Empty by default: a model call asking for one
+    /// is refused, naming the field and this line.
+    pub provider_tools: Vec<ProviderTool>,
+}
+
+/// A tool a model API runs on its own side (`sandbox.network.provider_tools`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum ProviderTool {
+    Mcp,
+    WebSearch,
+    WebFetch,
+    CodeExecution,
+    FileSearch,
+}
+
+impl ProviderTool {
+    /// Its name under `sandbox.network.provider_tools`.
+    pub fn name(self) -> &'static str {
+        match self {
+            ProviderTool::Mcp => "mcp",
+            ProviderTool::WebSearch => "web_search",
+            ProviderTool::WebFetch => "web_fetch",
+            ProviderTool::CodeExecution => "code_execution",
+            ProviderTool::FileSearch => "file_search",
+        }
+    }
 }
 
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]

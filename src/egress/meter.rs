@@ -1,7 +1,8 @@
 //! Token usage read from a model API's answers as they stream through the proxy (issue 37):
 //! Anthropic Messages (JSON, and SSE `message_start` / `message_delta`), OpenAI chat completions
 //! (JSON, and SSE chunks carrying `usage`), OpenAI Responses (JSON, SSE and websocket events
-//! with `response.usage`: `response.completed` and the like) and Gemini (`usageMetadata`).
+//! with `response.usage`: `response.completed` and the like) and Gemini (`usageMetadata`, in
+//! SSE or a streamed JSON array).
 //!
 //! An [`AnswerMeter`] is fed the answer's bytes in the order they pass and keeps only what it
 //! must: the current SSE event or websocket message (each capped), never the whole answer. A
@@ -13,6 +14,8 @@
 use std::collections::BTreeMap;
 
 use serde_json::Value;
+
+use super::frames::{Frames, Header, Piece};
 
 /// The most of a plain JSON answer kept to read its usage.
 pub const JSON_CAP: usize = 8 << 20;
@@ -54,12 +57,13 @@ impl Framing {
 /// Reads the usage out of one answer as its bytes pass.
 pub struct AnswerMeter {
     framing: Framing,
-    /// JSON: the body so far; SSE: the current line; websocket: the current frame header.
+    /// JSON: the body so far; SSE: the current line.
     buf: Vec<u8>,
     /// SSE: the data lines of the current event.
     data: Vec<u8>,
     over_cap: bool,
     ws: WsState,
+    frames: Frames,
     /// The answer being counted (Anthropic's message, Gemini's cumulative counts).
     open: Option<(String, Tokens)>,
     done: Usage,
@@ -73,6 +77,7 @@ impl AnswerMeter {
             data: Vec::new(),
             over_cap: false,
             ws: WsState::default(),
+            frames: Frames::default(),
             open: None,
             done: Usage::new(),
         }
@@ -103,11 +108,12 @@ impl AnswerMeter {
     /// The answer ended: what it used.
     pub fn finish(mut self) -> Usage {
         match self.framing {
-            Framing::Json if !self.over_cap => {
-                if let Ok(value) = serde_json::from_slice::<Value>(&self.buf) {
-                    self.event(&value);
-                }
-            }
+            Framing::Json if !self.over_cap => match serde_json::from_slice::<Value>(&self.buf) {
+                // Gemini's `streamGenerateContent` without `alt=sse`: an array of chunks.
+                Ok(Value::Array(chunks)) => chunks.iter().for_each(|c| self.event(c)),
+                Ok(value) => self.event(&value),
+                Err(_) => {}
+            },
             Framing::Sse => {
                 // An event not closed by a blank line still counts.
                 let line = std::mem::take(&mut self.buf);
@@ -246,82 +252,35 @@ impl AnswerMeter {
         self.done.entry(model).or_default().add(&tokens);
     }
 
-    fn feed_ws(&mut self, mut bytes: &[u8]) {
-        while !bytes.is_empty() {
-            if !self.ws.in_payload {
-                // A frame header: 2 to 14 bytes, its length known from its second byte.
-                let need = self.ws_header_len();
-                let take = need.saturating_sub(self.buf.len()).min(bytes.len());
-                self.buf.extend_from_slice(&bytes[..take]);
-                bytes = &bytes[take..];
-                if self.buf.len() >= 2 && self.buf.len() == self.ws_header_len() {
-                    self.start_frame();
-                }
-                continue;
-            }
-            let take = usize::try_from(self.ws.remaining)
-                .unwrap_or(usize::MAX)
-                .min(bytes.len());
-            self.frame_bytes(&bytes[..take]);
-            bytes = &bytes[take..];
-            self.ws.remaining -= take as u64;
-            if self.ws.remaining == 0 {
-                self.end_frame();
-            }
-        }
+    fn feed_ws(&mut self, bytes: &[u8]) {
+        let mut frames = std::mem::take(&mut self.frames);
+        frames.split(bytes, |piece| match piece {
+            Piece::Header(h, _) => self.start_frame(h),
+            Piece::Payload(p) => self.frame_bytes(p),
+            Piece::End => self.end_frame(),
+        });
+        self.frames = frames;
     }
 
-    /// The length of the frame header in `buf` (2 until its second byte is known).
-    fn ws_header_len(&self) -> usize {
-        if self.buf.len() < 2 {
-            return 2;
-        }
-        let masked = self.buf[1] & 0x80 != 0;
-        let len = match self.buf[1] & 0x7f {
-            126 => 2 + 2,
-            127 => 2 + 8,
-            _ => 2,
-        };
-        len + if masked { 4 } else { 0 }
-    }
-
-    fn start_frame(&mut self) {
-        let header = std::mem::take(&mut self.buf);
-        let fin = header[0] & 0x80 != 0;
-        let compressed = header[0] & 0x40 != 0;
-        let opcode = header[0] & 0x0f;
-        let masked = header[1] & 0x80 != 0;
-        let (len, at) = match header[1] & 0x7f {
-            126 => (u64::from(u16::from_be_bytes([header[2], header[3]])), 4),
-            127 => {
-                let mut b = [0u8; 8];
-                b.copy_from_slice(&header[2..10]);
-                (u64::from_be_bytes(b), 10)
-            }
-            n => (u64::from(n), 2),
-        };
-        self.ws.mask = masked.then(|| [header[at], header[at + 1], header[at + 2], header[at + 3]]);
+    fn start_frame(&mut self, header: Header) {
+        self.ws.mask = header.mask;
         self.ws.mask_at = 0;
-        self.ws.fin = fin;
-        match opcode {
+        self.ws.fin = header.fin;
+        match header.opcode {
             // Text starts a message; continuation goes on with the current one.
             1 => {
                 self.ws.message = Some(Vec::new());
-                self.ws.skip = compressed;
+                // RSV1: compressed.
+                self.ws.skip = header.rsv & 0b100 != 0;
             }
             0 => {}
             // Binary, close, ping, pong: passed, not read.
-            _ => {
+            opcode => {
                 if opcode == 2 {
                     self.ws.message = None;
                 }
                 self.ws.control = true;
             }
-        }
-        self.ws.remaining = len;
-        self.ws.in_payload = len > 0;
-        if len == 0 {
-            self.end_frame();
         }
     }
 
@@ -349,7 +308,6 @@ impl AnswerMeter {
     }
 
     fn end_frame(&mut self) {
-        self.ws.in_payload = false;
         if std::mem::take(&mut self.ws.control) {
             return;
         }
@@ -368,8 +326,6 @@ impl AnswerMeter {
 /// Where a websocket stream is.
 #[derive(Default)]
 struct WsState {
-    remaining: u64,
-    in_payload: bool,
     fin: bool,
     /// A control or binary frame: its payload passes unread.
     control: bool,

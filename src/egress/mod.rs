@@ -1,5 +1,5 @@
-//! The agent's only door (issue 37): opentiger's own egress proxy, in the binary (hyper on a
-//! tokio runtime of its own thread, rustls to upstream), one [`Door`] per agent run or check
+//! The agent's only door (issues 37 and 46): opentiger's own egress proxy, in the binary (hyper
+//! on a tokio runtime of its own thread, rustls to upstream), one [`Door`] per agent run or check
 //! list.
 //!
 //! An agent or check runs in a network namespace holding only loopback (`sandbox::netns`),
@@ -9,22 +9,38 @@
 //!
 //! - the executor's model API under the agent's base URL (`ANTHROPIC_BASE_URL`,
 //!   `OPENAI_BASE_URL`, … on the proxy): the agent holds a placeholder key; the proxy puts the
-//!   runner's real key in its place on requests to that API's host only (`providers`);
+//!   runner's real key in the provider's credential slot only, on requests to that API's host
+//!   only (`credential`); the route carries model calls only — its provider's generation,
+//!   token-counting and model-list endpoints (`providers`), no tool the provider runs itself
+//!   unless `sandbox.network.provider_tools` allows it (`tools`) — and every answer comes back
+//!   through a filter that removes every secret the runner holds (`scrub`), metered (`meter`),
+//!   priced (`pricing`), held to the run's budget (a call past it is refused), a 429/529 kept as
+//!   a quota hit that ends the run (`session`);
 //! - the hosts of `sandbox.network.allow` (per role, and for the checks) through `CONNECT` or
-//!   plain http; anything else is refused and recorded with the line that would allow it;
-//! - every answer of a model API metered as it streams (`meter`), priced (`pricing`), held to
-//!   the run's budget (a call past it is refused), and a 429/529 kept as a quota hit that ends
-//!   the run (`session`).
+//!   plain http; anything else is refused and recorded with the line that would allow it (ten
+//!   names and a count, whatever the program tries);
+//! - all of it bounded per run: connections open, request heads' size and time, request bodies
+//!   held (`proxy`, `session`).
+//!
+//! The rules are the session's, so every role's door (worker, judge, planner, research, the
+//! detection agent, the checks) keeps them, whoever opens it.
 //!
 //! Not here: starting programs (`process`), deciding what a run's result means (`runner`,
 //! `engine`).
 
+mod credential;
+mod frames;
 pub mod meter;
+mod model;
 pub mod pricing;
 pub mod providers;
 mod proxy;
+mod reply;
+pub mod scrub;
 mod session;
+mod tools;
 pub mod upstream;
+mod websocket;
 
 use std::os::fd::OwnedFd;
 use std::sync::{Arc, Mutex, OnceLock, PoisonError};
@@ -32,13 +48,20 @@ use std::sync::{Arc, Mutex, OnceLock, PoisonError};
 use crate::sandbox::{netns, NetIsolation};
 
 pub use providers::{is_model_key, provider_of_key, Provider, PROVIDERS};
-pub use session::{Budget, QuotaHit, Route, Session, SessionSpec, Traffic};
+pub use scrub::Secrets;
+pub use session::{Budget, QuotaHit, Route, Session, SessionSpec, Traffic, MAX_CONNECTIONS};
+
+/// The variable telling a program behind a door which tools a model API runs itself it may
+/// ask for (`sandbox.network.provider_tools`, comma-separated; empty: none), so an adapter can
+/// turn the others off in its CLI (codex's web search).
+pub const PROVIDER_TOOLS_VAR: &str = "OPENTIGER_PROVIDER_TOOLS";
 
 /// The proxy's runtime: one thread, started on first use, living as long as the process.
 fn runtime() -> Result<&'static tokio::runtime::Handle, String> {
     static HANDLE: OnceLock<Result<tokio::runtime::Handle, String>> = OnceLock::new();
     HANDLE
         .get_or_init(|| {
+            raise_file_limit();
             let rt = tokio::runtime::Builder::new_current_thread()
                 .enable_all()
                 .build()
@@ -52,6 +75,25 @@ fn runtime() -> Result<&'static tokio::runtime::Handle, String> {
         })
         .as_ref()
         .map_err(Clone::clone)
+}
+
+/// The soft limit on open files raised to the hard one, once, when the proxy starts: each run
+/// may hold [`MAX_CONNECTIONS`] connections (and as many upstream) on top of what the runner
+/// needs for its own work (issue 46: with 1,024 the runner ran out while an agent held
+/// connections open).
+fn raise_file_limit() {
+    let mut limit = libc::rlimit {
+        rlim_cur: 0,
+        rlim_max: 0,
+    };
+    // SAFETY: getrlimit and setrlimit read and write the one struct given.
+    unsafe {
+        if libc::getrlimit(libc::RLIMIT_NOFILE, &mut limit) == 0 && limit.rlim_cur < limit.rlim_max
+        {
+            limit.rlim_cur = limit.rlim_max;
+            let _ = libc::setrlimit(libc::RLIMIT_NOFILE, &limit);
+        }
+    }
 }
 
 /// One agent run's (or check list's) door: its session, where it listens, and what the
@@ -84,7 +126,7 @@ impl Door {
                 port
             }
         };
-        let env = door_env(port, &session.spec.routes);
+        let env = door_env(port, &session.spec.routes, &session.spec.provider_tools);
         Ok(Door {
             session,
             isolation,
@@ -136,6 +178,8 @@ impl Door {
         {
             task.abort();
         }
+        // Its connections, tunnels and websockets too.
+        self.session.stop();
     }
 }
 
@@ -174,9 +218,14 @@ fn serve(
 /// itself reached as a base URL).
 const NO_PROXY: &str = "localhost,127.0.0.1,::1";
 
-/// What a program behind a door on `port` is told: the proxy, and each route's base URL and
-/// placeholder keys ([`Door::env`]).
-pub fn door_env(port: u16, routes: &[Route]) -> Vec<(String, String)> {
+/// What a program behind a door on `port` is told: the proxy, each route's base URL and
+/// placeholder keys, and (with a route) the tools a model API runs itself it may ask for
+/// ([`Door::env`]).
+pub fn door_env(
+    port: u16,
+    routes: &[Route],
+    provider_tools: &[crate::config::ProviderTool],
+) -> Vec<(String, String)> {
     let proxy = format!("http://127.0.0.1:{port}");
     let mut env: Vec<(String, String)> = [
         "HTTP_PROXY",
@@ -201,6 +250,10 @@ pub fn door_env(port: u16, routes: &[Route]) -> Vec<(String, String)> {
         for (var, placeholder, _) in &route.keys {
             env.push((var.clone(), placeholder.clone()));
         }
+    }
+    if !routes.is_empty() {
+        let tools: Vec<&str> = provider_tools.iter().map(|t| t.name()).collect();
+        env.push((PROVIDER_TOOLS_VAR.to_string(), tools.join(",")));
     }
     env
 }

@@ -1,19 +1,36 @@
 //! One agent run's (or one check list's) dealings with the proxy, shared by the proxy's tasks
-//! and the runner: what it may reach, the keys it may use and where, what it has spent against
-//! its budget, and what happened — tokens metered, hosts refused, a quota answer, a refused
-//! model call, the last traffic.
+//! and the runner: what it may reach, the keys it may use and where, the secrets no answer may
+//! carry back, what it has spent against its budget, and what happened — tokens metered, hosts
+//! refused, a quota answer, a refused model call, the last traffic. And its bounds (issue 46):
+//! the connections it may hold open at once ([`MAX_CONNECTIONS`]), the request bodies the proxy
+//! holds for it at once ([`BUFFERED_MAX`]), the tasks serving it (all ended with it).
 //!
 //! Not here: serving connections (`proxy`), running the program (`process`).
 
-use std::sync::{Mutex, MutexGuard, PoisonError};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::{Duration, Instant};
 
-use crate::config::{HostRule, NetworkUser};
-use crate::model::network::{merge_refusals, Metering, Refusal};
+use crate::config::{HostRule, NetworkUser, ProviderTool};
+use crate::model::network::{host_name, merge_refusals, Metering, Refusal};
 
 use super::meter::Usage;
 use super::pricing::Prices;
 use super::providers::Provider;
+use super::scrub::Secrets;
+
+/// The most connections one run's program may hold open on its door at once (tunnels and
+/// websockets included). A CLI opens a handful; a check's package manager a few dozen. Past it a
+/// connection is answered 503 and closed at once, so an agent cannot make the runner hold
+/// thousands of sockets and their buffers (issue 46).
+pub const MAX_CONNECTIONS: usize = 128;
+/// The largest request body a model call may have (and a websocket message): Anthropic's own
+/// limit for a Messages request (32 MB), beyond a long context with images (claude's largest
+/// requests are a few MiB).
+pub const BODY_MAX: usize = 32 << 20;
+/// The most request-body bytes the proxy holds for one run at once (it reads a model call's
+/// body whole before forwarding it, to read its tools): two of the largest calls.
+pub const BUFFERED_MAX: usize = 64 << 20;
 
 /// A model API this agent may use: its provider and the placeholders it was given, each with
 /// the key the proxy puts in its place.
@@ -52,6 +69,12 @@ pub struct SessionSpec {
     /// Host names reached at a loopback address instead, over plain http (tests and local
     /// stand-ins: `upstream::overrides`).
     pub resolve: std::collections::BTreeMap<String, std::net::SocketAddr>,
+    /// Tools a model API runs itself that a model call may ask for
+    /// (`sandbox.network.provider_tools`).
+    pub provider_tools: Vec<ProviderTool>,
+    /// What no answer may carry back besides the routes' own keys: every model key and forge
+    /// token the runner holds.
+    pub secrets: Secrets,
 }
 
 /// A quota or overload answer from a model API.
@@ -113,13 +136,68 @@ impl Drop for Flight {
 #[derive(Debug)]
 pub struct Session {
     pub spec: SessionSpec,
+    /// The spec's secrets and the routes' keys.
+    secrets: Arc<Secrets>,
     state: Mutex<State>,
+    /// Connections open now.
+    open: AtomicUsize,
+    /// Request-body bytes held now.
+    buffered: AtomicUsize,
+    /// The tasks serving this session's connections, tunnels and websockets.
+    tasks: Mutex<tokio::task::JoinSet<()>>,
+}
+
+/// A connection admitted ([`Session::admit`]): it counts as open until every holder (the
+/// connection, a tunnel or websocket it became) has dropped it.
+#[derive(Debug)]
+pub struct Admission(Arc<Session>);
+
+impl Drop for Admission {
+    fn drop(&mut self) {
+        self.0.open.fetch_sub(1, Ordering::SeqCst);
+    }
+}
+
+/// Request-body bytes held for a session ([`Session::hold`]), given back when dropped.
+#[derive(Debug)]
+pub struct Held {
+    session: Arc<Session>,
+    bytes: usize,
+}
+
+impl Held {
+    /// Holds `more` bytes too, unless the session would then hold more than [`BUFFERED_MAX`].
+    pub fn add(&mut self, more: usize) -> bool {
+        let before = self.session.buffered.fetch_add(more, Ordering::SeqCst);
+        if before + more > BUFFERED_MAX {
+            self.session.buffered.fetch_sub(more, Ordering::SeqCst);
+            return false;
+        }
+        self.bytes += more;
+        true
+    }
+}
+
+impl Drop for Held {
+    fn drop(&mut self) {
+        self.session
+            .buffered
+            .fetch_sub(self.bytes, Ordering::SeqCst);
+    }
 }
 
 impl Session {
     pub fn new(spec: SessionSpec) -> Session {
+        let keys = spec
+            .routes
+            .iter()
+            .flat_map(|r| r.keys.iter().map(|(_, _, key)| key.clone()));
         Session {
+            secrets: Arc::new(spec.secrets.with(keys)),
             spec,
+            open: AtomicUsize::new(0),
+            buffered: AtomicUsize::new(0),
+            tasks: Mutex::new(tokio::task::JoinSet::new()),
             state: Mutex::new(State {
                 usage: Usage::new(),
                 refused: Vec::new(),
@@ -144,24 +222,60 @@ impl Session {
         false
     }
 
+    /// Records a refusal of `host:port`: the name as data ([`host_name`]), in a list that
+    /// stays ten names and a count however many the program tries.
     pub fn refuse(&self, host: &str, port: u16) {
-        // Only what a host name can hold: the name is shown and posted as it is.
-        let host: String = host
-            .trim_end_matches('.')
-            .to_ascii_lowercase()
-            .chars()
-            .map(|c| match c {
-                'a'..='z' | '0'..='9' | '.' | '-' | ':' | '[' | ']' => c,
-                _ => '?',
-            })
-            .collect();
         let refusal = Refusal {
-            host,
+            host: host_name(host),
             port,
             by: self.spec.user.key().to_string(),
             times: 1,
         };
         merge_refusals(&mut self.state().refused, &[refusal]);
+    }
+
+    /// The secrets no answer may carry back.
+    pub fn secrets(&self) -> &Arc<Secrets> {
+        &self.secrets
+    }
+
+    /// Admits one more connection, unless [`MAX_CONNECTIONS`] are open.
+    pub fn admit(self: &Arc<Self>) -> Option<Arc<Admission>> {
+        let before = self.open.fetch_add(1, Ordering::SeqCst);
+        if before >= MAX_CONNECTIONS {
+            self.open.fetch_sub(1, Ordering::SeqCst);
+            return None;
+        }
+        Some(Arc::new(Admission(self.clone())))
+    }
+
+    /// Connections open now.
+    pub fn open_connections(&self) -> usize {
+        self.open.load(Ordering::SeqCst)
+    }
+
+    /// A hold on request-body bytes, empty at first.
+    pub fn hold(self: &Arc<Self>) -> Held {
+        Held {
+            session: self.clone(),
+            bytes: 0,
+        }
+    }
+
+    /// Runs `task` for this session (on the proxy's runtime: call it from there); it ends when
+    /// it is done or the session is stopped.
+    pub fn spawn(&self, task: impl std::future::Future<Output = ()> + Send + 'static) {
+        let mut tasks = self.tasks.lock().unwrap_or_else(PoisonError::into_inner);
+        while tasks.try_join_next().is_some() {}
+        tasks.spawn(task);
+    }
+
+    /// Ends every task serving this session.
+    pub fn stop(&self) {
+        self.tasks
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .abort_all();
     }
 
     /// Where `host` is reached instead, when it is mapped.

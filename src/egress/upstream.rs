@@ -9,7 +9,7 @@ use std::collections::BTreeMap;
 use std::net::SocketAddr;
 use std::sync::{Arc, OnceLock};
 
-use hyper::body::Incoming;
+use http::{header, HeaderMap, HeaderName};
 use hyper_rustls::HttpsConnector;
 use hyper_util::client::legacy::connect::HttpConnector;
 use hyper_util::client::legacy::Client;
@@ -18,7 +18,9 @@ use hyper_util::rt::TokioExecutor;
 /// The variable mapping host names to loopback ports (tests, local stand-ins).
 pub const RESOLVE_VAR: &str = "OPENTIGER_EGRESS_RESOLVE";
 
-pub type Upstream = Client<HttpsConnector<HttpConnector>, Incoming>;
+use super::reply::ProxyBody;
+
+pub type Upstream = Client<HttpsConnector<HttpConnector>, ProxyBody>;
 
 /// The client every session shares (made on first use, inside the proxy's runtime).
 pub fn client() -> &'static Upstream {
@@ -44,6 +46,45 @@ pub fn client() -> &'static Upstream {
         };
         Client::builder(TokioExecutor::new()).build(connector)
     })
+}
+
+/// Headers of one connection, not of the message (RFC 9110 §7.6.1), removed before a request
+/// or an answer is passed on; a websocket upgrade keeps its `connection` and `upgrade`.
+pub fn strip_hop_by_hop(headers: &mut HeaderMap, websocket: bool) {
+    let named: Vec<HeaderName> = headers
+        .get_all(header::CONNECTION)
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .flat_map(|v| v.split(','))
+        .filter_map(|n| HeaderName::from_bytes(n.trim().as_bytes()).ok())
+        .filter(|n| !(websocket && n == header::UPGRADE))
+        .collect();
+    for name in named {
+        headers.remove(name);
+    }
+    for name in [
+        "proxy-connection",
+        "keep-alive",
+        "proxy-authenticate",
+        "proxy-authorization",
+        "te",
+        "trailer",
+        "transfer-encoding",
+    ] {
+        headers.remove(name);
+    }
+    if !websocket {
+        headers.remove(header::CONNECTION);
+        headers.remove(header::UPGRADE);
+    }
+}
+
+/// Whether a request asks for a websocket.
+pub fn is_websocket(headers: &HeaderMap) -> bool {
+    headers
+        .get(header::UPGRADE)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|v| v.eq_ignore_ascii_case("websocket"))
 }
 
 /// Host names mapped to loopback addresses by [`RESOLVE_VAR`]; entries naming anything but

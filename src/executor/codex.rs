@@ -119,6 +119,22 @@ pub fn base_url_override(url: Option<&str>) -> Vec<String> {
     vec!["-c".to_string(), format!("openai_base_url=\"{quoted}\"")]
 }
 
+/// codex asks the model API to search the web itself (`web_search`, on by default: its
+/// Responses requests carry a `web_search` tool), which opentiger's proxy refuses unless
+/// `sandbox.network.provider_tools` lists `web_search` (issue 46): when its model API is
+/// routed through a door that does not allow it (`OPENAI_BASE_URL` and the door's
+/// `OPENTIGER_PROVIDER_TOOLS`), codex is told to leave the tool out.
+pub fn web_search_override(given: &[(String, String)]) -> Vec<String> {
+    let allowed = given
+        .iter()
+        .find(|(k, _)| k == crate::egress::PROVIDER_TOOLS_VAR)
+        .map(|(_, tools)| tools.split(',').any(|t| t.trim() == "web_search"));
+    match (lookup(given, "OPENAI_BASE_URL"), allowed) {
+        (Some(_), Some(false)) => vec!["-c".to_string(), "web_search=\"disabled\"".to_string()],
+        (Some(_) | None, Some(true) | None) | (None, Some(false)) => Vec::new(),
+    }
+}
+
 /// codex makes no helper programs under its `TMPDIR` ("Refusing to create helper binaries under
 /// temporary dir"), and the private home is in the scratch folder, the agent's `TMPDIR`: when
 /// the home is beneath the given `TMPDIR`, codex gets `<scratch>/tmp` (made here, private,
@@ -262,6 +278,7 @@ impl Adapter for Codex {
 
     fn args(&self, _files: &RunFiles, scratch: &Path, given: &[(String, String)]) -> Vec<String> {
         let mut all = base_url_override(lookup(given, "OPENAI_BASE_URL"));
+        all.extend(web_search_override(given));
         all.extend(args(&self.config, scratch));
         all
     }
@@ -385,6 +402,30 @@ mod tests {
             "openai_base_url=\"a\\\"b\\\\c\""
         );
         assert!(base_url_override(None).is_empty());
+        let door = |tools: &str| {
+            given(&[
+                ("OPENAI_BASE_URL", "http://127.0.0.1:3128/openai/v1"),
+                (crate::egress::PROVIDER_TOOLS_VAR, tools),
+            ])
+        };
+        assert_eq!(
+            web_search_override(&door("")),
+            ["-c", "web_search=\"disabled\""]
+        );
+        assert_eq!(
+            web_search_override(&door("mcp")),
+            ["-c", "web_search=\"disabled\""]
+        );
+        assert!(web_search_override(&door("mcp,web_search")).is_empty());
+        assert!(
+            web_search_override(&[]).is_empty(),
+            "no door: codex's own choice"
+        );
+        let other_route = given(&[(crate::egress::PROVIDER_TOOLS_VAR, "")]);
+        assert!(
+            web_search_override(&other_route).is_empty(),
+            "its own API not through the door: nothing to refuse there"
+        );
     }
 
     #[test]

@@ -133,8 +133,9 @@ impl BoardView {
             ci: view.ci.as_deref().map(plain),
             heartbeat: view.heartbeat.as_deref().map(plain),
             concurrency: view.held_back.as_deref().map(plain),
-            // Made of a host the proxy parsed (`model::network::Refusal`, letters, digits and
-            // `.-:[]` only) and our words: shown as they are, so the line stays copyable.
+            // Made of a host as data (`model::network::host_name`: letters, digits and `.-:[]`
+            // only, in a code span) and our words: shown as they are, so the line stays
+            // copyable; ten names and a count per task's list at most.
             refused: view.refused.clone(),
             ignored: view
                 .ignored_issues
@@ -293,6 +294,7 @@ mod tests {
             parent: None,
             reason: Some(format!("why {id}")),
             advice: None,
+            findings: vec![],
             next_action: format!("next for {id}"),
             now: Some(format!("next for {id}")),
             next_tick: None,
@@ -375,7 +377,7 @@ mod tests {
                 "started 1 of limits.max_runs_per_tick = 4: 2 queued task(s) held back".into(),
             ),
             refused: vec![
-                "task b: evil.example:443 refused for the worker; to allow it, add to .opentiger.yml (into its `sandbox:` when it has one): `sandbox: {network: {allow: {worker: [\"evil.example\"]}}}`".into(),
+                "task b: `evil.example:443` refused for the worker; to allow it, add to .opentiger.yml (into its `sandbox:` when it has one): `sandbox: {network: {allow: {worker: [\"evil.example\"]}}}`".into(),
             ],
         };
         let mut board = BoardView::of(&view, "github");

@@ -52,7 +52,8 @@ impl SpendView {
     }
 }
 
-/// A refused host as `status --json` and `task show --json` show it.
+/// A refused host as `status --json` and `task show --json` show it; past the first ten hosts
+/// of a list, the count of refusals of other hosts (`host` `*`, no `allow`).
 #[derive(Clone, Debug, Serialize)]
 pub struct RefusalView {
     pub host: String,
@@ -60,13 +61,17 @@ pub struct RefusalView {
     pub by: String,
     pub times: u32,
     /// The configuration line that would allow it.
-    pub allow: String,
+    pub allow: Option<String>,
 }
 
 impl RefusalView {
     pub fn of(r: &crate::model::network::Refusal) -> RefusalView {
         RefusalView {
-            host: r.host.clone(),
+            host: if r.is_others() {
+                r.host.clone()
+            } else {
+                crate::model::network::host_name(&r.host)
+            },
             port: r.port,
             by: r.by.clone(),
             times: r.times,

@@ -198,6 +198,32 @@ pub fn run_verification(
     done
 }
 
+/// Runs `plan` in `cwd` as verification runs a task's checks — the checks' sandbox, private
+/// home and network door, no shell, each command's timeout — for a tree no run made:
+/// `opentiger eval`'s hidden tests on what the loop would have merged. `repo` is the runner's
+/// repository (where the checks' process group is recorded).
+pub fn run_commands_in(
+    config: &Config,
+    repo: &Path,
+    cwd: &Path,
+    plan: &verify::VerifyPlan,
+    redactor: &Redactor,
+) -> Verification {
+    let timeout = Duration::from_secs(u64::from(config.verify.timeout_seconds.max(1)));
+    let domain = match CheckDomain::new(config, cwd, repo) {
+        Ok(domain) => domain,
+        Err(message) => {
+            return Verification::failed(CheckFailure {
+                code: FailureCode::SetupOrBootstrapIssue,
+                message,
+            })
+        }
+    };
+    let mut done = run_planned(plan, &domain, cwd, timeout, redactor);
+    done.refused = domain.door.close().refused;
+    done
+}
+
 /// Runs the planned commands in `domain`, stopping at the first failure.
 fn run_planned(
     plan: &verify::VerifyPlan,

@@ -1,5 +1,5 @@
 //! The judge agent's review of a change (DESIGN §8): its prompt with the diff against the base
-//! and the checks that passed, the agent run in the review's workspace behind its own proxy,
+//! and the worker's summary as data, the checks that passed and what the threat scan found, the agent run in the review's workspace behind its own proxy,
 //! and its answer read as a verdict, findings and a word per acceptance criterion — redacted,
 //! and held by the threat scan when it speaks to agents.
 //!
@@ -23,7 +23,7 @@ pub(super) fn review(
     run: &Run,
     ws: &Workspace,
     (base_head, merged): (&str, &str),
-    verified: &[String],
+    (verified, findings): (&[String], &[crate::scan::Finding]),
     asked: ReviewBrief<'_>,
     trace: &mut Trace,
 ) -> Result<Review, String> {
@@ -35,8 +35,8 @@ pub(super) fn review(
         act,
         task,
         asked.issue,
-        verified,
-        &diff,
+        (verified, findings),
+        (&diff, run.summary.as_deref().unwrap_or_default()),
         (
             &scratch.join("result.json"),
             executor::abilities(agent.executor),

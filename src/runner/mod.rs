@@ -26,7 +26,8 @@ use crate::prompt::Templates;
 use crate::redact::Redactor;
 
 pub use checks::{
-    allowed_paths, base_env, check_policy, task_problems, CheckFailure, TaskField, TaskProblem,
+    allowed_paths, base_env, check_policy, run_commands_in, task_problems, CheckFailure, TaskField,
+    TaskProblem, Verification,
 };
 pub use content::check_content;
 

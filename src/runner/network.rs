@@ -56,6 +56,8 @@ impl AgentNet {
             prices: egress::pricing::Prices::new(&config.pricing),
             budget,
             resolve: egress::upstream::overrides().clone(),
+            provider_tools: config.sandbox.network.provider_tools.clone(),
+            secrets: secrets(),
         };
         let door = open_door(config, spec)?;
         for (k, v) in door.env() {
@@ -118,8 +120,21 @@ pub(super) fn checks_door(config: &Config) -> Result<Door, String> {
         prices: egress::pricing::Prices::default(),
         budget: None,
         resolve: egress::upstream::overrides().clone(),
+        provider_tools: config.sandbox.network.provider_tools.clone(),
+        secrets: secrets(),
     };
     open_door(config, spec)
+}
+
+/// What no answer through a door may carry back (issue 46): every model key and forge token the
+/// runner holds, whichever role the door is for.
+fn secrets() -> egress::Secrets {
+    let names: Vec<String> = egress::PROVIDERS
+        .iter()
+        .flat_map(|p| p.keys.iter().map(|k| k.to_string()))
+        .collect();
+    let held = crate::redact::Redactor::from_env(&names, crate::credentials::lookup);
+    egress::Secrets::new(held.values().iter().cloned())
 }
 
 fn open_door(config: &Config, spec: SessionSpec) -> Result<Door, String> {

@@ -116,6 +116,13 @@ fn plan(
         let checked = parse_plan(&value).and_then(|planned| validate_plan(&planned, &ctx));
         match checked {
             Ok(plan) => {
+                if let Some(leak) = secret_in(act, &plan.tasks) {
+                    return PlanResult {
+                        spend: None,
+                        record: record(PlanStatus::Rejected, "agent", 0, vec![leak]),
+                        tasks: Vec::new(),
+                    };
+                }
                 let tasks = gate(act, plan.tasks, &id);
                 return PlanResult {
                     spend: None,
@@ -131,6 +138,23 @@ fn plan(
         record: record(PlanStatus::Rejected, "agent", 0, feedback_errors),
         tasks: Vec::new(),
     }
+}
+
+/// Issue 48: a plan is text an agent hands back; a secret the runner holds, in any encoding,
+/// in a task's title, goal or notes refuses the plan (named by task, never quoted).
+fn secret_in(act: &Act<'_>, tasks: &[Task]) -> Option<String> {
+    let mut scanner = crate::scan::Scanner::new(act.redactor.values());
+    for task in tasks {
+        let text = format!("{}\n{}\n{}", task.title, task.goal, task.notes);
+        scanner.secrets_in_text(&format!("the plan's task {}", task.id), &text);
+    }
+    let found = scanner.findings();
+    (!found.is_empty()).then(|| {
+        format!(
+            "the plan holds a secret the runner holds: {}",
+            crate::scan::summary(&found)
+        )
+    })
 }
 
 /// `execution_mode: ask` (every task) or `decide` (high-risk tasks) hold new tasks for approval.

@@ -169,19 +169,23 @@ impl Store {
             )?
             .query_map([limit], |r| Ok((r.get(0)?, r.get(1)?)))?
             .collect::<Result<_, _>>()?;
-        let mut out: Vec<(TaskId, Refusal)> = Vec::new();
+        // Each task's refusals merged as one list: ten hosts and a count, whatever its runs tried.
+        let mut by_task: Vec<(String, Vec<Refusal>)> = Vec::new();
         for (task, list) in rows {
             let refused: Vec<Refusal> = serde_json::from_str(&list).unwrap_or_default();
-            for r in refused {
-                match out.iter_mut().find(|(t, e)| {
-                    t.as_str() == task && e.host == r.host && e.port == r.port && e.by == r.by
-                }) {
-                    Some((_, e)) => e.times += r.times,
-                    None => out.push((TaskId(task.clone()), r)),
+            let at = match by_task.iter().position(|(t, _)| *t == task) {
+                Some(at) => at,
+                None => {
+                    by_task.push((task, Vec::new()));
+                    by_task.len() - 1
                 }
-            }
+            };
+            crate::model::network::merge_refusals(&mut by_task[at].1, &refused);
         }
-        Ok(out)
+        Ok(by_task
+            .into_iter()
+            .flat_map(|(task, all)| all.into_iter().map(move |r| (TaskId(task.clone()), r)))
+            .collect())
     }
 
     /// Each task's family (issue 27: its oldest ancestor the state holds, or names) and each

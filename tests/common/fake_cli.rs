@@ -116,7 +116,7 @@ impl FakeRun {
             .filter(|k| opentiger::egress::is_model_key(k))
             .collect();
         let routes = opentiger::egress::routes(&keys, |k| outside.get(k).cloned());
-        for (k, v) in opentiger::egress::door_env(opentiger::sandbox::netns::PORT, &routes) {
+        for (k, v) in opentiger::egress::door_env(opentiger::sandbox::netns::PORT, &routes, &[]) {
             env.retain(|(name, _)| *name != k);
             env.push((k, v));
         }

@@ -4,7 +4,9 @@
 pub mod fake_cli;
 pub mod github;
 pub mod model_server;
+pub mod origin;
 pub mod real_clis;
+pub mod real_model;
 pub mod scripted;
 pub mod unprivileged;
 

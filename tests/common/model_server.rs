@@ -13,7 +13,10 @@
 //! OpenAI Responses over a websocket too (issue 37: `GET …/responses` with `Upgrade: websocket`,
 //! answered with `response.created` and `response.completed` frames, or HTTP 429 with
 //! `retry-after` in the rate-limited scenario). Each request's key (`x-api-key`, or the bearer
-//! token of `authorization`) is kept, for tests that check which key reached the provider.
+//! token of `authorization`) and whole head are kept, for tests that check which key reached the
+//! provider, and where. [`ModelServer::reflecting`] answers an unknown `anthropic-beta` with a
+//! 400 quoting every header it got (issue 46: Anthropic quotes the value; this quotes the key
+//! too, to try opentiger's filter).
 //!
 //! Not for: authentication beyond "a 401 scenario refuses everything", real token counting,
 //! chunked request bodies, TLS.
@@ -25,6 +28,8 @@ use std::sync::{Arc, Mutex, PoisonError};
 use serde_json::{json, Value};
 
 use super::github::http::{read_request, write_response, ReadError, Request, Response};
+
+mod websocket;
 
 /// The file the success scenario's tool call writes (relative to the CLI's working directory),
 /// and what it writes.
@@ -62,6 +67,8 @@ pub struct Seen {
     pub key: Option<String>,
     /// A websocket upgrade.
     pub websocket: bool,
+    /// Its request line and every header, as they came (issue 46: where the key stood).
+    pub head: String,
 }
 
 pub struct ModelServer {
@@ -69,10 +76,24 @@ pub struct ModelServer {
     seen: Arc<Mutex<Vec<Seen>>>,
 }
 
+/// The `anthropic-beta` values the reflecting stand-in knows; any other is answered 400 with
+/// every header of the request quoted (Anthropic quotes the value it does not know).
+const KNOWN_BETAS: &[&str] = &["claude-code-20250219", "oauth-2025-04-20"];
+
 impl ModelServer {
     /// Listens on a free local port, answering every request with `scenario` (the listener
     /// thread lives as long as the test process).
     pub fn start(scenario: Scenario) -> ModelServer {
+        ModelServer::serving(scenario, false)
+    }
+
+    /// The same, answering an unknown `anthropic-beta` with a 400 that quotes every header it
+    /// got — the credential among them — as an attacker's best reflection would.
+    pub fn reflecting(scenario: Scenario) -> ModelServer {
+        ModelServer::serving(scenario, true)
+    }
+
+    fn serving(scenario: Scenario, reflect: bool) -> ModelServer {
         let listener = TcpListener::bind("127.0.0.1:0").expect("bind 127.0.0.1:0");
         let addr = listener.local_addr().expect("local addr");
         let seen = Arc::new(Mutex::new(Vec::new()));
@@ -80,7 +101,7 @@ impl ModelServer {
         std::thread::spawn(move || {
             for stream in listener.incoming().flatten() {
                 let log = Arc::clone(&log);
-                std::thread::spawn(move || serve(scenario, &log, stream));
+                std::thread::spawn(move || serve(scenario, reflect, &log, stream));
             }
         });
         ModelServer { addr, seen }
@@ -100,7 +121,7 @@ impl ModelServer {
     }
 }
 
-fn serve(scenario: Scenario, log: &Mutex<Vec<Seen>>, stream: TcpStream) {
+fn serve(scenario: Scenario, reflect: bool, log: &Mutex<Vec<Seen>>, stream: TcpStream) {
     let Ok(write_half) = stream.try_clone() else {
         return;
     };
@@ -125,6 +146,12 @@ fn serve(scenario: Scenario, log: &Mutex<Vec<Seen>>, stream: TcpStream) {
         let websocket = req
             .header("upgrade")
             .is_some_and(|u| u.eq_ignore_ascii_case("websocket"));
+        let head = req
+            .headers()
+            .iter()
+            .fold(req.target.clone(), |head, (k, v)| {
+                format!("{head}\n{k}: {v}")
+            });
         log.lock()
             .unwrap_or_else(PoisonError::into_inner)
             .push(Seen {
@@ -132,9 +159,26 @@ fn serve(scenario: Scenario, log: &Mutex<Vec<Seen>>, stream: TcpStream) {
                 body: body.clone(),
                 key,
                 websocket,
+                head: head.clone(),
             });
+        let beta = req
+            .header("anthropic-beta")
+            .unwrap_or("claude-code-20250219");
+        if reflect && beta.split(',').any(|b| !KNOWN_BETAS.contains(&b.trim())) {
+            let message = format!(
+                "Unexpected value(s) `{beta}` for the `anthropic-beta` header. The request: {head}"
+            );
+            let r = json_response(
+                400,
+                &json!({ "type": "error", "error": { "type": "invalid_request_error", "message": message } }),
+            );
+            if write_response(&mut writer, &r, req.keep_alive).is_err() || !req.keep_alive {
+                return;
+            }
+            continue;
+        }
         if websocket && req.path.ends_with("/responses") && scenario != Scenario::RateLimited {
-            let _ = websocket_session(&mut reader, &mut writer, scenario);
+            let _ = websocket::websocket_session(&mut reader, &mut writer, scenario);
             return;
         }
         if websocket && req.path.ends_with("/responses") {
@@ -149,65 +193,6 @@ fn serve(scenario: Scenario, log: &Mutex<Vec<Seen>>, stream: TcpStream) {
             return;
         }
     }
-}
-
-/// A Responses session over a websocket: the handshake's answer, the client's first message,
-/// then `response.created` and `response.completed` (with the usage every answer reports) as
-/// text frames and a close frame.
-fn websocket_session(
-    reader: &mut impl std::io::BufRead,
-    writer: &mut impl Write,
-    scenario: Scenario,
-) -> std::io::Result<()> {
-    writer.write_all(
-        b"HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Accept: s3pPLMBiTxaQ9kYGzzhZRbK+xOo=\r\n\r\n",
-    )?;
-    writer.flush()?;
-    // The client's frame: masked, its length in the second byte (or the next two).
-    let mut head = [0u8; 2];
-    std::io::Read::read_exact(reader, &mut head)?;
-    let mut len = u64::from(head[1] & 0x7f);
-    if len == 126 {
-        let mut ext = [0u8; 2];
-        std::io::Read::read_exact(reader, &mut ext)?;
-        len = u64::from(u16::from_be_bytes(ext));
-    }
-    let mut rest = vec![0u8; 4 + len as usize];
-    std::io::Read::read_exact(reader, &mut rest)?;
-    if scenario == Scenario::Unauthorized {
-        return Ok(());
-    }
-    let text = if let Scenario::Reply(text) = scenario {
-        text
-    } else {
-        ANSWER
-    };
-    let item = json!({ "type": "message", "id": "msg_standin", "role": "assistant",
-        "status": "completed", "content": [{ "type": "output_text", "text": text, "annotations": [] }] });
-    let usage = json!({
-        "input_tokens": INPUT_TOKENS, "input_tokens_details": { "cached_tokens": 0 },
-        "output_tokens": OUTPUT_TOKENS, "output_tokens_details": { "reasoning_tokens": 0 },
-        "total_tokens": INPUT_TOKENS + OUTPUT_TOKENS,
-    });
-    let response = json!({ "id": "resp_standin", "object": "response", "model": "gpt-5-codex",
-        "status": "completed", "output": [item], "usage": usage });
-    for event in [
-        json!({ "type": "response.created", "response": { "id": "resp_standin", "status": "in_progress" } }),
-        json!({ "type": "response.completed", "response": response }),
-    ] {
-        let payload = event.to_string().into_bytes();
-        let mut frame = vec![0x81u8];
-        if payload.len() < 126 {
-            frame.push(payload.len() as u8);
-        } else {
-            frame.push(126);
-            frame.extend((payload.len() as u16).to_be_bytes());
-        }
-        frame.extend(payload);
-        writer.write_all(&frame)?;
-    }
-    writer.write_all(&[0x88, 0x00])?;
-    writer.flush()
 }
 
 /// The provider API a request is for, by its path.

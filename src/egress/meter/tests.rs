@@ -126,42 +126,20 @@ fn openai_streams_count_the_chunk_or_event_that_carries_usage() {
 
 #[test]
 fn gemini_streams_keep_the_last_counts() {
-    let body = sse(
-        &[
-            json!({"modelVersion": "gemini-2.5-pro", "usageMetadata": {"promptTokenCount": 100, "candidatesTokenCount": 3}}),
-            json!({"modelVersion": "gemini-2.5-pro", "usageMetadata": {"promptTokenCount": 100, "candidatesTokenCount": 30, "thoughtsTokenCount": 5}}),
-        ],
-        false,
-    );
-    assert_eq!(
-        meter(Framing::Sse, &body, 11),
-        one("gemini-2.5-pro", tokens(100, 0, 35, 1))
-    );
+    let chunks = [
+        json!({"modelVersion": "gemini-2.5-pro", "usageMetadata": {"promptTokenCount": 100, "candidatesTokenCount": 3}}),
+        json!({"modelVersion": "gemini-2.5-pro", "usageMetadata": {"promptTokenCount": 100, "candidatesTokenCount": 30, "thoughtsTokenCount": 5}}),
+    ];
+    let expected = one("gemini-2.5-pro", tokens(100, 0, 35, 1));
+    assert_eq!(meter(Framing::Sse, &sse(&chunks, false), 11), expected);
+    // `streamGenerateContent` without `alt=sse`: one JSON array of the chunks.
+    let array = serde_json::to_vec(&chunks).unwrap();
+    assert_eq!(meter(Framing::Json, &array, 11), expected);
 }
 
-/// A server's websocket frame (unmasked unless `mask`).
+/// A websocket frame (unmasked unless `mask`), as the tests here name its arguments.
 fn frame(opcode: u8, fin: bool, payload: &[u8], mask: Option<[u8; 4]>) -> Vec<u8> {
-    let mut out = vec![(if fin { 0x80 } else { 0 }) | opcode];
-    let m = if mask.is_some() { 0x80 } else { 0 };
-    match payload.len() {
-        n if n < 126 => out.push(m | n as u8),
-        n if n <= u16::MAX as usize => {
-            out.push(m | 126);
-            out.extend((n as u16).to_be_bytes());
-        }
-        n => {
-            out.push(m | 127);
-            out.extend((n as u64).to_be_bytes());
-        }
-    }
-    match mask {
-        Some(key) => {
-            out.extend(key);
-            out.extend(payload.iter().enumerate().map(|(i, b)| b ^ key[i % 4]));
-        }
-        None => out.extend(payload),
-    }
-    out
+    crate::egress::frames::frame(fin, opcode, payload, mask)
 }
 
 #[test]

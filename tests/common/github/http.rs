@@ -27,6 +27,11 @@ impl Request {
             .then(|| token.trim().to_string())
     }
 
+    /// Every header, as sent.
+    pub fn headers(&self) -> &[(String, String)] {
+        &self.headers
+    }
+
     pub fn header(&self, name: &str) -> Option<&str> {
         self.headers
             .iter()
