@@ -199,6 +199,7 @@ impl Replayed {
     pub(super) fn forget(self) {
         for file in self.files {
             let _ = std::fs::remove_file(note_of(&file));
+            let _ = std::fs::remove_file(next_of(&file));
             let _ = std::fs::remove_file(file);
         }
     }
@@ -214,18 +215,7 @@ pub(super) fn replay(ctx: &Context, store: &mut Store) -> Result<Replayed, Failu
     let Ok(entries) = std::fs::read_dir(&dir) else {
         return Ok(replayed);
     };
-    // Each dead process's file, named by its `.json` (a note alone: an interrupt that came
-    // before the process had anything to keep).
-    let mut files: Vec<PathBuf> = entries
-        .flatten()
-        .map(|e| e.path())
-        .filter(|p| p.extension().is_some_and(|x| x == "json" || x == "stopped"))
-        .map(|p| p.with_extension("json"))
-        .filter(|p| !owner_alive(p))
-        .collect();
-    files.sort();
-    files.dedup();
-    for file in files {
+    for file in files_of_the_dead(entries.flatten().map(|e| e.path())) {
         match read(&file) {
             Ok(Some(round)) => {
                 let note = std::fs::read_to_string(note_of(&file)).ok();
@@ -241,6 +231,23 @@ pub(super) fn replay(ctx: &Context, store: &mut Store) -> Result<Replayed, Failu
         replayed.files.push(file);
     }
     Ok(replayed)
+}
+
+/// The files of the processes that ended, each once and named by its `.json`, among `paths`
+/// (the folder's): a note alone is an interrupt that came before its process had anything to
+/// keep, a `.json.next` alone a process that died writing its first.
+fn files_of_the_dead(paths: impl Iterator<Item = PathBuf>) -> Vec<PathBuf> {
+    let mut files: Vec<PathBuf> = paths
+        .filter_map(|p| match p.extension()?.to_str()? {
+            "json" | "stopped" => Some(p.with_extension("json")),
+            "next" => Some(p.with_extension("")),
+            _ => None,
+        })
+        .filter(|p| !owner_alive(p))
+        .collect();
+    files.sort();
+    files.dedup();
+    files
 }
 
 /// Records one dead tick's round, as that tick.
@@ -345,6 +352,11 @@ fn note_of(file: &Path) -> PathBuf {
     file.with_extension("stopped")
 }
 
+/// Where the next version of a file is written before it takes the file's place.
+fn next_of(file: &Path) -> PathBuf {
+    file.with_extension("json.next")
+}
+
 /// Whether the process that wrote `file` (`<pid>-<start time>.json`) still runs.
 fn owner_alive(file: &Path) -> bool {
     let Some((pid, start)) = file
@@ -378,7 +390,7 @@ fn write_atomically(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
     if let Some(parent) = path.parent() {
         std::fs::create_dir_all(parent)?;
     }
-    let next = path.with_extension("json.next");
+    let next = next_of(path);
     crate::scratch::write_private(&next, bytes)?;
     std::fs::rename(&next, path)
 }
@@ -473,6 +485,20 @@ mod tests {
         let start = start_time(me).expect("our own start time");
         let dir = Path::new("/x");
         assert!(owner_alive(&dir.join(format!("{me}-{start}.json"))));
+        // Its note, its next version, its file: one file; a live process's and others' none.
+        let dead = format!("{me}-{}", start + 1);
+        let names = [
+            format!("{dead}.stopped"),
+            format!("{dead}.json.next"),
+            format!("{dead}.json"),
+            format!("{me}-{start}.json"),
+            format!("{me}-{start}.stopped"),
+            "notes.txt".to_string(),
+        ];
+        assert_eq!(
+            files_of_the_dead(names.iter().map(|n| dir.join(n))),
+            vec![dir.join(format!("{dead}.json"))]
+        );
         for dead in [
             format!("{me}-{}.json", start + 1),
             "4194304-1.json".to_string(),
