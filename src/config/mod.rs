@@ -32,7 +32,7 @@ pub use agents::{
     AgentConfig, AgentRole, AgentsConfig, EffectiveAgent, ExecutorKind, Pricing,
     DEFAULT_IDLE_MINUTES, DEFAULT_MAX_TURNS,
 };
-pub use limits::LimitsConfig;
+pub use limits::{AgentLimits, LimitsConfig, RunLimits};
 pub use load::{load, load_checked, load_str, schema_json, ConfigError, ConfigSource, ExtraCheck};
 pub use merge::{HumanApproval, MergeConfig, MergeMethod};
 pub use network::{
@@ -42,7 +42,7 @@ pub use people::{
     CommandsConfig, EscalationConfig, EscalationDefault, EscalationReasons, EscalationRule,
 };
 pub use reference::reference_markdown;
-pub use sandbox::{AgentHome, FilesystemSandbox, SandboxConfig};
+pub use sandbox::{AgentHome, FilesystemSandbox, SandboxConfig, ViewSandbox};
 pub use scan::{CiStart, ScanConfig};
 
 /// The whole configuration file.

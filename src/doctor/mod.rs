@@ -271,7 +271,7 @@ fn held_paths(config: &Config) -> Check {
 /// What keeps agents from the runner's credentials here, and credentials a checkout left where
 /// an agent could read them.
 fn protections(config: &Config, repo: &Path, git_ok: bool, vars: Vars<'_>) -> Vec<Check> {
-    let mut out: Vec<Check> = crate::sandbox::in_force(&config.sandbox)
+    let mut out: Vec<Check> = crate::sandbox::protections(config)
         .into_iter()
         .map(|p| {
             if p.in_force {
