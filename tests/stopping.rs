@@ -12,7 +12,7 @@ use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use common::{git, minute, running, GitRepo, Out, Setup};
+use common::{git, minute, GitRepo, Out, Setup};
 
 /// A test repository whose agents may write the tools folder, with `extra` top-level lines.
 fn repo(extra: &str, worker: &'static str) -> GitRepo {
