@@ -142,24 +142,41 @@ fn lost_runs(g: &GitRepo, task: &str) -> u64 {
     shown["task"]["attempts"]["lease"].as_u64().unwrap_or(0)
 }
 
+/// Adds a task titled `title` at `now`; its id.
+fn add_task(g: &GitRepo, now: &str, title: &str) -> String {
+    g.repo
+        .run_at(now, &["task", "add", "--title", title, "--goal", "a file"])
+        .ok()
+        .stdout
+        .trim()
+        .to_string()
+}
+
+/// A repository whose state is on a branch of an `origin` that holds a state push while asked
+/// to ([`holding_origin`]); its agent logs each start and end in the tools folder and, with
+/// `arm`, asks for the next state push to be held (the one that records its run).
+fn saving_repo(arm: bool) -> GitRepo {
+    let g = repo("state:\n  store: branch\n", "");
+    let t = g.tools_path().display().to_string();
+    let arm = if arm {
+        format!("touch {t}/armed\n")
+    } else {
+        String::new()
+    };
+    g.agent(&format!(
+        "#!/bin/sh\necho \"start $OPENTIGER_TASK_ID\" >> {t}/runs\necho done > \"out-$OPENTIGER_TASK_ID.txt\"\necho \"end $OPENTIGER_TASK_ID\" >> {t}/runs\n{arm}"
+    ));
+    holding_origin(&g);
+    g
+}
+
 /// Gives `g` an `origin` (in the tools folder) whose state pushes are held while the file
 /// `armed` exists: the first such push removes it, touches `saving` and waits (at most 30 s)
 /// until the test writes `release`.
 fn holding_origin(g: &GitRepo) {
     let tools = g.tools_path();
     let t = tools.display();
-    let origin = tools.join("origin.git");
-    git(
-        tools,
-        &[
-            "init",
-            "-q",
-            "--bare",
-            "-b",
-            "main",
-            origin.to_str().unwrap(),
-        ],
-    );
+    let origin = common::bare_origin(tools);
     let hook = origin.join("hooks/pre-receive");
     std::fs::write(
         &hook,
@@ -182,15 +199,10 @@ fn holding_origin(g: &GitRepo) {
 /// saved, nothing it started runs on, no lost run is counted, and no finished run runs again.
 #[test]
 fn a_signal_during_a_state_save_never_breaks_the_record() {
-    let g = repo("state:\n  store: branch\n", "");
-    let tools = g.tools_path().to_path_buf();
-    let t = tools.display();
-    g.agent(&format!(
-        "#!/bin/sh\necho \"start $OPENTIGER_TASK_ID\" >> {t}/runs\necho done > \"out-$OPENTIGER_TASK_ID.txt\"\necho \"end $OPENTIGER_TASK_ID\" >> {t}/runs\ntouch {t}/armed\n"
-    ));
     // The state's remote holds the first push of the state after a run finished until the
     // test lets it go: the signal lands while the tick's own git pushes its record.
-    holding_origin(&g);
+    let g = saving_repo(true);
+    let tools = g.tools_path().to_path_buf();
     let mut tasks = Vec::new();
     let trials = [
         (libc::SIGINT, 130, "SIGINT"),
@@ -198,23 +210,7 @@ fn a_signal_during_a_state_save_never_breaks_the_record() {
     ];
     for (n, (signal, code, name)) in trials.iter().flat_map(|t| [*t; 6]).enumerate() {
         let now = minute(n as u32 * 10);
-        let id = g
-            .repo
-            .run_at(
-                &now,
-                &[
-                    "task",
-                    "add",
-                    "--title",
-                    &format!("Trial {n}"),
-                    "--goal",
-                    "a file",
-                ],
-            )
-            .ok()
-            .stdout
-            .trim()
-            .to_string();
+        let id = add_task(&g, &now, &format!("Trial {n}"));
         let mut tick = start_tick(&g, &now);
         wait_for(&tools.join("saving"), &mut tick);
         signal_group(&tick, signal);
@@ -243,16 +239,7 @@ fn a_signal_during_a_state_save_never_breaks_the_record() {
     // Twice, fast: the tick exits at once and ends its push (nothing of it runs on); the
     // finished run it was recording is recorded by the next tick from what it kept.
     let now = minute(150);
-    let id = g
-        .repo
-        .run_at(
-            &now,
-            &["task", "add", "--title", "Twice", "--goal", "a file"],
-        )
-        .ok()
-        .stdout
-        .trim()
-        .to_string();
+    let id = add_task(&g, &now, "Twice");
     let mut tick = start_tick(&g, &now);
     wait_for(&tools.join("saving"), &mut tick);
     signal_group(&tick, libc::SIGINT);
@@ -292,24 +279,10 @@ fn a_signal_during_a_state_save_never_breaks_the_record() {
 /// runs once.
 #[test]
 fn a_claim_whose_tick_died_while_saving_it_costs_nothing() {
-    let g = repo("state:\n  store: branch\n", "");
+    let g = saving_repo(false);
     let tools = g.tools_path().to_path_buf();
-    let t = tools.display();
-    g.agent(&format!(
-        "#!/bin/sh\necho \"start $OPENTIGER_TASK_ID\" >> {t}/runs\necho done > \"out-$OPENTIGER_TASK_ID.txt\"\necho \"end $OPENTIGER_TASK_ID\" >> {t}/runs\n"
-    ));
-    holding_origin(&g);
     let now = minute(0);
-    let id = g
-        .repo
-        .run_at(
-            &now,
-            &["task", "add", "--title", "Claimed", "--goal", "a file"],
-        )
-        .ok()
-        .stdout
-        .trim()
-        .to_string();
+    let id = add_task(&g, &now, "Claimed");
     // The tick's first state push is its claim.
     std::fs::write(tools.join("armed"), "").unwrap();
     let mut tick = start_tick(&g, &now);
@@ -349,24 +322,7 @@ fn three_held() -> (GitRepo, Vec<String>) {
     let g = repo("limits:\n  max_runs_per_tick: 3\n", "    count: 3\n");
     hanging_agent(&g);
     let ids = (0..3)
-        .map(|i| {
-            g.repo
-                .run_at(
-                    &minute(0),
-                    &[
-                        "task",
-                        "add",
-                        "--title",
-                        &format!("Held {i}"),
-                        "--goal",
-                        "a file",
-                    ],
-                )
-                .ok()
-                .stdout
-                .trim()
-                .to_string()
-        })
+        .map(|i| add_task(&g, &minute(0), &format!("Held {i}")))
         .collect();
     (g, ids)
 }

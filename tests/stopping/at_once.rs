@@ -25,16 +25,7 @@ fn second_signal_while_the_agent_runs(g: &GitRepo) {
         "#!/bin/sh\necho \"start $OPENTIGER_TASK_ID\" >> {t}/runs\nif [ ! -f {t}/first ]; then\n  touch {t}/first; trap '' TERM INT\n  sh -c 'sleep 120; true' {t}/child & touch {t}/hung; wait\nfi\necho done > \"out-$OPENTIGER_TASK_ID.txt\"\necho \"end $OPENTIGER_TASK_ID\" >> {t}/runs\n"
     ));
     let now = minute(0);
-    let id = g
-        .repo
-        .run_at(
-            &now,
-            &["task", "add", "--title", "Stubborn", "--goal", "a file"],
-        )
-        .ok()
-        .stdout
-        .trim()
-        .to_string();
+    let id = add_task(g, &now, "Stubborn");
     let mut tick = start_tick(g, &now);
     wait_for(&tools.join("hung"), &mut tick);
     // What the check after the tick looks for is there while it runs.
@@ -75,24 +66,10 @@ fn second_signal_while_the_agent_runs(g: &GitRepo) {
 /// that save held is recorded by the next tick from what the tick kept, never run again.
 #[test]
 fn a_save_that_outlasts_the_stop_is_ended_with_the_tick() {
-    let g = repo("state:\n  store: branch\n", "");
+    let g = saving_repo(true);
     let tools = g.tools_path().to_path_buf();
-    let t = tools.display();
-    g.agent(&format!(
-        "#!/bin/sh\necho \"start $OPENTIGER_TASK_ID\" >> {t}/runs\necho done > \"out-$OPENTIGER_TASK_ID.txt\"\necho \"end $OPENTIGER_TASK_ID\" >> {t}/runs\ntouch {t}/armed\n"
-    ));
-    holding_origin(&g);
     let now = minute(0);
-    let id = g
-        .repo
-        .run_at(
-            &now,
-            &["task", "add", "--title", "Held", "--goal", "a file"],
-        )
-        .ok()
-        .stdout
-        .trim()
-        .to_string();
+    let id = add_task(&g, &now, "Held");
     let mut tick = start_tick(&g, &now);
     wait_for(&tools.join("saving"), &mut tick);
     signal_group(&tick, libc::SIGTERM);
