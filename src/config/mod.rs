@@ -340,7 +340,8 @@ pub struct RetryConfig {
     pub repeated_signature_threshold: u32,
     /// Re-reviews after a judge failure (agent down, CI never reported) before a person decides.
     pub max_judge_retries: u32,
-    /// Requeues after a lost lease before a person decides.
+    /// Lost runs (their tick or job died) requeued before a person decides. A runner that died
+    /// holding several runs counts one, against the task it has cost least.
     pub max_lease_reclaims: u32,
     pub quota: QuotaConfig,
 }

@@ -16,7 +16,8 @@ use crate::executor::{self, AgentExit, AgentFailure, AgentFailureKind};
 use crate::model::{FailureCode, RunId, Task};
 use crate::store::RunRecord;
 
-/// What a run produced, ready to record.
+/// What a run produced, ready to record (and to keep until it is: `tick::unsaved`).
+#[derive(Clone, Debug, serde::Serialize, serde::Deserialize)]
 pub struct WorkResult {
     pub outcome: RunOutcome,
     pub record: RunRecord,

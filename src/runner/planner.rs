@@ -33,6 +33,8 @@ pub struct PlanRequest<'a> {
     pub now: Timestamp,
 }
 
+/// A planner run's attempt and tasks (kept until they are recorded: `tick::unsaved`).
+#[derive(Clone, Debug, serde::Serialize, serde::Deserialize)]
 pub struct PlanResult {
     pub record: PlanRecord,
     pub tasks: Vec<Task>,

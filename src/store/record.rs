@@ -75,7 +75,7 @@ pub enum Recorded {
 }
 
 /// A verdict as stored in `judgements`.
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct JudgementRow {
     pub head_sha: String,
     pub verdict: Verdict,
