@@ -17,6 +17,7 @@ mod ci;
 mod credentials;
 mod files;
 mod github;
+mod learned;
 mod workflow;
 
 use std::path::Path;
@@ -223,6 +224,7 @@ pub fn checks(options: &ContextOptions, online: bool, vars: Vars<'_>) -> Vec<Che
     }
     if git_ok {
         out.extend(state(&config, repo, online));
+        out.extend(learned::checks(options));
     }
     if config.mode == Mode::Github {
         out.extend(workflow::checks(repo));

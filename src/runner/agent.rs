@@ -99,6 +99,8 @@ pub(super) fn run_agent_with<T>(
     record.executor_use = Some(chosen.usage);
     let scratch = ws.scratch();
     let (prompt, extra) = prompt(&scratch, executor::abilities(agent.executor))?;
+    let chars = u64::try_from(prompt.chars().count()).unwrap_or(u64::MAX);
+    record.prompt.get_or_insert_with(Default::default).chars = chars;
     let mut vars = vec![
         ("OPENTIGER_ROLE", task.role.to_string()),
         ("OPENTIGER_TASK_ID", task.id.to_string()),

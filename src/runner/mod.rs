@@ -17,6 +17,7 @@ pub mod judge;
 mod launch;
 mod network;
 pub mod planner;
+pub mod probe;
 mod prompts;
 mod pulse;
 pub mod research;
@@ -119,6 +120,9 @@ pub struct Act<'a> {
     pub now: crate::time::Timestamp,
     /// Where a run's commit goes.
     pub delivery: Delivery,
+    /// What the loop learned about where agents run (issue 52): the host snapshot and the
+    /// lessons, for the prompts.
+    pub learned: &'a crate::model::learned::Learned,
 }
 
 /// Where a worker run's commit goes once the runner's checks passed.

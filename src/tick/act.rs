@@ -35,6 +35,7 @@ pub(super) fn act(
         work,
         executor_waits,
         ci_note,
+        learned,
         ..
     } = claimed;
     let stale = if first {
@@ -84,8 +85,24 @@ pub(super) fn act(
     }
     .map_err(|e| Failure::usage(e.to_string()))?;
     let redactor = ctx.redactor();
-    let act = ctx.act(&templates, &redactor, &executor_waits);
     let mut done = Vec::new();
+    // Issue 52: before any agent of this round runs, the host snapshot when it is due.
+    let runs_agents = work.iter().any(|w| match w {
+        Work::Run { .. } => !fan_out,
+        Work::Review { .. } | Work::Plan(_) => true,
+        Work::OpenIssue(_) | Work::ClosePull(..) | Work::RetargetPull(..) | Work::HealCi(_) => {
+            false
+        }
+    });
+    let fresh = runs_agents
+        .then(|| super::learned::refresh(ctx, &learned))
+        .flatten();
+    let learned = super::learned::with_host(learned, fresh.as_ref());
+    if let Some(snapshot) = fresh {
+        summary.lines.push(super::learned::probed_line(&snapshot));
+        done.push(Done::HostProbed(snapshot));
+    }
+    let act = ctx.act(&templates, &redactor, &executor_waits, &learned);
     // What the runs of this tick spent so far (its earlier rounds too), for budget.per_tick_usd.
     let mut tick_spend = ctx.so_far.spent_usd;
     for item in work {

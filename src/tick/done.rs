@@ -26,4 +26,6 @@ pub(super) enum Done {
     /// A run an interrupt (SIGINT, SIGTERM) stopped: cancelled, not failed, and the task back
     /// to the queue; what it spent is still recorded.
     Interrupted(TaskId, RunId, WorkResult, String),
+    /// The host snapshot taken before this round's agents ran (issue 52): kept.
+    HostProbed(crate::model::learned::HostSnapshot),
 }

@@ -22,6 +22,7 @@ mod context;
 mod dashboard;
 mod done;
 mod escalate;
+pub mod learned;
 mod lock;
 pub mod observe;
 pub mod output;

@@ -127,10 +127,21 @@ pub(super) fn record_one(
                     task_state: decision.to.to_string(),
                 });
             }
-            (
-                store.record_run(task_id, run_id, record, &decision, writer)?,
-                decision.to == TaskState::DONE,
-            )
+            let recorded = store.record_run(task_id, run_id, record, &decision, writer)?;
+            // Issue 52: what the run teaches about the host, and its prompt's size.
+            out.lines.extend(super::learned::learn_from_run(
+                store,
+                ctx,
+                (&task, run_id),
+                record,
+                outcome.success,
+                now,
+            )?);
+            (recorded, decision.to == TaskState::DONE)
+        }
+        Done::HostProbed(snapshot) => {
+            store.save_host_snapshot(snapshot)?;
+            (Recorded::Applied, false)
         }
         Done::Review(
             task_id,

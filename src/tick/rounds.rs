@@ -134,7 +134,10 @@ pub(super) fn run(
         if done.is_empty() {
             break;
         }
-        if done.iter().all(|d| matches!(d, Done::Unstarted(..))) {
+        if done
+            .iter()
+            .all(|d| matches!(d, Done::Unstarted(..) | Done::HostProbed(_)))
+        {
             summary
                 .lines
                 .push("no further round: the last one made no progress".to_string());
@@ -298,6 +301,7 @@ fn runs_spend(done: &[Done]) -> f64 {
             | Done::PullClosed(..)
             | Done::CiHealed(..)
             | Done::Retargeted(..)
+            | Done::HostProbed(_)
             | Done::Unstarted(..) => 0.0,
         })
         .sum()
@@ -328,6 +332,7 @@ fn pushed_heads(done: &[Done], review_prs: &BTreeMap<RunId, u64>) -> Vec<(u64, S
             | Done::CiHealed(..)
             | Done::Retargeted(..)
             | Done::Unstarted(..)
+            | Done::HostProbed(_)
             | Done::Interrupted(..) => {}
         }
     }
@@ -362,6 +367,7 @@ fn spoken(done: &[Done], review_prs: &BTreeMap<RunId, u64>) -> Vec<u64> {
             | Done::CiHealed(..)
             | Done::Retargeted(..)
             | Done::Unstarted(..)
+            | Done::HostProbed(_)
             | Done::Interrupted(..) => None,
         })
         .collect();

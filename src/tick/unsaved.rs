@@ -78,6 +78,8 @@ impl Entry {
             | Done::PullClosed(..)
             | Done::CiHealed(..)
             | Done::Retargeted(..)
+            // A snapshot lost with its tick is taken again by the next one.
+            | Done::HostProbed(_)
             | Done::Unstarted(..) => return None,
         })
     }

@@ -59,11 +59,14 @@ pub fn work_run(ctx: &Context, run_id: &RunId) -> Result<WorkDone, Failure> {
     let task = store.task(&task_id)?;
     let brief = crate::runner::Brief::read(&store, &task, &run_id)?;
     let executor_waits = store.executor_waits()?;
+    let learned = store.learned()?;
     drop(store);
 
     let templates = Templates::load(&ctx.repo).map_err(|e| Failure::usage(e.to_string()))?;
     let redactor = ctx.redactor();
-    let act = ctx.act(&templates, &redactor, &executor_waits);
+    let probed = super::learned::refresh(ctx, &learned);
+    let learned = super::learned::with_host(learned, probed.as_ref());
+    let act = ctx.act(&templates, &redactor, &executor_waits, &learned);
     let fold = crate::live::fold(&redactor.redact(&format!(
         "run {run_id}: {} task {} {:?}",
         task.role,
@@ -78,7 +81,7 @@ pub fn work_run(ctx: &Context, run_id: &RunId) -> Result<WorkDone, Failure> {
     ) {
         publish_run(ctx, client, &task, &run_id, &mut result);
     }
-    let done = record_work(ctx, &task_id, &run_id, &result)?;
+    let done = record_work(ctx, &task_id, &run_id, &result, probed.as_ref())?;
     super::people::post_after_work(ctx, forge.as_ref(), &task);
     Ok(done)
 }
@@ -122,12 +125,14 @@ pub(super) fn waiting(run_id: &RunId, handover: Handover) -> Result<Waiting, Fai
     }
 }
 
-/// Records a worked run on the latest state, as a tick's record phase would.
+/// Records a worked run on the latest state, as a tick's record phase would, with the host
+/// snapshot its job took (`probed`), if it took one.
 pub(super) fn record_work(
     ctx: &Context,
     task_id: &TaskId,
     run_id: &RunId,
     result: &WorkResult,
+    probed: Option<&crate::model::learned::HostSnapshot>,
 ) -> Result<WorkDone, Failure> {
     let now = ctx.later();
     let writer = Writer {
@@ -163,6 +168,17 @@ pub(super) fn record_work(
             decision.to
         );
         let recorded = store.record_run(task_id, run_id, &result.record, &decision, writer)?;
+        if let Some(snapshot) = probed {
+            store.save_host_snapshot(snapshot)?;
+        }
+        super::learned::learn_from_run(
+            store,
+            ctx,
+            (&task, run_id),
+            &result.record,
+            result.outcome.success,
+            now,
+        )?;
         Ok((line, recorded))
     })?;
     Ok(WorkDone::Recorded {
