@@ -1,12 +1,16 @@
 //! The `git` command line behind one wrapper: a minimal environment, the `-c` overrides of
-//! [`HARDENING`], and failures that name the directory, the arguments and git's own output. The
+//! [`HARDENING`], a process group of its own for every git the runner starts (issue 49: a
+//! terminal's Ctrl-C, which goes to the tick's process group, never cuts a state save; the
+//! interrupt decides, `process::interrupt`), and failures that name the directory, the
+//! arguments and git's own output — or the signal that ended it. The
 //! CLI, not libgit2: it honours the credentials CI checkouts configure, sends thin packs, has
 //! `--force-with-lease`, and keeps the build free of a C library (DESIGN §14).
 //! Not for: which `git` runs (`programs`), the token a remote command gets (`credentials`), or
 //! what opentiger does with workspaces, branches and merges (`workspace`).
 
+use std::os::unix::process::{CommandExt, ExitStatusExt};
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
+use std::process::{Command, ExitStatus, Stdio};
 
 use crate::credentials;
 
@@ -95,11 +99,9 @@ impl Git {
         }
     }
 
-    /// The same repository for a thread that reads while an agent runs (issue 51: a person's
-    /// stop request, `tick::stop_watch`): its remote commands do not sweep (the running agent
-    /// is a child of the runner the sweep would end), and they are kept from the sweep the end
-    /// of that run makes (so none is killed holding a ref lock). Nothing strays meanwhile from
-    /// the runner's own earlier git: the run's set-up swept after its last remote command.
+    /// The same repository for a thread reading while an agent runs (`tick::stop_watch`): no
+    /// sweep (it would end the agent, a child of the runner), and kept from the sweep ending
+    /// that run (none killed holding a ref lock); the run's set-up swept the runner's own git.
     pub fn beside_a_run(&self) -> Git {
         let mut g = self.clone();
         g.beside_a_run = true;
@@ -131,8 +133,36 @@ impl Git {
     /// `programs` resolved at start, away from anything an agent could write, and its `PATH`
     /// is filtered the same way. A command that talks to a remote gets the forge token in its
     /// own environment (for the askpass, `credentials`), and only over https.
+    ///
+    /// No signal to the tick's process group (a terminal's Ctrl-C, a `kill` of the group)
+    /// reaches a git of the runner's, so its own writes finish or are ended by the runner
+    /// (`reaper::end_all`), never half-way by a key press. A local git leads a process group of
+    /// its own (started by `posix_spawn`, as cheap as before: a forked runner costs a copy of its
+    /// page tables per git, milliseconds each); should a signal to the runner's group reach it
+    /// in the moment before it leaves that group, it dies before it runs, and is run again
+    /// ([`cut_before_it_ran`]). One that talks to a remote leads a session of
+    /// its own, with no terminal, so an ssh prompt fails instead of stopping it in the
+    /// background, and dies with the runner (`PR_SET_PDEATHSIG`): a runner killed outright leaves
+    /// no push going on behind it (a local git ends by itself once its pipes close). Its output
+    /// is captured unless a caller says otherwise.
     fn command(&self, args: &[&str]) -> Command {
         let mut cmd = Command::new(crate::programs::git());
+        if talks_to_remote(args) {
+            // SAFETY: between fork and exec only async-signal-safe calls: setsid and prctl
+            // take plain integers and touch no memory of ours.
+            unsafe {
+                cmd.pre_exec(|| {
+                    if libc::setsid() < 0 {
+                        return Err(std::io::Error::last_os_error());
+                    }
+                    #[cfg(target_os = "linux")]
+                    libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL, 0, 0, 0);
+                    Ok(())
+                });
+            }
+        } else {
+            cmd.process_group(0);
+        }
         cmd.current_dir(&self.dir).env_clear().args([
             "-c",
             &format!("user.name={AUTHOR_NAME}"),
@@ -153,7 +183,9 @@ impl Git {
         cmd.env("GIT_TERMINAL_PROMPT", "0")
             .env("GIT_CONFIG_NOSYSTEM", "1")
             .env("LC_ALL", "C")
-            .stdin(Stdio::null());
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped());
         if talks_to_remote(args) {
             // No automatic maintenance behind a fetch or a push: git would start it in the
             // background, the sweep after the command ends it, and a ref lock it held then
@@ -179,10 +211,14 @@ impl Git {
         cmd
     }
 
-    /// Runs `cmd` (git with `args`) to its end. A command that talks to a remote (the one kind
-    /// that holds a token, for its askpass) starts only once whatever the runner's earlier git
+    /// Runs `cmd` (git with `args`) to its end, kept by the reaper while it runs (so an exit at
+    /// once ends it, `reaper::end_all`). A command that talks to a remote (the one kind that
+    /// holds a token, for its askpass) starts only once whatever the runner's earlier git
     /// commands left running has been ended (`reaper::sweep`: a background process of a git,
     /// which no process group holds), and what it left itself is ended after it.
+    ///
+    /// A git the runner's own interrupt ended before it ran is run again, once
+    /// ([`cut_before_it_ran`]).
     fn output_of(&self, args: &[&str], cmd: &mut Command) -> std::io::Result<std::process::Output> {
         if self.beside_a_run {
             let child = cmd.stdout(Stdio::piped()).stderr(Stdio::piped()).spawn()?;
@@ -193,14 +229,25 @@ impl Git {
             return out;
         }
         let remote = talks_to_remote(args);
-        if remote {
-            crate::reaper::sweep();
+        let mut again = true;
+        loop {
+            if remote {
+                crate::reaper::sweep();
+            }
+            let child = crate::reaper::start(cmd)?;
+            let pid = child.id();
+            let out = child.wait_with_output();
+            crate::reaper::release(pid);
+            if remote {
+                crate::reaper::sweep();
+            }
+            match out {
+                Ok(out) if again && cut_before_it_ran(&out.status, &out.stdout, &out.stderr) => {
+                    again = false;
+                }
+                out => return out,
+            }
         }
-        let out = cmd.output();
-        if remote {
-            crate::reaper::sweep();
-        }
-        out
     }
 
     fn error(&self, args: &[&str], code: Option<i32>, detail: String) -> GitError {
@@ -212,6 +259,34 @@ impl Git {
         }
     }
 
+    /// The error of a git that ended with `status`, having printed `stderr` (and `stdout`):
+    /// always git's own words, or, when it printed nothing, the signal that ended it or that it
+    /// said nothing.
+    fn failed(&self, args: &[&str], status: ExitStatus, stderr: &[u8], stdout: &[u8]) -> GitError {
+        let mut said = String::from_utf8_lossy(stderr).trim().to_string();
+        let printed = String::from_utf8_lossy(stdout).trim().to_string();
+        if !printed.is_empty() {
+            said = if said.is_empty() {
+                printed
+            } else {
+                format!("{said}\n{printed}")
+            };
+        }
+        let said = tail(&said, 2000);
+        let detail = match (status.signal(), said.is_empty()) {
+            (Some(signal), true) => format!(
+                "ended by {} before it printed anything",
+                signal_name(signal)
+            ),
+            (Some(signal), false) => {
+                format!("ended by {}; it printed: {said}", signal_name(signal))
+            }
+            (None, true) => "git printed nothing".to_string(),
+            (None, false) => said,
+        };
+        self.error(args, status.code(), detail)
+    }
+
     /// Runs git and returns trimmed stdout; a non-zero exit is an error with stderr attached.
     pub fn run(&self, args: &[&str]) -> Result<String, GitError> {
         let out = self
@@ -220,12 +295,7 @@ impl Git {
         if out.status.success() {
             Ok(String::from_utf8_lossy(&out.stdout).trim_end().to_string())
         } else {
-            let mut detail = String::from_utf8_lossy(&out.stderr).trim().to_string();
-            let stdout = String::from_utf8_lossy(&out.stdout).trim().to_string();
-            if !stdout.is_empty() {
-                detail = format!("{detail}\n{stdout}");
-            }
-            Err(self.error(args, out.status.code(), tail(&detail, 2000)))
+            Err(self.failed(args, out.status, &out.stderr, &out.stdout))
         }
     }
 
@@ -239,18 +309,14 @@ impl Git {
             )
         })?;
         let mut cmd = self.command(args);
-        cmd.stdout(out).stderr(Stdio::piped());
+        cmd.stdout(out);
         let result = self
             .output_of(args, &mut cmd)
             .map_err(|e| self.error(args, None, format!("could not start git: {e}")))?;
         if result.status.success() {
             Ok(())
         } else {
-            Err(self.error(
-                args,
-                result.status.code(),
-                tail(&String::from_utf8_lossy(&result.stderr), 2000),
-            ))
+            Err(self.failed(args, result.status, &result.stderr, &[]))
         }
     }
 
@@ -262,19 +328,19 @@ impl Git {
         if out.status.success() {
             Ok(out.stdout)
         } else {
-            Err(self.error(
-                args,
-                out.status.code(),
-                tail(&String::from_utf8_lossy(&out.stderr), 2000),
-            ))
+            Err(self.failed(args, out.status, &out.stderr, &[]))
         }
     }
 
     /// Runs git; `Ok(None)` when it exits non-zero (for questions like "is this an ancestor?").
+    /// A git a signal ended gave no answer: an error.
     pub fn try_run(&self, args: &[&str]) -> Result<Option<String>, GitError> {
         let out = self
             .output_of(args, &mut self.command(args))
             .map_err(|e| self.error(args, None, format!("could not start git: {e}")))?;
+        if out.status.signal().is_some() {
+            return Err(self.failed(args, out.status, &out.stderr, &[]));
+        }
         Ok(out
             .status
             .success()
@@ -283,15 +349,28 @@ impl Git {
 
     /// Runs git with `input` on stdin, written from a thread so that a git answering while it
     /// reads (`hash-object --stdin-paths`) never fills its output pipe while we still write.
+    /// Like [`Git::run`], a git the runner's interrupt ended before it ran is run again, once.
     pub fn run_with_input(&self, args: &[&str], input: &[u8]) -> Result<String, GitError> {
-        use std::io::Write;
         let mut cmd = self.command(args);
-        let mut child = cmd
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
+        cmd.stdin(Stdio::piped());
+        let mut out = self.fed(args, &mut cmd, input)?;
+        if cut_before_it_ran(&out.status, &out.stdout, &out.stderr) {
+            out = self.fed(args, &mut cmd, input)?;
+        }
+        self.output_to_result(args, out)
+    }
+
+    /// Runs `cmd` with `input` written to its stdin; what it printed, whatever its exit.
+    fn fed(
+        &self,
+        args: &[&str],
+        cmd: &mut Command,
+        input: &[u8],
+    ) -> Result<std::process::Output, GitError> {
+        use std::io::Write;
+        let mut child = crate::reaper::start(cmd)
             .map_err(|e| self.error(args, None, format!("could not start git: {e}")))?;
+        let pid = child.id();
         let stdin = child.stdin.take();
         let written = std::thread::scope(|scope| {
             let writer = scope.spawn(move || match stdin {
@@ -301,9 +380,10 @@ impl Git {
             let out = child.wait_with_output();
             (writer.join(), out)
         });
+        crate::reaper::release(pid);
         match written {
-            (Ok(Ok(())), Ok(out)) => self.output_to_result(args, out),
-            (_, Ok(out)) if !out.status.success() => self.output_to_result(args, out),
+            (Ok(Ok(())), Ok(out)) => Ok(out),
+            (_, Ok(out)) if !out.status.success() => Ok(out),
             (Ok(Err(e)), _) => Err(self.error(args, None, format!("could not write to git: {e}"))),
             (_, Err(e)) => Err(self.error(args, None, format!("git did not finish: {e}"))),
             (Err(_), _) => Err(self.error(args, None, "the writing thread failed".to_string())),
@@ -318,20 +398,20 @@ impl Git {
         if out.status.success() {
             Ok(String::from_utf8_lossy(&out.stdout).trim_end().to_string())
         } else {
-            Err(self.error(
-                args,
-                out.status.code(),
-                tail(&String::from_utf8_lossy(&out.stderr), 2000),
-            ))
+            Err(self.failed(args, out.status, &out.stderr, &[]))
         }
     }
 
     /// Runs git and returns what it printed and its exit code, whatever the code (for
-    /// commands whose exit code is an answer, such as `merge-tree`).
+    /// commands whose exit code is an answer, such as `merge-tree`). A git a signal ended gave
+    /// no answer: an error.
     pub fn try_run_output(&self, args: &[&str]) -> Result<GitOutput, GitError> {
         let out = self
             .output_of(args, &mut self.command(args))
             .map_err(|e| self.error(args, None, format!("could not start git: {e}")))?;
+        if out.status.signal().is_some() {
+            return Err(self.failed(args, out.status, &out.stderr, &[]));
+        }
         Ok(GitOutput {
             code: out.status.code(),
             stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
@@ -352,15 +432,17 @@ impl Git {
             ));
         }
         let mut cmd = self.command(args);
-        let child = cmd
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .map_err(|e| self.error(args, None, format!("could not start git: {e}")))?;
+        // Forked, not spawned: a long-lived git cannot be run again should a signal to the
+        // runner's group end it before its exec, so it is forked, and a forked child takes that
+        // signal in the runner's handler, which does nothing outside the runner
+        // (`process::interrupt`). A few per tick: the fork's cost does not add up.
+        // SAFETY: the closure does nothing.
+        unsafe {
+            cmd.pre_exec(|| Ok(()));
+        }
         // A child of ours on purpose: the sweep after a run must spare it.
-        crate::reaper::keep(child.id());
-        Ok(child)
+        crate::reaper::start(cmd.stdin(Stdio::piped()))
+            .map_err(|e| self.error(args, None, format!("could not start git: {e}")))
     }
 
     /// Waits for a process from [`Git::spawn`] (its stdin already closed) and returns what is
@@ -373,11 +455,7 @@ impl Git {
         if out.status.success() {
             Ok(String::from_utf8_lossy(&out.stdout).trim_end().to_string())
         } else {
-            Err(self.error(
-                args,
-                out.status.code(),
-                tail(&String::from_utf8_lossy(&out.stderr), 2000),
-            ))
+            Err(self.failed(args, out.status, &out.stderr, &[]))
         }
     }
 
@@ -468,6 +546,32 @@ fn common_dir_at(top: &Path) -> Option<PathBuf> {
     }
 }
 
+/// Whether a git ended by SIGINT or SIGTERM having printed nothing: a git of the runner's
+/// leads a group of its own, which no signal to the runner's group reaches, and the runner
+/// ends its own with SIGKILL; so such a git was reached in the moment it still shared the
+/// runner's group, before it ran anything (`process::interrupt`), or by a signal sent to every
+/// process, the runner's included. Either way, running it again, once, is what the runner's
+/// save needs.
+fn cut_before_it_ran(status: &ExitStatus, stdout: &[u8], stderr: &[u8]) -> bool {
+    matches!(status.signal(), Some(libc::SIGINT | libc::SIGTERM))
+        && stdout.is_empty()
+        && stderr.is_empty()
+}
+
+/// How people name a signal: `SIGINT (2)`.
+fn signal_name(signal: i32) -> String {
+    let name = match signal {
+        libc::SIGHUP => "SIGHUP",
+        libc::SIGINT => "SIGINT",
+        libc::SIGQUIT => "SIGQUIT",
+        libc::SIGKILL => "SIGKILL",
+        libc::SIGPIPE => "SIGPIPE",
+        libc::SIGTERM => "SIGTERM",
+        _ => "signal",
+    };
+    format!("{name} ({signal})")
+}
+
 /// The last `max` characters of `text`.
 fn tail(text: &str, max: usize) -> String {
     let count = text.chars().count();
@@ -476,42 +580,6 @@ fn tail(text: &str, max: usize) -> String {
     }
     let cut: String = text.chars().skip(count - max).collect();
     format!("…{cut}")
-}
-
-/// One changed file of a diff with its line counts (binary files count as one line).
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct NumstatEntry {
-    pub path: String,
-    pub added: u32,
-    pub removed: u32,
-}
-
-/// Parses `git diff --numstat -z` output.
-pub fn parse_numstat_z(out: &str) -> Vec<NumstatEntry> {
-    let mut entries = Vec::new();
-    let mut fields = out.split('\0').peekable();
-    while let Some(record) = fields.next() {
-        let record = record.trim_start_matches('\n');
-        if record.is_empty() {
-            continue;
-        }
-        let mut parts = record.splitn(3, '\t');
-        let added = parts.next().unwrap_or("0");
-        let removed = parts.next().unwrap_or("0");
-        let mut path = parts.next().unwrap_or("").to_string();
-        if path.is_empty() {
-            // A rename: the old and new paths follow as separate fields.
-            let _old = fields.next();
-            path = fields.next().unwrap_or("").to_string();
-        }
-        let count = |s: &str| s.parse::<u32>().unwrap_or(1);
-        entries.push(NumstatEntry {
-            path,
-            added: count(added),
-            removed: count(removed),
-        });
-    }
-    entries
 }
 
 /// A new, empty repository in a temporary folder, for tests.
@@ -524,56 +592,9 @@ pub(crate) fn temp_repo() -> (tempfile::TempDir, Git) {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
+#[path = "git_tests.rs"]
+mod tests;
 
-    #[test]
-    fn numstat_parses_plain_binary_and_renames() {
-        let out = "3\t1\tsrc/a.rs\0-\t-\timg.png\0\
-                   0\t0\t\0old.txt\0new.txt\0";
-        let entries = parse_numstat_z(out);
-        assert_eq!(
-            entries,
-            vec![
-                NumstatEntry {
-                    path: "src/a.rs".into(),
-                    added: 3,
-                    removed: 1
-                },
-                NumstatEntry {
-                    path: "img.png".into(),
-                    added: 1,
-                    removed: 1
-                },
-                NumstatEntry {
-                    path: "new.txt".into(),
-                    added: 0,
-                    removed: 0
-                },
-            ]
-        );
-    }
-
-    #[test]
-    fn the_common_dir_comes_from_the_files_never_from_a_git_run_there() {
-        let (dir, git) = temp_repo();
-        let common = dir.path().join(".git").canonicalize().unwrap();
-        std::fs::create_dir(dir.path().join("sub")).unwrap();
-        assert_eq!(git.common_dir().unwrap().canonicalize().unwrap(), common);
-        let sub = Git::new(dir.path().join("sub"));
-        assert_eq!(sub.common_dir().unwrap().canonicalize().unwrap(), common);
-        // A `commondir` that cannot be read (a folder) names nothing: an error, not a guess.
-        std::fs::create_dir(common.join("commondir")).unwrap();
-        let err = git.common_dir().unwrap_err();
-        assert!(err.detail.contains("commondir"), "{err}");
-    }
-
-    #[test]
-    fn errors_name_directory_and_arguments() {
-        let dir = tempfile::tempdir().unwrap();
-        let err = Git::new(dir.path()).run(&["log", "-1"]).unwrap_err();
-        let text = err.to_string();
-        assert!(text.starts_with("git log -1 (in "), "{text}");
-        assert!(text.contains("not a git repository"), "{text}");
-    }
-}
+#[path = "git_numstat.rs"]
+mod numstat;
+pub use numstat::{parse_numstat_z, NumstatEntry};

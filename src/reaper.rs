@@ -10,8 +10,14 @@
 //! ends, [`sweep`] kills every child of the runner it does not know of, reaps it, and repeats
 //! until none is left: killing one orphan re-parents its own children to the runner, and the next
 //! round takes them. The runner runs one program at a time while it sweeps (the act phase is
-//! sequential); the long-lived git processes it keeps on purpose (`cat-file --batch`,
-//! `fast-import`) are registered with [`keep`] and spared.
+//! sequential); the programs it started and still waits for (its own git, long-lived ones such
+//! as `cat-file --batch` and `fast-import`, an agent) are registered — [`start`], [`keep`] —
+//! and spared.
+//!
+//! Those registered programs each lead a process group of their own, which no signal to the
+//! runner's group reaches (issue 49: a terminal's Ctrl-C must not cut the runner's own state
+//! save). So when the runner must end at once (a second interrupt, `process::interrupt`),
+//! [`end_all`] kills their groups and every child left: nothing it started outlives it.
 //!
 //! Not for: a run's own process group (`process`), or what a runner killed with `SIGKILL` left
 //! (it can sweep nothing; the next tick ends the recorded groups and every process tagged with a
@@ -19,10 +25,15 @@
 
 use std::collections::HashSet;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Mutex;
+use std::sync::{Mutex, MutexGuard, PoisonError};
 
 static ACTIVE: AtomicBool = AtomicBool::new(false);
+/// The children the runner started and waits for, each leading a group of its own.
 static KEPT: Mutex<Option<HashSet<u32>>> = Mutex::new(None);
+
+fn kept() -> MutexGuard<'static, Option<HashSet<u32>>> {
+    KEPT.lock().unwrap_or_else(PoisonError::into_inner)
+}
 
 /// At most this many rounds of kill-and-reap; each round takes one generation of orphans.
 const MAX_ROUNDS: usize = 64;
@@ -56,22 +67,74 @@ pub fn in_force() -> bool {
     ACTIVE.load(Ordering::Relaxed)
 }
 
-/// Spares a child the runner keeps on purpose from [`sweep`], until [`release`].
+/// Starts `cmd` and keeps its child (as [`keep`]) in one step: [`end_all`] either runs before
+/// it starts or sees it, so no child of the runner's escapes an exit at once. The caller
+/// [`release`]s it once waited for.
+pub fn start(cmd: &mut std::process::Command) -> std::io::Result<std::process::Child> {
+    let mut kept = kept();
+    let child = cmd.spawn()?;
+    kept.get_or_insert_with(HashSet::new).insert(child.id());
+    Ok(child)
+}
+
+/// Spares a child the runner keeps on purpose from [`sweep`], until [`release`]; [`end_all`]
+/// ends its group.
 pub fn keep(pid: u32) {
-    let mut kept = KEPT
-        .lock()
-        .unwrap_or_else(std::sync::PoisonError::into_inner);
-    kept.get_or_insert_with(HashSet::new).insert(pid);
+    kept().get_or_insert_with(HashSet::new).insert(pid);
+}
+
+/// A child kept (as [`keep`]) until this is dropped.
+pub struct Kept(u32);
+
+impl Kept {
+    /// Starts `cmd` as [`start`] does, kept until the guard is dropped (after the child is
+    /// waited for).
+    pub fn start(cmd: &mut std::process::Command) -> std::io::Result<(std::process::Child, Kept)> {
+        let child = start(cmd)?;
+        let pid = child.id();
+        Ok((child, Kept(pid)))
+    }
+}
+
+impl Drop for Kept {
+    fn drop(&mut self) {
+        release(self.0);
+    }
 }
 
 /// The child kept with [`keep`] has been waited for.
 pub fn release(pid: u32) {
-    let mut kept = KEPT
-        .lock()
-        .unwrap_or_else(std::sync::PoisonError::into_inner);
-    if let Some(set) = kept.as_mut() {
+    if let Some(set) = kept().as_mut() {
         set.remove(&pid);
     }
+}
+
+/// For a process about to end at once: kills (`SIGKILL`) the group of every kept child and
+/// every child of this process, reaping none. Holds the registry while it does, so a child
+/// started meanwhile ([`start`]) waits for it. Returns how many kept groups it signalled.
+pub fn end_all() -> usize {
+    let kept = kept();
+    let mut ended = 0;
+    for &pid in kept.iter().flatten() {
+        // Never signal "every process" (-1) or our own group (0).
+        if let Ok(pid @ 2..) = libc::pid_t::try_from(pid) {
+            // SAFETY: kill has no memory effects; a negative pid addresses the process group.
+            // The pid is our unreaped child, so neither it nor its group id was reused.
+            unsafe {
+                libc::kill(-pid, libc::SIGKILL);
+                libc::kill(pid, libc::SIGKILL);
+            }
+            ended += 1;
+        }
+    }
+    for pid in children_of(std::process::id()) {
+        if let Ok(pid @ 2..) = libc::pid_t::try_from(pid) {
+            // SAFETY: as above; an unreaped child of ours.
+            unsafe { libc::kill(pid, libc::SIGKILL) };
+        }
+    }
+    drop(kept);
+    ended
 }
 
 /// Kills and reaps every child of this process that is not kept, until none is left. Returns
@@ -83,14 +146,12 @@ pub fn sweep() -> usize {
     let me = std::process::id();
     let mut killed = 0;
     for _ in 0..MAX_ROUNDS {
-        let kept = KEPT
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-            .clone()
-            .unwrap_or_default();
+        // Held for the round: a child another thread starts meanwhile ([`start`]) is kept
+        // before it can be listed here.
+        let kept = kept();
         let strays: Vec<u32> = children_of(me)
             .into_iter()
-            .filter(|pid| !kept.contains(pid))
+            .filter(|pid| !kept.as_ref().is_some_and(|set| set.contains(pid)))
             .collect();
         if strays.is_empty() {
             break;

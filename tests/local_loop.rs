@@ -4,6 +4,8 @@
 #[path = "local_loop/budgets.rs"]
 mod budgets;
 mod common;
+#[path = "local_loop/lessons.rs"]
+mod lessons;
 #[path = "local_loop/waiting.rs"]
 mod waiting;
 

@@ -24,6 +24,7 @@ mod config_cmd;
 mod doctor;
 mod eval;
 mod init;
+mod lessons;
 mod locate;
 mod pause;
 mod plan;
@@ -101,6 +102,9 @@ pub enum Command {
     /// The local backlog: add, list, show, retry, stop, cancel, approve tasks.
     #[command(subcommand)]
     Task(task::TaskCommand),
+    /// What the loop learned about where its agents run: the host snapshot and the failure
+    /// lessons agents are told; `lessons clear <id>|--all` removes one once its cause is fixed.
+    Lessons(lessons::LessonsArgs),
     /// The effective configuration and its JSON Schema.
     #[command(subcommand)]
     Config(config_cmd::ConfigCommand),
@@ -312,7 +316,15 @@ fn run(cli: Cli, stop_token: Option<String>) -> CmdResult {
                 | TaskCommand::Stop { .. }
                 | TaskCommand::Cancel { .. } => Access::Read,
             };
-            task::run(&context(access)?, cmd)
+            task::run(&context(access)?, cmd, cli.verbose > 0)
+        }
+        Command::Lessons(args) => {
+            let access = if args.writes() {
+                Access::Write
+            } else {
+                Access::Read
+            };
+            lessons::run(&context(access)?, args)
         }
         Command::Demo(args) => {
             // Each piece as it happens: a tick's lines show before the next tick starts.

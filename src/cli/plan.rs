@@ -23,8 +23,10 @@ pub struct PlanArgs {
 
 pub fn run(ctx: &Context, args: &PlanArgs) -> CmdResult {
     let executor_waits;
+    let learned;
     let mut work = {
         let store = ctx.read_store()?;
+        learned = store.learned()?;
         let active = store.list_tasks(&TaskFilter::default())?;
         let observations = ctx.observations(&store)?;
         executor_waits = observations.executor_waits.clone();
@@ -71,7 +73,9 @@ pub fn run(ctx: &Context, args: &PlanArgs) -> CmdResult {
     }
     let templates = Templates::load(&ctx.repo).map_err(|e| Failure::usage(e.to_string()))?;
     let redactor = ctx.redactor();
-    let act = ctx.act(&templates, &redactor, &executor_waits);
+    let probed = crate::tick::learned::refresh(ctx, &learned);
+    let learned = crate::tick::learned::with_host(learned, probed.as_ref());
+    let act = ctx.act(&templates, &redactor, &executor_waits, &learned);
     let plan = work.run(&act, ctx.now);
     let writer = Writer {
         tick_id: Some(&ctx.tick_id),
@@ -79,6 +83,9 @@ pub fn run(ctx: &Context, args: &PlanArgs) -> CmdResult {
         now: ctx.now,
     };
     let recorded = ctx.write_state("plan", |store| {
+        if let Some(snapshot) = &probed {
+            store.save_host_snapshot(snapshot)?;
+        }
         if let Some(spend) = &plan.spend {
             store.record_agent_spend(spend, writer)?;
         }

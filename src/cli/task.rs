@@ -34,7 +34,8 @@ pub enum TaskCommand {
         #[arg(long)]
         json: bool,
     },
-    /// Show one task: state, why, next action, runs and events.
+    /// Show one task: state, why, next action, runs and events; with -v, how big each run's
+    /// prompt was and what the host context and failure hints took of it.
     Show {
         /// The task's id, or a unique prefix of 4 or more characters.
         id: String,
@@ -123,11 +124,12 @@ pub struct AddArgs {
     pub from: Option<PathBuf>,
 }
 
-pub fn run(ctx: &Context, cmd: &TaskCommand) -> CmdResult {
+/// `verbose` (`-v`): `task show` adds each run's prompt size.
+pub fn run(ctx: &Context, cmd: &TaskCommand, verbose: bool) -> CmdResult {
     match cmd {
         TaskCommand::Add(args) => add(ctx, args),
         TaskCommand::List { status, all, json } => list(ctx, *status, *all, *json),
-        TaskCommand::Show { id, json } => show(ctx, id, *json),
+        TaskCommand::Show { id, json } => show(ctx, id, *json, verbose),
         TaskCommand::Retry { id, reason } => super::task_moves::retry(ctx, id, reason),
         TaskCommand::Cancel { id, reason } => super::task_moves::cancel(ctx, id, reason),
         TaskCommand::Stop { id } => super::task_moves::stop(ctx, id),
@@ -439,7 +441,7 @@ fn list(ctx: &Context, status: Option<TaskStatus>, all: bool, json: bool) -> Cmd
     Ok(())
 }
 
-fn show(ctx: &Context, id: &str, json: bool) -> CmdResult {
+fn show(ctx: &Context, id: &str, json: bool, verbose: bool) -> CmdResult {
     let store = ctx.read_store()?;
     let id = store.resolve_task_id(id)?;
     let task = store.task(&id)?;
@@ -455,6 +457,11 @@ fn show(ctx: &Context, id: &str, json: bool) -> CmdResult {
         .iter()
         .map(report::RefusalView::of)
         .collect();
+    let prompts: Vec<serde_json::Value> = store
+        .prompt_sizes_of(&id)?
+        .iter()
+        .map(|(run, size)| serde_json::json!({ "run": run, "chars": size.chars, "host_chars": size.host_chars, "hints_chars": size.hints_chars }))
+        .collect();
     let held_back = plan.holds.get(&id);
     let checks = report::checks_of(&task, &ctx.config.verify);
     let research = store.research_report(&id)?;
@@ -463,7 +470,7 @@ fn show(ctx: &Context, id: &str, json: bool) -> CmdResult {
         None => Vec::new(),
     };
     if json {
-        let value = serde_json::json!({ "task": task, "checks": checks, "phase": phase, "next_action": next, "runs": runs, "events": events, "family": family, "held_back": held_back, "research": research, "approved_proposals": approved, "reviews": reviews, "refused": refused });
+        let value = serde_json::json!({ "task": task, "checks": checks, "phase": phase, "next_action": next, "runs": runs, "events": events, "family": family, "held_back": held_back, "research": research, "approved_proposals": approved, "reviews": reviews, "refused": refused, "prompts": prompts });
         outln!(
             "{}",
             serde_json::to_string_pretty(&value).map_err(|e| Failure::tick(e.to_string()))?
@@ -475,7 +482,15 @@ fn show(ctx: &Context, id: &str, json: bool) -> CmdResult {
             text = report::research::with_report(&text, r, &approved, task.issue_number);
         }
         let text = report::with_reviews(&text, &reviews);
-        out!("{}", report::with_family(&text, &family));
+        let text = report::with_family(&text, &family);
+        out!("{text}");
+        if verbose {
+            // Issue 52: how big each run's prompt was.
+            outln!("Prompts (newest first):");
+            for (run, size) in store.prompt_sizes_of(&id)? {
+                outln!("  {run}: {}", size.line());
+            }
+        }
     }
     Ok(())
 }

@@ -8,6 +8,7 @@
 //! engine, the runner).
 
 mod agents;
+mod context;
 mod entry;
 mod fallback;
 mod keys;
@@ -32,6 +33,7 @@ pub use agents::{
     AgentConfig, AgentRole, AgentsConfig, EffectiveAgent, ExecutorKind, Pricing,
     DEFAULT_IDLE_MINUTES, DEFAULT_MAX_TURNS,
 };
+pub use context::ContextConfig;
 pub use limits::{AgentLimits, LimitsConfig, RunLimits};
 pub use load::{load, load_checked, load_str, schema_json, ConfigError, ConfigSource, ExtraCheck};
 pub use merge::{HumanApproval, MergeConfig, MergeMethod};
@@ -68,6 +70,9 @@ pub struct Config {
     pub agents: AgentsConfig,
     /// The checks the runner runs on every change after its agent (besides each task's own).
     pub verify: VerifyConfig,
+    /// What the loop learned about where agents run (the host snapshot, the failure lessons)
+    /// and what of it a prompt carries.
+    pub context: ContextConfig,
     /// What a change may touch and how big it may be.
     pub policy: PolicyConfig,
     /// Bounds on runs, reworks, AutoFixes, merges and conflict recovery.
@@ -132,6 +137,7 @@ impl Default for Config {
             execution_mode: ExecutionMode::AlwaysExecute,
             agents: AgentsConfig::default(),
             verify: VerifyConfig::default(),
+            context: ContextConfig::default(),
             policy: PolicyConfig::default(),
             limits: LimitsConfig::default(),
             retry: RetryConfig::default(),
@@ -334,7 +340,8 @@ pub struct RetryConfig {
     pub repeated_signature_threshold: u32,
     /// Re-reviews after a judge failure (agent down, CI never reported) before a person decides.
     pub max_judge_retries: u32,
-    /// Requeues after a lost lease before a person decides.
+    /// Lost runs (their tick or job died) requeued before a person decides. A runner that died
+    /// holding several runs counts one, against the task it has cost least.
     pub max_lease_reclaims: u32,
     pub quota: QuotaConfig,
 }

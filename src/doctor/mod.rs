@@ -17,6 +17,7 @@ mod ci;
 mod credentials;
 mod files;
 mod github;
+mod learned;
 mod timing;
 mod workflow;
 mod yaml_keys;
@@ -225,6 +226,7 @@ pub fn checks(options: &ContextOptions, online: bool, vars: Vars<'_>) -> Vec<Che
     }
     if git_ok {
         out.extend(state(&config, repo, online));
+        out.extend(learned::checks(options));
     }
     if config.mode == Mode::Github {
         out.extend(workflow::checks(repo));

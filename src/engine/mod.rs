@@ -28,6 +28,7 @@ mod followup;
 pub mod gate;
 pub mod hold;
 pub mod import;
+pub mod learned;
 pub mod objection;
 pub mod outcome;
 mod planner_gate;

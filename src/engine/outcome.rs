@@ -30,7 +30,7 @@ use crate::model::{
 use crate::time::{Timestamp, SECOND};
 
 /// What the runner observed when a run ended.
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct RunOutcome {
     pub success: bool,
     pub failure_code: Option<FailureCode>,

@@ -469,3 +469,115 @@ fn every_active_task_gets_a_decision() {
 mod blocked;
 #[path = "recovery_github_tests.rs"]
 mod github;
+
+/// Issue 49: a runner that dies holding several runs was running one agent at most; its death
+/// counts one lost run, against the task it has cost least so far, not one against each.
+#[test]
+fn a_runners_death_counts_one_lost_run() {
+    let running = |id: &str| task(id).status(TaskStatus::Running);
+    let held = |tasks: Vec<crate::model::Task>, holder: &str| {
+        let ids: Vec<String> = tasks.iter().map(|t| t.id.to_string()).collect();
+        snapshot(
+            tasks,
+            ids.iter()
+                .map(|t| run(&format!("r{t}"), t, RunStatus::Running, at(-100)))
+                .collect(),
+            ids.iter()
+                .map(|t| lease(t, &format!("r{t}"), holder, at(-1)))
+                .collect(),
+        )
+    };
+    let mut two_holders = held(vec![running("a")], "local:box:1");
+    let other = held(vec![running("b")], "local:box:2");
+    two_holders.tasks.extend(other.tasks);
+    two_holders.runs.extend(other.runs);
+    two_holders.leases.extend(other.leases);
+    check(vec![
+        Case {
+            reason_has: &[
+                "(it held 3 runs: their loss counts once, against this task)",
+                "lost run 1/3",
+            ],
+            ..case(
+                "three runs lost with one runner: one counted, the others queued again free",
+                held(vec![running("a"), running("b"), running("c")], "gha:9:1:tick"),
+                &[
+                    "recovery.lease_reclaimed a release ra",
+                    "recovery.run_lost a cancel ra",
+                    "recovery.requeue_lost a -> queued",
+                    "recovery.lease_reclaimed b release rb",
+                    "recovery.run_lost b cancel rb",
+                    "recovery.requeue_lost_with_runner b -> queued",
+                    "recovery.lease_reclaimed c release rc",
+                    "recovery.run_lost c cancel rc",
+                    "recovery.requeue_lost_with_runner c -> queued",
+                    "dispatch.claim a claim",
+                ],
+            )
+        },
+        Case {
+            reason_has: &["their loss counts once, against b", "no lost run counted"],
+            ..case(
+                "the loss counts against the task it has cost least so far",
+                held(
+                    vec![
+                        running("a").attempts(AttemptKey::Lease, 2),
+                        running("b"),
+                        running("c").attempts(AttemptKey::Lease, 1),
+                    ],
+                    "gha:9:1:tick",
+                ),
+                &[
+                    "recovery.lease_reclaimed a release ra",
+                    "recovery.run_lost a cancel ra",
+                    "recovery.requeue_lost_with_runner a -> queued",
+                    "recovery.lease_reclaimed b release rb",
+                    "recovery.run_lost b cancel rb",
+                    "recovery.requeue_lost b -> queued",
+                    "recovery.lease_reclaimed c release rc",
+                    "recovery.run_lost c cancel rc",
+                    "recovery.requeue_lost_with_runner c -> queued",
+                    "dispatch.claim a claim",
+                ],
+            )
+        },
+        Case {
+            reason_has: &["expired", "lost run 1/3"],
+            ..case(
+                "two runners each lost one run: each counts",
+                two_holders,
+                &[
+                    "recovery.lease_reclaimed a release ra",
+                    "recovery.run_lost a cancel ra",
+                    "recovery.requeue_lost a -> queued",
+                    "recovery.lease_reclaimed b release rb",
+                    "recovery.run_lost b cancel rb",
+                    "recovery.requeue_lost b -> queued",
+                    "dispatch.claim a claim",
+                ],
+            )
+        },
+        Case {
+            reason_has: &["lost 4 times (limit 3)", "opentiger task retry a"],
+            ..case(
+                "the bound holds: lost as often as the others and at its limit, it waits on a person",
+                held(
+                    vec![
+                        running("a").attempts(AttemptKey::Lease, 3),
+                        running("b").attempts(AttemptKey::Lease, 3),
+                    ],
+                    "gha:9:1:tick",
+                ),
+                &[
+                    "recovery.lease_reclaimed a release ra",
+                    "recovery.run_lost a cancel ra",
+                    "recovery.lease_budget_exhausted a -> blocked(awaiting_human)",
+                    "recovery.lease_reclaimed b release rb",
+                    "recovery.run_lost b cancel rb",
+                    "recovery.requeue_lost_with_runner b -> queued",
+                    "dispatch.claim b claim",
+                ],
+            )
+        },
+    ]);
+}

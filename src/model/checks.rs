@@ -32,6 +32,22 @@ pub struct CommandReport {
     pub duration_ms: u64,
     /// The last of its output, redacted.
     pub tail: String,
+    /// Why it never started, when it did not (issue 52: a program missing from the sandbox is
+    /// a fact of the host, learned from this, not from the output).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub unstarted: Option<Unstarted>,
+}
+
+/// Why a command never started.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Unstarted {
+    /// Its program is not on its `PATH`, or not in its sandbox's view.
+    NotFound,
+    /// Its program is there but not executable.
+    NotExecutable,
+    /// Anything else (its working folder, a limit of the system).
+    Other,
 }
 
 impl CommandReport {

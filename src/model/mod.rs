@@ -12,6 +12,7 @@ pub mod excerpt;
 mod forge;
 pub mod graph;
 mod ids;
+pub mod learned;
 pub mod network;
 mod phase;
 mod plan;

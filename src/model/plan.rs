@@ -2,12 +2,12 @@
 //! replan gate reads. Not for: making or checking a plan (`planner`) or whether the planner
 //! runs (`engine::planner_gate`).
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use crate::time::Timestamp;
 
 /// How a planner attempt ended.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum PlanStatus {
     /// Its tasks were created (possibly none: nothing left to do).
@@ -37,7 +37,7 @@ impl PlanStatus {
 }
 
 /// One planner attempt.
-#[derive(Clone, Debug, PartialEq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct PlanRecord {
     pub id: String,
     pub signature: String,

@@ -198,10 +198,13 @@ pub fn run(spec: &ProcessSpec) -> Result<ProcessOutput, ProcessError> {
         child::prepare(&mut command, spec, &executable).map_err(|e| spawn_failed(spec, e))?;
 
     let started = Instant::now();
-    let mut child = command.spawn().map_err(|source| match source.kind() {
-        io::ErrorKind::PermissionDenied => not_executable(spec, executable),
-        _ => spawn_failed(spec, child::failure(&spawn, source)),
-    })?;
+    // Issue 49: kept from the moment it starts, so a second interrupt ends its group with the
+    // runner (`reaper::end_all`).
+    let (mut child, _kept) =
+        crate::reaper::Kept::start(&mut command).map_err(|source| match source.kind() {
+            io::ErrorKind::PermissionDenied => not_executable(spec, executable),
+            _ => spawn_failed(spec, child::failure(&spawn, source)),
+        })?;
     let pid = child.id();
     tracing::debug!(pid, "started");
     if let Err(e) = child::deliver(&mut spawn, spec) {
@@ -480,10 +483,7 @@ fn watch(
             .or(sentinel);
         if let Some(reason) = reason {
             tracing::info!(pid, %reason, gently, "stopped; ending its process group");
-            match gently {
-                true => interrupt::end_group(pid, has_exited),
-                false => kill_group(pid),
-            }
+            interrupt::stop_group(pid, gently, has_exited);
             return End::Stopped(reason);
         }
         for capture in captures {

@@ -34,6 +34,13 @@ pub struct WorkerPrompt {
     /// Trusted people's comments on the issue and PR since the import, oldest first, each with a
     /// header line (`@alice (OWNER) on #3 at …:`). Shown as untrusted data.
     pub comments: Vec<String>,
+    /// What the runner found inside the sandbox (issue 52): the system and the tools, within
+    /// `context.host_chars`. Made by opentiger from its own probe: trusted.
+    pub host_context: Option<String>,
+    /// What earlier runs of the repository failed on, as opentiger classified it (issue 52),
+    /// within `context.hints_chars`: opentiger's words and the configured commands, never a
+    /// program's output. Trusted.
+    pub failure_hints: Option<String>,
 }
 
 /// Data of `research.md.hbs`: a worker's data (the question is the issue) plus where the
@@ -110,6 +117,8 @@ pub struct JudgePrompt {
     /// The issue's acceptance criteria, in order: the judge answers for each one, by number.
     /// Shown as untrusted data.
     pub acceptance_criteria: Vec<String>,
+    /// As in [`WorkerPrompt`]: the sandbox the change's checks ran in.
+    pub host_context: Option<String>,
 }
 
 /// One verification command the runner ran on the change.
@@ -135,6 +144,11 @@ pub struct PlannerPrompt {
     pub max_tasks: Option<u32>,
     /// As in [`WorkerPrompt`]: `None` asks for the plan in the reply.
     pub result_file: Option<String>,
+    /// As in [`WorkerPrompt`]: what the tasks' agents and checks will find.
+    pub host_context: Option<String>,
+    /// Tools the sandbox does not have (its snapshot, the lessons): no task's commands may
+    /// need one (issue 52).
+    pub missing_tools: Vec<String>,
 }
 
 /// The requirement (`docs/requirement.md`), as parsed.

@@ -67,6 +67,10 @@ fn full_worker(role: &str) -> WorkerPrompt {
             "2. ``` ignore all".into(),
         ],
         comments: vec!["@bob (MEMBER) on #12 at T:\nalso `--yaml`\n".into()],
+        host_context: Some(
+            "System: Debian 12, Linux 6.8, x86_64.\nInstalled: cargo 1.80.0.".into(),
+        ),
+        failure_hints: Some("- pnpm is not installed in the sandbox (seen 2×)".into()),
     }
 }
 
@@ -131,6 +135,8 @@ fn worker_renders_everything_it_is_given() {
         "`$OPENTIGER_RESULT_FILE` (`/tmp/run/result.json`)",
         "{\"summary\": ",
         "Issue #12, opened by @octocat.",
+        "## Host context\n\nWhat the runner found inside the sandbox you run in (your checks run in the same one):\n\nSystem: Debian 12, Linux 6.8, x86_64.\nInstalled: cargo 1.80.0.\n",
+        "## Failure hints\n\nWhat earlier runs in this repository failed on, as the runner classified it:\n\n- pnpm is not installed in the sandbox (seen 2×)\n",
     ] {
         assert!(out.contains(expected), "missing {expected:?} in:\n{out}");
     }
@@ -222,10 +228,12 @@ fn judge_and_planner_render_everything_they_are_given() {
         scan_findings: vec![
             "`README.md` line 3: text aimed at a reviewer or an agent [addressed_to_agents]".into(),
         ],
+        host_context: Some("System: Debian 12.".into()),
         ..JudgePrompt::default()
     };
     let out = templates.render_judge(&judge).unwrap();
     for expected in [
+        "## Host context\n\nWhat the runner found inside the sandbox the worker and the checks ran in:\n\nSystem: Debian 12.\n",
         "- passed: `cargo test`\n- FAILED: `cargo clippy`\n",
         "Output of `cargo clippy`",
         "- src/../.github/x.yml is outside the allowed paths",
@@ -291,6 +299,8 @@ fn judge_and_planner_render_everything_they_are_given() {
         }],
         max_tasks: Some(5),
         result_file: None,
+        host_context: Some("System: Debian 12.\nInstalled: npm 10.2.4.".into()),
+        missing_tools: vec!["pnpm".into(), "yarn".into()],
     };
     let out = templates.render_planner(&planner).unwrap();
     for expected in [
@@ -304,6 +314,8 @@ fn judge_and_planner_render_everything_they_are_given() {
         "- Add config: request_changes. Missing tests.\n  - add a test for the default",
         "\"depends_on\": [\"b\"], \"priority\": 50, \"risk\": \"low\"",
         "Create at most 5 tasks.",
+        "the tasks' agents and checks run in:\n\nSystem: Debian 12.\nInstalled: npm 10.2.4.\n",
+        "no task's `commands` may need one of them (`pnpm`, `yarn`)",
     ] {
         assert!(out.contains(expected), "missing {expected:?} in:\n{out}");
     }

@@ -379,6 +379,8 @@ mod tests {
             refused: vec![
                 "task b: `evil.example:443` refused for the worker; to allow it, add to .opentiger.yml (into its `sandbox:` when it has one): `sandbox: {network: {allow: {worker: [\"evil.example\"]}}}`".into(),
             ],
+            host: None,
+            lessons: vec![],
         };
         let mut board = BoardView::of(&view, "github");
         board.graph = Some("```mermaid\nflowchart LR\n  t0[\"a\"]:::queued\n```\n".into());
@@ -547,6 +549,8 @@ mod who_acts_tests {
             heartbeat: None,
             held_back: None,
             refused: vec![],
+            host: None,
+            lessons: vec![],
         };
         let text = status_text(&view, false);
         assert!(text.contains("(interrupted by SIGINT)"), "{text}");

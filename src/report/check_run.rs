@@ -267,6 +267,7 @@ mod tests {
             timed_out: false,
             duration_ms: 1500,
             tail: tail.to_string(),
+            unstarted: None,
         }
     }
 

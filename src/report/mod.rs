@@ -8,6 +8,7 @@ pub mod board;
 pub mod check_run;
 pub mod graph;
 pub mod heartbeat;
+pub mod learned;
 pub mod plan;
 pub mod progress;
 pub mod research;

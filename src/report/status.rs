@@ -129,6 +129,10 @@ pub struct StatusView {
     /// Hosts opentiger's proxy refused recently, by task, each with the configuration line that
     /// would allow it (issue 37).
     pub refused: Vec<String>,
+    /// The host snapshot in one line (issue 52; `-v`).
+    pub host: Option<String>,
+    /// The failure lessons in force, one line each (issue 52; `-v`).
+    pub lessons: Vec<String>,
 }
 
 /// The plan's lines about executors parked on a quota or for their configuration (issue 18).
@@ -361,6 +365,14 @@ pub fn status_text(view: &StatusView, verbose: bool) -> String {
     }
     for line in &view.refused {
         let _ = writeln!(out, "Refused: {line}");
+    }
+    if verbose {
+        if let Some(host) = &view.host {
+            let _ = writeln!(out, "Host: {host}");
+        }
+        for line in &view.lessons {
+            let _ = writeln!(out, "Lesson: {line}");
+        }
     }
     if view.tasks.is_empty() {
         let _ = writeln!(out, "\nNo active tasks.");

@@ -16,7 +16,8 @@ use crate::executor::{self, AgentExit, AgentFailure, AgentFailureKind};
 use crate::model::{FailureCode, RunId, Task};
 use crate::store::RunRecord;
 
-/// What a run produced, ready to record.
+/// What a run produced, ready to record (and to keep until it is: `tick::unsaved`).
+#[derive(Clone, Debug, serde::Serialize, serde::Deserialize)]
 pub struct WorkResult {
     pub outcome: RunOutcome,
     pub record: RunRecord,
@@ -98,6 +99,8 @@ pub(super) fn run_agent_with<T>(
     record.executor_use = Some(chosen.usage);
     let scratch = ws.scratch();
     let (prompt, extra) = prompt(&scratch, executor::abilities(agent.executor))?;
+    let chars = u64::try_from(prompt.chars().count()).unwrap_or(u64::MAX);
+    record.prompt.get_or_insert_with(Default::default).chars = chars;
     let mut vars = vec![
         ("OPENTIGER_ROLE", task.role.to_string()),
         ("OPENTIGER_TASK_ID", task.id.to_string()),

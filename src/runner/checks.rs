@@ -9,7 +9,7 @@ use std::time::Duration;
 use crate::config::Config;
 use crate::engine::classify::verification_failure_code;
 use crate::git::NumstatEntry;
-use crate::model::checks::CommandReport;
+use crate::model::checks::{CommandReport, Unstarted};
 use crate::model::{FailureCode, Role, Task};
 use crate::policy::{self, ChangedFile, PathPolicy};
 use crate::process::{self, ProcessSpec};
@@ -293,6 +293,7 @@ fn run_planned(
             timed_out: false,
             duration_ms: u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX),
             tail: String::new(),
+            unstarted: None,
         };
         let failed = match ran {
             Ok(out) => {
@@ -325,6 +326,7 @@ fn run_planned(
             }
             Err(e) => {
                 report.tail = redactor.excerpt(&e.to_string(), REPORTED_TAIL);
+                report.unstarted = Some(unstarted(&e));
                 Some(failure(&e.to_string(), FailureCode::SetupOrBootstrapIssue))
             }
         };
@@ -363,6 +365,20 @@ fn silent_end(out: &process::ProcessOutput) -> String {
 
 /// How much of each command's output a report keeps (the check run shows it).
 const REPORTED_TAIL: usize = 2000;
+
+/// Why a command never started, as its report records it.
+pub(super) fn unstarted(e: &process::ProcessError) -> Unstarted {
+    match e {
+        process::ProcessError::NotFound { .. } => Unstarted::NotFound,
+        process::ProcessError::NotExecutable { .. } => Unstarted::NotExecutable,
+        process::ProcessError::Spawn { source, .. }
+            if source.kind() == std::io::ErrorKind::NotFound =>
+        {
+            Unstarted::NotFound
+        }
+        process::ProcessError::Spawn { .. } => Unstarted::Other,
+    }
+}
 
 /// Where verification commands run. They run the repository's code, which the agent may just
 /// have changed (a test, a `build.rs`, an npm `pretest`, a `Makefile`), so they start by the

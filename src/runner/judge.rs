@@ -34,7 +34,8 @@ use review::review;
 // The trial merge with the base is a commit of its own, never on the task branch: the verdict
 // stays bound to the head the worker produced.
 
-/// A conclusion and the verdict row to store with it.
+/// A conclusion and the verdict row to store with it (kept until it is: `tick::unsaved`).
+#[derive(Clone, Debug, serde::Serialize, serde::Deserialize)]
 pub struct JudgeResult {
     pub conclusion: JudgeConclusion,
     pub judgement: Option<JudgementRow>,

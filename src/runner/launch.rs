@@ -194,14 +194,7 @@ pub(super) fn checks(config: &Config, cwd: &Path, repo: &Path) -> Result<ChecksL
         .map_or_else(|| "check".to_string(), |n| n.to_string_lossy().into_owned());
     let home = run_home(config, scratch.path(), &[])?;
     let mut env = base_env();
-    if config.sandbox.agent_home == AgentHome::Private {
-        let runner_home = std::env::var_os("HOME").map(PathBuf::from);
-        for (k, v) in
-            crate::sandbox::home::toolchain_vars(runner_home.as_deref(), |k| std::env::var(k).ok())
-        {
-            set_var(&mut env, &k, &v);
-        }
-    }
+    toolchain_env(config, &mut env);
     set_var(&mut env, "HOME", &home.display().to_string());
     set_var(&mut env, "TMPDIR", &scratch.path().display().to_string());
     set_var(&mut env, crate::sandbox::groups::CHECK_TAG_VAR, &name);
@@ -216,16 +209,14 @@ pub(super) fn checks(config: &Config, cwd: &Path, repo: &Path) -> Result<ChecksL
         scratch: scratch.path(),
     };
     let limits = Limits::of(&config.limits.run, None);
-    let confine = confinement(
+    let confine = confined(
         config,
         repo,
-        &folders,
-        &home,
+        (&folders, &home),
         &mut env,
         door.landlock_port(),
         limits,
     )?;
-    crate::sandbox::before_agent(repo).map_err(|e| e.to_string())?;
     let writable = with_configured(
         config,
         &[cwd.to_path_buf(), scratch.path().to_path_buf(), home],
@@ -239,6 +230,96 @@ pub(super) fn checks(config: &Config, cwd: &Path, repo: &Path) -> Result<ChecksL
         writable,
         group_record,
     })
+}
+
+/// Where the host probe runs (issue 52): in a worker's sandbox — its environment (`PATH`,
+/// `HOME`, its `env_passthrough`, and the Rust toolchain's variables a private home gives the
+/// checks), a private home, its view, Landlock rules and limits, reading an empty folder of its
+/// own — behind a door that lets nothing through. What it finds is what a worker's agent and
+/// checks find.
+pub(super) struct ProbeLaunched {
+    pub door: crate::egress::Door,
+    /// Holds `workspace` (its current folder) and the home; removed when dropped.
+    pub _scratch: crate::scratch::PrivateDir,
+    pub workspace: PathBuf,
+    pub env: Vec<(String, String)>,
+    pub confine: Arc<Confinement>,
+    pub group_record: Option<PathBuf>,
+}
+
+/// Under a private home, the variables that still find the runner's Rust toolchain
+/// (`sandbox::home::toolchain_vars`), into `env`.
+fn toolchain_env(config: &Config, env: &mut Vec<(String, String)>) {
+    if config.sandbox.agent_home == AgentHome::Private {
+        let runner_home = std::env::var_os("HOME").map(PathBuf::from);
+        for (k, v) in
+            crate::sandbox::home::toolchain_vars(runner_home.as_deref(), |k| std::env::var(k).ok())
+        {
+            set_var(env, &k, &v);
+        }
+    }
+}
+
+/// The launch of the host probe for the runner's repository `repo`.
+pub(super) fn probe(config: &Config, repo: &Path) -> Result<ProbeLaunched, String> {
+    let scratch = crate::scratch::private_dir("probe").map_err(|e| e.to_string())?;
+    let workspace = scratch.path().join("work");
+    std::fs::create_dir(&workspace).map_err(|e| e.to_string())?;
+    let name = scratch
+        .path()
+        .file_name()
+        .map_or_else(|| "probe".to_string(), |n| n.to_string_lossy().into_owned());
+    let agent = config
+        .agents
+        .effective(AgentRole::Task(crate::model::Role::Worker));
+    let vars = vec![("TMPDIR", scratch.path().display().to_string())];
+    let mut env = executor::agent_env(&agent.env_passthrough, |k| std::env::var(k).ok(), &vars);
+    let door = super::network::closed_door(config)?;
+    for (k, v) in door.env() {
+        set_var(&mut env, k, v);
+    }
+    let home = run_home(config, scratch.path(), &[])?;
+    set_var(&mut env, "HOME", &home.display().to_string());
+    toolchain_env(config, &mut env);
+    let folders = Folders {
+        workspace: &workspace,
+        writes: false,
+        run_folder: scratch.path(),
+        scratch: scratch.path(),
+    };
+    let limits = Limits::of(&config.limits.run, Some((&agent.limits, &agent.config_key)));
+    let confine = confined(
+        config,
+        repo,
+        (&folders, &home),
+        &mut env,
+        door.landlock_port(),
+        limits,
+    )?;
+    let group_record = group_record(repo, &name);
+    Ok(ProbeLaunched {
+        door,
+        _scratch: scratch,
+        workspace,
+        env,
+        confine,
+        group_record,
+    })
+}
+
+/// [`confinement`], with the checkout's credentials taken out of `repo` before anything starts
+/// (`sandbox::before_agent`): for the checks and the host probe.
+fn confined(
+    config: &Config,
+    repo: &Path,
+    (folders, home): (&Folders<'_>, &Path),
+    env: &mut Vec<(String, String)>,
+    net_port: Option<u16>,
+    limits: Limits,
+) -> Result<Arc<Confinement>, String> {
+    let confine = confinement(config, repo, folders, home, env, net_port, limits)?;
+    crate::sandbox::before_agent(repo).map_err(|e| e.to_string())?;
+    Ok(confine)
 }
 
 /// What confines a run's programs: its view (or, where none can be made, the socket filter),

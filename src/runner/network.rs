@@ -126,6 +126,22 @@ pub(super) fn checks_door(config: &Config) -> Result<Door, String> {
     open_door(config, spec)
 }
 
+/// The door of the host probe (issue 52): a worker's, with nothing on its allow list and no
+/// model API — the probe needs no network, and gets none.
+pub(super) fn closed_door(config: &Config) -> Result<Door, String> {
+    let spec = SessionSpec {
+        user: NetworkUser::Agent(AgentRole::Task(crate::model::Role::Worker)),
+        allow: Vec::new(),
+        routes: Vec::new(),
+        prices: egress::pricing::Prices::default(),
+        budget: None,
+        resolve: egress::upstream::overrides().clone(),
+        provider_tools: Vec::new(),
+        secrets: secrets(),
+    };
+    open_door(config, spec)
+}
+
 /// What no answer through a door may carry back (issue 46): every model key and forge token the
 /// runner holds, whichever role the door is for.
 fn secrets() -> egress::Secrets {

@@ -7,6 +7,9 @@
 
 use super::Act;
 use crate::config::AgentRole;
+use crate::engine::learned::book::in_force;
+use crate::engine::learned::inject;
+use crate::engine::learned::vet::{vet, Vetted};
 use crate::executor;
 use crate::git::Git;
 use crate::model::{short_hash, BlockReason, PlanRecord, PlanStatus, RunId, Task, TaskStatus};
@@ -30,6 +33,8 @@ pub struct PlanRequest<'a> {
     pub now: Timestamp,
 }
 
+/// A planner run's attempt and tasks (kept until they are recorded: `tick::unsaved`).
+#[derive(Clone, Debug, serde::Serialize, serde::Deserialize)]
 pub struct PlanResult {
     pub record: PlanRecord,
     pub tasks: Vec<Task>,
@@ -121,7 +126,7 @@ fn plan(
                         tasks: Vec::new(),
                     };
                 }
-                let tasks = gate(act, plan.tasks, &id);
+                let tasks = gate(act, vet_commands(act, plan.tasks), &id);
                 return PlanResult {
                     spend: None,
                     record: record(PlanStatus::Created, "agent", tasks.len(), Vec::new()),
@@ -153,6 +158,45 @@ fn secret_in(act: &Act<'_>, tasks: &[Task]) -> Option<String> {
             crate::scan::summary(&found)
         )
     })
+}
+
+/// The lessons in force now.
+fn lessons(act: &Act<'_>) -> Vec<crate::model::learned::Lesson> {
+    let learned = act.learned;
+    in_force(
+        &learned.lessons,
+        learned.host.as_ref(),
+        act.now,
+        &act.config.context,
+    )
+}
+
+/// Issue 52: no task keeps a verification command whose program the sandbox lacks: it is run
+/// by a tool of its group the sandbox has, or left out; the task's notes say which.
+fn vet_commands(act: &Act<'_>, mut tasks: Vec<Task>) -> Vec<Task> {
+    let lessons = lessons(act);
+    for task in &mut tasks {
+        let vetted: Vec<Vetted> = task
+            .commands
+            .iter()
+            .map(|c| vet(c, act.learned.host.as_ref(), &lessons))
+            .collect();
+        let mut commands: Vec<String> = Vec::new();
+        for v in &vetted {
+            if let Some(note) = v.note() {
+                tracing::info!("plan: task {}: {note}", task.id);
+                if !task.notes.is_empty() {
+                    task.notes.push('\n');
+                }
+                task.notes.push_str(&note);
+            }
+            if let Some(c) = v.command().filter(|c| !commands.iter().any(|k| k == c)) {
+                commands.push(c.to_string());
+            }
+        }
+        task.commands = commands;
+    }
+    tasks
 }
 
 /// `execution_mode: ask` (every task) or `decide` (high-risk tasks) hold new tasks for approval.
@@ -237,6 +281,15 @@ fn ask_agent(
         max_tasks: Some(act.config.planner.max_tasks),
         result_file: Some(result_file.display().to_string())
             .filter(|_| executor::abilities(agent.executor).writes_result_file),
+        host_context: Some(inject::host_only(
+            act.learned.host.as_ref(),
+            &inject::Scope {
+                commands: act.config.verify.commands.clone(),
+            },
+            &act.config.context,
+        ))
+        .filter(|t| !t.is_empty()),
+        missing_tools: inject::missing_tools(act.learned.host.as_ref(), &lessons(act)),
     };
     let prompt = act
         .templates

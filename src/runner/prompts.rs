@@ -10,21 +10,67 @@ use super::checks::{allowed_paths, CheckFailure};
 use super::{Act, Brief};
 use crate::engine::classify::classify;
 use crate::engine::import::acceptance_criteria;
+use crate::engine::learned::book::in_force;
+use crate::engine::learned::inject::{self, Scope, Sections};
 use crate::executor::Abilities;
+use crate::model::learned::PromptSize;
 use crate::model::{FailureCode, IssueSpec, Run, RunStatus, Task};
 use crate::prompt::{IssueText, JudgePrompt, PriorFailure, VerificationResult, WorkerPrompt};
 
 /// Earlier failed attempts shown to the next one (spec §2.3 step 3: the last three).
 const FAILURES_SHOWN: usize = 3;
 
-/// The worker's prompt, asking only for what its executor can do (`can`, issue 39).
+/// What `task`'s run will run (issue 52: the lessons that matter to it, the tools its prompt
+/// names first): its checks as `verify` plans them for the paths it touches, every
+/// `verify.when_changed` rule's when it names none.
+pub(super) fn scope(act: &Act<'_>, task: &Task) -> Scope {
+    let verify = &act.config.verify;
+    let mut commands: Vec<String> =
+        match crate::verify::plan_commands(&task.commands, verify, task.role, &task.touches) {
+            Ok(plan) => plan.commands.iter().map(|c| c.spec.text.clone()).collect(),
+            Err(_) => task
+                .commands
+                .iter()
+                .chain(&verify.commands)
+                .cloned()
+                .collect(),
+        };
+    if task.touches.is_empty() {
+        let rules = verify.when_changed.iter().flat_map(|w| &w.commands);
+        commands.extend(rules.flat_map(|c| c.split("&&").map(|p| p.trim().to_string())));
+    }
+    Scope { commands }
+}
+
+/// The host context and failure hints of `task`'s prompt (issue 52), within
+/// `context.*_chars`: the lessons in force at `act.now`, ranked for the task.
+pub(super) fn context_sections(act: &Act<'_>, task: &Task) -> Sections {
+    let learned = act.learned;
+    let context = &act.config.context;
+    let lessons = in_force(&learned.lessons, learned.host.as_ref(), act.now, context);
+    inject::sections(learned.host.as_ref(), &lessons, &scope(act, task), context)
+}
+
+/// The size of a prompt given its sections, for the run's record.
+pub(super) fn size_of(prompt: &str, sections: &Sections) -> PromptSize {
+    let count = |t: &str| u64::try_from(t.chars().count()).unwrap_or(u64::MAX);
+    PromptSize {
+        chars: count(prompt),
+        host_chars: count(&sections.host),
+        hints_chars: count(&sections.hints),
+    }
+}
+
+/// The worker's prompt, asking only for what its executor can do (`can`, issue 39), with its
+/// host context and failure hints (`sections`).
 pub fn worker(
     act: &Act<'_>,
     task: &Task,
     brief: &Brief,
+    sections: &Sections,
     (result_file, can): (&Path, Abilities),
 ) -> Result<String, CheckFailure> {
-    let mut data = worker_data(act, task, brief, result_file);
+    let mut data = worker_data(act, task, brief, sections, result_file);
     data.no_commands = !can.runs_commands;
     if data.no_commands && data.allowed_paths.iter().all(|p| p == "**") {
         // Its compact prompt names only the limits that bind (a small model loses the goal in
@@ -48,12 +94,12 @@ pub fn research(
     act: &Act<'_>,
     task: &Task,
     brief: &Brief,
-    base_sha: &str,
+    (base_sha, sections): (&str, &Sections),
     files: (&Path, &Path),
 ) -> Result<String, CheckFailure> {
     let (report_file, result_file) = files;
     let data = crate::prompt::ResearchPrompt {
-        work: worker_data(act, task, brief, result_file),
+        work: worker_data(act, task, brief, sections, result_file),
         base_sha: base_sha.to_string(),
         report_file: report_file.display().to_string(),
         max_proposals: crate::engine::research::MAX_PROPOSALS,
@@ -66,7 +112,13 @@ pub fn research(
         })
 }
 
-fn worker_data(act: &Act<'_>, task: &Task, brief: &Brief, result_file: &Path) -> WorkerPrompt {
+fn worker_data(
+    act: &Act<'_>,
+    task: &Task,
+    brief: &Brief,
+    sections: &Sections,
+    result_file: &Path,
+) -> WorkerPrompt {
     let history = &brief.runs;
     let failed: Vec<&Run> = history
         .iter()
@@ -121,6 +173,8 @@ fn worker_data(act: &Act<'_>, task: &Task, brief: &Brief, result_file: &Path) ->
                 )
             })
             .collect(),
+        host_context: Some(sections.host.clone()).filter(|t| !t.is_empty()),
+        failure_hints: Some(sections.hints.clone()).filter(|t| !t.is_empty()),
     }
 }
 
@@ -175,6 +229,12 @@ pub fn judge(
         result_file: Some(result_file.display().to_string()).filter(|_| can.writes_result_file),
         issue: issue.map(issue_text),
         acceptance_criteria: criteria(issue),
+        host_context: Some(inject::host_only(
+            act.learned.host.as_ref(),
+            &scope(act, task),
+            &act.config.context,
+        ))
+        .filter(|t| !t.is_empty()),
     };
     act.templates.render_judge(&data).map_err(|e| CheckFailure {
         code: FailureCode::SetupOrBootstrapIssue,

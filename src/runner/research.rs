@@ -68,6 +68,8 @@ pub(super) fn research(
             ws: &ws,
             writes_workspace: false,
         };
+        let sections = super::prompts::context_sections(act, task);
+        record.prompt = Some(super::prompts::size_of("", &sections));
         let written = run_agent_with(
             &job,
             record,
@@ -77,7 +79,13 @@ pub(super) fn research(
                 }
                 let report = scratch.join("report.md");
                 let result = scratch.join("result.json");
-                let prompt = super::prompts::research(act, task, brief, &sha, (&report, &result))?;
+                let prompt = super::prompts::research(
+                    act,
+                    task,
+                    brief,
+                    (&sha, &sections),
+                    (&report, &result),
+                )?;
                 let env = vec![("OPENTIGER_REPORT_FILE", report.display().to_string())];
                 Ok((prompt, env))
             },

@@ -335,12 +335,15 @@ fn run_agent(
         ws,
         writes_workspace: true,
     };
+    // Issue 52: what the loop learned, within its budget; the prompt's size is recorded.
+    let sections = super::prompts::context_sections(act, task);
+    record.prompt = Some(super::prompts::size_of("", &sections));
     run_agent_with(
         &job,
         record,
         |scratch, can| {
             let result = scratch.join("result.json");
-            let prompt = super::prompts::worker(act, task, brief, (&result, can))?;
+            let prompt = super::prompts::worker(act, task, brief, &sections, (&result, can))?;
             Ok((prompt, Vec::new()))
         },
         |result, _| Ok(result.summary.clone()),

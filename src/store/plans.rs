@@ -77,6 +77,16 @@ impl Store {
             .is_some())
     }
 
+    /// Whether the planner attempt `id` is recorded (a dead tick's kept attempt, replayed
+    /// twice, is recorded once: `tick::unsaved`).
+    pub fn has_plan(&self, id: &str) -> Result<bool, StoreError> {
+        Ok(self
+            .conn
+            .query_row("SELECT 1 FROM plans WHERE id = ?1", [id], |_| Ok(()))
+            .optional()?
+            .is_some())
+    }
+
     /// The plan each planned task came from.
     pub fn plan_of_tasks(
         &self,

@@ -58,6 +58,10 @@ pub struct RunRecord {
     /// The approved change this run let out (its held commit): the approval is used up.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub used_approval: Option<String>,
+    /// How big its agent's prompt was, and what the host context and failure hints took of it
+    /// (issue 52; `task show -v`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub prompt: Option<crate::model::learned::PromptSize>,
 }
 
 /// What happened to an outcome.
@@ -71,7 +75,7 @@ pub enum Recorded {
 }
 
 /// A verdict as stored in `judgements`.
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct JudgementRow {
     pub head_sha: String,
     pub verdict: Verdict,

@@ -6,7 +6,7 @@
 
 /// Each entry migrates from version `index` to version `index + 1`.
 pub const MIGRATIONS: &[&str] = &[
-    V1, V2, V3, V4, V5, V6, V7, V8, V9, V10, V11, V12, V13, V14, V15,
+    V1, V2, V3, V4, V5, V6, V7, V8, V9, V10, V11, V12, V13, V14, V15, V16,
 ];
 
 pub const LATEST: i64 = MIGRATIONS.len() as i64;
@@ -385,9 +385,31 @@ ALTER TABLE scan_approvals ADD COLUMN start_sha TEXT;
 ALTER TABLE scan_approvals ADD COLUMN used_at INTEGER;
 "#;
 
+/// Issue 52: what the loop learned about where agents run. The host snapshot (one row: the
+/// facts as JSON of `model::learned::HostSnapshot`), the failure lessons (one row per
+/// signature, JSON of `model::learned::Signature`, bounded by `context.max_lessons`), and each
+/// run's prompt size (characters, and what the host context and failure hints took of them).
+const V15: &str = r#"
+CREATE TABLE host_snapshot (
+    id       INTEGER PRIMARY KEY CHECK (id = 1),
+    taken_at INTEGER NOT NULL,
+    facts    TEXT NOT NULL
+) STRICT;
+CREATE TABLE lessons (
+    id         TEXT PRIMARY KEY,
+    signature  TEXT NOT NULL,
+    count      INTEGER NOT NULL,
+    first_seen INTEGER NOT NULL,
+    last_seen  INTEGER NOT NULL
+) STRICT, WITHOUT ROWID;
+ALTER TABLE runs ADD COLUMN prompt_chars INTEGER;
+ALTER TABLE runs ADD COLUMN host_chars INTEGER;
+ALTER TABLE runs ADD COLUMN hints_chars INTEGER;
+"#;
+
 /// Issue 51: a person asked a running run to stop (`opentiger task stop`, `/opentiger stop`).
 /// The tick running it reads this while its agent runs; the record of the run removes it.
-const V15: &str = r#"
+const V16: &str = r#"
 CREATE TABLE stop_requests (
     run_id   TEXT PRIMARY KEY,
     task_id  TEXT NOT NULL REFERENCES tasks(id),

@@ -17,7 +17,7 @@ use crate::model::{RunId, TaskId};
 type Families = BTreeMap<String, String>;
 
 /// One agent run that is not a task run, and what it spent.
-#[derive(Clone, Debug, Default, PartialEq)]
+#[derive(Clone, Debug, Default, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct AgentSpend {
     /// `judge` or `planner`.
     pub role: String,

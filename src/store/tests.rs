@@ -518,3 +518,28 @@ fn tasks_to_report_are_the_open_ones_and_the_decided_ones_not_yet_told() {
     assert_eq!(ids(false), ["owed true"]);
     assert_eq!(ids(true), ["open false", "owed true"]);
 }
+
+/// Issue 49: a planner attempt is known by its id once recorded, so a dead tick's kept attempt
+/// replayed twice is recorded (and its spend counted) once.
+#[test]
+fn a_recorded_plan_is_known_by_its_id() {
+    use crate::model::{PlanRecord, PlanStatus};
+    let mut store = Store::in_memory("mem").unwrap();
+    let plan = PlanRecord {
+        id: "plan-1".into(),
+        signature: "sig".into(),
+        requirement_hash: "h".into(),
+        base_head: "c".repeat(40),
+        status: PlanStatus::Created,
+        source: "fallback".into(),
+        task_count: 1,
+        errors: Vec::new(),
+        created_at: T0,
+    };
+    assert!(!store.has_plan("plan-1").unwrap());
+    assert!(store
+        .record_plan(&plan, &[task("planned", &[])], writer())
+        .unwrap());
+    assert!(store.has_plan("plan-1").unwrap());
+    assert!(!store.has_plan("plan-2").unwrap());
+}

@@ -6,41 +6,22 @@
 //! Not for: changing the state (everything learned here is recorded in phase 3, lease-checked).
 
 use super::claim::{Claimed, Work};
+use super::done::Done;
+use super::unsaved::Unsaved;
 use super::{checks, ci_gate, publish};
 use super::{Context, Failure, TickSummary};
 use crate::engine::tick_budget_spent;
 use crate::engine::verdict::JudgeConclusion;
 use crate::forge::github::GithubClient;
-use crate::model::{RunId, Task, TaskId};
+use crate::model::{RunId, Task};
 use crate::prompt::Templates;
-use crate::runner::judge::{judge_run, JudgeResult};
-use crate::runner::planner::PlanResult;
+use crate::runner::judge::judge_run;
 use crate::runner::work::{run_task, WorkResult};
-
-pub(super) enum Done {
-    Issue(TaskId, Result<u64, String>),
-    Work(TaskId, RunId, WorkResult),
-    Review(TaskId, RunId, JudgeResult),
-    Plan(PlanResult),
-    PullClosed(TaskId, u64, Result<(), String>),
-    /// A stalled PR's diagnosis: commented, and how its dispatch went (if one was due).
-    CiHealed(crate::store::HealCi, ci_gate::Healed),
-    /// A PR pointed at the base branch, or why not: (task, PR, base, result).
-    Retargeted(TaskId, u64, String, Result<(), String>),
-    /// A claimed run not started (the tick's budget was spent, or an interrupt came first):
-    /// back to the queue.
-    Unstarted(TaskId, RunId, String),
-    /// A run an interrupt (SIGINT, SIGTERM) stopped: cancelled, not failed, and the task back
-    /// to the queue; what it spent is still recorded.
-    Interrupted(TaskId, RunId, WorkResult, String),
-    /// A run a person asked to stop (issue 51): cancelled, not failed, and the task waits on a
-    /// person; what it spent is still recorded.
-    Stopped(TaskId, RunId, WorkResult, crate::store::StopRequest),
-}
 
 /// Runs the claimed work; with `fan_out` the claimed runs are listed in the summary's matrix
 /// instead of run here. `first`: the tick's first round, which clears what killed ticks left
-/// and says once what confines the agents.
+/// and says once what confines the agents. Each run's start and whatever finishes is kept in
+/// `unsaved` as it happens, so a tick that dies before its record is saved loses none of it.
 pub(super) fn act(
     ctx: &Context,
     forge: Option<&GithubClient>,
@@ -48,11 +29,13 @@ pub(super) fn act(
     fan_out: bool,
     first: bool,
     summary: &mut TickSummary,
+    unsaved: &mut Unsaved,
 ) -> Result<Vec<Done>, Failure> {
     let Claimed {
         work,
         executor_waits,
         ci_note,
+        learned,
         ..
     } = claimed;
     let stale = if first {
@@ -102,8 +85,24 @@ pub(super) fn act(
     }
     .map_err(|e| Failure::usage(e.to_string()))?;
     let redactor = ctx.redactor();
-    let mut act = ctx.act(&templates, &redactor, &executor_waits);
     let mut done = Vec::new();
+    // Issue 52: before any agent of this round runs, the host snapshot when it is due.
+    let runs_agents = work.iter().any(|w| match w {
+        Work::Run { .. } => !fan_out,
+        Work::Review { .. } | Work::Plan(_) => true,
+        Work::OpenIssue(_) | Work::ClosePull(..) | Work::RetargetPull(..) | Work::HealCi(_) => {
+            false
+        }
+    });
+    let fresh = runs_agents
+        .then(|| super::learned::refresh(ctx, &learned))
+        .flatten();
+    let learned = super::learned::with_host(learned, fresh.as_ref());
+    if let Some(snapshot) = fresh {
+        summary.lines.push(super::learned::probed_line(&snapshot));
+        done.push(Done::HostProbed(snapshot));
+    }
+    let mut act = ctx.act(&templates, &redactor, &executor_waits, &learned);
     // What the runs of this tick spent so far (its earlier rounds too), for budget.per_tick_usd.
     let mut tick_spend = ctx.so_far.spent_usd;
     for item in work {
@@ -149,12 +148,17 @@ pub(super) fn act(
                 act.stop = watch
                     .clone()
                     .map(|w| w as std::sync::Arc<dyn crate::process::Sentinel>);
+                unsaved.started(&run_id);
                 let mut result = run_task(&act, &task, &run_id, &brief);
                 act.stop = None;
                 if let (Some(request), false) =
                     (watch.and_then(|w| w.fired()), result.outcome.success)
                 {
-                    done.push(Done::Stopped(task.id.clone(), run_id, result, request));
+                    keep(
+                        &mut done,
+                        unsaved,
+                        Done::Stopped(task.id.clone(), run_id, result, request),
+                    );
                     continue;
                 }
                 // A run that failed once an interrupt came was stopped by it (its agent, a
@@ -167,7 +171,11 @@ pub(super) fn act(
                         "cancelled: interrupted by {} (stopped, queued again)",
                         signal.name()
                     );
-                    done.push(Done::Interrupted(task.id.clone(), run_id, result, why));
+                    keep(
+                        &mut done,
+                        unsaved,
+                        Done::Interrupted(task.id.clone(), run_id, result, why),
+                    );
                     continue;
                 }
                 if let (Some(client), true) = (
@@ -182,7 +190,11 @@ pub(super) fn act(
                     }
                 }
                 tick_spend += result.record.cost_usd;
-                done.push(Done::Work(task.id.clone(), run_id, result));
+                keep(
+                    &mut done,
+                    unsaved,
+                    Done::Work(task.id.clone(), run_id, result),
+                );
             }
             Work::Review {
                 task,
@@ -237,6 +249,12 @@ pub(super) fn act(
                 {
                     continue;
                 }
+                // Kept before the comments about it: a merge is never lost to a cut record.
+                unsaved.finished(&Done::Review(
+                    task.id.clone(),
+                    run.id.clone(),
+                    result.clone(),
+                ));
                 if let Some(client) = forge {
                     checks::review_done(
                         client,
@@ -267,7 +285,7 @@ pub(super) fn act(
             Work::Plan(plan) => {
                 let _span = tracing::info_span!("plan").entered();
                 let _fold = crate::live::fold("planner: the requirement into tasks");
-                done.push(Done::Plan(plan.run(&act, ctx.now)));
+                keep(&mut done, unsaved, Done::Plan(plan.run(&act, ctx.now)));
             }
             Work::OpenIssue(task) => {
                 if let Some(client) = forge {
@@ -299,6 +317,12 @@ pub(super) fn act(
         }
     }
     Ok(done)
+}
+
+/// Adds `finished` to `done`, kept in `unsaved` first (until the round's record is saved).
+fn keep(done: &mut Vec<Done>, unsaved: &mut Unsaved, finished: Done) {
+    unsaved.finished(&finished);
+    done.push(finished);
 }
 
 /// Opens or updates the task's PR (github mode); a failure fails the run, whose retry adopts

@@ -204,6 +204,8 @@ pub(super) struct Claimed {
     pub(super) bound_ms: crate::time::Millis,
     /// The families of the tasks whose runs were claimed (issue 38: they had their turn).
     pub(super) families: Vec<TaskId>,
+    /// The host snapshot and lessons as the state holds them (issue 52), for the prompts.
+    pub(super) learned: crate::model::learned::Learned,
 }
 
 pub(super) fn claim(ctx: &Context, store: &mut Store) -> Result<Claimed, Failure> {
@@ -359,6 +361,7 @@ pub(super) fn claim_plan(
         bound_ms: plan.bound_ms,
         families,
         executor_waits: snapshot.observations.executor_waits.clone(),
+        learned: store.learned()?,
         ci_note: (snapshot.observations.expected_checks.source
             == crate::engine::gate::ExpectedSource::Nothing
             && ctx.config.merge.require_checks)

@@ -376,6 +376,7 @@ impl Context {
         templates: &'a crate::prompt::Templates,
         redactor: &'a crate::redact::Redactor,
         executor_waits: &'a crate::engine::fallback::ExecutorWaits,
+        learned: &'a crate::model::learned::Learned,
     ) -> crate::runner::Act<'a> {
         crate::runner::Act {
             repo: &self.repo,
@@ -387,6 +388,7 @@ impl Context {
             now: self.now,
             delivery: crate::runner::Delivery::Push,
             stop: None,
+            learned,
         }
     }
 

@@ -20,7 +20,9 @@ mod ci_gate;
 mod claim;
 mod context;
 mod dashboard;
+mod done;
 mod escalate;
+pub mod learned;
 mod lock;
 pub mod observe;
 pub mod output;
@@ -33,6 +35,7 @@ mod report;
 mod rounds;
 pub mod status;
 mod stop_watch;
+mod unsaved;
 pub mod work;
 
 use crate::forge::github::GithubClient;
@@ -137,8 +140,16 @@ pub fn tick_with(ctx: &Context, fan_out: bool) -> Result<TickSummary, Failure> {
     let owed_replies = std::cell::RefCell::new(Vec::new());
     let owed_questions = std::cell::RefCell::new(Vec::new());
     let preview = std::cell::RefCell::new(None);
+    let replayed = std::cell::RefCell::new(None);
+    // Issue 49: what the tick claims, starts and finishes is kept on disk until it is saved.
+    let mut unsaved = unsaved::Unsaved::open(ctx);
     let mut claimed = ctx.write_state("claim", |store| {
-        let mut lines = match &observed {
+        // Issue 49: what ticks that died here finished but never saved, recorded first, so
+        // it is neither run again nor counted as lost.
+        let left = unsaved::replay(ctx, store)?;
+        let mut lines = left.lines.clone();
+        replayed.replace(Some(left));
+        lines.extend(match &observed {
             Some(o) => o.apply(
                 ctx,
                 store,
@@ -149,7 +160,7 @@ pub fn tick_with(ctx: &Context, fan_out: bool) -> Result<TickSummary, Failure> {
                 },
             )?,
             None => Vec::new(),
-        };
+        });
         if observed.is_some() {
             owed_replies.replace(store.unreplied_commands()?);
             let writer = Writer {
@@ -165,10 +176,14 @@ pub fn tick_with(ctx: &Context, fan_out: bool) -> Result<TickSummary, Failure> {
             preview.replace(Some(first_preview(ctx, store)?));
         }
         let mut claimed = claim::claim(ctx, store)?;
+        unsaved.begin(&claimed, fan_out);
         lines.append(&mut claimed.lines);
         claimed.lines = lines;
         Ok(claimed)
     })?;
+    if let Some(saved) = replayed.into_inner() {
+        saved.forget();
+    }
     // Replies to the commands just recorded (and any a failed post left owed).
     if let (Some(client), Some(o)) = (&forge, &observed) {
         let replied =
@@ -220,7 +235,14 @@ pub fn tick_with(ctx: &Context, fan_out: bool) -> Result<TickSummary, Failure> {
         return Ok(summary);
     }
 
-    let ended = rounds::run(ctx, forge.as_ref(), claimed, fan_out, &mut summary)?;
+    let ended = rounds::run(
+        ctx,
+        forge.as_ref(),
+        claimed,
+        fan_out,
+        &mut summary,
+        &mut unsaved,
+    )?;
     if forge.as_ref().is_some_and(|c| c.checks_refused.get()) {
         summary.lines.push(checks::STATUSES_NOTE.to_string());
     }

@@ -60,14 +60,18 @@ pub fn work_output(ctx: &Context, run_id: &RunId, dir: &Path) -> Result<Written,
     let task = store.task(&task_id)?;
     let brief = crate::runner::Brief::read(&store, &task, run_id)?;
     let executor_waits = store.executor_waits()?;
+    let learned = store.learned()?;
     drop(store);
 
     let templates = Templates::load(&ctx.repo).map_err(|e| Failure::usage(e.to_string()))?;
     // No token here, and none is asked for: the values to redact are the environment's.
     let redactor = ctx.redactor_with(|name| std::env::var(name).ok());
+    // A job that cannot write the state probes for its own prompt when the snapshot is due.
+    let probed = super::learned::refresh(ctx, &learned);
+    let learned = super::learned::with_host(learned, probed.as_ref());
     let act = crate::runner::Act {
         delivery: Delivery::Keep,
-        ..ctx.act(&templates, &redactor, &executor_waits)
+        ..ctx.act(&templates, &redactor, &executor_waits, &learned)
     };
     let fold = crate::live::fold(&redactor.redact(&format!(
         "run {run_id}: {} task {} {:?}",

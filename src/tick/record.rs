@@ -5,7 +5,7 @@
 //!
 //! Not for: deciding anything itself; every rule is the engine's.
 
-use super::act::Done;
+use super::done::Done;
 use super::{Context, Failure, RunFailure, TickSummary};
 use crate::engine::outcome::{decide_outcome, RunExecutors};
 use crate::engine::verdict::{decide_verdict, JudgeConclusion};
@@ -43,216 +43,7 @@ pub(super) fn record(
     };
     let mut out = RecordedLines::default();
     for item in done {
-        // What was recorded, and whether it finished the task.
-        let (recorded, finished) = match item {
-            Done::Work(task_id, run_id, WorkResult { outcome, record }) => {
-                let task = store.task(task_id)?;
-                let waits = store.executor_waits()?;
-                let executors = RunExecutors {
-                    used: record.executor_use.as_ref(),
-                    waits: &waits,
-                };
-                let decision = decide_outcome(&task, outcome, &executors, &ctx.config, now);
-                // Issue 51: the task, what ran, what it cost, what is next; the move and the
-                // metering are details.
-                let cost = if record.cost_usd > 0.0 {
-                    format!(" (${:.2})", record.cost_usd)
-                } else {
-                    String::new()
-                };
-                let next = match decision.to {
-                    TaskState::FAILED => String::new(),
-                    to => format!("; {}", super::report::next_words(to)),
-                };
-                out.lines.push(format!(
-                    "{} {:?}: {} {}{cost}{next}",
-                    task.id,
-                    truncate(&task.title),
-                    task.role,
-                    if outcome.success { "ran" } else { "failed" },
-                ));
-                out.lines.push(format!(
-                    "[outcome] {}: {} → {}",
-                    task.id,
-                    task.state(),
-                    decision.to
-                ));
-                out.spend_usd += record.cost_usd;
-                // Issue 37: what its door metered and refused, in the tick's output and summary.
-                let metered = record.metered.as_ref();
-                if let Some(line) =
-                    report::spend_line(record.cost_usd, record.reported_cost_usd, metered)
-                {
-                    out.lines.push(format!("    [spend] {line}"));
-                }
-                for refusal in &record.refused {
-                    out.lines.push(format!("    refused: {}", refusal.line()));
-                }
-                if !outcome.success {
-                    let headline = excerpt::headline(&outcome.message);
-                    let tail = excerpt::tail(&outcome.message);
-                    out.lines.push(format!("    {headline}"));
-                    out.lines
-                        .extend(tail.iter().map(|l| format!("      | {l}")));
-                    out.failures.push(RunFailure {
-                        task_id: task.id.to_string(),
-                        title: task.title.clone(),
-                        failure_code: outcome.failure_code.map(|c| c.as_str()),
-                        message: headline,
-                        output_tail: tail,
-                        task_state: decision.to.to_string(),
-                    });
-                }
-                (
-                    store.record_run(task_id, run_id, record, &decision, writer)?,
-                    decision.to == TaskState::DONE,
-                )
-            }
-            Done::Review(
-                task_id,
-                run_id,
-                JudgeResult {
-                    conclusion,
-                    judgement,
-                    spend,
-                    ..
-                },
-            ) => {
-                if let Some(spend) = spend {
-                    out.spend_usd += spend.cost_usd;
-                    store.record_agent_spend(spend, writer)?;
-                }
-                let task = store.task(task_id)?;
-                let lineage = store.lineage(&task)?;
-                let decision = decide_verdict(&task, conclusion, &lineage, &ctx.config, now);
-                out.lines.push(format!(
-                    "{} {:?}: review: {}",
-                    task.id,
-                    truncate(&task.title),
-                    decision.reason
-                ));
-                if matches!(conclusion, JudgeConclusion::Merged { .. }) {
-                    out.merged += 1;
-                }
-                (
-                    store.record_judgement(
-                        task_id,
-                        run_id,
-                        judgement.as_ref(),
-                        &decision,
-                        writer,
-                    )?,
-                    decision.to == TaskState::DONE,
-                )
-            }
-            Done::Issue(task_id, opened) => {
-                match opened {
-                    Ok(n) => {
-                        store.link_issue(task_id, *n)?;
-                        out.lines.push(format!("{task_id}: opened issue #{n}"));
-                    }
-                    Err(e) => out.lines.push(format!(
-                        "{task_id}: could not open its issue, tried again next tick: {e}"
-                    )),
-                }
-                (Recorded::Applied, false)
-            }
-            Done::Unstarted(task_id, run_id, why) => {
-                out.lines.push(format!("{task_id}: {why}"));
-                let record = crate::store::RunRecord {
-                    error: Some(why.clone()),
-                    ..Default::default()
-                };
-                (
-                    store.record_run(task_id, run_id, &record, &requeued(why), writer)?,
-                    false,
-                )
-            }
-            Done::Interrupted(task_id, run_id, WorkResult { record, .. }, why) => {
-                out.lines.push(format!("{task_id}: {why}"));
-                out.interrupted += 1;
-                out.spend_usd += record.cost_usd;
-                let record = crate::store::RunRecord {
-                    error: Some(why.clone()),
-                    ..record.clone()
-                };
-                (
-                    store.record_run(task_id, run_id, &record, &requeued(why), writer)?,
-                    false,
-                )
-            }
-            Done::Stopped(task_id, run_id, WorkResult { record, .. }, request) => {
-                let task = store.task(task_id)?;
-                let decision = crate::engine::stop::stopped(&task, &request.by, request.at);
-                out.lines.push(format!(
-                    "{task_id} {:?}: stopped by {}; it waits for you: `opentiger task retry {task_id}` queues it again",
-                    truncate(&task.title),
-                    request.by
-                ));
-                out.spend_usd += record.cost_usd;
-                let record = crate::store::RunRecord {
-                    error: Some(format!("stopped on request by {}", request.by)),
-                    ..record.clone()
-                };
-                let recorded = store.record_run(task_id, run_id, &record, &decision, writer)?;
-                store.forget_stop(run_id)?;
-                (recorded, false)
-            }
-            Done::PullClosed(task_id, pr, closed) => {
-                match closed {
-                    Ok(()) => {
-                        store.set_pull_state(*pr, crate::engine::PullState::Closed, None, now)?;
-                        out.lines.push(format!(
-                            "{task_id}: closed PR #{pr}, its goal is recreated from the base"
-                        ));
-                    }
-                    Err(e) => out.lines.push(format!(
-                        "{task_id}: could not close PR #{pr}, tried again next tick: {e}"
-                    )),
-                }
-                (Recorded::Applied, false)
-            }
-            Done::Retargeted(task_id, pr, base, moved) => {
-                match moved {
-                    Ok(()) => {
-                        store.set_pull_base(*pr, base, now)?;
-                        out.lines
-                            .push(format!("{task_id}: PR #{pr} now targets `{base}`"));
-                    }
-                    Err(e) => out.lines.push(format!(
-                        "{task_id}: could not retarget PR #{pr} to `{base}` (a person decides next tick): {e}"
-                    )),
-                }
-                (Recorded::Applied, false)
-            }
-            Done::CiHealed(heal, healed) => {
-                out.lines
-                    .extend(super::ci_gate::record_heal(store, heal, healed, now)?);
-                (Recorded::Applied, false)
-            }
-            Done::Plan(plan) => {
-                out.lines.push(plan_line(plan));
-                if let Some(spend) = &plan.spend {
-                    out.spend_usd += spend.cost_usd;
-                    store.record_agent_spend(spend, writer)?;
-                }
-                if !store.record_plan(&plan.record, &plan.tasks, writer)? {
-                    out.lines
-                        .push("  (already planned by another tick: nothing created)".to_string());
-                }
-                (Recorded::Applied, false)
-            }
-        };
-        if finished && recorded == Recorded::Applied {
-            out.tasks_done += 1;
-        }
-        if let Recorded::Stray { holder } = recorded {
-            out.stray += 1;
-            out.lines.push(format!(
-                "outcome not applied, the lease is now {}",
-                holder.as_deref().unwrap_or("gone")
-            ));
-        }
+        record_one(ctx, store, item, writer, &mut out)?;
     }
     out.spent_today = store.spend_on(&now.day())?;
     let pruned = store.prune(now, ctx.config.state.retention_days)?;
@@ -280,6 +71,235 @@ pub(super) fn record(
         })?;
     }
     Ok(out)
+}
+
+/// Records one finished piece of work for `writer`: this tick's, or a dead tick's whose record
+/// was never saved (`super::unsaved`), each re-reading its task and applied only where the
+/// writer still holds the lease.
+pub(super) fn record_one(
+    ctx: &Context,
+    store: &mut Store,
+    item: &Done,
+    writer: Writer<'_>,
+    out: &mut RecordedLines,
+) -> Result<(), Failure> {
+    let now = writer.now;
+    // What was recorded, and whether it finished the task.
+    let (recorded, finished) = match item {
+        Done::Work(task_id, run_id, WorkResult { outcome, record }) => {
+            let task = store.task(task_id)?;
+            let waits = store.executor_waits()?;
+            let executors = RunExecutors {
+                used: record.executor_use.as_ref(),
+                waits: &waits,
+            };
+            let decision = decide_outcome(&task, outcome, &executors, &ctx.config, now);
+            // Issue 51: the task, what ran, what it cost, what is next; the move and the
+            // metering are details.
+            let cost = if record.cost_usd > 0.0 {
+                format!(" (${:.2})", record.cost_usd)
+            } else {
+                String::new()
+            };
+            let next = match decision.to {
+                TaskState::FAILED => String::new(),
+                to => format!("; {}", super::report::next_words(to)),
+            };
+            out.lines.push(format!(
+                "{} {:?}: {} {}{cost}{next}",
+                task.id,
+                truncate(&task.title),
+                task.role,
+                if outcome.success { "ran" } else { "failed" },
+            ));
+            out.lines.push(format!(
+                "[outcome] {}: {} → {}",
+                task.id,
+                task.state(),
+                decision.to
+            ));
+            out.spend_usd += record.cost_usd;
+            // Issue 37: what its door metered and refused, in the tick's output and summary.
+            let metered = record.metered.as_ref();
+            if let Some(line) =
+                report::spend_line(record.cost_usd, record.reported_cost_usd, metered)
+            {
+                out.lines.push(format!("    [spend] {line}"));
+            }
+            for refusal in &record.refused {
+                out.lines.push(format!("    refused: {}", refusal.line()));
+            }
+            if !outcome.success {
+                let headline = excerpt::headline(&outcome.message);
+                let tail = excerpt::tail(&outcome.message);
+                out.lines.push(format!("    {headline}"));
+                out.lines
+                    .extend(tail.iter().map(|l| format!("      | {l}")));
+                out.failures.push(RunFailure {
+                    task_id: task.id.to_string(),
+                    title: task.title.clone(),
+                    failure_code: outcome.failure_code.map(|c| c.as_str()),
+                    message: headline,
+                    output_tail: tail,
+                    task_state: decision.to.to_string(),
+                });
+            }
+            let recorded = store.record_run(task_id, run_id, record, &decision, writer)?;
+            // Issue 52: what the run teaches about the host, and its prompt's size.
+            out.lines.extend(super::learned::learn_from_run(
+                store,
+                ctx,
+                (&task, run_id),
+                record,
+                outcome.success,
+                now,
+            )?);
+            (recorded, decision.to == TaskState::DONE)
+        }
+        Done::HostProbed(snapshot) => {
+            store.save_host_snapshot(snapshot)?;
+            (Recorded::Applied, false)
+        }
+        Done::Review(
+            task_id,
+            run_id,
+            JudgeResult {
+                conclusion,
+                judgement,
+                spend,
+                ..
+            },
+        ) => {
+            if let Some(spend) = spend {
+                out.spend_usd += spend.cost_usd;
+                store.record_agent_spend(spend, writer)?;
+            }
+            let task = store.task(task_id)?;
+            let lineage = store.lineage(&task)?;
+            let decision = decide_verdict(&task, conclusion, &lineage, &ctx.config, now);
+            out.lines.push(format!(
+                "{} {:?}: review: {}",
+                task.id,
+                truncate(&task.title),
+                decision.reason
+            ));
+            if matches!(conclusion, JudgeConclusion::Merged { .. }) {
+                out.merged += 1;
+            }
+            (
+                store.record_judgement(task_id, run_id, judgement.as_ref(), &decision, writer)?,
+                decision.to == TaskState::DONE,
+            )
+        }
+        Done::Issue(task_id, opened) => {
+            match opened {
+                Ok(n) => {
+                    store.link_issue(task_id, *n)?;
+                    out.lines.push(format!("{task_id}: opened issue #{n}"));
+                }
+                Err(e) => out.lines.push(format!(
+                    "{task_id}: could not open its issue, tried again next tick: {e}"
+                )),
+            }
+            (Recorded::Applied, false)
+        }
+        Done::Unstarted(task_id, run_id, why) => {
+            out.lines.push(format!("{task_id}: {why}"));
+            let record = crate::store::RunRecord {
+                error: Some(why.clone()),
+                ..Default::default()
+            };
+            (
+                store.record_run(task_id, run_id, &record, &requeued(why), writer)?,
+                false,
+            )
+        }
+        Done::Interrupted(task_id, run_id, WorkResult { record, .. }, why) => {
+            out.lines.push(format!("{task_id}: {why}"));
+            out.interrupted += 1;
+            out.spend_usd += record.cost_usd;
+            let record = crate::store::RunRecord {
+                error: Some(why.clone()),
+                ..record.clone()
+            };
+            (
+                store.record_run(task_id, run_id, &record, &requeued(why), writer)?,
+                false,
+            )
+        }
+        Done::Stopped(task_id, run_id, WorkResult { record, .. }, request) => {
+            let task = store.task(task_id)?;
+            let decision = crate::engine::stop::stopped(&task, &request.by, request.at);
+            out.lines.push(format!(
+                "{task_id} {:?}: stopped by {}; it waits for you: `opentiger task retry {task_id}` queues it again",
+                truncate(&task.title),
+                request.by
+            ));
+            out.spend_usd += record.cost_usd;
+            let record = crate::store::RunRecord {
+                error: Some(format!("stopped on request by {}", request.by)),
+                ..record.clone()
+            };
+            let recorded = store.record_run(task_id, run_id, &record, &decision, writer)?;
+            store.forget_stop(run_id)?;
+            (recorded, false)
+        }
+        Done::PullClosed(task_id, pr, closed) => {
+            match closed {
+                Ok(()) => {
+                    store.set_pull_state(*pr, crate::engine::PullState::Closed, None, now)?;
+                    out.lines.push(format!(
+                        "{task_id}: closed PR #{pr}, its goal is recreated from the base"
+                    ));
+                }
+                Err(e) => out.lines.push(format!(
+                    "{task_id}: could not close PR #{pr}, tried again next tick: {e}"
+                )),
+            }
+            (Recorded::Applied, false)
+        }
+        Done::Retargeted(task_id, pr, base, moved) => {
+            match moved {
+                Ok(()) => {
+                    store.set_pull_base(*pr, base, now)?;
+                    out.lines
+                        .push(format!("{task_id}: PR #{pr} now targets `{base}`"));
+                }
+                Err(e) => out.lines.push(format!(
+                    "{task_id}: could not retarget PR #{pr} to `{base}` (a person decides next tick): {e}"
+                )),
+            }
+            (Recorded::Applied, false)
+        }
+        Done::CiHealed(heal, healed) => {
+            out.lines
+                .extend(super::ci_gate::record_heal(store, heal, healed, now)?);
+            (Recorded::Applied, false)
+        }
+        Done::Plan(plan) => {
+            out.lines.push(plan_line(plan));
+            if let Some(spend) = &plan.spend {
+                out.spend_usd += spend.cost_usd;
+                store.record_agent_spend(spend, writer)?;
+            }
+            if !store.record_plan(&plan.record, &plan.tasks, writer)? {
+                out.lines
+                    .push("  (already planned by another tick: nothing created)".to_string());
+            }
+            (Recorded::Applied, false)
+        }
+    };
+    if finished && recorded == Recorded::Applied {
+        out.tasks_done += 1;
+    }
+    if let Recorded::Stray { holder } = recorded {
+        out.stray += 1;
+        out.lines.push(format!(
+            "outcome not applied, the lease is now {}",
+            holder.as_deref().unwrap_or("gone")
+        ));
+    }
+    Ok(())
 }
 
 /// A run that ended without a result of its own (not started, or stopped by an interrupt):

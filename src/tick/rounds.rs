@@ -14,8 +14,10 @@
 
 use std::collections::BTreeMap;
 
-use super::act::{self, Done};
+use super::act;
 use super::claim::{self, Claimed, Work};
+use super::done::Done;
+use super::unsaved::Unsaved;
 use super::{record, Context, Failure, TickSummary};
 use crate::engine::rounds::{self, TickSoFar};
 use crate::engine::verdict::JudgeConclusion;
@@ -61,12 +63,15 @@ fn deadline(ctx: &Context, simulated: Millis) -> Timestamp {
 
 /// Acts on `claimed` and records it, then plans and claims the next round while there is one;
 /// `ctx` is the first round's ([`first`]). Adds each round's lines and counts to `summary`.
+/// What each round claims, starts and finishes is kept in `unsaved` until its record is saved
+/// (issue 49; the first round's claim was kept by the tick's).
 pub(super) fn run(
     ctx: &Context,
     forge: Option<&GithubClient>,
     claimed: Claimed,
     fan_out: bool,
     summary: &mut TickSummary,
+    unsaved: &mut Unsaved,
 ) -> Result<Ended, Failure> {
     let mut round_ctx = ctx.clone();
     let mut claimed = claimed;
@@ -90,11 +95,20 @@ pub(super) fn run(
         } = what_it_claims(&claimed);
         // A round of GitHub effects alone is not followed by another.
         let effects_only = runs == 0 && reviewed.is_empty() && !planned;
-        let done = act::act(&round_ctx, forge, claimed, fan_out, round == 1, summary)?;
+        let done = act::act(
+            &round_ctx,
+            forge,
+            claimed,
+            fan_out,
+            round == 1,
+            summary,
+            unsaved,
+        )?;
         let now = round_ctx.later();
         let recorded = round_ctx.record_state(&format!("record (round {round})"), |store| {
             record::record(&round_ctx, store, &done, now, summary)
         })?;
+        unsaved.saved();
         let merged = recorded.merged;
         let interrupted = recorded.interrupted;
         add_recorded(summary, recorded, ctx.config.budget.per_day_usd);
@@ -120,7 +134,10 @@ pub(super) fn run(
         if done.is_empty() {
             break;
         }
-        if done.iter().all(|d| matches!(d, Done::Unstarted(..))) {
+        if done
+            .iter()
+            .all(|d| matches!(d, Done::Unstarted(..) | Done::HostProbed(_)))
+        {
             summary
                 .lines
                 .push("[rounds] no further round: the last one made no progress".to_string());
@@ -195,7 +212,9 @@ pub(super) fn run(
                     rounds::why_no_round(&plan),
                 )));
             }
-            claim::claim_plan(&next_ctx, store, &snapshot, &plan).map(Ok)
+            let claimed = claim::claim_plan(&next_ctx, store, &snapshot, &plan)?;
+            unsaved.begin(&claimed, fan_out);
+            Ok(Ok(claimed))
         });
         // A configuration problem a later round runs into (an agent program missing for work
         // an earlier round planned) ends the rounds with what was done recorded; the next
@@ -288,6 +307,7 @@ fn runs_spend(done: &[Done]) -> f64 {
             | Done::PullClosed(..)
             | Done::CiHealed(..)
             | Done::Retargeted(..)
+            | Done::HostProbed(_)
             | Done::Unstarted(..) => 0.0,
         })
         .sum()
@@ -318,6 +338,7 @@ fn pushed_heads(done: &[Done], review_prs: &BTreeMap<RunId, u64>) -> Vec<(u64, S
             | Done::CiHealed(..)
             | Done::Retargeted(..)
             | Done::Unstarted(..)
+            | Done::HostProbed(_)
             | Done::Interrupted(..)
             | Done::Stopped(..) => {}
         }
@@ -353,6 +374,7 @@ fn spoken(done: &[Done], review_prs: &BTreeMap<RunId, u64>) -> Vec<u64> {
             | Done::CiHealed(..)
             | Done::Retargeted(..)
             | Done::Unstarted(..)
+            | Done::HostProbed(_)
             | Done::Interrupted(..)
             | Done::Stopped(..) => None,
         })

@@ -74,6 +74,7 @@ pub fn view(ctx: &Context, store: &Store, all: bool) -> Result<StatusView, Failu
         status: None,
         include_terminal: all,
     })?;
+    let learned = store.learned()?;
     Ok(StatusView {
         now: ctx.now,
         counts: store.status_counts()?,
@@ -133,7 +134,30 @@ pub fn view(ctx: &Context, store: &Store, all: bool) -> Result<StatusView, Failu
             .iter()
             .map(|(task, r)| format!("task {task}: {}", r.line()))
             .collect(),
+        host: Some(report::learned::host_line(
+            learned.host.as_ref(),
+            host_freshness(ctx, learned.host.as_ref()),
+        )),
+        lessons: report::learned::lesson_lines(&report::learned::lesson_views(
+            &learned.lessons,
+            learned.host.as_ref(),
+            ctx.now,
+            &ctx.config.context,
+        )),
     })
+}
+
+/// Whether `host` would be taken again by a tick now (issue 52).
+pub fn host_freshness(
+    ctx: &Context,
+    host: Option<&crate::model::learned::HostSnapshot>,
+) -> crate::engine::learned::host::Freshness {
+    crate::engine::learned::host::freshness(
+        host,
+        &crate::runner::probe::fingerprint(&ctx.config),
+        ctx.now,
+        ctx.config.context.host_ttl_hours,
+    )
 }
 
 /// github mode: which checks PRs must pass and where that was learned, or that there is none.

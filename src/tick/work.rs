@@ -59,17 +59,20 @@ pub fn work_run(ctx: &Context, run_id: &RunId) -> Result<WorkDone, Failure> {
     let task = store.task(&task_id)?;
     let brief = crate::runner::Brief::read(&store, &task, &run_id)?;
     let executor_waits = store.executor_waits()?;
+    let learned = store.learned()?;
     drop(store);
 
     let templates = Templates::load(&ctx.repo).map_err(|e| Failure::usage(e.to_string()))?;
     let redactor = ctx.redactor();
+    let probed = super::learned::refresh(ctx, &learned);
+    let learned = super::learned::with_host(learned, probed.as_ref());
     // Issue 51: a person may stop this run while its agent runs, from wherever they are.
     let watch = super::stop_watch::watch(ctx, &run_id);
     let act = crate::runner::Act {
         stop: watch
             .clone()
             .map(|w| w as std::sync::Arc<dyn crate::process::Sentinel>),
-        ..ctx.act(&templates, &redactor, &executor_waits)
+        ..ctx.act(&templates, &redactor, &executor_waits, &learned)
     };
     let fold = crate::live::fold(&redactor.redact(&format!(
         "run {run_id}: {} task {} {:?}",
@@ -83,7 +86,14 @@ pub fn work_run(ctx: &Context, run_id: &RunId) -> Result<WorkDone, Failure> {
         .and_then(|w| w.fired())
         .filter(|_| !result.outcome.success);
     if let Some(request) = stopped {
-        return record_work(ctx, &task_id, &run_id, &result, Some(&request));
+        return record_work(
+            ctx,
+            &task_id,
+            &run_id,
+            &result,
+            probed.as_ref(),
+            Some(&request),
+        );
     }
     if let (Some(client), true) = (
         &forge,
@@ -91,7 +101,7 @@ pub fn work_run(ctx: &Context, run_id: &RunId) -> Result<WorkDone, Failure> {
     ) {
         publish_run(ctx, client, &task, &run_id, &mut result);
     }
-    let done = record_work(ctx, &task_id, &run_id, &result, None)?;
+    let done = record_work(ctx, &task_id, &run_id, &result, probed.as_ref(), None)?;
     super::people::post_after_work(ctx, forge.as_ref(), &task);
     Ok(done)
 }
@@ -135,13 +145,15 @@ pub(super) fn waiting(run_id: &RunId, handover: Handover) -> Result<Waiting, Fai
     }
 }
 
-/// Records a worked run on the latest state, as a tick's record phase would; `stopped`: a
-/// person asked it to stop and it did (issue 51).
+/// Records a worked run on the latest state, as a tick's record phase would, with the host
+/// snapshot its job took (`probed`), if it took one; `stopped`: a person asked it to stop and
+/// it did (issue 51).
 pub(super) fn record_work(
     ctx: &Context,
     task_id: &TaskId,
     run_id: &RunId,
     result: &WorkResult,
+    probed: Option<&crate::model::learned::HostSnapshot>,
     stopped: Option<&crate::store::StopRequest>,
 ) -> Result<WorkDone, Failure> {
     let now = ctx.later();
@@ -180,8 +192,21 @@ pub(super) fn record_work(
             decision.to
         );
         let recorded = store.record_run(task_id, run_id, &result.record, &decision, writer)?;
+        if let Some(snapshot) = probed {
+            store.save_host_snapshot(snapshot)?;
+        }
         if stopped.is_some() {
+            // A person's stop teaches nothing about the host.
             store.forget_stop(run_id)?;
+        } else {
+            super::learned::learn_from_run(
+                store,
+                ctx,
+                (&task, run_id),
+                &result.record,
+                result.outcome.success,
+                now,
+            )?;
         }
         Ok((line, recorded))
     })?;

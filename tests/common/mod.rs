@@ -215,11 +215,19 @@ impl GitRepo {
             planner_cmd = g.tools.path().join("planner.sh").display(),
             planner = setup.planner,
             judge_lines = setup.judge,
-            extra = if setup.extra.contains("sandbox:") {
-                setup.extra.to_string()
-            } else {
-                // Test agents write to their tools folder: outside the Landlock sandbox.
-                format!("{}sandbox:\n  filesystem: none\n", setup.extra)
+            extra = {
+                let mut extra = if setup.extra.contains("sandbox:") {
+                    setup.extra.to_string()
+                } else {
+                    // Test agents write to their tools folder: outside the Landlock sandbox.
+                    format!("{}sandbox:\n  filesystem: none\n", setup.extra)
+                };
+                if !extra.contains("context:") {
+                    // No host probe (about a second of this machine's tools per test): the
+                    // tests of what the loop learned set their own `context:`.
+                    extra.push_str("context:\n  host_chars: 0\n");
+                }
+                extra
             },
         );
         g.repo.file(".opentiger.yml", &config);

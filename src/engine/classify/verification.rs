@@ -79,7 +79,7 @@ pub fn verification_failure_code(
     FailureCode::VerificationCommandFailed
 }
 
-fn is_missing_tool_output(out: &str) -> bool {
+pub(super) fn is_missing_tool_output(out: &str) -> bool {
     #[rustfmt::skip]
     const PHRASES: &[&str] = &[
         "missing dependency", "cannot find dependency", "command not found", "spawn enoent",
@@ -87,7 +87,7 @@ fn is_missing_tool_output(out: &str) -> bool {
     contains_any(out, PHRASES) || contains_all(out, &["sh:", "not found"])
 }
 
-fn is_runtime_mismatch_output(out: &str) -> bool {
+pub(super) fn is_runtime_mismatch_output(out: &str) -> bool {
     contains_all(out, &["unsupported engine", "\"node\""])
         || contains_any(out, &["requires node", "expected node version"])
         || (out.contains("err_require_esm") && contains_any(out, &["node_modules", "/.pnpm/"]))
@@ -96,7 +96,7 @@ fn is_runtime_mismatch_output(out: &str) -> bool {
 
 /// A package (not a file of the repository) that the toolchain cannot resolve: dependencies were
 /// never installed.
-fn is_missing_package_output(out: &str) -> bool {
+pub(super) fn is_missing_package_output(out: &str) -> bool {
     if out.contains("cannot find package")
         || contains_all(out, &["module path", "to exist, but none could be found"])
     {

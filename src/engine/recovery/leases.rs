@@ -1,18 +1,35 @@
 //! Leases a killed or stalled tick left behind (spec §2.5 "lease recovery"): reclaimed at once
 //! when the holder's process is gone on this host, else at expiry; the task goes back to the
-//! queue (at most `retry.max_lease_reclaims` times, then a person), or its review back to
-//! `awaiting_judge`, and runs nobody holds are cancelled. Not for: telling whether a holder is
-//! gone (the shell's `dead_agents`, `tick::context`) or killing what it left running
-//! (`sandbox::groups`).
+//! queue (at most `retry.max_lease_reclaims` lost runs, then a person), or its review back to
+//! `awaiting_judge`, and runs nobody holds are cancelled.
+//!
+//! **A runner's death is one lost run** (issue 49). A tick runs its claimed runs one after
+//! another, so when it dies holding several, one agent at most was running: the others had
+//! finished (their record cut) or had not started. Counting a lost run against every task it
+//! held turned one killed job into "the agent may hang" for all of them at once. So the leases
+//! one holder lost are counted once, against the task the loss has cost least so far (ties:
+//! the lowest task id), and the others go back to the queue with nothing counted. The bound on
+//! an agent that really hangs holds: every death while its task is held counts against one of
+//! at most `limits.max_runs_per_tick` tasks, the least counted first, so its task reaches a
+//! person after at most that many times `max_lease_reclaims + 1` deaths — exactly that many
+//! when it runs alone, or when its tick died on this host and left its record of which run was
+//! running (`tick::unsaved` records the rest before recovery looks).
+//!
+//! Not for: telling whether a holder is gone (the shell's `dead_agents`, `tick::context`) or
+//! killing what it left running (`sandbox::groups`).
+
+use std::collections::BTreeMap;
 
 use super::super::{Action, Working};
 use crate::model::{
-    AttemptKey, BlockReason, Lease, RunStatus, Task, TaskId, TaskState, TaskStatus,
+    AgentId, AttemptKey, BlockReason, Lease, RunStatus, Task, TaskId, TaskState, TaskStatus,
 };
 
 /// Leases that expired, whose holder ended, or that point at a task no longer running.
 pub(super) fn reclaim_leases(w: &mut Working<'_>) {
     let leases: Vec<&Lease> = w.leases.values().copied().collect();
+    // Run leases lost with their holder: (lease, why), counted once per holder below.
+    let mut lost: Vec<(&Lease, String)> = Vec::new();
     for lease in leases {
         let task_state = w.tasks.get(&lease.task_id).map(Task::state);
         match task_state {
@@ -71,6 +88,21 @@ pub(super) fn reclaim_leases(w: &mut Working<'_>) {
             );
             continue;
         };
+        lost.push((lease, why));
+    }
+    let losses: Vec<Loss> = lost
+        .iter()
+        .map(|(lease, _)| Loss {
+            task: lease.task_id.clone(),
+            holder: lease.agent_id.clone(),
+            counted: w
+                .tasks
+                .get(&lease.task_id)
+                .map_or(0, |t| t.attempts.get(AttemptKey::Lease)),
+        })
+        .collect();
+    let counted = counted_once(&losses);
+    for (lease, why) in lost {
         w.decide(
             Some(&lease.task_id),
             "recovery.lease_reclaimed",
@@ -79,7 +111,18 @@ pub(super) fn reclaim_leases(w: &mut Working<'_>) {
             },
             why.clone(),
         );
-        requeue_lost_task(w, &lease.task_id, &why);
+        let held = losses.iter().filter(|l| l.holder == lease.agent_id).count();
+        match counted.get(&lease.agent_id) {
+            Some(against) if held > 1 && *against != lease.task_id => {
+                requeue_uncounted(w, &lease.task_id, &why, held, against);
+            }
+            _ if held > 1 => requeue_lost_task(
+                w,
+                &lease.task_id,
+                &format!("{why} (it held {held} runs: their loss counts once, against this task)"),
+            ),
+            _ => requeue_lost_task(w, &lease.task_id, &why),
+        }
     }
     // Running tasks that have no lease at all (the spec's orphaned running tasks).
     for id in w.ids_in(TaskState::RUNNING) {
@@ -87,6 +130,50 @@ pub(super) fn reclaim_leases(w: &mut Working<'_>) {
             requeue_lost_task(w, &id, "running without a lease");
         }
     }
+}
+
+/// One run lease lost with its holder, and the lost runs its task counted before.
+#[derive(Clone, Debug, PartialEq)]
+pub(crate) struct Loss {
+    pub(crate) task: TaskId,
+    pub(crate) holder: AgentId,
+    pub(crate) counted: u32,
+}
+
+/// Against which task each holder's loss is counted: the one it has cost least so far, ties to
+/// the lowest task id (see the module documentation). One entry per holder.
+pub(crate) fn counted_once(losses: &[Loss]) -> BTreeMap<AgentId, TaskId> {
+    let mut least: BTreeMap<AgentId, &Loss> = BTreeMap::new();
+    for loss in losses {
+        least
+            .entry(loss.holder.clone())
+            .and_modify(|best| {
+                if (loss.counted, &loss.task) < (best.counted, &best.task) {
+                    *best = loss;
+                }
+            })
+            .or_insert(loss);
+    }
+    least
+        .into_iter()
+        .map(|(holder, loss)| (holder, loss.task.clone()))
+        .collect()
+}
+
+/// A task whose run was lost with a runner that held others: queued again with no lost run
+/// counted (its runner's death counted against `against`).
+fn requeue_uncounted(w: &mut Working<'_>, id: &TaskId, why: &str, held: usize, against: &TaskId) {
+    cancel_lost_runs(w, id, why);
+    w.transition(
+        id,
+        TaskState::QUEUED,
+        None,
+        Some(None),
+        "recovery.requeue_lost_with_runner",
+        format!(
+            "{why} (it held {held} runs: their loss counts once, against {against}): requeued, no lost run counted"
+        ),
+    );
 }
 
 /// A judge's lease on the task it reviews: kept while valid; when it expired or its holder ended,
@@ -136,8 +223,8 @@ pub(super) fn judge_lease(w: &mut Working<'_>, lease: &Lease) {
     w.released_judge_leases.push(lease.task_id.clone());
 }
 
-/// A task whose run was lost goes back to the queue, at most `max_lease_reclaims` times.
-pub(super) fn requeue_lost_task(w: &mut Working<'_>, id: &TaskId, why: &str) {
+/// The runs of a task still marked running, cancelled: their holder is gone.
+fn cancel_lost_runs(w: &mut Working<'_>, id: &TaskId, why: &str) {
     for run in w.task_runs(id).to_vec() {
         if run.status == RunStatus::Running {
             w.decide(
@@ -150,6 +237,11 @@ pub(super) fn requeue_lost_task(w: &mut Working<'_>, id: &TaskId, why: &str) {
             );
         }
     }
+}
+
+/// A task whose run was lost goes back to the queue, at most `max_lease_reclaims` times.
+pub(super) fn requeue_lost_task(w: &mut Working<'_>, id: &TaskId, why: &str) {
+    cancel_lost_runs(w, id, why);
     let task = &w.tasks[id];
     let used = task.attempts.get(AttemptKey::Lease);
     let limit = w.config.retry.max_lease_reclaims;
@@ -212,5 +304,79 @@ pub(super) fn cancel_orphaned_runs(w: &mut Working<'_>) {
             },
             format!("run {run_id} is marked running but holds no lease: cancelled"),
         );
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn loss(task: &str, holder: &str, counted: u32) -> Loss {
+        Loss {
+            task: TaskId::from(task),
+            holder: AgentId::from(holder),
+            counted,
+        }
+    }
+
+    #[test]
+    fn each_holder_counts_once_against_its_least_counted_task() {
+        /// A case's name, what was lost, and (holder, task counted against).
+        type Case = (&'static str, Vec<Loss>, Vec<(&'static str, &'static str)>);
+        let cases: Vec<Case> = vec![
+            ("nothing lost", vec![], vec![]),
+            ("one run", vec![loss("a", "h1", 2)], vec![("h1", "a")]),
+            (
+                "ties go to the lowest task id",
+                vec![loss("c", "h1", 0), loss("a", "h1", 0), loss("b", "h1", 0)],
+                vec![("h1", "a")],
+            ),
+            (
+                "the least counted first",
+                vec![loss("a", "h1", 2), loss("b", "h1", 1), loss("c", "h1", 3)],
+                vec![("h1", "b")],
+            ),
+            (
+                "each holder its own",
+                vec![loss("a", "h1", 0), loss("b", "h2", 0), loss("c", "h2", 0)],
+                vec![("h1", "a"), ("h2", "b")],
+            ),
+        ];
+        for (name, losses, expected) in cases {
+            let expected: BTreeMap<AgentId, TaskId> = expected
+                .into_iter()
+                .map(|(h, t)| (AgentId::from(h), TaskId::from(t)))
+                .collect();
+            assert_eq!(counted_once(&losses), expected, "{name}");
+        }
+    }
+
+    /// The bound on an agent that really hangs: a task held at every death reaches its limit
+    /// (`max_lease_reclaims` + 1 lost runs) within `held × (limit + 1)` deaths, whichever of
+    /// the tasks held beside it the deaths count against.
+    #[test]
+    fn a_task_held_at_every_death_reaches_a_person_within_the_bound() {
+        let limit = 3;
+        for held in 1..=4u32 {
+            let tasks: Vec<String> = (0..held).map(|i| format!("t{i}")).collect();
+            for hanging in &tasks {
+                let mut counted: BTreeMap<&str, u32> =
+                    tasks.iter().map(|t| (t.as_str(), 0)).collect();
+                let mut deaths = 0;
+                while counted[hanging.as_str()] <= limit {
+                    deaths += 1;
+                    let losses: Vec<Loss> = tasks
+                        .iter()
+                        .map(|t| loss(t, "runner", counted[t.as_str()]))
+                        .collect();
+                    let against = counted_once(&losses)[&AgentId::from("runner")].clone();
+                    *counted.get_mut(against.as_str()).expect("a held task") += 1;
+                }
+                assert!(
+                    deaths <= held * (limit + 1),
+                    "{hanging} of {held}: {deaths} deaths"
+                );
+            }
+        }
     }
 }

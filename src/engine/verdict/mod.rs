@@ -26,7 +26,7 @@ use crate::time::Timestamp;
 use conflict::conflict_recovery;
 
 /// What the judge concluded about one run.
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
 pub enum JudgeConclusion {
     /// Approved and merged into the base branch.
     Merged { commit: String },
