@@ -81,6 +81,8 @@ pub struct Git {
     env: Vec<(String, String)>,
     /// The token its commands that talk to a remote use.
     token: credentials::Token,
+    /// Runs beside an agent ([`Git::beside_a_run`]).
+    beside_a_run: bool,
 }
 
 /// Identity for commits the runner makes.
@@ -93,7 +95,19 @@ impl Git {
             dir: dir.into(),
             env: Vec::new(),
             token: credentials::Token::Forge,
+            beside_a_run: false,
         }
+    }
+
+    /// The same repository for a thread that reads while an agent runs (issue 51: a person's
+    /// stop request, `tick::stop_watch`): its remote commands do not sweep (the running agent
+    /// is a child of the runner the sweep would end), and they are kept from the sweep the end
+    /// of that run makes (so none is killed holding a ref lock). Nothing strays meanwhile from
+    /// the runner's own earlier git: the run's set-up swept after its last remote command.
+    pub fn beside_a_run(&self) -> Git {
+        let mut g = self.clone();
+        g.beside_a_run = true;
+        g
     }
 
     /// The same repository talking to remotes with the token `which` (issue 36: agents' heads
@@ -208,6 +222,14 @@ impl Git {
     /// A git the runner's own interrupt ended before it ran is run again, once
     /// ([`cut_before_it_ran`]).
     fn output_of(&self, args: &[&str], cmd: &mut Command) -> std::io::Result<std::process::Output> {
+        if self.beside_a_run {
+            let child = cmd.stdout(Stdio::piped()).stderr(Stdio::piped()).spawn()?;
+            let pid = child.id();
+            crate::reaper::keep(pid);
+            let out = child.wait_with_output();
+            crate::reaper::release(pid);
+            return out;
+        }
         let remote = talks_to_remote(args);
         let mut again = true;
         loop {

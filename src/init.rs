@@ -2,8 +2,9 @@
 //! default): writes a commented `.opentiger.yml` and, in github mode, the workflow
 //! `.github/workflows/opentiger.yml`, which is `examples/workflows/opentiger.yml` embedded, so the
 //! two cannot drift apart; in local modes, keeps the state file out of git. Overwrites nothing
-//! without `force`. Not for: checking the set-up works (`doctor`), the configuration's keys and
-//! defaults (`config`), or printing the report (`cli::init`).
+//! without `force`. With `--preview` (issue 51) it writes nothing and says what opentiger would
+//! do here (`preview`). Not for: checking the set-up works (`doctor`), the configuration's keys
+//! and defaults (`config`), or printing the report (`cli::init`).
 
 use std::path::{Path, PathBuf};
 
@@ -16,6 +17,81 @@ use crate::tick::ContextOptions;
 pub const WORKFLOW: &str = include_str!("../examples/workflows/opentiger.yml");
 /// Where it goes, relative to the repository.
 pub const WORKFLOW_PATH: &str = ".github/workflows/opentiger.yml";
+
+/// What opentiger would do here (issue 51), writing nothing: from the existing configuration,
+/// else the one [`init`] would write; in github mode with the open issues it would take, read
+/// from GitHub when a token and the repository are known.
+pub fn preview(options: &ContextOptions, agent_command: Option<&str>) -> Result<String, Failure> {
+    let path = options.config_path();
+    let (config, from) = if path.exists() {
+        let (config, _) = crate::config::load(&path, true)?;
+        (
+            config,
+            format!("{} as it is", shown(&options.repo, &path).display()),
+        )
+    } else {
+        let mode = match &options.mode {
+            Some(text) => text
+                .parse::<Mode>()
+                .map_err(|e| Failure::usage(format!("--mode: {e}")))?,
+            None => Mode::Github,
+        };
+        let base = current_branch(&options.repo).unwrap_or_else(|| "main".to_string());
+        let text = config_text(mode, &base, agent_command);
+        let config = crate::config::load_str(&text, ".opentiger.yml")?;
+        (
+            config,
+            "the .opentiger.yml `opentiger init` would write".to_string(),
+        )
+    };
+    let issues = match config.mode {
+        Mode::Github => backlog_issues(&options.repo, &config),
+        Mode::LocalGit | Mode::Direct => {
+            Err("no issues: this mode's backlog is `opentiger task add`".to_string())
+        }
+    };
+    let text = match &issues {
+        Ok(list) => crate::preview::text(&config, crate::preview::Issues::Read(list)),
+        Err(why) => crate::preview::text(&config, crate::preview::Issues::Unread(why.clone())),
+    };
+    Ok(format!("{text}\n(from {from}; nothing was written)\n"))
+}
+
+/// The open issues with a backlog label, or why they could not be listed.
+fn backlog_issues(
+    repo: &Path,
+    config: &crate::config::Config,
+) -> Result<Vec<crate::model::Issue>, String> {
+    use crate::forge::github::{owner_and_name, GithubClient};
+    // The repository a tick would name (GITHUB_REPOSITORY), else the remote's.
+    let origin = crate::credentials::lookup("GITHUB_REPOSITORY").or_else(|| {
+        Git::new(repo)
+            .try_run(&["remote", "get-url", &config.remote])
+            .ok()
+            .flatten()
+            .and_then(|url| owner_and_name(&url))
+    });
+    if crate::credentials::forge_token().is_none() {
+        return Err("not listed: no GitHub token here (`export GITHUB_TOKEN=$(gh auth token)`, then `opentiger init --preview` lists them)".to_string());
+    }
+    let client = GithubClient::from_env(origin.as_deref(), crate::credentials::lookup)
+        .map_err(|e| format!("not listed: {e}"))?;
+    let mut issues: Vec<crate::model::Issue> = Vec::new();
+    for label in &config.backlog.labels {
+        let read = client
+            .backlog_issues(label, None, crate::time::Timestamp::now())
+            .map_err(|e| format!("could not list them: {e}"))?;
+        if let crate::forge::github::Conditional::Fresh { value, .. } = read {
+            for issue in value {
+                if !issues.iter().any(|i| i.number == issue.number) {
+                    issues.push(issue);
+                }
+            }
+        }
+    }
+    issues.sort_by_key(|i| i.number);
+    Ok(issues)
+}
 
 /// Writes the files; returns what was written and the next steps, for a person. With
 /// `agent_command`, that program is the agent (`executor: command`).
@@ -42,8 +118,15 @@ pub fn init(
         options.config_path(),
         config_text(mode, &base, agent_command),
     )];
+    let mut woken_by = Vec::new();
     if mode == Mode::Github {
-        files.push((repo.join(WORKFLOW_PATH), WORKFLOW.to_string()));
+        let workflows = crate::workflows::read(repo);
+        woken_by = crate::workflows::ci_workflows(&workflows)
+            .into_iter()
+            .map(|w| (w.name.clone(), w.file.clone()))
+            .collect();
+        let names: Vec<String> = woken_by.iter().map(|(name, _)| name.clone()).collect();
+        files.push((repo.join(WORKFLOW_PATH), workflow_text(&names)));
     }
 
     let existing: Vec<String> = files
@@ -69,6 +152,18 @@ pub fn init(
         std::fs::write(path, text).map_err(|e| write_error(path, &e))?;
         report.push_str(&format!("wrote {}\n", shown(repo, path).display()));
     }
+    if !woken_by.is_empty() {
+        let named: Vec<String> = woken_by
+            .iter()
+            .map(|(name, file)| format!("{name} ({file})"))
+            .collect();
+        report.push_str(&format!(
+            "the tick wakes when your CI workflow{} finish{}: {} (a `workflow_run` trigger; GitHub sends no check_suite event for Actions' own CI)\n",
+            if named.len() == 1 { "" } else { "s" },
+            if named.len() == 1 { "es" } else { "" },
+            named.join(", ")
+        ));
+    }
     if mode != Mode::Github {
         if let Some(line) = ignore_state_file(repo)? {
             report.push_str(&format!("added `{line}` to .gitignore\n"));
@@ -76,6 +171,26 @@ pub fn init(
     }
     report.push_str(&next_steps(mode, &base, repo, agent_command));
     Ok(report)
+}
+
+/// The workflow `init` writes: [`WORKFLOW`], with a `workflow_run` trigger naming the
+/// repository's CI workflows (by their `name:`) when there are any, so their completion starts
+/// a tick (GitHub sends no `check_suite` event for suites of GitHub Actions itself).
+pub fn workflow_text(ci_names: &[String]) -> String {
+    const BEFORE: &str = "\n  workflow_dispatch:\n";
+    if ci_names.is_empty() {
+        return WORKFLOW.to_string();
+    }
+    // JSON strings are YAML flow scalars: any name is written quoted and whole.
+    let names: Vec<String> = ci_names
+        .iter()
+        .map(|n| serde_json::to_string(n).unwrap_or_default())
+        .collect();
+    let trigger = format!(
+        "\n  workflow_run:\n    workflows: [{}]\n    types: [completed]",
+        names.join(", ")
+    );
+    WORKFLOW.replacen(BEFORE, &format!("{trigger}{BEFORE}"), 1)
 }
 
 /// A written file as the user knows it: relative to the repository when that is `.`.
@@ -154,7 +269,9 @@ fn next_steps(mode: Mode, base: &str, repo: &Path, agent: Option<&str>) -> Strin
              \x20    or with a Claude subscription CLAUDE_CODE_OAUTH_TOKEN (from `claude setup-token`; then\n\
              \x20    swap the two lines under `env:` in {WORKFLOW_PATH})\n\
              \x20 2. create the label `opentiger` (Issues → Labels → New label, or `gh label create opentiger`)\n\
-             \x20 3. recommended: a GitHub App token, so CI runs on opentiger's PRs (the comments in {WORKFLOW_PATH} say how)\n\
+             \x20 3. recommended: a GitHub App token, so CI runs on opentiger's PRs: store the App's id as the\n\
+             \x20    variable OPENTIGER_APP_ID and its key as the secret OPENTIGER_APP_PRIVATE_KEY; the workflow\n\
+             \x20    then uses it (nothing to uncomment; docs/github.md: CI on opentiger's PRs needs an App token)\n\
              \x20 4. check the set-up: {doctor}   (--online also asks GitHub about the token)\n\
              \x20 5. commit both files and push them to {base}; then label an issue `opentiger`, or run the\n\
              \x20    workflow by hand (Actions → opentiger → Run workflow)\n"

@@ -23,6 +23,7 @@ pub mod live;
 pub mod model;
 pub mod planner;
 pub mod policy;
+pub mod preview;
 pub mod process;
 pub mod programs;
 pub mod prompt;

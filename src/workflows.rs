@@ -28,6 +28,11 @@ use crate::time::{Millis, MINUTE};
 pub struct Workflow {
     /// The file name (`ci.yml`): what the dispatch API takes as the workflow's id.
     pub file: String,
+    /// Its `name:`, or GitHub's stand-in for a workflow without one (its path): what a
+    /// `workflow_run` trigger names it by.
+    pub name: String,
+    /// The workflows whose completion starts it (`on.workflow_run.workflows`).
+    pub wakes_on: Vec<String>,
     /// Started for a PR's head: by `pull_request` (or `pull_request_target`) without a path
     /// filter, or by `push` without a branch, tag or path filter (a filtered trigger may
     /// rightly not run on a PR, so it does not make CI expected).
@@ -55,6 +60,8 @@ pub struct Workflow {
 
 #[derive(Deserialize)]
 struct RawWorkflow {
+    #[serde(default)]
+    name: Option<String>,
     #[serde(rename = "on", default)]
     on: Option<Triggers>,
     #[serde(default)]
@@ -95,6 +102,9 @@ struct Filters {
     paths: Option<IgnoredAny>,
     #[serde(default, rename = "paths-ignore")]
     paths_ignore: Option<IgnoredAny>,
+    /// `workflow_run`'s workflows.
+    #[serde(default)]
+    workflows: Option<heads::Patterns>,
 }
 
 impl Filters {
@@ -188,8 +198,23 @@ pub fn parse(file: &str, text: &str) -> Option<Workflow> {
         .collect();
     let actions_write = blocks.iter().any(|p| p.writes("actions"));
     let checks_write = (!blocks.is_empty()).then(|| blocks.iter().any(|p| p.writes("checks")));
+    let wakes_on = events
+        .iter()
+        .filter(|(event, _)| event == "workflow_run")
+        .filter_map(|(_, trigger)| match trigger {
+            Some(Trigger::Filtered(f)) => f.workflows.as_ref(),
+            _ => None,
+        })
+        .flat_map(|p| p.list())
+        .map(str::to_string)
+        .collect();
     Some(Workflow {
         file: file.to_string(),
+        name: raw
+            .name
+            .filter(|n| !n.trim().is_empty())
+            .unwrap_or_else(|| format!(".github/workflows/{file}")),
+        wakes_on,
         on_push_or_pr: on_prs,
         on_heads,
         secrets: heads::secrets_used(text),
@@ -246,6 +271,22 @@ pub fn ci_setup(workflows: &[Workflow], workflow_token: bool) -> CiSetup {
             .iter()
             .any(|w| w.runs_opentiger && w.actions_write),
     }
+}
+
+/// The CI workflows among `workflows`: those that do not run opentiger and run on a pull
+/// request or a push of opentiger's heads. Their completion is what a tick waits for, and
+/// GitHub sends no `check_suite` event for Actions' own suites: only a `workflow_run` trigger
+/// naming them wakes the tick.
+pub fn ci_workflows(workflows: &[Workflow]) -> Vec<&Workflow> {
+    workflows
+        .iter()
+        .filter(|w| !w.runs_opentiger)
+        .filter(|w| {
+            w.on_heads
+                .iter()
+                .any(|e| matches!(e.as_str(), "pull_request" | "pull_request_target" | "push"))
+        })
+        .collect()
 }
 
 /// The schedule of the workflow that runs opentiger: its most frequent cron.

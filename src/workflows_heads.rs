@@ -17,7 +17,7 @@ pub(super) enum Patterns {
 }
 
 impl Patterns {
-    fn list(&self) -> Vec<&str> {
+    pub(super) fn list(&self) -> Vec<&str> {
         match self {
             Patterns::One(p) => vec![p.as_str()],
             Patterns::Many(ps) => ps.iter().map(String::as_str).collect(),

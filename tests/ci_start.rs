@@ -131,7 +131,8 @@ fn agent_appends(agent: &Path, runs: &Path, line: &str) {
 /// One tick in `repo` as a workflow run with an App token, the push token and the shim.
 fn tick_in(s: &Setup, repo: &Path, now: &str, push_token: Option<&str>) -> std::process::Output {
     let mut cmd = opentiger_against(&s.server, repo, now);
-    cmd.arg("tick")
+    // `-v`: the tests read the rounds' headers, a detail of the tick's report.
+    cmd.args(["-v", "tick"])
         .env("GITHUB_ACTIONS", "true")
         .env("OPENTIGER_GITHUB_TOKEN", s.server.token())
         .env("OPENTIGER_GIT", &s.shim)
@@ -329,7 +330,7 @@ fn after_review_ci_starts_only_once_the_judge_approved_the_head() {
     assert!(!s.server.pull(pr).unwrap().merged, "never before CI");
     let rounds: Vec<&str> = out
         .lines()
-        .filter(|l| l.trim().starts_with("round "))
+        .filter(|l| l.trim().starts_with("[round "))
         .collect();
     assert_eq!(rounds.len(), 3, "run, review, CI started: {out}");
     assert!(rounds[1].contains("reviewed 1"), "{out}");

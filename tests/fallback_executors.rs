@@ -152,8 +152,9 @@ fn when_no_executor_can_run_the_error_names_each_and_nothing_is_claimed() {
     assert_eq!(out.code, 2, "{}", out.stderr);
     for part in [
         "no executor of agents.worker can run here (tried in order):".to_string(),
+        // Named under the key written (`agents.default`), which the worker inherits.
         format!(
-            "agents.worker.command: `{}` was not found",
+            "agents.default.command: `{}` was not found",
             g.tools_path().join("agent.sh").display()
         ),
         format!(

@@ -426,7 +426,7 @@ fn an_idle_tick_says_why_and_retry_skips_a_cooldown() {
     );
     let ran = run_in(repo.path(), &["--now", &at(2), "tick"]).ok();
     assert!(
-        ran.stdout.contains("claim and run"),
+        ran.stdout.contains("worker "),
         "the wait was skipped:\n{}",
         ran.stdout
     );

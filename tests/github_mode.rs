@@ -63,8 +63,9 @@ fn opentiger(s: &Setup, now: &str, args: &[&str]) -> std::process::Output {
         .unwrap()
 }
 
+/// A `tick -v`: the summary with its rules, moves and rounds (issue 51).
 fn tick(s: &Setup, now: &str) -> String {
-    tick_output(opentiger(s, now, &["tick"]), now)
+    tick_output(opentiger(s, now, &["-v", "tick"]), now)
 }
 
 fn tasks(s: &Setup) -> Vec<serde_json::Value> {

@@ -8,39 +8,15 @@ mod credentials;
 mod sandbox;
 
 use std::path::Path;
-use std::process::Command;
 
 use common::github::GithubServer;
-use common::{bare_origin, clone, git, Out};
-
-/// Variables of a real GitHub Actions job or a developer's shell that would change the answers.
-const AMBIENT: &[&str] = &[
-    "GITHUB_ACTIONS",
-    "GITHUB_TOKEN",
-    "OPENTIGER_GITHUB_TOKEN",
-    "GH_TOKEN",
-    "GITHUB_REPOSITORY",
-    "GITHUB_API_URL",
-    "ANTHROPIC_API_KEY",
-    "OPENTIGER_CONFIG",
-    "OPENTIGER_REPO",
-    "OPENTIGER_NOW",
-];
+use common::{bare_origin, clone, git, lines_at, Out};
 
 const FAKE_TOKEN: &str = "ghs_doctorMustNeverPrintThis000000000";
 
 /// `opentiger --repo DIR ARGS` with exactly `env` on top of a cleaned environment.
 fn opentiger(dir: &Path, args: &[&str], env: &[(&str, &str)]) -> Out {
-    let mut cmd = Command::new(env!("CARGO_BIN_EXE_opentiger"));
-    cmd.arg("--repo").arg(dir).args(args);
-    for name in AMBIENT {
-        cmd.env_remove(name);
-    }
-    for (k, v) in env {
-        cmd.env(k, v);
-    }
-    let out = cmd.output().expect("run opentiger");
-    Out::from(out)
+    common::opentiger_clean(dir, args, env)
 }
 
 /// A clone of a bare `origin` with one commit on main.
@@ -65,14 +41,6 @@ fn use_scripted_agent(repo: &Path) {
         text.replace("executor: claude-code", "executor: scripted"),
     )
     .unwrap();
-}
-
-fn lines_at(report: &str, level: &str) -> Vec<String> {
-    report
-        .lines()
-        .filter(|l| l.starts_with(&format!("{level} ")))
-        .map(String::from)
-        .collect()
 }
 
 #[test]

@@ -133,13 +133,13 @@ fn pause_and_resume_in_local_git_mode() {
     assert!(status.contains("Paused: by @"), "{status}");
     assert!(status.contains("Resume: `opentiger resume`"), "{status}");
     let tick = repo.run_at(&minute(1), &["tick"]).ok().stdout;
-    assert!(tick.contains("0 run(s)"), "{tick}");
+    assert!(tick.contains(": nothing to do"), "{tick}");
     assert!(tick.contains("the repository is paused by @"), "{tick}");
     assert_eq!(state_of(&repo, &id), "queued");
     let resumed = repo.run_at(&minute(2), &["resume"]).ok().stdout;
     assert!(resumed.starts_with("resumed"), "{resumed}");
     let tick = repo.run_at(&minute(3), &["tick"]).ok().stdout;
-    assert!(tick.contains("1 run(s)"), "{tick}");
+    assert!(tick.contains(": ran 1 agent"), "{tick}");
     assert_ne!(state_of(&repo, &id), "queued");
     let not = repo.run_at(&minute(4), &["resume"]).ok().stdout;
     assert!(not.starts_with("not paused"), "{not}");
@@ -384,7 +384,7 @@ fn runs_fold_in_actions_and_quiet_is_silent() {
     let quiet = self::repo(WRITES, "");
     quiet.add(&["--title", "Hush", "--goal", "g"]);
     let out = quiet.run(&["-q", "tick"]).ok();
-    assert!(out.stdout.contains("1 run(s)"), "{}", out.stdout);
+    assert!(out.stdout.contains(": ran 1 agent"), "{}", out.stdout);
     assert!(!out.stderr.contains("opentiger:"), "{}", out.stderr);
 }
 
@@ -430,7 +430,7 @@ fn pause_and_resume_in_github_mode_act_on_the_state_branch() {
     assert!(paused.starts_with("paused:"), "{paused}");
     server.add_issue("First", "Please.", &["opentiger"], "acme", "OWNER");
     let tick = run(&ci, "2026-11-21T12:05:00Z", &["tick"]);
-    assert!(tick.contains("0 run(s)"), "{tick}");
+    assert!(!tick.contains(" ran "), "{tick}");
     assert!(tick.contains("the repository is paused by @"), "{tick}");
     let status = run(&ci, "2026-11-21T12:06:00Z", &["status"]);
     assert!(
@@ -441,5 +441,5 @@ fn pause_and_resume_in_github_mode_act_on_the_state_branch() {
     );
     run(&here, "2026-11-21T12:07:00Z", &["resume"]);
     let tick = run(&ci, "2026-11-21T12:10:00Z", &["tick"]);
-    assert!(tick.contains("1 run(s)"), "{tick}");
+    assert!(tick.contains(": ran 1 agent"), "{tick}");
 }

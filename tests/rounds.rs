@@ -18,7 +18,7 @@ use common::{git, minute, running, GitRepo, Setup};
 fn tick_with_summary(s: &scripted::Setup, now: &str) -> (String, String) {
     let summary = s.dir.path().join(format!("summary-{now}.md"));
     let out = common::github::opentiger_against(&s.server, &s.clone, now)
-        .arg("tick")
+        .args(["-v", "tick"])
         .env("PROMPTS", s.dir.path().join("prompts"))
         .env("GITHUB_STEP_SUMMARY", &summary)
         .output()
@@ -34,14 +34,14 @@ fn merged(s: &scripted::Setup, pr: u64) -> bool {
     s.server.pull(pr).unwrap().merged
 }
 
-/// The headers of a tick's rounds: (round, its bound in minutes, the minutes left).
+/// The headers of a tick's rounds (`tick -v`): (round, its bound in minutes, the minutes left).
 fn rounds_of(out: &str) -> Vec<(u32, f64, f64)> {
     out.lines()
         .filter_map(|l| {
-            let rest = l.trim().strip_prefix("round ")?;
-            let (n, rest) = rest.split_once(" (its work may take ")?;
+            let rest = l.trim().strip_prefix("[round ")?;
+            let (n, rest) = rest.split_once("] its work may take ")?;
             let (bound, rest) = rest.split_once(" min of the ")?;
-            let (left, _) = rest.split_once(" min left)")?;
+            let (left, _) = rest.split_once(" min left:")?;
             Some((n.parse().ok()?, bound.parse().ok()?, left.parse().ok()?))
         })
         .collect()
@@ -69,9 +69,11 @@ fn without_ci_or_a_window_a_labelled_issue_is_merged_by_one_tick() {
         [1, 2],
         "{out}"
     );
-    assert!(out.contains("): reviewed 1, merged 1"), "{out}");
+    assert!(out.contains("min left: reviewed 1, merged 1"), "{out}");
     assert!(summary.contains("in 2 rounds"), "{summary}");
-    assert!(summary.contains("round 2 ("), "{summary}");
+    // The job summary is for people (issue 51): what happened, no rounds arithmetic.
+    assert!(summary.contains("review: approved and merged"), "{summary}");
+    assert!(!summary.contains("[round "), "{summary}");
     // Nothing is left for a later tick, and a quiet one still costs a few 304s.
     scripted::tick(&s, "2026-11-21T12:05:00Z");
     s.server.reset_counts();

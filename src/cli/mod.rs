@@ -99,7 +99,7 @@ pub enum Command {
     Pause(PauseArgs),
     /// Resume a paused repository: the next tick claims work again.
     Resume,
-    /// The local backlog: add, list, show, retry, cancel, approve tasks.
+    /// The local backlog: add, list, show, retry, stop, cancel, approve tasks.
     #[command(subcommand)]
     Task(task::TaskCommand),
     /// What the loop learned about where its agents run: the host snapshot and the failure
@@ -278,7 +278,7 @@ fn run(cli: Cli, stop_token: Option<String>) -> CmdResult {
     // Issue 40: commands that run agents and checks say so while they run (stderr), unless -q.
     let runs_agents = match &cli.command {
         Command::Tick(args) => !args.dry_run,
-        Command::Work(_) | Command::Plan(_) => true,
+        Command::Work(_) | Command::Plan(_) | Command::Demo(_) => true,
         _ => false,
     };
     if runs_agents && !cli.quiet {
@@ -313,6 +313,7 @@ fn run(cli: Cli, stop_token: Option<String>) -> CmdResult {
                 | TaskCommand::Show { .. }
                 | TaskCommand::Retry { .. }
                 | TaskCommand::Approve { .. }
+                | TaskCommand::Stop { .. }
                 | TaskCommand::Cancel { .. } => Access::Read,
             };
             task::run(&context(access)?, cmd, cli.verbose > 0)
@@ -326,11 +327,12 @@ fn run(cli: Cli, stop_token: Option<String>) -> CmdResult {
             lessons::run(&context(access)?, args)
         }
         Command::Demo(args) => {
+            // Each piece as it happens: a tick's lines show before the next tick starts.
             let report = crate::demo::run(
                 &Context::load(&cli.context_options())?,
                 args.keep.as_deref(),
+                &mut |text| write_stdout(format_args!("{text}")),
             )?;
-            out!("{}", report.text);
             if report.converged {
                 Ok(())
             } else {
@@ -349,12 +351,25 @@ fn init_logging(verbose: u8, quiet: bool) {
         (false, 1) => "info",
         (false, _) => "debug",
     };
-    let filter = tracing_subscriber::EnvFilter::try_from_env("OPENTIGER_LOG")
-        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(level));
-    let _ = tracing_subscriber::fmt()
-        .with_env_filter(filter)
-        .with_writer(std::io::stderr)
-        .with_target(false)
+    use tracing_subscriber::layer::SubscriberExt as _;
+    use tracing_subscriber::util::SubscriberInitExt as _;
+    // `OPENTIGER_LOG=debug` or `OPENTIGER_LOG=warn,opentiger::forge=debug`: a level, and levels
+    // per module (a `Targets` filter: no regular expressions, so no regex crates to build).
+    let filter = std::env::var("OPENTIGER_LOG")
+        .ok()
+        .and_then(|text| text.parse::<tracing_subscriber::filter::Targets>().ok())
+        .unwrap_or_else(|| {
+            level
+                .parse()
+                .expect("error, warn, info and debug are levels")
+        });
+    let _ = tracing_subscriber::registry()
+        .with(
+            tracing_subscriber::fmt::layer()
+                .with_writer(std::io::stderr)
+                .with_target(false),
+        )
+        .with(filter)
         .try_init();
 }
 

@@ -1,6 +1,6 @@
-//! `opentiger task add|list|show|retry|cancel|approve`: the local backlog. Adds tasks from flags
+//! `opentiger task add|list|show|retry|stop|cancel|approve`: the local backlog. Adds tasks from flags
 //! or a plan file (held for approval as `engine::approval` says), lists them, shows one.
-//! Not for: retry, cancel and approve (`cli::task_moves`), the checks of a task's commands and
+//! Not for: retry, stop, cancel and approve (`cli::task_moves`), the checks of a task's commands and
 //! paths (`runner::checks`), or the text of `task show` (`report::task_show`).
 
 use std::collections::BTreeMap;
@@ -64,6 +64,13 @@ pub enum TaskCommand {
         #[arg(long, value_name = "SHA", requires = "id")]
         commit: Option<String>,
     },
+    /// Stop a task's running run within 30 s, from any terminal or job: the tick running its
+    /// agent reads the request from the state and ends it; the task then waits for you
+    /// (`opentiger task retry ID` queues it again).
+    Stop {
+        /// The task's id, or a unique prefix of 4 or more characters.
+        id: String,
+    },
     /// Cancel a task that is not done.
     Cancel {
         /// The task's id, or a unique prefix of 4 or more characters.
@@ -125,6 +132,7 @@ pub fn run(ctx: &Context, cmd: &TaskCommand, verbose: bool) -> CmdResult {
         TaskCommand::Show { id, json } => show(ctx, id, *json, verbose),
         TaskCommand::Retry { id, reason } => super::task_moves::retry(ctx, id, reason),
         TaskCommand::Cancel { id, reason } => super::task_moves::cancel(ctx, id, reason),
+        TaskCommand::Stop { id } => super::task_moves::stop(ctx, id),
         TaskCommand::Approve { id, all, commit } => {
             super::task_moves::approve(ctx, id.as_deref(), *all, commit.as_deref())
         }

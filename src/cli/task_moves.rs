@@ -1,7 +1,8 @@
-//! `opentiger task retry|cancel|approve`: a person's moves on tasks of the local backlog, by
-//! the same rules as the comment commands (`engine::commands`): a retry of the task a person
+//! `opentiger task retry|stop|cancel|approve`: a person's moves on tasks of the local backlog,
+//! by the same rules as the comment commands (`engine::commands`): a retry of the task a person
 //! knows acts on the AutoFix or rework child waiting in its stead, a cancel takes the children
-//! working on it along (issue 40). Not for: the rules themselves (`engine::commands::retry`,
+//! working on it along (issue 40), a stop asks the tick running the task's agent to end it
+//! (issue 51, `engine::stop`). Not for: the rules themselves (`engine::commands::retry`,
 //! `engine::commands::approve`), or adding, listing and showing tasks (`cli::task`).
 
 use super::{CmdResult, Context, Failure};
@@ -109,6 +110,33 @@ fn next_start_note(ctx: &Context, task: &Task) -> String {
         ),
         Err(e) => format!("could not look at {branch}: {e}"),
     }
+}
+
+/// Who asks, as a stop request names them: the Actions actor, else the login.
+fn person() -> String {
+    ["GITHUB_ACTOR", "USER", "LOGNAME"]
+        .into_iter()
+        .find_map(|k| std::env::var(k).ok().filter(|v| !v.trim().is_empty()))
+        .unwrap_or_else(|| "a person".to_string())
+}
+
+pub(super) fn stop(ctx: &Context, id: &str) -> CmdResult {
+    let by = format!("{} (opentiger task stop)", person());
+    let line = ctx.write_state("task stop", |store| {
+        let id = store.resolve_task_id(id)?;
+        let task = store.task(&id)?;
+        let leased = store
+            .leased_tasks()?
+            .into_iter()
+            .find_map(|(t, run)| (t == id).then_some(run));
+        let run = crate::engine::stop::stop_target(&task, leased.as_ref()).map_err(Failure::usage)?;
+        store.request_stop(&id, &run, &by, writer(ctx))?;
+        Ok(format!(
+            "{id}: run {run} asked to stop: the tick running its agent ends it within 30 s, then the task waits for you (`opentiger task retry {id}` queues it again, `opentiger task cancel {id}` drops it)"
+        ))
+    })?;
+    outln!("{line}");
+    Ok(())
 }
 
 pub(super) fn cancel(ctx: &Context, id: &str, reason: &str) -> CmdResult {

@@ -23,7 +23,8 @@ pub struct TickArgs {
     /// Start at most this many runs, 0 to 100 (overrides limits.max_runs_per_tick).
     #[arg(long, value_parser = clap::value_parser!(u32).range(0..=100))]
     pub max_runs: Option<u32>,
-    /// With --dry-run: plan from the state alone, without reading GitHub (github mode).
+    /// With --dry-run: no network at all: plan from the state as this clone last fetched it,
+    /// without reading GitHub.
     #[arg(long, requires = "dry_run")]
     pub offline: bool,
     /// Claim up to N runs without running them and print them as a job matrix, for N
@@ -33,8 +34,8 @@ pub struct TickArgs {
     pub fan_out: Option<u32>,
 }
 
-/// `verbose` (`-v`) adds the engine's own figures to a dry run: the preflight gates and each
-/// claim's score.
+/// `verbose` (`-v`) adds the engine's own figures to a dry run (the preflight gates and each
+/// claim's score) and to a tick's summary (its rules, claims and leases, rounds, metering).
 pub fn run(ctx: &Context, args: &TickArgs, verbose: bool) -> CmdResult {
     let mut config = ctx.config.clone();
     if let Some(n) = args.max_runs.or(args.fan_out) {
@@ -67,7 +68,7 @@ pub fn run(ctx: &Context, args: &TickArgs, verbose: bool) -> CmdResult {
                 .map_err(|e| Failure::tick(e.to_string()))?
         );
     } else {
-        out!("{}", summary.text());
+        out!("{}", summary.text(verbose));
     }
     match crate::process::interrupt::requested() {
         Some(signal) => Err(Failure {
@@ -87,11 +88,16 @@ pub fn run(ctx: &Context, args: &TickArgs, verbose: bool) -> CmdResult {
 fn dry_run(ctx: &Context, json: bool, offline: bool, verbose: bool) -> CmdResult {
     // What GitHub says is applied to a private copy; offline, or with nothing to read from
     // GitHub, the state is only read.
-    let mut store = if offline || ctx.config.mode != crate::model::Mode::Github {
+    // Offline means no network (issue 51): a state branch as this clone last fetched it.
+    let mut store = if offline {
+        ctx.read_fetched_store()?
+    } else if ctx.config.mode != crate::model::Mode::Github {
         ctx.read_store()?
     } else {
         ctx.scratch_store()?
     };
+    let fetched = (offline && ctx.config.store_kind() == crate::config::StoreKind::Branch)
+        .then(|| ctx.state_ref().fetched_ref());
     let observed = if offline {
         Vec::new()
     } else {
@@ -108,6 +114,11 @@ fn dry_run(ctx: &Context, json: bool, offline: bool, verbose: bool) -> CmdResult
             serde_json::to_string_pretty(&value).map_err(|e| Failure::tick(e.to_string()))?;
         outln!("{text}");
     } else {
+        if let Some(reference) = &fetched {
+            outln!(
+                "Offline: the state as this clone last fetched it ({reference}); `git fetch` brings the latest."
+            );
+        }
         if !observed.is_empty() {
             outln!("From GitHub (read-only, nothing saved), a real tick would first apply:");
             for line in &observed {

@@ -266,6 +266,10 @@ pub struct EffectiveAgent {
     /// `agents.worker.fallbacks[0]` for a fallback.
     #[serde(skip)]
     pub config_key: String,
+    /// The entry its program was written in, for messages about it (issue 51: a worker that
+    /// inherits `agents.default.command` is told about `agents.default.command`).
+    #[serde(skip)]
+    pub command_at: String,
 }
 
 impl EffectiveAgent {
@@ -349,6 +353,19 @@ impl AgentsConfig {
                     )
                 }),
             config_key: format!("agents.{}", role.name()),
+            command_at: self.written_at(role, |l| l.command.is_some()),
         }
+    }
+
+    /// The entry a role's setting comes from, as the user wrote it: the role's own, the one it
+    /// inherits from, else `agents.default` (which also stands for a built-in default).
+    pub fn written_at(&self, role: AgentRole, set: impl Fn(&AgentConfig) -> bool) -> String {
+        if set(self.entry(role)) {
+            return format!("agents.{}", role.name());
+        }
+        if self.parent(role).is_some_and(&set) {
+            return "agents.worker".to_string();
+        }
+        "agents.default".to_string()
     }
 }

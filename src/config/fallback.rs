@@ -107,6 +107,10 @@ fn over(primary: &EffectiveAgent, entry: &AgentConfig, config_key: String) -> Ef
         max_turns: entry.max_turns.unwrap_or(primary.max_turns),
         pricing: tied(same, &entry.pricing, &primary.pricing),
         idle_minutes: entry.idle_minutes.unwrap_or(primary.idle_minutes),
+        command_at: match (&entry.command, same) {
+            (None, true) => primary.command_at.clone(),
+            (Some(_), _) | (None, false) => config_key.clone(),
+        },
         limits: entry
             .limits
             .as_ref()

@@ -29,8 +29,13 @@ pub struct DemoReport {
     pub dir: PathBuf,
     pub ticks: u32,
     pub converged: bool,
+    /// Everything it printed, as `emit` was given it.
     pub text: String,
 }
+
+/// Where the demo's lines go as they happen (the command prints them at once, so each tick
+/// shows before the next one starts).
+pub type Emit<'a> = &'a mut dyn FnMut(&str) -> Result<(), Failure>;
 
 fn io(what: &str, e: impl std::fmt::Display) -> Failure {
     Failure::tick(format!("demo: could not {what}: {e}"))
@@ -113,7 +118,9 @@ fn sample_tasks(now: Timestamp) -> Vec<Task> {
     vec![sub, mul, docs]
 }
 
-pub fn run(base: &Context, keep: Option<&Path>) -> Result<DemoReport, Failure> {
+/// Runs the demo, handing each piece of its report to `emit` as soon as it is known: the
+/// introduction, then each tick's lines when that tick ends, then the result.
+pub fn run(base: &Context, keep: Option<&Path>, emit: Emit<'_>) -> Result<DemoReport, Failure> {
     let started = Instant::now();
     let temp;
     let root = match keep {
@@ -142,22 +149,32 @@ pub fn run(base: &Context, keep: Option<&Path>) -> Result<DemoReport, Failure> {
     ctx.write_state("demo tasks", |store| {
         Ok(store.insert_tasks(&sample_tasks(ctx.now), writer)?)
     })?;
-    let mut out = format!("opentiger demo in {}\n\nThe sample: a tiny Rust crate and three tasks (\"Add multiplication\" depends on \"Add subtraction\"; the docs task on both).\n", repo.display());
+    let mut out = String::new();
+    let mut say = |text: String| -> Result<(), Failure> {
+        emit(&text)?;
+        out.push_str(&text);
+        Ok(())
+    };
+    say(format!("opentiger demo in {}\n\nThe sample: a tiny Rust crate and three tasks (\"Add multiplication\" depends on \"Add subtraction\"; the docs task on both).\n", repo.display()))?;
     let mut ticks = 0;
     let mut converged = false;
     let mut idle = 0;
     while ticks < MAX_TICKS {
         ticks += 1;
         ctx.tick_id = crate::model::TickId::fresh(ctx.now.0 + i64::from(ticks));
+        say(format!("\n── tick {ticks} at {} ──\n", ctx.now.clock()))?;
         let summary = tick_once(&ctx)?;
-        out.push_str(&format!("\n── tick {ticks} at {} ──\n", ctx.now.clock()));
-        if summary.lines.is_empty() {
-            out.push_str("  (nothing to do: waiting for a cooldown)\n");
+        // What a person reads of a tick: its plain lines (`tick -v` shows the rest).
+        let lines = summary.plain_lines();
+        let mut text = String::new();
+        if lines.is_empty() {
+            text.push_str("  (nothing to do: waiting for a cooldown)\n");
         }
-        for line in &summary.lines {
-            out.push_str(&format!("  {line}\n"));
+        for line in lines {
+            text.push_str(&format!("  {line}\n"));
         }
-        idle = if summary.lines.is_empty() {
+        say(text)?;
+        idle = if summary.plain_lines().is_empty() {
             idle + 1
         } else {
             0
@@ -174,14 +191,14 @@ pub fn run(base: &Context, keep: Option<&Path>) -> Result<DemoReport, Failure> {
         }
         ctx.now = ctx.now.plus(2 * MINUTE);
     }
-    out.push_str(&final_report(
+    say(final_report(
         &ctx,
         &repo,
         ticks,
         converged,
         started,
         keep.is_some(),
-    )?);
+    )?)?;
     Ok(DemoReport {
         dir: root,
         ticks,
@@ -247,6 +264,9 @@ fn final_report(
             .collect::<Vec<_>>()
             .join("\n")
     ));
+    if let Some(hint) = std::env::current_exe().ok().and_then(|e| on_path_hint(&e)) {
+        out.push_str(&hint);
+    }
     out.push_str(&format!(
         "\n{} after {ticks} ticks in {:.1}s. To look around: {}\n",
         if converged {
@@ -262,4 +282,30 @@ fn final_report(
         }
     ));
     Ok(out)
+}
+
+/// The command that puts this very build on PATH, reusing it (README: Set up on a fresh
+/// machine). `cargo install --debug` with the clone's `target` folder finds the binary
+/// `cargo run` built fresh and copies it to `~/.cargo/bin`: a second, no second cold build.
+pub const INSTALL_THIS_BUILD: &str =
+    "cargo install --locked --offline --debug --path . --target-dir target";
+
+/// When `exe` is the debug build in a clone of opentiger (`<clone>/target/debug/opentiger`, as
+/// `cargo run -- demo` runs it), how to put it on PATH without building again.
+fn on_path_hint(exe: &Path) -> Option<String> {
+    let debug = exe.parent().filter(|d| d.ends_with("target/debug"))?;
+    let clone = debug.parent()?.parent()?;
+    let manifest = std::fs::read_to_string(clone.join("Cargo.toml")).ok()?;
+    if !manifest.lines().any(|l| l.trim() == "name = \"opentiger\"") {
+        return None;
+    }
+    let here = std::env::current_dir().is_ok_and(|cwd| cwd == clone);
+    let cd = if here {
+        String::new()
+    } else {
+        format!("cd {} && ", clone.display())
+    };
+    Some(format!(
+        "\nTo put this build on PATH (in ~/.cargo/bin, no second build):\n  {cd}{INSTALL_THIS_BUILD}\n"
+    ))
 }

@@ -162,11 +162,17 @@ fn problems(
     match (agent.executor, executor::known_cli(agent.executor)) {
         (ExecutorKind::Command, _) => {
             if let Some(program) = agent.command.as_ref().and_then(|c| c.first()) {
+                // Issue 51: the entry the program was written in, and the true cause.
+                let at = &agent.command_at;
                 match find_program(program, repo, vars("PATH").as_deref()) {
                     Ok(path) => found = format!(" ({})", path.display()),
-                    Err(why) => problems.push((
+                    Err(Missing::NotExecutable(why)) => problems.push((
                         why,
-                        format!("install it, or correct {key}.command (a path with `/` is relative to the repository)"),
+                        format!("chmod +x {program}  (then commit it: runs start from the base branch)"),
+                    )),
+                    Err(Missing::NotFound(why)) => problems.push((
+                        why,
+                        format!("install it, or correct {at}.command (a path with `/` is relative to the repository)"),
                     )),
                 }
             }
@@ -179,7 +185,7 @@ fn problems(
                 .map_or(cli.program, |p| p.as_str());
             match find_program(program, repo, vars("PATH").as_deref()) {
                 Ok(path) => found = format!(" ({})", path.display()),
-                Err(why) => problems.push((
+                Err(Missing::NotExecutable(why) | Missing::NotFound(why)) => problems.push((
                     why,
                     format!(
                         "{} (or set {key}.command to the program's path)",
@@ -235,7 +241,13 @@ fn key_problem(cli: &executor::Cli, key: &str, vars: Vars<'_>) -> Option<(String
 }
 
 /// Where `program` is: a path (with `/`, relative to the repository) or a name on `PATH`.
-fn find_program(program: &str, repo: &Path, path_var: Option<&str>) -> Result<PathBuf, String> {
+/// Why a program was not found: it is not there, or it is there and may not be executed.
+enum Missing {
+    NotFound(String),
+    NotExecutable(String),
+}
+
+fn find_program(program: &str, repo: &Path, path_var: Option<&str>) -> Result<PathBuf, Missing> {
     if program.contains('/') {
         let path = if Path::new(program).is_absolute() {
             PathBuf::from(program)
@@ -243,10 +255,16 @@ fn find_program(program: &str, repo: &Path, path_var: Option<&str>) -> Result<Pa
             repo.join(program)
         };
         if !path.is_file() {
-            return Err(format!("`{program}` does not exist ({})", path.display()));
+            return Err(Missing::NotFound(format!(
+                "`{program}` does not exist ({})",
+                path.display()
+            )));
         }
         if !is_executable(&path) {
-            return Err(format!("`{program}` is not executable (chmod +x it)"));
+            return Err(Missing::NotExecutable(format!(
+                "`{program}` is not executable ({})",
+                path.display()
+            )));
         }
         return Ok(path);
     }
@@ -256,7 +274,7 @@ fn find_program(program: &str, repo: &Path, path_var: Option<&str>) -> Result<Pa
         .filter(|d| !d.is_empty())
         .map(|d| Path::new(d).join(program))
         .find(|p| p.is_file() && is_executable(p))
-        .ok_or_else(|| format!("`{program}` is not on PATH"))
+        .ok_or_else(|| Missing::NotFound(format!("`{program}` is not on PATH")))
 }
 
 fn is_executable(path: &Path) -> bool {

@@ -1,6 +1,7 @@
 //! The doctor's CI checks in github mode: the "PRs made with the workflow's GITHUB_TOKEN do not
-//! trigger CI" trap, and (issue 36) the workflows that would run an agent's head with the
-//! repository's secrets before anything reviewed it, given the token and `scan.ci`.
+//! trigger CI" trap, (issue 36) the workflows that would run an agent's head with the
+//! repository's secrets before anything reviewed it, given the token and `scan.ci`, and
+//! (issue 51) CI workflows whose completion cannot wake a tick.
 //!
 //! Not for: reading the workflow files (`workflows`) or deciding when CI starts
 //! (`engine::ci_start`).
@@ -8,7 +9,7 @@
 use super::{Check, Vars};
 use crate::workflows::Workflow;
 
-pub(super) const APP_TOKEN_FIX: &str = "create a GitHub App (contents, issues, pull requests and checks: read and write; commit statuses: read), mint its token in the workflow with actions/create-github-app-token, and give it to actions/checkout (`token:`) and to opentiger (the action's `token:` input, or OPENTIGER_GITHUB_TOKEN); the comments in .github/workflows/opentiger.yml show the steps";
+pub(super) const APP_TOKEN_FIX: &str = "create a GitHub App (contents, issues, pull requests and checks: read and write; commit statuses: read), install it, and store its id as the repository variable OPENTIGER_APP_ID and its private key as the secret OPENTIGER_APP_PRIVATE_KEY: the workflow `opentiger init` writes then mints its token with actions/create-github-app-token and gives it to actions/checkout and to opentiger (nothing to uncomment; in a workflow of your own, the action's `token:` input or OPENTIGER_GITHUB_TOKEN)";
 
 /// The variable the tick takes its token from, as `GithubClient::from_env` picks it: the first
 /// one set, even if it is empty.
@@ -135,11 +136,103 @@ pub(super) fn ci_secrets(
     }
 }
 
+/// Issue 51: GitHub sends no `check_suite` event for the check suites of GitHub Actions itself,
+/// so CI that is an Actions workflow wakes a tick only through a `workflow_run` trigger of the
+/// ticking workflow naming it; without one a PR waits for the next scheduled tick after its CI
+/// ends. `None` when there is no CI workflow or no workflow running opentiger (the workflow
+/// check says so).
+pub(super) fn ci_wake(workflows: &[Workflow]) -> Option<Check> {
+    const NAME: &str = "CI wake";
+    let ci = crate::workflows::ci_workflows(workflows);
+    let ticking: Vec<&Workflow> = workflows.iter().filter(|w| w.runs_opentiger).collect();
+    if ci.is_empty() || ticking.is_empty() {
+        return None;
+    }
+    let named = |w: &&Workflow| ticking.iter().any(|t| t.wakes_on.contains(&w.name));
+    let (woken, missing): (Vec<&Workflow>, Vec<&Workflow>) = ci.into_iter().partition(named);
+    let shown = |list: &[&Workflow]| {
+        list.iter()
+            .map(|w| format!("`{}` ({})", w.name, w.file))
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    if missing.is_empty() {
+        return Some(Check::ok(
+            NAME,
+            format!(
+                "a tick starts when {} completes (workflow_run)",
+                shown(&woken)
+            ),
+        ));
+    }
+    let file = format!(".github/workflows/{}", ticking[0].file);
+    let mut names: Vec<String> = ticking[0].wakes_on.clone();
+    names.extend(missing.iter().map(|w| w.name.clone()));
+    let quoted: Vec<String> = names
+        .iter()
+        .map(|n| serde_json::to_string(n).unwrap_or_default())
+        .collect();
+    Some(Check::warn(
+        NAME,
+        format!(
+            "your CI {} GitHub Actions, which sends no check_suite event for its own runs, and {file} has no `workflow_run` trigger naming it: a PR waits for the next scheduled tick after its CI ends",
+            if missing.len() == 1 {
+                format!("{} runs on", shown(&missing))
+            } else {
+                format!("workflows {} run on", shown(&missing))
+            }
+        ),
+        format!(
+            "put this under `on:` in {file}: `workflow_run: {{workflows: [{}], types: [completed]}}`, and let the job's `if:` through for it (`opentiger init --force` writes both)",
+            quoted.join(", ")
+        ),
+    ))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::doctor::github::tests::vars;
     use crate::doctor::Level;
+
+    /// Issue 51: CI that is an Actions workflow must be named by a `workflow_run` trigger.
+    #[test]
+    fn ci_workflows_that_cannot_wake_the_tick_are_named() {
+        let parse = |file: &str, text: &str| crate::workflows::parse(file, text).unwrap();
+        let ci = parse("ci.yml", "name: CI\non: [pull_request]\njobs: {}\n");
+        let lint = parse("lint.yml", "on:\n  push:\njobs: {}\n");
+        let release = parse("release.yml", "on:\n  push:\n    tags: ['v*']\njobs: {}\n");
+        let tick = |extra: &str| {
+            parse(
+                "opentiger.yml",
+                &format!("name: opentiger\non:\n  schedule:\n    - cron: '17 * * * *'\n{extra}jobs:\n  t:\n    steps:\n      - run: opentiger tick\n"),
+            )
+        };
+        let woken = tick("  workflow_run:\n    workflows: [CI]\n    types: [completed]\n");
+        assert_eq!(ci_wake(&[tick("")]), None, "no CI, nothing to say");
+        assert_eq!(
+            ci_wake(std::slice::from_ref(&ci)),
+            None,
+            "no ticking workflow"
+        );
+        assert_eq!(ci_wake(&[release, tick("")]), None, "tags only: not CI");
+        let ok = ci_wake(&[ci.clone(), woken.clone()]).unwrap();
+        assert_eq!(ok.level, Level::Ok, "{}", ok.detail);
+        let missing = ci_wake(&[ci, lint, woken]).unwrap();
+        assert_eq!(missing.level, Level::Warn);
+        assert!(
+            missing
+                .detail
+                .contains("`.github/workflows/lint.yml` (lint.yml) runs on GitHub Actions"),
+            "{}",
+            missing.detail
+        );
+        let fix = missing.fix.unwrap();
+        assert!(
+            fix.contains("`workflow_run: {workflows: [\"CI\", \".github/workflows/lint.yml\"], types: [completed]}`"),
+            "{fix}"
+        );
+    }
 
     #[test]
     fn the_workflow_token_trap_is_a_warning_in_actions_only() {

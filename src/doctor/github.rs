@@ -25,6 +25,7 @@ pub fn checks(config: &Config, repo: &Path, vars: Vars<'_>, online: bool) -> Vec
     out.push(super::ci::ci_trigger(vars));
     let workflows = crate::workflows::read(repo);
     out.push(super::ci::ci_secrets(config.scan.ci, vars, &workflows));
+    out.extend(super::ci::ci_wake(&workflows));
     if have_token {
         out.push(check_writes(vars, &workflows));
     }
@@ -79,14 +80,7 @@ fn repository(repo: &Path, vars: Vars<'_>) -> Check {
     }
 }
 
-/// `owner/name` from a remote URL (https, ssh or scp-like); never the credentials in it.
-pub fn owner_and_name(url: &str) -> Option<String> {
-    let path = url.trim().trim_end_matches('/').trim_end_matches(".git");
-    let mut parts = path.rsplit(['/', ':']);
-    let name = parts.next().filter(|s| !s.is_empty())?;
-    let owner = parts.next().filter(|s| !s.is_empty() && !s.contains('@'))?;
-    Some(format!("{owner}/{name}"))
-}
+pub use crate::forge::github::owner_and_name;
 
 /// What kind of token a value is, by GitHub's documented prefixes; the value is never shown.
 pub fn token_kind(token: &str) -> &'static str {

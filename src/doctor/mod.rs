@@ -18,7 +18,9 @@ mod credentials;
 mod files;
 mod github;
 mod learned;
+mod timing;
 mod workflow;
+mod yaml_keys;
 
 use std::path::Path;
 
@@ -229,6 +231,10 @@ pub fn checks(options: &ContextOptions, online: bool, vars: Vars<'_>) -> Vec<Che
     if config.mode == Mode::Github {
         out.extend(workflow::checks(repo));
     }
+    let ci_gates = config.mode == Mode::Github
+        && config.merge.require_checks
+        && !crate::workflows::ci_workflows(&crate::workflows::read(repo)).is_empty();
+    out.extend(timing::tick_time(&config, ci_gates));
     out.extend(protections(&config, repo, git_ok, vars));
     out.push(held_paths(&config));
     out

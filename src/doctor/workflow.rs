@@ -44,6 +44,8 @@ struct Step {
 pub struct Problem {
     pub detail: String,
     pub fix: String,
+    /// GitHub refuses the file: no tick runs at all (a failure, not a warning).
+    pub refused: bool,
 }
 
 /// What one workflow file says about opentiger: whether it runs it, and what is wrong with how.
@@ -62,6 +64,19 @@ pub fn inspect(text: &str) -> Inspection {
         runs_opentiger: text.contains("opentiger"),
         ..Inspection::default()
     };
+    // Issue 51: GitHub refuses a file with a key twice in one mapping, whatever a YAML
+    // reader makes of it.
+    out.problems.extend(super::yaml_keys::duplicates(text).into_iter().map(|d| Problem {
+        detail: format!(
+            "line {}: `{}:` is given a second time in the same mapping (first on line {}): GitHub refuses the file, so no tick runs",
+            d.again, d.key, d.first
+        ),
+        fix: format!(
+            "keep one of the two `{}:` lines (lines {} and {})",
+            d.key, d.first, d.again
+        ),
+        refused: true,
+    }));
     let Ok(workflow) = serde_saphyr::from_str::<Workflow>(text) else {
         return out;
     };
@@ -86,6 +101,7 @@ pub fn inspect(text: &str) -> Inspection {
                         "job `{job}`: `uses: {uses}` follows the branch `{branch}`: every tick runs whatever is pushed there next, with your write token and the agent's key"
                     ),
                     fix: pinned.clone(),
+                    refused: false,
                 }),
                 Some(Pin::Release(r) | Pin::Commit(r)) => {
                     out.pins.push(r);
@@ -98,6 +114,7 @@ pub fn inspect(text: &str) -> Inspection {
                                 "add `version: {}` under `with:`: the release's checked binary is downloaded instead",
                                 release::release_tag()
                             ),
+                            refused: false,
                         });
                     }
                 }
@@ -121,6 +138,7 @@ pub fn inspect(text: &str) -> Inspection {
                     release::action_reference(),
                     release::release_tag()
                 ),
+                refused: false,
             });
         }
     }
@@ -146,6 +164,7 @@ fn persisted_checkouts(name: &str, job: &Job) -> Vec<Problem> {
                 "job `{name}`: `uses: {uses}` keeps the job's token where its agents can read it (v4 in .git/config, v6 in $RUNNER_TEMP/git-credentials-*.config, included from .git/config)"
             ),
             fix: "add `persist-credentials: false` under the checkout's `with:`: opentiger pushes with its own token (each tick also takes a token left there away while agents run)".to_string(),
+            refused: false,
         })
         .collect()
 }
@@ -181,6 +200,7 @@ fn frequent_schedules(text: &str) -> Vec<Problem> {
                         24 * 60 / minutes.max(1)
                     ),
                     fix: "make the heartbeat hourly, `cron: \"17 * * * *\"` (24 billed minutes a day; docs/github.md: What a quiet day costs)".into(),
+                    refused: false,
                 }
             })
         })
@@ -217,7 +237,12 @@ pub fn checks(repo: &Path) -> Vec<Check> {
             ));
         }
         for problem in found.problems {
-            out.push(Check::warn(
+            let check = if problem.refused {
+                Check::fail
+            } else {
+                Check::warn
+            };
+            out.push(check(
                 "workflow",
                 format!("{shown}: {}", problem.detail),
                 problem.fix,

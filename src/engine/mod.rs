@@ -38,6 +38,7 @@ pub mod research;
 pub mod rounds;
 pub mod scan;
 pub mod stall;
+pub mod stop;
 pub mod verdict;
 pub mod waits;
 

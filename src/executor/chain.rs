@@ -21,10 +21,10 @@ pub fn build(
         if let Some(program) = agent.command.as_ref().and_then(|c| c.first()) {
             let path_var = std::env::var("PATH").ok();
             if locate(program, path_var.as_deref(), repo).is_none() {
-                return Err(ExecutorError::Unavailable(format!(
-                    "{}.command: `{program}` was not found (looked on PATH, or relative to {})\n  fix: install it, or correct `command:`",
-                    agent.config_key,
-                    repo.display()
+                return Err(ExecutorError::Unavailable(missing_program(
+                    &agent.command_at,
+                    program,
+                    repo,
                 )));
             }
         }
@@ -35,6 +35,26 @@ pub fn build(
         return Err(ExecutorError::Misconfigured(text));
     }
     Ok(exec)
+}
+
+/// What is wrong with an agent's program that [`locate`] did not find, with the fix that can be
+/// pasted: a file there that may not be executed is not a missing one (issue 51).
+fn missing_program(key: &str, program: &str, repo: &Path) -> String {
+    let path = repo.join(program);
+    if program.contains('/') && path.is_file() {
+        return format!(
+            "{key}.command: `{program}` is not executable ({})\n  fix: chmod +x {program}  (then commit it: runs start from the base branch)",
+            path.display()
+        );
+    }
+    let looked = if program.contains('/') {
+        format!("relative to {}", repo.display())
+    } else {
+        "on PATH".to_string()
+    };
+    format!(
+        "{key}.command: `{program}` was not found ({looked})\n  fix: install it, or correct `{key}.command` (a path with `/` is relative to the repository)"
+    )
 }
 
 /// Why no executor of a role's chain can run: the error itself when the role has no fallbacks,
@@ -81,7 +101,8 @@ mod tests {
         assert!(built[2].is_ok(), "sh is on PATH");
         assert_eq!(errors.len(), 2);
         assert!(
-            errors[0].starts_with("agents.worker.command: `./missing.sh` was not found"),
+            errors[0]
+                .starts_with("agents.worker.command: `./missing.sh` was not found (relative to "),
             "{}",
             errors[0]
         );
@@ -106,6 +127,45 @@ mod tests {
             none_usable(role, &chain[..1], &errors[..1]),
             errors[0],
             "no fallbacks: the error as it was"
+        );
+    }
+
+    /// Issue 51: a program that is there but may not be executed is named as such, under the
+    /// key the user wrote (`agents.default`, which every role inherits), with a fix to paste.
+    #[test]
+    fn a_program_without_its_execute_bit_is_named_under_the_key_written() {
+        let repo = tempfile::tempdir().unwrap();
+        std::fs::create_dir(repo.path().join("scripts")).unwrap();
+        std::fs::write(repo.path().join("scripts/agent.sh"), "#!/bin/sh\n").unwrap();
+        let yaml =
+            "agents:\n  default:\n    executor: command\n    command: [\"./scripts/agent.sh\"]\n";
+        let config = crate::config::load_str(yaml, ".opentiger.yml").unwrap();
+        let role = AgentRole::Task(Role::Worker);
+        let error = build(&config.agents.effective(role), role, repo.path())
+            .err()
+            .unwrap()
+            .to_string();
+        assert!(
+            error.starts_with("agents.default.command: `./scripts/agent.sh` is not executable ("),
+            "{error}"
+        );
+        assert!(
+            error.contains("\n  fix: chmod +x ./scripts/agent.sh  ("),
+            "{error}"
+        );
+        // Missing altogether, written on the role: named there, as not found.
+        let yaml =
+            "agents:\n  worker:\n    executor: command\n    command: [\"./scripts/gone.sh\"]\n";
+        let config = crate::config::load_str(yaml, ".opentiger.yml").unwrap();
+        let error = build(&config.agents.effective(role), role, repo.path())
+            .err()
+            .unwrap()
+            .to_string();
+        assert!(
+            error.starts_with(
+                "agents.worker.command: `./scripts/gone.sh` was not found (relative to "
+            ),
+            "{error}"
         );
     }
 }

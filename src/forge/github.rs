@@ -1,6 +1,6 @@
-//! The GitHub REST client: octocrab for auth, retries and the base URL (GitHub Enterprise via
-//! `GITHUB_API_URL`), our own slim types for the bodies, conditional requests with ETags, and
-//! relative pagination (DESIGN §14).
+//! The GitHub REST client: the token, retries and the base URL (GitHub Enterprise via
+//! `GITHUB_API_URL`) in `forge::http`, our own slim types for the bodies, conditional requests
+//! with ETags, and relative pagination (DESIGN §14).
 //!
 //! Synchronous on purpose: a tick makes a handful of calls in sequence, so the client owns a
 //! single-threaded runtime and blocks on each call.
@@ -83,7 +83,7 @@ impl<T> Conditional<T> {
 }
 
 pub struct GithubClient {
-    octo: octocrab::Octocrab,
+    http: super::http::Transport,
     runtime: tokio::runtime::Runtime,
     /// `owner/repo`.
     pub repo: String,
@@ -92,6 +92,15 @@ pub struct GithubClient {
     /// GitHub refused a check-run write for the token's permissions: opentiger's checks go out
     /// as commit statuses for the rest of the process (issue 28).
     pub checks_refused: std::cell::Cell<bool>,
+}
+
+/// `owner/name` from a remote URL (https, ssh or scp-like); never the credentials in it.
+pub fn owner_and_name(url: &str) -> Option<String> {
+    let path = url.trim().trim_end_matches('/').trim_end_matches(".git");
+    let mut parts = path.rsplit(['/', ':']);
+    let name = parts.next().filter(|s| !s.is_empty())?;
+    let owner = parts.next().filter(|s| !s.is_empty() && !s.contains('@'))?;
+    Some(format!("{owner}/{name}"))
 }
 
 impl GithubClient {
@@ -124,21 +133,12 @@ impl GithubClient {
             .enable_all()
             .build()
             .map_err(|e| ForgeError::Config(format!("could not start the HTTP runtime: {e}")))?;
-        let octo = {
+        let http = {
             let _guard = runtime.enter();
-            octocrab::Octocrab::builder()
-                .base_uri(base_url)
-                .map_err(|e| {
-                    ForgeError::Config(format!("GITHUB_API_URL `{base_url}` is not a URL: {e}"))
-                })?
-                .personal_token(token.to_string())
-                .build()
-                .map_err(|e| {
-                    ForgeError::Config(format!("could not build the GitHub client: {e}"))
-                })?
+            super::http::Transport::new(base_url, token).map_err(ForgeError::Config)?
         };
         Ok(GithubClient {
-            octo,
+            http,
             runtime,
             repo: repo.to_string(),
             requests: std::cell::Cell::new(0),
@@ -168,41 +168,21 @@ impl GithubClient {
             path: path.to_string(),
             detail,
         };
-        let mut builder = http::Request::builder()
-            .method(method.clone())
-            .uri(path)
-            .header("accept", "application/vnd.github+json")
-            .header("x-github-api-version", "2022-11-28");
+        let mut headers = vec![
+            ("accept", "application/vnd.github+json"),
+            ("x-github-api-version", "2022-11-28"),
+        ];
         if let Some(tag) = etag {
-            builder = builder.header("if-none-match", tag);
+            headers.push(("if-none-match", tag));
         }
-        let request = self
-            .octo
-            .build_request(builder, body)
-            .map_err(|e| transport(e.to_string()))?;
-        let (status, headers, text) = self.runtime.block_on(async {
-            let response = self
-                .octo
-                .execute(request)
-                .await
-                .map_err(|e| transport(e.to_string()))?;
-            let status = response.status().as_u16();
-            let headers: BTreeMap<String, String> = response
-                .headers()
-                .iter()
-                .filter_map(|(k, v)| {
-                    v.to_str()
-                        .ok()
-                        .map(|v| (k.as_str().to_ascii_lowercase(), v.to_string()))
-                })
-                .collect();
-            let text = self
-                .octo
-                .body_to_string(response)
-                .await
-                .map_err(|e| transport(e.to_string()))?;
-            Ok::<_, ForgeError>((status, headers, text))
-        })?;
+        let super::http::Response {
+            status,
+            headers,
+            text,
+        } = self
+            .runtime
+            .block_on(self.http.send(&method, path, &headers, body))
+            .map_err(transport)?;
         let json: Option<Value> = if text.trim().is_empty() {
             None
         } else {

@@ -12,5 +12,6 @@ pub mod ci;
 pub mod comments;
 mod conversation;
 pub mod github;
+mod http;
 
 pub use crate::model::{AuthorAssociation, Checks, Issue, IssueEvent, PullRequest};

@@ -474,6 +474,7 @@ fn watch(
                 lines: captures.iter().map(|c| c.lock().lines).sum(),
             })
         });
+        let gently = sentinel.is_some() && spec.sentinel.as_ref().is_some_and(|s| s.gently());
         let reason = stop
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
@@ -481,8 +482,11 @@ fn watch(
             .or(polled)
             .or(sentinel);
         if let Some(reason) = reason {
-            tracing::info!(pid, %reason, "stopped by its output watch; killing its process group");
-            kill_group(pid);
+            tracing::info!(pid, %reason, gently, "stopped; ending its process group");
+            match gently {
+                true => interrupt::end_group(pid, has_exited),
+                false => kill_group(pid),
+            }
             return End::Stopped(reason);
         }
         for capture in captures {

@@ -27,6 +27,12 @@ pub trait Sentinel: Send + Sync + fmt::Debug {
     /// Called about every poll interval with what was seen of the program so far.
     /// `Some(reason)` stops it (its whole group is killed).
     fn check(&self, seen: &Seen) -> Option<String>;
+    /// Whether the stop it asked for ends the program gently — SIGTERM to its group, SIGKILL
+    /// after [`super::interrupt::GRACE`], as an interrupt does (issue 51: a person's stop) —
+    /// rather than with SIGKILL at once.
+    fn gently(&self) -> bool {
+        false
+    }
 }
 
 /// What the wait loop has seen of a running program, for a [`Sentinel`].

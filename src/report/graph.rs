@@ -1,7 +1,8 @@
 //! The task graph as a Mermaid `flowchart` (issue 40): a node per task with a short title and its
 //! state as a colour, an arrow from each dependency to the task that waits for it, a dotted one to
 //! the AutoFix, rework or conflict fix working on it; drawn by `status --graph`, the dashboard and
-//! the plan comment. A title keeps letters, digits, spaces and harmless marks, the rest as entity
+//! the plan comment. Issue 51: a waiting box says in a few words what it waits for, and a
+//! legend names the colours and arrows drawn. A title keeps letters, digits, spaces and harmless marks, the rest as entity
 //! codes (`#35;`), so it cannot end the label, the diagram or the fence. Pure text.
 //! Not for: picking the tasks (`tick::status`) or the graph's cycle checks (`model::graph`).
 
@@ -14,6 +15,8 @@ use crate::model::{BlockReason, Task, TaskId, TaskStatus};
 pub const MAX_NODES: usize = 60;
 /// Characters of a title a node shows.
 const TITLE_CHARS: usize = 40;
+/// Characters of the reason a waiting node shows.
+const WHY_CHARS: usize = 40;
 
 /// The colour class of a task's state. People-facing groups: what waits on a person stands
 /// out from what waits on the loop.
@@ -53,6 +56,20 @@ impl Shade {
             (TaskStatus::Failed, _) => Shade::Failed,
             (TaskStatus::Done, _) => Shade::Done,
             (TaskStatus::Cancelled, _) => Shade::Cancelled,
+        }
+    }
+
+    /// What the colour means, for the legend.
+    fn meaning(self) -> &'static str {
+        match self {
+            Shade::Queued => "queued",
+            Shade::Running => "running",
+            Shade::Waiting => "waits for the loop (review, fix, quota)",
+            Shade::Person => "waits for a person",
+            Shade::Failed => "failed",
+            Shade::Done => "done",
+            Shade::Cancelled => "cancelled",
+            Shade::Missing => "not drawn here",
         }
     }
 
@@ -111,6 +128,7 @@ pub fn mermaid(tasks: &[Task]) -> Option<String> {
         .enumerate()
         .map(|(i, task)| (task.id.clone(), format!("t{i}")))
         .collect();
+    let all: BTreeMap<&TaskId, &Task> = tasks.iter().map(|t| (&t.id, t)).collect();
     let mut out = String::from("flowchart LR\n");
     let mut used = vec![false; Shade::ALL.len()];
     for task in drawn {
@@ -120,7 +138,7 @@ pub fn mermaid(tasks: &[Task]) -> Option<String> {
             out,
             "  {}[\"{}\"]:::{}",
             nodes[&task.id],
-            label(task),
+            label(task, waits_for(task, &all).as_deref()),
             shade.class()
         );
     }
@@ -151,6 +169,8 @@ pub fn mermaid(tasks: &[Task]) -> Option<String> {
             escape(&format!("{} (not shown)", short(id)))
         );
     }
+    let has_edges = drawn.iter().any(|t| !t.dependencies.is_empty());
+    let has_fixes = drawn.iter().any(|t| t.parent_task_id.is_some());
     for edge in edges {
         out.push_str(&edge);
         out.push('\n');
@@ -165,6 +185,7 @@ pub fn mermaid(tasks: &[Task]) -> Option<String> {
             ))
         );
     }
+    out.push_str(&legend(&used, has_edges, has_fixes));
     for shade in Shade::ALL {
         if used[shade as usize] {
             let _ = writeln!(out, "  classDef {} {}", shade.class(), shade.style());
@@ -173,16 +194,88 @@ pub fn mermaid(tasks: &[Task]) -> Option<String> {
     Some(out)
 }
 
+/// The legend (issue 51): a box per colour drawn, and what each kind of arrow drawn means.
+fn legend(used: &[bool], has_edges: bool, has_fixes: bool) -> String {
+    let mut out = String::from("  subgraph legend[\"Legend\"]\n    direction LR\n");
+    for shade in Shade::ALL.into_iter().filter(|s| used[*s as usize]) {
+        let _ = writeln!(
+            out,
+            "    legend_{}[\"{}\"]:::{}",
+            shade.class(),
+            escape(shade.meaning()),
+            shade.class()
+        );
+    }
+    if has_edges {
+        out.push_str("    legend_a[\"A\"] --> legend_b[\"B: waits for A to be done\"]\n");
+    }
+    if has_fixes {
+        out.push_str(
+            "    legend_c[\"C\"] -. autofix .-> legend_d[\"D: fixes C, which follows it\"]\n",
+        );
+    }
+    out.push_str("  end\n");
+    out
+}
+
+/// What a waiting task waits for, in a few words (issue 51): the dependencies not done yet,
+/// or the reason of its block. `None` for a task that waits for nothing.
+fn waits_for(task: &Task, all: &BTreeMap<&TaskId, &Task>) -> Option<String> {
+    let open: Vec<&str> = task
+        .dependencies
+        .iter()
+        .filter(|d| all.get(d).is_none_or(|t| t.status != TaskStatus::Done))
+        .map(short)
+        .collect();
+    match (task.status, task.block_reason) {
+        (TaskStatus::Queued, _) if !open.is_empty() => {
+            Some(format!("waits for {}", open.join(", ")))
+        }
+        (TaskStatus::Blocked, reason) => {
+            let what = match reason {
+                Some(BlockReason::AwaitingJudge) => "waits for its review",
+                Some(BlockReason::NeedsRework) => "waits for its fix",
+                Some(BlockReason::QuotaWait) => "waits for its agent's quota",
+                Some(BlockReason::IssueLinking) => "waits for its issue",
+                Some(BlockReason::Paused) => "paused",
+                Some(BlockReason::AwaitingHuman) | None => "waits for you",
+            };
+            let why = task
+                .status_reason
+                .as_deref()
+                .filter(|_| matches!(reason, Some(BlockReason::AwaitingHuman) | None))
+                .map(|r| {
+                    let first = r.split([':', ';']).next().unwrap_or(r);
+                    format!(": {}", crate::report::truncate(&flat(first), WHY_CHARS))
+                })
+                .unwrap_or_default();
+            Some(format!("{what}{why}"))
+        }
+        (
+            TaskStatus::Queued
+            | TaskStatus::Running
+            | TaskStatus::Failed
+            | TaskStatus::Done
+            | TaskStatus::Cancelled,
+            _,
+        ) => None,
+    }
+}
+
 /// The graph as a fenced markdown block, for the dashboard and comments.
 pub fn fenced(tasks: &[Task]) -> Option<String> {
     mermaid(tasks).map(|text| format!("```mermaid\n{text}```\n"))
 }
 
-/// `323f7aee: First task` over its state word, escaped.
-fn label(task: &Task) -> String {
+/// `323f7aee: First task` over its state word and, for a waiting task, what it waits for;
+/// escaped.
+fn label(task: &Task, waits: Option<&str>) -> String {
     let title = crate::report::truncate(&flat(&task.title), TITLE_CHARS);
+    let why = waits
+        .map(|w| format!("<br>{}", escape(w)))
+        .unwrap_or_default();
     format!(
-        "{}: {}<br>{}",
+        "{}: {}<br>{}{why}",
         escape(short(&task.id)),
         escape(&title),
         escape(&task.state().to_string())
@@ -264,17 +357,26 @@ mod tests {
                 .deps(&["gone0000"])
                 .status(TaskStatus::Failed),
             task("eeee5555").blocked(BlockReason::AwaitingJudge),
+            task("ffff6666").deps(&["aaaa1111"]),
         ];
+        let mut tasks = tasks;
+        tasks[1].status_reason =
+            Some("two reviews said no: `opentiger task retry bbbb2222`".into());
         let text = mermaid(&tasks).unwrap();
         let got: Vec<&str> = text.lines().map(str::trim).collect();
         assert_eq!(got[0], "flowchart LR", "{text}");
         #[rustfmt::skip]
         let expected = [
             ("t0[\"aaaa1111: Build the parser<br>queued\"]:::queued", "a queued task"),
-            ("t1[\"bbbb2222: Use it<br>blocked#40;awaiting_human#41;\"]:::person", "one waiting on a person"),
+            ("t1[\"bbbb2222: Use it<br>blocked#40;awaiting_human#41;<br>waits for you: two reviews said no\"]:::person", "one waiting on a person, and why"),
             ("t2[\"cccc3333: Rework: Build the parser<br>running\"]:::running", "a running one"),
             ("t3[\"dddd4444: task dddd4444<br>failed\"]:::failed", "a failed one"),
-            ("t4[\"eeee5555: task eeee5555<br>blocked#40;awaiting_judge#41;\"]:::waiting", "one waiting on the loop"),
+            ("t4[\"eeee5555: task eeee5555<br>blocked#40;awaiting_judge#41;<br>waits for its review\"]:::waiting", "one waiting on the loop"),
+            ("t5[\"ffff6666: task ffff6666<br>queued<br>waits for aaaa1111\"]:::queued", "one waiting for a dependency"),
+            ("subgraph legend[\"Legend\"]", "a legend"),
+            ("legend_person[\"waits for a person\"]:::person", "each colour drawn, named"),
+            ("legend_a[\"A\"] --> legend_b[\"B: waits for A to be done\"]", "the dependency arrow, named"),
+            ("legend_c[\"C\"] -. autofix .-> legend_d[\"D: fixes C, which follows it\"]", "the fix arrow, named"),
             ("m0[\"gone0000 #40;not shown#41;\"]:::missing", "a dependency not drawn"),
             ("t0 --> t1", "the dependency's edge"),
             ("t0 -. rework .-> t2", "the rework's edge"),
@@ -286,7 +388,7 @@ mod tests {
             assert!(got.contains(&needle), "{why}: `{needle}` not in:\n{text}");
         }
         assert!(
-            !text.contains("classDef done"),
+            !text.contains("classDef done") && !text.contains("legend_done"),
             "unused classes are left out:\n{text}"
         );
         assert_eq!(mermaid(&[]), None);
@@ -346,7 +448,10 @@ mod tests {
             .collect();
         tasks.push(task("active00").with(|t| t.title = "Still to do".into()));
         let text = mermaid(&tasks).unwrap();
-        let nodes = text.lines().filter(|l| l.contains(":::")).count();
+        let nodes = text
+            .lines()
+            .filter(|l| l.contains(":::") && !l.contains("legend_"))
+            .count();
         assert_eq!(nodes, MAX_NODES, "{text}");
         assert!(
             text.contains("t0[\"active00: Still to do"),

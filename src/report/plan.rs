@@ -82,7 +82,7 @@ mod tests {
             "`/opentiger cancel`",
             "`/opentiger replan`",
             // Issue 40: the plan's tasks as a graph, the dependency an arrow.
-            "```mermaid\nflowchart LR\n  t0[\"a: Do a for #64;alice<br>blocked#40;awaiting_human#41;\"]:::person\n",
+            "```mermaid\nflowchart LR\n  t0[\"a: Do a for #64;alice<br>blocked#40;awaiting_human#41;<br>waits for you\"]:::person\n",
             "  t0 --> t1\n",
         ] {
             assert!(text.contains(needle), "{needle} not in:\n{text}");

@@ -409,10 +409,11 @@ pub fn status_text(view: &StatusView, verbose: bool) -> String {
                 let next = next.strip_prefix("next tick: ").unwrap_or(next);
                 let _ = writeln!(out, "{:<12} next: {next}{detail}", "");
             }
-            if let Some(f) = t.family.as_ref().filter(|f| f.paid_runs > 0) {
+            // Issue 51: the family's run count is the bound's arithmetic, not money: `-v`.
+            if let Some(f) = t.family.as_ref().filter(|f| f.paid_runs > 0 && verbose) {
                 let _ = writeln!(
                     out,
-                    "{:<12} runs: {} paid by its family ({}, {} task(s))",
+                    "{:<12} runs: {} counted against its family's bound ({}, {} task(s))",
                     "",
                     f.paid_runs,
                     short(&f.family),

@@ -132,8 +132,15 @@ pub(super) fn run_agent(
         code: FailureCode::ExecutionFailed,
         message,
     })?;
-    let (live, sentinel) =
-        super::pulse::agent(role, label, folders.workspace, net.sentinel(), act.redactor);
+    // A person's stop (`act.stop`, set for a task's run) ends the agent as a timeout would,
+    // gently (issue 51).
+    let (live, sentinel) = super::pulse::agent(
+        role,
+        label,
+        folders.workspace,
+        super::stop::with_stop(net.sentinel(), act.stop.clone()),
+        act.redactor,
+    );
     let request = AgentRequest {
         role,
         task,

@@ -53,6 +53,10 @@ impl Sentinel for Pulse {
         }
         None
     }
+
+    fn gently(&self) -> bool {
+        self.inner.as_ref().is_some_and(|s| s.gently())
+    }
 }
 
 /// A program the live view follows: said started when made, said ended by [`Watched::ended`].

@@ -156,9 +156,39 @@ impl StateRef {
 
     /// The commit the state ref points at now (fetched from the remote), if it exists.
     fn fetch(&self) -> Result<Option<String>, GitError> {
+        self.fetch_to(FETCHED)
+    }
+
+    /// The state as it is now, read beside a running agent (issue 51: a person's stop
+    /// request): with git that neither sweeps nor is swept (`Git::beside_a_run`), fetched into
+    /// the private ref `into` — never the one loads and saves use, so it races none of them —
+    /// and assembled into `file` unless its commit is `known` (then `file` is left as it is).
+    /// Returns the commit.
+    pub fn peek_into(
+        &self,
+        file: &Path,
+        into: &str,
+        known: Option<&str>,
+    ) -> Result<Option<String>, LoadError> {
+        let beside = StateRef {
+            git: self.git.beside_a_run(),
+            reference: self.reference.clone(),
+            remote: self.remote.clone(),
+            keep_commits: self.keep_commits,
+        };
+        let commit = beside.fetch_to(into)?;
+        if commit.is_some() && commit.as_deref() == known {
+            return Ok(commit);
+        }
+        beside.assemble_into(commit.clone(), file)?;
+        Ok(commit)
+    }
+
+    /// [`Self::fetch`] into the ref `target`.
+    fn fetch_to(&self, target: &str) -> Result<Option<String>, GitError> {
         Ok(match &self.remote {
             Some(remote) => {
-                let refspec = format!("+{}:{FETCHED}", self.reference);
+                let refspec = format!("+{}:{target}", self.reference);
                 let fetch = [
                     "fetch",
                     "--quiet",
@@ -168,7 +198,7 @@ impl StateRef {
                     &refspec,
                 ];
                 match self.git.try_run(&fetch)? {
-                    Some(_) => self.git.resolve(FETCHED)?,
+                    Some(_) => self.git.resolve(target)?,
                     None => {
                         // Missing on the remote (first run), or the fetch really failed: ask.
                         let listed = self.git.run(&["ls-remote", remote, &self.reference])?;
@@ -176,7 +206,7 @@ impl StateRef {
                             None
                         } else {
                             self.git.run(&fetch)?;
-                            self.git.resolve(FETCHED)?
+                            self.git.resolve(target)?
                         }
                     }
                 }

@@ -25,6 +25,7 @@ mod rows;
 mod schema;
 mod snapshot;
 mod spend;
+mod stops;
 mod tasks;
 
 use std::path::{Path, PathBuf};
@@ -43,6 +44,7 @@ pub use retention::{Pruned, Table};
 pub use schema::LATEST as SCHEMA_VERSION;
 pub use snapshot::SnapshotLimits;
 pub use spend::{AgentSpend, AgentSpendRow};
+pub use stops::StopRequest;
 pub use tasks::{NewTask, TaskFilter, TickRecord};
 
 /// What can go wrong with the state file.

@@ -6,7 +6,7 @@
 
 /// Each entry migrates from version `index` to version `index + 1`.
 pub const MIGRATIONS: &[&str] = &[
-    V1, V2, V3, V4, V5, V6, V7, V8, V9, V10, V11, V12, V13, V14, V15,
+    V1, V2, V3, V4, V5, V6, V7, V8, V9, V10, V11, V12, V13, V14, V15, V16,
 ];
 
 pub const LATEST: i64 = MIGRATIONS.len() as i64;
@@ -405,4 +405,15 @@ CREATE TABLE lessons (
 ALTER TABLE runs ADD COLUMN prompt_chars INTEGER;
 ALTER TABLE runs ADD COLUMN host_chars INTEGER;
 ALTER TABLE runs ADD COLUMN hints_chars INTEGER;
+"#;
+
+/// Issue 51: a person asked a running run to stop (`opentiger task stop`, `/opentiger stop`).
+/// The tick running it reads this while its agent runs; the record of the run removes it.
+const V16: &str = r#"
+CREATE TABLE stop_requests (
+    run_id   TEXT PRIMARY KEY,
+    task_id  TEXT NOT NULL REFERENCES tasks(id),
+    asked_by TEXT NOT NULL,
+    asked_at INTEGER NOT NULL
+) STRICT, WITHOUT ROWID;
 "#;

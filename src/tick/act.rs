@@ -45,7 +45,7 @@ pub(super) fn act(
     };
     if !stale.is_empty() {
         summary.lines.push(format!(
-            "removed {} folder(s) of killed ticks' runs",
+            "[scratch] removed {} folder(s) of killed ticks' runs",
             stale.len()
         ));
     }
@@ -102,7 +102,7 @@ pub(super) fn act(
         summary.lines.push(super::learned::probed_line(&snapshot));
         done.push(Done::HostProbed(snapshot));
     }
-    let act = ctx.act(&templates, &redactor, &executor_waits, &learned);
+    let mut act = ctx.act(&templates, &redactor, &executor_waits, &learned);
     // What the runs of this tick spent so far (its earlier rounds too), for budget.per_tick_usd.
     let mut tick_spend = ctx.so_far.spent_usd;
     for item in work {
@@ -144,7 +144,19 @@ pub(super) fn act(
                 )));
                 summary.started += 1;
                 unsaved.started(&run_id);
+                // Issue 51: a person may stop this run while its agent runs.
+                let watch = super::stop_watch::watch(ctx, &run_id);
+                act.stop = watch
+                    .clone()
+                    .map(|w| w as std::sync::Arc<dyn crate::process::Sentinel>);
                 let mut result = run_task(&act, &task, &run_id, &brief);
+                act.stop = None;
+                if let (Some(request), false) =
+                    (watch.and_then(|w| w.fired()), result.outcome.success)
+                {
+                    done.push(Done::Stopped(task.id.clone(), run_id, result, request));
+                    continue;
+                }
                 // A run that failed once an interrupt came was stopped by it (its agent, a
                 // check or git): cancelled, not a failure the task pays for.
                 if let (Some(signal), false) = (

@@ -161,7 +161,7 @@ pub fn apply_output(ctx: &Context, dir: &Path) -> Result<(RunId, WorkDone), Fail
     ) {
         publish_run(ctx, client, &task, &run_id, &mut result);
     }
-    let done = record_work(ctx, &task_id, &run_id, &result, None)?;
+    let done = record_work(ctx, &task_id, &run_id, &result, None, None)?;
     super::people::post_after_work(ctx, forge.as_ref(), &task);
     Ok((run_id, done))
 }

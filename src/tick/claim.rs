@@ -227,13 +227,35 @@ pub(super) fn claim_plan(
         now: ctx.now,
     };
     check_agents(ctx, snapshot, plan)?;
-    let mut lines = plan
-        .decisions
-        .iter()
-        .filter(|d| d.writes())
-        .map(|d| format!("[{}] {}", d.rule, crate::report::describe_action(d)))
-        .collect::<Vec<_>>();
-    let decisions = lines.len();
+    let mut lines = Vec::new();
+    let mut decisions = 0;
+    for d in plan.decisions.iter().filter(|d| d.writes()) {
+        decisions += 1;
+        let task = d
+            .task_id
+            .as_ref()
+            .map(|id| format!("{id}: "))
+            .unwrap_or_default();
+        lines.push(format!(
+            "[{}] {task}{}",
+            d.rule,
+            crate::report::describe_action(d)
+        ));
+        // Issue 51: a task's move, in words (claims and reviews say what ran when recorded).
+        if let (crate::engine::Action::Transition { to, .. }, Some(id)) = (&d.action, &d.task_id) {
+            let title = snapshot
+                .tasks
+                .iter()
+                .find(|t| &t.id == id)
+                .map(|t| format!(" {:?}", crate::report::truncate(&t.title, 50)))
+                .unwrap_or_default();
+            lines.push(format!(
+                "{id}{title}: {}: {}",
+                super::report::next_words(*to),
+                d.reason
+            ));
+        }
+    }
     lines.extend(crate::report::why_idle(plan, &snapshot.tasks));
     // Issue 27: fewer runs than the tick allows say what held the rest back.
     lines.extend(

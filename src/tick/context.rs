@@ -388,6 +388,7 @@ impl Context {
             now: self.now,
             delivery: crate::runner::Delivery::Push,
             learned,
+            stop: None,
         }
     }
 

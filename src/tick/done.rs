@@ -26,6 +26,9 @@ pub(super) enum Done {
     /// A run an interrupt (SIGINT, SIGTERM) stopped: cancelled, not failed, and the task back
     /// to the queue; what it spent is still recorded.
     Interrupted(TaskId, RunId, WorkResult, String),
+    /// A run a person asked to stop (issue 51): cancelled, not failed, and the task waits on a
+    /// person; what it spent is still recorded.
+    Stopped(TaskId, RunId, WorkResult, crate::store::StopRequest),
     /// The host snapshot taken before this round's agents ran (issue 52): kept.
     HostProbed(crate::model::learned::HostSnapshot),
 }

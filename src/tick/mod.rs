@@ -34,6 +34,7 @@ mod record;
 mod report;
 mod rounds;
 pub mod status;
+mod stop_watch;
 mod unsaved;
 pub mod work;
 
@@ -141,6 +142,7 @@ pub fn tick_with(ctx: &Context, fan_out: bool) -> Result<TickSummary, Failure> {
     let replayed = std::cell::RefCell::new(None);
     // Issue 49: what the tick claims, starts and finishes is kept on disk until it is saved.
     let mut unsaved = unsaved::Unsaved::open(ctx);
+    let preview = std::cell::RefCell::new(None);
     let mut claimed = ctx.write_state("claim", |store| {
         // Issue 49: what ticks that died here finished but never saved, recorded first, so
         // it is neither run again nor counted as lost.
@@ -168,6 +170,10 @@ pub fn tick_with(ctx: &Context, fan_out: bool) -> Result<TickSummary, Failure> {
             };
             lines.extend(escalate::decide(ctx, store, writer)?);
             owed_questions.replace(escalate::unpublished(ctx, store)?);
+        }
+        // Issue 51: the first tick on a repository in github mode says what it will do.
+        if observed.is_some() && store.last_tick()?.is_none() {
+            preview.replace(Some(first_preview(ctx, store)?));
         }
         let mut claimed = claim::claim(ctx, store)?;
         unsaved.begin(&claimed, fan_out);
@@ -198,6 +204,14 @@ pub fn tick_with(ctx: &Context, fan_out: bool) -> Result<TickSummary, Failure> {
     });
     summary.decisions = claimed.decisions;
     summary.lines = std::mem::take(&mut claimed.lines);
+    summary.preview = preview.into_inner();
+    if let Some(text) = &summary.preview {
+        // In the job's log as it starts, before any agent does.
+        crate::live::line("first tick on this repository:");
+        for line in text.lines().filter(|l| !l.trim().is_empty()) {
+            crate::live::line(line);
+        }
+    }
     let heartbeat_due = claimed.heartbeat_due;
     summary.claimed = claimed
         .work
@@ -244,6 +258,19 @@ pub fn tick_with(ctx: &Context, fan_out: bool) -> Result<TickSummary, Failure> {
     }
     report_progress(ctx, forge.as_ref(), Reports::All, &mut summary);
     Ok(summary)
+}
+
+/// What opentiger will do here, with the tasks the first tick's observe imported.
+fn first_preview(ctx: &Context, store: &crate::store::Store) -> Result<String, Failure> {
+    let tasks: Vec<(String, String, Option<u64>)> = store
+        .list_tasks(&crate::store::TaskFilter::default())?
+        .into_iter()
+        .map(|t| (t.id.to_string(), t.title, t.issue_number))
+        .collect();
+    Ok(crate::preview::text(
+        &ctx.config,
+        crate::preview::Issues::Tasks(&tasks),
+    ))
 }
 
 /// Issue 14: each issue task's progress comment follows its phase (visibility only: a failure

@@ -94,10 +94,27 @@ pub(super) fn record_one(
                 waits: &waits,
             };
             let decision = decide_outcome(&task, outcome, &executors, &ctx.config, now);
+            // Issue 51: the task, what ran, what it cost, what is next; the move and the
+            // metering are details.
+            let cost = if record.cost_usd > 0.0 {
+                format!(" (${:.2})", record.cost_usd)
+            } else {
+                String::new()
+            };
+            let next = match decision.to {
+                TaskState::FAILED => String::new(),
+                to => format!("; {}", super::report::next_words(to)),
+            };
             out.lines.push(format!(
-                "{} {:?}: {} → {}",
+                "{} {:?}: {} {}{cost}{next}",
                 task.id,
                 truncate(&task.title),
+                task.role,
+                if outcome.success { "ran" } else { "failed" },
+            ));
+            out.lines.push(format!(
+                "[outcome] {}: {} → {}",
+                task.id,
                 task.state(),
                 decision.to
             ));
@@ -107,7 +124,7 @@ pub(super) fn record_one(
             if let Some(line) =
                 report::spend_line(record.cost_usd, record.reported_cost_usd, metered)
             {
-                out.lines.push(format!("    spend: {line}"));
+                out.lines.push(format!("    [spend] {line}"));
             }
             for refusal in &record.refused {
                 out.lines.push(format!("    refused: {}", refusal.line()));
@@ -209,6 +226,23 @@ pub(super) fn record_one(
                 store.record_run(task_id, run_id, &record, &requeued(why), writer)?,
                 false,
             )
+        }
+        Done::Stopped(task_id, run_id, WorkResult { record, .. }, request) => {
+            let task = store.task(task_id)?;
+            let decision = crate::engine::stop::stopped(&task, &request.by, request.at);
+            out.lines.push(format!(
+                "{task_id} {:?}: stopped by {}; it waits for you: `opentiger task retry {task_id}` queues it again",
+                truncate(&task.title),
+                request.by
+            ));
+            out.spend_usd += record.cost_usd;
+            let record = crate::store::RunRecord {
+                error: Some(format!("stopped on request by {}", request.by)),
+                ..record.clone()
+            };
+            let recorded = store.record_run(task_id, run_id, &record, &decision, writer)?;
+            store.forget_stop(run_id)?;
+            (recorded, false)
         }
         Done::PullClosed(task_id, pr, closed) => {
             match closed {

@@ -1,13 +1,18 @@
 //! What a tick reports: its summary (text for people, `--json` for the GitHub Action), and
 //! after the tick the job summary and the dashboard issue.
 //!
+//! Issue 51: the summary's lines are one log, and a line that starts with `[` (a rule's label:
+//! `[dispatch.claim] …`, `[round 2] …`, `[spend] …`) is a detail — claims and leases, rounds
+//! arithmetic, metering — shown with `-v` and in `--json` only. The default text, the demo, the
+//! job summary and the dashboard show the rest: each task, what ran, what it cost, what is next.
+//!
 //! Not for: the text of the board (`report::board`, `super::status`) or finding and writing the
 //! dashboard issue (`super::dashboard`).
 
 use super::dashboard;
 use super::Context;
 use crate::forge::github::GithubClient;
-use crate::model::Mode;
+use crate::model::{BlockReason, Mode, TaskState, TaskStatus};
 
 /// What one tick did.
 #[derive(Default)]
@@ -44,6 +49,9 @@ pub struct TickSummary {
     pub dashboard_ticked: bool,
     /// Rounds the tick recorded (issue 38): 0 for a quiet tick, 1 for a tick that did one step.
     pub rounds: usize,
+    /// The first tick on a repository in github mode (issue 51): what opentiger will do here
+    /// (`preview`), said before any agent starts.
+    pub preview: Option<String>,
 }
 
 /// A run of this tick that failed, and where that left its task.
@@ -59,18 +67,64 @@ pub struct RunFailure {
     pub task_state: String,
 }
 
+/// Whether a summary line is a detail, shown with `-v` only (see the module doc).
+pub fn is_detail(line: &str) -> bool {
+    line.trim_start().starts_with('[')
+}
+
+/// What a task's new state means for the person reading the tick (issue 51).
+pub fn next_words(to: TaskState) -> &'static str {
+    match (to.status, to.reason) {
+        (TaskStatus::Queued, _) => "queued again",
+        (TaskStatus::Running, _) => "running",
+        (TaskStatus::Done, _) => "done",
+        (TaskStatus::Failed, _) => "failed",
+        (TaskStatus::Cancelled, _) => "cancelled",
+        (TaskStatus::Blocked, Some(BlockReason::AwaitingJudge)) => "waits for its review",
+        (TaskStatus::Blocked, Some(BlockReason::NeedsRework)) => "waits for its fix",
+        (TaskStatus::Blocked, Some(BlockReason::QuotaWait)) => "waits for its agent's quota",
+        (TaskStatus::Blocked, Some(BlockReason::IssueLinking)) => "waits for its issue",
+        (TaskStatus::Blocked, Some(BlockReason::AwaitingHuman) | None) => "waits for you",
+        (TaskStatus::Blocked, Some(BlockReason::Paused)) => "paused",
+    }
+}
+
 impl TickSummary {
-    pub fn text(&self) -> String {
-        let rounds = if self.rounds > 1 {
+    /// The lines a person reads without `-v` (no detail lines).
+    pub fn plain_lines(&self) -> Vec<&String> {
+        self.lines.iter().filter(|l| !is_detail(l)).collect()
+    }
+
+    /// The summary for people; `verbose` (`-v`) adds the details.
+    pub fn text(&self, verbose: bool) -> String {
+        let rounds = if self.rounds > 1 && verbose {
             format!(" in {} rounds", self.rounds)
         } else {
             String::new()
         };
-        let mut out = format!(
-            "tick {}: {} decision(s), {} run(s), {} review(s){rounds}\n",
-            self.tick_id, self.decisions, self.started, self.judged
-        );
-        for line in &self.lines {
+        let mut out = if verbose {
+            format!(
+                "tick {}: {} decision(s), {} run(s), {} review(s){rounds}\n",
+                self.tick_id, self.decisions, self.started, self.judged
+            )
+        } else {
+            format!("tick {}: {}\n", self.tick_id, self.headline())
+        };
+        if let Some(preview) = &self.preview {
+            let mut lines = preview.lines();
+            if let Some(first) = lines.next() {
+                out.push_str(&format!("  First tick on this repository. {first}\n"));
+            }
+            for line in lines {
+                out.push_str(&format!("  {line}\n"));
+            }
+        }
+        let shown: Vec<&String> = if verbose {
+            self.lines.iter().collect()
+        } else {
+            self.plain_lines()
+        };
+        for line in shown {
             out.push_str(&format!("  {line}\n"));
         }
         if let Some(matrix) = &self.matrix {
@@ -82,11 +136,41 @@ impl TickSummary {
         }
         if let Some((today, budget)) = self.spend_today {
             out.push_str(&format!(
-                "  spend: ${:.2} this tick, ${today:.2} today of budget.per_day_usd ${budget:.2}\n",
+                "  spent: ${:.2} this tick, ${today:.2} today of ${budget:.2} a day (budget.per_day_usd)\n",
                 self.spend_usd
             ));
         }
         out
+    }
+
+    /// What the tick did, in a few words: `ran 1 agent, reviewed 1, merged 1`.
+    fn headline(&self) -> String {
+        let mut did = Vec::new();
+        let plural =
+            |n: usize, one: &str, many: &str| format!("{n} {}", if n == 1 { one } else { many });
+        if self.started > 0 {
+            did.push(format!("ran {}", plural(self.started, "agent", "agents")));
+        }
+        if self.judged > 0 {
+            did.push(format!(
+                "reviewed {}",
+                plural(self.judged, "change", "changes")
+            ));
+        }
+        if self.merged > 0 {
+            did.push(format!("merged {}", self.merged));
+        }
+        if self.tasks_done > 0 {
+            did.push(format!("{} done", plural(self.tasks_done, "task", "tasks")));
+        }
+        if did.is_empty() {
+            return if self.decisions > 0 {
+                "no agent ran".to_string()
+            } else {
+                "nothing to do".to_string()
+            };
+        }
+        did.join(", ")
     }
 
     fn lines_for_report(&self) -> crate::report::board::TickLines {
@@ -97,7 +181,7 @@ impl TickSummary {
             reviews: self.judged,
             rounds: (self.rounds > 1).then_some(self.rounds),
             spent: self.spend_today.map(|_| format!("${:.2}", self.spend_usd)),
-            lines: self.lines.clone(),
+            lines: self.plain_lines().into_iter().cloned().collect(),
         }
     }
 
@@ -146,6 +230,9 @@ pub fn report_tick(ctx: &Context, summary: &TickSummary) {
     };
     if let (Some(path), Some(mut text)) = (step_summary, job_summary) {
         use std::io::Write as _;
+        if let Some(preview) = &summary.preview {
+            text.push_str(&format!("\n### First tick on this repository\n\n{preview}"));
+        }
         text.push_str(&crate::sandbox::summary_markdown(&ctx.config));
         let written = std::fs::OpenOptions::new()
             .create(true)
@@ -184,4 +271,45 @@ fn peak_memory_kib() -> Option<u64> {
     let status = std::fs::read_to_string("/proc/self/status").ok()?;
     let line = status.lines().find(|l| l.starts_with("VmHWM:"))?;
     line.split_whitespace().nth(1)?.parse().ok()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Issue 51: the default text keeps the plain lines and says what happened in words; `-v`
+    /// keeps every line and the counts.
+    #[test]
+    fn the_plain_text_leaves_the_details_to_v() {
+        let summary = TickSummary {
+            tick_id: "t1".into(),
+            decisions: 2,
+            started: 1,
+            judged: 1,
+            merged: 1,
+            tasks_done: 1,
+            rounds: 2,
+            lines: vec![
+                "[dispatch.claim] a: claim and run (run r1): as worker; lease until 13:30".into(),
+                "a \"A\": worker ran; waits for its review".into(),
+                "[round 2] its work may take 10 min of the 49 min left: reviewed 1".into(),
+                "a \"A\": review: approved and merged as abc".into(),
+            ],
+            ..TickSummary::default()
+        };
+        assert_eq!(
+            summary.text(false),
+            "tick t1: ran 1 agent, reviewed 1 change, merged 1, 1 task done\n  a \"A\": worker ran; waits for its review\n  a \"A\": review: approved and merged as abc\n"
+        );
+        let verbose = summary.text(true);
+        assert!(verbose.starts_with("tick t1: 2 decision(s), 1 run(s), 1 review(s) in 2 rounds\n"));
+        assert_eq!(verbose.lines().count(), 5);
+        let idle = TickSummary::default();
+        assert_eq!(idle.text(false), "tick : nothing to do\n");
+        assert_eq!(
+            next_words(TaskState::blocked(BlockReason::AwaitingHuman)),
+            "waits for you"
+        );
+        assert_eq!(next_words(TaskState::QUEUED), "queued again");
+    }
 }

@@ -140,7 +140,7 @@ pub(super) fn run(
         {
             summary
                 .lines
-                .push("no further round: the last one made no progress".to_string());
+                .push("[rounds] no further round: the last one made no progress".to_string());
             break;
         }
         simulated += if ctx.fixed_clock { bound } else { 0 };
@@ -246,9 +246,13 @@ pub(super) fn run(
                 round_ctx = next_ctx;
             }
             Err((by_time, why)) => {
-                // A tick of one round says why it stopped only when time stopped it.
-                if headers.len() > 1 || by_time {
+                // A tick of one round says why it stopped only when time stopped it; that
+                // is for everyone (issue 51: a review pushed out of the tick is never silent),
+                // the outside's usual waits are a detail.
+                if by_time {
                     summary.lines.push(why);
+                } else if headers.len() > 1 {
+                    summary.lines.push(format!("[rounds] {why}"));
                 }
                 break;
             }
@@ -294,7 +298,9 @@ fn what_it_claims(claimed: &Claimed) -> Claims {
 fn runs_spend(done: &[Done]) -> f64 {
     done.iter()
         .map(|d| match d {
-            Done::Work(_, _, r) | Done::Interrupted(_, _, r, _) => r.record.cost_usd,
+            Done::Work(_, _, r) | Done::Interrupted(_, _, r, _) | Done::Stopped(_, _, r, _) => {
+                r.record.cost_usd
+            }
             Done::Issue(..)
             | Done::Review(..)
             | Done::Plan(_)
@@ -333,7 +339,8 @@ fn pushed_heads(done: &[Done], review_prs: &BTreeMap<RunId, u64>) -> Vec<(u64, S
             | Done::Retargeted(..)
             | Done::Unstarted(..)
             | Done::HostProbed(_)
-            | Done::Interrupted(..) => {}
+            | Done::Interrupted(..)
+            | Done::Stopped(..) => {}
         }
     }
     heads
@@ -368,7 +375,8 @@ fn spoken(done: &[Done], review_prs: &BTreeMap<RunId, u64>) -> Vec<u64> {
             | Done::Retargeted(..)
             | Done::Unstarted(..)
             | Done::HostProbed(_)
-            | Done::Interrupted(..) => None,
+            | Done::Interrupted(..)
+            | Done::Stopped(..) => None,
         })
         .collect();
     prs.sort_unstable();
@@ -464,7 +472,8 @@ fn add_recorded(summary: &mut TickSummary, recorded: record::RecordedLines, per_
     summary.rounds += 1;
 }
 
-/// `round 2 (its work may take 11 min of the 39 min left): ran 1, reviewed 1, merged 1`.
+/// `[round 2] its work may take 11 min of the 39 min left: ran 1, reviewed 1, merged 1` (a
+/// detail line, shown with `-v`).
 fn header(
     round: u32,
     done: &[Done],
@@ -474,7 +483,12 @@ fn header(
     deadline: Option<Timestamp>,
 ) -> String {
     let count = |f: fn(&Done) -> bool| done.iter().filter(|d| f(d)).count();
-    let ran = count(|d| matches!(d, Done::Work(..) | Done::Interrupted(..)));
+    let ran = count(|d| {
+        matches!(
+            d,
+            Done::Work(..) | Done::Interrupted(..) | Done::Stopped(..)
+        )
+    });
     let reviewed = count(|d| matches!(d, Done::Review(..)));
     let planned = count(|d| matches!(d, Done::Plan(_)));
     let mut what = Vec::new();
@@ -495,14 +509,14 @@ fn header(
     }
     let time = match deadline {
         Some(_) => format!(
-            " (its work may take {} of the {} left)",
+            " its work may take {} of the {} left:",
             rounds::minutes(bound),
             // Whole minutes, rounded down: never more time than there is.
             rounds::minutes(left.max(0) / MINUTE * MINUTE)
         ),
         None => String::new(),
     };
-    format!("round {round}{time}: {}", what.join(", "))
+    format!("[round {round}]{time} {}", what.join(", "))
 }
 
 /// Each round's header before its lines, once the tick had more than one round.

@@ -58,6 +58,8 @@ struct Round {
 enum Entry {
     Work(TaskId, RunId, WorkResult),
     Interrupted(TaskId, RunId, WorkResult, String),
+    /// A run a person stopped (issue 51): who asked, and when.
+    Stopped(TaskId, RunId, WorkResult, String, crate::time::Timestamp),
     Review(TaskId, RunId, JudgeResult),
     Plan(PlanResult),
 }
@@ -69,6 +71,13 @@ impl Entry {
             Done::Interrupted(task, run, result, why) => {
                 Entry::Interrupted(task.clone(), run.clone(), result.clone(), why.clone())
             }
+            Done::Stopped(task, run, result, request) => Entry::Stopped(
+                task.clone(),
+                run.clone(),
+                result.clone(),
+                request.by.clone(),
+                request.at,
+            ),
             Done::Review(task, run, result) => {
                 Entry::Review(task.clone(), run.clone(), result.clone())
             }
@@ -88,6 +97,9 @@ impl Entry {
         match self {
             Entry::Work(task, run, result) => Done::Work(task, run, result),
             Entry::Interrupted(task, run, result, why) => Done::Interrupted(task, run, result, why),
+            Entry::Stopped(task, run, result, by, at) => {
+                Done::Stopped(task, run, result, crate::store::StopRequest { by, at })
+            }
             Entry::Review(task, run, result) => Done::Review(task, run, result),
             Entry::Plan(plan) => Done::Plan(plan),
         }
@@ -277,7 +289,9 @@ fn replay_round(
     let mut finished_runs: Vec<RunId> = Vec::new();
     for entry in round.finished {
         let keep = match &entry {
-            Entry::Work(task, run, _) | Entry::Interrupted(task, run, ..) => {
+            Entry::Work(task, run, _)
+            | Entry::Interrupted(task, run, ..)
+            | Entry::Stopped(task, run, ..) => {
                 finished_runs.push(run.clone());
                 running(store, run)? && leased.contains(&(task.clone(), run.clone()))
             }

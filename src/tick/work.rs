@@ -66,7 +66,14 @@ pub fn work_run(ctx: &Context, run_id: &RunId) -> Result<WorkDone, Failure> {
     let redactor = ctx.redactor();
     let probed = super::learned::refresh(ctx, &learned);
     let learned = super::learned::with_host(learned, probed.as_ref());
-    let act = ctx.act(&templates, &redactor, &executor_waits, &learned);
+    // Issue 51: a person may stop this run while its agent runs, from wherever they are.
+    let watch = super::stop_watch::watch(ctx, &run_id);
+    let act = crate::runner::Act {
+        stop: watch
+            .clone()
+            .map(|w| w as std::sync::Arc<dyn crate::process::Sentinel>),
+        ..ctx.act(&templates, &redactor, &executor_waits, &learned)
+    };
     let fold = crate::live::fold(&redactor.redact(&format!(
         "run {run_id}: {} task {} {:?}",
         task.role,
@@ -75,13 +82,26 @@ pub fn work_run(ctx: &Context, run_id: &RunId) -> Result<WorkDone, Failure> {
     )));
     let mut result = run_task(&act, &task, &run_id, &brief);
     drop(fold);
+    let stopped = watch
+        .and_then(|w| w.fired())
+        .filter(|_| !result.outcome.success);
+    if let Some(request) = stopped {
+        return record_work(
+            ctx,
+            &task_id,
+            &run_id,
+            &result,
+            probed.as_ref(),
+            Some(&request),
+        );
+    }
     if let (Some(client), true) = (
         &forge,
         result.outcome.success && result.record.head_sha.is_some(),
     ) {
         publish_run(ctx, client, &task, &run_id, &mut result);
     }
-    let done = record_work(ctx, &task_id, &run_id, &result, probed.as_ref())?;
+    let done = record_work(ctx, &task_id, &run_id, &result, probed.as_ref(), None)?;
     super::people::post_after_work(ctx, forge.as_ref(), &task);
     Ok(done)
 }
@@ -126,13 +146,15 @@ pub(super) fn waiting(run_id: &RunId, handover: Handover) -> Result<Waiting, Fai
 }
 
 /// Records a worked run on the latest state, as a tick's record phase would, with the host
-/// snapshot its job took (`probed`), if it took one.
+/// snapshot its job took (`probed`), if it took one; `stopped`: a person asked it to stop and
+/// it did (issue 51).
 pub(super) fn record_work(
     ctx: &Context,
     task_id: &TaskId,
     run_id: &RunId,
     result: &WorkResult,
     probed: Option<&crate::model::learned::HostSnapshot>,
+    stopped: Option<&crate::store::StopRequest>,
 ) -> Result<WorkDone, Failure> {
     let now = ctx.later();
     let writer = Writer {
@@ -149,14 +171,16 @@ pub(super) fn record_work(
         };
         // A run an interrupt stopped is cancelled and queued again, as in a tick (issue 29).
         let decision = match (
+            stopped,
             crate::process::interrupt::requested(),
             result.outcome.success,
         ) {
-            (Some(signal), false) => super::record::requeued(&format!(
+            (Some(request), _, _) => crate::engine::stop::stopped(&task, &request.by, request.at),
+            (None, Some(signal), false) => super::record::requeued(&format!(
                 "cancelled: interrupted by {} (stopped, queued again)",
                 signal.name()
             )),
-            (Some(_) | None, true) | (None, false) => {
+            (None, Some(_) | None, true) | (None, None, false) => {
                 decide_outcome(&task, &result.outcome, &executors, &ctx.config, now)
             }
         };
@@ -179,6 +203,9 @@ pub(super) fn record_work(
             result.outcome.success,
             now,
         )?;
+        if stopped.is_some() {
+            store.forget_stop(run_id)?;
+        }
         Ok((line, recorded))
     })?;
     Ok(WorkDone::Recorded {

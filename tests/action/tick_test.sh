@@ -252,7 +252,7 @@ check "one task done" has_line "$work/output" "tasks-done=1"
 check "the failed run is a warning" has_text "$work/stdout" '::warning title=opentiger task '
 check "its title" has_text "$work/stdout" "Break things::"
 check "summary figures" has_line "$work/summary" '| 2 | 1 | 3 | 1 | 0 | 0 | 1 | $0.25 | 0 |'
-check "summary shows the rounds" has_text "$work/summary" "round 2 ("
+check "summary shows the rounds" has_text "$work/summary" "[round 2] "
 check "summary dashboard" has_line "$work/summary" "# opentiger dashboard"
 check "dashboard lists the retried task" has_text "$work/summary" "**Break things**"
 check "one summary, not the tick's own too" test "$(grep -c '^## opentiger tick' "$work/summary")" = 1

@@ -312,14 +312,15 @@ impl GitRepo {
             .then(|| String::from_utf8_lossy(&out.stdout).into_owned())
     }
 
-    /// A `tick` at `now`.
+    /// A `tick -v` at `now`: its summary with the rules, moves and rounds tests look at
+    /// (issue 51: the default summary is the plain one).
     pub fn tick(&self, now: &str) -> Out {
-        self.repo.run_at(now, &["tick"])
+        self.repo.run_at(now, &["-v", "tick"])
     }
 
-    /// A `tick` at `now` with these variables set (an agent's key).
+    /// A `tick -v` at `now` with these variables set (an agent's key).
     pub fn tick_env(&self, now: &str, env: &[(&str, &str)]) -> Out {
-        self.repo.run_env(now, &["tick"], env)
+        self.repo.run_env(now, &["-v", "tick"], env)
     }
 
     /// The task's status as `status --json` shows it.
@@ -423,4 +424,39 @@ pub fn clone(origin: &Path, to: &Path) {
             to.to_str().unwrap(),
         ],
     );
+}
+
+/// Variables of a real GitHub Actions job or a developer's shell that would change the answers
+/// of `init`, `doctor` and a tick.
+pub const AMBIENT: &[&str] = &[
+    "GITHUB_ACTIONS",
+    "GITHUB_TOKEN",
+    "OPENTIGER_GITHUB_TOKEN",
+    "GH_TOKEN",
+    "GITHUB_REPOSITORY",
+    "GITHUB_API_URL",
+    "ANTHROPIC_API_KEY",
+    "OPENTIGER_CONFIG",
+    "OPENTIGER_REPO",
+    "OPENTIGER_NOW",
+];
+
+/// `opentiger --repo DIR ARGS` with exactly `env` on top of an environment without [`AMBIENT`].
+pub fn opentiger_clean(dir: &Path, args: &[&str], env: &[(&str, &str)]) -> Out {
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_opentiger"));
+    cmd.arg("--repo").arg(dir).args(args);
+    for name in AMBIENT {
+        cmd.env_remove(name);
+    }
+    cmd.envs(env.iter().copied());
+    Out::from(cmd.output().expect("run opentiger"))
+}
+
+/// The lines of a `doctor` report at `level` (`ok`, `warn`, `fail`, `here`).
+pub fn lines_at(report: &str, level: &str) -> Vec<String> {
+    report
+        .lines()
+        .filter(|l| l.starts_with(&format!("{level} ")))
+        .map(String::from)
+        .collect()
 }

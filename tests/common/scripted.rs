@@ -133,8 +133,9 @@ pub fn opentiger(s: &Setup, now: &str, args: &[&str]) -> std::process::Output {
         .unwrap()
 }
 
+/// A `tick -v`: the summary with its rules, moves and rounds (issue 51).
 pub fn tick(s: &Setup, now: &str) -> String {
-    super::github::tick_output(opentiger(s, now, &["tick"]), now)
+    super::github::tick_output(opentiger(s, now, &["-v", "tick"]), now)
 }
 
 pub fn tasks(s: &Setup) -> Vec<serde_json::Value> {

@@ -19,7 +19,7 @@ fn a_spent_daily_budget_holds_the_next_run_until_the_next_day() {
     let out = g.tick(&minute(0));
     assert!(
         out.stdout
-            .contains("spend: $6.50 this tick, $6.50 today of budget.per_day_usd $5.00"),
+            .contains("spent: $6.50 this tick, $6.50 today of $5.00 a day (budget.per_day_usd)"),
         "{}",
         out.stdout
     );

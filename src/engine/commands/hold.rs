@@ -32,6 +32,7 @@ pub(super) fn decide(verb: &Verb, req: &Request<'_>) -> Decision {
         | Verb::ApproveProposal(_)
         | Verb::Retry
         | Verb::Cancel
+        | Verb::Stop
         | Verb::Pause
         | Verb::Resume
         | Verb::Budget(_)

@@ -41,6 +41,8 @@ pub enum Verb {
     ApproveProposal(u32),
     Retry,
     Cancel,
+    /// Stop the task's running run (issue 51): the tick running its agent ends it.
+    Stop,
     /// A task (on its issue, or naming it) or, on the dashboard without a task, the repository.
     Pause,
     Resume,
@@ -169,6 +171,12 @@ pub enum Effect {
         run: RunId,
         reason: String,
     },
+    /// Ask the run holding the task's lease to stop (issue 51), `by` a person; nothing when
+    /// the run ended meanwhile.
+    Stop {
+        task: TaskId,
+        by: String,
+    },
 }
 
 /// How a command ended, for the record.
@@ -214,6 +222,7 @@ pub fn help_text() -> String {
         "| `/opentiger approve` | start a task that waits for approval |",
         "| `/opentiger approve <n>` | on a research task's issue: make its report's proposal `n` a task (it gets its own issue) |",
         "| `/opentiger retry` | send a failed, cancelled or blocked task back to the queue (attempt budgets start afresh) |",
+        "| `/opentiger stop` | stop the task's running run within 30 s; the task then waits for `/opentiger retry` |",
         "| `/opentiger cancel` | cancel a task that is not running |",
         "| `/opentiger pause` / `resume` | hold a task, or let it go again |",
         "| `/opentiger budget <usd>` | set this task's budget over all its attempts (at most $1000) |",
@@ -339,6 +348,22 @@ pub fn decide(parsed: &Parsed, req: &Request<'_>) -> Decision {
     match &command.verb {
         Verb::Retry => retry::decide(task, req, &by),
         Verb::Cancel => retry::decide_cancel(task, req, &by),
+        Verb::Stop => match task.status {
+            TaskStatus::Running => done(
+                vec![Effect::Stop {
+                    task: id.clone(),
+                    by: by.trim_start_matches("by ").to_string(),
+                }],
+                format!("Stop asked {by}: task `{id}`'s run ends within 30 s (the tick running its agent reads this), then the task waits on a person: `/opentiger retry` queues it again, `/opentiger cancel` drops it."),
+            ),
+            TaskStatus::Queued
+            | TaskStatus::Blocked
+            | TaskStatus::Failed
+            | TaskStatus::Done
+            | TaskStatus::Cancelled => refuse(format!(
+                "Task `{id}` is not running (it is {state}): there is no run to stop"
+            )),
+        },
         Verb::Approve => approve::decide(task, named_change, req, &by),
         Verb::Pause => match task.status {
             TaskStatus::Queued | TaskStatus::Failed => done(

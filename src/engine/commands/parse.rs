@@ -67,6 +67,7 @@ fn parse_words(line: &str, words: Vec<&str>) -> Parsed {
         },
         "retry" => (Verb::Retry, args),
         "cancel" => (Verb::Cancel, args),
+        "stop" => (Verb::Stop, args),
         "pause" => (Verb::Pause, args),
         "resume" => (Verb::Resume, args),
         "status" => (Verb::Status, args),

@@ -86,6 +86,7 @@ pub(super) fn decide(
             ),
         },
         Verb::Retry
+        | Verb::Stop
         | Verb::Pause
         | Verb::Resume
         | Verb::Budget(_)

@@ -89,8 +89,8 @@ pub fn cancel_refusal(task: &Task) -> Option<String> {
             Some(format!("Task `{}` is already {}", task.id, task.status))
         }
         TaskStatus::Running => Some(format!(
-            "Task `{}` is running: cancel it after its run ends",
-            task.id
+            "Task `{id}` is running: stop its run first (`opentiger task stop {id}`, or `/opentiger stop` on its issue or PR; it ends within 30 s), then cancel it",
+            id = task.id
         )),
         TaskStatus::Queued | TaskStatus::Failed | TaskStatus::Blocked => None,
     }

@@ -154,7 +154,8 @@ pub(super) fn apply_effects(
             | Effect::PauseRepo
             | Effect::ResumeRepo
             | Effect::Replan { .. }
-            | Effect::Hold { .. } => {}
+            | Effect::Hold { .. }
+            | Effect::Stop { .. } => {}
         }
     }
     for effect in effects {
@@ -229,6 +230,20 @@ pub(super) fn apply_effects(
             }
             Effect::Hold { thread, by } => store.set_hold(*thread, by.as_deref(), writer.now)?,
             Effect::Replan { .. } => store.request_replan(source.nonce, writer.now)?,
+            Effect::Stop { task, by } => {
+                // The run holding the lease now; none when it ended since the command was read.
+                let leased = store
+                    .leased_tasks()?
+                    .into_iter()
+                    .find_map(|(t, run)| (&t == task).then_some(run));
+                if let Some(run) = leased {
+                    let writer = Writer {
+                        actor: &source.actor,
+                        ..writer
+                    };
+                    store.request_stop(task, &run, by, writer)?;
+                }
+            }
         }
     }
     Ok(())

@@ -174,3 +174,38 @@ fn budget_sets_the_task_s_limit_and_says_what_was_spent() {
         assert!(d.reply.unwrap_or_default().contains("nothing was changed"));
     }
 }
+
+/// Issue 51: `stop` asks the running task's run to stop (the tick running its agent ends
+/// it); on a task that is not running it is refused, and `cancel` of a running task says
+/// to stop it first.
+#[test]
+fn stop_asks_a_running_task_s_run_to_stop() {
+    let w = world(vec![
+        with("t1", TaskState::RUNNING, Some(7)),
+        with("t2", TaskState::QUEUED, Some(8)),
+    ]);
+    let d = run(&w, "/opentiger stop", on(7, &["t1"]), true, None);
+    assert_eq!(d.outcome, Outcome::Done);
+    assert_eq!(
+        d.effects,
+        [Effect::Stop {
+            task: TaskId::from("t1"),
+            by: "@alice".into()
+        }]
+    );
+    let reply = d.reply.unwrap();
+    assert!(
+        reply.starts_with("Stop asked by @alice: task `t1`'s run ends within 30 s"),
+        "{reply}"
+    );
+    let d = run(&w, "/opentiger stop", on(8, &["t2"]), true, None);
+    assert_eq!(d.outcome, Outcome::Refused);
+    assert!(d.reply.unwrap().contains("is not running (it is queued)"));
+    let d = run(&w, "/opentiger cancel", on(7, &["t1"]), true, None);
+    assert_eq!(d.outcome, Outcome::Refused);
+    assert!(d
+        .reply
+        .unwrap()
+        .contains("`/opentiger stop` on its issue or PR"));
+    assert!(help_text().contains("`/opentiger stop`"));
+}
