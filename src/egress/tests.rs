@@ -85,6 +85,10 @@ fn spec(resolve: &[(&str, SocketAddr)], budget: Option<f64>) -> SessionSpec {
             .collect::<BTreeMap<_, _>>(),
         provider_tools: Vec::new(),
         secrets: Secrets::new([FORGE_TOKEN.to_string()]),
+        own_traffic: OwnTraffic {
+            cli: "codex".to_string(),
+            hosts: vec![HostRule::parse("chatgpt.com").unwrap()],
+        },
     }
 }
 

@@ -11,6 +11,13 @@
 //! in the workspace are removed after the run. aider has no turn cap to set (its lint/test fix-up
 //! loop stops after 3 reflections), so `agents.<role>.max_turns` does not apply.
 //!
+//! With a configured provider (issue 50) aider goes through litellm's route of its API shape:
+//! `OPENAI_API_BASE` and `OPENAI_API_KEY` (its route on the proxy, the placeholder) and the
+//! model `openai/<model>` for the OpenAI shapes (chat completions), `anthropic/…` and
+//! `gemini/…` likewise. `LITELLM_LOCAL_MODEL_COST_MAP=True` keeps litellm on its own copy of
+//! its price map; aider's model-info fetch from raw.githubusercontent.com, which no flag turns
+//! off, is its own traffic (`Cli::background`).
+//!
 //! A worker is handed the files its task names that exist (`--file`, `aider_files`), with the
 //! repository map off (`--map-tokens 0`): the task says what to edit. aider can neither run
 //! commands nor write `$OPENTIGER_RESULT_FILE`: its prompt does not ask it to (the runner runs
@@ -45,6 +52,7 @@ pub const CLI: Cli = Cli {
     ],
     // aider also reads keys from these files in the home folder.
     logins: &[".env", ".aider.conf.yml"],
+    background: &["raw.githubusercontent.com"],
 };
 
 const FLAGS: &[&str] = &[
@@ -85,6 +93,33 @@ pub fn git_identity(given: &[(String, String)]) -> Vec<(String, String)> {
     ]
     .map(|(k, v)| (k.to_string(), v.to_string()))
     .to_vec()
+}
+
+/// What aider (litellm) is told of a configured provider (issue 50): the base URL and key
+/// variables of the litellm route of its API shape, and that route's model prefix.
+pub fn door_route(door: &super::door::DoorProvider) -> (Vec<(String, String)>, &'static str) {
+    use crate::config::ProviderApi as A;
+    let (base, key, prefix) = match door.api {
+        A::Anthropic => ("ANTHROPIC_API_BASE", "ANTHROPIC_API_KEY", "anthropic"),
+        A::Gemini => ("GEMINI_API_BASE", "GEMINI_API_KEY", "gemini"),
+        A::OpenaiChat | A::OpenaiResponses | A::Openai => {
+            ("OPENAI_API_BASE", "OPENAI_API_KEY", "openai")
+        }
+    };
+    let env = vec![
+        (base.to_string(), door.base_url.clone()),
+        (key.to_string(), door.key.clone()),
+    ];
+    (env, prefix)
+}
+
+/// `--model`: with a configured provider, under its litellm route (`openai/smollm2`).
+pub fn model_arg(config: &AdapterConfig, given: &[(String, String)]) -> Option<String> {
+    let model = config.model.clone()?;
+    Some(match super::door::provider(given) {
+        Some(door) => format!("{}/{model}", door_route(&door).1),
+        None => model,
+    })
 }
 
 /// The base URLs aider (litellm) reads, from the ones the agent is given on opentiger's proxy
@@ -291,8 +326,12 @@ impl Adapter for Aider {
         &self.config
     }
 
-    fn args(&self, files: &RunFiles, scratch: &Path, _given: &[(String, String)]) -> Vec<String> {
-        args(&self.config, &files.prompt, scratch)
+    fn args(&self, files: &RunFiles, scratch: &Path, given: &[(String, String)]) -> Vec<String> {
+        let config = AdapterConfig {
+            model: model_arg(&self.config, given),
+            ..self.config.clone()
+        };
+        args(&config, &files.prompt, scratch)
     }
 
     fn stdin(&self, _prompt: &str) -> Option<Vec<u8>> {
@@ -302,6 +341,11 @@ impl Adapter for Aider {
     fn env(&self, _scratch: &Path, given: &[(String, String)]) -> Vec<(String, String)> {
         let mut env = git_identity(given);
         env.extend(api_bases(given));
+        if let Some(door) = super::door::provider(given) {
+            env.extend(door_route(&door).0);
+        }
+        // litellm's own price map, not the copy it would fetch from raw.githubusercontent.com.
+        env.push(("LITELLM_LOCAL_MODEL_COST_MAP".into(), "True".into()));
         env
     }
 

@@ -21,6 +21,7 @@ mod cli;
 pub mod codex;
 mod codex_turns;
 mod command;
+pub mod door;
 mod json_answer;
 mod keys;
 pub mod opencode;
