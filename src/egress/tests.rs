@@ -379,4 +379,5 @@ fn a_request_in_flight_is_never_idle_and_its_end_however_it_ends_is_traffic() {
     assert!(session.quiet() < Duration::from_millis(30));
 }
 
+mod configured;
 mod key_and_bounds;
