@@ -17,6 +17,7 @@ mod ci;
 mod credentials;
 mod files;
 mod github;
+mod providers;
 mod workflow;
 
 use std::path::Path;
@@ -218,6 +219,7 @@ pub fn checks(options: &ContextOptions, online: bool, vars: Vars<'_>) -> Vec<Che
         out.extend(github::checks(&config, repo, vars, online));
     }
     out.extend(agents::checks(&config, repo, vars));
+    out.extend(providers::checks(&config, vars, online));
     if git_ok {
         out.extend(files::checks(&config, repo));
     }

@@ -170,7 +170,7 @@ fn key_for<'a>(route: &'a Route, text: &str) -> Option<&'a str> {
         .map(|(_, _, key)| key.as_str())
 }
 
-fn percent_encoded(text: &str) -> String {
+pub(super) fn percent_encoded(text: &str) -> String {
     text.bytes()
         .map(|b| match b {
             b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'.' | b'_' | b'~' => {

@@ -33,6 +33,7 @@ mod frames;
 pub mod meter;
 mod model;
 pub mod pricing;
+pub mod probe;
 pub mod providers;
 mod proxy;
 mod reply;

@@ -241,18 +241,7 @@ fn with_params(query: &str, params: &[(String, String)]) -> String {
     }
     let added: Vec<String> = params
         .iter()
-        .map(|(k, v)| {
-            let v: String = v
-                .bytes()
-                .map(|b| match b {
-                    b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'.' | b'_' | b'~' => {
-                        (b as char).to_string()
-                    }
-                    _ => format!("%{b:02X}"),
-                })
-                .collect();
-            format!("{k}={v}")
-        })
+        .map(|(k, v)| format!("{k}={}", super::credential::percent_encoded(v)))
         .collect();
     match query.strip_prefix('?') {
         Some(q) if !q.is_empty() => format!("?{q}&{}", added.join("&")),

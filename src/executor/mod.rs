@@ -38,7 +38,7 @@ use crate::model::{RunId, Task};
 
 pub use chain::{build, none_usable};
 pub use cli::{locate, AdapterConfig, Cli};
-pub use keys::{config_fingerprint, config_fix, missing_key};
+pub use keys::{config_fingerprint, config_fix, missing_key, wanted_key};
 
 /// The agent CLI an executor kind drives, if it is one of the adapters.
 pub fn known_cli(kind: ExecutorKind) -> Option<&'static Cli> {

@@ -3,6 +3,7 @@
 
 pub mod fake_cli;
 pub mod github;
+pub mod local_model;
 pub mod model_server;
 pub mod real_clis;
 pub mod real_model;
