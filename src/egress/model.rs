@@ -9,7 +9,9 @@
 //! - a body read whole (at most [`BODY_MAX`], within [`BODY_TIMEOUT`]) and, for a generation,
 //!   refused when it asks for a tool the provider runs itself (`tools`);
 //! - a Responses call to a provider of chat completions only translated, both ways
-//!   (`translate`): the meter reads the chat answer, once, before it is translated;
+//!   (`translate`), and a chat call to one asked for its whole answer (not every chat server
+//!   counts tokens in a stream) and streamed back as asked: the meter reads the chat answer,
+//!   once, before it is reshaped;
 //! - the provider's own headers and query parameters added (`providers.<name>.headers`);
 //! - the answer streamed back through the meter (`meter`) and the secret filter (`scrub`):
 //!   SSE, JSON, or websocket frames after an upgrade (`websocket`); a 429 or 529 recorded as a
@@ -35,7 +37,7 @@ use super::providers::{Call, Provider, Verb};
 use super::reply::{api_error, full, BoxError, ProxyBody};
 use super::scrub::{Scrubber, Secrets};
 use super::session::{Admission, Flight, Held, QuotaHit, Route, Session, BODY_MAX};
-use super::translate::{self, ToResponses};
+use super::translate::{self, Reshape, ToResponses};
 use super::upstream::{self, is_websocket, strip_hop_by_hop};
 
 /// The longest a model call's body may take to arrive.
@@ -134,7 +136,7 @@ pub async fn call(
         Err((status, words)) => return error(status, "opentiger_body_refused", &words),
     };
     let generation = matches!(endpoint.call, Call::Generate | Call::Translated);
-    let mut translation = None;
+    let mut reshape = None;
     let (mut body, mut path) = (body, path);
     if generation && !body.is_empty() {
         let Ok(value) = serde_json::from_slice::<serde_json::Value>(&body) else {
@@ -165,12 +167,17 @@ pub async fn call(
             body = Bytes::from(chat.body.to_string());
             path = format!("{}/chat/completions", provider.base_path);
             parts.headers.remove(header::CONTENT_LENGTH);
-            translation = Some(ToResponses::new(
+            reshape = Some(Reshape::responses(ToResponses::new(
                 &chat.model,
                 chat.stream,
                 chat.custom,
                 chrono::Utc::now().timestamp(),
-            ));
+            )));
+        } else if let Some(whole) = whole_answer(&provider, &path, &value) {
+            // Asked whole, so it carries the server's counts; streamed back as asked.
+            body = Bytes::from(whole.to_string());
+            parts.headers.remove(header::CONTENT_LENGTH);
+            reshape = Some(Reshape::chat_stream());
         }
     }
     let base = match session.mapped(&provider.host) {
@@ -229,8 +236,30 @@ pub async fn call(
         flight,
         client_upgrade,
         admission,
-        translation,
+        reshape,
     )
+}
+
+/// A streamed chat call to a provider of `api: openai-chat` as a call for the whole answer
+/// (`translate::reshape`: not every chat server counts tokens in a stream); `None` for any
+/// other call.
+fn whole_answer(
+    provider: &Provider,
+    path: &str,
+    call: &serde_json::Value,
+) -> Option<serde_json::Value> {
+    let chat = provider.api == crate::config::ProviderApi::OpenaiChat
+        && !provider.built_in
+        && path == format!("{}/chat/completions", provider.base_path);
+    if !chat || call.get("stream").and_then(serde_json::Value::as_bool) != Some(true) {
+        return None;
+    }
+    let mut whole = call.clone();
+    whole["stream"] = serde_json::Value::Bool(false);
+    if let Some(object) = whole.as_object_mut() {
+        object.remove("stream_options");
+    }
+    Some(whole)
 }
 
 /// `query` (`?a=b`, or empty) with the provider's own parameters added, each value
@@ -320,7 +349,7 @@ fn answer(
     flight: Flight,
     client_upgrade: Option<hyper::upgrade::OnUpgrade>,
     admission: Arc<Admission>,
-    translation: Option<ToResponses>,
+    reshape: Option<Reshape>,
 ) -> Response<ProxyBody> {
     let status = res.status();
     if status == StatusCode::TOO_MANY_REQUESTS || status.as_u16() == 529 {
@@ -360,23 +389,26 @@ fn answer(
         .get(header::CONTENT_TYPE)
         .and_then(|v| v.to_str().ok())
         .map_or(Framing::Other, Framing::of_content_type);
-    // An answer to translate is a chat stream; an error passes as it is.
-    let translation = translation.filter(|_| status.is_success() && framing == Framing::Sse);
-    if let Some(t) = &translation {
+    // A chat answer, whole or streamed, is reshaped for the client; an error passes as it is.
+    let reshape = reshape
+        .filter(|_| status.is_success() && matches!(framing, Framing::Sse | Framing::Json))
+        .map(|mut r| {
+            r.begin(framing == Framing::Json);
+            r
+        });
+    if let Some(r) = &reshape {
         let headers = res.headers_mut();
         headers.remove(header::CONTENT_LENGTH);
-        let kind = if t.streams() {
-            "text/event-stream"
-        } else {
-            "application/json"
-        };
-        headers.insert(header::CONTENT_TYPE, HeaderValue::from_static(kind));
+        headers.insert(
+            header::CONTENT_TYPE,
+            HeaderValue::from_static(r.content_type()),
+        );
     }
     res.map(|inner| {
         Answer {
             inner,
             meter: Some(AnswerMeter::new(framing)),
-            translation,
+            reshape,
             scrubber: Scrubber::new(secrets),
             trailers: None,
             ended: false,
@@ -415,12 +447,12 @@ fn retry_after(headers: &HeaderMap) -> Option<u64> {
     u64::try_from(secs).ok()
 }
 
-/// A model API's answer passing through: metered, translated (a chat stream as Responses
-/// events), then filtered, as it goes.
+/// A model API's answer passing through: metered, reshaped (a chat answer as the stream or
+/// the Responses events the client asked for), then filtered, as it goes.
 struct Answer {
     inner: Incoming,
     meter: Option<AnswerMeter>,
-    translation: Option<ToResponses>,
+    reshape: Option<Reshape>,
     scrubber: Scrubber,
     /// Trailers waiting for the filter's last bytes to pass first.
     trailers: Option<HeaderMap>,
@@ -438,10 +470,10 @@ impl Answer {
         self.flight.take();
     }
 
-    /// The translation's and the filter's last bytes, then the trailers, then the end.
+    /// The reshaped answer's and the filter's last bytes, then the trailers, then the end.
     fn drain(&mut self) -> Poll<Option<Result<Frame<Bytes>, BoxError>>> {
-        if let Some(mut translation) = self.translation.take() {
-            let last = translation.finish();
+        if let Some(mut reshape) = self.reshape.take() {
+            let last = reshape.finish();
             self.scrubber.content(&last);
         }
         let rest = self.scrubber.finish();
@@ -483,9 +515,9 @@ impl Body for Answer {
                             this.session.add_usage(meter.take());
                         }
                         this.session.touch();
-                        match this.translation.as_mut() {
-                            Some(t) => {
-                                let out = t.feed(&data);
+                        match this.reshape.as_mut() {
+                            Some(r) => {
+                                let out = r.feed(&data);
                                 this.scrubber.content(&out);
                             }
                             None => this.scrubber.content(&data),

@@ -132,7 +132,9 @@ fn a_responses_call_to_a_chat_endpoint_is_translated_and_metered_once() {
         chat["messages"],
         serde_json::json!([{ "role": "system", "content": "Be brief." }, { "role": "user", "content": "Say done." }])
     );
-    assert_eq!(chat["stream_options"]["include_usage"], true);
+    // Asked whole: not every chat server counts tokens in a stream.
+    assert_eq!(chat["stream"], false);
+    assert!(chat.get("stream_options").is_none());
     assert!(chat.get("reasoning").is_none() && chat.get("store").is_none());
     let traffic = door.close();
     let tokens = traffic.metering.models["smollm2-135m"];
@@ -215,4 +217,48 @@ fn a_websocket_is_refused_at_once_and_a_cli_s_own_traffic_without_advice() {
         .map(|r| (r.host.as_str(), r.own.as_deref()))
         .collect();
     assert_eq!(own, [("chatgpt.com", Some("codex")), ("pypi.org", None)]);
+}
+
+/// A chat server asked whole (llama-cpp-python counts no tokens in a stream): a streamed chat
+/// call and a streamed Responses call each get the stream they asked for, with the server's
+/// counts, metered once.
+#[test]
+fn a_streamed_call_to_a_chat_endpoint_is_asked_whole_and_streamed_back() {
+    let whole = r#"{"id":"c1","object":"chat.completion","model":"smollm2-135m","choices":[{"index":0,"finish_reason":"stop","message":{"role":"assistant","content":"Done."}}],"usage":{"prompt_tokens":700,"completion_tokens":9,"total_tokens":709}}"#;
+    let response = format!(
+        "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{whole}",
+        whole.len()
+    );
+    let (addr, seen) = endpoint(response.into_bytes());
+    let door = door_for(local(addr, false), None);
+    let placeholder = var(&door, "OPENTIGER_PROVIDER_KEY");
+    let auth = format!("authorization: Bearer {placeholder}\r\n");
+    let chat = post(
+        &door,
+        "/local/v1/chat/completions",
+        &auth,
+        r#"{"model":"smollm2-135m","stream":true,"stream_options":{"include_usage":true},"messages":[{"role":"user","content":"hi"}]}"#,
+    );
+    assert!(chat.contains("content-type: text/event-stream"), "{chat}");
+    assert!(chat.contains("\"content\":\"Done.\""), "{chat}");
+    assert!(chat.contains("\"prompt_tokens\":700"), "{chat}");
+    assert!(chat.contains("data: [DONE]"), "{chat}");
+    let (_, asked) = seen.recv_timeout(Duration::from_secs(5)).unwrap();
+    let asked: serde_json::Value = serde_json::from_str(&asked).unwrap();
+    assert_eq!(asked["stream"], false, "{asked}");
+    assert!(asked.get("stream_options").is_none(), "{asked}");
+    let responses = post(
+        &door,
+        "/local/v1/responses",
+        &auth,
+        r#"{"model":"smollm2-135m","input":"hi","stream":true}"#,
+    );
+    assert!(
+        responses.contains("event: response.completed"),
+        "{responses}"
+    );
+    assert!(responses.contains("\"input_tokens\":700"), "{responses}");
+    let traffic = door.close();
+    let tokens = traffic.metering.models["smollm2-135m"];
+    assert_eq!((tokens.input, tokens.output, tokens.answers), (1400, 18, 2));
 }

@@ -9,9 +9,10 @@
 //!   become chat tools and a freeform (`custom`) tool a function taking its text as `input`;
 //!   `tool_choice`, `max_output_tokens`, `temperature`, `top_p` and `text.format` are mapped;
 //!   `reasoning`, `store`, `include`, `parallel_tool_calls`, `prompt_cache_key` and the like,
-//!   which a chat server does not take, are dropped. The chat call is always streamed, with
-//!   `stream_options.include_usage`, so the meter reads the server's own counts.
-//! - The answer ([`ToResponses`], `answer.rs`): the chat stream's content and `tool_calls`
+//!   which a chat server does not take, are dropped. The chat call asks for the whole answer
+//!   (`reshape.rs`: not every chat server counts tokens in a stream), so the meter reads the
+//!   server's own counts.
+//! - The answer ([`ToResponses`], `answer.rs`, fed by [`Reshape`]): the chat stream's content and `tool_calls`
 //!   deltas, `finish_reason` and final `usage` become the Responses events the CLIs parse
 //!   (`response.created` … `response.completed`, with `usage` in Responses' terms), or one
 //!   Responses object when the call was not streamed. An error answer passes as it is (both
@@ -24,10 +25,12 @@
 //! forwarding itself (`egress::model`).
 
 mod answer;
+mod reshape;
 
 use serde_json::{json, Map, Value};
 
 pub use answer::ToResponses;
+pub use reshape::{chat_events, Reshape};
 
 /// The most one SSE event of the chat stream may hold to be read.
 pub const EVENT_CAP: usize = 4 << 20;
@@ -39,7 +42,8 @@ pub const ANSWER_CAP: usize = 16 << 20;
 pub struct ChatCall {
     /// The chat request's body.
     pub body: Value,
-    /// Whether the client asked for a stream (the chat call is streamed either way).
+    /// Whether the client asked for a stream (the chat call asks for the whole answer either
+    /// way).
     pub stream: bool,
     pub model: String,
     /// The freeform tools offered: a call of one is answered as a `custom_tool_call`.
@@ -107,8 +111,7 @@ pub fn to_chat(request: &Value) -> Result<ChatCall, String> {
             _ => {}
         }
     }
-    body.insert("stream".into(), json!(true));
-    body.insert("stream_options".into(), json!({ "include_usage": true }));
+    body.insert("stream".into(), json!(false));
     Ok(ChatCall {
         body: Value::Object(body),
         stream: request.get("stream").and_then(Value::as_bool) == Some(true),

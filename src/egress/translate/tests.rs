@@ -63,8 +63,7 @@ fn a_codex_call_becomes_a_chat_completion() {
         "tool_choice": "auto",
         "max_tokens": 2048,
         "response_format": { "type": "json_schema", "json_schema": { "name": "verdict", "schema": { "type": "object" }, "strict": true } },
-        "stream": true,
-        "stream_options": { "include_usage": true },
+        "stream": false,
     });
     assert_eq!(call.body, expected);
 }
@@ -306,3 +305,6 @@ fn an_answer_not_streamed_is_one_response_object() {
     assert_eq!(response["output"][0]["content"][0]["text"], "Done.");
     assert_eq!(response["usage"]["input_tokens"], 812);
 }
+
+#[path = "reshape_tests.rs"]
+mod reshape_tests;
