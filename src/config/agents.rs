@@ -129,9 +129,9 @@ pub struct AgentConfig {
     pub idle_minutes: Option<f64>,
     /// Executors tried, in order, when this one waits on a quota or cannot run here (its
     /// program is missing), e.g. `[{executor: codex, model: o4-mini}]`. Each entry takes the
-    /// keys above; unset ones come from this role's agent, except `model`, `command`, `script`
-    /// and `pricing`, which belong to one executor and are inherited only by an entry with the
-    /// same `executor`. `count` and `review` stay the role's. Unset: `agents.default.fallbacks`.
+    /// keys above; unset ones come from this role's agent, except `provider`, `model`,
+    /// `command`, `script` and `pricing`, which belong to one executor and are inherited only by
+    /// an entry with the same `executor`. `count` and `review` stay the role's. Unset: `agents.default.fallbacks`.
     pub fallbacks: Option<Vec<AgentConfig>>,
 }
 

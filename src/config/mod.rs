@@ -8,6 +8,7 @@
 //! engine, the runner).
 
 mod agents;
+mod base_url;
 mod entry;
 mod fallback;
 mod keys;
@@ -33,6 +34,7 @@ pub use agents::{
     AgentConfig, AgentRole, AgentsConfig, EffectiveAgent, ExecutorKind, Pricing,
     DEFAULT_IDLE_MINUTES, DEFAULT_MAX_TURNS,
 };
+pub use base_url::BaseUrl;
 pub use limits::LimitsConfig;
 pub use load::{load, load_checked, load_str, schema_json, ConfigError, ConfigSource, ExtraCheck};
 pub use merge::{HumanApproval, MergeConfig, MergeMethod};
@@ -43,8 +45,7 @@ pub use people::{
     CommandsConfig, EscalationConfig, EscalationDefault, EscalationReasons, EscalationRule,
 };
 pub use providers::{
-    built_in, speaks, AgentProvider, BaseUrl, BuiltIn, ProviderApi, ProviderConfig, Speech,
-    BUILT_IN,
+    built_in, speaks, AgentProvider, BuiltIn, ProviderApi, ProviderConfig, Speech, BUILT_IN,
 };
 pub use reference::reference_markdown;
 pub use sandbox::{AgentHome, FilesystemSandbox, SandboxConfig};
@@ -100,7 +101,8 @@ pub struct Config {
     /// its dated snapshots: `claude-sonnet-4-5` prices `claude-sonnet-4-5-20250929`), over the
     /// built-in prices of the models the adapters name (each CLI's default among them). A
     /// model with no price anywhere (here, its provider's `prices:`, built in) is metered at
-    /// the highest built-in price, and said to be; `0` is a price (a free model).
+    /// the highest built-in price ($15 per million input tokens, $75 output), and said to be;
+    /// `0` is a price (a free model).
     pub pricing: BTreeMap<String, Pricing>,
     /// `/opentiger` comment commands (github mode).
     pub commands: CommandsConfig,

@@ -95,29 +95,11 @@ pub fn git_identity(given: &[(String, String)]) -> Vec<(String, String)> {
     .to_vec()
 }
 
-/// What aider (litellm) is told of a configured provider (issue 50): the base URL and key
-/// variables of the litellm route of its API shape, and that route's model prefix.
-pub fn door_route(door: &super::door::DoorProvider) -> (Vec<(String, String)>, &'static str) {
-    use crate::config::ProviderApi as A;
-    let (base, key, prefix) = match door.api {
-        A::Anthropic => ("ANTHROPIC_API_BASE", "ANTHROPIC_API_KEY", "anthropic"),
-        A::Gemini => ("GEMINI_API_BASE", "GEMINI_API_KEY", "gemini"),
-        A::OpenaiChat | A::OpenaiResponses | A::Openai => {
-            ("OPENAI_API_BASE", "OPENAI_API_KEY", "openai")
-        }
-    };
-    let env = vec![
-        (base.to_string(), door.base_url.clone()),
-        (key.to_string(), door.key.clone()),
-    ];
-    (env, prefix)
-}
-
 /// `--model`: with a configured provider, under its litellm route (`openai/smollm2`).
 pub fn model_arg(config: &AdapterConfig, given: &[(String, String)]) -> Option<String> {
     let model = config.model.clone()?;
     Some(match super::door::provider(given) {
-        Some(door) => format!("{}/{model}", door_route(&door).1),
+        Some(door) => format!("{}/{model}", super::door::aider_route(&door).1),
         None => model,
     })
 }
@@ -342,7 +324,7 @@ impl Adapter for Aider {
         let mut env = git_identity(given);
         env.extend(api_bases(given));
         if let Some(door) = super::door::provider(given) {
-            env.extend(door_route(&door).0);
+            env.extend(super::door::aider_route(&door).0);
         }
         // litellm's own price map, not the copy it would fetch from raw.githubusercontent.com.
         env.push(("LITELLM_LOCAL_MODEL_COST_MAP".into(), "True".into()));

@@ -134,21 +134,6 @@ pub const QUIET: &[&str] = &[
     "check_for_update_on_startup=false",
 ];
 
-/// A configured provider (issue 50) as codex's own model provider, `opentiger`.
-pub fn provider_override(door: &super::door::DoorProvider) -> Vec<String> {
-    use super::door::toml_string;
-    let table = format!(
-        "model_providers.opentiger={{name={}, base_url={}, env_key={}, wire_api=\"responses\", supports_websockets={}}}",
-        toml_string(&format!("{} through opentiger", door.name)),
-        toml_string(&door.base_url),
-        toml_string(door.key_var),
-        door.websocket
-    );
-    ["-c", &table, "-c", "model_provider=\"opentiger\""]
-        .map(String::from)
-        .to_vec()
-}
-
 /// codex ignores `OPENAI_BASE_URL`; its configuration key `openai_base_url`, set with `-c`
 /// before the subcommand, is what it reads. The value is a TOML string.
 pub fn base_url_override(url: Option<&str>) -> Vec<String> {
@@ -321,7 +306,7 @@ impl Adapter for Codex {
     fn args(&self, _files: &RunFiles, scratch: &Path, given: &[(String, String)]) -> Vec<String> {
         let mut all: Vec<String> = QUIET.iter().map(|a| a.to_string()).collect();
         match super::door::provider(given) {
-            Some(door) => all.extend(provider_override(&door)),
+            Some(door) => all.extend(super::door::codex_provider(&door)),
             None => all.extend(base_url_override(lookup(given, "OPENAI_BASE_URL"))),
         }
         all.extend(web_search_override(given));
@@ -471,28 +456,6 @@ mod tests {
         assert!(
             web_search_override(&other_route).is_empty(),
             "its own API not through the door: nothing to refuse there"
-        );
-    }
-
-    /// Issue 50: a configured provider is codex's own model provider, Responses over HTTP.
-    #[test]
-    fn a_configured_provider_is_codex_s_own_model_provider() {
-        let door = super::super::door::DoorProvider {
-            name: "local".into(),
-            api: crate::config::ProviderApi::OpenaiChat,
-            base_url: "http://127.0.0.1:3128/local/v1".into(),
-            key_var: "OPENTIGER_PROVIDER_KEY",
-            key: "opentiger-placeholder-1".into(),
-            websocket: false,
-        };
-        assert_eq!(
-            provider_override(&door),
-            [
-                "-c",
-                "model_providers.opentiger={name=\"local through opentiger\", base_url=\"http://127.0.0.1:3128/local/v1\", env_key=\"OPENTIGER_PROVIDER_KEY\", wire_api=\"responses\", supports_websockets=false}",
-                "-c",
-                "model_provider=\"opentiger\"",
-            ]
         );
     }
 

@@ -12,7 +12,7 @@
 //! `OPENCODE_DISABLE_LSP_DOWNLOAD=1` too; what no variable turns off — the install of its
 //! `@opencode-ai/plugin` package from registry.npmjs.org at each start — is its own traffic
 //! (`Cli::background`). A configured provider (issue 50) becomes an opencode provider of the
-//! same name ([`door_provider`]: `@ai-sdk/openai-compatible` for chat completions,
+//! same name (`door::opencode_provider`: `@ai-sdk/openai-compatible` for chat completions,
 //! `@ai-sdk/openai` for Responses, bundled with it) and the model `--model <provider>/<model>`.
 //!
 //! Reads the JSON-lines events: `text` parts (the last one is the final message), `step_finish`
@@ -100,44 +100,6 @@ pub fn config_content(config: &AdapterConfig, scratch: &Path) -> String {
     .to_string()
 }
 
-/// The npm package opencode drives a configured provider of `api` with (each is bundled with
-/// opencode 1.18.33: nothing is installed): chat completions through the OpenAI-compatible
-/// one (a provider of its own id, so opencode calls its chat model, not `.responses()`),
-/// Responses through OpenAI's.
-pub fn sdk_of(api: crate::config::ProviderApi) -> &'static str {
-    use crate::config::ProviderApi as A;
-    match api {
-        A::OpenaiChat | A::Openai => "@ai-sdk/openai-compatible",
-        A::OpenaiResponses => "@ai-sdk/openai",
-        A::Anthropic => "@ai-sdk/anthropic",
-        A::Gemini => "@ai-sdk/google",
-    }
-}
-
-/// A configured provider (issue 50) as an opencode provider of the same name: its SDK, its
-/// route on the proxy (with what each SDK expects after it), the placeholder key, the model.
-pub fn door_provider(door: &super::door::DoorProvider, model: Option<&str>) -> Value {
-    use crate::config::ProviderApi as A;
-    let suffix = match door.api {
-        A::Anthropic => "/v1",
-        A::Gemini => "/v1beta",
-        A::OpenaiChat | A::OpenaiResponses | A::Openai => "",
-    };
-    let mut models = serde_json::Map::new();
-    if let Some(model) = model {
-        models.insert(
-            model.to_string(),
-            json!({ "name": model, "tool_call": true }),
-        );
-    }
-    json!({
-        "npm": sdk_of(door.api),
-        "name": door.name,
-        "options": { "baseURL": format!("{}{suffix}", door.base_url), "apiKey": door.key },
-        "models": models,
-    })
-}
-
 /// `--model`: with a configured provider, the model under its name (`local/smollm2`).
 pub fn model_arg(config: &AdapterConfig, given: &[(String, String)]) -> Option<String> {
     let model = config.model.clone()?;
@@ -176,7 +138,7 @@ pub fn config_with_providers(
     if let Some(door) = super::door::provider(given) {
         providers.insert(
             door.name.clone(),
-            door_provider(&door, config.model.as_deref()),
+            super::door::opencode_provider(&door, config.model.as_deref()),
         );
     }
     if !providers.is_empty() {

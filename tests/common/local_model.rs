@@ -145,3 +145,15 @@ pub fn metered(project: &Path) -> ((u64, u64, u64, f64), Vec<String>) {
     }
     (total, rows)
 }
+
+/// `path` on `project`'s `main`, if it is there.
+pub fn on_main(project: &Path, path: &str) -> Option<String> {
+    let out = Command::new("git")
+        .current_dir(project)
+        .args(["show", &format!("main:{path}")])
+        .output()
+        .ok()?;
+    out.status
+        .success()
+        .then(|| String::from_utf8_lossy(&out.stdout).into_owned())
+}
