@@ -3,8 +3,9 @@
 //!
 //! - only the endpoints of its provider's route (`providers::Provider::endpoints`: generation,
 //!   token counting, the model list); any other path is refused, naming it; a websocket asked
-//!   of a provider that takes none is answered 426 at once (codex then uses HTTP instead of
-//!   retrying for seconds, issue 50);
+//!   of a provider that takes none, or refused by the endpoint as one it has not (400, 404,
+//!   405, 501), is answered 426 at once (codex then uses HTTP instead of retrying for seconds,
+//!   issue 50);
 //! - the runner's key in the provider's credential slot, nowhere else (`credential`);
 //! - a body read whole (at most [`BODY_MAX`], within [`BODY_TIMEOUT`]) and, for a generation,
 //!   refused when it asks for a tool the provider runs itself (`tools`);
@@ -361,6 +362,21 @@ fn answer(
     }
     let secrets = session.secrets().clone();
     scrub_headers(res.headers_mut(), &secrets);
+    if client_upgrade.is_some() && no_websocket_here(status) {
+        // The endpoint has no websocket: 426 is what makes codex use HTTP at once (a 404 or 501
+        // it tries seven times over 6 s).
+        return api_error(
+            &session,
+            provider,
+            StatusCode::UPGRADE_REQUIRED,
+            "opentiger_websocket_refused",
+            &format!(
+                "{} answered {} to a websocket: it takes none; use HTTP",
+                provider.authority(),
+                status.as_u16()
+            ),
+        );
+    }
     if let (StatusCode::SWITCHING_PROTOCOLS, Some(client_upgrade)) = (status, client_upgrade) {
         drop(flight);
         strip_hop_by_hop(res.headers_mut(), true);
@@ -417,6 +433,12 @@ fn answer(
         }
         .boxed()
     })
+}
+
+/// Whether `status`, answering a websocket upgrade, says the endpoint has no websocket there
+/// (not a quota, a key or a server error, which pass as they are).
+fn no_websocket_here(status: StatusCode) -> bool {
+    matches!(status.as_u16(), 400 | 404 | 405 | 426 | 501)
 }
 
 /// The `content-encoding` of a message, unless none or `identity`: a body the proxy cannot read.

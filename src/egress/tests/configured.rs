@@ -262,3 +262,34 @@ fn a_streamed_call_to_a_chat_endpoint_is_asked_whole_and_streamed_back() {
     let tokens = traffic.metering.models["smollm2-135m"];
     assert_eq!((tokens.input, tokens.output, tokens.answers), (1400, 18, 2));
 }
+
+/// An endpoint that has no websocket where one is asked (a stand-in or a gateway behind the
+/// built-in OpenAI route answering 404): the CLI gets 426, which codex takes as "use HTTP" at
+/// once; a 429 on the upgrade stays a quota.
+#[test]
+fn an_endpoint_refusing_a_websocket_is_answered_426() {
+    let upgrade = "GET /openai/v1/responses HTTP/1.1\r\nhost: x\r\nconnection: Upgrade\r\nupgrade: websocket\r\nsec-websocket-version: 13\r\nsec-websocket-key: dGhlIHNhbXBsZSBub25jZQ==\r\n\r\n";
+    for (status, expected) in [
+        ("404 Not Found", "426"),
+        ("501 Not Implemented", "426"),
+        ("429 Too Many Requests", "429"),
+    ] {
+        let (addr, seen) = endpoint(
+            format!("HTTP/1.1 {status}\r\ncontent-length: 0\r\nconnection: close\r\n\r\n")
+                .into_bytes(),
+        );
+        let door = open(spec(&[("api.openai.com", addr)], None));
+        let answer = send(&door, upgrade);
+        assert!(
+            answer.starts_with(&format!("HTTP/1.1 {expected}")),
+            "{status}: {answer}"
+        );
+        assert!(
+            seen.recv_timeout(Duration::from_secs(5)).is_ok(),
+            "asked upstream"
+        );
+        if expected == "426" {
+            assert!(answer.contains("takes none; use HTTP"), "{answer}");
+        }
+    }
+}
