@@ -11,9 +11,34 @@ use crate::config::{speaks, AgentRole, Config, EffectiveAgent, ProviderConfig, S
 use crate::egress::probe::{list_models, Listed};
 use crate::egress::Provider;
 
-/// Every configured provider's checks, in the order of `providers:`.
+/// Variables SDKs read a model API's base URL from, with the API shape it would be.
+const BASE_URL_VARS: &[(&str, &str)] = &[
+    ("OPENAI_BASE_URL", "openai-chat"),
+    ("OPENAI_API_BASE", "openai-chat"),
+    ("OPENROUTER_BASE_URL", "openai"),
+    ("OPENROUTER_API_BASE", "openai"),
+    ("OLLAMA_API_BASE", "openai-chat"),
+    ("ANTHROPIC_BASE_URL", "anthropic"),
+    ("ANTHROPIC_API_BASE", "anthropic"),
+    ("GEMINI_BASE_URL", "gemini"),
+    ("GEMINI_API_BASE", "gemini"),
+];
+
+/// Every configured provider's checks, in the order of `providers:`; before them, a base URL
+/// set for the runner that no agent sees (the agents' base URLs are their routes on the proxy).
 pub fn checks(config: &Config, vars: Vars<'_>, online: bool) -> Vec<Check> {
     let mut out = Vec::new();
+    for (var, api) in BASE_URL_VARS {
+        let Some(url) = vars(var).filter(|v| !v.trim().is_empty()) else {
+            continue;
+        };
+        let shown: String = url.chars().take(120).collect();
+        out.push(Check::warn(
+            "providers",
+            format!("{var}={shown} is set for the runner, but no agent sees it: each agent's base URL is its route on opentiger's proxy"),
+            format!("to use that endpoint, declare it as a provider and pick it: `providers: {{local: {{api: {api}, base_url: \"{shown}\"}}}}` and `agents: {{default: {{provider: local, model: <its model>}}}}` (docs/agents.md, \"A model of your own\")"),
+        ));
+    }
     for (name, p) in &config.providers {
         let users = users(config, name);
         let at = format!("providers.{name}");

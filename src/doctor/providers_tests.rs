@@ -185,3 +185,30 @@ fn online_the_endpoint_lists_the_model_and_takes_the_key() {
         "{down:?}"
     );
 }
+
+/// A base URL set for the runner reaches no agent: said, with the provider to declare instead.
+#[test]
+fn a_base_url_for_the_runner_is_said_to_reach_no_agent() {
+    let c = config("agents:\n  default:\n    executor: aider\n    model: openai/m\n");
+    let out = checks(
+        &c,
+        &lookup(&[("OPENAI_API_BASE", "http://127.0.0.1:8080/v1")]),
+        false,
+    );
+    assert_eq!(out.len(), 1, "{out:?}");
+    assert_eq!(out[0].level, Level::Warn);
+    assert!(
+        out[0].detail.starts_with(
+            "OPENAI_API_BASE=http://127.0.0.1:8080/v1 is set for the runner, but no agent sees it"
+        ),
+        "{out:?}"
+    );
+    assert!(
+        out[0].fix.as_deref().unwrap_or_default().contains(
+            "`providers: {local: {api: openai-chat, base_url: \"http://127.0.0.1:8080/v1\"}}`"
+        ),
+        "{out:?}"
+    );
+    // The configuration it suggests loads.
+    config("providers: {local: {api: openai-chat, base_url: \"http://127.0.0.1:8080/v1\"}}\nagents: {default: {executor: aider, provider: local, model: m}}\n");
+}

@@ -53,6 +53,8 @@ pub const CLI: Cli = Cli {
     // aider also reads keys from these files in the home folder.
     logins: &[".env", ".aider.conf.yml"],
     background: &["raw.githubusercontent.com"],
+    // aider 0.86.2 with no --model: with an Anthropic key, else with an OpenAI one.
+    default_models: &["claude-sonnet-4-5", "gpt-4o"],
 };
 
 const FLAGS: &[&str] = &[

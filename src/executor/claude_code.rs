@@ -41,6 +41,8 @@ pub const CLI: Cli = Cli {
     keys: &["ANTHROPIC_API_KEY", "CLAUDE_CODE_OAUTH_TOKEN"],
     logins: &[".claude/.credentials.json"],
     background: &[],
+    // claude-code 2.1.197 with no --model.
+    default_models: &["claude-opus-4-8"],
 };
 
 /// The tools a worker may use without asking (print mode denies what would need asking).

@@ -62,6 +62,8 @@ pub const CLI: Cli = Cli {
         "chatgpt.com",
         "ab.chatgpt.com",
     ],
+    // codex 0.169.0 with no --model.
+    default_models: &["gpt-6.1-sol"],
 };
 
 pub struct Codex {

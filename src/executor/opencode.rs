@@ -56,6 +56,8 @@ pub const CLI: Cli = Cli {
     ],
     logins: &[".local/share/opencode/auth.json"],
     background: &["registry.npmjs.org"],
+    // Never started without a model: it would use its own hosted default.
+    default_models: &[],
 };
 
 pub struct Opencode {
