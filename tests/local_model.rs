@@ -13,7 +13,8 @@
 //! and never a placeholder; what opentiger's proxy metered must be the stand-in's counts, at
 //! the configured price of 0; codex's Responses calls reach it as chat completions. What each
 //! CLI was refused is printed (its own traffic, refused without advice). Not run by `cargo test`
-//! or CI: it needs the real CLIs and port 8080.
+//! or CI: it needs the real CLIs and port 8080. With `OPENTIGER_REAL_CLI_RECORD=<dir>` the
+//! requests the stand-in saw are written to `<dir>/<cli>.requests.jsonl`.
 
 mod common;
 
@@ -36,6 +37,13 @@ fn the_local_model_recipe_gets_a_task_done_with_aider_opencode_and_codex() {
         let (project, out) = run_recipe(dir.path(), agent, &bins);
         let wall = started.elapsed();
         let seen: Vec<_> = server.seen().into_iter().skip(before).collect();
+        if let Ok(dir) = std::env::var("OPENTIGER_REAL_CLI_RECORD") {
+            let bodies: Vec<String> = seen.iter().map(|s| s.body.to_string()).collect();
+            let _ = std::fs::write(
+                std::path::Path::new(&dir).join(format!("{agent}.requests.jsonl")),
+                bodies.join("\n"),
+            );
+        }
         let ((input, output, answers, usd), rows) = metered(&project);
         let chats = seen
             .iter()

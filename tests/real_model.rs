@@ -37,18 +37,23 @@ const ENABLE: &str = "OPENTIGER_REAL_MODEL_TESTS";
 /// The most ticks a CLI gets after the recipe's own.
 const TICKS: usize = 8;
 
-/// The server's usage log from line `from` on: input and output tokens and answers.
-fn served_tokens(usage_log: &Path, from: usize) -> (u64, u64, u64, usize) {
+/// The server's usage log from line `from` on: input and output tokens and answers its
+/// clients got; the answers none got (its run ended first); the log's length.
+fn served_tokens(usage_log: &Path, from: usize) -> ((u64, u64, u64), u64, usize) {
     let text = std::fs::read_to_string(usage_log).unwrap_or_default();
     let lines: Vec<&str> = text.lines().collect();
-    let mut total = (0, 0, 0, lines.len());
+    let (mut total, mut unanswered) = ((0, 0, 0), 0);
     for line in lines.iter().skip(from) {
         let usage: serde_json::Value = serde_json::from_str(line).expect("a usage line");
+        if usage["unanswered"] == true {
+            unanswered += 1;
+            continue;
+        }
         total.0 += usage["prompt_tokens"].as_u64().unwrap_or(0);
         total.1 += usage["completion_tokens"].as_u64().unwrap_or(0);
         total.2 += 1;
     }
-    total
+    (total, unanswered, lines.len())
 }
 
 /// The recipe's task as `status --json` shows it.
@@ -78,6 +83,8 @@ struct Outcome {
     ticks: usize,
     metered: (u64, u64, u64, f64),
     served: (u64, u64, u64),
+    /// Answers the server finished after their run had ended, which no meter saw.
+    unanswered: u64,
     status: String,
     on_main: Option<String>,
     rows: Vec<String>,
@@ -115,13 +122,14 @@ fn a_real_model_behind_aider_opencode_and_codex_through_the_recipe() {
     for o in &outcomes {
         let (input, output, answers, usd) = o.metered;
         eprintln!(
-            "=== {}: {:.0} s, {} tick(s); metered {input} in / {output} out over {answers} answer(s), ${usd}; the server counted {} in / {} out over {} answer(s); task {}; {FILE} on main: {:?}\n{}",
+            "=== {}: {:.0} s, {} tick(s); metered {input} in / {output} out over {answers} answer(s), ${usd}; the server counted {} in / {} out over {} answer(s) it gave (and {} it finished after their run had ended); task {}; {FILE} on main: {:?}\n{}",
             o.agent,
             o.seconds,
             o.ticks,
             o.served.0,
             o.served.1,
             o.served.2,
+            o.unanswered,
             o.status,
             o.on_main,
             o.rows.join("\n")
@@ -148,7 +156,7 @@ fn a_real_model_behind_aider_opencode_and_codex_through_the_recipe() {
 /// The recipe with `AGENT=agent`, then ticks each time the task is due, until it is done or
 /// waits for a person.
 fn one_cli(agent: &'static str, bins: &[std::path::PathBuf], usage_log: &Path) -> Outcome {
-    let (_, _, _, before) = served_tokens(usage_log, 0);
+    let (_, _, before) = served_tokens(usage_log, 0);
     let dir = tempfile::tempdir().unwrap();
     let started = Instant::now();
     let (project, out) = run_recipe(dir.path(), agent, bins);
@@ -187,7 +195,9 @@ fn one_cli(agent: &'static str, bins: &[std::path::PathBuf], usage_log: &Path) -
         ));
     }
     let seconds = started.elapsed().as_secs_f64();
-    let (input, output, answers, _) = served_tokens(usage_log, before);
+    // The server finishes an answer whose run ended first: it is logged a moment later.
+    std::thread::sleep(std::time::Duration::from_secs(5));
+    let (served, unanswered, _) = served_tokens(usage_log, before);
     let (metered, mut rows) = metered(&project);
     let t = task(dir.path(), bins);
     rows.push(log);
@@ -196,7 +206,8 @@ fn one_cli(agent: &'static str, bins: &[std::path::PathBuf], usage_log: &Path) -
         seconds,
         ticks,
         metered,
-        served: (input, output, answers as u64),
+        served,
+        unanswered,
         status: format!("{} {}", t["status"], t["block_reason"]),
         on_main: on_main(&project, FILE),
         rows,

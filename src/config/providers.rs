@@ -145,6 +145,11 @@ pub struct ProviderConfig {
     /// Default false: a CLI asking for one is answered 426 at once and uses HTTP.
     #[serde(default)]
     pub websocket: bool,
+    /// The most tokens one answer may hold: added to each generation call that names no cap,
+    /// and a larger cap lowered to it. A small local model may otherwise write until its context
+    /// is full (most local servers set no cap of their own). Unset: the call's own.
+    #[serde(default)]
+    pub max_output_tokens: Option<u64>,
     /// Allow plain http to a host that is not this machine's loopback: the key and every call
     /// cross the network unencrypted. Default false.
     #[serde(default)]
@@ -405,6 +410,13 @@ pub(super) fn check(config: &super::Config) -> Result<(), (String, String, Strin
                     "give names of letters, digits, `-` and `_`, and short values, e.g. api-version: \"2024-10-21\"",
                 );
             }
+        }
+        if p.max_output_tokens == Some(0) {
+            return fail(
+                format!("{at}.max_output_tokens"),
+                "0 tokens leave no answer".to_string(),
+                "give the most tokens one answer may hold, e.g. 4096, or remove it",
+            );
         }
         if p.websocket && !matches!(p.api, ProviderApi::OpenaiResponses | ProviderApi::Openai) {
             return fail(

@@ -13,7 +13,8 @@
 //!   (`translate`), and a chat call to one asked for its whole answer (not every chat server
 //!   counts tokens in a stream) and streamed back as asked: the meter reads the chat answer,
 //!   once, before it is reshaped;
-//! - the provider's own headers and query parameters added (`providers.<name>.headers`);
+//! - the provider's own headers and query parameters added (`providers.<name>.headers`), and
+//!   its cap on an answer's tokens (`max_output_tokens`);
 //! - the answer streamed back through the meter (`meter`) and the secret filter (`scrub`):
 //!   SSE, JSON, or websocket frames after an upgrade (`websocket`); a 429 or 529 recorded as a
 //!   quota hit (its `retry-after` kept); once the run's budget is spent, the call is refused in
@@ -179,6 +180,14 @@ pub async fn call(
             body = Bytes::from(whole.to_string());
             parts.headers.remove(header::CONTENT_LENGTH);
             reshape = Some(Reshape::chat_stream());
+        }
+        if provider.max_output_tokens.is_some() {
+            if let Ok(mut upstream) = serde_json::from_slice::<serde_json::Value>(&body) {
+                if provider.cap_output(&path, &mut upstream) {
+                    body = Bytes::from(upstream.to_string());
+                    parts.headers.remove(header::CONTENT_LENGTH);
+                }
+            }
         }
     }
     let base = match session.mapped(&provider.host) {

@@ -48,6 +48,8 @@ pub struct Provider {
     pub query: Vec<(String, String)>,
     /// Whether it takes Responses over a websocket; without, an upgrade is answered 426.
     pub websocket: bool,
+    /// The most tokens one answer may hold (`providers.<name>.max_output_tokens`).
+    pub max_output_tokens: Option<u64>,
     pub built_in: bool,
 }
 
@@ -178,6 +180,7 @@ pub fn built_ins() -> &'static [Arc<Provider>] {
                     headers: Vec::new(),
                     query: Vec::new(),
                     websocket: b.api == ProviderApi::Openai,
+                    max_output_tokens: None,
                     built_in: true,
                 })
             })
@@ -325,6 +328,7 @@ impl Provider {
                 .map(|(k, v)| (k.clone(), v.clone()))
                 .collect(),
             websocket: config.websocket,
+            max_output_tokens: config.max_output_tokens,
             built_in: false,
         })
     }
@@ -349,6 +353,49 @@ impl Provider {
         self.endpoints
             .iter()
             .find(|e| e.verb == verb && path_matches(&e.path, path))
+    }
+
+    /// `call`, a generation's body to `path`, held to [`Provider::max_output_tokens`]: the cap
+    /// its API shape names added when it names none, a larger one lowered. Whether it changed.
+    pub fn cap_output(&self, path: &str, call: &mut serde_json::Value) -> bool {
+        let (Some(cap), Some(object)) = (self.max_output_tokens, call.as_object_mut()) else {
+            return false;
+        };
+        let (object, keys): (&mut serde_json::Map<String, serde_json::Value>, &[&str]) = if path
+            .ends_with("/chat/completions")
+        {
+            (object, &["max_tokens", "max_completion_tokens"])
+        } else if path.ends_with("/responses") || path.ends_with("/responses/compact") {
+            (object, &["max_output_tokens"])
+        } else if path.ends_with("/messages") {
+            (object, &["max_tokens"])
+        } else if path.ends_with(":generateContent") || path.ends_with(":streamGenerateContent") {
+            let config = object
+                .entry("generationConfig")
+                .or_insert_with(|| serde_json::json!({}));
+            match config.as_object_mut() {
+                Some(config) => (config, &["maxOutputTokens"]),
+                None => return false,
+            }
+        } else {
+            return false;
+        };
+        let mut changed = false;
+        let mut named = false;
+        for key in keys {
+            if let Some(asked) = object.get(*key).and_then(serde_json::Value::as_u64) {
+                named = true;
+                if asked > cap {
+                    object.insert(key.to_string(), cap.into());
+                    changed = true;
+                }
+            }
+        }
+        if !named {
+            object.insert(keys[0].to_string(), cap.into());
+            changed = true;
+        }
+        changed
     }
 
     /// The endpoints for people: `POST /v1/messages, GET /v1/models/{id}, …`.
@@ -417,97 +464,5 @@ pub fn by_host(host: &str) -> Option<&'static Arc<Provider>> {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn each_route_carries_its_model_calls_and_nothing_else() {
-        let p = |route| by_route(route).unwrap();
-        let cases: &[(&str, Verb, &str, Option<Call>)] = &[
-            ("anthropic", Post, "/v1/messages", Some(Generate)),
-            ("anthropic", Post, "/v1/messages/count_tokens", Some(Count)),
-            ("anthropic", Get, "/v1/models", Some(List)),
-            ("anthropic", Get, "/v1/models/claude-sonnet-4-5", Some(List)),
-            ("anthropic", Get, "/v1/messages", None),
-            ("anthropic", Post, "/v1/messages/batches", None),
-            ("anthropic", Post, "/v1/files", None),
-            ("anthropic", Post, "/v1/messages/../files", None),
-            ("anthropic", Post, "/v1//messages", None),
-            ("anthropic", Get, "/v1/models/%2e%2e", None),
-            ("anthropic", Get, "/v1/models/a/b", None),
-            ("anthropic", Post, "/v1/organizations/api_keys", None),
-            ("openai", Post, "/v1/responses", Some(Generate)),
-            ("openai", WebSocket, "/v1/responses", Some(Generate)),
-            ("openai", WebSocket, "/v1/chat/completions", None),
-            ("openai", Post, "/v1/chat/completions", Some(Generate)),
-            ("openai", Post, "/v1/responses/input_tokens", Some(Count)),
-            ("openai", Get, "/v1/responses/resp_1", None),
-            ("openai", Post, "/v1/batches", None),
-            ("openai", Post, "/v1/files", None),
-            ("openai", Post, "/v1/uploads", None),
-            ("openai", Post, "/v1/embeddings", None),
-            ("openai", Post, "/v1/vector_stores", None),
-            (
-                "openrouter",
-                Post,
-                "/api/v1/chat/completions",
-                Some(Generate),
-            ),
-            ("openrouter", Get, "/api/v1/keys", None),
-            (
-                "gemini",
-                Post,
-                "/v1beta/models/gemini-2.5-pro:streamGenerateContent",
-                Some(Generate),
-            ),
-            (
-                "gemini",
-                Post,
-                "/v1beta/models/gemini-2.5-pro:countTokens",
-                Some(Count),
-            ),
-            ("gemini", Post, "/v1beta/models/:generateContent", None),
-            (
-                "gemini",
-                Post,
-                "/v1beta/models/x:batchGenerateContent",
-                None,
-            ),
-            (
-                "gemini",
-                Post,
-                "/v1beta/tunedModels/x:generateContent",
-                None,
-            ),
-            ("gemini", Post, "/v1beta/cachedContents", None),
-            ("gemini", Post, "/upload/v1beta/files", None),
-            ("gemini", Get, "/v1beta/models", Some(List)),
-        ];
-        for (route, verb, path, call) in cases {
-            assert_eq!(
-                p(route).endpoint(*verb, path).map(|e| e.call),
-                *call,
-                "{route} {verb:?} {path}"
-            );
-        }
-        assert!(p("anthropic")
-            .endpoint_list()
-            .contains("GET /v1/models/{model}"));
-    }
-
-    #[test]
-    fn every_provider_has_a_slot_and_a_generation() {
-        for p in built_ins() {
-            assert!(!p.slots.is_empty(), "{}", p.name);
-            assert!(p.endpoints.iter().any(|e| e.call == Generate), "{}", p.name);
-            assert!(
-                p.endpoints
-                    .iter()
-                    .all(|e| e.path.starts_with(&format!("{}/", p.base_path))
-                        || p.base_path.is_empty()),
-                "{}: an endpoint outside its base URL",
-                p.name
-            );
-        }
-    }
-}
+#[path = "providers_tests.rs"]
+mod tests;

@@ -73,6 +73,7 @@ fn local(addr: SocketAddr, key: bool) -> ProviderConfig {
         query: BTreeMap::from([("api-version".to_string(), "2024 10".to_string())]),
         websocket: false,
         allow_http: false,
+        max_output_tokens: None,
         prices: BTreeMap::new(),
     }
 }
