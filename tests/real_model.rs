@@ -34,8 +34,10 @@ use common::real_model::{install, serve_at};
 
 /// The variable that turns the test on.
 const ENABLE: &str = "OPENTIGER_REAL_MODEL_TESTS";
-/// The most ticks a CLI gets after the recipe's own.
+/// The most ticks a CLI gets after the recipe's own, and the longest it is ticked: a bound
+/// against a machine too slow for the model, never reached before a due retry otherwise.
 const TICKS: usize = 8;
+const WALL: std::time::Duration = std::time::Duration::from_secs(3 * 3600);
 
 /// The server's usage log from line `from` on: input and output tokens and answers its
 /// clients got; the answers none got (its run ended first); the log's length.
@@ -166,7 +168,7 @@ fn one_cli(agent: &'static str, bins: &[std::path::PathBuf], usage_log: &Path) -
     );
     let mut ticks = 1;
     let mut at = chrono::Utc::now();
-    while ticks <= TICKS {
+    while ticks <= TICKS && started.elapsed() < WALL {
         let t = task(dir.path(), bins);
         let waits_for_person = t["status"] == "blocked" && t["block_reason"] == "awaiting_human";
         if t["status"] == "done" || t["status"].is_null() || waits_for_person {
