@@ -2,7 +2,9 @@
 //!
 //! - Ending a run's processes (`reaper::sweep`): with nothing left behind (every run pays
 //!   this), and with one process left in a session of its own.
-//! - A whole `process::run` of `true`, for scale.
+//! - A whole `process::run` of `true`, for scale; and in each set of walls (issue 47): the
+//!   network namespace and Landlock, with the view (mount and PID namespaces) added, with the
+//!   socket filter instead.
 //! - A `cargo test` check of a one-file crate in a fresh folder (as a check in a new worktree
 //!   builds it), under Landlock, with the runner's `HOME` and with a private one (the
 //!   toolchain named by `CARGO_HOME`/`RUSTUP_HOME`, as `runner::checks` does); skipped when
@@ -72,7 +74,59 @@ fn main() {
         50
     );
 
+    spawn_walls(dir.path());
     cargo_check();
+}
+
+/// A start of `true` in each set of walls (issue 47): the network namespace and Landlock (the
+/// default before views), then with the view (mount and PID namespaces) added, then with the
+/// socket filter instead of the view (the fallback).
+fn spawn_walls(dir: &Path) {
+    use opentiger::sandbox::{limits::Limits, view, Confinement};
+    if let Err(why) = opentiger::sandbox::netns::available() {
+        println!("spawn in namespaces: skipped ({why})");
+        return;
+    }
+    let door = opentiger::sandbox::netns::Door {
+        deliver: std::sync::Arc::new(drop),
+    };
+    let rules = || opentiger::sandbox::landlock::Rules::for_agent(&[dir.to_path_buf()]).ok();
+    let view_spec = view::ViewSpec {
+        paths: vec![(dir.to_path_buf(), view::Access::Write)],
+        tmp_bytes: Some(1 << 30),
+    };
+    let cases = [
+        (
+            "netns + Landlock",
+            Confinement::new(rules(), None, false, Limits::default()),
+        ),
+        (
+            "netns + view + Landlock",
+            Confinement::new(rules(), Some(view_spec), false, Limits::default()),
+        ),
+        (
+            "netns + socket filter + Landlock",
+            Confinement::new(rules(), None, true, Limits::default()),
+        ),
+    ];
+    let n = 100;
+    for (name, confine) in cases {
+        let confine = std::sync::Arc::new(confine);
+        let times: Vec<Duration> = (0..n)
+            .map(|_| {
+                let mut spec = spec("true", &[], dir, env(None), Some(confine.clone()));
+                spec.network = Some(door.clone());
+                let start = Instant::now();
+                let out = process::run(&spec).expect("true");
+                assert!(out.success(), "{name}: {}", out.output_tail);
+                start.elapsed()
+            })
+            .collect();
+        println!(
+            "process::run(true), {name:<33} {:>8.3} ms (median of {n})",
+            ms(median(times))
+        );
+    }
 }
 
 fn cargo_check() {
@@ -122,13 +176,18 @@ fn cargo_check() {
                     |k| std::env::var(k).ok(),
                 ));
             }
-            let ruleset = opentiger::sandbox::landlock::Ruleset::for_agent(&[
+            let rules = opentiger::sandbox::landlock::Rules::for_agent(&[
                 ws.path().to_path_buf(),
                 scratch.path().to_path_buf(),
                 home.clone(),
             ])
-            .ok()
-            .map(std::sync::Arc::new);
+            .ok();
+            let ruleset = Some(std::sync::Arc::new(opentiger::sandbox::Confinement::new(
+                rules,
+                None,
+                false,
+                opentiger::sandbox::limits::Limits::default(),
+            )));
             let out = process::run(&spec(
                 "cargo",
                 &["test", "--offline", "-q"],
@@ -165,7 +224,7 @@ fn spec(
     args: &[&str],
     cwd: &Path,
     env: Vec<(String, String)>,
-    confine: Option<std::sync::Arc<opentiger::sandbox::landlock::Ruleset>>,
+    confine: Option<std::sync::Arc<opentiger::sandbox::Confinement>>,
 ) -> ProcessSpec {
     ProcessSpec {
         program: program.to_string(),

@@ -254,7 +254,9 @@ pub fn config_text(mode: Mode, base: &str, agent_command: Option<&str>) -> Strin
          \n\
          policy:\n\
          \x20 allowed_paths: [\"**\"]\n\
-         \x20 # The defaults also keep agents away from .github/workflows, this file and key files.\n\
+         \x20 # The defaults also keep agents away from .github/workflows, this file and key files,\n\
+         \x20 # and hold a change to CI, CODEOWNERS, git hooks or package-manager settings for a\n\
+         \x20 # person (`opentiger doctor` lists them; add with held_paths, remove with held_paths_except).\n\
          \x20 max_changed_files: 50\n\
          \x20 max_changed_lines: 2000\n\
          \x20 max_file_bytes: 5242880 # sizes are checked before anything reads the change\n\

@@ -33,9 +33,21 @@ const MARKER: &str = "marker-of-an-included-settings-file";
 impl Checkout {
     /// A repository as a job leaves it after `actions/checkout@v6`: with the checkout's
     /// credentials (`persisted`) or, as with `persist-credentials: false`, without. Either way
-    /// `.git/config` includes a settings file of the workflow's.
-    fn new(persisted: bool) -> Checkout {
+    /// `.git/config` includes a settings file of the workflow's. Without a `view` of their own
+    /// (`sandbox.view: none`) agents may read every file the runner's user may: taking the
+    /// credentials away is then the only wall between them and the token.
+    fn new(persisted: bool, view: bool) -> Checkout {
         let jail = Jail::confined(Setup::default());
+        if !view {
+            let path = jail.g.path().join(".opentiger.yml");
+            let config = std::fs::read_to_string(&path).unwrap();
+            let config = config.replace(
+                "sandbox:\n  filesystem: landlock\n",
+                "sandbox:\n  filesystem: landlock\n  view: none\n",
+            );
+            assert!(config.contains("view: none"), "{config}");
+            std::fs::write(&path, config).unwrap();
+        }
         let temp = jail.home.path().join("work/_temp");
         std::fs::create_dir_all(&temp).unwrap();
         let creds = temp.join("git-credentials-3f1c2b4a-8d7e-4f60-9a1b-2c3d4e5f6a7b.config");
@@ -218,6 +230,18 @@ fn ticks_until_landed(c: &Checkout, start: u32) -> Vec<common::Out> {
 /// The hunting agent on a task, ticked until its change landed: the repository's entries before,
 /// then nothing derived from the token anywhere, and the included settings file found.
 fn hunted(c: &Checkout) -> Vec<String> {
+    let before = hunt(c);
+    let loot = c.jail.loot_text();
+    assert!(
+        loot.contains(MARKER),
+        "the agent followed the includes:\n{loot}"
+    );
+    before
+}
+
+/// The hunting agent on a task, ticked until its change landed: the repository's entries before,
+/// then nothing derived from the token anywhere.
+fn hunt(c: &Checkout) -> Vec<String> {
     let before = c.entries();
     c.hunting_agent("");
     c.jail
@@ -226,19 +250,36 @@ fn hunted(c: &Checkout) -> Vec<String> {
     assert!(c.landed(), "the change lands, without the token");
     c.assert_nothing_derived(&outs);
     let loot = c.jail.loot_text();
-    assert!(
-        loot.contains(MARKER),
-        "the agent followed the includes:\n{loot}"
-    );
     assert!(loot.contains("== home"), "{loot}");
     before
 }
 
 #[test]
 fn checkout_v6_s_token_never_reaches_a_branch_and_is_put_back_after_the_tick() {
-    let c = Checkout::new(true);
+    let c = Checkout::new(true, false);
     let before = hunted(&c);
     // Put back as it was: the file byte for byte, each include line.
+    assert_eq!(std::fs::read_to_string(&c.creds).unwrap(), c.body);
+    assert_eq!(c.entries(), before);
+}
+
+/// In a view of its own (the default where the kernel allows one) the agent finds neither the
+/// runner's repository nor its temp folder: no `.git/config` to follow, nothing derived from the
+/// token anywhere, and the credentials are put back all the same.
+#[test]
+fn in_its_view_the_agent_finds_no_git_config_to_follow() {
+    let c = Checkout::new(true, true);
+    if let Err(why) = opentiger::sandbox::view::available() {
+        eprintln!("skipped: no view of its own here: {why}");
+        return;
+    }
+    let before = hunt(&c);
+    let loot = c.jail.loot_text();
+    assert!(!loot.contains(MARKER), "{loot}");
+    assert!(
+        loot.contains(".git/config: No such file or directory"),
+        "{loot}"
+    );
     assert_eq!(std::fs::read_to_string(&c.creds).unwrap(), c.body);
     assert_eq!(c.entries(), before);
 }
@@ -247,7 +288,7 @@ fn checkout_v6_s_token_never_reaches_a_branch_and_is_put_back_after_the_tick() {
 /// finds the included settings file the same way.
 #[test]
 fn without_the_checkout_s_credentials_the_task_lands_as_before() {
-    let c = Checkout::new(false);
+    let c = Checkout::new(false, false);
     let text = c.config();
     hunted(&c);
     assert_eq!(c.config(), text, "nothing in .git/config was touched");
@@ -258,7 +299,7 @@ fn without_the_checkout_s_credentials_the_task_lands_as_before() {
 /// left naming a missing file), never readable by what the agent left; the next tick works.
 #[test]
 fn a_stopped_tick_puts_the_credentials_back_and_a_killed_one_leaves_them_gone_whole() {
-    let c = Checkout::new(true);
+    let c = Checkout::new(true, false);
     let before = c.entries();
     // The first two runs wait to be stopped; the third hunts.
     c.hunting_agent(&format!(

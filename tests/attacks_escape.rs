@@ -474,9 +474,22 @@ fn a_check_refused_a_write_by_the_sandbox_names_the_path_and_the_setting() {
     assert!(a.landed("attacked.txt"));
 }
 
+/// Without a view (`sandbox.view: none`, or where the kernel refuses one) what an agent left in
+/// a session of its own outlives a tick killed with `SIGKILL`: the next tick ends it.
 #[test]
 fn after_a_killed_tick_the_next_one_ends_what_its_agent_left_in_another_session() {
-    let a = Attack::plain();
+    agent_leftover_of_a_killed_tick(false);
+}
+
+/// In its view, what an agent left in a session of its own is in its PID namespace, which
+/// ends with the namespace's first process, which dies with the runner (issue 47).
+#[test]
+fn a_tick_killed_in_a_view_takes_what_its_agent_left_with_it() {
+    agent_leftover_of_a_killed_tick(true);
+}
+
+fn agent_leftover_of_a_killed_tick(view: bool) {
+    let a = Attack::new(without_view(view));
     let script = leftover(
         &a,
         "lingerer.sh",
@@ -490,9 +503,21 @@ fn after_a_killed_tick_the_next_one_ends_what_its_agent_left_in_another_session(
     a.jail
         .add_task(&["--title", "ATTACK", "--goal", "anything"]);
     let shell = a.jail.spawn(&minute(0), &["tick"], &[]);
-    kill_the_tick_once_left(&a, shell, &script);
+    kill_the_tick_once_left(&a, shell, &script, !view);
     a.tick(10, &[]);
     assert!(a.loot().contains("ran: lingerer"), "{}", a.loot());
+}
+
+/// A case in a view of its own (the default), or without (`sandbox.view: none`).
+fn without_view(view: bool) -> Setup {
+    Setup {
+        extra: if view {
+            ""
+        } else {
+            "sandbox:\n  filesystem: none\n  view: none\n"
+        },
+        ..Setup::default()
+    }
 }
 
 /// A program the agent leaves behind, in the tools folder so that its command line names the
@@ -510,8 +535,14 @@ fn leftover(a: &Attack, name: &str, body: &str) -> String {
 }
 
 /// Kills the tick `shell` runs, as a cancelled job's would be (with no chance to sweep), once
-/// the leftover `script` (from [`leftover`]) is alive; then the twin: the leftover outlived it.
-fn kill_the_tick_once_left(a: &Attack, mut shell: std::process::Child, script: &str) {
+/// the leftover `script` (from [`leftover`]) is alive; then: the leftover outlived it
+/// (`survives`: without a view, for the next tick to end), or it died with it (in a view).
+fn kill_the_tick_once_left(
+    a: &Attack,
+    mut shell: std::process::Child,
+    script: &str,
+    survives: bool,
+) {
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
     while a.jail.alive_with(script).is_empty() {
         if std::time::Instant::now() > deadline || shell.try_wait().unwrap().is_some() {
@@ -532,8 +563,20 @@ fn kill_the_tick_once_left(a: &Attack, mut shell: std::process::Child, script: &
     // Only the status: the leftovers still hold the tick's output pipes open.
     assert!(!shell.wait().unwrap().success());
     std::thread::sleep(std::time::Duration::from_millis(300));
-    assert!(
-        !a.jail.alive_with(script).is_empty(),
-        "the twin: it outlived the killed tick"
-    );
+    if survives {
+        assert!(
+            !a.jail.alive_with(script).is_empty(),
+            "the twin: it outlived the killed tick"
+        );
+        return;
+    }
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
+    while !a.jail.alive_with(script).is_empty() {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "it outlived the killed tick: {:?}",
+            a.jail.alive_with(script)
+        );
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
 }

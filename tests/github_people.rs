@@ -45,10 +45,15 @@ fn setup(extra_config: &str) -> Setup {
     let judge = dir.path().join("judge.sh");
     std::fs::write(&judge, "#!/bin/sh\necho '{\"verdict\": \"approve\", \"summary\": \"looks right\", \"findings\": []}' > \"$OPENTIGER_RESULT_FILE\"\n").unwrap();
     std::fs::set_permissions(&judge, std::fs::Permissions::from_mode(0o755)).unwrap();
+    // The agent reads its control file `ok` in the test's folder: readable in its view.
+    let readable = match extra_config.contains("sandbox:") {
+        true => String::new(),
+        false => format!("sandbox:\n  readable: [\"{}\"]\n", dir.path().display()),
+    };
     std::fs::write(
         clone.join(".opentiger.yml"),
         format!(
-            "mode: github\nagents:\n  default:\n    executor: command\n    command: [\"{}\"]\n    timeout_minutes: 1\n  judge:\n    executor: command\n    command: [\"{}\"]\n    timeout_minutes: 1\nlimits:\n  max_rework_depth: 0\nretry:\n  cooldown_seconds: 0\n  budgets:\n    noop: 0\nreport:\n  dashboard_issue: false\n{extra_config}",
+            "mode: github\nagents:\n  default:\n    executor: command\n    command: [\"{}\"]\n    timeout_minutes: 1\n  judge:\n    executor: command\n    command: [\"{}\"]\n    timeout_minutes: 1\nlimits:\n  max_rework_depth: 0\nretry:\n  cooldown_seconds: 0\n  budgets:\n    noop: 0\nreport:\n  dashboard_issue: false\n{extra_config}{readable}",
             agent.display(),
             judge.display()
         ),

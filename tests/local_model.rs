@@ -84,7 +84,10 @@ fn the_local_model_recipe_gets_a_task_done_with_aider_opencode_and_codex() {
             assert!(!s.head.contains("opentiger-placeholder"), "{}", s.head);
         }
         // The recipe's `max_output_tokens: 4096` on every call (opencode asks for 32,000).
-        for s in seen.iter().filter(|s| s.path.ends_with("/chat/completions")) {
+        for s in seen
+            .iter()
+            .filter(|s| s.path.ends_with("/chat/completions"))
+        {
             let cap = s.body["max_tokens"].as_u64();
             assert!(cap.is_some_and(|n| n <= 4096), "{cap:?}: {said}");
         }

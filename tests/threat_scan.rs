@@ -6,48 +6,8 @@
 
 mod common;
 
-use std::path::{Path, PathBuf};
-use std::process::Command;
-
-use common::unprivileged::Jail;
-use common::{bare_origin, git, minute, Setup};
-
-/// A local-git repository with an `origin` the ticks push to, agents confined.
-fn jail(setup: Setup) -> (Jail, PathBuf) {
-    let jail = Jail::confined(setup);
-    let origin = bare_origin(jail.g.tools_path());
-    git(
-        jail.g.path(),
-        &["remote", "add", "origin", origin.to_str().unwrap()],
-    );
-    git(jail.g.path(), &["push", "-q", "origin", "main"]);
-    (jail, origin)
-}
-
-/// `git` in a bare repository the unprivileged user owns.
-fn in_origin(origin: &Path, args: &[&str]) -> Option<String> {
-    let out = Command::new("git")
-        .args(["-c", "safe.directory=*", "-C"])
-        .arg(origin)
-        .args(args)
-        .output()
-        .unwrap();
-    out.status
-        .success()
-        .then(|| String::from_utf8_lossy(&out.stdout).trim().to_string())
-}
-
-fn on_origin_main(origin: &Path, file: &str) -> bool {
-    in_origin(origin, &["cat-file", "-e", &format!("main:{file}")]).is_some()
-}
-
-fn refs_of(origin: &Path) -> String {
-    in_origin(origin, &["for-each-ref", "--format=%(refname)"]).unwrap_or_default()
-}
-
-fn run(jail: &Jail, id: &str) -> serde_json::Value {
-    jail.runs(id)[0].clone()
-}
+use common::origin::{in_origin, jail, on_origin_main, refs_of, run};
+use common::{git, minute, Setup};
 
 /// The agent commits `.opentiger` and `.github` as links to folders of its own holding
 /// templates and a workflow: a policy violation naming both, nothing reaches `main`, and a

@@ -110,7 +110,8 @@ pub(super) fn fallback_entries(config: &Config) -> Result<(), (String, String, S
     Ok(())
 }
 
-/// `agents.*.home_files` name paths inside `$HOME`; `sandbox.writable` names absolute folders.
+/// `agents.*.home_files` name paths inside `$HOME`; `sandbox.writable` and `sandbox.readable`
+/// name absolute paths.
 pub(super) fn sandbox_paths(config: &Config) -> Result<(), (String, String, String)> {
     for (at, entry) in entries(config) {
         for (i, file) in entry.home_files.iter().flatten().enumerate() {
@@ -130,14 +131,24 @@ pub(super) fn sandbox_paths(config: &Config) -> Result<(), (String, String, Stri
             }
         }
     }
-    for (i, dir) in config.sandbox.writable.iter().enumerate() {
-        let path = std::path::Path::new(dir.as_str());
-        if !path.is_absolute() || path == std::path::Path::new("/") {
-            return Err((
-                format!("sandbox.writable[{i}]"),
-                format!("`{dir}` is not an absolute folder below /"),
-                "name folders by their absolute path, e.g. /home/runner/.cache/sccache".to_string(),
-            ));
+    let listed = [
+        (
+            "writable",
+            &config.sandbox.writable,
+            "/home/runner/.cache/sccache",
+        ),
+        ("readable", &config.sandbox.readable, "/home/runner/.sdkman"),
+    ];
+    for (key, paths, example) in listed {
+        for (i, dir) in paths.iter().enumerate() {
+            let path = std::path::Path::new(dir.as_str());
+            if !path.is_absolute() || path == std::path::Path::new("/") {
+                return Err((
+                    format!("sandbox.{key}[{i}]"),
+                    format!("`{dir}` is not an absolute path below /"),
+                    format!("name it by its absolute path, e.g. {example}"),
+                ));
+            }
         }
     }
     Ok(())

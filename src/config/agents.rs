@@ -127,6 +127,10 @@ pub struct AgentConfig {
     /// talking to its model (a request waiting for its answer counts as talking) before it is
     /// ended and its run recorded as stalled (`agent_stalled`). 0: never. Default 10.
     pub idle_minutes: Option<f64>,
+    /// What one run of this agent may use of the machine, over `limits.run`: `memory_mb`,
+    /// `processes`, `file_mb`, `tmp_mb` (unset keys inherit), e.g. `{memory_mb: 8192}` for a
+    /// worker whose checks build a large project.
+    pub limits: Option<super::AgentLimits>,
     /// Executors tried, in order, when this one waits on a quota or cannot run here (its
     /// program is missing), e.g. `[{executor: codex, model: o4-mini}]`. Each entry takes the
     /// keys above; unset ones come from this role's agent, except `provider`, `model`,
@@ -210,6 +214,7 @@ impl Default for AgentsConfig {
                 max_turns: Some(DEFAULT_MAX_TURNS),
                 pricing: None,
                 idle_minutes: Some(DEFAULT_IDLE_MINUTES),
+                limits: None,
                 fallbacks: None,
             },
             planner: AgentConfig::default(),
@@ -274,6 +279,8 @@ pub struct EffectiveAgent {
     pub pricing: Option<Pricing>,
     /// 0: never ended for being idle.
     pub idle_minutes: f64,
+    /// Its own limits, each key from the nearest layer that sets it (over `limits.run`).
+    pub limits: super::AgentLimits,
     /// Where this agent is configured, for messages: `agents.worker`, or
     /// `agents.worker.fallbacks[0]` for a fallback.
     #[serde(skip)]
@@ -352,6 +359,16 @@ impl AgentsConfig {
             max_turns: pick!(max_turns).unwrap_or(DEFAULT_MAX_TURNS),
             pricing: pick!(pricing),
             idle_minutes: pick!(idle_minutes).unwrap_or(DEFAULT_IDLE_MINUTES),
+            limits: layers
+                .iter()
+                .fold(super::AgentLimits::default(), |got, layer| {
+                    got.over(
+                        layer
+                            .limits
+                            .as_ref()
+                            .unwrap_or(&super::AgentLimits::default()),
+                    )
+                }),
             config_key: format!("agents.{}", role.name()),
         }
     }

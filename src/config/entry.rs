@@ -21,6 +21,11 @@ pub(super) fn check(config: &super::Config) -> Result<(), (String, String, Strin
             "policy.denied_paths".to_string(),
             &config.policy.denied_paths,
         ),
+        ("policy.held_paths".to_string(), &config.policy.held_paths),
+        (
+            "policy.held_paths_except".to_string(),
+            &config.policy.held_paths_except,
+        ),
     ];
     for (i, rule) in verify.when_changed.iter().enumerate() {
         globs.push((format!("verify.when_changed[{i}].paths"), &rule.paths));

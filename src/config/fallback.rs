@@ -129,6 +129,10 @@ fn over(
         max_turns: entry.max_turns.unwrap_or(primary.max_turns),
         pricing: tied(same, &entry.pricing, &primary.pricing),
         idle_minutes: entry.idle_minutes.unwrap_or(primary.idle_minutes),
+        limits: entry
+            .limits
+            .as_ref()
+            .map_or_else(|| primary.limits.clone(), |own| own.over(&primary.limits)),
         config_key,
     }
 }

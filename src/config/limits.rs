@@ -1,8 +1,10 @@
 //! `limits:` — how much one tick and one task may do: runs and minutes per tick (the tick's
 //! rounds), leases, and the bounds of every follow-up (rework, AutoFix, conflict fixes,
-//! recreation) and lane. Types and defaults only. Not for: the rules that read them — claims,
+//! recreation) and lane; and what one run may use of the machine (`limits.run`, an agent's
+//! own `limits`). Types and defaults only. Not for: the rules that read them — claims,
 //! leases and lanes (`engine::dispatch`), rounds (`engine::rounds`), rework depth
-//! (`engine::recovery`), AutoFix, merge and conflict attempts (`engine::verdict`).
+//! (`engine::recovery`), AutoFix, merge and conflict attempts (`engine::verdict`), and the
+//! enforcement of a run's limits (`sandbox::limits`).
 
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
@@ -42,6 +44,70 @@ pub struct LimitsConfig {
     pub docser_lane_max: u32,
     /// Feature-lane slots filled before other lanes.
     pub feature_lane_min: u32,
+    /// What one agent run, and each verification command, may use of the machine (an
+    /// agent's own `agents.<name>.limits` win for it).
+    pub run: RunLimits,
+}
+
+/// What one agent run or verification command may use; 0: no limit. Where the runner's
+/// cgroup is delegated to it, memory and processes are the run's whole (a cgroup), else each
+/// process's (rlimits). A run that reaches one fails naming it.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields, default)]
+pub struct RunLimits {
+    /// MiB of memory. Default 4096: an agent CLI peaks at a few hundred MiB (node, bun,
+    /// python), and a `cargo test` or `npm test` it starts wants one to three GiB; a 16 GiB
+    /// runner keeps room for the tick and git.
+    pub memory_mb: u32,
+    /// Processes and threads at once. Default 1024: a CLI runs a dozen threads, a build
+    /// one compiler per core with a few dozen threads each; a fork bomb stops here.
+    pub processes: u32,
+    /// MiB of the largest file it may write, anywhere. Default 4096: above any source file,
+    /// build artefact or test database a task makes, under a hosted runner's free disk.
+    pub file_mb: u32,
+    /// MiB of its temp folder (`TMPDIR`, `/tmp` in its view: memory-backed, counted in
+    /// `memory_mb` under a cgroup). Default 1024: compilers and test runners keep scratch
+    /// files of a few MiB to a few hundred there. Without a view it is the run's scratch
+    /// folder on disk, bounded by `file_mb` per file only.
+    pub tmp_mb: u32,
+}
+
+impl Default for RunLimits {
+    fn default() -> Self {
+        RunLimits {
+            memory_mb: 4096,
+            processes: 1024,
+            file_mb: 4096,
+            tmp_mb: 1024,
+        }
+    }
+}
+
+/// An agent's own limits (`agents.<name>.limits`), over `limits.run`: each key unset
+/// inherits (from `agents.default`, then `limits.run`).
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields, default)]
+pub struct AgentLimits {
+    /// MiB of memory (`limits.run.memory_mb`).
+    pub memory_mb: Option<u32>,
+    /// Processes and threads at once (`limits.run.processes`).
+    pub processes: Option<u32>,
+    /// MiB of the largest file (`limits.run.file_mb`).
+    pub file_mb: Option<u32>,
+    /// MiB of the temp folder (`limits.run.tmp_mb`).
+    pub tmp_mb: Option<u32>,
+}
+
+impl AgentLimits {
+    /// Each key of `self`, else of `under`.
+    pub fn over(&self, under: &AgentLimits) -> AgentLimits {
+        AgentLimits {
+            memory_mb: self.memory_mb.or(under.memory_mb),
+            processes: self.processes.or(under.processes),
+            file_mb: self.file_mb.or(under.file_mb),
+            tmp_mb: self.tmp_mb.or(under.tmp_mb),
+        }
+    }
 }
 
 impl Default for LimitsConfig {
@@ -58,6 +124,7 @@ impl Default for LimitsConfig {
             conflict_lane_max: 2,
             docser_lane_max: 1,
             feature_lane_min: 1,
+            run: RunLimits::default(),
         }
     }
 }

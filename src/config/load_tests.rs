@@ -278,6 +278,10 @@ fn home_files_and_writable_folders_are_checked_where_they_enter() {
             ("agents:\n  judge:\n    fallbacks:\n      - executor: codex\n        home_files: [\".codex/\", \"\"]\n", Some("agents.judge.fallbacks[0].home_files[1]")),
             ("sandbox:\n  writable: [\"cache\"]\n", Some("sandbox.writable[0]")),
             ("sandbox:\n  writable: [\"/\"]\n", Some("sandbox.writable[0]")),
+            ("sandbox:\n  readable: [\"opt/sdk\"]\n", Some("sandbox.readable[0]")),
+            ("sandbox:\n  readable: [\"/\"]\n", Some("sandbox.readable[0]")),
+            ("sandbox:\n  view: always\n", Some("sandbox.view")),
+            ("sandbox:\n  view: namespace\n  readable: [\"/opt/sdk\"]\nlimits:\n  run:\n    memory_mb: 2048\nagents:\n  worker:\n    limits:\n      processes: 64\n", None),
             ("sandbox:\n  agent_home: shared\n", Some("sandbox.agent_home")),
             ("agents:\n  worker:\n    home_files: [\".claude.json\", \".codex/\"]\nsandbox:\n  agent_home: runner\n  writable: [\"/var/cache/x\"]\n", None),
         ];
@@ -289,6 +293,31 @@ fn home_files_and_writable_folders_are_checked_where_they_enter() {
             (Err(e), None) => panic!("{yaml}: {e}"),
         }
     }
+}
+
+/// Issue 47: an agent's limits are its own, key by key, over `agents.default`'s, over
+/// `limits.run` (which the launch path applies to what no layer sets).
+#[test]
+fn an_agent_s_limits_inherit_key_by_key() {
+    let config = load_str(
+        "limits:\n  run:\n    memory_mb: 2048\nagents:\n  default:\n    limits:\n      memory_mb: 100\n      tmp_mb: 7\n  worker:\n    limits:\n      processes: 5\n      tmp_mb: 0\n",
+        ".opentiger.yml",
+    )
+    .unwrap();
+    assert_eq!(config.limits.run.memory_mb, 2048);
+    assert_eq!(config.limits.run.file_mb, 4096, "the default");
+    let worker = config
+        .agents
+        .effective(crate::config::AgentRole::Task(crate::model::Role::Worker));
+    assert_eq!(
+        worker.limits,
+        crate::config::AgentLimits {
+            memory_mb: Some(100),
+            processes: Some(5),
+            file_mb: None,
+            tmp_mb: Some(0),
+        }
+    );
 }
 
 /// Issue 49: every mistake one edit makes of the commented configuration `init` writes (a line

@@ -35,7 +35,7 @@ pub use agents::{
     DEFAULT_IDLE_MINUTES, DEFAULT_MAX_TURNS,
 };
 pub use base_url::BaseUrl;
-pub use limits::LimitsConfig;
+pub use limits::{AgentLimits, LimitsConfig, RunLimits};
 pub use load::{load, load_checked, load_str, schema_json, ConfigError, ConfigSource, ExtraCheck};
 pub use merge::{HumanApproval, MergeConfig, MergeMethod};
 pub use network::{
@@ -48,7 +48,7 @@ pub use providers::{
     built_in, speaks, AgentProvider, BuiltIn, ProviderApi, ProviderConfig, Speech, BUILT_IN,
 };
 pub use reference::reference_markdown;
-pub use sandbox::{AgentHome, FilesystemSandbox, SandboxConfig};
+pub use sandbox::{AgentHome, FilesystemSandbox, SandboxConfig, ViewSandbox};
 pub use scan::{CiStart, ScanConfig};
 
 /// The whole configuration file.
@@ -282,6 +282,29 @@ pub struct PolicyConfig {
     /// The most bytes a change may add or change in all, checked the same way; 0: no limit.
     /// Default 20 MiB.
     pub max_change_bytes: u64,
+    /// Paths held for a person besides the built-in list (CI configurations, CODEOWNERS, git
+    /// hooks, package-manager settings: `opentiger doctor` shows it, docs/security.md says why
+    /// each is there): a change to one is pushed nowhere until a person approves that commit.
+    pub held_paths: Vec<String>,
+    /// Paths taken out of the held ones (the built-in list and `held_paths`).
+    pub held_paths_except: Vec<String>,
+    /// Names a change adds must check out on Windows and macOS too: no two names differing
+    /// only by case, no reserved device name (`CON`, `aux.c`), no trailing dot or space, none of
+    /// `<>:"|?*\`. `false` allows them; a control character in a name is refused either way.
+    pub portable_names: bool,
+}
+
+impl Config {
+    /// The paths that wait for a person: the built-in list with `policy.held_paths` added and
+    /// `policy.held_paths_except` taken out (issue 48).
+    pub fn held_paths(
+        &self,
+    ) -> Result<crate::policy::sensitive::HeldPaths, crate::policy::GlobError> {
+        crate::policy::sensitive::HeldPaths::new(
+            &self.policy.held_paths,
+            &self.policy.held_paths_except,
+        )
+    }
 }
 
 impl Default for PolicyConfig {
@@ -303,6 +326,9 @@ impl Default for PolicyConfig {
             max_changed_lines: 2000,
             max_file_bytes: 5 * 1024 * 1024,
             max_change_bytes: 20 * 1024 * 1024,
+            held_paths: Vec::new(),
+            held_paths_except: Vec::new(),
+            portable_names: true,
         }
     }
 }

@@ -30,6 +30,9 @@ pub(in crate::config) fn check(config: &Config) -> Result<(), (String, String, S
     for (i, dir) in config.sandbox.writable.iter().enumerate() {
         paths.push((format!("sandbox.writable[{i}]"), dir, 0));
     }
+    for (i, path) in config.sandbox.readable.iter().enumerate() {
+        paths.push((format!("sandbox.readable[{i}]"), path, 0));
+    }
     for (at, program) in programs(config) {
         paths.push((at, program, 0));
     }

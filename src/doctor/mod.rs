@@ -230,13 +230,50 @@ pub fn checks(options: &ContextOptions, online: bool, vars: Vars<'_>) -> Vec<Che
         out.extend(workflow::checks(repo));
     }
     out.extend(protections(&config, repo, git_ok, vars));
+    out.push(held_paths(&config));
     out
+}
+
+/// Issue 48: the paths a change to which waits for a person, as in force here.
+fn held_paths(config: &Config) -> Check {
+    match config.held_paths() {
+        Ok(held) => {
+            let patterns: Vec<&str> = held.patterns().map(|(p, _)| p).collect();
+            let except: Vec<&str> = held.exceptions().collect();
+            let except = match except.is_empty() {
+                true => String::new(),
+                false => format!(
+                    "; taken out (policy.held_paths_except): {}",
+                    except.join(", ")
+                ),
+            };
+            let names = match config.policy.portable_names {
+                true => "names a change adds must check out on Windows and macOS too",
+                false => {
+                    "names are not checked for Windows and macOS (policy.portable_names: false)"
+                }
+            };
+            Check::ok(
+                "held paths",
+                format!(
+                    "a change to one of these {} paths waits for a person's approval of its commit (why each: docs/security.md): {}{except}; {names}",
+                    patterns.len(),
+                    patterns.join(", ")
+                ),
+            )
+        }
+        Err(e) => Check::fail(
+            "held paths",
+            format!("a pattern of policy.held_paths or policy.held_paths_except is invalid: {e}"),
+            "fix the pattern in .opentiger.yml",
+        ),
+    }
 }
 
 /// What keeps agents from the runner's credentials here, and credentials a checkout left where
 /// an agent could read them.
 fn protections(config: &Config, repo: &Path, git_ok: bool, vars: Vars<'_>) -> Vec<Check> {
-    let mut out: Vec<Check> = crate::sandbox::in_force(&config.sandbox)
+    let mut out: Vec<Check> = crate::sandbox::protections(config)
         .into_iter()
         .map(|p| {
             if p.in_force {

@@ -101,8 +101,9 @@ pub struct AgentRequest<'a> {
     pub scratch: &'a Path,
     /// Where the agent's process group is recorded while it runs (`sandbox::groups`).
     pub group_record: Option<PathBuf>,
-    /// The Landlock domain the agent runs in, when confined (`sandbox.filesystem`).
-    pub confine: Option<std::sync::Arc<crate::sandbox::landlock::Ruleset>>,
+    /// What confines it (`sandbox::Confinement`): its view, Landlock domain, socket filter and
+    /// limits.
+    pub confine: Option<std::sync::Arc<crate::sandbox::Confinement>>,
     /// Its network namespace, whose proxy listener goes to the runner (`egress::Door::netns`).
     pub network: Option<crate::sandbox::netns::Door>,
     /// What may stop it early besides its output (its network door, its idleness).

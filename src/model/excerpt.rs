@@ -85,9 +85,35 @@ pub fn tail(message: &str) -> Vec<String> {
         .collect()
 }
 
+/// The line a held change's message introduces its findings with (issue 48).
+pub const FINDINGS: &str = "findings:";
+
+/// The findings a held change's message lists (`- file:line: what [rule]` lines after a
+/// [`FINDINGS`] line), each whole: shown as their own list, never cut (issue 48).
+pub fn findings(message: &str) -> Vec<&str> {
+    message
+        .lines()
+        .skip_while(|l| l.trim() != FINDINGS)
+        .skip(1)
+        .map_while(|l| l.strip_prefix("- "))
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn findings_are_the_listed_lines_whole() {
+        let message = format!(
+            "held: commit abc (2 findings)\n{FINDINGS}\n- a.txt:3: {} [rule]\n- b: y [r]\nkept at x",
+            "long ".repeat(80)
+        );
+        let got = findings(&message);
+        assert_eq!(got.len(), 2);
+        assert!(got[0].starts_with("a.txt:3: long") && got[0].ends_with("[rule]"));
+        assert_eq!(findings("Verification failed:\n- x"), Vec::<&str>::new());
+    }
 
     #[test]
     fn long_text_keeps_both_ends() {

@@ -179,6 +179,9 @@ impl DiffWalker {
                 .unwrap_or(0);
         } else if !self.in_hunk {
             if let Some(rest) = line.strip_prefix(b"+++ ") {
+                // Issue 48: git quotes a name holding `"`, `\` or a control character; its
+                // lines are scanned like any other's.
+                let rest = unquote(rest);
                 self.path = rest
                     .strip_prefix(b"b/")
                     .map(|p| String::from_utf8_lossy(p).into_owned());
@@ -192,6 +195,45 @@ impl DiffWalker {
         }
         None
     }
+}
+
+/// A path as git writes it in a diff's header: C-quoted (`"b/a\tb"`, octal escapes for bytes)
+/// when it holds what a line cannot, else as it is.
+pub fn unquote(text: &[u8]) -> std::borrow::Cow<'_, [u8]> {
+    let Some(inner) = text.strip_prefix(b"\"").and_then(|t| t.strip_suffix(b"\"")) else {
+        return std::borrow::Cow::Borrowed(text);
+    };
+    let mut out = Vec::with_capacity(inner.len());
+    let mut i = 0;
+    while i < inner.len() {
+        if inner[i] != b'\\' || i + 1 == inner.len() {
+            out.push(inner[i]);
+            i += 1;
+            continue;
+        }
+        let next = inner[i + 1];
+        let octal = inner
+            .get(i + 1..i + 4)
+            .filter(|d| d.iter().all(|b| (b'0'..=b'7').contains(b)));
+        if let Some(digits) = octal {
+            let value = digits.iter().fold(0u32, |n, d| n * 8 + u32::from(d - b'0'));
+            out.push(u8::try_from(value).unwrap_or(b'?'));
+            i += 4;
+            continue;
+        }
+        out.push(match next {
+            b'n' => b'\n',
+            b't' => b'\t',
+            b'r' => b'\r',
+            b'a' => 7,
+            b'b' => 8,
+            b'f' => 12,
+            b'v' => 11,
+            other => other,
+        });
+        i += 2;
+    }
+    std::borrow::Cow::Owned(out)
 }
 
 /// The secrets among `lines`, one per file and line, as `secret_in` names them.
@@ -284,6 +326,16 @@ mod tests {
         ]
         .map(|(p, n, t)| (p.to_string(), n, t.to_string()));
         assert_eq!(got, want);
+    }
+
+    /// Issue 48: a file whose name git quotes in the diff's header is scanned like any other.
+    #[test]
+    fn added_lines_of_quoted_names_are_read() {
+        let diff = "diff --git \"a/x\\ny\" \"b/x\\ny\"\n--- /dev/null\n+++ \"b/x\\ny\\\"q\\303\\251\"\n@@ -0,0 +1 @@\n+hidden\n";
+        let got = added_lines(diff);
+        assert_eq!(got.len(), 1, "{got:?}");
+        assert_eq!(got[0].path, "x\ny\"qé");
+        assert_eq!(got[0].text, "hidden");
     }
 
     #[test]

@@ -5,17 +5,23 @@
 //! worker committed files the judge then rejected, forever). Denied paths win over allowed paths;
 //! the file and line limits are enforced here too (spec §2.3.2 notes they never were).
 //!
+//! Also the names a change may add (`names.rs`: no control character, none Windows or macOS
+//! cannot check out) and the paths that wait for a person (`sensitive.rs`, issue 48).
+//!
 //! Not for: finding the changed files (git's job, in the shell), the policy defaults (they live in
 //! `config::PolicyConfig::default`), or what a violation does to a task (`policy_violation`,
 //! decided by the engine). Pure: no I/O.
 
 mod content;
 mod glob;
+pub mod names;
+pub mod sensitive;
 
 use std::fmt;
 
 pub use content::{
-    added_lines, resolve_in_tree, resolve_link, secrets, AddedLine, ContentViolation, DiffWalker,
+    added_lines, resolve_in_tree, resolve_link, secrets, unquote, AddedLine, ContentViolation,
+    DiffWalker,
 };
 pub use glob::{Glob, GlobError, GlobProblem};
 

@@ -25,7 +25,8 @@
 //! - An optional [`Sentinel`] is asked while it runs whether something besides its output says
 //!   stop (its network door saw a quota answer, it has been idle too long).
 //! - With `network`, it starts in a network namespace of its own (`sandbox::netns`), whose
-//!   proxy listener goes to the runner.
+//!   proxy listener goes to the runner; with `confine`, in its view, Landlock domain and
+//!   limits (`child.rs`).
 //!
 //! Not here: deciding what a failure means (the engine's `classify`), and redacting the output
 //! (the caller passes the tails through `redact::Redactor` before storing or showing them).
@@ -73,13 +74,22 @@ pub struct ProcessSpec {
     /// A file recording the child's process group while it runs (`sandbox::groups`), so a
     /// later tick can kill what a killed runner left behind. Removed after the group is killed.
     pub group_record: Option<PathBuf>,
-    /// A Landlock ruleset the child enters before it starts (`sandbox::landlock`).
-    pub confine: Option<std::sync::Arc<crate::sandbox::landlock::Ruleset>>,
+    /// What confines the child (`sandbox::Confinement`): its view, Landlock domain, socket
+    /// filter and limits; what it reached of its limits is noted there after the run.
+    pub confine: Option<std::sync::Arc<crate::sandbox::Confinement>>,
     /// A network namespace of its own, its proxy listener delivered to the runner
     /// (`sandbox::netns`).
     pub network: Option<crate::sandbox::netns::Door>,
     /// Asked while it runs whether to stop it early, besides its output.
     pub sentinel: Option<Arc<dyn Sentinel>>,
+}
+
+impl ProcessSpec {
+    /// The `PATH` the child is given, if any.
+    pub fn path_var(&self) -> Option<&str> {
+        let path = self.env.iter().rev().find(|(k, _)| k == "PATH");
+        path.map(|(_, v)| v.as_str())
+    }
 }
 
 /// How the program ended.
@@ -184,16 +194,17 @@ pub fn run(spec: &ProcessSpec) -> Result<ProcessOutput, ProcessError> {
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .process_group(0);
-    let namespace = child::prepare(&mut command, spec).map_err(|e| spawn_failed(spec, e))?;
+    let mut spawn =
+        child::prepare(&mut command, spec, &executable).map_err(|e| spawn_failed(spec, e))?;
 
     let started = Instant::now();
     let mut child = command.spawn().map_err(|source| match source.kind() {
         io::ErrorKind::PermissionDenied => not_executable(spec, executable),
-        _ => spawn_failed(spec, source),
+        _ => spawn_failed(spec, child::failure(&spawn, source)),
     })?;
     let pid = child.id();
     tracing::debug!(pid, "started");
-    if let Err(e) = child::deliver(namespace, spec) {
+    if let Err(e) = child::deliver(&mut spawn, spec) {
         kill_group(pid);
         let _ = child.wait();
         return Err(spawn_failed(spec, e));
@@ -258,6 +269,7 @@ pub fn run(spec: &ProcessSpec) -> Result<ProcessOutput, ProcessError> {
         (false, None, Some(signal)) => ExitStatusKind::Signal(signal),
         (false, None, None) => ExitStatusKind::Code(-1), // not on Unix: one of the two is set
     };
+    child::finish(spawn, spec, status, &combine(&stdout_tail, &stderr_tail));
     tracing::debug!(?status, ?duration, stdout_bytes, stderr_bytes, "finished");
     Ok(ProcessOutput {
         status,
@@ -298,13 +310,7 @@ fn resolve(spec: &ProcessSpec) -> Result<PathBuf, ProcessError> {
             Err(_) => Err(not_found(None)),
         };
     }
-    let path_var = spec
-        .env
-        .iter()
-        .rev()
-        .find(|(k, _)| k == "PATH")
-        .map(|(_, v)| v.as_str());
-    let (Some(path_var), false) = (path_var, spec.program.is_empty()) else {
+    let (Some(path_var), false) = (spec.path_var(), spec.program.is_empty()) else {
         return Err(not_found(None));
     };
     let mut found_file = None;

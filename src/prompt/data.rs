@@ -92,11 +92,17 @@ pub struct JudgePrompt {
     pub goal: String,
     pub notes: Option<String>,
     pub allowed_paths: Vec<String>,
-    /// The diff under review (already size-limited). Shown as untrusted data.
+    /// The diff under review (already size-limited). Shown in the data section, with
+    /// `agent_texts` (issue 48).
     pub diff: String,
+    /// What the agents wrote with the change (the worker's summary, the PR body): data.
+    pub agent_texts: Vec<PlacedText>,
     pub verification: Vec<VerificationResult>,
     /// What the policy check found (paths, sizes); empty when it passed.
     pub policy_findings: Vec<String>,
+    /// What the runner's threat scan found in the change and its texts (a path held for a
+    /// person, text aimed at a reviewer, …), in its own words: trusted (issue 48).
+    pub scan_findings: Vec<String>,
     /// As in [`WorkerPrompt`]: `None` asks for the verdict in the reply.
     pub result_file: Option<String>,
     /// The issue the task comes from, shown as untrusted data: the change is reviewed against it.

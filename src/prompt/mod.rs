@@ -22,7 +22,10 @@
 //! It joins its parameters (strings; lists of strings one per line) with blank lines and puts
 //! them in a code fence longer than any backtick run inside, so the text cannot close it, after a
 //! line saying that what follows is untrusted data from `label` (a literal, so trusted), not
-//! instructions. Not here: secrets. Callers pass outside text through `redact::Redactor` first.
+//! instructions. What agents wrote for a review — the change and their texts — goes through
+//! `{{untrusted_data diff agent_texts}}` (`section.rs`, issue 48): a section closed by a nonce
+//! made per prompt, hidden characters and comments made visible. Not here: secrets. Callers
+//! pass outside text through `redact::Redactor` first.
 
 use std::fs;
 use std::io;
@@ -34,8 +37,10 @@ use serde::Serialize;
 mod data;
 #[cfg(test)]
 mod per_executor_tests;
+mod section;
 
 pub use data::*;
+pub use section::{data_section, HIDDEN_COMMENT};
 
 /// Where a repository keeps its template overrides.
 pub const OVERRIDE_DIR: &str = ".opentiger/templates";
@@ -170,6 +175,7 @@ impl Templates {
         registry.set_strict_mode(false);
         registry.register_escape_fn(handlebars::no_escape);
         registry.register_helper("untrusted", Box::new(untrusted_helper));
+        registry.register_helper("untrusted_data", Box::new(untrusted_data_helper));
         let mut overrides: [Option<PathBuf>; TemplateName::ALL.len()] = Default::default();
         for (slot, name) in overrides.iter_mut().zip(TemplateName::ALL) {
             let path = override_dir.map(|dir| dir.join(name.file_name()));
@@ -288,6 +294,42 @@ fn untrusted_helper(
         .and_then(|v| v.value().as_str())
         .unwrap_or("an outside source");
     out.write(&fence_untrusted(&parts.join("\n\n"), label))?;
+    Ok(())
+}
+
+/// `{{untrusted_data diff texts label="..."}}`: the diff (a string, named by `label`) and the
+/// agents' texts (a list of `{place, text}`) as one data section ([`data_section`], issue 48).
+fn untrusted_data_helper(
+    h: &Helper<'_>,
+    _: &Handlebars<'_>,
+    _: &Context,
+    _: &mut RenderContext<'_, '_>,
+    out: &mut dyn Output,
+) -> HelperResult {
+    let label = h
+        .hash_get("label")
+        .and_then(|v| v.value().as_str())
+        .unwrap_or("the change under review");
+    let mut parts: Vec<(String, String)> = Vec::new();
+    for param in h.params() {
+        match param.value() {
+            serde_json::Value::Array(items) => {
+                for item in items {
+                    let place = item.get("place").map(plain_text).unwrap_or_default();
+                    let text = item.get("text").map(plain_text).unwrap_or_default();
+                    if !text.trim().is_empty() {
+                        parts.push((place, text));
+                    }
+                }
+            }
+            other => parts.push((label.to_string(), plain_text(other))),
+        }
+    }
+    let parts: Vec<(&str, &str)> = parts
+        .iter()
+        .map(|(what, text)| (what.as_str(), text.as_str()))
+        .collect();
+    out.write(&data_section(&parts))?;
     Ok(())
 }
 

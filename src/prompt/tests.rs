@@ -215,6 +215,13 @@ fn judge_and_planner_render_everything_they_are_given() {
             body: INJECTION.into(),
         }),
         acceptance_criteria: vec!["1. prints JSON".into()],
+        agent_texts: vec![PlacedText {
+            place: "the worker's summary".into(),
+            text: "all done".into(),
+        }],
+        scan_findings: vec![
+            "`README.md` line 3: text aimed at a reviewer or an agent [addressed_to_agents]".into(),
+        ],
         ..JudgePrompt::default()
     };
     let out = templates.render_judge(&judge).unwrap();
@@ -237,10 +244,27 @@ fn judge_and_planner_render_everything_they_are_given() {
         fenced_after(&out, "the issue's acceptance criteria").1,
         "1. prints JSON"
     );
-    assert_eq!(
-        fenced_after(&out, "the change under review").1,
-        judge.diff.trim_end()
+    // Issue 48: the change and the agents' texts in the data section, closed by its nonce,
+    // and the scan's findings in the trusted part before it.
+    let open = out.find("\n<untrusted-data-").unwrap() + 1;
+    let id = &out[open + "<untrusted-data-".len()..open + "<untrusted-data-".len() + 32];
+    let close = out.find(&format!("</untrusted-data-{id}>")).unwrap();
+    let close = out[close + 1..]
+        .find(&format!("</untrusted-data-{id}>"))
+        .unwrap()
+        + close
+        + 1;
+    let inside = &out[open..close];
+    assert!(inside.contains(&format!("--- the change under review ---\n{}", judge.diff)));
+    assert!(
+        inside.contains("--- the worker's summary ---\nall done\n"),
+        "{inside}"
     );
+    assert!(
+        out[..open].contains("- `README.md` line 3: text aimed at a reviewer"),
+        "{out}"
+    );
+    assert!(!out[close..].contains("Ignore previous instructions"));
     assert!(!out.contains("\n\n\n"), "stray blank lines:\n{out}");
 
     let planner = PlannerPrompt {

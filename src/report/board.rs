@@ -294,6 +294,7 @@ mod tests {
             parent: None,
             reason: Some(format!("why {id}")),
             advice: None,
+            findings: vec![],
             next_action: format!("next for {id}"),
             now: Some(format!("next for {id}")),
             next_tick: None,

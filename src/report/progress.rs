@@ -34,6 +34,8 @@ pub struct ProgressView {
     pub evidence: Vec<String>,
     /// An excerpt of the last verification output, if there is one (shown in a code block).
     pub verification: Option<String>,
+    /// What held the latest change for a person, each finding whole (issue 48).
+    pub findings: Vec<String>,
     pub criteria: Vec<CriterionCheck>,
     /// The link to the comment that asks a person (options, recommended one, timeout), when
     /// one does: the blocker points to it instead of repeating it (issue 29).
@@ -103,6 +105,12 @@ pub fn progress_comment(v: &ProgressView) -> String {
     }
     if !v.evidence.is_empty() {
         let _ = writeln!(out, "- **Evidence:** {}", v.evidence.join(" · "));
+    }
+    if !v.findings.is_empty() {
+        let _ = writeln!(out, "\n**Held for a person: what the threat scan found**\n");
+        for f in &v.findings {
+            let _ = writeln!(out, "- {}", plain(f));
+        }
     }
     if !v.criteria.is_empty() {
         let _ = writeln!(
@@ -207,6 +215,7 @@ mod tests {
             budget_usd: 5.0,
             evidence: vec!["PR #7".into(), "CI pending".into()],
             verification: Some("test ok ``` x".into()),
+            findings: vec!["a.md:3: an HTML comment <!-- x --> [addressed_to_agents]".into()],
             criteria: criteria(),
             question: None,
             refused: vec![crate::model::network::Refusal {

@@ -40,6 +40,9 @@ pub struct TaskStatusView {
     /// What its reason advises a person to do, when it does (`engine::advice`, issue 40).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub advice: Option<String>,
+    /// What held its latest change for a person, each finding whole (issue 48).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub findings: Vec<String>,
     /// What happens next: what the next tick does to it, else what it waits for (e.g.
     /// `quota_wait: retry after 12:40:00Z`); `now` and `next_tick` say which.
     pub next_action: String,
@@ -274,6 +277,7 @@ pub fn task_view(task: &Task, plan: &Plan, phase: Phase) -> TaskStatusView {
                 .filter(|r| !r.is_empty())
                 .or(through),
         },
+        findings: Vec::new(),
         next_action: next.clone().or_else(|| now.clone()).unwrap_or_default(),
         // A wait through another task says whose and what they do, unless the plan's own
         // words say it already (a family's rework that waits on a person).
@@ -377,6 +381,9 @@ pub fn status_text(view: &StatusView, verbose: bool) -> String {
             );
             if let Some(reason) = t.reason.as_deref().filter(|r| !r.is_empty()) {
                 let _ = writeln!(out, "{:<12} why:  {}", "", reason);
+            }
+            for finding in &t.findings {
+                let _ = writeln!(out, "{:<12}   - {finding}", "");
             }
             let detail = match (&t.next_detail, verbose) {
                 (Some(detail), true) => format!(" ({detail})"),

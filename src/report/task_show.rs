@@ -139,10 +139,19 @@ pub fn task_text(task: &Task, phase: Phase, next: &str, runs: &[Run], events: &[
                 let _ = writeln!(out, "      refused: {}", refusal.line());
             }
         }
-        // The newest failure's last output lines: the cause (issue 15).
+        // The newest failure's last output lines: the cause (issue 15); a held change's
+        // findings whole, each on its line (issue 48).
         if let Some(error) = runs.iter().find_map(|r| r.error.as_deref()) {
-            for line in crate::model::excerpt::tail(error) {
-                let _ = writeln!(out, "      | {line}");
+            let findings = crate::model::excerpt::findings(error);
+            if findings.is_empty() {
+                for line in crate::model::excerpt::tail(error) {
+                    let _ = writeln!(out, "      | {line}");
+                }
+            } else {
+                let _ = writeln!(out, "      findings:");
+                for line in findings {
+                    let _ = writeln!(out, "      - {line}");
+                }
             }
         }
     }

@@ -1,9 +1,10 @@
 //! Running one agent for a task run, the part worker, conflict-fix, direct and research runs
 //! share: the executor chosen from the role's chain, its scratch folder (beside the workspace),
-//! environment, sandbox domain and network door (issue 37, `network.rs`), and its failures (quota,
-//! spent budget, idleness, timeout, turn cap, configuration) as failure codes. Not for: what the
-//! run does before and after (`runner::work`, `runner::research`), driving the agent's CLI
-//! (`executor`), or what a failure code does to the task (`engine::outcome`).
+//! its start by the one launch path (`launch.rs`: environment, door, confinement, limits), and
+//! its failures (quota, spent budget, idleness, a limit reached, timeout, turn cap,
+//! configuration) as failure codes. Not for: what the run does before and after
+//! (`runner::work`, `runner::research`), driving the agent's CLI (`executor`), or what a
+//! failure code does to the task (`engine::outcome`).
 
 use std::path::Path;
 
@@ -11,7 +12,7 @@ use super::checks::CheckFailure;
 use super::{Act, Brief};
 use crate::config::{AgentRole, EffectiveAgent};
 use crate::engine::outcome::RunOutcome;
-use crate::executor::{self, AgentExit, AgentFailure, AgentFailureKind, AgentRequest};
+use crate::executor::{self, AgentExit, AgentFailure, AgentFailureKind};
 use crate::model::{FailureCode, RunId, Task};
 use crate::store::RunRecord;
 
@@ -102,60 +103,34 @@ pub(super) fn run_agent_with<T>(
         ("OPENTIGER_TASK_ID", task.id.to_string()),
         ("OPENTIGER_RUN_ID", run_id.to_string()),
         ("OPENTIGER_WORKSPACE", cwd.display().to_string()),
-        ("TMPDIR", scratch.display().to_string()),
     ];
     vars.extend(extra);
-    let mut env = executor::agent_env(&agent.env_passthrough, |k| std::env::var(k).ok(), &vars);
     let attempt = u32::try_from(brief.runs.len()).unwrap_or(u32::MAX);
     let budget =
         super::network::run_budget(act.config, task, brief.family_spent, brief.task_budget);
-    let net = super::network::AgentNet::open(act.config, &agent, role, budget, cwd, &mut env)
-        .map_err(setup_text)?;
-    let confine = match writes_workspace {
-        true => super::agent_domain(
-            act,
-            ws.run_folder(),
-            &scratch,
-            &agent,
-            &mut env,
-            net.landlock_port(),
-        ),
-        false => super::read_only_domain(act, &scratch, &agent, &mut env, net.landlock_port()),
-    }
-    .map_err(|message| CheckFailure {
-        code: FailureCode::ExecutionFailed,
-        message,
-    })?;
-    let (live, sentinel) = super::pulse::agent(
+    let launch = super::launch::AgentLaunch {
+        act,
         role,
-        &record_label(record),
-        cwd,
-        net.sentinel(),
-        act.redactor,
-    );
-    let request = AgentRequest {
-        role,
-        task,
-        run_id,
-        workspace: cwd,
-        prompt,
-        env,
-        timeout: agent.timeout(),
-        attempt,
-        scratch: &scratch,
-        group_record: super::group_record(act, &run_id.to_string()),
-        confine,
-        network: net.netns(),
-        sentinel,
+        agent: &agent,
+        label: &record_label(record),
+        folders: super::launch::Folders {
+            workspace: cwd,
+            writes: writes_workspace,
+            run_folder: ws.run_folder(),
+            scratch: &scratch,
+        },
+        vars,
+        budget,
     };
-    crate::sandbox::before_agent(act.repo).map_err(setup)?;
-    let ran = exec.run(&request);
-    live.ended(&super::pulse::agent_end(&ran, act.redactor));
-    // What the proxy saw counts whatever the agent did: its spend, what it was refused.
-    let seen = net.close();
-    let (usd, tokens) = super::network::reported(&ran);
+    let ran = super::launch::run_agent(launch, exec.as_ref(), (task, run_id), prompt, attempt)
+        .map_err(|e| CheckFailure {
+            code: e.code,
+            message: e.message,
+        })?;
+    let seen = ran.net;
+    let (usd, tokens) = super::network::reported(&ran.result);
     super::network::account(record, &seen.traffic, usd, tokens);
-    let result = ran.map_err(|e| setup_text(e.to_string()))?;
+    let result = ran.result.map_err(|e| setup_text(e.to_string()))?;
     record.session_id = result.session_id.clone();
     record.summary = result
         .summary
@@ -167,6 +142,18 @@ pub(super) fn run_agent_with<T>(
         return Err(CheckFailure {
             code,
             message: act.redactor.excerpt(&message, 800),
+        });
+    }
+    // Issue 47: a run stopped at one of its limits fails naming it, whatever it reported.
+    if let (Some(hit), false) = (&ran.limit, result.exit == AgentExit::Finished) {
+        record.cut_short = true;
+        return Err(CheckFailure {
+            code: FailureCode::ExecutionFailed,
+            message: format!(
+                "{}\n{}",
+                hit.failure("the agent"),
+                act.redactor.excerpt(&result.output_tail, 600)
+            ),
         });
     }
     if let Some(failure) = &result.failure {

@@ -255,7 +255,7 @@ fn run_planned(
             watch: None,
             // As an agent's: a tick killed while a check runs leaves its group for the next.
             group_record: domain.group_record.clone(),
-            confine: domain.confine.clone(),
+            confine: Some(domain.confine.clone()),
             network: domain.door.netns(),
             sentinel,
         };
@@ -365,71 +365,44 @@ fn silent_end(out: &process::ProcessOutput) -> String {
 const REPORTED_TAIL: usize = 2000;
 
 /// Where verification commands run. They run the repository's code, which the agent may just
-/// have changed (a test, a `build.rs`, an npm `pretest`, a `Makefile`), so they run in a domain
-/// like the agent's: a scratch folder as `TMPDIR`, a private `HOME` (with the runner's Rust
-/// toolchain named read-only, `sandbox::home::toolchain_vars`), and Landlock letting them write
-/// the workspace, those two folders and `sandbox.writable` — not the repository's `.git`. Their
-/// network is their own too (issue 37): a door on opentiger's proxy letting through
-/// `sandbox.network.allow.checks` only.
+/// have changed (a test, a `build.rs`, an npm `pretest`, a `Makefile`), so they start by the
+/// agents' launch path (`launch::checks`) in a domain like the agent's: a scratch folder as
+/// `TMPDIR`, a private `HOME`, its view (or the socket filter), Landlock letting them write the
+/// workspace, those two folders and `sandbox.writable` — not the repository's `.git` — its
+/// limits, and a network door of its own letting through `sandbox.network.allow.checks` only.
 struct CheckDomain {
     door: crate::egress::Door,
     _scratch: crate::scratch::PrivateDir,
     env: Vec<(String, String)>,
-    confine: Option<std::sync::Arc<crate::sandbox::landlock::Ruleset>>,
+    confine: std::sync::Arc<crate::sandbox::Confinement>,
     writable: Vec<std::path::PathBuf>,
     group_record: Option<std::path::PathBuf>,
 }
 
 impl CheckDomain {
-    /// The domain of checks run in `cwd`, their process group recorded under the runner's own
-    /// repository `repo` (never under anything found in `cwd`, whose `.git` the agent wrote).
+    /// The domain of checks run in `cwd`, for the runner's own repository `repo`.
     fn new(config: &Config, cwd: &Path, repo: &Path) -> Result<CheckDomain, String> {
-        let scratch = crate::scratch::private_dir("check").map_err(|e| e.to_string())?;
-        // Named by its scratch folder: the record, and the tag every process of the checks
-        // carries, which finds those that left the group after a killed tick.
-        let name = scratch
-            .path()
-            .file_name()
-            .map_or_else(|| "check".to_string(), |n| n.to_string_lossy().into_owned());
-        let home = super::run_home(config, scratch.path(), &[])?;
-        let mut env = base_env();
-        if config.sandbox.agent_home == crate::config::AgentHome::Private {
-            let runner_home = std::env::var_os("HOME").map(std::path::PathBuf::from);
-            for (k, v) in crate::sandbox::home::toolchain_vars(runner_home.as_deref(), |k| {
-                std::env::var(k).ok()
-            }) {
-                super::set_var(&mut env, &k, &v);
-            }
-        }
-        super::set_var(&mut env, "HOME", &home.display().to_string());
-        super::set_var(&mut env, "TMPDIR", &scratch.path().display().to_string());
-        super::set_var(&mut env, crate::sandbox::groups::CHECK_TAG_VAR, &name);
-        let door = super::network::checks_door(config)?;
-        for (k, v) in door.env() {
-            super::set_var(&mut env, k, v);
-        }
-        let own = [cwd.to_path_buf(), scratch.path().to_path_buf(), home];
-        let confine = super::confinement(config, &own, door.landlock_port())?;
-        let writable = super::with_configured(config, &own);
-        let group_record = crate::sandbox::groups::records_of(repo)
-            .map(|dir| crate::sandbox::groups::record_path(&dir, &name));
+        let launched = super::launch::checks(config, cwd, repo)?;
         Ok(CheckDomain {
-            door,
-            group_record,
-            _scratch: scratch,
-            env,
-            confine,
-            writable,
+            door: launched.door,
+            _scratch: launched.scratch,
+            env: launched.env,
+            confine: launched.confine,
+            writable: launched.writable,
+            group_record: launched.group_record,
         })
     }
 
     /// When a failed check's output says a write was refused outside what checks may write:
     /// which path, and the setting that allows it.
     fn denial_hint(&self, output: &str) -> String {
-        if self.confine.is_none() {
+        if let Some(hit) = self.confine.take_hit() {
+            return format!("\n  {}", hit.failure("the check"));
+        }
+        if self.confine.landlock.is_none() && self.confine.view.is_none() {
             return String::new();
         }
-        match crate::sandbox::denied_write(output, &self.writable) {
+        match crate::sandbox::denied_write(output, &self.writable, self.confine.view.is_some()) {
             Some(path) => format!(
                 "\n  the sandbox refused a write to {path} (checks write only their workspace, a scratch folder and a private home); if the check needs it, allow its folder: add to .opentiger.yml (into its `sandbox:` when it has one) `sandbox: {{writable: [\"{}\"]}}`",
                 std::path::Path::new(&path)
@@ -439,21 +412,4 @@ impl CheckDomain {
             None => String::new(),
         }
     }
-}
-
-/// What verification commands see: the runner's `PATH`, `HOME` and locale, nothing secret
-/// (`HOME` and `TMPDIR` are replaced by the check's own, `CheckDomain`).
-pub fn base_env() -> Vec<(String, String)> {
-    [
-        "PATH",
-        "HOME",
-        "LANG",
-        "LC_ALL",
-        "TMPDIR",
-        "CARGO_HOME",
-        "RUSTUP_HOME",
-    ]
-    .iter()
-    .filter_map(|k| std::env::var(k).ok().map(|v| (k.to_string(), v)))
-    .collect()
 }

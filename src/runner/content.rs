@@ -1,6 +1,7 @@
 //! What a change holds, read from the runner's repository as a stream: links (resolved inside
-//! the tree), secrets plain or encoded on any added line, and the threat scan's findings
-//! (issue 36). The diff is read line by line, each line cut at [`LINE_MAX`], so no change an
+//! the tree), the names it adds (issue 48: no control character, portable by default), the
+//! paths that wait for a person, secrets plain or encoded on any added line, and the threat
+//! scan's findings (issue 36). The diff is read line by line, each line cut at [`LINE_MAX`], so no change an
 //! agent makes can make the runner hold it whole. Not for: the patterns that find (`redact`,
 //! `scan`, `policy`), the changed paths' policy and the verification commands (`runner::checks`),
 //! or keeping a held change back (`runner::work_held`).
@@ -13,7 +14,7 @@ use crate::git::Git;
 use crate::model::{FailureCode, Task};
 use crate::policy::{ContentViolation, DiffWalker, PathPolicy};
 use crate::redact::Redactor;
-use crate::scan::{Finding, Scanner};
+use crate::scan::{Finding, Rule, Scanner};
 use crate::workspace::LinkEntry;
 
 /// The longest piece of one diff line that is scanned (the rest of the line is skipped).
@@ -44,12 +45,38 @@ pub fn check_content(
         code: FailureCode::PolicyViolation,
         message: format!("the path policy is invalid: {e}"),
     })?;
+    let runner_error = |e: crate::git::GitError| CheckFailure {
+        code: FailureCode::ExecutionFailed,
+        message: format!("runner error: {e}"),
+    };
     let mut found: Vec<String> = links
         .iter()
         .filter_map(|link| link_violation(link, &policy))
         .map(|v| v.to_string())
         .collect();
+    let named = changed_names(git, range).map_err(runner_error)?;
+    found.extend(
+        name_violations(git, range, &named, config.policy.portable_names).map_err(runner_error)?,
+    );
     let mut scanner = Scanner::new(redactor.values());
+    let held_paths = config.held_paths().map_err(|e| CheckFailure {
+        code: FailureCode::PolicyViolation,
+        message: format!("the held paths are invalid: {e}"),
+    })?;
+    let mut sensitive = Vec::new();
+    for (status, path) in &named {
+        if let Some((pattern, why)) = held_paths.held(path) {
+            sensitive.push(Finding {
+                place: crate::policy::names::shown(path),
+                line: None,
+                rule: Rule::SensitivePath,
+                detail: format!("a path that waits for a person ({pattern}: {why})"),
+            });
+        }
+        if *status == 'A' {
+            scanner.name(&crate::policy::names::shown(path));
+        }
+    }
     let mut secrets = 0;
     for_each_added_line(git, range, |path, line, text| {
         if secrets < 20 {
@@ -67,10 +94,7 @@ pub fn check_content(
         }
         scanner.added_line(path, line, text);
     })
-    .map_err(|e| CheckFailure {
-        code: FailureCode::ExecutionFailed,
-        message: format!("runner error: {e}"),
-    })?;
+    .map_err(runner_error)?;
     for (place, text) in texts {
         scanner.text(place, text);
     }
@@ -86,7 +110,108 @@ pub fn check_content(
             message: format!("Policy violation: {}", found.join("; ")),
         });
     }
-    Ok(if config.scan.rules { held } else { Vec::new() })
+    // Issue 48: a held path waits for a person whatever `scan.rules` says.
+    sensitive.extend(held.into_iter().filter(|_| config.scan.rules));
+    Ok(sensitive)
+}
+
+/// Each path the change adds (`A`), changes or deletes, with git's status letter, from the
+/// trees (`diff-tree -z`: names as bytes, never split at a newline).
+fn changed_names(git: &Git, range: &[&str]) -> Result<Vec<(char, String)>, crate::git::GitError> {
+    let [from, to] = range else {
+        return Ok(Vec::new());
+    };
+    let raw = git.run_bytes(&[
+        "diff-tree",
+        "-r",
+        "-z",
+        "--no-renames",
+        "--name-status",
+        from,
+        to,
+    ])?;
+    let mut fields = raw.split(|b| *b == 0).filter(|f| !f.is_empty());
+    let mut out = Vec::new();
+    while let (Some(status), Some(path)) = (fields.next(), fields.next()) {
+        let status = status.first().map_or('M', |b| char::from(*b));
+        out.push((status, String::from_utf8_lossy(path).into_owned()));
+    }
+    Ok(out)
+}
+
+/// The names the change adds that no checkout may hold (a control character) or that some
+/// cannot (`policy.portable_names`): against the whole tree after the change for names that
+/// differ only by case, leaving out pairs that were both there before.
+fn name_violations(
+    git: &Git,
+    range: &[&str],
+    named: &[(char, String)],
+    portable: bool,
+) -> Result<Vec<String>, crate::git::GitError> {
+    use crate::policy::names::{
+        case_collisions, has_control, name_problem, NameProblem, NameViolation,
+    };
+    let added: Vec<&str> = named
+        .iter()
+        .filter(|(status, _)| *status == 'A')
+        .map(|(_, p)| p.as_str())
+        .collect();
+    let mut out = Vec::new();
+    for path in &added {
+        let problem = match name_problem(path) {
+            Some(NameProblem::Control) => Some(NameProblem::Control),
+            Some(other) if portable => Some(other),
+            _ if has_control(path) => Some(NameProblem::Control),
+            _ => None,
+        };
+        if let Some(problem) = problem {
+            out.push(
+                NameViolation {
+                    path: path.to_string(),
+                    problem,
+                }
+                .to_string(),
+            );
+        }
+    }
+    let ([from, to], false, true) = (range, added.is_empty(), portable) else {
+        return Ok(out);
+    };
+    let list = |tree: &str| -> Result<Vec<String>, crate::git::GitError> {
+        let raw = git.run_bytes(&["ls-tree", "-r", "-t", "-z", "--name-only", tree])?;
+        Ok(raw
+            .split(|b| *b == 0)
+            .filter(|f| !f.is_empty())
+            .map(|f| String::from_utf8_lossy(f).into_owned())
+            .collect())
+    };
+    let after = list(to)?;
+    let mut before: Option<std::collections::HashSet<String>> = None;
+    let mut failed = None;
+    let pairs = case_collisions(after.iter().map(String::as_str), &added, |a, b| {
+        if before.is_none() {
+            match list(from) {
+                Ok(names) => before = Some(names.into_iter().collect()),
+                Err(e) => failed = Some(e),
+            }
+        }
+        before
+            .as_ref()
+            .is_some_and(|names| names.contains(a) && names.contains(b))
+    });
+    if let Some(e) = failed {
+        return Err(e);
+    }
+    for (path, other) in pairs {
+        out.push(
+            NameViolation {
+                path,
+                problem: NameProblem::Case { other },
+            }
+            .to_string(),
+        );
+    }
+    Ok(out)
 }
 
 /// Streams `git diff -U0 --text` of `range` and calls `each` with every added line (its file,

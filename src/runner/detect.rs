@@ -8,7 +8,7 @@
 use super::checks::CheckFailure;
 use super::Act;
 use crate::config::AgentRole;
-use crate::executor::{self, AgentExit, AgentRequest};
+use crate::executor::AgentExit;
 use crate::model::{FailureCode, RunId, Task};
 use crate::scan::{Finding, Rule};
 use crate::store::RunRecord;
@@ -29,7 +29,7 @@ pub(super) fn detect(
     };
     let role = AgentRole::Detector;
     let chosen = super::executors::choose(act, role).map_err(|e| failed(e.message))?;
-    let (agent, exec) = (chosen.agent, chosen.exec);
+    let exec = &chosen.exec;
     let repo = crate::git::Git::new(act.repo);
     let diff =
         crate::workspace::diff_text(&repo, from, to, 60_000).map_err(|e| failed(e.to_string()))?;
@@ -55,44 +55,32 @@ pub(super) fn detect(
         .templates
         .render_detector(&data)
         .map_err(|e| failed(e.to_string()))?;
-    let mut env = executor::agent_env(
-        &agent.env_passthrough,
-        |k| std::env::var(k).ok(),
-        &[
+    let launch = super::launch::AgentLaunch::of(
+        act,
+        role,
+        &chosen,
+        super::launch::Folders {
+            workspace: &empty,
+            writes: false,
+            run_folder: folder.path(),
+            scratch: &scratch,
+        },
+        vec![
             ("OPENTIGER_ROLE", "detector".to_string()),
             ("OPENTIGER_TASK_ID", task.id.to_string()),
             ("OPENTIGER_RUN_ID", run_id.to_string()),
             ("OPENTIGER_WORKSPACE", empty.display().to_string()),
-            ("TMPDIR", scratch.display().to_string()),
         ],
     );
-    let net = super::network::AgentNet::open(act.config, &agent, role, None, &empty, &mut env)
-        .map_err(failed)?;
-    let confine = super::read_only_domain(act, &scratch, &agent, &mut env, net.landlock_port())
-        .map_err(failed)?;
-    let (live, sentinel) =
-        super::pulse::agent(role, &chosen.label, &empty, net.sentinel(), act.redactor);
-    let request = AgentRequest {
-        role,
-        task,
-        run_id,
-        workspace: &empty,
-        prompt,
-        env,
-        timeout: agent.timeout(),
-        attempt: 0,
-        scratch: &scratch,
-        group_record: super::group_record(act, &run_id.to_string()),
-        confine,
-        network: net.netns(),
-        sentinel,
-    };
-    let ran = exec.run(&request);
-    live.ended(&super::pulse::agent_end(&ran, act.redactor));
-    let seen = net.close();
-    let (usd, tokens) = super::network::reported(&ran);
+    let ran = super::launch::run_agent(launch, exec.as_ref(), (task, run_id), prompt, 0)
+        .map_err(|f| failed(f.message))?;
+    let seen = ran.net;
+    let (usd, tokens) = super::network::reported(&ran.result);
     add_spend(record, &seen.traffic, usd, tokens);
-    let result = ran.map_err(|e| failed(e.to_string()))?;
+    let result = ran.result.map_err(|e| failed(e.to_string()))?;
+    if let (Some(hit), false) = (&ran.limit, result.exit == AgentExit::Finished) {
+        return Err(failed(hit.failure("it")));
+    }
     if let Some((_, why)) = seen.stop {
         return Err(failed(format!(
             "stopped: {}",

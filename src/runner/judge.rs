@@ -284,7 +284,9 @@ fn try_merge(
     let changes = changed_files(repo, base_head, &merged)?;
     let links = links_between(repo, base_head, &merged)?;
     // The threat scan held or passed the change before it was pushed; here only what refuses
-    // a change (links, secrets) counts.
+    // a change (links, secrets) counts, and what it finds is named to the judge (issue 48).
+    let summary = run.summary.clone().unwrap_or_default();
+    let texts = [("the worker's summary (the PR body)", summary.as_str())];
     let content = || {
         super::check_content(
             task,
@@ -293,23 +295,26 @@ fn try_merge(
             &[base_head, &merged],
             &links,
             act.redactor,
-            &[],
+            &texts,
         )
-        .map(|_| ())
     };
-    if let Err(f) = checks::check_policy(task, act.config, &changes).and_then(|()| content()) {
-        let findings = f
-            .message
-            .trim_start_matches("Policy violation: ")
-            .split("; ")
-            .map(String::from)
-            .collect();
-        return done(request_changes(
-            head,
-            "the change breaks the path policy".to_string(),
-            findings,
-        ));
-    }
+    let scanned = checks::check_policy(task, act.config, &changes).and_then(|()| content());
+    let findings = match scanned {
+        Ok(findings) => findings,
+        Err(f) => {
+            let findings = f
+                .message
+                .trim_start_matches("Policy violation: ")
+                .split("; ")
+                .map(String::from)
+                .collect();
+            return done(request_changes(
+                head,
+                "the change breaks the path policy".to_string(),
+                findings,
+            ));
+        }
+    };
     let verification = checks::run_verification(act, task, &ws.path, &changes);
     trace.commands = verification.commands.clone();
     if !verification.refused.is_empty() {
@@ -367,7 +372,7 @@ fn try_merge(
                 run,
                 ws,
                 (base_head, &merged),
-                &verified,
+                (&verified, &findings),
                 asked,
                 trace,
             ) {

@@ -1,5 +1,7 @@
 //! The judge agent's review of a change (DESIGN §8): its prompt with the diff against the base
-//! and the checks that passed, the agent run in the review's workspace behind its own proxy,
+//! and the worker's summary as data, the checks that passed and what the threat scan found, the
+//! agent started by the launch path (`launch.rs`) in the review's workspace, which it reads but
+//! may not write, behind its own proxy,
 //! and its answer read as a verdict, findings and a word per acceptance criterion — redacted,
 //! and held by the threat scan when it speaks to agents.
 //!
@@ -9,7 +11,7 @@
 use super::{parse_criteria, parse_verdict, Review, ReviewBrief, Trace};
 use crate::config::AgentRole;
 use crate::engine::import::acceptance_criteria;
-use crate::executor::{self, AgentRequest};
+use crate::executor;
 use crate::model::{CriterionCheck, Run, Task};
 use crate::runner::Act;
 use crate::workspace::{diff_text, Workspace};
@@ -23,86 +25,62 @@ pub(super) fn review(
     run: &Run,
     ws: &Workspace,
     (base_head, merged): (&str, &str),
-    verified: &[String],
+    (verified, findings): (&[String], &[crate::scan::Finding]),
     asked: ReviewBrief<'_>,
     trace: &mut Trace,
 ) -> Result<Review, String> {
     let chosen = crate::runner::executors::choose(act, AgentRole::Judge)?;
-    let (agent, exec) = (chosen.agent, chosen.exec);
+    let (agent, exec) = (&chosen.agent, &chosen.exec);
     let diff = diff_text(ws.repo(), base_head, merged, 60_000).map_err(|e| e.to_string())?;
     let scratch = ws.scratch();
     let prompt = crate::runner::prompts::judge(
         act,
         task,
         asked.issue,
-        verified,
-        &diff,
+        (verified, findings),
+        (&diff, run.summary.as_deref().unwrap_or_default()),
         (
             &scratch.join("result.json"),
             executor::abilities(agent.executor),
         ),
     )
     .map_err(|f| f.message)?;
-    let mut env = executor::agent_env(
-        &agent.env_passthrough,
-        |k| std::env::var(k).ok(),
-        &[
+    // The reviewer reads its workspace; what it does there is never read back.
+    let launch = crate::runner::launch::AgentLaunch::of(
+        act,
+        AgentRole::Judge,
+        &chosen,
+        crate::runner::launch::Folders {
+            workspace: &ws.path,
+            writes: false,
+            run_folder: ws.run_folder(),
+            scratch: &scratch,
+        },
+        vec![
             ("OPENTIGER_ROLE", "judge".to_string()),
             ("OPENTIGER_TASK_ID", task.id.to_string()),
             ("OPENTIGER_RUN_ID", run.id.to_string()),
             ("OPENTIGER_WORKSPACE", ws.path.display().to_string()),
-            ("TMPDIR", scratch.display().to_string()),
         ],
     );
-    let net = crate::runner::network::AgentNet::open(
-        act.config,
-        &agent,
-        AgentRole::Judge,
-        None,
-        &ws.path,
-        &mut env,
-    )?;
-    let confine = crate::runner::agent_domain(
-        act,
-        ws.run_folder(),
-        &scratch,
-        &agent,
-        &mut env,
-        net.landlock_port(),
-    )?;
-    let (live, sentinel) = crate::runner::pulse::agent(
-        AgentRole::Judge,
-        &chosen.label,
-        &ws.path,
-        net.sentinel(),
-        act.redactor,
-    );
-    let request = AgentRequest {
-        role: AgentRole::Judge,
-        task,
-        run_id: &run.id,
-        workspace: &ws.path,
+    let ran = crate::runner::launch::run_agent(
+        launch,
+        exec.as_ref(),
+        (task, &run.id),
         prompt,
-        env,
-        timeout: agent.timeout(),
-        attempt: asked.reviews_so_far,
-        scratch: &scratch,
-        group_record: crate::runner::group_record(act, &run.id.to_string()),
-        confine,
-        network: net.netns(),
-        sentinel,
-    };
-    crate::sandbox::before_agent(act.repo).map_err(|e| e.to_string())?;
-    // What the reviewer does in its workspace is never read back: the folder goes with it.
-    let ran = exec.run(&request);
-    live.ended(&crate::runner::pulse::agent_end(&ran, act.redactor));
-    let seen = net.close();
+        asked.reviews_so_far,
+    )
+    .map_err(|f| f.message)?;
+    let seen = ran.net;
     let spend = trace.spend(task, run);
     spend.executor = Some(chosen.label.clone());
-    crate::runner::network::account_agent(spend, &seen.traffic, &ran);
-    let result = ran.map_err(|e| e.to_string())?;
+    crate::runner::network::account_agent(spend, &seen.traffic, &ran.result);
+    let result = ran.result.map_err(|e| e.to_string())?;
+    if let (Some(hit), false) = (&ran.limit, result.exit == executor::AgentExit::Finished) {
+        return Err(hit.failure("the judge agent"));
+    }
     let stopped = seen.stop.as_ref().map(|(_, why)| why.as_str());
-    crate::runner::agent::gave_no_answer("judge", &result, stopped, &agent, act.redactor)?;
+    crate::runner::agent::gave_no_answer("judge", &result, stopped, agent, act.redactor)?;
     let value = result.result.ok_or_else(|| {
         result
             .result_error

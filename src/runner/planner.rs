@@ -7,7 +7,7 @@
 
 use super::Act;
 use crate::config::AgentRole;
-use crate::executor::{self, AgentRequest};
+use crate::executor;
 use crate::git::Git;
 use crate::model::{short_hash, BlockReason, PlanRecord, PlanStatus, RunId, Task, TaskStatus};
 use crate::planner::{
@@ -114,6 +114,13 @@ fn plan(
         let checked = parse_plan(&value).and_then(|planned| validate_plan(&planned, &ctx));
         match checked {
             Ok(plan) => {
+                if let Some(leak) = secret_in(act, &plan.tasks) {
+                    return PlanResult {
+                        spend: None,
+                        record: record(PlanStatus::Rejected, "agent", 0, vec![leak]),
+                        tasks: Vec::new(),
+                    };
+                }
                 let tasks = gate(act, plan.tasks, &id);
                 return PlanResult {
                     spend: None,
@@ -129,6 +136,23 @@ fn plan(
         record: record(PlanStatus::Rejected, "agent", 0, feedback_errors),
         tasks: Vec::new(),
     }
+}
+
+/// Issue 48: a plan is text an agent hands back; a secret the runner holds, in any encoding,
+/// in a task's title, goal or notes refuses the plan (named by task, never quoted).
+fn secret_in(act: &Act<'_>, tasks: &[Task]) -> Option<String> {
+    let mut scanner = crate::scan::Scanner::new(act.redactor.values());
+    for task in tasks {
+        let text = format!("{}\n{}\n{}", task.title, task.goal, task.notes);
+        scanner.secrets_in_text(&format!("the plan's task {}", task.id), &text);
+    }
+    let found = scanner.findings();
+    (!found.is_empty()).then(|| {
+        format!(
+            "the plan holds a secret the runner holds: {}",
+            crate::scan::summary(&found)
+        )
+    })
 }
 
 /// `execution_mode: ask` (every task) or `decide` (high-risk tasks) hold new tasks for approval.
@@ -167,7 +191,7 @@ fn ask_agent(
 ) -> Result<serde_json::Value, String> {
     let role = AgentRole::Planner;
     let chosen = super::executors::choose(act, role)?;
-    let (agent, exec) = (chosen.agent, chosen.exec);
+    let (agent, exec) = (&chosen.agent, &chosen.exec);
     let git = Git::new(act.repo);
     let ws = Workspace::open_detached(&git, "planner", req.base_head).map_err(|e| e.to_string())?;
     let scratch = ws.scratch();
@@ -229,57 +253,40 @@ fn ask_agent(
         &requirement.goal,
         req.now,
     );
-    let mut env = executor::agent_env(
-        &agent.env_passthrough,
-        |k| std::env::var(k).ok(),
-        &[
+    // The planner reads the base; what it does there is never read back.
+    let launch = super::launch::AgentLaunch::of(
+        act,
+        role,
+        &chosen,
+        super::launch::Folders {
+            workspace: &ws.path,
+            writes: false,
+            run_folder: ws.run_folder(),
+            scratch: &scratch,
+        },
+        vec![
             ("OPENTIGER_ROLE", "planner".to_string()),
             ("OPENTIGER_RUN_ID", run_id.to_string()),
             ("OPENTIGER_WORKSPACE", ws.path.display().to_string()),
-            ("TMPDIR", scratch.display().to_string()),
         ],
     );
-    let net = super::network::AgentNet::open(act.config, &agent, role, None, &ws.path, &mut env)?;
-    let confine = super::agent_domain(
-        act,
-        ws.run_folder(),
-        &scratch,
-        &agent,
-        &mut env,
-        net.landlock_port(),
-    )?;
-    let (live, sentinel) =
-        super::pulse::agent(role, &chosen.label, &ws.path, net.sentinel(), act.redactor);
-    let request = AgentRequest {
-        role,
-        task: &pseudo,
-        run_id: &run_id,
-        workspace: &ws.path,
-        prompt,
-        env,
-        timeout: agent.timeout(),
-        attempt,
-        scratch: &scratch,
-        group_record: super::group_record(act, &run_id.to_string()),
-        confine,
-        network: net.netns(),
-        sentinel,
-    };
-    crate::sandbox::before_agent(act.repo).map_err(|e| e.to_string())?;
-    let ran = exec.run(&request);
-    live.ended(&super::pulse::agent_end(&ran, act.redactor));
+    let ran = super::launch::run_agent(launch, exec.as_ref(), (&pseudo, &run_id), prompt, attempt)
+        .map_err(|f| f.message)?;
     drop(ws);
-    let seen = net.close();
+    let seen = ran.net;
     let spent = spend.get_or_insert_with(|| crate::store::AgentSpend {
         role: "planner".to_string(),
         run_id: Some(run_id.clone()),
         executor: Some(chosen.label.clone()),
         ..Default::default()
     });
-    super::network::account_agent(spent, &seen.traffic, &ran);
-    let result = ran.map_err(|e| e.to_string())?;
+    super::network::account_agent(spent, &seen.traffic, &ran.result);
+    let result = ran.result.map_err(|e| e.to_string())?;
+    if let (Some(hit), false) = (&ran.limit, result.exit == executor::AgentExit::Finished) {
+        return Err(hit.failure("the planner agent"));
+    }
     let stopped = seen.stop.as_ref().map(|(_, why)| why.as_str());
-    super::agent::gave_no_answer("planner", &result, stopped, &agent, act.redactor)?;
+    super::agent::gave_no_answer("planner", &result, stopped, agent, act.redactor)?;
     // Task titles and goals are stored and posted as issues: no secret goes with them.
     result
         .result

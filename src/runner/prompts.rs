@@ -140,8 +140,8 @@ pub fn judge(
     act: &Act<'_>,
     task: &Task,
     issue: Option<&IssueSpec>,
-    verified: &[String],
-    diff: &str,
+    (verified, findings): (&[String], &[crate::scan::Finding]),
+    (diff, summary): (&str, &str),
     (result_file, can): (&Path, Abilities),
 ) -> Result<String, CheckFailure> {
     let data = JudgePrompt {
@@ -150,6 +150,19 @@ pub fn judge(
         notes: Some(task.notes.clone()).filter(|n| !n.trim().is_empty()),
         allowed_paths: allowed_paths(task, act.config),
         diff: act.redactor.redact(diff),
+        // Issue 48: what the worker wrote goes with the change, as data.
+        agent_texts: Some(summary)
+            .filter(|s| !s.trim().is_empty())
+            .map(|s| crate::prompt::PlacedText {
+                place: "the worker's summary (the PR body)".to_string(),
+                text: act.redactor.redact(s),
+            })
+            .into_iter()
+            .collect(),
+        scan_findings: findings
+            .iter()
+            .map(|f| act.redactor.redact(&f.for_review()))
+            .collect(),
         verification: verified
             .iter()
             .map(|c| VerificationResult {

@@ -67,7 +67,7 @@ fn in_worktree(
     record.branch = Some(branch.clone());
     record.start_sha = Some(start.clone());
     if approved.as_deref() == Some(start.as_str()) {
-        return held::deliver_approved(act, &branches, task, &branch, &start, record);
+        return held::deliver_approved(act, &branches, (task, brief), &branch, &start, record);
     }
     if task.kind == TaskKind::AutofixConflict {
         let result = fix_conflicts(
@@ -145,10 +145,21 @@ fn in_worktree(
         )
         .map_err(setup)?;
     let approval = held::approved_rebuilt(brief, &start, &change.tree);
+    let mut summary = summary;
     match (findings.is_empty(), approval) {
         (true, _) => {}
-        // Issue 36: exactly the change a person approved after it was held: it goes out, once.
-        (false, Some(approved)) => record.used_approval = Some(approved.head.clone()),
+        // Issue 36: exactly the change a person approved after it was held: it goes out, once,
+        // its PR body naming what held it (issue 48).
+        (false, Some(approved)) => {
+            record.used_approval = Some(approved.head.clone());
+            let listed: Vec<String> = findings
+                .iter()
+                .map(|f| format!("{f} [{}]", f.rule.word()))
+                .collect();
+            let note = held::approved_findings(&listed);
+            summary = Some(format!("{}{note}", summary.unwrap_or_default()));
+            record.summary = summary.clone();
+        }
         // Nothing leaves the job; a person decides on exactly this change.
         (false, None) => {
             return Err(held::hold(&git, task, (&start, &head), &findings, record));

@@ -42,10 +42,10 @@ pub fn hold(
     let _ = git.try_run(&["update-ref", &branch, start, head]);
     let kept = match git.try_run(&["update-ref", &held_ref(task), head]) {
         Ok(Some(_)) => format!(
-            "pushed nowhere; on the machine that ran it: `git show {}`",
+            "kept on the machine that ran it: `git show {}`",
             held_ref(task)
         ),
-        _ => "pushed nowhere".to_string(),
+        _ => "kept nowhere else".to_string(),
     };
     let tree = git
         .run(&["rev-parse", &format!("{head}^{{tree}}")])
@@ -56,14 +56,36 @@ pub fn hold(
         tree,
         start: start.to_string(),
     });
+    // Issue 48: a short first line (what `status` and the task's reason show), then every
+    // finding whole on a line of its own.
+    let listed: Vec<String> = findings
+        .iter()
+        .map(|f| format!("- {f} [{}]", f.rule.word()))
+        .collect();
     CheckFailure {
         code: FailureCode::ThreatFlagged,
         message: format!(
-            "held by the threat scan before anything left the job: commit {} ({kept}); findings: {}",
+            "held for a person before anything left the job: commit {}, pushed nowhere ({} finding{})\n{}\n{}\n{kept}",
             short(head),
-            crate::scan::summary(findings)
+            findings.len(),
+            if findings.len() == 1 { "" } else { "s" },
+            crate::model::excerpt::FINDINGS,
+            listed.join("\n"),
         ),
     }
+}
+
+/// Issue 48: what the threat scan found in a change a person approved, as the PR body names
+/// it (empty when nothing is listed).
+pub(super) fn approved_findings(listed: &[String]) -> String {
+    if listed.is_empty() {
+        return String::new();
+    }
+    let lines: Vec<String> = listed.iter().map(|f| format!("- {f}")).collect();
+    format!(
+        "\n\n**Held for a person, then approved by one.** What the threat scan found:\n\n{}",
+        lines.join("\n")
+    )
 }
 
 /// The approved commit the next run delivers as it is: one this machine still has, continuing
@@ -106,7 +128,7 @@ pub(super) fn approved_rebuilt<'a>(
 pub(super) fn deliver_approved(
     act: &Act<'_>,
     branches: &Branches,
-    task: &Task,
+    (task, brief): (&Task, &Brief),
     branch: &str,
     start: &str,
     record: &mut RunRecord,
@@ -115,9 +137,22 @@ pub(super) fn deliver_approved(
     let _ = Git::new(act.repo).try_run(&["update-ref", "-d", &held_ref(task)]);
     record.head_sha = Some(start.to_string());
     record.used_approval = Some(start.to_string());
+    let listed: Vec<String> = brief
+        .runs
+        .iter()
+        .filter(|r| r.head_sha.as_deref() == Some(start))
+        .find_map(|r| r.error.as_deref())
+        .map(|e| {
+            crate::model::excerpt::findings(e)
+                .into_iter()
+                .map(String::from)
+                .collect()
+        })
+        .unwrap_or_default();
     let summary = format!(
-        "delivered the change a person approved after the threat scan held it ({})",
-        short(start)
+        "delivered the change a person approved after the threat scan held it ({}){}",
+        short(start),
+        approved_findings(&listed)
     );
     record.summary = Some(summary.clone());
     Ok(success(Some(summary), record))

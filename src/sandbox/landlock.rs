@@ -5,11 +5,14 @@
 //! on, a confined root process still read its parent's), so the runner does not rely on it: the
 //! token is scrubbed from its own environment memory (`credentials`).
 //!
-//! The ruleset is built in the runner before the agent starts ([`Ruleset::for_agent`]); the
-//! child applies it between fork and exec ([`Ruleset::restrict_child`], two system calls, no
-//! allocation). Not here: which paths an agent may write (the runner's choice).
+//! The rules are prepared in the runner before the agent starts ([`Rules::for_agent`]); the
+//! child makes the ruleset and enters it between fork and exec ([`Rules::enter`], system calls
+//! on memory made before the fork), after its view of the file system (`view`) is in place:
+//! Landlock's rules hold on the files the child sees. Not here: which paths an agent may write
+//! (the runner's choice).
 
-use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
+use std::ffi::CString;
+use std::os::fd::RawFd;
 use std::path::{Path, PathBuf};
 
 const CREATE_RULESET_VERSION: u32 = 1;
@@ -81,28 +84,36 @@ pub fn abi_version() -> Option<u32> {
     }
 }
 
-/// A ready ruleset (its file descriptor closes on exec, so the agent never holds it).
+/// A Landlock domain prepared before the fork: the rights handled and the paths allowed, as C
+/// strings. The child makes the ruleset itself ([`Rules::enter`]): in a view of its own
+/// (`view`) the paths must be opened where it will run, and a rule on the host's `/` would
+/// cover nothing there.
 #[derive(Debug)]
-pub struct Ruleset {
-    fd: OwnedFd,
+pub struct Rules {
     pub abi: u32,
+    handled: u64,
+    scoped: u64,
+    /// `(path, rights)`: read and execute beneath `/`, then the writable paths and devices.
+    paths: Vec<(CString, u64)>,
+    connect_port: Option<u16>,
 }
 
-impl Ruleset {
-    /// Read and execute everywhere; write only beneath `writable` (paths that do not exist are
-    /// skipped); no ptrace of, and (ABI 6) no signal to, anything outside the domain.
-    pub fn for_agent(writable: &[PathBuf]) -> std::io::Result<Ruleset> {
-        Ruleset::build(Some(writable), None)
+impl Rules {
+    /// Read and execute everywhere; write only beneath `writable` (paths that do not exist
+    /// when the child starts are skipped); no ptrace of, and (ABI 6) no signal to, anything
+    /// outside the domain.
+    pub fn for_agent(writable: &[PathBuf]) -> std::io::Result<Rules> {
+        Rules::build(Some(writable), None)
     }
 
-    /// A domain of file rules (`writable`, as [`Ruleset::for_agent`]; `None`: no file rules)
+    /// A domain of file rules (`writable`, as [`Rules::for_agent`]; `None`: no file rules)
     /// and, with `connect_port`, TCP rules letting it connect to that port only (ABI 4: the
     /// fallback of `sandbox::netns` where the kernel refuses a namespace; UDP, raw sockets and
     /// DNS are not covered).
     pub fn build(
         writable: Option<&[PathBuf]>,
         connect_port: Option<u16>,
-    ) -> std::io::Result<Ruleset> {
+    ) -> std::io::Result<Rules> {
         let abi = abi_version().ok_or_else(|| {
             std::io::Error::new(
                 std::io::ErrorKind::Unsupported,
@@ -125,140 +136,146 @@ impl Ruleset {
         if abi >= 5 {
             handled |= IOCTL_DEV;
         }
-        if writable.is_none() {
-            handled = 0;
+        let mut paths = Vec::new();
+        match writable {
+            None => handled = 0,
+            Some(writable) => {
+                paths.push((
+                    c_path(Path::new("/"))?,
+                    (READ_FILE | READ_DIR | EXECUTE) & handled,
+                ));
+                for path in writable
+                    .iter()
+                    .map(PathBuf::as_path)
+                    .chain(DEVICES.map(Path::new))
+                {
+                    paths.push((c_path(path)?, handled));
+                }
+            }
         }
-        let attr = RulesetAttr {
-            handled_access_fs: handled,
-            handled_access_net: if connect_port.is_some() {
-                NET_CONNECT_TCP
-            } else {
-                0
-            },
+        Ok(Rules {
+            abi,
+            handled,
             scoped: if abi >= 6 {
                 SCOPE_SIGNAL | SCOPE_ABSTRACT_UNIX_SOCKET
             } else {
                 0
             },
+            paths,
+            connect_port,
+        })
+    }
+
+    /// Makes the ruleset and puts the calling process in the domain. Meant for the child
+    /// between fork and exec: only system calls on memory made before the fork.
+    ///
+    /// # Safety
+    /// Only in a child between fork and exec (it sets `PR_SET_NO_NEW_PRIVS`).
+    pub unsafe fn enter(&self) -> std::io::Result<()> {
+        let attr = RulesetAttr {
+            handled_access_fs: self.handled,
+            handled_access_net: if self.connect_port.is_some() {
+                NET_CONNECT_TCP
+            } else {
+                0
+            },
+            scoped: self.scoped,
         };
-        let size = match abi {
+        let size = match self.abi {
             6.. => std::mem::size_of::<RulesetAttr>(),
             4 | 5 => 2 * std::mem::size_of::<u64>(),
             _ => std::mem::size_of::<u64>(),
         };
-        // SAFETY: `attr` is a valid RulesetAttr and `size` does not exceed it.
-        let fd = unsafe {
-            libc::syscall(
-                libc::SYS_landlock_create_ruleset,
-                &attr as *const RulesetAttr,
-                size,
-                0u32,
-            )
+        let fd = libc::syscall(
+            libc::SYS_landlock_create_ruleset,
+            &attr as *const RulesetAttr,
+            size,
+            0u32,
+        );
+        let Ok(fd) = i32::try_from(fd) else {
+            return Err(std::io::Error::last_os_error());
         };
-        let fd = i32::try_from(fd)
-            .ok()
-            .filter(|&fd| fd >= 0)
-            .ok_or_else(std::io::Error::last_os_error)?;
-        // SAFETY: the kernel just returned this descriptor to us; nothing else owns it.
-        let ruleset = Ruleset {
-            fd: unsafe { OwnedFd::from_raw_fd(fd) },
-            abi,
-        };
-        if let Some(writable) = writable {
-            ruleset.allow(Path::new("/"), (READ_FILE | READ_DIR | EXECUTE) & handled)?;
-            for path in writable {
-                if path.exists() {
-                    ruleset.allow(path, handled)?;
-                }
-            }
-            for device in DEVICES {
-                let path = Path::new(device);
-                if path.exists() {
-                    ruleset.allow(path, handled)?;
-                }
-            }
+        if fd < 0 {
+            return Err(std::io::Error::last_os_error());
         }
-        if let Some(port) = connect_port {
-            ruleset.allow_connect(port)?;
-        }
-        Ok(ruleset)
+        let result = self.fill(fd).and_then(|()| restrict_self(fd));
+        libc::close(fd);
+        result
     }
 
-    fn allow_connect(&self, port: u16) -> std::io::Result<()> {
-        let rule = NetPortAttr {
-            allowed_access: NET_CONNECT_TCP,
-            port: u64::from(port),
-        };
-        // SAFETY: `rule` is a valid NetPortAttr for the rule type given; the descriptor is open.
-        let rc = unsafe {
-            libc::syscall(
+    unsafe fn fill(&self, ruleset: RawFd) -> std::io::Result<()> {
+        for (path, access) in &self.paths {
+            // O_PATH: the file is named, not opened (a terminal or FIFO is never touched).
+            let fd = libc::open(path.as_ptr(), libc::O_PATH | libc::O_CLOEXEC);
+            if fd < 0 {
+                let e = std::io::Error::last_os_error();
+                if e.raw_os_error() == Some(libc::ENOENT) {
+                    continue;
+                }
+                return Err(e);
+            }
+            let mut stat: libc::stat = std::mem::zeroed();
+            let mut access = *access;
+            if libc::fstat(fd, &mut stat) == 0 && stat.st_mode & libc::S_IFMT != libc::S_IFDIR {
+                // Rights on folders are refused on a file.
+                access &= EXECUTE | WRITE_FILE | READ_FILE | TRUNCATE | IOCTL_DEV;
+            }
+            let rule = PathBeneathAttr {
+                allowed_access: access,
+                parent_fd: fd,
+            };
+            let rc = libc::syscall(
                 libc::SYS_landlock_add_rule,
-                self.fd.as_raw_fd(),
-                RULE_NET_PORT,
-                &rule as *const NetPortAttr,
-                0u32,
-            )
-        };
-        if rc == 0 {
-            Ok(())
-        } else {
-            Err(std::io::Error::last_os_error())
-        }
-    }
-
-    fn allow(&self, path: &Path, access: u64) -> std::io::Result<()> {
-        use std::os::unix::fs::OpenOptionsExt;
-        // O_PATH: the file is named, not opened (a terminal or FIFO is never touched).
-        let dir = std::fs::OpenOptions::new()
-            .read(true)
-            .custom_flags(libc::O_PATH | libc::O_CLOEXEC)
-            .open(path)?;
-        let access = if dir.metadata()?.is_dir() {
-            access
-        } else {
-            // Rights on folders are refused on a file.
-            access & (EXECUTE | WRITE_FILE | READ_FILE | TRUNCATE | IOCTL_DEV)
-        };
-        let rule = PathBeneathAttr {
-            allowed_access: access,
-            parent_fd: dir.as_raw_fd(),
-        };
-        // SAFETY: `rule` is a valid PathBeneathAttr for the rule type given; both descriptors
-        // are open for the duration of the call.
-        let rc = unsafe {
-            libc::syscall(
-                libc::SYS_landlock_add_rule,
-                self.fd.as_raw_fd(),
+                ruleset,
                 RULE_PATH_BENEATH,
                 &rule as *const PathBeneathAttr,
                 0u32,
-            )
-        };
-        if rc == 0 {
-            Ok(())
-        } else {
-            Err(std::io::Error::last_os_error())
+            );
+            let e = std::io::Error::last_os_error();
+            libc::close(fd);
+            if rc != 0 {
+                return Err(e);
+            }
         }
-    }
-
-    pub fn raw_fd(&self) -> RawFd {
-        self.fd.as_raw_fd()
-    }
-
-    /// Puts the calling process in the domain. Meant for the child between fork and exec: only
-    /// two system calls, no allocation.
-    ///
-    /// # Safety
-    /// `fd` must be the descriptor of a live [`Ruleset`] (inherited across fork).
-    pub unsafe fn restrict_child(fd: RawFd) -> std::io::Result<()> {
-        if libc::prctl(libc::PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0 {
-            return Err(std::io::Error::last_os_error());
-        }
-        if libc::syscall(libc::SYS_landlock_restrict_self, fd, 0u32) != 0 {
-            return Err(std::io::Error::last_os_error());
+        if let Some(port) = self.connect_port {
+            let rule = NetPortAttr {
+                allowed_access: NET_CONNECT_TCP,
+                port: u64::from(port),
+            };
+            let rc = libc::syscall(
+                libc::SYS_landlock_add_rule,
+                ruleset,
+                RULE_NET_PORT,
+                &rule as *const NetPortAttr,
+                0u32,
+            );
+            if rc != 0 {
+                return Err(std::io::Error::last_os_error());
+            }
         }
         Ok(())
     }
+}
+
+/// Puts the calling process in the ruleset's domain: two system calls.
+unsafe fn restrict_self(ruleset: RawFd) -> std::io::Result<()> {
+    if libc::prctl(libc::PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    if libc::syscall(libc::SYS_landlock_restrict_self, ruleset, 0u32) != 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    Ok(())
+}
+
+fn c_path(path: &Path) -> std::io::Result<CString> {
+    use std::os::unix::ffi::OsStrExt;
+    CString::new(path.as_os_str().as_bytes()).map_err(|_| {
+        std::io::Error::new(
+            std::io::ErrorKind::InvalidInput,
+            format!("{} holds a NUL byte", path.display()),
+        )
+    })
 }
 
 #[cfg(test)]
@@ -268,13 +285,12 @@ mod tests {
     /// Runs `sh -c script` confined to writing `writable`; its exit code.
     fn confined(writable: &Path, script: &str) -> i32 {
         use std::os::unix::process::CommandExt;
-        let ruleset = Ruleset::for_agent(&[writable.to_path_buf()]).unwrap();
-        let fd = ruleset.raw_fd();
+        let rules = std::sync::Arc::new(Rules::for_agent(&[writable.to_path_buf()]).unwrap());
         let mut cmd = std::process::Command::new("sh");
         cmd.args(["-c", script]);
-        // SAFETY: restrict_child makes only system calls; `ruleset` outlives the spawn.
+        // SAFETY: `enter` makes only system calls on memory made before the fork.
         unsafe {
-            cmd.pre_exec(move || Ruleset::restrict_child(fd));
+            cmd.pre_exec(move || rules.enter());
         }
         cmd.status().unwrap().code().unwrap_or(-1)
     }
@@ -288,8 +304,7 @@ mod tests {
         let allowed = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
         let other = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
         let port = |l: &std::net::TcpListener| l.local_addr().unwrap().port();
-        let ruleset = Ruleset::build(None, Some(port(&allowed))).unwrap();
-        let fd = ruleset.raw_fd();
+        let rules = std::sync::Arc::new(Rules::build(None, Some(port(&allowed))).unwrap());
         let script = format!(
             "exec 3<>/dev/tcp/127.0.0.1/{} || exit 11; exec 4<>/dev/tcp/127.0.0.1/{} 2>/dev/null && exit 10; exit 0",
             port(&allowed),
@@ -298,9 +313,9 @@ mod tests {
         let mut cmd = std::process::Command::new("bash");
         cmd.args(["-c", &script]);
         use std::os::unix::process::CommandExt;
-        // SAFETY: restrict_child makes only system calls; `ruleset` outlives the spawn.
+        // SAFETY: `enter` makes only system calls on memory made before the fork.
         unsafe {
-            cmd.pre_exec(move || Ruleset::restrict_child(fd));
+            cmd.pre_exec(move || rules.enter());
         }
         assert_eq!(cmd.status().unwrap().code(), Some(0));
     }

@@ -12,18 +12,29 @@
 //! - `netns`: each agent and check in a network namespace of its own, loopback only, whose one
 //!   listener is opentiger's proxy (`egress`); [`network_isolation`] says what this machine
 //!   allows (the namespace, else Landlock's TCP rules, else nothing).
+//! - `view`: each agent and check in a mount and PID namespace holding only what its run needs
+//!   (issue 47); where the kernel refuses one, `seccomp` refuses unix sockets instead
+//!   ([`file_walls`] says which); `limits` and `cgroup`: what one run may use of the machine;
+//!   `confine`: all of it for one run, as the child applies it.
 //! - [`in_force`]: which of these hold on this machine, for `doctor` and the job summary.
 //!
 //! Not here: the `-c` overrides and minimal environment of every runner git command
 //! (`git::HARDENING`), the token held out of the environment (`crate::credentials`), the agent's
 //! process group and environment (`process`, `executor`).
 
+pub mod cgroup;
 pub mod checkout;
+pub mod confine;
 pub mod credentials;
 pub mod groups;
 pub mod home;
 pub mod landlock;
+pub mod limits;
 pub mod netns;
+pub mod seccomp;
+pub mod view;
+
+pub use confine::{file_walls, Confinement, FileWalls};
 
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -58,7 +69,7 @@ pub struct Protection {
 }
 
 /// How to give agents a network namespace where the kernel restricts unprivileged ones.
-const USERNS_FIX: &str = "allow unprivileged user namespaces (Ubuntu 24.04: `sudo sysctl -w kernel.apparmor_restrict_unprivileged_userns=0`, which the GitHub Action does before it drops sudo), or run on Linux 6.7 or newer for Landlock's TCP rules (docs/security.md: The agent's only door)";
+pub(crate) const USERNS_FIX: &str = "allow unprivileged user namespaces (Ubuntu 24.04: `sudo sysctl -w kernel.apparmor_restrict_unprivileged_userns=0`, which the GitHub Action does before it drops sudo), or run on Linux 6.7 or newer for Landlock's TCP rules (docs/security.md: The agent's only door)";
 
 /// How agents' and checks' network is confined here (issue 37).
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -165,8 +176,9 @@ pub fn in_force(sandbox: &SandboxConfig) -> Vec<Protection> {
             fix: network_fix,
         },
     };
-    vec![
-        network,
+    let mut all = vec![network];
+    all.extend(confine::protections(sandbox));
+    all.extend([
         Protection {
             name: "landlock",
             in_force: confined,
@@ -233,7 +245,16 @@ pub fn in_force(sandbox: &SandboxConfig) -> Vec<Protection> {
                 .to_string(),
             fix: "",
         },
-    ]
+    ]);
+    all
+}
+
+/// [`in_force`] and the limits of one run (`limits.run`): everything `doctor` and the job
+/// summary list.
+pub fn protections(config: &crate::config::Config) -> Vec<Protection> {
+    let mut all = in_force(&config.sandbox);
+    all.push(confine::limits_protection(&config.limits.run));
+    all
 }
 
 /// Where the runner's own git comes from (`programs`).
@@ -277,9 +298,9 @@ fn runner_git() -> Protection {
 }
 
 /// The protections as a short Markdown list, for the job summary.
-pub fn summary_markdown(sandbox: &SandboxConfig) -> String {
+pub fn summary_markdown(config: &crate::config::Config) -> String {
     let mut out = String::from("\n### Agent isolation on this runner\n\n");
-    for p in in_force(sandbox) {
+    for p in protections(config) {
         let mark = if p.in_force {
             "in force"
         } else {
@@ -291,18 +312,22 @@ pub fn summary_markdown(sandbox: &SandboxConfig) -> String {
 }
 
 /// The first path a failed program's output says it could not write (`Permission denied`,
-/// `Read-only file system`, `Operation not permitted`) that lies outside `writable`: a write
-/// the sandbox refused, most likely. Pure, for the check's failure message.
-pub fn denied_write(output: &str, writable: &[std::path::PathBuf]) -> Option<String> {
+/// `Read-only file system`, `Operation not permitted`; in a `view` of its own, also a missing
+/// folder) that lies outside `writable`: a write the sandbox refused, most likely. Pure, for
+/// the check's failure message.
+pub fn denied_write(output: &str, writable: &[std::path::PathBuf], view: bool) -> Option<String> {
     const REFUSALS: [&str; 4] = [
         "permission denied",
         "read-only file system",
         "operation not permitted",
         "eacces",
     ];
+    // In a view of its own, a path outside it is simply not there.
+    const MISSING: [&str; 2] = ["no such file or directory", "nonexistent"];
     for line in output.lines() {
         let lower = line.to_ascii_lowercase();
-        if !REFUSALS.iter().any(|r| lower.contains(r)) {
+        let missing = view && MISSING.iter().any(|r| lower.contains(r));
+        if !REFUSALS.iter().any(|r| lower.contains(r)) && !missing {
             continue;
         }
         let paths = line
@@ -377,9 +402,16 @@ mod tests {
             ("assertion failed: /home/runner/x is wrong", None),
             ("", None),
         ];
+        // In a view, a folder outside it is missing: that is a refused write too.
+        let missing = "sh: 1: cannot create /home/runner/x/out.txt: Directory nonexistent";
+        assert_eq!(denied_write(missing, &writable, false), None);
+        assert_eq!(
+            denied_write(missing, &writable, true).as_deref(),
+            Some("/home/runner/x/out.txt")
+        );
         for (output, expected) in cases {
             assert_eq!(
-                denied_write(output, &writable).as_deref(),
+                denied_write(output, &writable, false).as_deref(),
                 expected,
                 "{output}"
             );
@@ -388,9 +420,9 @@ mod tests {
 
     #[test]
     fn the_summary_lists_every_protection() {
-        let sandbox = SandboxConfig::default();
-        let text = summary_markdown(&sandbox);
-        for p in in_force(&sandbox) {
+        let config = crate::config::Config::default();
+        let text = summary_markdown(&config);
+        for p in protections(&config) {
             assert!(text.contains(p.name), "{text}");
         }
     }

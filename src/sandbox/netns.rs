@@ -74,6 +74,25 @@ pub struct ChildPart {
     gid: MapLine,
 }
 
+impl ChildPart {
+    /// The map lines of `uid` and `gid`, no socket: for a user namespace without a network
+    /// namespace of its own ([`enter_user`]).
+    pub fn user(uid: u32, gid: u32) -> ChildPart {
+        ChildPart {
+            fd: -1,
+            uid: MapLine::identity(uid),
+            gid: MapLine::identity(gid),
+        }
+    }
+
+    /// [`ChildPart::user`] of this process's own user.
+    pub fn current_user() -> ChildPart {
+        // SAFETY: getuid and getgid have no preconditions.
+        let (uid, gid) = unsafe { (libc::getuid(), libc::getgid()) };
+        ChildPart::user(uid, gid)
+    }
+}
+
 impl Entry {
     pub fn new() -> io::Result<Entry> {
         let mut fds = [0 as libc::c_int; 2];
@@ -120,7 +139,21 @@ impl Entry {
 /// # Safety
 /// Only in a child between fork and exec; `part` comes from an [`Entry`] made before the fork.
 pub unsafe fn enter(part: &ChildPart) -> io::Result<()> {
-    if libc::unshare(libc::CLONE_NEWUSER | libc::CLONE_NEWNET) != 0 {
+    enter_user(part, libc::CLONE_NEWNET)?;
+    loopback_up()?;
+    let listener = listen_loopback(PORT)?;
+    let sent = send_fd(part.fd, listener);
+    libc::close(listener);
+    sent
+}
+
+/// In the child, between fork and exec: a new user namespace (with the namespaces `also`
+/// names, `CLONE_NEW*` flags), where the runner's uid and gid map to themselves.
+///
+/// # Safety
+/// Only in a child between fork and exec; `part` was made before the fork.
+pub unsafe fn enter_user(part: &ChildPart, also: libc::c_int) -> io::Result<()> {
+    if libc::unshare(libc::CLONE_NEWUSER | also) != 0 {
         return Err(io::Error::last_os_error());
     }
     // The runner is non-dumpable (`sandbox::protect_runner`) and so is this copy of it, which
@@ -148,12 +181,7 @@ pub unsafe fn enter(part: &ChildPart) -> io::Result<()> {
             libc::close(fd);
         }
     }
-    result?;
-    loopback_up()?;
-    let listener = listen_loopback(PORT)?;
-    let sent = send_fd(part.fd, listener);
-    libc::close(listener);
-    sent
+    result
 }
 
 /// The descriptor, or the errno (no allocation: an `io::Error` from a raw code is plain data).

@@ -1,189 +1,13 @@
 //! The rules of the threat scan, one added line (or one of the agent's texts) at a time: binary
-//! content, hidden or reordering characters, words and HTML comments aimed at reviewers or agents,
-//! a build, install or CI script ([`is_script`]) gaining a download, obfuscated code. Pure.
+//! content, text aimed at reviewers or agents (`addressed.rs`), a build, install or CI script
+//! ([`is_script`]) gaining a download, a dependency from outside a registry (`supply.rs`),
+//! obfuscated code. Pure.
 //! Not for: secrets the runner holds, encoded or split (`scan::encoded`, matched by
+//! `scan::Scanner`), a credential read and a network call in one file (kept per file by
 //! `scan::Scanner`), or what a finding does to the task (`engine::outcome`).
 
-use super::Rule;
-
-/// Whether `path` is a build, install, CI or package-manager script: a file whose code runs
-/// when the project is built, installed, tested or checked in CI — with that job's secrets.
-pub fn is_script(path: &str) -> bool {
-    let name = path.rsplit('/').next().unwrap_or(path);
-    let lower = name.to_ascii_lowercase();
-    let in_folder = |folder: &str| {
-        path.starts_with(&format!("{folder}/")) || path.contains(&format!("/{folder}/"))
-    };
-    const NAMES: [&str; 22] = [
-        "makefile",
-        "gnumakefile",
-        "justfile",
-        "rakefile",
-        "jenkinsfile",
-        "build.rs",
-        "setup.py",
-        "setup.cfg",
-        "pyproject.toml",
-        "package.json",
-        "cargo.toml",
-        "gemfile",
-        "composer.json",
-        "cmakelists.txt",
-        "configure",
-        "containerfile",
-        ".npmrc",
-        ".yarnrc",
-        ".yarnrc.yml",
-        ".gitlab-ci.yml",
-        ".travis.yml",
-        ".pre-commit-config.yaml",
-    ];
-    const SUFFIXES: [&str; 11] = [
-        ".sh",
-        ".bash",
-        ".zsh",
-        ".ps1",
-        ".bat",
-        ".cmd",
-        ".mk",
-        ".gradle",
-        ".gradle.kts",
-        ".cmake",
-        ".gemspec",
-    ];
-    if prose(path) {
-        return false;
-    }
-    NAMES.contains(&lower.as_str())
-        || SUFFIXES.iter().any(|s| lower.ends_with(s))
-        || lower.starts_with("dockerfile")
-        || lower == "install"
-        || lower.starts_with("install.")
-        || lower.starts_with("azure-pipelines")
-        || [
-            "scripts",
-            "script",
-            "bin",
-            ".github",
-            ".circleci",
-            ".husky",
-            "ci",
-            ".ci",
-        ]
-        .iter()
-        .any(|f| in_folder(f))
-}
-
-/// What in a script line fetches from the network or runs fetched code.
-const NETWORK: &[&str] = &[
-    "curl ",
-    "curl\t",
-    "wget ",
-    "fetch(",
-    "invoke-webrequest",
-    "invoke-restmethod",
-    "iwr ",
-    "irm ",
-    "urllib",
-    "requests.get",
-    "requests.post",
-    "http.get(",
-    "https.get(",
-    "http.request(",
-    "require('http",
-    "require(\"http",
-    "require('net')",
-    "require(\"net\")",
-    "socket.socket(",
-    "/dev/tcp/",
-    "/dev/udp/",
-    " nc ",
-    "ncat ",
-    "socat ",
-    "| sh",
-    "|sh",
-    "| bash",
-    "|bash",
-    "| zsh",
-    "| python",
-    "| sudo",
-    "sh -c \"$(",
-    "bash -c \"$(",
-    "eval \"$(",
-    "eval $(",
-    "base64 -d",
-    "base64 --decode",
-];
-
-/// Words that speak to a reviewer or an agent rather than about the code.
-const ADDRESSED: [&str; 16] = [
-    "ignore previous instructions",
-    "ignore all previous",
-    "ignore the previous",
-    "ignore the above",
-    "disregard previous",
-    "disregard all previous",
-    "disregard the above",
-    "forget your instructions",
-    "new instructions:",
-    "note to the reviewer",
-    "note to reviewers",
-    "note to the ai",
-    "to the ai reviewer",
-    "approve this pull request",
-    "<|im_start|>",
-    "[/inst]",
-];
-
-/// Whether `needle` occurs in `hay` starting a word (a pattern that starts with a letter is not
-/// found inside another word: `irm ` is not in `confirm `).
-fn contains_word(hay: &str, needle: &str) -> bool {
-    let starts_with_letter = needle.starts_with(|c: char| c.is_ascii_alphanumeric());
-    hay.match_indices(needle).any(|(at, _)| {
-        !starts_with_letter
-            || hay[..at]
-                .chars()
-                .next_back()
-                .is_none_or(|c| !c.is_ascii_alphanumeric() && c != '_')
-    })
-}
-
-/// Characters that hide or reorder text: bidirectional controls, zero-width characters, tag
-/// characters (text no one sees, which an agent reads).
-fn hidden(c: char) -> bool {
-    matches!(c,
-        '\u{202A}'..='\u{202E}' | '\u{2066}'..='\u{2069}' | '\u{200B}'..='\u{200D}'
-        | '\u{2060}' | '\u{2062}'..='\u{2064}' | '\u{FEFF}' | '\u{E0000}'..='\u{E007F}')
-}
-
-/// Files whose long unbroken lines are expected (generated, minified, data).
-fn generated(path: &str) -> bool {
-    let lower = path.to_ascii_lowercase();
-    [
-        ".min.js",
-        ".min.css",
-        ".map",
-        ".lock",
-        "-lock.json",
-        ".lock.json",
-        ".svg",
-        ".snap",
-        ".pb.go",
-        ".sum",
-        ".json",
-        ".jsonl",
-        ".ndjson",
-    ]
-    .iter()
-    .any(|s| lower.ends_with(s))
-}
-
-fn prose(path: &str) -> bool {
-    let lower = path.to_ascii_lowercase();
-    [".md", ".markdown", ".txt", ".rst", ".adoc"]
-        .iter()
-        .any(|s| lower.ends_with(s))
-}
+use super::paths::{generated, is_script, prose};
+use super::{addressed, supply, Rule};
 
 /// The rules one added line of `path` breaks, each with what it saw (never a secret).
 pub fn line(path: &str, text: &[u8], out: &mut Vec<(Rule, String)>) {
@@ -192,16 +16,20 @@ pub fn line(path: &str, text: &[u8], out: &mut Vec<(Rule, String)>) {
         return;
     }
     let text = String::from_utf8_lossy(text);
-    addressed(&text, out);
-    if prose(path) && hidden_comment(&text) {
+    let prose = prose(path);
+    if prose && (addressed::hidden_comment(&text) || addressed::markdown_comment(&text)) {
         out.push((
             Rule::AddressedToAgents,
-            "an HTML comment: text a rendered page hides from people".to_string(),
+            "a comment a rendered page hides from people (HTML or markdown)".to_string(),
         ));
     }
+    addressed::addressed(&text, out);
+    if let Some(part) = addressed::comment_part(path, prose, &text) {
+        addressed::shaped(part, out);
+    }
+    let lower = text.to_ascii_lowercase();
     if is_script(path) {
-        let lower = text.to_ascii_lowercase();
-        if let Some(hit) = NETWORK.iter().find(|n| contains_word(&lower, n)) {
+        if let Some(hit) = supply::network_in(&lower) {
             out.push((
                 Rule::ScriptNetwork,
                 format!(
@@ -211,79 +39,44 @@ pub fn line(path: &str, text: &[u8], out: &mut Vec<(Rule, String)>) {
             ));
         }
     }
+    if let Some(what) = supply::dependency_source(path, &text) {
+        out.push((
+            Rule::DependencySource,
+            format!("a dependency from outside a registry: {what}"),
+        ));
+    }
     if !generated(path) {
         obfuscated(&text, out);
     }
-}
-
-/// An HTML comment that says something (five words or more): a marker such as
-/// `<!-- prettier-ignore -->` is not text hidden from people.
-fn hidden_comment(text: &str) -> bool {
-    text.split("<!--").skip(1).any(|rest| {
-        let inside = rest.split("-->").next().unwrap_or(rest);
-        inside.split_whitespace().count() >= 5
-    })
+    // One finding per rule and line: the first says most.
+    let mut rules = Vec::new();
+    out.retain(|(rule, _)| {
+        let first = !rules.contains(rule);
+        rules.push(*rule);
+        first
+    });
 }
 
 /// The rules a text of the agent's (a PR body, a report, findings) breaks. These texts are
 /// rendered as markdown, where an HTML comment — even an unclosed `<!--`, which hides the rest
 /// — shows people nothing while an agent reading the source sees it all; an agent's text has no
 /// reason to hold one (opentiger's own markers are added around it, never taken from it), so
-/// any outside code is a finding.
+/// any outside code is a finding, and so is a markdown `[//]: #` comment.
 pub fn text(text: &str, out: &mut Vec<(Rule, String)>) {
-    addressed(text, out);
-    if let Some(n) = comment_outside_code(text) {
+    if let Some(n) = addressed::comment_outside_code(text) {
         out.push((
             Rule::AddressedToAgents,
-            format!("an HTML comment (line {n}): text the rendered page hides from people"),
-        ));
-    }
-}
-
-/// The line (from 1) of the first `<!--` outside fenced code blocks and inline code spans.
-fn comment_outside_code(text: &str) -> Option<usize> {
-    let mut fence: Option<&str> = None;
-    for (i, raw) in text.lines().enumerate() {
-        let line = raw.trim_start();
-        if let Some(open) = fence {
-            if line.starts_with(open) {
-                fence = None;
-            }
-            continue;
-        }
-        if let Some(open) = ["```", "~~~"].into_iter().find(|f| line.starts_with(f)) {
-            fence = Some(open);
-            continue;
-        }
-        // Inside an inline code span when an odd number of backticks come before it.
-        let shown = line
-            .match_indices("<!--")
-            .any(|(at, _)| line[..at].matches('`').count() % 2 == 0);
-        if shown {
-            return Some(i + 1);
-        }
-    }
-    None
-}
-
-fn addressed(text: &str, out: &mut Vec<(Rule, String)>) {
-    // A byte-order mark opening a text is how some editors start a file, not hidden text.
-    let body = text.strip_prefix('\u{FEFF}').unwrap_or(text);
-    if let Some(c) = body.chars().find(|c| hidden(*c)) {
-        out.push((
-            Rule::HiddenText,
             format!(
-                "an invisible or reordering character (U+{:04X})",
-                u32::from(c)
+                "an HTML comment or markdown comment (line {n}): text the rendered page hides from people"
             ),
         ));
     }
-    let lower = text.to_lowercase();
-    if let Some(words) = ADDRESSED.iter().find(|w| lower.contains(*w)) {
-        out.push((
-            Rule::AddressedToAgents,
-            format!("text aimed at a reviewer or an agent (\"{words}\")"),
-        ));
+    addressed::addressed(text, out);
+    if let Some(line) = text
+        .lines()
+        .find(|l| addressed::speaks_to_reviewer(&l.to_lowercase()).is_some())
+    {
+        addressed::shaped(line, out);
     }
 }
 

@@ -73,6 +73,15 @@ pub(super) fn act(
                 .lines
                 .push(format!("warning: agents run unconfined: {}", p.detail));
         }
+        // Issue 47: where no view of their own holds the agents' files, what that leaves open.
+        // (Under `sandbox.filesystem: none` the warning above says it already.)
+        if let Ok(walls) = crate::sandbox::file_walls(&ctx.config.sandbox) {
+            if matches!(walls, crate::sandbox::FileWalls::SocketFilter { .. }) {
+                summary
+                    .lines
+                    .push(format!("warning: agents' files: {}", walls.describe()));
+            }
+        }
         // Issue 37: where no namespace holds the agents' network, what that leaves open.
         if let Ok(isolation) = crate::sandbox::network_isolation(&ctx.config.sandbox) {
             if isolation != crate::sandbox::NetIsolation::Namespace {

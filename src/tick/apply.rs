@@ -352,7 +352,21 @@ fn verify(
     let redactor = ctx.redactor();
     let links = crate::workspace::links_between(&git, start, head).map_err(setup)?;
     let summary = output.record.run.summary.clone().unwrap_or_default();
-    let texts = [("the PR body", summary.as_str())];
+    // Issue 48: the bundle's commit messages leave the job with it: scanned like the PR body.
+    let mut messages = git
+        .run(&["log", "--format=%B", &format!("{start}..{head}")])
+        .map_err(setup)?;
+    if messages.len() > 64 * 1024 {
+        let mut cut = 64 * 1024;
+        while !messages.is_char_boundary(cut) {
+            cut -= 1;
+        }
+        messages.truncate(cut);
+    }
+    let texts = [
+        ("the PR body", summary.as_str()),
+        ("the commit messages", messages.as_str()),
+    ];
     check_content(
         task,
         &ctx.config,

@@ -320,6 +320,28 @@ fn view(
         budget_usd: ctx.config.budget.per_task_usd,
         evidence,
         verification,
+        findings: held_findings(store, task)?,
         criteria: store.latest_criteria(&task.id)?,
     })
+}
+
+/// Issue 48: what held the latest change of a task waiting on a person, each finding whole.
+pub fn held_findings(store: &Store, task: &crate::model::Task) -> Result<Vec<String>, Failure> {
+    let waits =
+        task.state() == crate::model::TaskState::blocked(crate::model::BlockReason::AwaitingHuman);
+    if !waits {
+        return Ok(Vec::new());
+    }
+    let runs = store.runs_of(&task.id, 1)?;
+    Ok(runs
+        .first()
+        .filter(|r| r.failure_code == Some(crate::model::FailureCode::ThreatFlagged))
+        .and_then(|r| r.error.as_deref())
+        .map(|e| {
+            crate::model::excerpt::findings(e)
+                .into_iter()
+                .map(String::from)
+                .collect()
+        })
+        .unwrap_or_default())
 }

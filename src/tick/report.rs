@@ -146,7 +146,7 @@ pub fn report_tick(ctx: &Context, summary: &TickSummary) {
     };
     if let (Some(path), Some(mut text)) = (step_summary, job_summary) {
         use std::io::Write as _;
-        text.push_str(&crate::sandbox::summary_markdown(&ctx.config.sandbox));
+        text.push_str(&crate::sandbox::summary_markdown(&ctx.config));
         let written = std::fs::OpenOptions::new()
             .create(true)
             .append(true)

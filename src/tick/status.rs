@@ -94,6 +94,7 @@ pub fn view(ctx: &Context, store: &Store, all: bool) -> Result<StatusView, Failu
                     .and_then(|pr| store.pull_checks(pr).ok().flatten())
                     .map(|(_, c)| c.state);
                 view.family = Some(store.family_runs(&t.id)?);
+                view.findings = crate::tick::progress::held_findings(store, t)?;
                 Ok(view)
             })
             .collect::<Result<_, Failure>>()?,

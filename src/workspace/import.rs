@@ -9,26 +9,32 @@
 //!    only leave files out) and no attribute, filter or config of the workspace. A nested
 //!    repository shows as `dir/`, and any other `.git` in a folder of the result is found by
 //!    `lstat` (git lists none): both are refused by name.
-//! 3. What changed is hashed by `git hash-object -w --no-filters --stdin-paths` (the bytes as
-//!    they are; a link's target is written to a file of the runner's first), and the trees on
-//!    the changed paths are written again from the listing the workspace was filled from
-//!    (`trees.rs`): the rest keep their ids; `diff-tree --numstat` gives the line counts. Four
-//!    git processes in all, each started at once and fed when its input is known, so their
-//!    start-up overlaps the `lstat`s.
+//! 3. What changed is read by the runner itself (`read.rs`: from the top without following a
+//!    link, never waiting on a FIFO, a regular file of the size `lstat` gave) and written as
+//!    blobs by one `git fast-import` taking each by its length (`blobs.rs`): no name passes
+//!    through a line-separated protocol (issue 48). The trees on the changed paths are written
+//!    again from the listing the workspace was filled from (`trees.rs`): the rest keep their
+//!    ids; `diff-tree --numstat` gives the line counts. Four git processes in all, each
+//!    started at once and fed when its input is known, so their start-up overlaps the
+//!    `lstat`s.
 //!
-//! Sizes are known from `lstat` before any content is read.
+//! Sizes are known from `lstat` before any content is read. While git lists the new files,
+//! the work tree is walked for what would make git wait or miss files (`look::blocker`: a
+//! FIFO such as a `.gitignore` git would wait on, a socket or device, a folder no one can
+//! read); one ends the listing and is refused by name.
 //!
 //! Not for: judging what the change holds (`runner::checks`, `runner::content`) or committing its
 //! tree (`Workspace::commit`, in `workspace`).
 
 use std::collections::HashMap;
-use std::os::unix::ffi::OsStrExt;
 use std::path::Path;
 
+use super::blobs::{AddError, BlobWriter};
 use super::fill::{self, Tracked, EXECUTABLE, FILE, LINK, LINK_MAX};
-use super::look;
+use super::{look, read};
 use super::{Change, Workspace};
 use crate::git::{parse_numstat_z, Git, GitError, NumstatEntry};
+use crate::policy::names::{shown, shown_bytes};
 
 /// A symbolic link the change adds or changes: its path, target, and where the target leads
 /// in the tree after the change (`None`: out of the tree, absolute, or a loop).
@@ -107,12 +113,12 @@ pub(super) fn import(
     // processes of the import start now too, so that their start-up overlaps the looking, and
     // are fed once their input is known.
     let mut child = lister.spawn(&args)?;
-    let hasher = Early::start(repo, &HASH_OBJECT);
+    let blobs = BlobWriter::start(repo, &own.join("marks"));
     let writer = super::trees::TreeWriter::start(repo);
     let differ = Early::start(repo, &DIFF_TREE);
     drop(child.stdin.take());
     let listing = child.stdout.take();
-    let (looked, others) = std::thread::scope(|scope| {
+    let (looked, blocker, others) = std::thread::scope(|scope| {
         let reading = scope.spawn(move || -> std::io::Result<Vec<u8>> {
             let mut out = Vec::new();
             if let Some(mut listing) = listing {
@@ -120,10 +126,22 @@ pub(super) fn import(
             }
             Ok(out)
         });
+        // Issue 48: git opens every `.gitignore` it meets and waits on one that is a FIFO; the
+        // walk finds such a one (or a folder no one can read) and ends git's listing.
+        let walking = scope.spawn(|| look::blocker(root));
         let looked = look::changed(root, tracked);
-        (looked, reading.join())
+        let blocker = walking
+            .join()
+            .unwrap_or_else(|_| Some("the walk of the work tree failed".to_string()));
+        if blocker.is_some() {
+            let _ = child.kill();
+        }
+        (looked, blocker, reading.join())
     });
     let finished = lister.finish(&args, child);
+    if let Some(blocker) = blocker {
+        return Err(ImportError::Refused(blocker));
+    }
     let others = match others {
         Ok(Ok(out)) => out,
         Ok(Err(e)) => {
@@ -138,18 +156,25 @@ pub(super) fn import(
         mut candidates,
         deleted,
     } = looked;
-    for path in others.split(|b| *b == 0).filter(|p| !p.is_empty()) {
-        let path = String::from_utf8_lossy(path).into_owned();
+    for raw in others.split(|b| *b == 0).filter(|p| !p.is_empty()) {
+        let Ok(path) = String::from_utf8(raw.to_vec()) else {
+            return Err(ImportError::Refused(format!(
+                "the file name {} is not UTF-8 (shown escaped): rename it",
+                shown_bytes(raw)
+            )));
+        };
         if let Some(dir) = path.strip_suffix('/') {
             return Err(ImportError::Refused(format!(
-                "{dir} is a git repository inside the change (a nested repository or submodule): leave it out"
+                "{} is a git repository inside the change (a nested repository or submodule): leave it out",
+                shown(dir)
             )));
         }
         candidates.push(path);
     }
     if let Some(bad) = candidates.iter().find(|p| !fill::safe_path(p)) {
         return Err(ImportError::Refused(format!(
-            "{bad} is a path git must not hold (a .git folder inside the change)"
+            "{} is a path git must not hold (a .git folder inside the change)",
+            shown(bad)
         )));
     }
     // git lists no `.git` entry: one in a folder it walks into (`git init` in a tracked
@@ -158,52 +183,40 @@ pub(super) fn import(
     let files = candidates.iter().map(String::as_str);
     if let Some(dot_git) = look::nested_git(root, files, tracked) {
         return Err(ImportError::Refused(format!(
-            "{dot_git} is a git repository or a link to one inside the change (a nested repository, a `gitdir:` file or a link named .git): leave it out"
+            "{} is a git repository or a link to one inside the change (a nested repository, a `gitdir:` file or a link named .git): leave it out",
+            shown(&dot_git)
         )));
     }
-    // Sizes and kinds before contents.
-    let links_dir = own.join("links");
-    let mut to_hash: Vec<(String, String, u64, std::path::PathBuf)> = Vec::new();
+    // Sizes and kinds before contents, each path looked at from the top without following a
+    // link (issue 48: names are data).
+    let io = |path: &str, e: std::io::Error| {
+        ImportError::Refused(format!(
+            "{} could not be read ({e}): make it readable by the runner, or leave it out",
+            shown(path)
+        ))
+    };
+    let mut work = read::Tree::open(root).map_err(|e| io(".", e))?;
+    let mut to_hash: Vec<(String, String, u64)> = Vec::new();
     let mut link_targets: HashMap<String, String> = HashMap::new();
     for path in candidates {
-        let full = root.join(std::ffi::OsStr::from_bytes(path.as_bytes()));
-        let meta = std::fs::symlink_metadata(&full)
-            .map_err(|e| ImportError::Refused(format!("{path} could not be read: {e}")))?;
-        let kind = meta.file_type();
-        if kind.is_symlink() {
-            let target = std::fs::read_link(&full)
-                .map_err(|e| ImportError::Refused(format!("{path}: {e}")))?;
-            let bytes = target.as_os_str().as_bytes();
-            if bytes.len() as u64 > LINK_MAX {
+        match work.kind(&path).map_err(|e| io(&path, e))? {
+            read::Kind::Link { size } => to_hash.push((path, LINK.to_string(), size)),
+            read::Kind::File { size, executable } => {
+                let mode = if executable { EXECUTABLE } else { FILE };
+                to_hash.push((path, mode.to_string(), size));
+            }
+            read::Kind::Other(what) => {
                 return Err(ImportError::Refused(format!(
-                    "{path} is a link of {} bytes",
-                    bytes.len()
+                    "{} is {what}, neither a file nor a link: leave it out",
+                    shown(&path)
                 )));
             }
-            std::fs::create_dir_all(&links_dir).map_err(|e| ImportError::Refused(e.to_string()))?;
-            let holder = links_dir.join(to_hash.len().to_string());
-            crate::scratch::write_private(&holder, bytes)
-                .map_err(|e| ImportError::Refused(e.to_string()))?;
-            link_targets.insert(path.clone(), String::from_utf8_lossy(bytes).into_owned());
-            to_hash.push((path, LINK.to_string(), meta.len(), holder));
-        } else if kind.is_file() {
-            let mode = if std::os::unix::fs::PermissionsExt::mode(&meta.permissions()) & 0o111 != 0
-            {
-                EXECUTABLE
-            } else {
-                FILE
-            };
-            to_hash.push((path, mode.to_string(), meta.len(), full));
-        } else {
-            return Err(ImportError::Refused(format!(
-                "{path} is neither a file nor a link (a device, socket or pipe): leave it out"
-            )));
         }
     }
     // Issue 36: sizes before contents. Nothing over a limit is read, by us or by git.
     let sizes: Vec<(String, u64)> = to_hash
         .iter()
-        .map(|(path, _, size, _)| (path.clone(), *size))
+        .map(|(path, _, size)| (shown(path), *size))
         .collect();
     let too_large = crate::policy::size_violations(&sizes, limits.file, limits.change);
     if !too_large.is_empty() {
@@ -211,21 +224,25 @@ pub(super) fn import(
             crate::policy::summary(&too_large).replace('\n', "; "),
         ));
     }
-    let mut paths = Vec::new();
-    for (_, _, _, file) in &to_hash {
-        paths.extend_from_slice(file.as_os_str().as_bytes());
-        paths.push(b'\n');
+    let mut blobs = blobs?;
+    for (path, mode, size) in &to_hash {
+        let added = if mode == LINK {
+            let target = work
+                .link_target(path, LINK_MAX as usize)
+                .map_err(|e| io(path, e))?;
+            link_targets.insert(path.clone(), String::from_utf8_lossy(&target).into_owned());
+            blobs.add(target.len() as u64, &mut target.as_slice())
+        } else {
+            let mut file = work.open_file(path, *size).map_err(|e| io(path, e))?;
+            blobs.add(*size, &mut file)
+        };
+        match added {
+            Ok(()) => {}
+            Err(AddError::Read(e)) => return Err(io(path, e)),
+            Err(AddError::Git(e)) => return Err(e.into()),
+        }
     }
-    let hashed = hasher?.answer(&paths)?;
-    let oids: Vec<&str> = hashed.lines().collect();
-    if oids.len() != to_hash.len() {
-        return Err(repo
-            .failure(
-                &HASH_OBJECT,
-                format!("{} ids for {} files", oids.len(), to_hash.len()),
-            )
-            .into());
-    }
+    let oids = blobs.finish()?;
     let before: HashMap<&str, &Tracked> = tracked.iter().map(|t| (t.path.as_str(), t)).collect();
     let mut changes: Vec<Change> = deleted
         .into_iter()
@@ -235,14 +252,14 @@ pub(super) fn import(
             size: 0,
         })
         .collect();
-    for ((path, mode, size, _), oid) in to_hash.into_iter().zip(oids) {
+    for ((path, mode, size), oid) in to_hash.into_iter().zip(oids) {
         let same = before
             .get(path.as_str())
             .is_some_and(|t| t.mode == mode && t.oid == oid);
         if !same {
             changes.push(Change {
                 path,
-                after: Some((mode, oid.to_string())),
+                after: Some((mode, oid)),
                 size,
             });
         }
@@ -263,9 +280,11 @@ pub(super) fn import(
         .iter()
         .filter(|t| t.mode == LINK)
         .filter_map(|t| {
-            let full = root.join(std::ffi::OsStr::from_bytes(t.path.as_bytes()));
-            let target = std::fs::read_link(full).ok()?;
-            Some((t.path.clone(), target.to_string_lossy().into_owned()))
+            let target = work.link_target(&t.path, LINK_MAX as usize).ok()?;
+            Some((
+                t.path.clone(),
+                String::from_utf8_lossy(&target).into_owned(),
+            ))
         })
         .collect();
     for change in &changes {
@@ -290,10 +309,6 @@ pub(super) fn import(
         links,
     })
 }
-
-/// Hashes files into the runner's repository, bytes as they are: their paths in, one per
-/// line; their blob ids out, in order.
-const HASH_OBJECT: [&str; 4] = ["hash-object", "-w", "--no-filters", "--stdin-paths"];
 
 /// The line counts between two trees, asked on stdin (`<from> <to>`).
 const DIFF_TREE: [&str; 7] = [

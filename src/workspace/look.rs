@@ -1,6 +1,7 @@
 //! Looking at a work tree without reading any file: which of the files written into it may
 //! have changed (their `lstat` against what was written, never through a link, on every core
-//! as `git add` does its own), and where a `.git` hides among the folders of a change.
+//! as `git add` does its own), where a `.git` hides among the folders of a change, and what in
+//! it would make the runner's git wait or miss files ([`blocker`]).
 //!
 //! Not here: reading or hashing what changed (`import.rs`).
 
@@ -101,6 +102,58 @@ pub(super) fn nested_git<'a>(
         (real.folder(root, &dir) && std::fs::symlink_metadata(dot_git).is_ok())
             .then(|| format!("{folder}/.git"))
     })
+}
+
+/// Issue 48: the first thing in the work tree that would make the runner's `git ls-files`
+/// wait or silently miss files, described: a FIFO, a socket or a device (git opens every
+/// `.gitignore` it meets and waits on a FIFO with no writer; anywhere else git leaves one out
+/// without a word, so it is refused by name), or a folder that cannot be read (its files
+/// would silently go missing). Folders are read by their
+/// entries' types (no `stat`, no file opened), never through a link; `.git` entries are left
+/// out, as git leaves them.
+pub(super) fn blocker(root: &Path) -> Option<String> {
+    let shown = |p: &Path| {
+        crate::policy::names::shown_bytes(
+            p.strip_prefix(root)
+                .unwrap_or(p)
+                .as_os_str()
+                .as_encoded_bytes(),
+        )
+    };
+    let mut todo: Vec<PathBuf> = vec![root.to_path_buf()];
+    while let Some(dir) = todo.pop() {
+        let entries = match std::fs::read_dir(&dir) {
+            Ok(entries) => entries,
+            Err(e) => {
+                let name = if dir == root {
+                    ".".to_string()
+                } else {
+                    shown(&dir)
+                };
+                return Some(format!(
+                    "the folder {name} could not be read ({e}): make it readable by the runner, or leave it out"
+                ));
+            }
+        };
+        for entry in entries.flatten() {
+            let name = entry.file_name();
+            if name == ".git" {
+                continue;
+            }
+            let Ok(kind) = entry.file_type() else {
+                continue;
+            };
+            if kind.is_dir() {
+                todo.push(entry.path());
+            } else if !kind.is_file() && !kind.is_symlink() {
+                return Some(format!(
+                    "{} is a pipe (FIFO), a socket or a device, not a file: leave it out",
+                    shown(&entry.path())
+                ));
+            }
+        }
+    }
+    None
 }
 
 /// Whether every folder above a file is a real folder of the work tree (not a link, not a

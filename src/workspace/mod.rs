@@ -10,9 +10,10 @@
 //! ever reads it.
 //!
 //! The agent's result is taken as data (`import.rs`): the files are compared with what was
-//! written (their `lstat`, never following a link), what changed is hashed by the runner's git
-//! with `--no-filters`, new files are found with a private index of the runner's (in a folder
-//! no agent can write), and the trees on the changed paths are written again. No git command of the runner's runs with
+//! written (their `lstat`, never following a link), what changed is read by the runner itself
+//! and written as blobs by the runner's git (names never pass through a line protocol), new
+//! files are found with a private index of the runner's (in a folder no agent can write), and
+//! the trees on the changed paths are written again. No git command of the runner's runs with
 //! the workspace's git dir, config, attributes, hooks or index; nothing of the runner's
 //! repository is snapshotted and put back, so a person's commits, branches, tags, stashes and
 //! fetches during a run are never touched. The runner commits the tree itself
@@ -24,10 +25,12 @@
 //! Not here: where a run's commit goes (`branches.rs`), what a change may hold
 //! (`runner::checks`), the agent's sandbox (`runner`, `sandbox`).
 
+mod blobs;
 mod branches;
 mod fill;
 mod import;
 mod look;
+mod read;
 mod trees;
 
 use std::path::{Path, PathBuf};

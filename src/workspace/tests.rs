@@ -253,21 +253,35 @@ fn a_submodule_checked_out_in_its_own_folder_changes_nothing() {
     assert!(ws.import(NO_LIMITS).unwrap().is_empty());
 }
 
-/// A pipe is never read (it would block): git holds no such thing, so it is left out, and a
-/// tracked file turned into one is gone from the change.
+/// A pipe is never read (it would block): one in the work tree — new, or a tracked file turned
+/// into one — is refused by name (issue 48: git would leave it out without a word, and wait on
+/// one named `.gitignore`).
 #[test]
-fn a_fifo_is_left_out_and_never_read() {
+fn a_fifo_is_refused_by_name_and_never_read() {
     let (_dir, git, head) = sample();
     let ws = Workspace::open_detached(&git, "t", &head).unwrap();
-    let fifo = std::ffi::CString::new(ws.path.join("pipe").display().to_string()).unwrap();
-    // SAFETY: test-only mkfifo with a valid path.
-    assert_eq!(unsafe { libc::mkfifo(fifo.as_ptr(), 0o644) }, 0);
     std::fs::remove_file(ws.path.join("README.md")).unwrap();
     let readme = std::ffi::CString::new(ws.path.join("README.md").display().to_string()).unwrap();
-    // SAFETY: as above.
+    // SAFETY: test-only mkfifo with a valid path.
     assert_eq!(unsafe { libc::mkfifo(readme.as_ptr(), 0o644) }, 0);
-    let imported = ws.import(NO_LIMITS).unwrap();
-    assert_eq!(kinds(&imported), [("README.md".to_string(), None)]);
+    match ws.import(NO_LIMITS) {
+        Err(ImportError::Refused(why)) => {
+            assert!(why.starts_with("README.md is a pipe (FIFO)"), "{why}")
+        }
+        other => panic!("{other:?}"),
+    }
+    std::fs::remove_file(ws.path.join("README.md")).unwrap();
+    std::fs::create_dir(ws.path.join("sub")).unwrap();
+    let ignore =
+        std::ffi::CString::new(ws.path.join("sub/.gitignore").display().to_string()).unwrap();
+    // SAFETY: as above.
+    assert_eq!(unsafe { libc::mkfifo(ignore.as_ptr(), 0o644) }, 0);
+    match ws.import(NO_LIMITS) {
+        Err(ImportError::Refused(why)) => {
+            assert!(why.starts_with("sub/.gitignore is a pipe"), "{why}")
+        }
+        other => panic!("{other:?}"),
+    }
 }
 
 /// The runner commits on the task branch from the start only: a compare-and-swap.

@@ -4,7 +4,7 @@
 //! of its own) is ended by the next tick.
 
 use super::common::minute;
-use super::{commit_on_main, kill_the_tick_once_left, leftover, Attack};
+use super::{commit_on_main, kill_the_tick_once_left, leftover, without_view, Attack};
 
 /// A redirect of the workspace's git folder (`redirect`: shell lines, `$OWN` the agent's own
 /// git folder, `$ELSEWHERE` a folder the runner's user may write and the agent may not) on a
@@ -49,11 +49,21 @@ fn a_gitdir_redirect_on_a_task_with_a_check_makes_nothing_where_it_points() {
 }
 
 /// A check whose first run leaves a process in a session of its own and waits to be killed
-/// with its tick: the next tick ends it (its group was recorded under the runner's own
-/// repository), and the task lands.
+/// with its tick: without a view (`sandbox.view: none`) the next tick ends it (its group was
+/// recorded under the runner's own repository), and the task lands.
 #[test]
 fn after_a_tick_killed_during_a_check_the_next_one_ends_what_the_check_left() {
-    let a = Attack::plain();
+    check_leftover_of_a_killed_tick(false);
+}
+
+/// In its view, the check's leftover ends with the killed tick (issue 47).
+#[test]
+fn a_tick_killed_during_a_check_in_a_view_takes_what_it_left_with_it() {
+    check_leftover_of_a_killed_tick(true);
+}
+
+fn check_leftover_of_a_killed_tick(view: bool) {
+    let a = Attack::new(without_view(view));
     let script = leftover(
         &a,
         "check-lingerer.sh",
@@ -79,7 +89,7 @@ fn after_a_tick_killed_during_a_check_the_next_one_ends_what_the_check_left() {
         "sh check.sh",
     ]);
     let shell = a.jail.spawn(&minute(0), &["tick"], &[]);
-    kill_the_tick_once_left(&a, shell, &script);
+    kill_the_tick_once_left(&a, shell, &script, !view);
     // `tick` checks that nothing of the case is alive after it.
     for i in 1..6 {
         a.tick(i * 10, &[]);

@@ -91,23 +91,34 @@ fn a_commondir_pointing_at_the_agent_s_git_folder_runs_nothing_of_its() {
     assert_eq!(run["status"], "success", "{run}");
 }
 
-/// Redirect 3: the judge does it in its review workspace (and leaves a changed file there); the
-/// runner reads nothing back from it, runs nothing of it, and the reviewed change merges as it
-/// was pushed.
+/// Redirect 3: the judge tries it in its review workspace, which it may read but not write
+/// (issue 47): every write there is refused, nothing of it runs, the runner reads nothing back
+/// from it, and the reviewed change merges as it was pushed.
 #[test]
 fn a_judge_redirecting_its_workspace_git_runs_nothing_and_changes_nothing() {
     let a = Attack::plain();
     let filter = evil_filter(&a);
     a.agent("true");
     a.jail.g.judge(&format!(
-        "#!/bin/sh\nLOOT={loot}\n{STEAL}cd \"$OPENTIGER_WORKSPACE\"\nRUNNER_GIT={runner}\nFILTER={filter}\n{EVIL_GIT_DIR}\nrm -rf \"$OWN\" 2>/dev/null\necho \"gitdir: $EVIL\" > .git\necho judged > judged.txt\n{AGENT_RUNS_IT}\necho '{{\"verdict\": \"approve\", \"summary\": \"fine\"}}' > \"$OPENTIGER_RESULT_FILE\"\n",
+        "#!/bin/sh\nLOOT={loot}\n{STEAL}cd \"$OPENTIGER_WORKSPACE\"\nRUNNER_GIT={runner}\nFILTER={filter}\n{EVIL_GIT_DIR}\nrm -rf \"$OWN\" 2>/dev/null\necho \"gitdir: $EVIL\" > .git\necho judged > judged.txt\n{AGENT_RUNS_IT}\nif [ -e judged.txt ]; then echo 'WROTE: the judge' >> \"$LOOT\"; else echo 'refused: the judge' >> \"$LOOT\"; fi\necho '{{\"verdict\": \"approve\", \"summary\": \"fine\"}}' > \"$OPENTIGER_RESULT_FILE\"\n",
         loot = a.jail.loot.display(),
         runner = a.jail.g.path().join(".git").display()
     ));
     a.tasks(&[]);
     a.ticks(&[]);
-    redirect_failed(&a);
-    assert!(a.landed("attacked.txt"));
+    let loot = a.loot();
+    assert!(
+        loot.contains("refused: the judge"),
+        "the twin: the judge ran:\n{loot}"
+    );
+    assert!(
+        !loot.contains("WROTE"),
+        "the judge wrote its workspace:\n{loot}"
+    );
+    assert!(!loot.contains("ran: filter"), "the filter ran:\n{loot}");
+    assert!(!loot.contains(CANARY), "{loot}");
+    assert!(!a.jail.g.path().join(".git/evil").exists());
+    assert!(a.landed("attacked.txt") && a.landed("plain.txt"));
     assert!(
         !a.landed("judged.txt"),
         "nothing the judge wrote is read back"

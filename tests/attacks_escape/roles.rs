@@ -86,8 +86,10 @@ fn no_role_writes_the_runner_s_repository(role: Role) {
                 &a,
                 &[("docs/requirement.md", "# Greeter\n\n## Goal\nGreet.\n")],
             );
+            // Issue 47: the planner reads its workspace; it may not write it either.
+            let own = "(echo x > \"$OPENTIGER_WORKSPACE/own.txt\") 2>/dev/null && wrote own-workspace || echo \"refused: own workspace by $WHO\" >> \"$LOOT\"\n";
             a.jail.g.planner(&format!(
-                "#!/bin/sh\n{stealer}{trespass}echo '{{\"tasks\": []}}' > \"$OPENTIGER_RESULT_FILE\"\n"
+                "#!/bin/sh\n{stealer}{trespass}{own}echo '{{\"tasks\": []}}' > \"$OPENTIGER_RESULT_FILE\"\n"
             ));
             "planner".to_string()
         }
@@ -182,6 +184,9 @@ fn no_role_writes_the_runner_s_repository(role: Role) {
         !loot.contains("WROTE"),
         "{role:?} wrote the runner's repository:\n{loot}"
     );
+    if matches!(role, Role::Planner) {
+        assert!(loot.contains("refused: own workspace by planner"), "{loot}");
+    }
     assert_eq!(aimed_at(&runner), before, "{role:?}");
     let heads = git(
         &runner,

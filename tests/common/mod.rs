@@ -5,6 +5,7 @@ pub mod fake_cli;
 pub mod github;
 pub mod local_model;
 pub mod model_server;
+pub mod origin;
 pub mod real_clis;
 pub mod real_model;
 pub mod scripted;

@@ -166,16 +166,20 @@ impl Jail {
         }
     }
 
-    /// A case whose agents run under Landlock (`sandbox.filesystem: landlock`), allowed to
-    /// write the loot folder besides their own (`sandbox.writable`): what an agent found, it
-    /// drops there, and so does whatever ran outside its sandbox.
+    /// A case whose agents run under Landlock (`sandbox.filesystem: landlock`) and in a view
+    /// of their own where the kernel allows it, allowed to write the loot folder besides their
+    /// own (`sandbox.writable`): what an agent found, it drops there, and so does whatever ran
+    /// outside its sandbox. The tools folder, where the case's agent programs and their helper
+    /// scripts live (as a CLI's installation would), is readable in their view
+    /// (`sandbox.readable`).
     pub fn confined(setup: Setup) -> Jail {
         let jail = Jail::new(setup);
         let config_path = jail.g.path().join(".opentiger.yml");
         let config = std::fs::read_to_string(&config_path).expect("config");
         let sandbox = format!(
-            "sandbox:\n  filesystem: landlock\n  writable: [\"{}\"]\n",
-            jail.loot.parent().expect("loot folder").display()
+            "sandbox:\n  filesystem: landlock\n  writable: [\"{}\"]\n  readable: [\"{}\"]\n",
+            jail.loot.parent().expect("loot folder").display(),
+            jail.g.tools_path().display()
         );
         assert!(
             config.contains("sandbox:\n  filesystem: none\n"),
