@@ -47,16 +47,17 @@ impl ProviderApi {
         }
     }
 
+    /// Every shape, in the order the docs give them.
+    pub const ALL: [ProviderApi; 5] = [
+        ProviderApi::OpenaiChat,
+        ProviderApi::OpenaiResponses,
+        ProviderApi::Openai,
+        ProviderApi::Anthropic,
+        ProviderApi::Gemini,
+    ];
+
     pub fn from_word(word: &str) -> Option<ProviderApi> {
-        [
-            ProviderApi::OpenaiChat,
-            ProviderApi::OpenaiResponses,
-            ProviderApi::Openai,
-            ProviderApi::Anthropic,
-            ProviderApi::Gemini,
-        ]
-        .into_iter()
-        .find(|a| a.word() == word)
+        ProviderApi::ALL.into_iter().find(|a| a.word() == word)
     }
 
     /// For people: `OpenAI chat completions`.
@@ -522,18 +523,12 @@ pub(super) fn agents(
 
 /// The API shapes `executor` speaks, for a fix.
 fn speakable(executor: ExecutorKind) -> String {
-    [
-        ProviderApi::OpenaiChat,
-        ProviderApi::OpenaiResponses,
-        ProviderApi::Openai,
-        ProviderApi::Anthropic,
-        ProviderApi::Gemini,
-    ]
-    .into_iter()
-    .filter(|a| speaks(executor, *a).is_some())
-    .map(|a| format!("`api: {}`", a.word()))
-    .collect::<Vec<_>>()
-    .join(", ")
+    ProviderApi::ALL
+        .into_iter()
+        .filter(|a| speaks(executor, *a).is_some())
+        .map(|a| format!("`api: {}`", a.word()))
+        .collect::<Vec<_>>()
+        .join(", ")
 }
 
 #[cfg(test)]

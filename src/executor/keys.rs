@@ -185,6 +185,18 @@ pub fn config_fingerprint(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A variable lookup over `pairs`.
+    fn env(
+        pairs: &'static [(&'static str, &'static str)],
+    ) -> impl Fn(&str) -> Option<String> + Copy {
+        move |k: &str| {
+            pairs
+                .iter()
+                .find(|(n, _)| *n == k)
+                .map(|(_, v)| v.to_string())
+        }
+    }
     use crate::config::{AgentRole, Config};
     use crate::model::Role;
 
@@ -201,14 +213,6 @@ mod tests {
         );
         let command = agent("agents:\n  worker:\n    executor: command\n    command: [x]\n");
         let home = tempfile::tempdir().unwrap();
-        let env = |pairs: &'static [(&'static str, &'static str)]| {
-            move |k: &str| {
-                pairs
-                    .iter()
-                    .find(|(n, _)| *n == k)
-                    .map(|(_, v)| v.to_string())
-            }
-        };
         let none = env(&[]);
         let text = missing_key(&claude, none, Some(home.path())).expect("no key");
         for part in [
@@ -275,14 +279,6 @@ mod tests {
             agent(&format!(
                 "{local}agents:\n  worker:\n    executor: {executor}\n    provider: {provider}\n    model: m\n"
             ))
-        };
-        let env = |pairs: &'static [(&'static str, &'static str)]| {
-            move |k: &str| {
-                pairs
-                    .iter()
-                    .find(|(n, _)| *n == k)
-                    .map(|(_, v)| v.to_string())
-            }
         };
         // Another CLI key does not serve: the provider's is the one.
         let text = missing_key(

@@ -6,7 +6,7 @@
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use super::{git, Out};
+use super::Out;
 
 /// Where the recipe's model is served, and its name there.
 pub const ADDR: &str = "127.0.0.1:8080";
@@ -16,28 +16,14 @@ pub const FILE: &str = "sub.py";
 
 /// The shell block of the recipe, as written.
 pub fn recipe() -> String {
-    let page = include_str!("../../docs/agents.md");
-    let start = page
-        .find("<!-- local-model:start -->")
-        .expect("start marker");
-    let end = page.find("<!-- local-model:end -->").expect("end marker");
-    let body = page[start..end].split_once("```sh\n").expect("sh fence").1;
-    body.rsplit_once("```")
-        .expect("closing fence")
-        .0
-        .to_string()
+    super::marked_block(include_str!("../../docs/agents.md"), "local-model")
 }
 
 /// Runs the recipe with `AGENT=agent` in `dir`/my-project (a git repository with a commit on
 /// `main`), `opentiger` and `bins` first on PATH, `dir`/home the runner's home, no model key
 /// in the environment; returns the project and the output.
 pub fn run_recipe(dir: &Path, agent: &str, bins: &[PathBuf]) -> (PathBuf, Out) {
-    let project = dir.join("my-project");
-    std::fs::create_dir_all(&project).unwrap();
-    std::fs::write(project.join("README.md"), "# my project\n").unwrap();
-    git(&project, &["init", "-q", "-b", "main"]);
-    git(&project, &["add", "-A"]);
-    git(&project, &["commit", "-q", "-m", "initial"]);
+    let project = super::my_project(dir);
     let out = recipe_command(dir, agent, bins, &recipe())
         .output()
         .expect("bash");

@@ -6,29 +6,6 @@
 use super::*;
 use crate::config::{ProviderApi, ProviderConfig};
 
-/// A stand-in endpoint: answers every request with `response`, and sends each request's head
-/// and body it read.
-fn endpoint(response: Vec<u8>) -> (SocketAddr, mpsc::Receiver<(String, String)>) {
-    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
-    let addr = listener.local_addr().unwrap();
-    let (tx, rx) = mpsc::channel();
-    std::thread::spawn(move || {
-        for stream in listener.incoming().flatten() {
-            let (tx, response) = (tx.clone(), response.clone());
-            std::thread::spawn(move || {
-                let mut reader = BufReader::new(stream.try_clone().unwrap());
-                let head = read_head(&mut reader);
-                let mut body = vec![0u8; content_length(&head)];
-                let _ = reader.read_exact(&mut body);
-                let _ = tx.send((head, String::from_utf8_lossy(&body).into_owned()));
-                let mut stream = stream;
-                let _ = stream.write_all(&response);
-            });
-        }
-    });
-    (addr, rx)
-}
-
 fn chat_stream() -> Vec<u8> {
     let chunks = [
         r#"{"object":"chat.completion.chunk","model":"smollm2-135m","choices":[{"index":0,"delta":{"content":"Done."},"finish_reason":null}]}"#,
