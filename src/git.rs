@@ -592,11 +592,9 @@ pub(crate) fn temp_repo() -> (tempfile::TempDir, Git) {
     git.run(&["init", "-q"]).expect("git init");
     (dir, git)
 }
-
+#[path = "git_numstat.rs"]
+mod numstat;
 #[cfg(test)]
 #[path = "git_tests.rs"]
 mod tests;
-
-#[path = "git_numstat.rs"]
-mod numstat;
 pub use numstat::{parse_numstat_z, NumstatEntry};
