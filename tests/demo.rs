@@ -107,6 +107,21 @@ fn the_demo_streams_tick_by_tick() {
     assert_eq!(commits_on_main(), "4", "the demo merged its three changes");
 }
 
+/// `cargo` in `dir` as a person's shell runs it: without the variables `cargo test` gives a
+/// test (CARGO_PKG_NAME, CARGO_MANIFEST_DIR…), which build scripts such as ring's watch, so
+/// cargo would take them for a change and build those crates again.
+fn cargo_as_a_shell_runs_it(dir: &std::path::Path) -> std::process::Command {
+    let mut cargo = std::process::Command::new("cargo");
+    cargo.current_dir(dir);
+    for (name, _) in std::env::vars_os() {
+        let name = name.to_string_lossy();
+        if name.starts_with("CARGO_") && name != "CARGO_HOME" {
+            cargo.env_remove(&*name);
+        }
+    }
+    cargo
+}
+
 /// Issue 51: the README's command that puts the binary on PATH after the demo copies the build
 /// the demo ran — cargo compiles nothing — and `opentiger` is then found on PATH.
 #[test]
@@ -141,21 +156,11 @@ fn the_readme_puts_the_demo_build_on_path() {
         })
         .collect();
     let install_root = tempfile::tempdir().unwrap();
-    let mut install = std::process::Command::new("cargo");
-    install
+    let out = cargo_as_a_shell_runs_it(root)
         .args(&args)
-        .current_dir(root)
-        .env("CARGO_INSTALL_ROOT", install_root.path());
-    // As a person's shell runs it: without the variables `cargo test` gives a test
-    // (CARGO_PKG_NAME, CARGO_MANIFEST_DIR…), which build scripts such as ring's watch, so
-    // cargo would take them for a change and build those crates again.
-    for (name, _) in std::env::vars_os() {
-        let name = name.to_string_lossy();
-        if name.starts_with("CARGO_") && name != "CARGO_HOME" {
-            install.env_remove(&*name);
-        }
-    }
-    let out = install.output().unwrap();
+        .env("CARGO_INSTALL_ROOT", install_root.path())
+        .output()
+        .unwrap();
     let said = String::from_utf8_lossy(&out.stderr);
     assert!(out.status.success(), "{said}");
     assert!(!said.contains("Compiling"), "a second build: {said}");
@@ -241,4 +246,41 @@ fn each_ticks_lines_go_out_before_the_next_tick_starts() {
         );
     }
     assert!(ticks_that_worked >= 3, "{}", report.text);
+}
+
+/// The README's count of the crates a first build compiles is the dependency graph's: every
+/// package cargo builds for `cargo run` (normal and build dependencies, opentiger itself).
+#[test]
+fn the_readme_counts_the_crates_a_first_build_compiles() {
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+    let readme = std::fs::read_to_string(root.join("README.md")).unwrap();
+    let said: usize = readme
+        .split_once(" crates (")
+        .and_then(|(before, _)| before.rsplit(' ').next())
+        .and_then(|n| n.parse().ok())
+        .expect("README says how many crates the first build compiles: `N crates (`");
+    let out = cargo_as_a_shell_runs_it(root)
+        .args(["tree", "--offline", "--locked", "--prefix", "none"])
+        .args(["-e", "normal,build"])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    // `serde v1.0.0 (*)` repeats a package shown before; a package is its name and version.
+    let packages: std::collections::BTreeSet<String> = String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .filter_map(|l| {
+            let mut words = l.split_whitespace();
+            Some(format!("{} {}", words.next()?, words.next()?))
+        })
+        .collect();
+    assert_eq!(
+        said,
+        packages.len(),
+        "README says {said} crates; the graph has {}: {packages:?}",
+        packages.len()
+    );
 }
