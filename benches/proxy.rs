@@ -109,6 +109,7 @@ pub fn door(upstream: SocketAddr) -> Door {
             .collect(),
         provider_tools: Vec::new(),
         secrets: egress::Secrets::new(held()),
+        own_traffic: egress::OwnTraffic::default(),
     };
     let isolation = NetIsolation::Open {
         why: "the bench".to_string(),
@@ -315,6 +316,7 @@ fn door_in_namespace() -> Option<Door> {
         resolve: BTreeMap::new(),
         provider_tools: Vec::new(),
         secrets: egress::Secrets::default(),
+        own_traffic: egress::OwnTraffic::default(),
     };
     Door::open(spec, NetIsolation::Namespace).ok()
 }

@@ -4,7 +4,8 @@ opt-in real-model test (tests/real_model.rs, README "A real model behind a real 
     <server venv>/bin/python scripts/real-model-server.py MODEL ALIAS PORT USAGE_LOG [EXCHANGES]
 
 Every chat completion's `usage` (the server's own token counts) is appended to USAGE_LOG as
-one JSON line, for the test to compare with what opentiger metered; with EXCHANGES, each
+one JSON line, for the test to compare with what opentiger metered (marked `unanswered` when its
+client was gone by the time it was ready); with EXCHANGES, each
 request's messages and the model's answer too, for a person reading a run. Serves until
 killed.
 """
@@ -50,6 +51,9 @@ def main():
                 continue
             usage = found or usage
         if usage:
+            # An answer whose client is gone (its run ended first) reaches no meter: said so.
+            if await request.is_disconnected():
+                usage = dict(usage, unanswered=True)
             with open(usage_log, "a", encoding="utf-8") as log:
                 log.write(json.dumps(usage) + "\n")
         if exchanges:

@@ -99,9 +99,11 @@ impl Git {
         }
     }
 
-    /// The same repository for a thread reading while an agent runs (`tick::stop_watch`): no
-    /// sweep (it would end the agent, a child of the runner), and kept from the sweep ending
-    /// that run (none killed holding a ref lock); the run's set-up swept the runner's own git.
+    /// The same repository for a thread that reads while an agent runs (issue 51: a person's
+    /// stop request, `tick::stop_watch`): its remote commands do not sweep (the running agent
+    /// is a child of the runner the sweep would end), and they are kept from the sweep the end
+    /// of that run makes (so none is killed holding a ref lock). Nothing strays meanwhile from
+    /// the runner's own earlier git: the run's set-up swept after its last remote command.
     pub fn beside_a_run(&self) -> Git {
         let mut g = self.clone();
         g.beside_a_run = true;
@@ -590,11 +592,9 @@ pub(crate) fn temp_repo() -> (tempfile::TempDir, Git) {
     git.run(&["init", "-q"]).expect("git init");
     (dir, git)
 }
-
+#[path = "git_numstat.rs"]
+mod numstat;
 #[cfg(test)]
 #[path = "git_tests.rs"]
 mod tests;
-
-#[path = "git_numstat.rs"]
-mod numstat;
 pub use numstat::{parse_numstat_z, NumstatEntry};

@@ -160,6 +160,12 @@ fn codex_worker_runs_and_tokens_are_priced() {
     assert_eq!(
         run.argv(),
         [
+            "-c",
+            "features.plugins=false",
+            "-c",
+            "analytics.enabled=false",
+            "-c",
+            "check_for_update_on_startup=false",
             "exec",
             "--json",
             "--color",

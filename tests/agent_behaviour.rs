@@ -88,8 +88,11 @@ fn codex_gets_its_key_and_base_url_the_way_it_reads_them() {
     assert_eq!(env.get("CODEX_API_KEY"), Some(&placeholder));
     // Issue 46: codex's own web search, a tool the provider runs, is turned off behind a door
     // that does not allow it (`sandbox.network.provider_tools`).
+    // Issue 50: its own traffic (plugin sync, analytics, update check) is turned off first.
+    let quiet = codex::QUIET.len();
+    assert_eq!(run.argv()[..quiet], *codex::QUIET);
     assert_eq!(
-        run.argv()[..5],
+        run.argv()[quiet..quiet + 5],
         [
             "-c",
             "openai_base_url=\"http://127.0.0.1:3128/openai/v1\"",

@@ -8,7 +8,9 @@
 //!   another host; other paths. The stand-in sees the key only in the credential header; no
 //!   agent reads it, in any encoding; nothing derived from it reaches a branch, the state or a
 //!   report; no body naming an MCP server or a fetch tool reaches the stand-in — and each role's
-//!   ordinary model call is answered and metered (the twin).
+//!   ordinary model call is answered and metered (the twin). The same on a provider of the
+//!   configuration (`providers:`): an Anthropic-shaped gateway on loopback whose key the
+//!   runner holds in a variable of its own.
 //! - A worker holding 1,500 slow connections and trying 20,000 refused hosts
 //!   (`tests/fixtures/agents/door-flood.py`): its run ends well within its timeout, the runner
 //!   stays under 256 MiB, `status --json` under 1 MB, the refused hosts ten names and a count.
@@ -85,16 +87,63 @@ fn fixture(jail: &Jail, name: &str) -> String {
 #[test]
 fn no_role_reads_its_model_key_back() {
     let key = key();
+    let server = ModelServer::reflecting(Scenario::Reply("fine"));
+    let resolve = format!(
+        "api.anthropic.com={}",
+        server.base_url().trim_start_matches("http://")
+    );
+    let env = [
+        ("ANTHROPIC_API_KEY", key.as_str()),
+        ("OPENTIGER_EGRESS_RESOLVE", resolve.as_str()),
+    ];
+    reads_no_key_back(
+        &server,
+        "    env_passthrough: [ANTHROPIC_API_KEY]\n",
+        "",
+        &env,
+        &key,
+    );
+}
+
+/// The same attacks on a provider of the configuration (`providers:`, issue 50): an
+/// Anthropic-shaped gateway on loopback, its key in `GATEWAY_KEY`, which the runner holds.
+#[test]
+fn no_role_reads_a_configured_provider_s_key_back() {
+    let key = key();
+    let server = ModelServer::reflecting(Scenario::Reply("fine"));
+    let extra = format!(
+        "providers:\n  gateway:\n    api: anthropic\n    base_url: {}\n    key: GATEWAY_KEY\n",
+        server.base_url()
+    );
+    let env = [("GATEWAY_KEY", key.as_str())];
+    reads_no_key_back(
+        &server,
+        "    provider: gateway\n    model: claude-sonnet-4-5\n",
+        &extra,
+        &env,
+        &key,
+    );
+}
+
+/// Every role of a repository whose agents are `key-reflection.py`, with `default_agent` and
+/// the top-level `extra` lines, ticked with `env`, tries to read `key` back through `server`.
+fn reads_no_key_back(
+    server: &ModelServer,
+    default_agent: &'static str,
+    extra: &str,
+    env: &[(&str, &str)],
+    key: &str,
+) {
+    let key = key.to_string();
     let jail = Jail::confined(Setup {
-        default_agent: "    env_passthrough: [ANTHROPIC_API_KEY]\n",
+        default_agent,
         ..Setup::default()
     });
     // The threat scan would hold the worker's encoded answers for a person (its own defence);
     // what is tried here is that they hold nothing to find.
     let config = jail.g.path().join(".opentiger.yml");
-    let text = std::fs::read_to_string(&config).unwrap() + "scan:\n  rules: false\n";
+    let text = std::fs::read_to_string(&config).unwrap() + "scan:\n  rules: false\n" + extra;
     std::fs::write(&config, text).unwrap();
-    let server = ModelServer::reflecting(Scenario::Reply("fine"));
     let script = fixture(&jail, "key-reflection.py");
     let loot = jail.loot.parent().unwrap().display().to_string();
     jail.g
@@ -105,17 +154,9 @@ fn no_role_reads_its_model_key_back() {
         "#!/bin/sh\nexec python3 {script} planner {loot}\n"
     ));
     let id = jail.add_task(&["--title", "Read back", "--goal", "answers.txt"]);
-    let resolve = format!(
-        "api.anthropic.com={}",
-        server.base_url().trim_start_matches("http://")
-    );
-    let env = [
-        ("ANTHROPIC_API_KEY", key.as_str()),
-        ("OPENTIGER_EGRESS_RESOLVE", resolve.as_str()),
-    ];
     let mut outputs = String::new();
     for at in [0, 10] {
-        let out = jail.run(&minute(at), &["tick"], &env);
+        let out = jail.run(&minute(at), &["tick"], env);
         assert_eq!(out.code, 0, "{}\n{}", out.stdout, out.stderr);
         outputs.push_str(&(out.stdout + &out.stderr));
     }
@@ -123,7 +164,7 @@ fn no_role_reads_its_model_key_back() {
         "docs/requirement.md",
         "# R\n\n## Goal\nA thing.\n\n## Acceptance Criteria\n- [ ] it works\n",
     );
-    let planned = jail.run(&minute(20), &["plan"], &env);
+    let planned = jail.run(&minute(20), &["plan"], env);
     outputs.push_str(&(planned.stdout + &planned.stderr));
 
     // What each role read: the refusals naming where its placeholder stood, the reflection

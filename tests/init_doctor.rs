@@ -377,10 +377,11 @@ fn doctor_reports_a_missing_agent_cli_with_its_fix() {
         "{}",
         out.stdout
     );
-    // Issue 18: `codex exec` reads CODEX_API_KEY, so that is the variable the fix names.
+    // Issue 50: OPENAI_API_KEY is what codex's docs and ours set (the adapter hands it to
+    // `codex exec` as CODEX_API_KEY), so that is the variable the fix names.
     assert!(
         out.stdout
-            .contains("export CODEX_API_KEY=... for the runner"),
+            .contains("export OPENAI_API_KEY=... for the runner"),
         "{}",
         out.stdout
     );

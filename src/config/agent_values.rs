@@ -12,7 +12,7 @@ pub(super) mod paths;
 
 /// Every `agents` entry as written, with its key: `agents.default`, each role's, and each of
 /// their fallbacks (`agents.worker.fallbacks[0]`).
-fn entries(config: &Config) -> Vec<(String, &AgentConfig)> {
+pub(super) fn entries(config: &Config) -> Vec<(String, &AgentConfig)> {
     let mut lists = vec![("agents.default".to_string(), &config.agents.default)];
     for role in AgentRole::ALL {
         lists.push((format!("agents.{}", role.name()), config.agents.entry(role)));

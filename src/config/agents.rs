@@ -5,10 +5,14 @@
 //! Not for: a role's chain of fallbacks and executor keys (`fallback.rs`); checking the
 //! entries as written (`agent_values.rs`); running an agent (`executor`).
 
+use std::collections::BTreeMap;
+
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 use crate::model::Role;
+
+use super::providers::{AgentProvider, ProviderConfig};
 
 /// Which program plays an agent.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
@@ -81,8 +85,14 @@ pub struct AgentConfig {
     /// The program that plays this agent: a CLI adapter (`claude-code`, `opencode`, `codex`,
     /// `aider`; its program must be installed), `command` or `scripted`.
     pub executor: Option<ExecutorKind>,
-    /// The model the agent CLI uses, passed as its `--model` (for `opencode`, as
-    /// `provider/model`); unset: the CLI's own default.
+    /// The model API the agent uses: a name under `providers:`, or a built-in one
+    /// (`anthropic`, `openai`, `openrouter`, `gemini`). Unset: the built-in ones whose keys are
+    /// set for the runner, as the CLI picks among them.
+    pub provider: Option<String>,
+    /// The model the agent CLI uses, passed as its `--model`; unset: the CLI's own default.
+    /// With a provider from `providers:`, the model's name as that endpoint knows it (required;
+    /// each adapter adds what its CLI needs: `openai/` for aider, `<provider>/` for opencode);
+    /// else as the CLI names it (for `opencode`, `provider/model`).
     pub model: Option<String>,
     /// argv for `executor: command`, e.g. `["./my-agent.sh", "--fast"]`. For a CLI adapter
     /// (`claude-code`, `opencode`, `codex`, `aider`), optional: the first item replaces the program
@@ -123,9 +133,9 @@ pub struct AgentConfig {
     pub limits: Option<super::AgentLimits>,
     /// Executors tried, in order, when this one waits on a quota or cannot run here (its
     /// program is missing), e.g. `[{executor: codex, model: o4-mini}]`. Each entry takes the
-    /// keys above; unset ones come from this role's agent, except `model`, `command`, `script`
-    /// and `pricing`, which belong to one executor and are inherited only by an entry with the
-    /// same `executor`. `count` and `review` stay the role's. Unset: `agents.default.fallbacks`.
+    /// keys above; unset ones come from this role's agent, except `provider`, `model`,
+    /// `command`, `script` and `pricing`, which belong to one executor and are inherited only by
+    /// an entry with the same `executor`. `count` and `review` stay the role's. Unset: `agents.default.fallbacks`.
     pub fallbacks: Option<Vec<AgentConfig>>,
 }
 
@@ -178,6 +188,11 @@ pub struct AgentsConfig {
     /// change before it leaves the job, with its own prompt, no repository and no tools of
     /// its CLI's that write. Unset keys come from `agents.default`.
     pub detector: AgentConfig,
+    /// A copy of the top-level `providers:`, made when the file is loaded, so each role's
+    /// effective agent names its provider resolved (not a key of this section).
+    #[serde(skip)]
+    #[schemars(skip)]
+    pub(super) providers: BTreeMap<String, ProviderConfig>,
 }
 
 impl Default for AgentsConfig {
@@ -185,6 +200,7 @@ impl Default for AgentsConfig {
         AgentsConfig {
             default: AgentConfig {
                 executor: Some(ExecutorKind::ClaudeCode),
+                provider: None,
                 model: None,
                 command: None,
                 timeout_minutes: Some(30.0),
@@ -208,6 +224,7 @@ impl Default for AgentsConfig {
             judge: AgentConfig::default(),
             research: AgentConfig::default(),
             detector: AgentConfig::default(),
+            providers: BTreeMap::new(),
         }
     }
 }
@@ -248,6 +265,8 @@ impl AgentRole {
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct EffectiveAgent {
     pub executor: ExecutorKind,
+    /// Its provider, resolved (`None`: the built-in ones whose keys are set).
+    pub provider: Option<AgentProvider>,
     pub model: Option<String>,
     pub command: Option<Vec<String>>,
     pub timeout_minutes: f64,
@@ -330,6 +349,8 @@ impl AgentsConfig {
         let executor = pick!(executor).unwrap_or(ExecutorKind::ClaudeCode);
         EffectiveAgent {
             executor,
+            provider: pick!(provider)
+                .and_then(|name| AgentProvider::resolve(&name, &self.providers)),
             model: pick!(model),
             command: pick!(command),
             timeout_minutes: pick!(timeout_minutes).unwrap_or(30.0),

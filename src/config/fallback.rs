@@ -32,7 +32,11 @@ impl EffectiveAgent {
             ExecutorKind::ClaudeCode
             | ExecutorKind::Opencode
             | ExecutorKind::Codex
-            | ExecutorKind::Aider => self.model.clone(),
+            | ExecutorKind::Aider => match (&self.provider, &self.model) {
+                // Quotas are per provider and model.
+                (Some(p), Some(model)) if !p.built_in => Some(format!("{}/{model}", p.name)),
+                _ => self.model.clone(),
+            },
             ExecutorKind::Command => self.command.as_ref().and_then(|c| c.first().cloned()),
             ExecutorKind::Scripted => self.script.clone(),
         };
@@ -67,21 +71,39 @@ impl AgentsConfig {
         let (key, entries) = self.fallback_entries(role);
         let mut chain = Vec::with_capacity(entries.len() + 1);
         for (i, entry) in entries.iter().enumerate() {
-            chain.push(over(&primary, entry, format!("{key}[{i}]")));
+            chain.push(over(
+                &primary,
+                entry,
+                format!("{key}[{i}]"),
+                &self.providers,
+            ));
         }
         chain.insert(0, primary);
         chain
     }
 }
 
-/// A fallback entry over the role's agent. The keys that describe one executor (model, command,
-/// script, prices) are not carried over to another executor: a claude model name means nothing
-/// to codex, and a `command:` written for one program would replace another's.
-fn over(primary: &EffectiveAgent, entry: &AgentConfig, config_key: String) -> EffectiveAgent {
+/// A fallback entry over the role's agent. The keys that describe one executor (provider,
+/// model, command, script, prices) are not carried over to another executor: a claude model
+/// name means nothing to codex, and a `command:` written for one program would replace
+/// another's.
+fn over(
+    primary: &EffectiveAgent,
+    entry: &AgentConfig,
+    config_key: String,
+    providers: &std::collections::BTreeMap<String, super::providers::ProviderConfig>,
+) -> EffectiveAgent {
     let executor = entry.executor.unwrap_or(primary.executor);
     let same = executor == primary.executor;
+    // A provider goes with its model: another executor's entry names its own, or none.
+    let provider = match &entry.provider {
+        Some(name) => super::providers::AgentProvider::resolve(name, providers),
+        None if same => primary.provider.clone(),
+        None => None,
+    };
     EffectiveAgent {
         executor,
+        provider,
         model: tied(same, &entry.model, &primary.model),
         command: tied(same, &entry.command, &primary.command),
         timeout_minutes: entry.timeout_minutes.unwrap_or(primary.timeout_minutes),

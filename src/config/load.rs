@@ -119,7 +119,9 @@ pub fn load_str(text: &str, file: &str) -> Result<Config, ConfigError> {
                 e.into_inner()
             })
         });
-    let config = parsed.map_err(|e| clipped(parse_error(&e, &path, file, text)))?;
+    let mut config = parsed.map_err(|e| clipped(parse_error(&e, &path, file, text)))?;
+    // Each role's effective agent resolves its provider from this copy (`AgentsConfig`).
+    config.agents.providers = config.providers.clone();
     validate(&config, text, file).map_err(clipped)?;
     Ok(config)
 }
@@ -330,6 +332,8 @@ fn validate(config: &Config, text: &str, file: &str) -> Result<(), ConfigError> 
     // are refused here, not by the first tick that uses them.
     agent_values::values(config).map_err(named)?;
     agent_values::paths::check(config).map_err(named)?;
+    super::providers::check(config).map_err(named)?;
+    super::providers::agents(config, &agent_values::entries(config)).map_err(named)?;
     for (role, agent) in roles.into_iter().flat_map(|role| {
         config
             .agents

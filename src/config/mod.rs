@@ -8,6 +8,7 @@
 //! engine, the runner).
 
 mod agents;
+mod base_url;
 mod context;
 mod entry;
 mod fallback;
@@ -17,6 +18,7 @@ mod load;
 mod merge;
 mod network;
 mod people;
+mod providers;
 mod reference;
 mod sandbox;
 mod scan;
@@ -33,6 +35,7 @@ pub use agents::{
     AgentConfig, AgentRole, AgentsConfig, EffectiveAgent, ExecutorKind, Pricing,
     DEFAULT_IDLE_MINUTES, DEFAULT_MAX_TURNS,
 };
+pub use base_url::BaseUrl;
 pub use context::ContextConfig;
 pub use limits::{AgentLimits, LimitsConfig, RunLimits};
 pub use load::{load, load_checked, load_str, schema_json, ConfigError, ConfigSource, ExtraCheck};
@@ -42,6 +45,9 @@ pub use network::{
 };
 pub use people::{
     CommandsConfig, EscalationConfig, EscalationDefault, EscalationReasons, EscalationRule,
+};
+pub use providers::{
+    built_in, speaks, AgentProvider, BuiltIn, ProviderApi, ProviderConfig, Speech, BUILT_IN,
 };
 pub use reference::reference_markdown;
 pub use sandbox::{AgentHome, FilesystemSandbox, SandboxConfig, ViewSandbox};
@@ -66,6 +72,10 @@ pub struct Config {
     pub backlog: BacklogConfig,
     /// `always-execute`, `ask` (plans and risky tasks wait for approval) or `decide`.
     pub execution_mode: ExecutionMode,
+    /// The model APIs agents may use besides the built-in ones (`anthropic`, `openai`,
+    /// `openrouter`, `gemini`), by name: a local server, a gateway, a company endpoint. An
+    /// agent picks one with `agents.<role>.provider`.
+    pub providers: BTreeMap<String, ProviderConfig>,
     /// The program playing each role: `default`, inherited by the roles left out.
     pub agents: AgentsConfig,
     /// The checks the runner runs on every change after its agent (besides each task's own).
@@ -93,9 +103,11 @@ pub struct Config {
     /// before it is posted).
     pub scan: ScanConfig,
     /// What model tokens cost, in USD per million tokens, by model name (an entry also prices
-    /// its dated snapshots: `claude-sonnet-4-5` prices `claude-sonnet-4-5-20250929`), over the built-in prices of
-    /// the models the adapters name. Metered tokens of a model with no price are recorded and
-    /// said to have no price known.
+    /// its dated snapshots: `claude-sonnet-4-5` prices `claude-sonnet-4-5-20250929`), over the
+    /// built-in prices of the models the adapters name (each CLI's default among them). A
+    /// model with no price anywhere (here, its provider's `prices:`, built in) is metered at
+    /// the highest built-in price ($15 per million input tokens, $75 output), and said to be;
+    /// `0` is a price (a free model).
     pub pricing: BTreeMap<String, Pricing>,
     /// `/opentiger` comment commands (github mode).
     pub commands: CommandsConfig,
@@ -135,6 +147,7 @@ impl Default for Config {
             state: StateConfig::default(),
             backlog: BacklogConfig::default(),
             execution_mode: ExecutionMode::AlwaysExecute,
+            providers: BTreeMap::new(),
             agents: AgentsConfig::default(),
             verify: VerifyConfig::default(),
             context: ContextConfig::default(),

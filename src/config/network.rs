@@ -306,6 +306,7 @@ mod tests {
                     port,
                     by: user.key().to_string(),
                     times: 1,
+                    own: None,
                 };
                 let entry = refusal.allow_entry();
                 let shown = refusal.line();

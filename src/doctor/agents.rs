@@ -21,6 +21,7 @@ fn groups(config: &Config) -> Vec<(EffectiveAgent, Vec<AgentRole>)> {
                 && a.command == agent.command
                 && a.script == agent.script
                 && a.env_passthrough == agent.env_passthrough
+                && a.provider == agent.provider
         };
         match groups.iter_mut().find(|(a, _)| same(a)) {
             Some((_, roles)) => roles.push(role),
@@ -122,7 +123,7 @@ fn fallback_checks(config: &Config, repo: &Path, vars: Vars<'_>) -> Vec<Check> {
 }
 
 /// Whether the tick uses a role's agent at all.
-fn used(config: &Config, role: AgentRole) -> bool {
+pub(super) fn used(config: &Config, role: AgentRole) -> bool {
     match role {
         AgentRole::Planner => config.planner.agent,
         AgentRole::Judge => config.agents.effective(role).review,
@@ -203,7 +204,7 @@ fn problems(
                     format!("set {key}.model to provider/model, e.g. anthropic/claude-sonnet-4-5"),
                 ));
             }
-            return (found, problems, key_problem(cli, key, vars));
+            return (found, problems, key_problem(cli, agent, key, vars));
         }
         (_, None) => {}
     }
@@ -214,15 +215,23 @@ fn problems(
 }
 
 /// A key the CLI can use must be set for the runner, which holds it (issue 37: the agent gets a
-/// placeholder, opentiger's proxy the key).
-fn key_problem(cli: &executor::Cli, key: &str, vars: Vars<'_>) -> Option<(String, String)> {
-    let set: Vec<&str> = cli
-        .keys
+/// placeholder, opentiger's proxy the key): its provider's (issue 50), else its CLI's. A
+/// provider under `providers:` is checked by `doctor::providers`.
+fn key_problem(
+    cli: &executor::Cli,
+    agent: &EffectiveAgent,
+    key: &str,
+    vars: Vars<'_>,
+) -> Option<(String, String)> {
+    let names: Vec<&str> = match &agent.provider {
+        Some(p) if !p.built_in => return None,
+        Some(p) => p.keys.iter().map(String::as_str).collect(),
+        None => cli.keys.to_vec(),
+    };
+    if names
         .iter()
-        .copied()
-        .filter(|k| vars(k).is_some_and(|v| !v.trim().is_empty()))
-        .collect();
-    if !set.is_empty() {
+        .any(|k| vars(k).is_some_and(|v| !v.trim().is_empty()))
+    {
         return None;
     }
     // A login made by hand on this machine (`claude /login`, `codex login`) serves too: the
@@ -231,9 +240,10 @@ fn key_problem(cli: &executor::Cli, key: &str, vars: Vars<'_>) -> Option<(String
     if home.is_some_and(|h| cli.logins.iter().any(|l| h.join(l).is_file())) {
         return None;
     }
-    let wanted = cli.keys[0];
+    let lookup = |k: &str| vars(k);
+    let wanted = executor::wanted_key(cli, agent, &lookup).unwrap_or_else(|| names[0].to_string());
     Some((
-        format!("none of {} is set: the agent cannot reach its model", cli.keys.join(", ")),
+        format!("none of {} is set: the agent cannot reach its model", names.join(", ")),
         format!(
             "export {wanted}=... for the runner (in Actions: `env: {wanted}: ${{{{ secrets.{wanted} }}}}` on the opentiger step); it stays with the runner, {key}'s agent gets a placeholder and opentiger's proxy puts the key back on its model API's requests"
         ),
@@ -370,8 +380,16 @@ mod tests {
 
         // Issue 37: a key set for the runner serves, listed or not: the runner holds it.
         let env = lookup(vec![("OPENAI_API_KEY", "sk-secret".into())]);
+        let agent_of = |yaml: &str| {
+            load_str(yaml, "c.yml")
+                .unwrap()
+                .agents
+                .effective(AgentRole::Task(crate::model::Role::Worker))
+        };
+        let codex = agent_of("agents:\n  default:\n    executor: codex\n");
         let problem = key_problem(
             executor::known_cli(ExecutorKind::Codex).unwrap(),
+            &codex,
             "agents.default",
             &env,
         );
@@ -379,12 +397,16 @@ mod tests {
 
         // Issue 18: a login of the CLI's own under $HOME serves as its key, as in a tick.
         let cli = executor::known_cli(ExecutorKind::ClaudeCode).unwrap();
+        let claude = agent_of("agents:\n  default:\n    executor: claude-code\n");
         let home = tempfile::tempdir().unwrap();
         let with_home = lookup(vec![("HOME", home.path().display().to_string())]);
-        assert!(key_problem(cli, "agents.default", &with_home).is_some());
+        assert!(key_problem(cli, &claude, "agents.default", &with_home).is_some());
         std::fs::create_dir_all(home.path().join(".claude")).unwrap();
         std::fs::write(home.path().join(".claude/.credentials.json"), "{}").unwrap();
-        assert_eq!(key_problem(cli, "agents.default", &with_home), None);
+        assert_eq!(
+            key_problem(cli, &claude, "agents.default", &with_home),
+            None
+        );
 
         // Issue 18: opencode without a model is not started; doctor says so.
         let config = load_str("agents:\n  default:\n    executor: opencode\n", "c.yml").unwrap();

@@ -18,6 +18,7 @@ mod credentials;
 mod files;
 mod github;
 mod learned;
+mod providers;
 mod timing;
 mod workflow;
 mod yaml_keys;
@@ -221,6 +222,7 @@ pub fn checks(options: &ContextOptions, online: bool, vars: Vars<'_>) -> Vec<Che
         out.extend(github::checks(&config, repo, vars, online));
     }
     out.extend(agents::checks(&config, repo, vars));
+    out.extend(providers::checks(&config, vars, online));
     if git_ok {
         out.extend(files::checks(&config, repo));
     }

@@ -22,13 +22,13 @@ pub struct Misplaced {
 impl Misplaced {
     /// The refusal's words.
     pub fn message(&self, route: &Route) -> String {
-        let slots: Vec<String> = route.provider.slots.iter().map(|s| s.describe()).collect();
+        let slots: Vec<String> = route.provider.slots.iter().map(Slot::describe).collect();
         format!(
             "opentiger's proxy refused this request: a model key's placeholder stood in {}. The proxy puts {}'s key only in its credential slot ({}), on requests to {}; nowhere else",
             self.place,
-            route.provider.route,
+            route.provider.name,
             slots.join(" or "),
-            route.provider.host
+            route.provider.authority()
         )
     }
 }
@@ -36,7 +36,9 @@ impl Misplaced {
 /// Puts `route`'s keys in their slots of `headers` and `query` (the new query is returned);
 /// refuses a placeholder in `path`, in another header or another query parameter, or in a slot
 /// but not as its whole value. `placeholders`: every placeholder of the session (another
-/// route's is refused anywhere: its key never goes to this host).
+/// route's is refused anywhere: its key never goes to this host). A provider with a
+/// `key_slot` gets the key there instead of where the agent put the placeholder; a provider
+/// that takes no key gets none (the placeholder is removed).
 pub fn place_key(
     headers: &mut HeaderMap,
     path: &str,
@@ -54,6 +56,9 @@ pub fn place_key(
             place: "the path".to_string(),
         });
     }
+    let elsewhere = route.provider.key_slot.clone();
+    // The key whose placeholder was found, when it goes elsewhere (or nowhere).
+    let mut moved: Option<&str> = None;
     let names: Vec<HeaderName> = headers.keys().cloned().collect();
     for name in names {
         let values: Vec<HeaderValue> = headers.get_all(&name).iter().cloned().collect();
@@ -66,68 +71,92 @@ pub fn place_key(
                 placed.push(value);
                 continue;
             }
-            let key = route
+            let (slot, key) = route
                 .provider
                 .slots
                 .iter()
-                .find_map(|slot| in_header_slot(*slot, &name, &value, route))
+                .find_map(|slot| in_header_slot(slot, &name, &value, route).map(|k| (slot, k)))
                 .ok_or_else(|| Misplaced {
                     place: format!("the header `{}`", shown(name.as_str())),
                 })?;
-            placed.push(key);
+            match (&elsewhere, key) {
+                (None, key) if !key.is_empty() => placed.extend(header_value(slot, key)),
+                _ => moved = Some(key),
+            }
         }
         headers.remove(&name);
         for value in placed {
             headers.append(name.clone(), value);
         }
     }
-    let Some(query) = query else {
-        return Ok(None);
-    };
     let mut params = Vec::new();
-    for param in query.split('&') {
+    for param in query.into_iter().flat_map(|q| q.split('&')) {
         if !holds(param.as_bytes()) {
             params.push(param.to_string());
             continue;
         }
         let (name, value) = param.split_once('=').unwrap_or((param, ""));
         let key = route.provider.slots.iter().find_map(|slot| match slot {
-            Slot::Query(slot) if *slot == name => key_for(route, value),
+            Slot::Query(slot) if slot == name => key_for(route, value),
             _ => None,
         });
-        match key {
-            Some(key) => params.push(format!("{name}={}", percent_encoded(key))),
-            None => {
+        match (key, &elsewhere) {
+            (Some(key), None) if !key.is_empty() => {
+                params.push(format!("{name}={}", percent_encoded(key)))
+            }
+            (Some(key), _) => moved = Some(key),
+            (None, _) => {
                 return Err(Misplaced {
                     place: format!("the query parameter `{}`", shown(name)),
                 })
             }
         }
     }
-    Ok(Some(params.join("&")))
+    if let (Some(key), Some(slot)) = (moved.filter(|k| !k.is_empty()), &elsewhere) {
+        let header = match slot {
+            Slot::Query(name) => {
+                params.push(format!("{name}={}", percent_encoded(key)));
+                None
+            }
+            Slot::Header(name) => HeaderName::from_bytes(name.as_bytes()).ok(),
+            Slot::Bearer => Some(http::header::AUTHORIZATION),
+        };
+        if let (Some(header), Some(value)) = (header, header_value(slot, key)) {
+            headers.insert(header, value);
+        }
+    }
+    Ok((query.is_some() || !params.is_empty()).then(|| params.join("&")))
 }
 
-/// The value `value` of header `name` becomes when it is `slot` holding one of `route`'s
-/// placeholders whole.
-fn in_header_slot(
-    slot: Slot,
+/// The key, when header `name` holding `value` is `slot` with one of `route`'s placeholders
+/// whole.
+fn in_header_slot<'a>(
+    slot: &Slot,
     name: &HeaderName,
     value: &HeaderValue,
-    route: &Route,
-) -> Option<HeaderValue> {
+    route: &'a Route,
+) -> Option<&'a str> {
     let text = value.to_str().ok()?;
-    let key = match slot {
-        Slot::Header(slot) if name.as_str() == slot => key_for(route, text)?.to_string(),
+    match slot {
+        Slot::Header(slot) if name.as_str() == slot => key_for(route, text),
         Slot::Bearer if name == http::header::AUTHORIZATION => {
             let (scheme, token) = text.split_once(' ')?;
             if !scheme.eq_ignore_ascii_case("bearer") {
                 return None;
             }
-            format!("Bearer {}", key_for(route, token)?)
+            key_for(route, token)
         }
-        Slot::Header(_) | Slot::Bearer | Slot::Query(_) => return None,
+        Slot::Header(_) | Slot::Bearer | Slot::Query(_) => None,
+    }
+}
+
+/// `key` as the value of a header `slot`, marked sensitive.
+fn header_value(slot: &Slot, key: &str) -> Option<HeaderValue> {
+    let text = match slot {
+        Slot::Bearer => format!("Bearer {key}"),
+        Slot::Header(_) | Slot::Query(_) => key.to_string(),
     };
-    let mut value = HeaderValue::from_str(&key).ok()?;
+    let mut value = HeaderValue::from_str(&text).ok()?;
     value.set_sensitive(true);
     Some(value)
 }
@@ -141,7 +170,7 @@ fn key_for<'a>(route: &'a Route, text: &str) -> Option<&'a str> {
         .map(|(_, _, key)| key.as_str())
 }
 
-fn percent_encoded(text: &str) -> String {
+pub(super) fn percent_encoded(text: &str) -> String {
     text.bytes()
         .map(|b| match b {
             b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'.' | b'_' | b'~' => {
@@ -173,7 +202,7 @@ mod tests {
 
     fn route(name: &str, keys: &[(&str, &str)]) -> Route {
         Route {
-            provider: by_route(name).unwrap(),
+            provider: by_route(name).unwrap().clone(),
             keys: keys
                 .iter()
                 .map(|(p, k)| ("VAR".to_string(), p.to_string(), k.to_string()))

@@ -33,12 +33,14 @@ mod frames;
 pub mod meter;
 mod model;
 pub mod pricing;
+pub mod probe;
 pub mod providers;
 mod proxy;
 mod reply;
 pub mod scrub;
 mod session;
 mod tools;
+pub mod translate;
 pub mod upstream;
 mod websocket;
 
@@ -47,14 +49,37 @@ use std::sync::{Arc, Mutex, OnceLock, PoisonError};
 
 use crate::sandbox::{netns, NetIsolation};
 
-pub use providers::{is_model_key, provider_of_key, Provider, PROVIDERS};
+pub use providers::{built_ins, is_model_key, provider_of_key, Provider};
 pub use scrub::Secrets;
-pub use session::{Budget, QuotaHit, Route, Session, SessionSpec, Traffic, MAX_CONNECTIONS};
+pub use session::{
+    Budget, OwnTraffic, QuotaHit, Route, Session, SessionSpec, Traffic, MAX_CONNECTIONS,
+};
 
 /// The variable telling a program behind a door which tools a model API runs itself it may
 /// ask for (`sandbox.network.provider_tools`, comma-separated; empty: none), so an adapter can
 /// turn the others off in its CLI (codex's web search).
 pub const PROVIDER_TOOLS_VAR: &str = "OPENTIGER_PROVIDER_TOOLS";
+
+/// What a program behind a door is told of a configured provider (`providers:`), whatever its
+/// CLI: its name, API shape (`openai-chat`, …), base URL on the proxy, placeholder key, and
+/// whether it takes websockets (`1` or `0`). Each adapter turns them into its CLI's own
+/// settings (codex's `model_providers`, opencode's `provider`, aider's `OPENAI_API_BASE`).
+pub const PROVIDER_VARS: ProviderVars = ProviderVars {
+    name: "OPENTIGER_PROVIDER",
+    api: "OPENTIGER_PROVIDER_API",
+    base_url: "OPENTIGER_PROVIDER_BASE_URL",
+    key: "OPENTIGER_PROVIDER_KEY",
+    websocket: "OPENTIGER_PROVIDER_WEBSOCKET",
+};
+
+/// The names of [`PROVIDER_VARS`].
+pub struct ProviderVars {
+    pub name: &'static str,
+    pub api: &'static str,
+    pub base_url: &'static str,
+    pub key: &'static str,
+    pub websocket: &'static str,
+}
 
 /// The proxy's runtime: one thread, started on first use, living as long as the process.
 fn runtime() -> Result<&'static tokio::runtime::Handle, String> {
@@ -242,13 +267,29 @@ pub fn door_env(
     env.push(("NO_PROXY".into(), NO_PROXY.into()));
     env.push(("no_proxy".into(), NO_PROXY.into()));
     for route in routes {
-        let p = route.provider;
-        env.push((
-            p.base_var.to_string(),
-            format!("{proxy}/{}{}", p.route, p.base_path),
-        ));
-        for (var, placeholder, _) in &route.keys {
-            env.push((var.clone(), placeholder.clone()));
+        let p = &route.provider;
+        let base = format!("{proxy}/{}{}", p.name, p.base_path);
+        match p.base_var {
+            Some(var) => {
+                env.push((var.to_string(), base));
+                for (var, placeholder, _) in &route.keys {
+                    env.push((var.clone(), placeholder.clone()));
+                }
+            }
+            None => {
+                let v = &PROVIDER_VARS;
+                let placeholder = route.keys.first().map(|(_, p, _)| p.clone());
+                env.extend([
+                    (v.name.to_string(), p.name.clone()),
+                    (v.api.to_string(), p.api.word().to_string()),
+                    (v.base_url.to_string(), base),
+                    (v.key.to_string(), placeholder.unwrap_or_default()),
+                    (
+                        v.websocket.to_string(),
+                        if p.websocket { "1" } else { "0" }.to_string(),
+                    ),
+                ]);
+            }
         }
     }
     if !routes.is_empty() {
@@ -258,9 +299,20 @@ pub fn door_env(
     env
 }
 
-/// The model APIs an agent given `vars` uses: each variable set (not blank) in the runner's
-/// environment (`lookup`) that holds a model key, grouped by provider, each with a new
-/// placeholder.
+/// The variables holding a model key, which the runner holds and no agent sees: the built-in
+/// providers' and each `providers:` entry's.
+pub fn model_keys(config: &crate::config::Config) -> Vec<String> {
+    let mut names: Vec<String> = built_ins()
+        .iter()
+        .flat_map(|p| p.keys.iter().cloned())
+        .collect();
+    names.extend(config.providers.values().filter_map(|p| p.key.clone()));
+    names
+}
+
+/// The built-in model APIs an agent given `vars` uses: each variable set (not blank) in the
+/// runner's environment (`lookup`) that holds a model key, grouped by provider, each with a
+/// new placeholder.
 pub fn routes(vars: &[&str], lookup: impl Fn(&str) -> Option<String>) -> Vec<Route> {
     let mut routes: Vec<Route> = Vec::new();
     for var in vars {
@@ -271,16 +323,32 @@ pub fn routes(vars: &[&str], lookup: impl Fn(&str) -> Option<String>) -> Vec<Rou
             continue;
         };
         let entry = (var.to_string(), placeholder(), key);
-        match routes.iter_mut().find(|r| r.provider == provider) {
+        match routes.iter_mut().find(|r| r.provider.name == provider.name) {
             Some(route) if !route.keys.iter().any(|(v, _, _)| v == var) => route.keys.push(entry),
             Some(_) => {}
             None => routes.push(Route {
-                provider,
+                provider: provider.clone(),
                 keys: vec![entry],
             }),
         }
     }
     routes
+}
+
+/// The route of a configured provider (`providers:`): one placeholder for its key, read from
+/// the runner's environment (`lookup`) — empty when it takes none, or its variable is not set:
+/// the proxy then sends no key.
+pub fn configured_route(provider: Arc<Provider>, lookup: impl Fn(&str) -> Option<String>) -> Route {
+    let var = provider.keys.first().cloned().unwrap_or_default();
+    let key = (!var.is_empty())
+        .then(|| lookup(&var))
+        .flatten()
+        .filter(|k| !k.trim().is_empty())
+        .unwrap_or_default();
+    Route {
+        provider,
+        keys: vec![(var, placeholder(), key)],
+    }
 }
 
 /// A new placeholder key: it says what it is, and is unguessable, so the proxy may trust it.

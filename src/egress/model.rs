@@ -2,10 +2,19 @@
 //! (issues 37 and 46):
 //!
 //! - only the endpoints of its provider's route (`providers::Provider::endpoints`: generation,
-//!   token counting, the model list); any other path is refused, naming it;
+//!   token counting, the model list); any other path is refused, naming it; a websocket asked
+//!   of a provider that takes none, or refused by the endpoint as one it has not (400, 404,
+//!   405, 501), is answered 426 at once (codex then uses HTTP instead of retrying for seconds,
+//!   issue 50);
 //! - the runner's key in the provider's credential slot, nowhere else (`credential`);
 //! - a body read whole (at most [`BODY_MAX`], within [`BODY_TIMEOUT`]) and, for a generation,
 //!   refused when it asks for a tool the provider runs itself (`tools`);
+//! - a Responses call to a provider of chat completions only translated, both ways
+//!   (`translate`), and a chat call to one asked for its whole answer (not every chat server
+//!   counts tokens in a stream) and streamed back as asked: the meter reads the chat answer,
+//!   once, before it is reshaped;
+//! - the provider's own headers and query parameters added (`providers.<name>.headers`), and
+//!   its cap on an answer's tokens (`max_output_tokens`);
 //! - the answer streamed back through the meter (`meter`) and the secret filter (`scrub`):
 //!   SSE, JSON, or websocket frames after an upgrade (`websocket`); a 429 or 529 recorded as a
 //!   quota hit (its `retry-after` kept); once the run's budget is spent, the call is refused in
@@ -30,6 +39,7 @@ use super::providers::{Call, Provider, Verb};
 use super::reply::{api_error, full, BoxError, ProxyBody};
 use super::scrub::{Scrubber, Secrets};
 use super::session::{Admission, Flight, Held, QuotaHit, Route, Session, BODY_MAX};
+use super::translate::{self, Reshape, ToResponses};
 use super::upstream::{self, is_websocket, strip_hop_by_hop};
 
 /// The longest a model call's body may take to arrive.
@@ -42,9 +52,9 @@ pub async fn call(
     route: Route,
     admission: Arc<Admission>,
 ) -> Response<ProxyBody> {
-    let provider = route.provider;
+    let provider = route.provider.clone();
     let error =
-        |status, code: &str, words: &str| api_error(&session, provider, status, code, words);
+        |status, code: &str, words: &str| api_error(&session, &provider, status, code, words);
     if let Some(words) = session.budget_spent() {
         return error(
             StatusCode::FORBIDDEN,
@@ -64,11 +74,22 @@ pub async fn call(
     } else {
         None
     };
-    let path = match &req.uri().path()[1 + provider.route.len()..] {
+    let path = match &req.uri().path()[1 + provider.name.len()..] {
         "" => "/".to_string(),
         path => path.to_string(),
     };
-    let Some(endpoint) = verb.and_then(|v| provider.endpoint(v, &path)) else {
+    if websocket && !provider.websocket {
+        // 426: codex falls back to HTTP at once (a 404 or 501 it retries for seconds).
+        return error(
+            StatusCode::UPGRADE_REQUIRED,
+            "opentiger_websocket_refused",
+            &format!(
+                "{} takes no websocket through opentiger's proxy; use HTTP",
+                provider.name
+            ),
+        );
+    }
+    let Some(endpoint) = verb.and_then(|v| provider.endpoint(v, &path)).cloned() else {
         let shown: String = path.chars().take(200).collect();
         return error(
             StatusCode::NOT_FOUND,
@@ -76,7 +97,7 @@ pub async fn call(
             &format!(
                 "opentiger's proxy does not forward `{} {shown}` to {}: its model route carries model calls only ({})",
                 req.method(),
-                provider.host,
+                provider.authority(),
                 provider.endpoint_list()
             ),
         );
@@ -116,7 +137,10 @@ pub async fn call(
         Ok(read) => read,
         Err((status, words)) => return error(status, "opentiger_body_refused", &words),
     };
-    if endpoint.call == Call::Generate && !body.is_empty() {
+    let generation = matches!(endpoint.call, Call::Generate | Call::Translated);
+    let mut reshape = None;
+    let (mut body, mut path) = (body, path);
+    if generation && !body.is_empty() {
         let Ok(value) = serde_json::from_slice::<serde_json::Value>(&body) else {
             return error(
                 StatusCode::BAD_REQUEST,
@@ -131,11 +155,46 @@ pub async fn call(
                 &refusal.message(),
             );
         }
+        if endpoint.call == Call::Translated {
+            let chat = match translate::to_chat(&value) {
+                Ok(chat) => chat,
+                Err(why) => {
+                    return error(
+                        StatusCode::BAD_REQUEST,
+                        "opentiger_translation_refused",
+                        &format!("opentiger's proxy translates Responses calls to {}'s chat completions; this one it cannot: {why}", provider.name),
+                    )
+                }
+            };
+            body = Bytes::from(chat.body.to_string());
+            path = format!("{}/chat/completions", provider.base_path);
+            parts.headers.remove(header::CONTENT_LENGTH);
+            reshape = Some(Reshape::responses(ToResponses::new(
+                &chat.model,
+                chat.stream,
+                chat.custom,
+                chrono::Utc::now().timestamp(),
+            )));
+        } else if let Some(whole) = whole_answer(&provider, &path, &value) {
+            // Asked whole, so it carries the server's counts; streamed back as asked.
+            body = Bytes::from(whole.to_string());
+            parts.headers.remove(header::CONTENT_LENGTH);
+            reshape = Some(Reshape::chat_stream());
+        }
+        if provider.max_output_tokens.is_some() {
+            if let Ok(mut upstream) = serde_json::from_slice::<serde_json::Value>(&body) {
+                if provider.cap_output(&path, &mut upstream) {
+                    body = Bytes::from(upstream.to_string());
+                    parts.headers.remove(header::CONTENT_LENGTH);
+                }
+            }
+        }
     }
-    let base = match session.mapped(provider.host) {
+    let base = match session.mapped(&provider.host) {
         Some(addr) => format!("http://{addr}"),
-        None => format!("https://{}", provider.host),
+        None => provider.origin(),
     };
+    let query = with_params(&query, &provider.query);
     parts.uri = match format!("{base}{path}{query}").parse() {
         Ok(uri) => uri,
         Err(_) => {
@@ -150,9 +209,18 @@ pub async fn call(
     // Answers are read as they pass: uncompressed, and websocket messages unextended.
     parts.headers.remove(header::ACCEPT_ENCODING);
     parts.headers.remove(header::SEC_WEBSOCKET_EXTENSIONS);
-    parts
-        .headers
-        .insert(header::HOST, HeaderValue::from_static(provider.host));
+    match HeaderValue::from_str(&provider.authority()) {
+        Ok(host) => parts.headers.insert(header::HOST, host),
+        Err(_) => parts.headers.remove(header::HOST),
+    };
+    for (name, value) in &provider.headers {
+        if let (Ok(name), Ok(value)) = (
+            http::HeaderName::from_bytes(name.as_bytes()),
+            HeaderValue::from_str(value),
+        ) {
+            parts.headers.insert(name, value);
+        }
+    }
     let flight = session.begin();
     let sent = upstream::client()
         .request(Request::from_parts(parts, full(body)))
@@ -164,11 +232,60 @@ pub async fn call(
             return error(
                 StatusCode::BAD_GATEWAY,
                 "opentiger_upstream_failed",
-                &format!("opentiger's proxy could not reach {}: {e}", provider.host),
+                &format!(
+                    "opentiger's proxy could not reach {}: {e}",
+                    provider.authority()
+                ),
             );
         }
     };
-    answer(res, provider, session, flight, client_upgrade, admission)
+    answer(
+        res,
+        &provider,
+        session,
+        flight,
+        client_upgrade,
+        admission,
+        reshape,
+    )
+}
+
+/// A streamed chat call to a provider of `api: openai-chat` as a call for the whole answer
+/// (`translate::reshape`: not every chat server counts tokens in a stream); `None` for any
+/// other call.
+fn whole_answer(
+    provider: &Provider,
+    path: &str,
+    call: &serde_json::Value,
+) -> Option<serde_json::Value> {
+    let chat = provider.api == crate::config::ProviderApi::OpenaiChat
+        && !provider.built_in
+        && path == format!("{}/chat/completions", provider.base_path);
+    if !chat || call.get("stream").and_then(serde_json::Value::as_bool) != Some(true) {
+        return None;
+    }
+    let mut whole = call.clone();
+    whole["stream"] = serde_json::Value::Bool(false);
+    if let Some(object) = whole.as_object_mut() {
+        object.remove("stream_options");
+    }
+    Some(whole)
+}
+
+/// `query` (`?a=b`, or empty) with the provider's own parameters added, each value
+/// %-encoded.
+fn with_params(query: &str, params: &[(String, String)]) -> String {
+    if params.is_empty() {
+        return query.to_string();
+    }
+    let added: Vec<String> = params
+        .iter()
+        .map(|(k, v)| format!("{k}={}", super::credential::percent_encoded(v)))
+        .collect();
+    match query.strip_prefix('?') {
+        Some(q) if !q.is_empty() => format!("?{q}&{}", added.join("&")),
+        _ => format!("?{}", added.join("&")),
+    }
 }
 
 /// The request's body, whole: at most [`BODY_MAX`] bytes, within [`BODY_TIMEOUT`], held against
@@ -237,22 +354,38 @@ async fn read_body(
 /// websocket pumped.
 fn answer(
     mut res: Response<Incoming>,
-    provider: &'static Provider,
+    provider: &Provider,
     session: Arc<Session>,
     flight: Flight,
     client_upgrade: Option<hyper::upgrade::OnUpgrade>,
     admission: Arc<Admission>,
+    reshape: Option<Reshape>,
 ) -> Response<ProxyBody> {
     let status = res.status();
     if status == StatusCode::TOO_MANY_REQUESTS || status.as_u16() == 529 {
         session.quota(QuotaHit {
             status: status.as_u16(),
-            host: provider.host.to_string(),
+            host: provider.authority(),
             retry_after: retry_after(res.headers()),
         });
     }
     let secrets = session.secrets().clone();
     scrub_headers(res.headers_mut(), &secrets);
+    if client_upgrade.is_some() && no_websocket_here(status) {
+        // The endpoint has no websocket: 426 is what makes codex use HTTP at once (a 404 or 501
+        // it tries seven times over 6 s).
+        return api_error(
+            &session,
+            provider,
+            StatusCode::UPGRADE_REQUIRED,
+            "opentiger_websocket_refused",
+            &format!(
+                "{} answered {} to a websocket: it takes none; use HTTP",
+                provider.authority(),
+                status.as_u16()
+            ),
+        );
+    }
     if let (StatusCode::SWITCHING_PROTOCOLS, Some(client_upgrade)) = (status, client_upgrade) {
         drop(flight);
         strip_hop_by_hop(res.headers_mut(), true);
@@ -273,7 +406,7 @@ fn answer(
             provider,
             StatusCode::BAD_GATEWAY,
             "opentiger_encoding_refused",
-            &format!("{} answered with `content-encoding: {encoding}`, which opentiger's proxy cannot read to keep secrets out of it", provider.host),
+            &format!("{} answered with `content-encoding: {encoding}`, which opentiger's proxy cannot read to keep secrets out of it", provider.authority()),
         );
     }
     let framing = res
@@ -281,10 +414,26 @@ fn answer(
         .get(header::CONTENT_TYPE)
         .and_then(|v| v.to_str().ok())
         .map_or(Framing::Other, Framing::of_content_type);
+    // A chat answer, whole or streamed, is reshaped for the client; an error passes as it is.
+    let reshape = reshape
+        .filter(|_| status.is_success() && matches!(framing, Framing::Sse | Framing::Json))
+        .map(|mut r| {
+            r.begin(framing == Framing::Json);
+            r
+        });
+    if let Some(r) = &reshape {
+        let headers = res.headers_mut();
+        headers.remove(header::CONTENT_LENGTH);
+        headers.insert(
+            header::CONTENT_TYPE,
+            HeaderValue::from_static(r.content_type()),
+        );
+    }
     res.map(|inner| {
         Answer {
             inner,
             meter: Some(AnswerMeter::new(framing)),
+            reshape,
             scrubber: Scrubber::new(secrets),
             trailers: None,
             ended: false,
@@ -293,6 +442,12 @@ fn answer(
         }
         .boxed()
     })
+}
+
+/// Whether `status`, answering a websocket upgrade, says the endpoint has no websocket there
+/// (not a quota, a key or a server error, which pass as they are).
+fn no_websocket_here(status: StatusCode) -> bool {
+    matches!(status.as_u16(), 400 | 404 | 405 | 426 | 501)
 }
 
 /// The `content-encoding` of a message, unless none or `identity`: a body the proxy cannot read.
@@ -323,10 +478,12 @@ fn retry_after(headers: &HeaderMap) -> Option<u64> {
     u64::try_from(secs).ok()
 }
 
-/// A model API's answer passing through: metered, then filtered, as it goes.
+/// A model API's answer passing through: metered, reshaped (a chat answer as the stream or
+/// the Responses events the client asked for), then filtered, as it goes.
 struct Answer {
     inner: Incoming,
     meter: Option<AnswerMeter>,
+    reshape: Option<Reshape>,
     scrubber: Scrubber,
     /// Trailers waiting for the filter's last bytes to pass first.
     trailers: Option<HeaderMap>,
@@ -344,8 +501,12 @@ impl Answer {
         self.flight.take();
     }
 
-    /// The filter's last bytes, then the trailers, then the end.
+    /// The reshaped answer's and the filter's last bytes, then the trailers, then the end.
     fn drain(&mut self) -> Poll<Option<Result<Frame<Bytes>, BoxError>>> {
+        if let Some(mut reshape) = self.reshape.take() {
+            let last = reshape.finish();
+            self.scrubber.content(&last);
+        }
         let rest = self.scrubber.finish();
         if !rest.is_empty() {
             return Poll::Ready(Some(Ok(Frame::data(rest.into()))));
@@ -385,7 +546,13 @@ impl Body for Answer {
                             this.session.add_usage(meter.take());
                         }
                         this.session.touch();
-                        this.scrubber.content(&data);
+                        match this.reshape.as_mut() {
+                            Some(r) => {
+                                let out = r.feed(&data);
+                                this.scrubber.content(&out);
+                            }
+                            None => this.scrubber.content(&data),
+                        }
                         let out = this.scrubber.take();
                         if !out.is_empty() {
                             return Poll::Ready(Some(Ok(Frame::data(out.into()))));

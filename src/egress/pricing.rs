@@ -1,10 +1,16 @@
-//! What metered tokens cost (issue 37): a price per model, from `pricing:` in the configuration
-//! over the built-in table of the models the adapters name. A model is looked up by its name as
+//! What metered tokens cost (issues 37 and 50): a price per model, from the agent's provider's
+//! `prices:` over `pricing:` in the configuration over the built-in table of the models the
+//! adapters name — each CLI's default among them (claude-code 2.1.197 asks for
+//! `claude-opus-4-8`, codex 0.169.0 for `gpt-6.1-sol`, aider 0.86.2 for `claude-sonnet-4-5` or
+//! `gpt-4o`; opencode is never started without a model). A model is looked up by its name as
 //! the answer gives it, without a provider prefix (`anthropic/`): an entry prices its own name
 //! and its dated snapshots (`claude-sonnet-4-5-20250929`, `gpt-5-2025-08-07`,
 //! `claude-sonnet-4-5@20250929`, `…-latest`), never another model that merely starts with it
-//! (`claude-opus-4-6` is not `claude-opus-4`, `o3-mini` is not `o3`). A model no entry matches
-//! is recorded with its tokens and no price ("no price known"), never at a guessed one.
+//! (`claude-opus-4-6` is not `claude-opus-4`, `o3-mini` is not `o3`).
+//!
+//! No model is free by accident (issue 50): one no entry matches is priced at the highest
+//! built-in price ([`CONSERVATIVE`]) and recorded as having no price known, so a budget still
+//! stops a run on it; `0` is a price a person writes.
 //!
 //! Not here: counting tokens (`meter`).
 
@@ -14,9 +20,13 @@ use crate::config::Pricing;
 
 use super::meter::{Tokens, Usage};
 
-/// USD per million tokens: (model prefix, input, cached input, output). Public list prices at
-/// the time of writing; `pricing:` overrides any of them.
+/// USD per million tokens: (model, input, cached input, output). Public list prices at the
+/// time of writing; `pricing:` overrides any of them. The CLIs' defaults: `claude-opus-4-8`
+/// (platform.claude.com/docs/en/models/opus-4-8/overview: $5 / $25, cache reads $0.50) and
+/// `gpt-6.1-sol` (developers.openai.com/api/docs/models/gpt-6.1-sol: $2 / $10, cached input
+/// $0.10; up to 272K input tokens), read in November 2026.
 const BUILT_IN: &[(&str, f64, f64, f64)] = &[
+    ("claude-opus-4-8", 5.0, 0.5, 25.0),
     ("claude-opus-4-5", 5.0, 0.5, 25.0),
     ("claude-opus-4-1", 15.0, 1.5, 75.0),
     ("claude-opus-4", 15.0, 1.5, 75.0),
@@ -25,6 +35,7 @@ const BUILT_IN: &[(&str, f64, f64, f64)] = &[
     ("claude-3-7-sonnet", 3.0, 0.3, 15.0),
     ("claude-haiku-4-5", 1.0, 0.1, 5.0),
     ("claude-3-5-haiku", 0.8, 0.08, 4.0),
+    ("gpt-6.1-sol", 2.0, 0.1, 10.0),
     ("gpt-5-codex", 1.25, 0.125, 10.0),
     ("gpt-5-mini", 0.25, 0.025, 2.0),
     ("gpt-5-nano", 0.05, 0.005, 0.4),
@@ -39,17 +50,28 @@ const BUILT_IN: &[(&str, f64, f64, f64)] = &[
     ("gemini-2.5-flash", 0.3, 0.075, 2.5),
 ];
 
-/// The prices in force: the built-in table with `pricing:` laid over it.
+/// The price of a model no entry matches: the highest built-in input and output prices (a
+/// budget stops a run on an unknown model as soon as on the dearest known one).
+pub const CONSERVATIVE: Pricing = Pricing {
+    input_per_mtok: 15.0,
+    output_per_mtok: 75.0,
+    cached_input_per_mtok: Some(1.5),
+};
+
+/// The prices in force: the built-in table with `pricing:` laid over it, and a provider's
+/// `prices:` over that.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct Prices {
     table: BTreeMap<String, Pricing>,
+    /// The provider's own, looked up first.
+    provider: BTreeMap<String, Pricing>,
 }
 
 /// What a run's metered tokens cost.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct Cost {
     pub usd: f64,
-    /// Models with tokens but no price: their tokens cost nothing here.
+    /// Models with tokens but no price known: priced at [`CONSERVATIVE`].
     pub unpriced: Vec<String>,
 }
 
@@ -69,44 +91,73 @@ impl Prices {
         for (model, price) in configured {
             table.insert(model.to_ascii_lowercase(), price.clone());
         }
-        Prices { table }
+        Prices {
+            table,
+            provider: BTreeMap::new(),
+        }
     }
 
-    /// The price of `model`: the entry that is its name (without a `provider/` prefix), or
-    /// whose dated snapshot it is.
+    /// These prices with a provider's own (`providers.<name>.prices`) looked up first.
+    pub fn with_provider(mut self, prices: &BTreeMap<String, Pricing>) -> Prices {
+        self.provider = prices
+            .iter()
+            .map(|(model, price)| (model.to_ascii_lowercase(), price.clone()))
+            .collect();
+        self
+    }
+
+    /// The price of `model`: the provider's entry, else the table's, that is its name
+    /// (without a `provider/` prefix), or whose dated snapshot it is.
     pub fn of(&self, model: &str) -> Option<&Pricing> {
         let name = model
             .rsplit('/')
             .next()
             .unwrap_or(model)
             .to_ascii_lowercase();
-        self.table
-            .iter()
-            .filter(|(entry, _)| {
-                name.strip_prefix(entry.as_str())
-                    .is_some_and(is_snapshot_suffix)
-            })
-            .max_by_key(|(entry, _)| entry.len())
-            .map(|(_, price)| price)
+        // A provider's entry for the whole name, prefix and all, too (`openai/gpt-oss`).
+        let whole = model.to_ascii_lowercase();
+        self.provider
+            .get(&whole)
+            .or_else(|| snapshot_of(&self.provider, &name))
+            .or_else(|| snapshot_of(&self.table, &name))
     }
 
-    pub fn tokens_cost(&self, model: &str, t: &Tokens) -> Option<f64> {
+    /// What `t` of `model` cost, and whether its price is known (else [`CONSERVATIVE`]'s).
+    pub fn tokens_cost(&self, model: &str, t: &Tokens) -> (f64, bool) {
         let clamp = |n: u64| i64::try_from(n).unwrap_or(i64::MAX);
-        self.of(model)
-            .map(|p| p.cost(clamp(t.input), clamp(t.cached_input), clamp(t.output)))
+        let (price, known) = match self.of(model) {
+            Some(p) => (p, true),
+            None => (&CONSERVATIVE, false),
+        };
+        (
+            price.cost(clamp(t.input), clamp(t.cached_input), clamp(t.output)),
+            known,
+        )
     }
 
     pub fn cost(&self, usage: &Usage) -> Cost {
         let mut cost = Cost::default();
         for (model, tokens) in usage {
-            match self.tokens_cost(model, tokens) {
-                Some(usd) => cost.usd += usd,
-                None if tokens.input + tokens.output > 0 => cost.unpriced.push(model.clone()),
-                None => {}
+            let (usd, known) = self.tokens_cost(model, tokens);
+            cost.usd += usd;
+            if !known && tokens.input + tokens.output > 0 {
+                cost.unpriced.push(model.clone());
             }
         }
         cost
     }
+}
+
+/// The entry of `table` that is `name`, or whose dated snapshot it is (the longest).
+fn snapshot_of<'a>(table: &'a BTreeMap<String, Pricing>, name: &str) -> Option<&'a Pricing> {
+    table
+        .iter()
+        .filter(|(entry, _)| {
+            name.strip_prefix(entry.as_str())
+                .is_some_and(is_snapshot_suffix)
+        })
+        .max_by_key(|(entry, _)| entry.len())
+        .map(|(_, price)| price)
 }
 
 /// Whether `rest`, what follows a model's name, names a snapshot of that same model: nothing,
@@ -170,6 +221,9 @@ mod tests {
             ("claude-sonnet-4-5@20250929", Some(3.0)),
             ("claude-3-7-sonnet-latest", Some(18.0)),
             ("claude-sonnet-4-5-20250929-v1:0", Some(3.0)),
+            // Each CLI's default model (issue 50).
+            ("claude-opus-4-8", Some(30.0)),
+            ("gpt-6.1-sol", Some(12.0)),
             ("my-local-model", None),
             // A newer or different model that merely starts with a known name has no price
             // (never an older model's).
@@ -181,8 +235,13 @@ mod tests {
             ("gpt-5-20250807x", None),
         ];
         for (model, usd) in cases {
-            let got = prices.tokens_cost(model, &t);
-            assert_eq!(got.map(|c| (c * 100.0).round() / 100.0), usd, "{model}");
+            let (got, known) = prices.tokens_cost(model, &t);
+            let got = (got * 100.0).round() / 100.0;
+            // No price known: the conservative one, the dearest built-in.
+            assert_eq!(known.then_some(got), usd, "{model}");
+            if !known {
+                assert_eq!(got, 90.0, "{model}");
+            }
         }
         let usage: Usage = [
             ("gpt-5-codex".to_string(), t),
@@ -192,6 +251,44 @@ mod tests {
         .collect();
         let cost = prices.cost(&usage);
         assert_eq!(cost.unpriced, ["my-local-model"]);
-        assert!((cost.usd - 11.25).abs() < 1e-9);
+        assert!((cost.usd - 101.25).abs() < 1e-9, "{cost:?}");
+    }
+
+    /// Issue 50: a provider's prices come first, `0` is a price, and the conservative price is
+    /// the dearest built-in one.
+    #[test]
+    fn a_provider_s_prices_come_first_and_zero_is_free() {
+        let t = Tokens {
+            input: 1_000_000,
+            cached_input: 0,
+            output: 1_000_000,
+            answers: 1,
+        };
+        let price = |input, output| Pricing {
+            input_per_mtok: input,
+            output_per_mtok: output,
+            cached_input_per_mtok: None,
+        };
+        let provider: BTreeMap<String, Pricing> = [
+            ("smollm2-135m".to_string(), price(0.0, 0.0)),
+            ("gpt-5".to_string(), price(1.0, 1.0)),
+            ("org/Model-X".to_string(), price(2.0, 2.0)),
+        ]
+        .into_iter()
+        .collect();
+        let prices = Prices::new(&BTreeMap::new()).with_provider(&provider);
+        assert_eq!(prices.tokens_cost("smollm2-135m", &t), (0.0, true));
+        assert_eq!(prices.tokens_cost("gpt-5-2025-08-07", &t), (2.0, true));
+        assert_eq!(prices.tokens_cost("org/model-x", &t), (4.0, true));
+        assert_eq!(prices.tokens_cost("gpt-5-mini", &t), (2.25, true));
+        let dearest = BUILT_IN
+            .iter()
+            .fold((0.0f64, 0.0f64), |(i, o), (_, input, _, output)| {
+                (i.max(*input), o.max(*output))
+            });
+        assert_eq!(
+            dearest,
+            (CONSERVATIVE.input_per_mtok, CONSERVATIVE.output_per_mtok)
+        );
     }
 }

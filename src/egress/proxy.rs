@@ -106,7 +106,7 @@ async fn handle(
                 .spec
                 .routes
                 .iter()
-                .map(|r| format!("/{}/", r.provider.route))
+                .map(|r| format!("/{}/", r.provider.name))
                 .collect();
             let route: String = route.chars().take(64).collect();
             say(
@@ -121,9 +121,22 @@ async fn handle(
     }
 }
 
-/// 403 for a host not on the allow list, naming the line that would allow it.
+/// 403 for a host not on the allow list, naming the line that would allow it; a CLI's own
+/// traffic is refused with no advice (issue 50).
 fn refused(session: &Session, host: &str, port: u16) -> Response<ProxyBody> {
     let by = session.spec.user.key();
+    let own = &session.spec.own_traffic;
+    if own.holds(host, port) {
+        return say(
+            session,
+            StatusCode::FORBIDDEN,
+            &format!(
+                "opentiger's proxy refused {}:{port}: {}'s own traffic (an update check, telemetry or a plugin install), which the task does not need\n",
+                crate::model::network::host_name(host),
+                own.cli
+            ),
+        );
+    }
     let host = crate::model::network::host_name(host);
     let entry = match port {
         443 | 80 => host.clone(),

@@ -9,8 +9,9 @@ use http::{header, HeaderValue, Response, StatusCode};
 use http_body_util::combinators::BoxBody;
 use http_body_util::{BodyExt, Full};
 
-use super::providers::{Api, Provider};
+use super::providers::Provider;
 use super::session::Session;
+use crate::config::ProviderApi;
 
 pub type BoxError = Box<dyn std::error::Error + Send + Sync>;
 /// The body of whatever the proxy sends, either way.
@@ -43,7 +44,7 @@ pub fn api_error(
 ) -> Response<ProxyBody> {
     let message = session.secrets().scrub(words);
     let body = match provider.api {
-        Api::Anthropic => {
+        ProviderApi::Anthropic => {
             let kind = match status {
                 StatusCode::FORBIDDEN => "permission_error",
                 StatusCode::NOT_FOUND => "not_found_error",
@@ -53,10 +54,12 @@ pub fn api_error(
             };
             serde_json::json!({ "type": "error", "error": { "type": kind, "message": message } })
         }
-        Api::OpenAi => serde_json::json!({
-            "error": { "message": message, "type": "invalid_request_error", "code": code, "param": null }
-        }),
-        Api::Gemini => {
+        ProviderApi::Openai | ProviderApi::OpenaiChat | ProviderApi::OpenaiResponses => {
+            serde_json::json!({
+                "error": { "message": message, "type": "invalid_request_error", "code": code, "param": null }
+            })
+        }
+        ProviderApi::Gemini => {
             let kind = match status {
                 StatusCode::FORBIDDEN => "PERMISSION_DENIED",
                 StatusCode::NOT_FOUND => "NOT_FOUND",

@@ -36,8 +36,9 @@ pub const BUFFERED_MAX: usize = 64 << 20;
 /// the key the proxy puts in its place.
 #[derive(Clone)]
 pub struct Route {
-    pub provider: &'static Provider,
-    /// `(variable, placeholder, key)`.
+    pub provider: Arc<Provider>,
+    /// `(variable, placeholder, key)`; a provider that takes no key has one entry with an empty
+    /// variable and key: the agent still gets a placeholder, the proxy sends nothing for it.
     pub keys: Vec<(String, String, String)>,
 }
 
@@ -45,7 +46,7 @@ impl std::fmt::Debug for Route {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         // Never the keys.
         f.debug_struct("Route")
-            .field("provider", &self.provider.route)
+            .field("provider", &self.provider.name)
             .finish()
     }
 }
@@ -75,6 +76,25 @@ pub struct SessionSpec {
     /// What no answer may carry back besides the routes' own keys: every model key and forge
     /// token the runner holds.
     pub secrets: Secrets,
+    /// What the agent's CLI reaches on its own, which no task needs (issue 50).
+    pub own_traffic: OwnTraffic,
+}
+
+/// Hosts an agent CLI reaches on its own — update checks, telemetry, plugin installs
+/// (`executor::Cli::background`) — refused, unless allowed, without advice to allow them, and
+/// recorded as that CLI's own traffic.
+#[derive(Clone, Debug, Default)]
+pub struct OwnTraffic {
+    /// The CLI's `executor:` word.
+    pub cli: String,
+    pub hosts: Vec<HostRule>,
+}
+
+impl OwnTraffic {
+    /// Whether `host:port` is the CLI's own traffic.
+    pub fn holds(&self, host: &str, port: u16) -> bool {
+        self.hosts.iter().any(|r| r.matches(host, port))
+    }
 }
 
 /// A quota or overload answer from a model API.
@@ -225,11 +245,13 @@ impl Session {
     /// Records a refusal of `host:port`: the name as data ([`host_name`]), in a list that
     /// stays ten names and a count however many the program tries.
     pub fn refuse(&self, host: &str, port: u16) {
+        let own = self.spec.own_traffic.holds(host, port);
         let refusal = Refusal {
             host: host_name(host),
             port,
             by: self.spec.user.key().to_string(),
             times: 1,
+            own: own.then(|| self.spec.own_traffic.cli.clone()),
         };
         merge_refusals(&mut self.state().refused, &[refusal]);
     }
@@ -288,7 +310,7 @@ impl Session {
 
     /// The model API routed under `route` for this agent.
     pub fn route(&self, route: &str) -> Option<&Route> {
-        self.spec.routes.iter().find(|r| r.provider.route == route)
+        self.spec.routes.iter().find(|r| r.provider.name == route)
     }
 
     /// Bytes went either way.

@@ -14,6 +14,18 @@ use std::time::Duration;
 /// A stand-in upstream: answers every connection with `response` (after reading the request
 /// head and its body), and sends each request head it read.
 fn upstream(response: Vec<u8>) -> (SocketAddr, mpsc::Receiver<String>) {
+    let (addr, both) = endpoint(response);
+    let (tx, rx) = mpsc::channel();
+    std::thread::spawn(move || {
+        for (head, _) in both {
+            let _ = tx.send(head);
+        }
+    });
+    (addr, rx)
+}
+
+/// [`upstream`], sending each request's head and body.
+fn endpoint(response: Vec<u8>) -> (SocketAddr, mpsc::Receiver<(String, String)>) {
     let listener = TcpListener::bind("127.0.0.1:0").unwrap();
     let addr = listener.local_addr().unwrap();
     let (tx, rx) = mpsc::channel();
@@ -23,10 +35,9 @@ fn upstream(response: Vec<u8>) -> (SocketAddr, mpsc::Receiver<String>) {
             std::thread::spawn(move || {
                 let mut reader = BufReader::new(stream.try_clone().unwrap());
                 let head = read_head(&mut reader);
-                let length = content_length(&head);
-                let mut body = vec![0u8; length];
+                let mut body = vec![0u8; content_length(&head)];
                 let _ = reader.read_exact(&mut body);
-                let _ = tx.send(head);
+                let _ = tx.send((head, String::from_utf8_lossy(&body).into_owned()));
                 let mut stream = stream;
                 let _ = stream.write_all(&response);
                 // A websocket answer goes on: keep the connection until the client closes.
@@ -85,6 +96,10 @@ fn spec(resolve: &[(&str, SocketAddr)], budget: Option<f64>) -> SessionSpec {
             .collect::<BTreeMap<_, _>>(),
         provider_tools: Vec::new(),
         secrets: Secrets::new([FORGE_TOKEN.to_string()]),
+        own_traffic: OwnTraffic {
+            cli: "codex".to_string(),
+            hosts: vec![HostRule::parse("chatgpt.com").unwrap()],
+        },
     }
 }
 
@@ -375,4 +390,5 @@ fn a_request_in_flight_is_never_idle_and_its_end_however_it_ends_is_traffic() {
     assert!(session.quiet() < Duration::from_millis(30));
 }
 
+mod configured;
 mod key_and_bounds;

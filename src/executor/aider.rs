@@ -11,6 +11,13 @@
 //! in the workspace are removed after the run. aider has no turn cap to set (its lint/test fix-up
 //! loop stops after 3 reflections), so `agents.<role>.max_turns` does not apply.
 //!
+//! With a configured provider (issue 50) aider goes through litellm's route of its API shape:
+//! `OPENAI_API_BASE` and `OPENAI_API_KEY` (its route on the proxy, the placeholder) and the
+//! model `openai/<model>` for the OpenAI shapes (chat completions), `anthropic/…` and
+//! `gemini/…` likewise. `LITELLM_LOCAL_MODEL_COST_MAP=True` keeps litellm on its own copy of
+//! its price map; aider's model-info fetch from raw.githubusercontent.com, which no flag turns
+//! off, is its own traffic (`Cli::background`).
+//!
 //! A worker is handed the files its task names that exist (`--file`, `aider_files`), with the
 //! repository map off (`--map-tokens 0`): the task says what to edit. aider can neither run
 //! commands nor write `$OPENTIGER_RESULT_FILE`: its prompt does not ask it to (the runner runs
@@ -45,6 +52,9 @@ pub const CLI: Cli = Cli {
     ],
     // aider also reads keys from these files in the home folder.
     logins: &[".env", ".aider.conf.yml"],
+    background: &["raw.githubusercontent.com"],
+    // aider 0.86.2 with no --model: with an Anthropic key, else with an OpenAI one.
+    default_models: &["claude-sonnet-4-5", "gpt-4o"],
 };
 
 const FLAGS: &[&str] = &[
@@ -85,6 +95,15 @@ pub fn git_identity(given: &[(String, String)]) -> Vec<(String, String)> {
     ]
     .map(|(k, v)| (k.to_string(), v.to_string()))
     .to_vec()
+}
+
+/// `--model`: with a configured provider, under its litellm route (`openai/smollm2`).
+pub fn model_arg(config: &AdapterConfig, given: &[(String, String)]) -> Option<String> {
+    let model = config.model.clone()?;
+    Some(match super::door::provider(given) {
+        Some(door) => format!("{}/{model}", super::door::aider_route(&door).1),
+        None => model,
+    })
 }
 
 /// The base URLs aider (litellm) reads, from the ones the agent is given on opentiger's proxy
@@ -291,8 +310,12 @@ impl Adapter for Aider {
         &self.config
     }
 
-    fn args(&self, files: &RunFiles, scratch: &Path, _given: &[(String, String)]) -> Vec<String> {
-        args(&self.config, &files.prompt, scratch)
+    fn args(&self, files: &RunFiles, scratch: &Path, given: &[(String, String)]) -> Vec<String> {
+        let config = AdapterConfig {
+            model: model_arg(&self.config, given),
+            ..self.config.clone()
+        };
+        args(&config, &files.prompt, scratch)
     }
 
     fn stdin(&self, _prompt: &str) -> Option<Vec<u8>> {
@@ -302,6 +325,11 @@ impl Adapter for Aider {
     fn env(&self, _scratch: &Path, given: &[(String, String)]) -> Vec<(String, String)> {
         let mut env = git_identity(given);
         env.extend(api_bases(given));
+        if let Some(door) = super::door::provider(given) {
+            env.extend(super::door::aider_route(&door).0);
+        }
+        // litellm's own price map, not the copy it would fetch from raw.githubusercontent.com.
+        env.push(("LITELLM_LOCAL_MODEL_COST_MAP".into(), "True".into()));
         env
     }
 

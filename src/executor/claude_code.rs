@@ -40,6 +40,9 @@ pub const CLI: Cli = Cli {
     install: "npm install -g @anthropic-ai/claude-code",
     keys: &["ANTHROPIC_API_KEY", "CLAUDE_CODE_OAUTH_TOKEN"],
     logins: &[".claude/.credentials.json"],
+    background: &[],
+    // claude-code 2.1.197 with no --model.
+    default_models: &["claude-opus-4-8"],
 };
 
 /// The tools a worker may use without asking (print mode denies what would need asking).
@@ -188,17 +191,23 @@ impl Adapter for ClaudeCode {
         Some(prompt.as_bytes().to_vec())
     }
 
-    fn env(&self, _scratch: &Path, _given: &[(String, String)]) -> Vec<(String, String)> {
+    fn env(&self, _scratch: &Path, given: &[(String, String)]) -> Vec<(String, String)> {
         // An update mid-run in CI is pointless and slow; telemetry and error reports go to
         // hosts no allow list names (issue 37). Its model API is `ANTHROPIC_BASE_URL`, which
-        // the runner sets to its route on opentiger's proxy.
-        vec![
-            ("DISABLE_AUTOUPDATER".into(), "1".into()),
+        // the runner sets to its route on opentiger's proxy; a configured provider's (issue 50)
+        // is given the same way.
+        let mut env = vec![
+            ("DISABLE_AUTOUPDATER".to_string(), "1".to_string()),
             (
-                "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC".into(),
-                "1".into(),
+                "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC".to_string(),
+                "1".to_string(),
             ),
-        ]
+        ];
+        if let Some(door) = super::door::provider(given) {
+            env.push(("ANTHROPIC_BASE_URL".into(), door.base_url));
+            env.push(("ANTHROPIC_API_KEY".into(), door.key));
+        }
+        env
     }
 
     fn parse(&self, out: &ProcessOutput, _scratch: &Path) -> Report {

@@ -42,6 +42,13 @@ pub struct Cli {
     /// Files under `$HOME` where the CLI keeps a login made by hand (`claude /login`, `codex
     /// login`): with one, it may run without a key in its environment.
     pub logins: &'static [&'static str],
+    /// Hosts it reaches on its own, whatever the task — update checks, telemetry, plugin
+    /// installs — that its flags cannot all turn off (issue 50): refused without advice to
+    /// allow them, and recorded as its own traffic (docs/agents.md lists them).
+    pub background: &'static [&'static str],
+    /// The models it asks for with no `model:` (issue 50, measured with the pinned version):
+    /// each has a built-in price, so no run is metered as free by accident.
+    pub default_models: &'static [&'static str],
 }
 
 /// What a CLI adapter needs from `agents.<role>`, resolved.

@@ -2,7 +2,7 @@
 //! has a key (`executor::keys`), how its report, the exit and the result file make one priced
 //! result (`executor::report`), or confining it (`sandbox`, set up by `runner::agent`).
 //!
-//! Runs `codex [-c openai_base_url="<OPENAI_BASE_URL>"] exec --json --color never
+//! Runs `codex <QUIET> [-c openai_base_url="<OPENAI_BASE_URL>"] exec --json --color never
 //! --skip-git-repo-check --sandbox danger-full-access [--model M]
 //! --output-last-message <scratch>/last-message.txt -` with the prompt on stdin (`-`), for every
 //! role. codex's own sandbox (bubblewrap) cannot start inside opentiger's Landlock domain (issue
@@ -18,6 +18,15 @@
 //! `OPENAI_API_KEY` is given as `CODEX_API_KEY` when that is not set, and a passed
 //! `OPENAI_BASE_URL` becomes the `-c` override above. Codex has no turn cap of its own:
 //! opentiger keeps `agents.<role>.max_turns` for it, counting its tool calls (`codex_turns`).
+//!
+//! With a configured provider (issue 50) codex gets a model provider of its own instead:
+//! `-c model_providers.opentiger={name, base_url = <its route on the proxy>, env_key =
+//! "OPENTIGER_PROVIDER_KEY", wire_api = "responses", supports_websockets}` and `-c
+//! model_provider="opentiger"`: it speaks Responses only, and for a provider of chat
+//! completions the proxy translates. Its own traffic is turned off on every run ([`QUIET`]):
+//! `features.plugins` (its plugin sync with github.com and chatgpt.com), `analytics.enabled`
+//! (ab.chatgpt.com), `check_for_update_on_startup` (measured with 0.169.0: with them, no
+//! request but the model's).
 //!
 //! Reads the JSON-lines events: `thread.started` (session id), `item.completed` of type
 //! `agent_message` (the final message; `--output-last-message` is the fallback when the stream's
@@ -47,6 +56,14 @@ pub const CLI: Cli = Cli {
     install: "npm install -g @openai/codex",
     keys: &["CODEX_API_KEY", "OPENAI_API_KEY"],
     logins: &[".codex/auth.json"],
+    background: &[
+        "github.com",
+        "api.github.com",
+        "chatgpt.com",
+        "ab.chatgpt.com",
+    ],
+    // codex 0.169.0 with no --model.
+    default_models: &["gpt-6.1-sol"],
 };
 
 pub struct Codex {
@@ -109,6 +126,16 @@ pub fn key_env(given: &[(String, String)]) -> Vec<(String, String)> {
     }
 }
 
+/// What keeps codex from its own traffic (module docs), before the subcommand.
+pub const QUIET: &[&str] = &[
+    "-c",
+    "features.plugins=false",
+    "-c",
+    "analytics.enabled=false",
+    "-c",
+    "check_for_update_on_startup=false",
+];
+
 /// codex ignores `OPENAI_BASE_URL`; its configuration key `openai_base_url`, set with `-c`
 /// before the subcommand, is what it reads. The value is a TOML string.
 pub fn base_url_override(url: Option<&str>) -> Vec<String> {
@@ -129,7 +156,9 @@ pub fn web_search_override(given: &[(String, String)]) -> Vec<String> {
         .iter()
         .find(|(k, _)| k == crate::egress::PROVIDER_TOOLS_VAR)
         .map(|(_, tools)| tools.split(',').any(|t| t.trim() == "web_search"));
-    match (lookup(given, "OPENAI_BASE_URL"), allowed) {
+    let base = lookup(given, "OPENAI_BASE_URL")
+        .or_else(|| lookup(given, crate::egress::PROVIDER_VARS.base_url));
+    match (base, allowed) {
         (Some(_), Some(false)) => vec!["-c".to_string(), "web_search=\"disabled\"".to_string()],
         (Some(_) | None, Some(true) | None) | (None, Some(false)) => Vec::new(),
     }
@@ -277,7 +306,11 @@ impl Adapter for Codex {
     }
 
     fn args(&self, _files: &RunFiles, scratch: &Path, given: &[(String, String)]) -> Vec<String> {
-        let mut all = base_url_override(lookup(given, "OPENAI_BASE_URL"));
+        let mut all: Vec<String> = QUIET.iter().map(|a| a.to_string()).collect();
+        match super::door::provider(given) {
+            Some(door) => all.extend(super::door::codex_provider(&door)),
+            None => all.extend(base_url_override(lookup(given, "OPENAI_BASE_URL"))),
+        }
         all.extend(web_search_override(given));
         all.extend(args(&self.config, scratch));
         all

@@ -5,23 +5,30 @@
 //! A CLI runs when one of its keys (`Cli::keys`) is set in the runner's environment (the runner
 //! holds it; the agent gets a placeholder, issue 37), or when it has a login of its own under
 //! `$HOME` (`Cli::logins`, made by hand on a laptop). Without either it would only fail: the
-//! runner does not start it.
+//! runner does not start it. With a provider (issue 50) the key is that provider's: its
+//! `providers.<name>.key` variable (none needed when it names none), or a built-in one's.
+//! Every fix names the variable the agent's set-up reads: its provider's, the one set (a
+//! refused key), the one its model's provider prefix calls for (`openai/…`: OPENAI_API_KEY),
+//! or the one the CLI's docs recommend (codex: OPENAI_API_KEY).
 //! Not here: reading what a CLI printed about its key (`engine::classify`, `report`).
 
 use super::{known_cli, Cli};
 use crate::config::{EffectiveAgent, ExecutorKind};
 use crate::model::short_hash;
 
-/// The keys of `cli` the agent is given (through opentiger's proxy): set, not blank, in the
-/// runner's environment.
-fn given<'a>(
-    cli: &'a Cli,
-    _agent: &EffectiveAgent,
+/// The keys the agent is given (through opentiger's proxy): its provider's, else its CLI's,
+/// set and not blank in the runner's environment.
+fn given(
+    cli: &Cli,
+    agent: &EffectiveAgent,
     lookup: &impl Fn(&str) -> Option<String>,
-) -> Vec<&'a str> {
-    cli.keys
-        .iter()
-        .copied()
+) -> Vec<String> {
+    let candidates: Vec<String> = match &agent.provider {
+        Some(p) => p.keys.clone(),
+        None => cli.keys.iter().map(|k| k.to_string()).collect(),
+    };
+    candidates
+        .into_iter()
         .filter(|k| lookup(k).is_some_and(|v| !v.trim().is_empty()))
         .collect()
 }
@@ -44,13 +51,27 @@ pub fn missing_key(
     if !given(cli, agent, &lookup).is_empty() {
         return None;
     }
+    if let Some(p) = agent.provider.as_ref().filter(|p| !p.built_in) {
+        let var = p.keys.first()?;
+        return Some(format!(
+            "{key}.provider is `{name}`, whose key {var} is not set for the runner ({line}), so the agent cannot reach its model; it was not started\n  {}",
+            fix_with(cli, agent, &lookup),
+            key = agent.config_key,
+            name = p.name,
+            line = p.key_line(),
+        ));
+    }
     if home.is_some_and(|h| cli.logins.iter().any(|l| h.join(l).is_file())) {
         return None;
     }
-    let problem = format!("none of {} is set", cli.keys.join(", "));
+    let names: Vec<String> = match &agent.provider {
+        Some(p) => p.keys.clone(),
+        None => cli.keys.iter().map(|k| k.to_string()).collect(),
+    };
+    let problem = format!("none of {} is set", names.join(", "));
     Some(format!(
         "{key}.executor is `{kind}`, but the agent is given no key: {problem}, so it cannot reach its model; it was not started\n  {}",
-        fix(cli, agent),
+        fix_with(cli, agent, &lookup),
         key = agent.config_key,
         kind = cli.kind,
     ))
@@ -60,7 +81,7 @@ pub fn missing_key(
 /// and the model to check.
 pub fn config_fix(agent: &EffectiveAgent) -> String {
     match known_cli(agent.executor) {
-        Some(cli) => fix(cli, agent),
+        Some(cli) => fix_with(cli, agent, &|k| std::env::var(k).ok()),
         None => format!(
             "fix: check the key, login and model the agent at {} uses",
             agent.config_key
@@ -68,14 +89,47 @@ pub fn config_fix(agent: &EffectiveAgent) -> String {
     }
 }
 
-fn fix(cli: &Cli, agent: &EffectiveAgent) -> String {
-    // The key the agent lists, if it names one of its CLI's (codex: `OPENAI_API_KEY`, given to
-    // it as `CODEX_API_KEY`): that is the one to set or fix.
-    let wanted = cli
+/// The key variable a fix for `agent` names (module docs), with where it is configured when
+/// its provider is one of `providers:`.
+pub fn wanted_key(
+    cli: &Cli,
+    agent: &EffectiveAgent,
+    lookup: &impl Fn(&str) -> Option<String>,
+) -> Option<String> {
+    if let Some(p) = &agent.provider {
+        let set = p.keys.iter().find(|k| lookup(k).is_some());
+        return set.or(p.keys.first()).cloned();
+    }
+    if let Some(k) = cli
         .keys
         .iter()
-        .find(|k| agent.env_passthrough.iter().any(|p| p == *k))
-        .unwrap_or(&cli.keys[0]);
+        .find(|k| lookup(k).is_some_and(|v| !v.trim().is_empty()))
+    {
+        return Some(k.to_string());
+    }
+    // The provider the model names (`openai/gpt-5` for opencode or aider).
+    let by_model = agent
+        .model
+        .as_deref()
+        .and_then(|m| m.split_once('/'))
+        .and_then(|(p, _)| {
+            let p = if p == "google" { "gemini" } else { p };
+            crate::config::built_in(p).map(|b| b.keys[0])
+        });
+    let listed = cli
+        .keys
+        .iter()
+        .find(|k| agent.env_passthrough.iter().any(|p| p == *k));
+    let wanted = by_model
+        .filter(|k| cli.keys.contains(k))
+        .or(listed.copied())
+        // codex reads CODEX_API_KEY, but OPENAI_API_KEY is what its docs and ours set.
+        .or((cli.kind == "codex").then_some("OPENAI_API_KEY"))
+        .unwrap_or(cli.keys[0]);
+    Some(wanted.to_string())
+}
+
+fn fix_with(cli: &Cli, agent: &EffectiveAgent, lookup: &impl Fn(&str) -> Option<String>) -> String {
     let model = match &agent.model {
         Some(m) => format!(
             " and that `{}.model` ({m}) is a model it may use",
@@ -83,8 +137,19 @@ fn fix(cli: &Cli, agent: &EffectiveAgent) -> String {
         ),
         None => String::new(),
     };
+    let Some(wanted) = wanted_key(cli, agent, lookup) else {
+        // A provider that takes no key: the endpoint refused anyway.
+        let name = agent.provider.as_ref().map_or("", |p| p.name.as_str());
+        return format!(
+            "fix: `providers.{name}` names no key, but its endpoint refused the agent: give it `key:` with the variable holding one{model}"
+        );
+    };
+    let line = match &agent.provider {
+        Some(p) if !p.built_in => format!(" (the variable {} names)", p.key_line()),
+        _ => String::new(),
+    };
     format!(
-        "fix: set {wanted} in the workflow's env (`env: {wanted}: ${{{{ secrets.{wanted} }}}}`) for the runner, which holds it (the agent at `{key}` gets a placeholder and opentiger's proxy puts the key back on its model API's requests); check that the key is valid{model}",
+        "fix: set {wanted}{line} in the workflow's env (`env: {wanted}: ${{{{ secrets.{wanted} }}}}`) for the runner, which holds it (the agent at `{key}` gets a placeholder and opentiger's proxy puts the key back on its model API's requests); check that the key is valid{model}",
         key = agent.config_key
     )
 }
@@ -99,20 +164,39 @@ pub fn config_fingerprint(
     let keys = known_cli(agent.executor)
         .map(|cli| given(cli, agent, &lookup).join(","))
         .unwrap_or_default();
+    // A provider's name only when one is set: the fingerprints of set-ups without stay as
+    // they were.
+    let provider = agent.provider.as_ref().map(|p| p.name.as_str());
     let command = agent.command.as_deref().unwrap_or_default().join("\u{1f}");
-    short_hash(&[
-        &agent.executor_key(),
+    let executor_key = agent.executor_key();
+    let passthrough = agent.env_passthrough.join(",");
+    let mut parts: Vec<&str> = vec![
+        &executor_key,
         agent.model.as_deref().unwrap_or(""),
         &command,
-        &agent.env_passthrough.join(","),
+        &passthrough,
         agent.script.as_deref().unwrap_or(""),
         &keys,
-    ])
+    ];
+    parts.extend(provider);
+    short_hash(&parts)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A variable lookup over `pairs`.
+    fn env(
+        pairs: &'static [(&'static str, &'static str)],
+    ) -> impl Fn(&str) -> Option<String> + Copy {
+        move |k: &str| {
+            pairs
+                .iter()
+                .find(|(n, _)| *n == k)
+                .map(|(_, v)| v.to_string())
+        }
+    }
     use crate::config::{AgentRole, Config};
     use crate::model::Role;
 
@@ -129,14 +213,6 @@ mod tests {
         );
         let command = agent("agents:\n  worker:\n    executor: command\n    command: [x]\n");
         let home = tempfile::tempdir().unwrap();
-        let env = |pairs: &'static [(&'static str, &'static str)]| {
-            move |k: &str| {
-                pairs
-                    .iter()
-                    .find(|(n, _)| *n == k)
-                    .map(|(_, v)| v.to_string())
-            }
-        };
         let none = env(&[]);
         let text = missing_key(&claude, none, Some(home.path())).expect("no key");
         for part in [
@@ -169,10 +245,11 @@ mod tests {
         assert!(missing_key(&codex, none, None)
             .unwrap()
             .contains("fix: set OPENAI_API_KEY"));
+        // Issue 50: codex's fix names the key its docs and ours set, not the one it reads.
         let bare = agent("agents:\n  worker:\n    executor: codex\n");
         assert!(missing_key(&bare, none, None)
             .unwrap()
-            .contains("fix: set CODEX_API_KEY"));
+            .contains("fix: set OPENAI_API_KEY"));
         // A login made by hand on this machine.
         std::fs::create_dir_all(home.path().join(".claude")).unwrap();
         std::fs::write(home.path().join(".claude/.credentials.json"), "{}").unwrap();
@@ -191,6 +268,62 @@ mod tests {
         assert_eq!(
             missing_key(&with_model, env(&[("ANTHROPIC_API_KEY", "sk")]), None),
             None
+        );
+    }
+
+    /// Issue 50: with a provider, its key is the one; every fix names its variable and line.
+    #[test]
+    fn a_provider_s_key_is_the_one_asked_for() {
+        let local = "providers:\n  local:\n    api: openai-chat\n    base_url: http://127.0.0.1:8080/v1\n    key: LOCAL_MODEL_KEY\n  free:\n    api: openai-chat\n    base_url: http://127.0.0.1:8081/v1\n";
+        let on = |provider: &str, executor: &str| {
+            agent(&format!(
+                "{local}agents:\n  worker:\n    executor: {executor}\n    provider: {provider}\n    model: m\n"
+            ))
+        };
+        // Another CLI key does not serve: the provider's is the one.
+        let text = missing_key(
+            &on("local", "aider"),
+            env(&[("OPENAI_API_KEY", "sk")]),
+            None,
+        )
+        .expect("its key is not set");
+        for part in [
+            "agents.worker.provider is `local`, whose key LOCAL_MODEL_KEY is not set for the runner (`providers.local.key: LOCAL_MODEL_KEY`)",
+            "fix: set LOCAL_MODEL_KEY (the variable `providers.local.key: LOCAL_MODEL_KEY` names)",
+        ] {
+            assert!(text.contains(part), "{part:?} not in {text}");
+        }
+        assert_eq!(
+            missing_key(
+                &on("local", "codex"),
+                env(&[("LOCAL_MODEL_KEY", "k")]),
+                None
+            ),
+            None
+        );
+        // A provider that takes no key needs none.
+        assert_eq!(missing_key(&on("free", "opencode"), env(&[]), None), None);
+        // A built-in provider: its own keys.
+        let openai = on("openai", "aider");
+        assert!(
+            missing_key(&openai, env(&[("ANTHROPIC_API_KEY", "sk")]), None)
+                .unwrap()
+                .contains("none of OPENAI_API_KEY, CODEX_API_KEY is set")
+        );
+        // The refused key's fix names the variable the set-up reads: the one set, or the one
+        // the model's provider prefix calls for.
+        let cli = known_cli(ExecutorKind::Aider).unwrap();
+        let by_model =
+            agent("agents:\n  worker:\n    executor: aider\n    model: openai/gpt-4.1\n");
+        assert_eq!(
+            wanted_key(cli, &by_model, &|_| None).as_deref(),
+            Some("OPENAI_API_KEY")
+        );
+        let codex = agent("agents:\n  worker:\n    executor: codex\n");
+        let codex_cli = known_cli(ExecutorKind::Codex).unwrap();
+        assert_eq!(
+            wanted_key(codex_cli, &codex, &env(&[("OPENAI_API_KEY", "sk")])).as_deref(),
+            Some("OPENAI_API_KEY")
         );
     }
 

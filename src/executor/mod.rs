@@ -21,6 +21,7 @@ mod cli;
 pub mod codex;
 mod codex_turns;
 mod command;
+pub mod door;
 mod json_answer;
 mod keys;
 pub mod opencode;
@@ -37,7 +38,7 @@ use crate::model::{RunId, Task};
 
 pub use chain::{build, none_usable};
 pub use cli::{locate, AdapterConfig, Cli};
-pub use keys::{config_fingerprint, config_fix, missing_key};
+pub use keys::{config_fingerprint, config_fix, missing_key, wanted_key};
 
 /// The agent CLI an executor kind drives, if it is one of the adapters.
 pub fn known_cli(kind: ExecutorKind) -> Option<&'static Cli> {
@@ -332,6 +333,27 @@ pub const FORGE_TOKENS: &[&str] = &[
 mod tests {
     use super::*;
     use crate::config::Config;
+
+    /// Issue 50: what each CLI asks for with no `model:` has a built-in price (claude-code
+    /// 2.1.197 asks for `claude-opus-4-8`, which was once metered at $0).
+    #[test]
+    fn each_cli_s_default_model_has_a_built_in_price() {
+        let prices = crate::egress::pricing::Prices::new(&std::collections::BTreeMap::new());
+        let kinds = [
+            ExecutorKind::ClaudeCode,
+            ExecutorKind::Codex,
+            ExecutorKind::Opencode,
+            ExecutorKind::Aider,
+        ];
+        let mut priced = 0;
+        for cli in kinds.into_iter().filter_map(known_cli) {
+            for model in cli.default_models {
+                assert!(prices.of(model).is_some(), "{}: {model}", cli.kind);
+                priced += 1;
+            }
+        }
+        assert_eq!(priced, 4);
+    }
 
     #[test]
     fn a_missing_cli_is_reported_with_its_fix() {

@@ -8,7 +8,12 @@
 //! `plan` agent, which may not edit. Settings go in `OPENCODE_CONFIG_CONTENT` (merged over the
 //! user's and the project's config): the turn cap as the agents' `steps`, and permission to
 //! write the scratch folder (for the result file) — any other permission prompt is rejected by
-//! `opencode run`. `OPENCODE_DISABLE_AUTOUPDATE=1` too.
+//! `opencode run`. `OPENCODE_DISABLE_AUTOUPDATE=1`, `OPENCODE_DISABLE_MODELS_FETCH=1` and
+//! `OPENCODE_DISABLE_LSP_DOWNLOAD=1` too; what no variable turns off — the install of its
+//! `@opencode-ai/plugin` package from registry.npmjs.org at each start — is its own traffic
+//! (`Cli::background`). A configured provider (issue 50) becomes an opencode provider of the
+//! same name (`door::opencode_provider`: `@ai-sdk/openai-compatible` for chat completions,
+//! `@ai-sdk/openai` for Responses, bundled with it) and the model `--model <provider>/<model>`.
 //!
 //! Reads the JSON-lines events: `text` parts (the last one is the final message), `step_finish`
 //! parts (`cost` in USD and `tokens`, summed over steps; `reason`), `sessionID`, and `error`
@@ -50,6 +55,9 @@ pub const CLI: Cli = Cli {
         "GEMINI_API_KEY",
     ],
     logins: &[".local/share/opencode/auth.json"],
+    background: &["registry.npmjs.org"],
+    // Never started without a model: it would use its own hosted default.
+    default_models: &[],
 };
 
 pub struct Opencode {
@@ -94,8 +102,18 @@ pub fn config_content(config: &AdapterConfig, scratch: &Path) -> String {
     .to_string()
 }
 
+/// `--model`: with a configured provider, the model under its name (`local/smollm2`).
+pub fn model_arg(config: &AdapterConfig, given: &[(String, String)]) -> Option<String> {
+    let model = config.model.clone()?;
+    Some(match super::door::provider(given) {
+        Some(door) => format!("{}/{model}", door.name),
+        None => model,
+    })
+}
+
 /// [`config_content`] with each model API the agent is given a base URL for (on opentiger's
-/// proxy, issue 37) as its provider's `baseURL`.
+/// proxy, issue 37) as its provider's `baseURL`, and a configured provider (issue 50) as a
+/// provider of its own.
 pub fn config_with_providers(
     config: &AdapterConfig,
     scratch: &Path,
@@ -118,6 +136,12 @@ pub fn config_with_providers(
                 json!({ "options": { "baseURL": format!("{base}{suffix}") } }),
             );
         }
+    }
+    if let Some(door) = super::door::provider(given) {
+        providers.insert(
+            door.name.clone(),
+            super::door::opencode_provider(&door, config.model.as_deref()),
+        );
     }
     if !providers.is_empty() {
         value["provider"] = Value::Object(providers);
@@ -302,8 +326,12 @@ impl Adapter for Opencode {
         &self.config
     }
 
-    fn args(&self, _files: &RunFiles, _scratch: &Path, _given: &[(String, String)]) -> Vec<String> {
-        args(&self.config)
+    fn args(&self, _files: &RunFiles, _scratch: &Path, given: &[(String, String)]) -> Vec<String> {
+        let config = AdapterConfig {
+            model: model_arg(&self.config, given),
+            ..self.config.clone()
+        };
+        args(&config)
     }
 
     fn stdin(&self, prompt: &str) -> Option<Vec<u8>> {
@@ -319,6 +347,8 @@ impl Adapter for Opencode {
             ("OPENCODE_DISABLE_AUTOUPDATE".into(), "1".into()),
             // Its model list comes with it; models.dev is not on any allow list.
             ("OPENCODE_DISABLE_MODELS_FETCH".into(), "1".into()),
+            // Language servers it would download for the files it touches (issue 50).
+            ("OPENCODE_DISABLE_LSP_DOWNLOAD".into(), "1".into()),
         ]
     }
 

@@ -32,9 +32,10 @@ impl Tokens {
 pub struct Metering {
     /// Tokens per model, as the answers named it.
     pub models: BTreeMap<String, Tokens>,
-    /// What they cost at the prices in force (models without a price count nothing).
+    /// What they cost at the prices in force.
     pub usd: f64,
-    /// Models with tokens and no price known.
+    /// Models with tokens and no price known, priced at the highest built-in price (issue 50:
+    /// no model is free by accident; before it, recorded at $0).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub unpriced: Vec<String>,
 }
@@ -74,7 +75,7 @@ impl Metering {
         );
         if !self.unpriced.is_empty() {
             text.push_str(&format!(
-                "; no price known for {} (add it under `pricing:`)",
+                "; no price known for {}, priced at the highest built-in price (give it one under its provider's `prices:` or `pricing:`; 0 for a free model)",
                 self.unpriced.join(", ")
             ));
         }
@@ -94,6 +95,10 @@ pub struct Refusal {
     pub by: String,
     /// How many times it was tried.
     pub times: u32,
+    /// The agent CLI whose own traffic it is (an update check, telemetry, a plugin install:
+    /// `executor::Cli::background`), which no task needs: never advised to be allowed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub own: Option<String>,
 }
 
 /// The most hosts a list of refusals names for one allow list (issue 46): the agent chooses
@@ -134,6 +139,7 @@ impl Refusal {
             port: 0,
             by: by.to_string(),
             times,
+            own: None,
         }
     }
 
@@ -153,9 +159,9 @@ impl Refusal {
 
     /// The configuration that would allow it, on one line, as it can be pasted into
     /// `.opentiger.yml` (issue 49: nested, not a dotted key the file does not take); none for
-    /// the count of other hosts.
+    /// the count of other hosts, nor for a CLI's own traffic (issue 50).
     pub fn allow_line(&self) -> Option<String> {
-        (!self.is_others()).then(|| allow_flow(&self.by, &self.allow_entry()))
+        (!self.is_others() && self.own.is_none()).then(|| allow_flow(&self.by, &self.allow_entry()))
     }
 
     /// `` `evil.example:443` refused for the worker (2×); to allow it, add … ``, for people: the
@@ -172,6 +178,14 @@ impl Refusal {
         } else {
             String::new()
         };
+        if let Some(cli) = &self.own {
+            return format!(
+                "`{}:{}` refused for the {}{times}: {cli}'s own traffic (an update check, telemetry or a plugin install), which the task does not need",
+                host_name(&self.host),
+                self.port,
+                self.by
+            );
+        }
         format!(
             "`{}:{}` refused for the {}{times}; to allow it, add to .opentiger.yml (into its \
              `sandbox:` when it has one): `{}`",
@@ -254,7 +268,7 @@ mod tests {
         assert_eq!(m.total().input, 2400);
         assert_eq!(
             m.line(),
-            "2400 in (200 cached) / 160 out tokens metered, $0.0023; no price known for my-local-model (add it under `pricing:`)"
+            "2400 in (200 cached) / 160 out tokens metered, $0.0023; no price known for my-local-model, priced at the highest built-in price (give it one under its provider's `prices:` or `pricing:`; 0 for a free model)"
         );
     }
 
@@ -265,6 +279,7 @@ mod tests {
             port: 443,
             by: "worker".into(),
             times: 2,
+            own: None,
         };
         assert_eq!(
             r.allow_line().unwrap(),
@@ -291,6 +306,17 @@ mod tests {
         merge_refusals(&mut list, &[r.clone(), odd.clone()]);
         assert_eq!(list.len(), 2);
         assert_eq!(list[0].times, 4);
+        // Issue 50: a CLI's own traffic is said as such, with nothing to allow.
+        let own = Refusal {
+            host: "chatgpt.com".into(),
+            own: Some("codex".into()),
+            ..r.clone()
+        };
+        assert_eq!(own.allow_line(), None);
+        assert_eq!(
+            own.line(),
+            "`chatgpt.com:443` refused for the worker (2×): codex's own traffic (an update check, telemetry or a plugin install), which the task does not need"
+        );
     }
 
     /// Issue 46: 20,000 refusals of distinct hosts (an agent's flood) leave ten names and one
@@ -303,6 +329,7 @@ mod tests {
             port: 443,
             by: by.into(),
             times: 1,
+            own: None,
         };
         let mut list = Vec::new();
         for i in 0..20_000 {
@@ -347,6 +374,7 @@ mod tests {
             port: 443,
             by: "worker".into(),
             times: 1,
+            own: None,
         };
         assert!(r.line().starts_with("`a?b:443` refused"), "{}", r.line());
     }

@@ -244,15 +244,6 @@ impl Signal {
     }
 }
 
-/// Ends the process group `pid` leads as a watch's stop asks: [`end_group`] when `gently` (a
-/// person's stop, issue 51), else killed at once (an output watch, a sentinel's limit).
-pub(super) fn stop_group(pid: u32, gently: bool, exited: impl Fn(u32) -> bool) {
-    match gently {
-        true => end_group(pid, exited),
-        false => super::kill_group(pid),
-    }
-}
-
 /// Ends the process group `pid` leads: SIGTERM, then SIGKILL once the leader exited (its
 /// children may linger) or after [`GRACE`]. `exited` tells whether the leader has exited.
 pub(super) fn end_group(pid: u32, exited: impl Fn(u32) -> bool) {

@@ -34,9 +34,6 @@
 mod child;
 pub mod interrupt;
 mod watch;
-
-pub use watch::{OutputWatch, Seen, Sentinel, Watch};
-
 use std::collections::VecDeque;
 use std::fs;
 use std::io::{self, Read, Write};
@@ -47,6 +44,7 @@ use std::process::{Child, Command, Stdio};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::thread;
 use std::time::{Duration, Instant};
+pub use watch::{OutputWatch, Seen, Sentinel, Watch};
 
 /// How often the exit of the child is checked for.
 const POLL_INTERVAL: Duration = Duration::from_millis(20);
@@ -483,7 +481,10 @@ fn watch(
             .or(sentinel);
         if let Some(reason) = reason {
             tracing::info!(pid, %reason, gently, "stopped; ending its process group");
-            interrupt::stop_group(pid, gently, has_exited);
+            match gently {
+                true => interrupt::end_group(pid, has_exited),
+                false => kill_group(pid),
+            }
             return End::Stopped(reason);
         }
         for capture in captures {
@@ -595,6 +596,5 @@ impl Tail {
         String::from_utf8_lossy(&bytes[skip..]).into_owned()
     }
 }
-
 #[cfg(test)]
 mod tests;

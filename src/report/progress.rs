@@ -223,6 +223,7 @@ mod tests {
                 port: 443,
                 by: "checks".into(),
                 times: 1,
+                own: None,
             }],
         };
         let text = progress_comment(&view);

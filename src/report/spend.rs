@@ -62,6 +62,9 @@ pub struct RefusalView {
     pub times: u32,
     /// The configuration line that would allow it.
     pub allow: Option<String>,
+    /// The agent CLI whose own traffic it is (nothing to allow), if it is.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub own: Option<String>,
 }
 
 impl RefusalView {
@@ -76,6 +79,7 @@ impl RefusalView {
             by: r.by.clone(),
             times: r.times,
             allow: r.allow_line(),
+            own: r.own.clone(),
         }
     }
 }

@@ -121,12 +121,12 @@ pub struct Act<'a> {
     pub now: crate::time::Timestamp,
     /// Where a run's commit goes.
     pub delivery: Delivery,
-    /// Asked while a task run's agent runs whether a person asked that run to stop (issue 51;
-    /// set per run by the tick); its stop ends the agent gently.
-    pub stop: Option<std::sync::Arc<dyn crate::process::Sentinel>>,
     /// What the loop learned about where agents run (issue 52): the host snapshot and the
     /// lessons, for the prompts.
     pub learned: &'a crate::model::learned::Learned,
+    /// Asked while a task run's agent runs whether a person asked that run to stop (issue 51;
+    /// set per run by the tick); its stop ends the agent gently.
+    pub stop: Option<std::sync::Arc<dyn crate::process::Sentinel>>,
 }
 
 /// Where a worker run's commit goes once the runner's checks passed.

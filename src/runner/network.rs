@@ -30,9 +30,10 @@ pub(super) struct NetOutcome {
 }
 
 impl AgentNet {
-    /// Opens the agent's door: its model APIs (the keys of its CLI and the model keys it lists in
-    /// `env_passthrough` that the runner holds), its role's allow list, `budget`; the door's
-    /// variables go into `env`. `workspace` is watched for changes while the agent is quiet.
+    /// Opens the agent's door: its model APIs (its provider's; without one, the keys of its CLI
+    /// and the model keys it lists in `env_passthrough` that the runner holds), its role's allow
+    /// list, its CLI's own traffic, `budget`; the door's variables go into `env`. `workspace` is
+    /// watched for changes while the agent is quiet.
     pub fn open(
         config: &Config,
         agent: &EffectiveAgent,
@@ -41,23 +42,27 @@ impl AgentNet {
         workspace: &Path,
         env: &mut Vec<(String, String)>,
     ) -> Result<AgentNet, String> {
-        let mut vars: Vec<&str> = crate::executor::known_cli(agent.executor)
-            .map(|cli| cli.keys.to_vec())
-            .unwrap_or_default();
-        for name in &agent.env_passthrough {
-            if egress::is_model_key(name) && !vars.contains(&name.as_str()) {
-                vars.push(name);
-            }
-        }
+        let cli = crate::executor::known_cli(agent.executor);
+        let (routes, prices) = routes(config, agent, cli)?;
+        let own_traffic = egress::OwnTraffic {
+            cli: agent.executor.as_str().to_string(),
+            hosts: cli
+                .map(|c| c.background)
+                .unwrap_or_default()
+                .iter()
+                .filter_map(|h| crate::config::HostRule::parse(h).ok())
+                .collect(),
+        };
         let spec = SessionSpec {
             user: NetworkUser::Agent(role),
             allow: config.sandbox.network.allow.rules(NetworkUser::Agent(role)),
-            routes: egress::routes(&vars, |k| std::env::var(k).ok()),
-            prices: egress::pricing::Prices::new(&config.pricing),
+            routes,
+            prices,
             budget,
             resolve: egress::upstream::overrides().clone(),
             provider_tools: config.sandbox.network.provider_tools.clone(),
-            secrets: secrets(),
+            secrets: secrets(config),
+            own_traffic,
         };
         let door = open_door(config, spec)?;
         for (k, v) in door.env() {
@@ -121,7 +126,8 @@ pub(super) fn checks_door(config: &Config) -> Result<Door, String> {
         budget: None,
         resolve: egress::upstream::overrides().clone(),
         provider_tools: config.sandbox.network.provider_tools.clone(),
-        secrets: secrets(),
+        secrets: secrets(config),
+        own_traffic: egress::OwnTraffic::default(),
     };
     open_door(config, spec)
 }
@@ -137,18 +143,55 @@ pub(super) fn closed_door(config: &Config) -> Result<Door, String> {
         budget: None,
         resolve: egress::upstream::overrides().clone(),
         provider_tools: Vec::new(),
-        secrets: secrets(),
+        secrets: secrets(config),
+        own_traffic: egress::OwnTraffic::default(),
     };
     open_door(config, spec)
 }
 
+/// The model APIs of `agent`'s door and what their tokens cost: its provider's (issue 50),
+/// or, without one, the built-in ones whose keys its CLI reads or it lists and the runner
+/// holds.
+fn routes(
+    config: &Config,
+    agent: &EffectiveAgent,
+    cli: Option<&crate::executor::Cli>,
+) -> Result<(Vec<egress::Route>, egress::pricing::Prices), String> {
+    let prices = egress::pricing::Prices::new(&config.pricing);
+    let lookup = |k: &str| std::env::var(k).ok();
+    match &agent.provider {
+        Some(p) if !p.built_in => {
+            let Some(entry) = config.providers.get(&p.name) else {
+                return Err(format!(
+                    "{}.provider: no provider `{}`",
+                    agent.config_key, p.name
+                ));
+            };
+            let provider = std::sync::Arc::new(egress::Provider::configured(&p.name, entry)?);
+            let prices = prices.with_provider(&entry.prices);
+            Ok((vec![egress::configured_route(provider, lookup)], prices))
+        }
+        Some(p) => {
+            let vars: Vec<&str> = p.keys.iter().map(String::as_str).collect();
+            Ok((egress::routes(&vars, lookup), prices))
+        }
+        None => {
+            let mut vars: Vec<&str> = cli.map(|c| c.keys.to_vec()).unwrap_or_default();
+            for name in &agent.env_passthrough {
+                if egress::is_model_key(name) && !vars.contains(&name.as_str()) {
+                    vars.push(name);
+                }
+            }
+            Ok((egress::routes(&vars, lookup), prices))
+        }
+    }
+}
+
 /// What no answer through a door may carry back (issue 46): every model key and forge token the
-/// runner holds, whichever role the door is for.
-fn secrets() -> egress::Secrets {
-    let names: Vec<String> = egress::PROVIDERS
-        .iter()
-        .flat_map(|p| p.keys.iter().map(|k| k.to_string()))
-        .collect();
+/// runner holds, whichever role the door is for — the built-in providers' and each configured
+/// provider's (issue 50).
+fn secrets(config: &Config) -> egress::Secrets {
+    let names = egress::model_keys(config);
     let held = crate::redact::Redactor::from_env(&names, crate::credentials::lookup);
     egress::Secrets::new(held.values().iter().cloned())
 }

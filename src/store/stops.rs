@@ -11,9 +11,8 @@ use super::{Store, StoreError};
 use crate::model::{RunId, TaskId};
 use crate::time::Timestamp;
 
-/// Who asked a run to stop, and when (kept with a stopped run's result until its record is
-/// saved: `tick::unsaved`).
-#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+/// Who asked a run to stop, and when.
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub struct StopRequest {
     pub by: String,
     pub at: Timestamp,

@@ -143,22 +143,18 @@ pub(super) fn act(
                     crate::report::truncate(&task.title, 60)
                 )));
                 summary.started += 1;
+                unsaved.started(&run_id);
                 // Issue 51: a person may stop this run while its agent runs.
                 let watch = super::stop_watch::watch(ctx, &run_id);
                 act.stop = watch
                     .clone()
                     .map(|w| w as std::sync::Arc<dyn crate::process::Sentinel>);
-                unsaved.started(&run_id);
                 let mut result = run_task(&act, &task, &run_id, &brief);
                 act.stop = None;
                 if let (Some(request), false) =
                     (watch.and_then(|w| w.fired()), result.outcome.success)
                 {
-                    keep(
-                        &mut done,
-                        unsaved,
-                        Done::Stopped(task.id.clone(), run_id, result, request),
-                    );
+                    done.push(Done::Stopped(task.id.clone(), run_id, result, request));
                     continue;
                 }
                 // A run that failed once an interrupt came was stopped by it (its agent, a

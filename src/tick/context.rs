@@ -121,11 +121,9 @@ impl Context {
         lookup: impl Fn(&str) -> Option<String>,
     ) -> crate::redact::Redactor {
         use crate::config::AgentRole;
-        // Model keys are the runner's whether an agent lists them or not (issue 37).
-        let mut names: Vec<String> = crate::egress::PROVIDERS
-            .iter()
-            .flat_map(|p| p.keys.iter().map(|k| k.to_string()))
-            .collect();
+        // Model keys are the runner's whether an agent lists them or not (issue 37), a
+        // configured provider's too (issue 50).
+        let mut names = crate::egress::model_keys(&self.config);
         for role in AgentRole::ALL {
             for agent in self.config.agents.chain(role) {
                 names.extend(agent.env_passthrough);
@@ -387,8 +385,8 @@ impl Context {
             executor_waits,
             now: self.now,
             delivery: crate::runner::Delivery::Push,
-            stop: None,
             learned,
+            stop: None,
         }
     }
 

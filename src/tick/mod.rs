@@ -139,10 +139,10 @@ pub fn tick_with(ctx: &Context, fan_out: bool) -> Result<TickSummary, Failure> {
     // saved first; it only changes state.
     let owed_replies = std::cell::RefCell::new(Vec::new());
     let owed_questions = std::cell::RefCell::new(Vec::new());
-    let preview = std::cell::RefCell::new(None);
     let replayed = std::cell::RefCell::new(None);
     // Issue 49: what the tick claims, starts and finishes is kept on disk until it is saved.
     let mut unsaved = unsaved::Unsaved::open(ctx);
+    let preview = std::cell::RefCell::new(None);
     let mut claimed = ctx.write_state("claim", |store| {
         // Issue 49: what ticks that died here finished but never saved, recorded first, so
         // it is neither run again nor counted as lost.

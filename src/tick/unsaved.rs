@@ -58,7 +58,8 @@ struct Round {
 enum Entry {
     Work(TaskId, RunId, WorkResult),
     Interrupted(TaskId, RunId, WorkResult, String),
-    Stopped(TaskId, RunId, WorkResult, crate::store::StopRequest),
+    /// A run a person stopped (issue 51): who asked, and when.
+    Stopped(TaskId, RunId, WorkResult, String, crate::time::Timestamp),
     Review(TaskId, RunId, JudgeResult),
     Plan(PlanResult),
 }
@@ -70,9 +71,13 @@ impl Entry {
             Done::Interrupted(task, run, result, why) => {
                 Entry::Interrupted(task.clone(), run.clone(), result.clone(), why.clone())
             }
-            Done::Stopped(task, run, result, request) => {
-                Entry::Stopped(task.clone(), run.clone(), result.clone(), request.clone())
-            }
+            Done::Stopped(task, run, result, request) => Entry::Stopped(
+                task.clone(),
+                run.clone(),
+                result.clone(),
+                request.by.clone(),
+                request.at,
+            ),
             Done::Review(task, run, result) => {
                 Entry::Review(task.clone(), run.clone(), result.clone())
             }
@@ -92,7 +97,9 @@ impl Entry {
         match self {
             Entry::Work(task, run, result) => Done::Work(task, run, result),
             Entry::Interrupted(task, run, result, why) => Done::Interrupted(task, run, result, why),
-            Entry::Stopped(task, run, result, request) => Done::Stopped(task, run, result, request),
+            Entry::Stopped(task, run, result, by, at) => {
+                Done::Stopped(task, run, result, crate::store::StopRequest { by, at })
+            }
             Entry::Review(task, run, result) => Done::Review(task, run, result),
             Entry::Plan(plan) => Done::Plan(plan),
         }

@@ -3,6 +3,7 @@
 
 pub mod fake_cli;
 pub mod github;
+pub mod local_model;
 pub mod model_server;
 pub mod origin;
 pub mod real_clis;
@@ -14,6 +15,34 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 pub const NOW: &str = "2026-11-21T12:00:00Z";
+
+/// `dir`/my-project: a git repository with a README committed on `main`, as the docs' blocks
+/// start from.
+pub fn my_project(dir: &Path) -> PathBuf {
+    let project = dir.join("my-project");
+    std::fs::create_dir_all(&project).unwrap();
+    std::fs::write(project.join("README.md"), "# my project\n").unwrap();
+    git(&project, &["init", "-q", "-b", "main"]);
+    git(&project, &["add", "-A"]);
+    git(&project, &["commit", "-q", "-m", "initial"]);
+    project
+}
+
+/// The shell block of `page` between `<!-- NAME:start -->` and `<!-- NAME:end -->`, as written
+/// (README's first repository, docs/agents.md's local model).
+pub fn marked_block(page: &str, name: &str) -> String {
+    let start = page
+        .find(&format!("<!-- {name}:start -->"))
+        .unwrap_or_else(|| panic!("no {name}:start marker"));
+    let end = page
+        .find(&format!("<!-- {name}:end -->"))
+        .unwrap_or_else(|| panic!("no {name}:end marker"));
+    let body = page[start..end].split_once("```sh\n").expect("sh fence").1;
+    body.rsplit_once("```")
+        .expect("closing fence")
+        .0
+        .to_string()
+}
 
 pub struct TestRepo {
     pub dir: tempfile::TempDir,

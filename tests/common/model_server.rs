@@ -29,7 +29,10 @@ use serde_json::{json, Value};
 
 use super::github::http::{read_request, write_response, ReadError, Request, Response};
 
+mod answers;
 mod websocket;
+
+use answers::{answer, json_response, model, streamed};
 
 /// The file the success scenario's tool call writes (relative to the CLI's working directory),
 /// and what it writes.
@@ -76,35 +79,82 @@ pub struct ModelServer {
     seen: Arc<Mutex<Vec<Seen>>>,
 }
 
+/// How a stand-in serves besides its scenario.
+#[derive(Clone, Debug, Default)]
+struct Flavour {
+    /// Quote every header of a request with an unknown `anthropic-beta` (issue 46).
+    reflect: bool,
+    /// Serve chat completions only, as most local servers do (issue 50): a Responses or
+    /// Messages call is a 404.
+    chat_only: bool,
+    /// The models `GET …/models` lists.
+    models: Vec<String>,
+    /// The file a success writes, when not [`FILE`].
+    file: Option<&'static str>,
+}
+
 /// The `anthropic-beta` values the reflecting stand-in knows; any other is answered 400 with
 /// every header of the request quoted (Anthropic quotes the value it does not know).
 const KNOWN_BETAS: &[&str] = &["claude-code-20250219", "oauth-2025-04-20"];
+
+/// What the judge's prompt says (`templates/judge.md.hbs`): a request holding it is the judge's.
+const JUDGE_ASKS: &str = "## Your verdict";
+/// The verdict a local stand-in gives the judge, one line longer than 80 columns.
+pub const VERDICT: &str = "{\"verdict\": \"approve\", \"summary\": \"The change adds a correct sub(a, b) function, as the task asked, and changes nothing else.\", \"findings\": []}";
 
 impl ModelServer {
     /// Listens on a free local port, answering every request with `scenario` (the listener
     /// thread lives as long as the test process).
     pub fn start(scenario: Scenario) -> ModelServer {
-        ModelServer::serving(scenario, false)
+        ModelServer::serving(scenario, Flavour::default(), "127.0.0.1:0").expect("bind 127.0.0.1:0")
     }
 
     /// The same, answering an unknown `anthropic-beta` with a 400 that quotes every header it
     /// got — the credential among them — as an attacker's best reflection would.
     pub fn reflecting(scenario: Scenario) -> ModelServer {
-        ModelServer::serving(scenario, true)
+        let flavour = Flavour {
+            reflect: true,
+            ..Flavour::default()
+        };
+        ModelServer::serving(scenario, flavour, "127.0.0.1:0").expect("bind 127.0.0.1:0")
     }
 
-    fn serving(scenario: Scenario, reflect: bool) -> ModelServer {
-        let listener = TcpListener::bind("127.0.0.1:0").expect("bind 127.0.0.1:0");
-        let addr = listener.local_addr().expect("local addr");
+    /// A local model server's stand-in at `addr` (issue 50): chat completions only, `model`
+    /// listed, a task's worker answered as in [`Scenario::Success`] and the judge with
+    /// [`VERDICT`]; the worker's file is `file` (with [`CONTENT`]).
+    pub fn local_at(addr: &str, model: &str, file: &'static str) -> std::io::Result<ModelServer> {
+        let flavour = Flavour {
+            chat_only: true,
+            models: vec![model.to_string()],
+            file: Some(file),
+            ..Flavour::default()
+        };
+        ModelServer::serving(Scenario::Success, flavour, addr)
+    }
+
+    /// A chat-completions-only stand-in on a free port playing `scenario`, `model` listed.
+    pub fn chat_only(scenario: Scenario, model: &str) -> ModelServer {
+        let flavour = Flavour {
+            chat_only: true,
+            models: vec![model.to_string()],
+            ..Flavour::default()
+        };
+        ModelServer::serving(scenario, flavour, "127.0.0.1:0").expect("bind 127.0.0.1:0")
+    }
+
+    fn serving(scenario: Scenario, flavour: Flavour, addr: &str) -> std::io::Result<ModelServer> {
+        let listener = TcpListener::bind(addr)?;
+        let addr = listener.local_addr()?;
         let seen = Arc::new(Mutex::new(Vec::new()));
         let log = Arc::clone(&seen);
+        let flavour = Arc::new(flavour);
         std::thread::spawn(move || {
             for stream in listener.incoming().flatten() {
-                let log = Arc::clone(&log);
-                std::thread::spawn(move || serve(scenario, reflect, &log, stream));
+                let (log, flavour) = (Arc::clone(&log), Arc::clone(&flavour));
+                std::thread::spawn(move || serve(scenario, &flavour, &log, stream));
             }
         });
-        ModelServer { addr, seen }
+        Ok(ModelServer { addr, seen })
     }
 
     /// `http://127.0.0.1:<port>`, without a path.
@@ -121,7 +171,7 @@ impl ModelServer {
     }
 }
 
-fn serve(scenario: Scenario, reflect: bool, log: &Mutex<Vec<Seen>>, stream: TcpStream) {
+fn serve(scenario: Scenario, flavour: &Flavour, log: &Mutex<Vec<Seen>>, stream: TcpStream) {
     let Ok(write_half) = stream.try_clone() else {
         return;
     };
@@ -164,7 +214,7 @@ fn serve(scenario: Scenario, reflect: bool, log: &Mutex<Vec<Seen>>, stream: TcpS
         let beta = req
             .header("anthropic-beta")
             .unwrap_or("claude-code-20250219");
-        if reflect && beta.split(',').any(|b| !KNOWN_BETAS.contains(&b.trim())) {
+        if flavour.reflect && beta.split(',').any(|b| !KNOWN_BETAS.contains(&b.trim())) {
             let message = format!(
                 "Unexpected value(s) `{beta}` for the `anthropic-beta` header. The request: {head}"
             );
@@ -177,22 +227,48 @@ fn serve(scenario: Scenario, reflect: bool, log: &Mutex<Vec<Seen>>, stream: TcpS
             }
             continue;
         }
-        if websocket && req.path.ends_with("/responses") && scenario != Scenario::RateLimited {
+        let response = if flavour.chat_only {
+            local(scenario, flavour, &req, &body)
+        } else if websocket && req.path.ends_with("/responses") && scenario != Scenario::RateLimited
+        {
             let _ = websocket::websocket_session(&mut reader, &mut writer, scenario);
             return;
-        }
-        if websocket && req.path.ends_with("/responses") {
+        } else if websocket && req.path.ends_with("/responses") {
             let mut r = error(Api::Responses, 429);
             r.headers
                 .push(("retry-after".into(), RETRY_AFTER.to_string()));
             let _ = write_response(&mut writer, &r, false);
             return;
-        }
-        let response = respond(scenario, &req, &body);
+        } else {
+            respond(scenario, &req, &body, FILE)
+        };
         if write_response(&mut writer, &response, req.keep_alive).is_err() || !req.keep_alive {
             return;
         }
     }
+}
+
+/// What a chat-only local server answers: its models, a chat completion (the judge's
+/// [`VERDICT`] when the request is the judge's), and 404 for anything else.
+fn local(scenario: Scenario, flavour: &Flavour, req: &Request, body: &Value) -> Response {
+    if req.method == "GET" && req.path.ends_with("/models") {
+        let data: Vec<Value> = flavour
+            .models
+            .iter()
+            .map(|m| json!({ "id": m, "object": "model", "owned_by": "stand-in" }))
+            .collect();
+        return json_response(200, &json!({ "object": "list", "data": data }));
+    }
+    if req.method != "POST" || api_of(&req.path) != Some(Api::Chat) {
+        return json_response(
+            404,
+            &json!({ "error": { "message": format!("File Not Found: {} {}", req.method, req.path), "type": "not_found_error" } }),
+        );
+    }
+    if body.to_string().contains(JUDGE_ASKS) {
+        return answer(Api::Chat, body, Turn::Text(VERDICT));
+    }
+    respond(scenario, req, body, flavour.file.unwrap_or(FILE))
 }
 
 /// The provider API a request is for, by its path.
@@ -215,7 +291,7 @@ fn api_of(path: &str) -> Option<Api> {
     }
 }
 
-fn respond(scenario: Scenario, req: &Request, body: &Value) -> Response {
+fn respond(scenario: Scenario, req: &Request, body: &Value, file: &str) -> Response {
     if req.method == "GET" && req.path.ends_with("/models") {
         return json_response(200, &json!({ "object": "list", "data": [] }));
     }
@@ -235,9 +311,9 @@ fn respond(scenario: Scenario, req: &Request, body: &Value) -> Response {
         }
         Scenario::Reply(text) => answer(api, body, Turn::Text(text)),
         Scenario::Success if has_tool_result(body) => answer(api, body, Turn::Text(ANSWER)),
-        Scenario::Success | Scenario::ToolLoop => match tool_call(body, scenario) {
+        Scenario::Success | Scenario::ToolLoop => match tool_call(body, scenario, file) {
             Some(call) => answer(api, body, Turn::Tool(call)),
-            None => answer(api, body, Turn::Text(&aider_edit())),
+            None => answer(api, body, Turn::Text(&aider_edit(file, body))),
         },
     }
 }
@@ -324,8 +400,8 @@ fn working_directory(body: &Value) -> Option<String> {
     None
 }
 
-/// The call that writes [`FILE`] with the tool this CLI offers; `None` when it offers none.
-fn tool_call(body: &Value, scenario: Scenario) -> Option<Call> {
+/// The call that writes `file` with the tool this CLI offers; `None` when it offers none.
+fn tool_call(body: &Value, scenario: Scenario, file: &str) -> Option<Call> {
     let offered = tools(body);
     let has = |n: &str| offered.iter().find(|(name, _)| name == n);
     let cwd = working_directory(body).unwrap_or_else(|| ".".into());
@@ -337,7 +413,7 @@ fn tool_call(body: &Value, scenario: Scenario) -> Option<Call> {
     };
     let file = match scenario {
         Scenario::ToolLoop => format!("loop-{}.txt", body.to_string().len()),
-        _ => FILE.to_string(),
+        _ => file.to_string(),
     };
     if has("Write").is_some() {
         let path = format!("{cwd}/{file}");
@@ -388,177 +464,13 @@ fn call(name: &str, input: Value) -> Call {
     }
 }
 
-/// What aider applies: a SEARCH/REPLACE block creating [`FILE`], then [`ANSWER`].
-fn aider_edit() -> String {
-    format!("{FILE}\n```\n<<<<<<< SEARCH\n=======\n{CONTENT}>>>>>>> REPLACE\n```\n\n{ANSWER}\n")
-}
-
-fn streamed(body: &Value) -> bool {
-    body.get("stream").and_then(Value::as_bool).unwrap_or(false)
-}
-
-fn model(body: &Value) -> String {
-    body.get("model")
-        .and_then(Value::as_str)
-        .unwrap_or("stand-in")
-        .to_string()
-}
-
-fn answer(api: Api, body: &Value, turn: Turn) -> Response {
-    match api {
-        Api::Messages => messages(body, turn),
-        Api::Responses => responses(body, turn),
-        Api::Chat => chat(body, turn),
+/// What aider applies: a SEARCH/REPLACE block creating `file`, then [`ANSWER`]; or, when its
+/// prompt asks for whole files (its edit format for a model it does not know), `file`'s listing.
+fn aider_edit(file: &str, body: &Value) -> String {
+    if body.to_string().contains("*file listing*") {
+        return format!("{file}\n```\n{CONTENT}```\n\n{ANSWER}\n");
     }
-}
-
-fn messages(body: &Value, turn: Turn) -> Response {
-    let usage = json!({
-        "input_tokens": INPUT_TOKENS, "output_tokens": OUTPUT_TOKENS,
-        "cache_creation_input_tokens": 0, "cache_read_input_tokens": 0,
-    });
-    let (block, stop) = match &turn {
-        Turn::Text(text) => (json!({ "type": "text", "text": text }), "end_turn"),
-        Turn::Tool(c) => (
-            json!({ "type": "tool_use", "id": "toolu_standin", "name": c.name, "input": c.input }),
-            "tool_use",
-        ),
-    };
-    let message = json!({
-        "id": "msg_standin", "type": "message", "role": "assistant", "model": model(body),
-        "content": [block], "stop_reason": stop, "stop_sequence": null, "usage": usage,
-    });
-    if !streamed(body) {
-        return json_response(200, &message);
-    }
-    let mut start = message.clone();
-    start["content"] = json!([]);
-    start["stop_reason"] = Value::Null;
-    let (empty, delta) = match &turn {
-        Turn::Text(text) => (
-            json!({ "type": "text", "text": "" }),
-            json!({ "type": "text_delta", "text": text }),
-        ),
-        Turn::Tool(c) => (
-            json!({ "type": "tool_use", "id": "toolu_standin", "name": c.name, "input": {} }),
-            json!({ "type": "input_json_delta", "partial_json": c.input.to_string() }),
-        ),
-    };
-    let events = [
-        json!({ "type": "message_start", "message": start }),
-        json!({ "type": "content_block_start", "index": 0, "content_block": empty }),
-        json!({ "type": "content_block_delta", "index": 0, "delta": delta }),
-        json!({ "type": "content_block_stop", "index": 0 }),
-        json!({ "type": "message_delta", "delta": { "stop_reason": stop, "stop_sequence": null },
-                "usage": { "output_tokens": OUTPUT_TOKENS } }),
-        json!({ "type": "message_stop" }),
-    ];
-    sse(events.iter().map(|e| (e["type"].as_str(), e)), false)
-}
-
-fn responses(body: &Value, turn: Turn) -> Response {
-    let item = match &turn {
-        Turn::Text(text) => json!({
-            "type": "message", "id": "msg_standin", "role": "assistant", "status": "completed",
-            "content": [{ "type": "output_text", "text": text, "annotations": [] }],
-        }),
-        Turn::Tool(c) if c.freeform => json!({
-            "type": "custom_tool_call", "id": "ctc_standin", "call_id": "call_standin",
-            "name": c.name, "input": c.input.as_str().unwrap_or_default(), "status": "completed",
-        }),
-        Turn::Tool(c) => json!({
-            "type": "function_call", "id": "fc_standin", "call_id": "call_standin",
-            "name": c.name, "arguments": c.input.to_string(), "status": "completed",
-        }),
-    };
-    let usage = json!({
-        "input_tokens": INPUT_TOKENS, "input_tokens_details": { "cached_tokens": 0 },
-        "output_tokens": OUTPUT_TOKENS, "output_tokens_details": { "reasoning_tokens": 0 },
-        "total_tokens": INPUT_TOKENS + OUTPUT_TOKENS,
-    });
-    let response = json!({
-        "id": "resp_standin", "object": "response", "model": model(body), "status": "completed",
-        "output": [item], "usage": usage,
-    });
-    let mut created = response.clone();
-    created["status"] = json!("in_progress");
-    created["output"] = json!([]);
-    let events = [
-        json!({ "type": "response.created", "response": created }),
-        json!({ "type": "response.output_item.added", "output_index": 0, "item": item }),
-        json!({ "type": "response.output_item.done", "output_index": 0, "item": item }),
-        json!({ "type": "response.completed", "response": response }),
-    ];
-    sse(events.iter().map(|e| (e["type"].as_str(), e)), false)
-}
-
-fn chat(body: &Value, turn: Turn) -> Response {
-    let (message, finish) = match &turn {
-        Turn::Text(text) => (json!({ "role": "assistant", "content": text }), "stop"),
-        Turn::Tool(c) => (
-            json!({ "role": "assistant", "content": null, "tool_calls": [{
-                "index": 0, "id": "call_standin", "type": "function",
-                "function": { "name": c.name, "arguments": c.input.to_string() },
-            }] }),
-            "tool_calls",
-        ),
-    };
-    let usage = json!({
-        "prompt_tokens": INPUT_TOKENS, "completion_tokens": OUTPUT_TOKENS,
-        "total_tokens": INPUT_TOKENS + OUTPUT_TOKENS,
-    });
-    let base = json!({ "id": "chatcmpl-standin", "created": 1_800_000_000, "model": model(body) });
-    if !streamed(body) {
-        let mut r = base.clone();
-        r["object"] = json!("chat.completion");
-        r["choices"] = json!([{ "index": 0, "message": message, "finish_reason": finish }]);
-        r["usage"] = usage;
-        return json_response(200, &r);
-    }
-    let mut first = base.clone();
-    first["object"] = json!("chat.completion.chunk");
-    first["choices"] = json!([{ "index": 0, "delta": message, "finish_reason": null }]);
-    let mut last = base;
-    last["object"] = json!("chat.completion.chunk");
-    last["choices"] = json!([{ "index": 0, "delta": {}, "finish_reason": finish }]);
-    last["usage"] = usage;
-    sse([(None, &first), (None, &last)].into_iter(), true)
-}
-
-/// An SSE body: `event:` lines when named, then `data: [DONE]` for chat completions.
-fn sse<'a>(events: impl Iterator<Item = (Option<&'a str>, &'a Value)>, done: bool) -> Response {
-    let mut text = String::new();
-    for (name, data) in events {
-        if let Some(name) = name {
-            text.push_str(&format!("event: {name}\n"));
-        }
-        text.push_str(&format!("data: {data}\n\n"));
-    }
-    if done {
-        text.push_str("data: [DONE]\n\n");
-    }
-    Response {
-        status: 200,
-        headers: vec![
-            ("Content-Type".into(), "text/event-stream".into()),
-            ("Cache-Control".into(), "no-cache".into()),
-        ],
-        body: Some(text.into_bytes()),
-    }
-}
-
-fn json_response(status: u16, body: &Value) -> Response {
-    let mut r = Response {
-        status,
-        headers: vec![("Content-Type".into(), "application/json".into())],
-        body: Some(body.to_string().into_bytes()),
-    };
-    if status == 429 {
-        // What Anthropic adds to a refused request; CLIs read either.
-        r.headers
-            .push(("anthropic-ratelimit-requests-remaining".into(), "0".into()));
-    }
-    r
+    format!("{file}\n```\n<<<<<<< SEARCH\n=======\n{CONTENT}>>>>>>> REPLACE\n```\n\n{ANSWER}\n")
 }
 
 /// Writes a request log line per request seen, for a person reading a failed run.

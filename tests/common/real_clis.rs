@@ -15,6 +15,12 @@ pub fn install() -> Option<Vec<PathBuf>> {
         eprintln!("skipped: set {ENABLE}=1 to install and run the real agent CLIs");
         return None;
     }
+    Some(install_now())
+}
+
+/// The folders holding the real CLIs' programs, installed when missing (for a test another
+/// variable turns on: the real model's).
+pub fn install_now() -> Vec<PathBuf> {
     let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("scripts/real-clis.sh");
     let out = Command::new(&script)
         .output()
@@ -24,12 +30,10 @@ pub fn install() -> Option<Vec<PathBuf>> {
         "scripts/real-clis.sh failed:\n{}",
         String::from_utf8_lossy(&out.stderr)
     );
-    Some(
-        String::from_utf8_lossy(&out.stdout)
-            .lines()
-            .map(PathBuf::from)
-            .collect(),
-    )
+    String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .map(PathBuf::from)
+        .collect()
 }
 
 /// The full path of `program` in one of `bins`.

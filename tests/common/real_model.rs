@@ -54,16 +54,25 @@ fn get(port: u16, path: &str) -> Option<String> {
 /// Serves `model` as [`ALIAS`] on a free port, each answer's token counts appended to
 /// `usage_log`: the server (killed when dropped) and its port, once it answers.
 pub fn serve(model: &Path, python: &Path, usage_log: &Path) -> (Server, u16) {
-    let exchanges = usage_log.with_file_name("exchanges.jsonl");
     let port = std::net::TcpListener::bind("127.0.0.1:0")
         .and_then(|l| l.local_addr())
         .expect("a free port")
         .port();
+    (serve_at(model, python, usage_log, port, ALIAS), port)
+}
+
+/// Serves `model` as `alias` on `port` of 127.0.0.1 (see [`serve`]), once it answers.
+pub fn serve_at(model: &Path, python: &Path, usage_log: &Path, port: u16, alias: &str) -> Server {
+    let exchanges = usage_log.with_file_name("exchanges.jsonl");
+    assert!(
+        std::net::TcpListener::bind(("127.0.0.1", port)).is_ok(),
+        "port {port} of 127.0.0.1 is taken: the model is served there"
+    );
     let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("scripts/real-model-server.py");
     let child = Command::new(python)
         .arg(script)
         .arg(model)
-        .arg(ALIAS)
+        .arg(alias)
         .arg(port.to_string())
         .arg(usage_log)
         .arg(&exchanges)
@@ -74,7 +83,7 @@ pub fn serve(model: &Path, python: &Path, usage_log: &Path) -> (Server, u16) {
     let started = Instant::now();
     while started.elapsed() < Duration::from_secs(180) {
         if get(port, "/v1/models").is_some_and(|s| s.contains(" 200")) {
-            return (server, port);
+            return server;
         }
         std::thread::sleep(Duration::from_millis(500));
     }

@@ -5,28 +5,13 @@ use super::*;
 
 /// The shell block of README's "Your first repository in 10 minutes", as written.
 fn readme_first_repo() -> String {
-    let readme = include_str!("../../README.md");
-    let start = readme
-        .find("<!-- first-repo:start -->")
-        .expect("start marker");
-    let end = readme.find("<!-- first-repo:end -->").expect("end marker");
-    let block = &readme[start..end];
-    let body = block.split_once("```sh\n").expect("sh fence").1;
-    body.rsplit_once("```")
-        .expect("closing fence")
-        .0
-        .to_string()
+    common::marked_block(include_str!("../../README.md"), "first-repo")
 }
 
 /// Runs `script` with bash in a folder holding `my-project` (a git repository with a commit on
 /// `main`), `opentiger` on PATH; returns the project's path (kept in `dir`) and the output.
 fn run_first_repo(dir: &Path, script: &str, env: &[(&str, String)]) -> Out {
-    let project = dir.join("my-project");
-    std::fs::create_dir_all(&project).unwrap();
-    std::fs::write(project.join("README.md"), "# my project\n").unwrap();
-    git(&project, &["init", "-q", "-b", "main"]);
-    git(&project, &["add", "-A"]);
-    git(&project, &["commit", "-q", "-m", "initial"]);
+    common::my_project(dir);
     let bin = dir.join("bin");
     std::fs::create_dir_all(&bin).unwrap();
     std::os::unix::fs::symlink(env!("CARGO_BIN_EXE_opentiger"), bin.join("opentiger")).unwrap();

@@ -155,7 +155,7 @@ fn the_key_stands_only_in_its_slot_and_never_comes_back() {
         .spec
         .routes
         .iter()
-        .any(|r| r.provider.route == "gemini");
+        .any(|r| r.provider.name == "gemini");
     assert!(
         !gemini,
         "no Gemini key in this spec: its placeholder is not routed"

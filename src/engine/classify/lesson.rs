@@ -184,7 +184,11 @@ fn tool_not_found(out: &str, tools: &[String]) -> Option<String> {
 /// The lessons of the hosts the proxy refused a failed run (its checks' first), at most
 /// [`REFUSALS_PER_RUN`]; the count of other hosts is not one.
 pub fn refusal_lessons(refused: &[Refusal]) -> Vec<Signature> {
-    let mut named: Vec<&Refusal> = refused.iter().filter(|r| !r.is_others()).collect();
+    // A CLI's own background traffic (issue 50) is no fact of the task's work.
+    let mut named: Vec<&Refusal> = refused
+        .iter()
+        .filter(|r| !r.is_others() && r.own.is_none())
+        .collect();
     named.sort_by_key(|r| r.by != "checks");
     named
         .into_iter()

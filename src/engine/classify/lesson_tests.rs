@@ -132,6 +132,7 @@ fn refusals_teach_at_most_two_hosts_the_checks_first() {
         port,
         by: by.to_string(),
         times: 1,
+        own: None,
     };
     let refused = [
         refusal("a.example", 443, "worker"),

@@ -44,6 +44,7 @@ fn a_run_teaches_its_failed_check_and_what_passed() {
         port: 443,
         by: "checks".into(),
         times: 2,
+        own: None,
     }];
     let failed = observe(false, &reports, &refused, &planned, &[]);
     // The missing program explains the failure; the refusal on its way is not a lesson.
