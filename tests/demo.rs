@@ -107,15 +107,25 @@ fn the_demo_streams_tick_by_tick() {
     assert_eq!(commits_on_main(), "4", "the demo merged its three changes");
 }
 
-/// `cargo` in `dir` as a person's shell runs it: without the variables `cargo test` gives a
-/// test (CARGO_PKG_NAME, CARGO_MANIFEST_DIR…), which build scripts such as ring's watch, so
-/// cargo would take them for a change and build those crates again.
+/// `cargo` in `dir` as a person's shell runs it: without the variables cargo gives a test
+/// (CARGO_PKG_NAME, CARGO_MANIFEST_DIR…), which build scripts such as ring's watch, so cargo
+/// would take them for a change and build those crates again. The shell's own (CARGO_HOME,
+/// CARGO_INCREMENTAL…) stay, as they were when the tests were built.
 fn cargo_as_a_shell_runs_it(dir: &std::path::Path) -> std::process::Command {
+    const SET_FOR_A_TEST: [&str; 7] = [
+        "CARGO_PKG_",
+        "CARGO_MANIFEST_",
+        "CARGO_CRATE_",
+        "CARGO_BIN_",
+        "CARGO_PRIMARY_PACKAGE",
+        "CARGO_TARGET_TMPDIR",
+        "CARGO_RUSTC_CURRENT_DIR",
+    ];
     let mut cargo = std::process::Command::new("cargo");
     cargo.current_dir(dir);
     for (name, _) in std::env::vars_os() {
         let name = name.to_string_lossy();
-        if name.starts_with("CARGO_") && name != "CARGO_HOME" {
+        if name == "CARGO" || SET_FOR_A_TEST.iter().any(|p| name.starts_with(p)) {
             cargo.env_remove(&*name);
         }
     }

@@ -195,16 +195,18 @@ pub(super) fn record_work(
         if let Some(snapshot) = probed {
             store.save_host_snapshot(snapshot)?;
         }
-        super::learned::learn_from_run(
-            store,
-            ctx,
-            (&task, run_id),
-            &result.record,
-            result.outcome.success,
-            now,
-        )?;
         if stopped.is_some() {
+            // A person's stop teaches nothing about the host.
             store.forget_stop(run_id)?;
+        } else {
+            super::learned::learn_from_run(
+                store,
+                ctx,
+                (&task, run_id),
+                &result.record,
+                result.outcome.success,
+                now,
+            )?;
         }
         Ok((line, recorded))
     })?;

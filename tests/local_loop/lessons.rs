@@ -77,7 +77,11 @@ fn a_missing_command_learned_once_leads_the_next_task_to_the_tool_that_exists() 
         .add(&["--title", "First", "--goal", "write feature-a", "--id", "a"]);
     let first = tick(&env);
     assert!(first.stdout.contains("host probe ("), "{}", first.stdout);
-    assert!(first.stdout.contains("running → "), "{}", first.stdout);
+    assert!(
+        first.stdout.contains("a \"First\": worker failed"),
+        "{}",
+        first.stdout
+    );
     let shown = run(&["task", "show", &a, "--json"]).ok().json();
     let error = shown["runs"][0]["error"]
         .as_str()
