@@ -5,5 +5,5 @@
 # the committed ones are up to date.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-OPENTIGER_WRITE_PICTURES=1 cargo test --quiet --test docs_pictures
+OPENTIGER_WRITE_PICTURES=1 cargo test --quiet --test suite docs_pictures::
 ls -l docs/img/*.svg

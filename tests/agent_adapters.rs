@@ -4,7 +4,7 @@
 //! never a forge token), and the recorded output read back into an `AgentResult`. The last tests
 //! run whole ticks of the real binary with a fake `claude`, to see a CLI's report reach the task.
 
-mod common;
+use crate::common;
 
 use std::fs;
 use std::path::{Path, PathBuf};

@@ -4,7 +4,7 @@
 //! cap, a codex at the cap opentiger keeps for it, and a codex without a network in its reconnect
 //! loop, all long before their timeout; an opencode with no model is not started.
 
-mod common;
+use crate::common;
 
 use std::fs;
 use std::time::Duration;

@@ -4,7 +4,7 @@
 //! with the fix after exactly one run, or a configured fallback runs it instead; a CLI given no
 //! key is not started at all.
 
-mod common;
+use crate::common;
 
 use std::fs;
 use std::path::{Path, PathBuf};

@@ -3,7 +3,7 @@
 //! (never an approval, never posted, nothing merged); a research report that speaks to agents
 //! is held with the way out, and no comment is posted.
 
-mod common;
+use crate::common;
 
 use common::scripted::{self, script, tasks, tick, Setup};
 

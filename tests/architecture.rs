@@ -1,13 +1,16 @@
-//! The shape of the code, checked (ARCHITECTURE.md, issue 13): the engine reads only the model,
-//! the configuration and the time; nothing imports the command line; no two modules import each
-//! other, and no folder's modules import each other round (issue 41). Reads `src/` as text: what
-//! counts is every `crate::`/`super::` path in code that ships (comments, `#[cfg(test)]` modules
-//! and test files left out). Not for: what a module may do at run time (the other tests).
+//! The shape of the code, checked (ARCHITECTURE.md, issues 13 and 54). What crate may use which
+//! is the crate graph's (each crate's `Cargo.toml`): here, that graph is the one ARCHITECTURE.md
+//! draws and the engine's crate reaches no I/O crate. What the graph cannot say is read from the
+//! sources as text (`src/` and each `crates/*/src/`, every `crate::`/`super::` path in code that
+//! ships; comments, `#[cfg(test)]` modules and test files left out): nothing imports the command
+//! line; no two modules import each other, and no folder's modules import each other round
+//! (issue 41). Not for: what a module may do at run time (the other tests).
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
-/// A module, as its path below `src/` without the extension: `["engine", "gate"]`.
+/// A module, as its path below its crate's `src/` without the extension: `["engine", "gate"]`
+/// (each crate names its neighbours' modules by the same paths, re-exported at its root).
 type ModPath = Vec<String>;
 
 struct Source {
@@ -15,13 +18,32 @@ struct Source {
     code: String,
 }
 
+/// The source folders of the workspace's crates: the application's `src/` and each
+/// `crates/*/src/`.
+fn source_roots() -> Vec<PathBuf> {
+    let base = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let mut roots = vec![base.join("src")];
+    let mut crates: Vec<PathBuf> = std::fs::read_dir(base.join("crates"))
+        .expect("crates/ is readable")
+        .flatten()
+        .map(|e| e.path().join("src"))
+        .filter(|p| p.is_dir())
+        .collect();
+    crates.sort();
+    roots.extend(crates);
+    roots
+}
+
 fn sources() -> Vec<Source> {
-    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
     let mut files = Vec::new();
-    collect(&root, &mut files);
+    for root in source_roots() {
+        let mut below = Vec::new();
+        collect(&root, &mut below);
+        files.extend(below.into_iter().map(|path| (root.clone(), path)));
+    }
     files
         .into_iter()
-        .filter_map(|path| {
+        .filter_map(|(root, path)| {
             let rel = path.strip_prefix(&root).ok()?.with_extension("");
             let mut module: ModPath = rel
                 .components()
@@ -175,28 +197,117 @@ fn edges(sources: &[Source]) -> BTreeMap<ModPath, BTreeSet<ModPath>> {
     edges
 }
 
-#[test]
-fn the_engine_reads_only_the_model_the_configuration_and_the_time() {
-    let allowed = ["engine", "model", "config", "time"];
-    let mut offenders = Vec::new();
-    for source in sources().iter().filter(|s| s.module[0] == "engine") {
-        for path in named_paths(source) {
-            if let Some(top) = path.first() {
-                if !allowed.contains(&top.as_str()) {
-                    offenders.push(format!(
-                        "src/{}: crate::{}",
-                        source.module.join("/"),
-                        path.join("::")
-                    ));
-                }
-            }
-        }
+/// The crates of ours each crate's `Cargo.toml` names under `[dependencies]`, by short name
+/// (`opentiger-engine` is `engine`, the root package `opentiger` is `app`); and the other crates
+/// it names.
+fn crate_dependencies() -> BTreeMap<String, (BTreeSet<String>, BTreeSet<String>)> {
+    let base = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let mut manifests = vec![("app".to_string(), base.join("Cargo.toml"))];
+    for root in source_roots().into_iter().skip(1) {
+        let dir = root.parent().expect("a crate folder").to_path_buf();
+        let name = dir.file_name().unwrap().to_string_lossy().into_owned();
+        manifests.push((name, dir.join("Cargo.toml")));
     }
-    assert!(
-        offenders.is_empty(),
-        "src/engine may use only model, config and time; move the data into `model` or the rule next to its data:\n{}",
-        offenders.join("\n")
+    let mut graph = BTreeMap::new();
+    for (name, manifest) in manifests {
+        let text = std::fs::read_to_string(&manifest).expect("Cargo.toml is readable");
+        let mut ours = BTreeSet::new();
+        let mut others = BTreeSet::new();
+        let mut in_dependencies = false;
+        for line in text.lines() {
+            if line.starts_with('[') {
+                in_dependencies = line.trim() == "[dependencies]";
+                continue;
+            }
+            let key: String = line
+                .chars()
+                .take_while(|c| c.is_ascii_alphanumeric() || *c == '-' || *c == '_')
+                .collect();
+            if !in_dependencies || key.is_empty() {
+                continue;
+            }
+            match key.strip_prefix("opentiger-") {
+                Some(short) => ours.insert(short.to_string()),
+                None => others.insert(key),
+            };
+        }
+        graph.insert(name, (ours, others));
+    }
+    graph
+}
+
+/// The crate graph ARCHITECTURE.md draws: each `a --> b` line of its `crates` Mermaid block.
+fn drawn_crate_graph() -> BTreeSet<(String, String)> {
+    let text =
+        std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("ARCHITECTURE.md"))
+            .expect("ARCHITECTURE.md is readable");
+    let block = text
+        .split("```mermaid")
+        .map(|b| b.split("```").next().unwrap_or(""))
+        .find(|b| b.contains("%% crates"))
+        .expect("ARCHITECTURE.md draws the crate graph in a Mermaid block marked `%% crates`");
+    block
+        .lines()
+        .filter_map(|line| line.split_once("-->"))
+        .map(|(a, b)| {
+            let name = |s: &str| {
+                s.trim()
+                    .split(['[', '('])
+                    .next()
+                    .unwrap_or("")
+                    .trim()
+                    .to_string()
+            };
+            (name(a), name(b))
+        })
+        .collect()
+}
+
+/// Issue 54: the layers are crates, and the graph ARCHITECTURE.md draws is the one cargo builds.
+#[test]
+fn the_crate_graph_is_the_one_architecture_draws() {
+    let built: BTreeSet<(String, String)> = crate_dependencies()
+        .into_iter()
+        .flat_map(|(from, (ours, _))| ours.into_iter().map(move |to| (from.clone(), to)))
+        .collect();
+    assert!(built.len() >= 5, "{built:?}");
+    assert_eq!(
+        drawn_crate_graph(),
+        built,
+        "ARCHITECTURE.md's crate graph (left) differs from the crates' Cargo.toml (right)"
     );
+}
+
+/// Issue 54: "the engine does no I/O" is a fact of its crate: it depends on the model alone, and
+/// neither reaches an async runtime, HTTP, SQLite, libc or a crate of ours above the model.
+#[test]
+fn the_engine_crate_reaches_no_i_o_crate() {
+    let graph = crate_dependencies();
+    let forbidden = [
+        "tokio",
+        "hyper",
+        "hyper-util",
+        "rusqlite",
+        "libc",
+        "octocrab",
+        "tempfile",
+    ];
+    let engine = &graph["engine"];
+    assert_eq!(
+        engine.0,
+        BTreeSet::from(["model".to_string()]),
+        "{engine:?}"
+    );
+    for name in ["engine", "model"] {
+        let (ours, others) = &graph[name];
+        for crate_name in forbidden {
+            assert!(
+                !others.contains(crate_name),
+                "{name} depends on {crate_name}"
+            );
+        }
+        assert!(ours.iter().all(|o| o == "model"), "{name}: {ours:?}");
+    }
 }
 
 #[test]
@@ -340,7 +451,16 @@ fn module_doc(text: &str) -> String {
 #[test]
 fn every_shipping_module_says_what_it_is_for_and_not_for() {
     let mut missing = Vec::new();
-    for (path, text) in files_below("src") {
+    let roots: Vec<String> = source_roots()
+        .iter()
+        .map(|r| {
+            r.strip_prefix(env!("CARGO_MANIFEST_DIR"))
+                .unwrap_or(r)
+                .display()
+                .to_string()
+        })
+        .collect();
+    for (path, text) in roots.iter().flat_map(|r| files_below(r)) {
         let test_only = path.components().any(|c| c.as_os_str() == "tests")
             || path
                 .file_stem()
@@ -374,7 +494,7 @@ fn every_shipping_module_says_what_it_is_for_and_not_for() {
 #[test]
 fn a_file_over_600_lines_names_its_reason() {
     let mut long = Vec::new();
-    for folder in ["src", "tests", "benches", "examples"] {
+    for folder in ["src", "crates", "tests", "benches", "examples"] {
         for (path, text) in files_below(folder) {
             let lines = text.lines().count();
             if lines > 600 && !module_doc(&text).contains("Over 600 lines:") {

@@ -8,7 +8,7 @@
 //! The ticks run as an unprivileged user from a shell holding the token, as on a hosted runner
 //! (`common::unprivileged`); the escapes of issues 25 and 31 are `attacks_escape.rs`.
 
-mod common;
+use crate::common;
 
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};

@@ -9,7 +9,7 @@
 //! The ticks run as an unprivileged user from a shell holding the canary token
 //! (`common::unprivileged`), under Landlock, which lets agents read everything that user may.
 
-mod common;
+use crate::common;
 
 use std::path::PathBuf;
 

@@ -15,7 +15,7 @@
 //!   (`tests/fixtures/agents/door-flood.py`): its run ends well within its timeout, the runner
 //!   stays under 256 MiB, `status --json` under 1 MB, the refused hosts ten names and a count.
 
-mod common;
+use crate::common;
 
 use std::path::Path;
 use std::time::{Duration, Instant};

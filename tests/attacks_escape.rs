@@ -12,7 +12,7 @@
 
 #[path = "attacks_escape/checks.rs"]
 mod checks;
-mod common;
+use crate::common;
 #[path = "attacks_escape/git_dir.rs"]
 mod git_dir;
 #[path = "attacks_escape/leftovers.rs"]

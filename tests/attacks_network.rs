@@ -8,7 +8,7 @@
 //! looks for its model key everywhere an agent's process could finds only a placeholder, while
 //! the model API gets the key.
 
-mod common;
+use crate::common;
 
 use std::io::{Read, Write};
 use std::net::{TcpListener, UdpSocket};

@@ -9,7 +9,7 @@
 //! The agent script reads its prompt: a task whose title says ATTACK runs the attack, any other
 //! task writes `plain.txt`.
 
-mod common;
+use crate::common;
 #[path = "attacks_view/limits.rs"]
 mod limits;
 

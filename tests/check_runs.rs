@@ -7,7 +7,7 @@
 //! may not write check runs gets commit statuses, said once; the CI gate never waits on them, and
 //! a branch rule requiring the judge's check lets the merge through.
 
-mod common;
+use crate::common;
 
 use common::git;
 use common::github::CheckRun;

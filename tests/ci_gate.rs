@@ -4,7 +4,7 @@
 //! (configured or from the base branch's rules) are waited for by name, an unrelated green
 //! check standing in for none; a repository with no CI at all merges, saying so.
 
-mod common;
+use crate::common;
 #[path = "ci_gate/rounds.rs"]
 mod rounds;
 

@@ -6,7 +6,7 @@
 //! exactly that change — rebuilt in a fresh checkout, since the held commit never left the job
 //! that made it — and an approval of another change lets nothing out.
 
-mod common;
+use crate::common;
 
 use std::path::{Path, PathBuf};
 

@@ -1,6 +1,6 @@
 //! The CLI end to end: the real binary on temp directories.
 
-mod common;
+use crate::common;
 #[path = "cli/config_errors.rs"]
 mod config_errors;
 

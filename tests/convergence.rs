@@ -3,7 +3,7 @@
 //! a never-run task starts within ⌈(F + 1) / R⌉ ticks (`F` other families with queued work when
 //! it was queued, `R` runs per tick), and a misbehaving family pays for at most 3 runs.
 
-mod common;
+use crate::common;
 
 use common::{minute, GitRepo, Out, Setup};
 

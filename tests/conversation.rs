@@ -3,7 +3,7 @@
 //! makes the worker write that file), so a change can only come from text that reached the
 //! prompt. Each prompt is copied aside for the test to read.
 
-mod common;
+use crate::common;
 
 use common::git;
 use common::scripted::*;

@@ -2,7 +2,7 @@
 //! tick, leaks out of the untrusted-data fence, or becomes a trusted field (title, goal, notes).
 //! Agents are scripts acting only on their prompt (`tests/common/scripted.rs`).
 
-mod common;
+use crate::common;
 
 use common::git;
 use common::scripted::*;

@@ -3,7 +3,7 @@
 //! decided task is `reporting` until its issue shows the outcome; a task held for a spent budget
 //! is `paused`. Agents are the scripts of `common::scripted`: they act only on their prompt.
 
-mod common;
+use crate::common;
 
 use common::git;
 use common::scripted::*;

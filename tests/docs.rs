@@ -154,7 +154,7 @@ fn the_architecture_map_is_short_and_names_paths_that_exist() {
         "ARCHITECTURE.md has {lines} lines: leave the detail to the module docs"
     );
     let roots = [
-        "src/", "tests/", "benches/", "scripts/", "docs/", ".github/",
+        "src/", "crates/", "tests/", "benches/", "scripts/", "docs/", ".github/",
     ];
     let mut missing = Vec::new();
     for (i, span) in prose(&text).split('`').enumerate() {
@@ -292,6 +292,7 @@ fn every_test_the_docs_name_exists() {
     let mut code = String::new();
     sources(&root().join("tests"), &mut code);
     sources(&root().join("src"), &mut code);
+    sources(&root().join("crates"), &mut code);
     let mut missing = Vec::new();
     let mut named = 0;
     for page in pages() {

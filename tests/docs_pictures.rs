@@ -4,7 +4,7 @@
 //! draws them again and compares them with `docs/img/` (ids, times and sizes aside);
 //! `scripts/docs-pictures.sh` writes them (`OPENTIGER_WRITE_PICTURES=1`).
 
-mod common;
+use crate::common;
 #[path = "docs_pictures/svg.rs"]
 mod svg;
 

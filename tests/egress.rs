@@ -9,7 +9,7 @@
 //! wait before its 10-second timeout; a budget covers a task's family; a run past its budget has
 //! its next model call refused; an idle agent is ended as stalled.
 
-mod common;
+use crate::common;
 
 use std::fs;
 use std::path::PathBuf;

@@ -3,9 +3,8 @@
 //! function right (`reproduce.yml`) or plausibly wrong (`wrong.yml`), and a judge that approves
 //! everything. Each test drives the real binary.
 
-mod common;
-#[path = "eval/example.rs"]
-mod example;
+use crate::common;
+use crate::eval_example as example;
 
 use std::collections::BTreeMap;
 use std::io::{BufRead, BufReader};

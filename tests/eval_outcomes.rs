@@ -1,9 +1,8 @@
 //! `opentiger eval` where the loop does not merge: a change it cannot deliver, and a good change
 //! the judge refuses — the judge's record counts the second.
 
-mod common;
-#[path = "eval/example.rs"]
-mod example;
+use crate::common;
+use crate::eval_example as example;
 
 use std::os::unix::fs::PermissionsExt;
 

@@ -2,7 +2,7 @@
 //! example (`scripts/eval-example.sh`).
 //!
 //! ```sh
-//! OPENTIGER_REAL_MODEL_TESTS=1 cargo test --test eval_real_model -- --ignored --nocapture
+//! OPENTIGER_REAL_MODEL_TESTS=1 cargo test --test suite eval_real_model:: -- --ignored --nocapture
 //! ```
 //!
 //! The pinned pieces and the server are `tests/real_model.rs`'s (`scripts/real-model.sh`,
@@ -11,9 +11,8 @@
 //! the tokens the model spent; whether the model resolves any is its part, printed, not
 //! asserted (a 135M model rarely writes a right function). Not run by `cargo test` or CI.
 
-mod common;
-#[path = "eval/example.rs"]
-mod example;
+use crate::common;
+use crate::eval_example as example;
 
 use std::time::Instant;
 

@@ -2,7 +2,7 @@
 //! binary in local-git mode, with shell-script agents. The primary agent is `agent.sh` (from
 //! `agents.default`), the worker's fallback `fallback.sh`.
 
-mod common;
+use crate::common;
 
 use common::{minute, GitRepo, Setup};
 

@@ -1,7 +1,7 @@
 //! Issue 29, tried as a new user would: the repository found from any folder in it, a clear
 //! error outside one, and an interrupt (Ctrl-C, a cancelled Actions job) as a clean stop.
 
-mod common;
+use crate::common;
 
 use std::path::Path;
 use std::process::{Command, Stdio};

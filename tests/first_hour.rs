@@ -1,7 +1,7 @@
 //! A new user's first hour (issue 15): every mistake caught before an agent runs, and output that
 //! shows the cause. Each test drives the real binary the way a person would.
 
-mod common;
+use crate::common;
 #[path = "first_hour/failures.rs"]
 mod failures;
 #[path = "first_hour/readme.rs"]

@@ -2,7 +2,6 @@
 //! name the cause and a fix that can be pasted, `--offline` without network, one run stopped on
 //! request, and the first-run preview. Each test drives the real binary as a person would.
 
-mod common;
 #[path = "first_run/docs.rs"]
 mod docs;
 #[path = "first_run/plain.rs"]

@@ -7,7 +7,7 @@
 
 #[path = "github_mode/ci.rs"]
 mod ci;
-mod common;
+use crate::common;
 #[path = "github_mode/people_prs.rs"]
 mod people_prs;
 #[path = "github_mode/seen.rs"]

@@ -6,7 +6,7 @@
 
 #[path = "github_people/approvals.rs"]
 mod approvals;
-mod common;
+use crate::common;
 #[path = "github_people/dashboard.rs"]
 mod dashboard;
 

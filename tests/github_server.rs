@@ -3,7 +3,7 @@
 //! responses against GitHub's published OpenAPI description (here). The resources' tests are in
 //! `github_server/resources.rs`, the HTTP behaviours' in `github_server/protocol.rs`.
 
-mod common;
+use crate::common;
 #[path = "github_server/protocol.rs"]
 mod protocol;
 #[path = "github_server/resources.rs"]

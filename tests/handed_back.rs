@@ -6,7 +6,7 @@
 //! reviewer reaches the judge only as data. The ticks run as an unprivileged user with agents
 //! under Landlock and a remote to push to (local-git); the judge approves everything.
 
-mod common;
+use crate::common;
 
 use common::origin::{jail, on_origin_main, refs_of, run};
 use common::{git, minute, Setup};

@@ -1,7 +1,7 @@
 //! `opentiger init` and `opentiger doctor` end to end: the real binary on temp repositories, the
 //! GitHub checks against the local stand-in (tests/common/github), never the network.
 
-mod common;
+use crate::common;
 #[path = "init_doctor/credentials.rs"]
 mod credentials;
 #[path = "init_doctor/sandbox.rs"]

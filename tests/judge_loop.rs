@@ -3,7 +3,7 @@
 //! agent that is down. Each ends with the source task done or waiting on a person, and none
 //! creates more follow-up tasks than its limit.
 
-mod common;
+use crate::common;
 
 use common::{git, minute, GitRepo, Setup};
 

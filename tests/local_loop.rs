@@ -3,7 +3,7 @@
 
 #[path = "local_loop/budgets.rs"]
 mod budgets;
-mod common;
+use crate::common;
 #[path = "local_loop/lessons.rs"]
 mod lessons;
 #[path = "local_loop/waiting.rs"]

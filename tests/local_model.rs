@@ -3,7 +3,7 @@
 //! OpenAI chat completions only (`common::model_server`, `ModelServer::local_at`).
 //!
 //! ```sh
-//! OPENTIGER_REAL_CLI_TESTS=1 cargo test --test local_model -- --ignored --nocapture
+//! OPENTIGER_REAL_CLI_TESTS=1 cargo test --test suite local_model:: -- --ignored --nocapture
 //! ```
 //!
 //! The real CLIs come from `scripts/real-clis.sh` (as `tests/real_agent_sessions.rs`). For each
@@ -16,7 +16,7 @@
 //! or CI: it needs the real CLIs and port 8080. With `OPENTIGER_REAL_CLI_RECORD=<dir>` the
 //! requests the stand-in saw are written to `<dir>/<cli>.requests.jsonl`.
 
-mod common;
+use crate::common;
 
 use common::local_model::{metered, run_recipe, ADDR, FILE, MODEL};
 use common::model_server::{ModelServer, CONTENT, INPUT_TOKENS, OUTPUT_TOKENS};

@@ -4,7 +4,7 @@
 //! live view of a tick (a line when an agent starts, a heartbeat while it runs, folds in
 //! GitHub Actions, nothing with `-q`).
 
-mod common;
+use crate::common;
 
 use std::io::{BufRead, BufReader};
 use std::os::unix::fs::PermissionsExt;

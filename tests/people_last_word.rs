@@ -4,7 +4,7 @@
 //! is never merged over, a hold label or `/opentiger hold` holds the merge, and GitHub's
 //! one-second times lose nothing.
 
-mod common;
+use crate::common;
 
 use common::git;
 use common::scripted::*;

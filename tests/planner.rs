@@ -1,7 +1,7 @@
 //! The planner end to end with shell-script planner agents: requirement → task graph, invalid
 //! plans rejected whole, dedupe by signature, replan on change, fallback, approval.
 
-mod common;
+use crate::common;
 
 use common::{minute, GitRepo, Setup};
 

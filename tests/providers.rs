@@ -10,7 +10,7 @@
 //! the dearest built-in one; a run past its budget has its next call refused; a 429 parks that
 //! provider's executor; a key that is not set stops the tick and `doctor` names its variable.
 
-mod common;
+use crate::common;
 
 use std::fs;
 use std::path::PathBuf;

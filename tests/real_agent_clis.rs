@@ -3,7 +3,7 @@
 //! Ignored by default (it installs packages from npm and PyPI, a few hundred MB, several minutes):
 //!
 //! ```sh
-//! OPENTIGER_REAL_CLI_TESTS=1 cargo test --test real_agent_clis -- --ignored --nocapture
+//! OPENTIGER_REAL_CLI_TESTS=1 cargo test --test suite real_agent_clis:: -- --ignored --nocapture
 //! ```
 //!
 //! `scripts/real-clis.sh` installs `@anthropic-ai/claude-code`, `@openai/codex` and `opencode-ai`
@@ -16,7 +16,7 @@
 //! every flag must be in its `--help`; for the others, flags missing from `--help` are only
 //! printed (claude's `--max-turns` is accepted but not listed).
 
-mod common;
+use crate::common;
 
 use std::path::{Path, PathBuf};
 use std::process::Command;

@@ -2,7 +2,7 @@
 //! (`tests/common/model_server.rs`), networkless (issue 18 item 7).
 //!
 //! ```sh
-//! OPENTIGER_REAL_CLI_TESTS=1 cargo test --test real_agent_sessions -- --ignored --nocapture
+//! OPENTIGER_REAL_CLI_TESTS=1 cargo test --test suite real_agent_sessions:: -- --ignored --nocapture
 //! ```
 //!
 //! `scripts/real-clis.sh` installs the pinned CLIs (cached). For each CLI and each scenario the
@@ -16,7 +16,7 @@
 //! `OPENTIGER_REAL_CLI_RECORD=<dir>` it is also written to `<dir>/<cli>/<scenario>.out`, which
 //! is how the fixtures under `tests/fixtures/agents/` were recorded.
 
-mod common;
+use crate::common;
 
 use std::fs;
 use std::path::{Path, PathBuf};

@@ -2,7 +2,7 @@
 //! local-model recipe alone.
 //!
 //! ```sh
-//! OPENTIGER_REAL_MODEL_TESTS=1 cargo test --test real_model -- --ignored --nocapture
+//! OPENTIGER_REAL_MODEL_TESTS=1 cargo test --test suite real_model:: -- --ignored --nocapture --skip eval_real_model
 //! ```
 //!
 //! `scripts/real-model.sh` installs the pinned pieces into `~/.cache/opentiger/real-model`
@@ -23,7 +23,7 @@
 //! Not run by `cargo test` or CI. With `OPENTIGER_REAL_MODEL_RECORD=<dir>` every request and
 //! answer the server saw is copied to `<dir>/exchanges.jsonl`.
 
-mod common;
+use crate::common;
 
 use std::path::Path;
 use std::time::Instant;

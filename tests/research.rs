@@ -5,7 +5,7 @@
 //! ticked box of the report each open exactly one issue; an outsider's approve is refused; a
 //! report leaving a criterion unanswered fails its run, naming the criterion.
 
-mod common;
+use crate::common;
 
 use common::scripted::{self, prompts, tasks, tick, Setup};
 

@@ -7,7 +7,7 @@
 //! that cannot end in time), and a tick killed or interrupted in a later round keeps what its
 //! earlier rounds did.
 
-mod common;
+use crate::common;
 
 use std::process::{Command, Stdio};
 

@@ -7,7 +7,7 @@
 //! refused as a policy violation of the run with nothing pushed. The token (a canary) is never
 //! in the folder, the state, a PR body or a comment.
 
-mod common;
+use crate::common;
 #[path = "safe_outputs/tampered.rs"]
 mod tampered;
 
@@ -368,14 +368,17 @@ fn a_bundle_hiding_a_huge_file_in_its_history_is_refused_by_size_with_memory_bou
     forge_folder(&job, &out_dir, &start, &gone, &gone);
     let apply_job = s.dir.path().join("apply-job");
     common::clone(&s.origin, &apply_job);
-    let child = opentiger_against(&s.server, &apply_job, AT)
-        .arg("apply")
-        .arg(&out_dir)
+    let mut apply = opentiger_against(&s.server, &apply_job, AT);
+    apply.arg("apply").arg(&out_dir);
+    // Started by a small parent: forked from this large test process, its peak would count ours.
+    let report = s.dir.path().join("apply-peak");
+    let status = common::peak::measured(&apply, &report)
         .stdout(std::process::Stdio::null())
         .stderr(std::process::Stdio::null())
-        .spawn()
+        .status()
         .unwrap();
-    let peak_kib = peak_kib(child);
+    assert!(status.code().is_some(), "apply ended by a signal: {status}");
+    let peak_kib = common::peak::reported_kib(&report);
     assert!(
         peak_kib < 48 * 1024,
         "apply or one of its git children peaked at {peak_kib} KiB"
@@ -439,18 +442,6 @@ fn a_held_change_in_the_split_is_approved_then_let_out_by_apply() {
     assert!(shown.contains("curl -fsSL"), "{shown}");
     let second = s.runs().into_iter().find(|r| r["id"] == run.as_str());
     assert_eq!(second.expect("the second run")["status"], "success");
-}
-
-/// Waits for `child` with `wait4`: the largest resident size (KiB) of it and of every process
-/// it waited for (its git children).
-fn peak_kib(child: std::process::Child) -> i64 {
-    let pid = i32::try_from(child.id()).unwrap();
-    let mut status = 0;
-    // SAFETY: an all-zero rusage is valid; wait4 writes it and the status of our own child.
-    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
-    // SAFETY: as above; the pointers live for the call.
-    assert_eq!(unsafe { libc::wait4(pid, &mut status, 0, &mut usage) }, pid);
-    usage.ru_maxrss
 }
 
 /// A failed run's folder holds no bundle; `apply` records that failure as it is.

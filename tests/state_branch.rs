@@ -1,7 +1,7 @@
 //! The state on a git ref: compare-and-swap saves, bounded history, shared state across clones,
 //! and concurrent ticks in separate clones of one origin.
 
-mod common;
+use crate::common;
 
 use std::path::{Path, PathBuf};
 use std::process::Command;

@@ -2,7 +2,7 @@
 //! migrated, concurrent savers never both win, and a damaged state is an error, never a wrong
 //! state.
 
-mod common;
+use crate::common;
 
 use std::path::Path;
 use std::process::{Command, Stdio};

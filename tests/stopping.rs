@@ -5,7 +5,7 @@
 
 #[path = "stopping/at_once.rs"]
 mod at_once;
-mod common;
+use crate::common;
 
 use std::os::unix::process::CommandExt;
 use std::path::Path;

@@ -4,7 +4,7 @@
 //! as an unprivileged user with agents under Landlock and a remote to push to (local-git); the
 //! approval from GitHub is `tests/ci_start.rs`'.
 
-mod common;
+use crate::common;
 
 use common::origin::{in_origin, jail, on_origin_main, refs_of, run};
 use common::{git, minute, Setup};
@@ -150,10 +150,8 @@ echo x > x.txt
     );
 }
 
-/// `wait4` on the tick's step shell: the peak resident size (KiB) of it and of every process it
-/// waited for (the tick, its git children, the agent).
-fn peak_kib(mut child: std::process::Child) -> (i32, i64, String) {
-    let pid = i32::try_from(child.id()).unwrap();
+/// Waits for the tick's step shell: its exit code and what it printed.
+fn wait_reading(mut child: std::process::Child) -> (i32, String) {
     let mut stdout = child.stdout.take().unwrap();
     let mut stderr = child.stderr.take().unwrap();
     let reader = std::thread::spawn(move || {
@@ -163,14 +161,9 @@ fn peak_kib(mut child: std::process::Child) -> (i32, i64, String) {
         let _ = stderr.read_to_string(&mut text);
         text
     });
-    let mut status = 0;
-    // SAFETY: an all-zero rusage is valid; wait4 writes it and the status for our own child.
-    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
-    // SAFETY: as above; the pointers live for the call.
-    let waited = unsafe { libc::wait4(pid, &mut status, 0, &mut usage) };
-    assert_eq!(waited, pid);
+    let status = child.wait().expect("the step shell");
     let text = reader.join().unwrap();
-    (libc::WEXITSTATUS(status), usage.ru_maxrss, text)
+    (status.code().unwrap_or(-1), text)
 }
 
 /// Every 5 ms until `done`, the resident memory of `root` and all its descendants added up
@@ -234,10 +227,13 @@ fn files_too_large_are_refused_by_size_with_memory_bounded() {
         "#!/bin/sh\nhead -c 400000000 /dev/urandom > big.bin\ntruncate -s 3G sparse.img\necho x > x.txt\n",
     );
     let id = jail.add_task(&["--title", "Huge", "--goal", "anything"]);
-    let child = jail.spawn(&minute(0), &["tick"], &[]);
+    // Started by a small parent: forked from this large test process, its peak would count ours.
+    let report = jail.tmp.path().join("tick-peak");
+    let child = jail.spawn_measured(&report, &minute(0), &["tick"], &[]);
     let done = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
     let sampler = sample_tree_kib(i32::try_from(child.id()).unwrap(), done.clone());
-    let (code, peak, text) = peak_kib(child);
+    let (code, text) = wait_reading(child);
+    let peak = common::peak::reported_kib(&report);
     done.store(true, std::sync::atomic::Ordering::SeqCst);
     let summed = sampler.join().unwrap();
     assert_eq!(code, 0, "{text}");

@@ -4,7 +4,7 @@
 //! person's uncommitted work is never overwritten by a merge, and whatever an agent leaves in
 //! its workspace goes with it.
 
-mod common;
+use crate::common;
 #[path = "workspace/gc.rs"]
 mod gc;
 #[path = "workspace/leftovers.rs"]

@@ -133,6 +133,9 @@ fn in_github_mode_a_leftover_searching_during_the_push_is_gone_and_finds_nothing
     });
     with_origin(&a);
     let origin = a.jail.g.tools_path().join("origin.git");
+    // The server merges in the origin as this process's user while the tick, another user,
+    // pushes there: the folders either makes stay writable by both.
+    git(&origin, &["config", "core.sharedRepository", "0777"]);
     let server =
         common::github::GithubServer::with_token("acme", "widgets", CANARY).with_git(&origin);
     server.add_issue(

@@ -6,6 +6,7 @@ pub mod github;
 pub mod local_model;
 pub mod model_server;
 pub mod origin;
+pub mod peak;
 pub mod real_clis;
 pub mod real_model;
 pub mod scripted;

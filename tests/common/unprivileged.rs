@@ -233,10 +233,34 @@ impl Jail {
 
     /// The same, started: the child is the step's bash, the tick its only child.
     pub fn spawn(&self, now: &str, args: &[&str], env: &[(&str, &str)]) -> std::process::Child {
+        self.spawn_after(&[], now, args, env)
+    }
+
+    /// The same, the tick started by `common::peak`'s small parent, which writes its peak to
+    /// `report`: the step's bash, then the parent, then the tick.
+    pub fn spawn_measured(
+        &self,
+        report: &Path,
+        now: &str,
+        args: &[&str],
+        env: &[(&str, &str)],
+    ) -> std::process::Child {
+        self.spawn_after(&super::peak::parent(report), now, args, env)
+    }
+
+    /// The step's bash running `before`, then the tick.
+    fn spawn_after(
+        &self,
+        before: &[std::ffi::OsString],
+        now: &str,
+        args: &[&str],
+        env: &[(&str, &str)],
+    ) -> std::process::Child {
         self.hand_over();
         let mut cmd = self.user.command("/bin/bash");
         // Not `exec`: the shell stays the tick's parent, with the token in its environment.
         cmd.args(["-c", "\"$@\"; status=$?; exit $status", "step-shell"])
+            .args(before)
             .arg(self.user.binary())
             .arg("--repo")
             .arg(self.g.path())
