@@ -60,7 +60,7 @@ impl Load {
     }
 }
 
-pub fn dispatch(w: &mut Working<'_>) {
+pub(crate) fn dispatch(w: &mut Working<'_>) {
     let config = w.config;
     let mut load = Load {
         per_role: BTreeMap::new(),
@@ -481,7 +481,7 @@ fn claim(w: &mut Working<'_>, task: &Task, waiting_since: Timestamp, rule: &'sta
 
 /// Issue 17: the repository is paused: no queued task is claimed, each says so and how to
 /// resume it (issue 40: `opentiger resume` in every mode, the dashboard command in github mode).
-pub fn hold_for_pause(w: &mut Working<'_>, by: &str) {
+pub(crate) fn hold_for_pause(w: &mut Working<'_>, by: &str) {
     let resume = match w.config.mode {
         crate::model::Mode::Github => {
             "`opentiger resume`, or `/opentiger resume` on the dashboard issue"

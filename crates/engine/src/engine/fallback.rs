@@ -269,7 +269,7 @@ pub fn after_config(
 /// Every parked executor gets a `Wait` decision, so a dry run and the plan say which are parked
 /// and why. Parked executors do not hold tasks back (no quota throttle): a role without a free
 /// fallback finds out when its run hits the quota again.
-pub fn explain_waits(w: &mut Working<'_>) {
+pub(crate) fn explain_waits(w: &mut Working<'_>) {
     let waits = &w.snapshot.observations.executor_waits;
     let parked: Vec<(String, Timestamp, String)> = waits
         .iter()

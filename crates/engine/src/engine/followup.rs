@@ -22,7 +22,7 @@ fn title_prefix(kind: TaskKind) -> Option<&'static str> {
 }
 
 /// The goal's title, without the "AutoFix k/m: " (or other follow-up prefix) of a follow-up.
-pub fn goal_title(task: &Task) -> &str {
+pub(crate) fn goal_title(task: &Task) -> &str {
     title_prefix(task.kind)
         .and_then(|prefix| task.title.strip_prefix(prefix))
         .and_then(|rest| rest.split_once(": "))
@@ -31,7 +31,13 @@ pub fn goal_title(task: &Task) -> &str {
 
 /// A follow-up of `source` of `kind`, number `n` of at most `max`: same goal, paths, checks and
 /// issue; its id derives from the source, kind and number, so deciding twice creates it once.
-pub fn derived_child(source: &Task, kind: TaskKind, n: u32, max: u32, now: Timestamp) -> Task {
+pub(crate) fn derived_child(
+    source: &Task,
+    kind: TaskKind,
+    n: u32,
+    max: u32,
+    now: Timestamp,
+) -> Task {
     let id = TaskId(short_hash(&[
         kind.as_str(),
         source.id.as_str(),

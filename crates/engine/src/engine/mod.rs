@@ -324,7 +324,7 @@ impl Plan {
 
 /// The working view the rules read and update as they decide, so a later rule sees the effect
 /// of an earlier one (a reclaimed task can be dispatched in the same plan).
-pub struct Working<'a> {
+pub(crate) struct Working<'a> {
     pub snapshot: &'a Snapshot,
     pub config: &'a Config,
     pub now: Timestamp,

@@ -518,7 +518,7 @@ impl GithubClient {
 }
 
 /// Percent-encodes a query or path value.
-pub fn encode(text: &str) -> String {
+pub(crate) fn encode(text: &str) -> String {
     let mut out = String::new();
     for b in text.bytes() {
         match b {

@@ -24,7 +24,7 @@ pub struct Writer<'a> {
 }
 
 /// Inserts tasks inside a transaction: dependencies must exist or be in the batch, no cycles.
-pub fn insert_tasks_in(
+pub(crate) fn insert_tasks_in(
     tx: &Transaction<'_>,
     tasks: &[Task],
     writer: Writer<'_>,
@@ -88,7 +88,7 @@ fn task_exists(tx: &Transaction<'_>, id: &TaskId) -> Result<bool, StoreError> {
         .is_some())
 }
 
-pub fn insert_task_row(tx: &Transaction<'_>, t: &Task) -> Result<(), StoreError> {
+pub(crate) fn insert_task_row(tx: &Transaction<'_>, t: &Task) -> Result<(), StoreError> {
     tx.execute(
         &format!("INSERT INTO tasks ({TASK_COLUMNS}) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20, ?21, ?22, ?23, ?24, ?25, ?26)"),
         params![
@@ -125,7 +125,7 @@ pub fn insert_task_row(tx: &Transaction<'_>, t: &Task) -> Result<(), StoreError>
 
 /// Checks and writes one status move plus its event. `expected`, when given, is the state the
 /// decision was made on; if the task has moved since, the write is refused as stale.
-pub fn write_transition(
+pub(crate) fn write_transition(
     tx: &Transaction<'_>,
     id: &TaskId,
     expected: Option<TaskState>,
@@ -196,7 +196,7 @@ pub fn write_transition(
 
 /// Creates a task a rule decided on (a rework or AutoFix child) unless it exists: its id is
 /// derived from what it stands for, so deciding twice creates it once. Returns whether it was new.
-pub fn create_derived_task(
+pub(crate) fn create_derived_task(
     tx: &Transaction<'_>,
     task: &Task,
     reason: &str,
@@ -237,7 +237,7 @@ fn link_and_log(
 }
 
 /// An event that moves no task (a lease, a run, a verdict).
-pub fn note(
+pub(crate) fn note(
     tx: &Transaction<'_>,
     writer: Writer<'_>,
     kind: &str,
@@ -259,7 +259,7 @@ pub fn note(
 }
 
 #[allow(clippy::too_many_arguments)]
-pub fn record_event(
+pub(crate) fn record_event(
     tx: &Transaction<'_>,
     writer: Writer<'_>,
     kind: &str,

@@ -111,7 +111,7 @@ impl Store {
         Ok(tasks)
     }
 
-    pub fn attach_dependencies(&self, tasks: &mut [Task]) -> Result<(), StoreError> {
+    pub(crate) fn attach_dependencies(&self, tasks: &mut [Task]) -> Result<(), StoreError> {
         let ids: Vec<&TaskId> = tasks.iter().map(|t| &t.id).collect();
         let mut deps = self.dependencies_of(&ids)?;
         for task in tasks {

@@ -69,7 +69,7 @@ pub struct Protection {
 }
 
 /// How to give agents a network namespace where the kernel restricts unprivileged ones.
-pub const USERNS_FIX: &str = "allow unprivileged user namespaces (Ubuntu 24.04: `sudo sysctl -w kernel.apparmor_restrict_unprivileged_userns=0`, which the GitHub Action does before it drops sudo), or run on Linux 6.7 or newer for Landlock's TCP rules (docs/security.md: The agent's only door)";
+pub(crate) const USERNS_FIX: &str = "allow unprivileged user namespaces (Ubuntu 24.04: `sudo sysctl -w kernel.apparmor_restrict_unprivileged_userns=0`, which the GitHub Action does before it drops sudo), or run on Linux 6.7 or newer for Landlock's TCP rules (docs/security.md: The agent's only door)";
 
 /// How agents' and checks' network is confined here (issue 37).
 #[derive(Clone, Debug, PartialEq, Eq)]

@@ -97,7 +97,7 @@ fn leftover_pid(name: &str) -> Option<u32> {
 }
 
 /// Our user id.
-pub fn uid() -> u32 {
+pub(crate) fn uid() -> u32 {
     // SAFETY: getuid takes no arguments, cannot fail and touches no memory of ours.
     unsafe { libc::getuid() }
 }

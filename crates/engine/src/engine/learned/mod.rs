@@ -15,7 +15,7 @@ pub mod vet;
 
 /// A lesson of `signature` seen `count` times, first at 0, last at `last_seen` (tests).
 #[cfg(test)]
-pub fn lesson(
+pub(crate) fn lesson(
     signature: crate::model::learned::Signature,
     count: u32,
     last_seen: i64,

@@ -134,15 +134,15 @@ pub(super) fn reclaim_leases(w: &mut Working<'_>) {
 
 /// One run lease lost with its holder, and the lost runs its task counted before.
 #[derive(Clone, Debug, PartialEq)]
-pub struct Loss {
-    pub task: TaskId,
-    pub holder: AgentId,
-    pub counted: u32,
+pub(crate) struct Loss {
+    pub(crate) task: TaskId,
+    pub(crate) holder: AgentId,
+    pub(crate) counted: u32,
 }
 
 /// Against which task each holder's loss is counted: the one it has cost least so far, ties to
 /// the lowest task id (see the module documentation). One entry per holder.
-pub fn counted_once(losses: &[Loss]) -> BTreeMap<AgentId, TaskId> {
+pub(crate) fn counted_once(losses: &[Loss]) -> BTreeMap<AgentId, TaskId> {
     let mut least: BTreeMap<AgentId, &Loss> = BTreeMap::new();
     for loss in losses {
         least

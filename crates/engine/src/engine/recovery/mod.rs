@@ -19,13 +19,13 @@ use crate::model::{
 };
 use crate::time::{Timestamp, SECOND};
 use leases::{cancel_orphaned_runs, reclaim_leases};
-pub use review::judge_work;
+pub(crate) use review::judge_work;
 use review::{
     close_superseded_pull, newer_recreation, recover_awaiting_judge, review_person_pr_again,
 };
 
 /// Runs every recovery rule once, in a fixed order.
-pub fn recover(w: &mut Working<'_>) {
+pub(crate) fn recover(w: &mut Working<'_>) {
     reclaim_leases(w);
     cancel_orphaned_runs(w);
     for id in w.ids_with_status(TaskStatus::Failed) {
@@ -453,7 +453,7 @@ fn check_dependencies_exist(w: &mut Working<'_>, id: &TaskId) {
 }
 
 /// What a task without any other decision waits for.
-pub fn waiting_reason(
+pub(crate) fn waiting_reason(
     w: &Working<'_>,
     task: &Task,
     gates: &Preflight,

@@ -421,7 +421,7 @@ fn autofix_note(w: &Working<'_>, id: &TaskId) -> String {
 
 /// Emits the judge's work: one review per task with an unjudged successful run (spec §2.4 step 3:
 /// newest run per task). In direct mode there is no judge: such tasks are done (spec §2.4).
-pub fn judge_work(w: &mut Working<'_>) {
+pub(crate) fn judge_work(w: &mut Working<'_>) {
     if w.config.mode == Mode::Github {
         return; // A PR is reviewed once CI passed on its head: see `gate_open_pull_request`.
     }
