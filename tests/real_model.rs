@@ -14,7 +14,7 @@
 //! configuration, `doctor --online`, its task, its tick — the shipped defaults, no template,
 //! no environment of its own, the default sandbox. Then ticks go on, each when the task is due
 //! again (a retry's or a judge retry's time read from the task), until the task is done or
-//! waits for a person, at most [`TICKS`] ticks.
+//! waits for a person (itself or the rework it follows), at most [`TICKS`] ticks.
 //!
 //! For each CLI the test checks that its tick ran the agent, that the model was asked, and
 //! that the tokens opentiger's proxy metered equal the server's counts, at the recipe's price
@@ -58,8 +58,8 @@ fn served_tokens(usage_log: &Path, from: usize) -> ((u64, u64, u64), u64, usize)
     (total, unanswered, lines.len())
 }
 
-/// The recipe's task as `status --json` shows it.
-fn task(dir: &Path, bins: &[std::path::PathBuf]) -> serde_json::Value {
+/// Every task as `status --json` shows it.
+fn tasks(dir: &Path, bins: &[std::path::PathBuf]) -> Vec<serde_json::Value> {
     let out = recipe_command(
         dir,
         "",
@@ -69,12 +69,14 @@ fn task(dir: &Path, bins: &[std::path::PathBuf]) -> serde_json::Value {
     .output()
     .expect("status");
     let status: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap_or_default();
-    status["tasks"]
-        .as_array()
+    status["tasks"].as_array().cloned().unwrap_or_default()
+}
+
+/// The recipe's task.
+fn task(dir: &Path, bins: &[std::path::PathBuf]) -> serde_json::Value {
+    tasks(dir, bins)
         .into_iter()
-        .flatten()
         .find(|t| t["title"] == "Add sub")
-        .cloned()
         .unwrap_or_default()
 }
 
@@ -169,8 +171,16 @@ fn one_cli(agent: &'static str, bins: &[std::path::PathBuf], usage_log: &Path) -
     let mut ticks = 1;
     let mut at = chrono::Utc::now();
     while ticks <= TICKS && started.elapsed() < WALL {
-        let t = task(dir.path(), bins);
-        let waits_for_person = t["status"] == "blocked" && t["block_reason"] == "awaiting_human";
+        let all = tasks(dir.path(), bins);
+        let t = all
+            .iter()
+            .find(|t| t["title"] == "Add sub")
+            .cloned()
+            .unwrap_or_default();
+        // The task, or the rework it follows, waits on a person's word: no tick moves it on.
+        let waits_for_person = all
+            .iter()
+            .any(|t| t["status"] == "blocked" && t["block_reason"] == "awaiting_human");
         if t["status"] == "done" || t["status"].is_null() || waits_for_person {
             break;
         }
