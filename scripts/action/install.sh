@@ -66,7 +66,7 @@ source_id() {
   fi
   (
     cd "$action_path"
-    { find Cargo.toml Cargo.lock src templates -type f -print0 2>/dev/null || true; } |
+    { find Cargo.toml Cargo.lock src crates templates -type f -print0 2>/dev/null || true; } |
       LC_ALL=C sort -z |
       while IFS= read -r -d '' file; do
         printf '%s\0' "$file"

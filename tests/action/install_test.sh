@@ -275,5 +275,23 @@ check "could not download" has_text "$work/stdout" "::error title=opentiger acti
 check "no fallback" lacks_text "$work/output" "found="
 finish_case "unreachable release server"
 
+# --- no version: the key is the action's own sources, every crate of the workspace included ----
+unset VERSION
+source_tree="$work/action"
+mkdir -p "$source_tree/src" "$source_tree/crates/engine/src" "$source_tree/templates"
+printf '[workspace]\n' >"$source_tree/Cargo.toml"
+: >"$source_tree/Cargo.lock"
+echo 'fn main() {}' >"$source_tree/src/main.rs"
+echo 'pub fn rule() {}' >"$source_tree/crates/engine/src/lib.rs"
+ACTION_PATH=$source_tree run_install download
+first=$(output_of build-key)
+check "source: no version, nothing to download" has_line "$work/output" "found=false"
+ACTION_PATH=$source_tree run_install download
+check "source: the same sources, the same key" test "$(output_of build-key)" = "$first"
+echo 'pub fn rule() { let _ = 1; }' >"$source_tree/crates/engine/src/lib.rs"
+ACTION_PATH=$source_tree run_install download
+check "source: a change in a crate, another key" test "$(output_of build-key)" != "$first"
+finish_case "the build key of an action built from source"
+
 echo "$passed passed, $failed failed"
 ((failed == 0))
