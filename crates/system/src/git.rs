@@ -584,8 +584,7 @@ fn tail(text: &str, max: usize) -> String {
     format!("…{cut}")
 }
 
-/// A new, empty repository in a temporary folder, for tests (the store's too: compiled in every
-/// build, as `engine::testkit` is, so no feature splits the build in two).
+/// An empty repository in a temporary folder, for tests: this crate's and the store's.
 #[doc(hidden)]
 pub fn temp_repo() -> (tempfile::TempDir, Git) {
     let dir = tempfile::tempdir().expect("temp dir");
