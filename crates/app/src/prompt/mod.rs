@@ -92,13 +92,13 @@ impl TemplateName {
 
     fn embedded(self) -> &'static str {
         match self {
-            TemplateName::Worker => include_str!("../../templates/worker.md.hbs"),
-            TemplateName::Judge => include_str!("../../templates/judge.md.hbs"),
-            TemplateName::Planner => include_str!("../../templates/planner.md.hbs"),
-            TemplateName::Research => include_str!("../../templates/research.md.hbs"),
-            TemplateName::Detector => include_str!("../../templates/detector.md.hbs"),
-            TemplateName::Summary => include_str!("../../templates/summary.md.hbs"),
-            TemplateName::Dashboard => include_str!("../../templates/dashboard.md.hbs"),
+            TemplateName::Worker => include_str!("../../../../templates/worker.md.hbs"),
+            TemplateName::Judge => include_str!("../../../../templates/judge.md.hbs"),
+            TemplateName::Planner => include_str!("../../../../templates/planner.md.hbs"),
+            TemplateName::Research => include_str!("../../../../templates/research.md.hbs"),
+            TemplateName::Detector => include_str!("../../../../templates/detector.md.hbs"),
+            TemplateName::Summary => include_str!("../../../../templates/summary.md.hbs"),
+            TemplateName::Dashboard => include_str!("../../../../templates/dashboard.md.hbs"),
         }
     }
 }

@@ -73,13 +73,13 @@ fn the_workflow_pins_the_release_init_came_from() {
 /// fixtures were recorded with.
 #[test]
 fn the_workflows_pin_the_agent_cli_the_adapter_was_tested_against() {
-    let fixtures = include_str!("../tests/fixtures/agents/README.md");
+    let fixtures = include_str!("../../../tests/fixtures/agents/README.md");
     let tested = fixtures
         .split("(claude ")
         .nth(1)
         .and_then(|rest| rest.split([',', ')']).next())
         .expect("the fixtures README names the claude version they were recorded with");
-    let fanout = include_str!("../examples/workflows/opentiger-fanout.yml");
+    let fanout = include_str!("../../../examples/workflows/opentiger-fanout.yml");
     for (name, text) in [
         ("opentiger.yml", WORKFLOW),
         ("opentiger-fanout.yml", fanout),
@@ -105,7 +105,8 @@ fn the_workflows_pin_the_agent_cli_the_adapter_was_tested_against() {
 /// leaves no token behind for an agent to read (`persist-credentials: false`).
 #[test]
 fn every_checkout_of_the_workflows_persists_no_credentials() {
-    let examples = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/workflows");
+    let examples = std::path::Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/../.."))
+        .join("examples/workflows");
     let mut workflows = vec![(WORKFLOW_PATH.to_string(), WORKFLOW.to_string())];
     for entry in std::fs::read_dir(&examples).expect("examples/workflows") {
         let path = entry.expect("an entry").path();

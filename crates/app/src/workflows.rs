@@ -456,7 +456,7 @@ mod tests {
             let w = parse("w.yml", &format!("{on}jobs: {{}}\n")).expect("a workflow");
             assert_eq!(w.on_push_or_pr, runs_on_prs, "{on}");
         }
-        let tick = include_str!("../examples/workflows/opentiger.yml");
+        let tick = include_str!("../../../examples/workflows/opentiger.yml");
         let w = parse("opentiger.yml", tick).expect("the example workflow");
         assert_eq!(w.crons, vec!["17 * * * *"]);
         let every = schedule(std::slice::from_ref(&w)).map(|s| s.every);

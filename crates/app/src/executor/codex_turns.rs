@@ -82,7 +82,7 @@ mod tests {
     fn fixture(name: &str) -> String {
         let path = format!(
             "{}/tests/fixtures/agents/codex/{name}",
-            env!("CARGO_MANIFEST_DIR")
+            concat!(env!("CARGO_MANIFEST_DIR"), "/../..")
         );
         std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{path}: {e}"))
     }

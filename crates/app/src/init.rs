@@ -14,7 +14,7 @@ use crate::model::Mode;
 use crate::tick::ContextOptions;
 
 /// The workflow `init` writes in github mode.
-pub const WORKFLOW: &str = include_str!("../examples/workflows/opentiger.yml");
+pub const WORKFLOW: &str = include_str!("../../../examples/workflows/opentiger.yml");
 /// Where it goes, relative to the repository.
 pub const WORKFLOW_PATH: &str = ".github/workflows/opentiger.yml";
 

@@ -263,7 +263,7 @@ pub fn checks(repo: &Path) -> Vec<Check> {
 mod tests {
     use super::*;
 
-    const FANOUT: &str = include_str!("../../examples/workflows/opentiger-fanout.yml");
+    const FANOUT: &str = include_str!("../../../../examples/workflows/opentiger-fanout.yml");
 
     fn details(text: &str) -> Vec<String> {
         inspect(text)

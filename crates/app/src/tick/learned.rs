@@ -17,7 +17,7 @@ use crate::time::Timestamp;
 
 /// A new snapshot when the one in `learned` is due, else `None` (a probe that could not run
 /// is logged, and the runs go on with what is known).
-pub(crate) fn refresh(ctx: &Context, learned: &Learned) -> Option<HostSnapshot> {
+pub fn refresh(ctx: &Context, learned: &Learned) -> Option<HostSnapshot> {
     if !host::wanted(&ctx.config.context) {
         return None;
     }
@@ -42,7 +42,7 @@ pub(crate) fn refresh(ctx: &Context, learned: &Learned) -> Option<HostSnapshot> 
 }
 
 /// `learned` with `fresh` in place of its snapshot, when there is one.
-pub(crate) fn with_host(mut learned: Learned, fresh: Option<&HostSnapshot>) -> Learned {
+pub fn with_host(mut learned: Learned, fresh: Option<&HostSnapshot>) -> Learned {
     if let Some(snapshot) = fresh {
         learned.host = Some(snapshot.clone());
     }

@@ -167,9 +167,9 @@ mod tests {
     fn the_example_workflows_have_no_key_twice() {
         for text in [
             crate::init::WORKFLOW,
-            include_str!("../../examples/workflows/opentiger-fanout.yml"),
-            include_str!("../../.github/workflows/ci.yml"),
-            include_str!("../../.github/workflows/release.yml"),
+            include_str!("../../../../examples/workflows/opentiger-fanout.yml"),
+            include_str!("../../../../.github/workflows/ci.yml"),
+            include_str!("../../../../.github/workflows/release.yml"),
         ] {
             assert_eq!(duplicates(text), [], "{text}");
         }

@@ -370,9 +370,9 @@ pub(super) mod tests {
             "contents, issues, pull requests and checks: read and write; commit statuses: read";
         let fix = super::super::ci::APP_TOKEN_FIX;
         assert!(fix.contains(permissions), "{fix}");
-        let docs = include_str!("../../docs/github.md").replace('\n', " ");
+        let docs = include_str!("../../../../docs/github.md").replace('\n', " ");
         assert!(docs.contains(permissions), "docs/github.md");
-        let started = include_str!("../../docs/getting-started.md").replace('\n', " ");
+        let started = include_str!("../../../../docs/getting-started.md").replace('\n', " ");
         assert!(started.contains(permissions), "docs/getting-started.md");
         let workflow = crate::init::WORKFLOW
             .lines()
