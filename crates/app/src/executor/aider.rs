@@ -402,11 +402,7 @@ mod tests {
     );
 
     fn fixture(name: &str) -> String {
-        let path = format!(
-            "{}/tests/fixtures/agents/aider/{name}",
-            concat!(env!("CARGO_MANIFEST_DIR"), "/../..")
-        );
-        std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{path}: {e}"))
+        crate::executor::recorded("aider", name)
     }
 
     #[test]

@@ -256,11 +256,7 @@ mod tests {
     type Case<'a> = (&'a str, Option<AgentFailureKind>, f64, i64, i64, &'a str);
 
     fn fixture(name: &str) -> String {
-        let path = format!(
-            "{}/tests/fixtures/agents/claude-code/{name}",
-            concat!(env!("CARGO_MANIFEST_DIR"), "/../..")
-        );
-        std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{path}: {e}"))
+        crate::executor::recorded("claude-code", name)
     }
 
     #[test]

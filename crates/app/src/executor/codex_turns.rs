@@ -80,11 +80,7 @@ mod tests {
     use super::*;
 
     fn fixture(name: &str) -> String {
-        let path = format!(
-            "{}/tests/fixtures/agents/codex/{name}",
-            concat!(env!("CARGO_MANIFEST_DIR"), "/../..")
-        );
-        std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{path}: {e}"))
+        crate::executor::recorded("codex", name)
     }
 
     /// The line a cap of `max_turns` stops codex's recorded output at, with the failure.

@@ -329,6 +329,15 @@ pub const FORGE_TOKENS: &[&str] = &[
     "GITHUB_PAT",
 ];
 
+/// A CLI's recorded output, `tests/fixtures/agents/<cli>/<name>` of the repository, for the
+/// adapters' tests.
+#[cfg(test)]
+fn recorded(cli: &str, name: &str) -> String {
+    let root = concat!(env!("CARGO_MANIFEST_DIR"), "/../..");
+    let path = format!("{root}/tests/fixtures/agents/{cli}/{name}");
+    std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{path}: {e}"))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
