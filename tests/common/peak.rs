@@ -37,7 +37,8 @@ pub fn parent(report: &Path) -> Vec<OsString> {
     ]
 }
 
-/// `cmd` started by the parent: the same program, arguments, environment and folder.
+/// `cmd` started by the parent: the same program, arguments, environment changes and folder.
+/// An `env_clear` is not carried over (a `Command` does not tell it): clear the returned one too.
 pub fn measured(cmd: &Command, report: &Path) -> Command {
     let mut words = parent(report);
     let mut out = Command::new(words.remove(0));
